@@ -1,0 +1,1 @@
+"""collsim's simulator: SimPy model of ranks and links running collective algorithms."""

@@ -1,0 +1,110 @@
+"""Ring algorithms: reduce-scatter, all-gather, all-reduce, and the hierarchical all-reduce.
+
+The ring helpers work on any group of ranks and any element range, so the hierarchical
+all-reduce reuses them inside a node and across nodes. With ``chunks`` k each piece travels as
+k sub-chunks and a chunk is forwarded as soon as it is reduced, so reduction overlaps transfer.
+
+Ring reduce-scatter, p = 4, piece j = j-th quarter; rank i sends piece (i-s-1) at step s::
+
+    step 0: 0->1 p3   1->2 p0   2->3 p1   3->0 p2
+    step 1: 0->1 p2   1->2 p3   2->3 p0   3->0 p1
+    step 2: 0->1 p1   1->2 p2   2->3 p3   3->0 p0   -> rank i holds the sum of piece i
+"""
+
+from __future__ import annotations
+
+from typing import Generator, Sequence
+
+from sim.call import Call, Piece
+from sim.network import Network
+from sim.registry import register
+
+
+
+def _chunked(call: Call, pieces: tuple[Piece, ...]) -> list[tuple[Piece, ...]]:
+    if call.chunks == 1:
+        return [(piece,) for piece in pieces]
+    return [call.pieces(call.chunks, piece) for piece in pieces]
+
+
+def ring_reduce_scatter_steps(net: Network, rank: int, call: Call, group: Sequence[int], within: Piece, step0: int = 0, tag: int = 0) -> Generator:
+    """Group member i ends holding piece i of ``within`` summed over the group."""
+    m = len(group)
+    if m == 1:
+        return
+    i = group.index(rank)
+    right, left = group[(i + 1) % m], group[(i - 1) % m]
+    send, recv, reduce = net.send, net.recv, net.reduce
+    verify = call.buffers is not None
+    subs = _chunked(call, call.pieces(m, within))
+    for chunk, sub in enumerate(subs[(i - 1) % m]):
+        send(rank, right, sub[2], call.take(rank, sub), step0, chunk, tag)
+    for step in range(m - 1):
+        for chunk, sub in enumerate(subs[(i - step - 2) % m]):
+            payload = yield recv(left, rank, tag)
+            combine = reduce(rank, sub[2], step0 + step, chunk)
+            if combine is not None:
+                yield combine
+            if verify:
+                call.add(rank, payload, sub)
+            if step < m - 2:
+                send(rank, right, sub[2], call.take(rank, sub) if verify else None, step0 + step + 1, chunk, tag)
+
+
+def ring_all_gather_steps(net: Network, rank: int, call: Call, group: Sequence[int], within: Piece, step0: int = 0, tag: int = 0) -> Generator:
+    """Group member i starts with piece i of ``within`` and ends with all pieces."""
+    m = len(group)
+    if m == 1:
+        return
+    i = group.index(rank)
+    right, left = group[(i + 1) % m], group[(i - 1) % m]
+    send, recv = net.send, net.recv
+    verify = call.buffers is not None
+    subs = _chunked(call, call.pieces(m, within))
+    for chunk, sub in enumerate(subs[i]):
+        send(rank, right, sub[2], call.take(rank, sub), step0, chunk, tag)
+    for step in range(m - 1):
+        for chunk, sub in enumerate(subs[(i - step - 1) % m]):
+            payload = yield recv(left, rank, tag)
+            if verify:
+                call.put(rank, payload, sub)
+            if step < m - 2:
+                send(rank, right, sub[2], payload, step0 + step + 1, chunk, tag)
+
+
+@register("reduce_scatter", "ring", chunked=True, splits=True)
+def ring_reduce_scatter(net: Network, rank: int, call: Call) -> Generator:
+    yield from ring_reduce_scatter_steps(net, rank, call, range(call.ranks), call.whole())
+
+
+@register("all_gather", "ring", chunked=True, splits=True)
+def ring_all_gather(net: Network, rank: int, call: Call) -> Generator:
+    yield from ring_all_gather_steps(net, rank, call, range(call.ranks), call.whole())
+
+
+@register("all_reduce", "ring", chunked=True, splits=True)
+def ring_all_reduce(net: Network, rank: int, call: Call) -> Generator:
+    """Reduce-scatter then all-gather around the ring: 2(p-1) steps of n/p bytes."""
+    group, whole = range(call.ranks), call.whole()
+    yield from ring_reduce_scatter_steps(net, rank, call, group, whole)
+    yield from ring_all_gather_steps(net, rank, call, group, whole, step0=call.ranks - 1)
+
+
+@register("all_reduce", "hierarchical", chunked=True, splits=True, topology="two_level")
+def hierarchical_all_reduce(net: Network, rank: int, call: Call) -> Generator:
+    """Intra-node ring reduce-scatter, inter-node ring all-reduce of each rank's piece among the
+    ranks with the same local index, intra-node ring all-gather."""
+    gpus = net.topology.gpus_per_node
+    node, local = divmod(rank, gpus)
+    nodes = call.ranks // gpus
+    intra = [node * gpus + i for i in range(gpus)]
+    inter = [n * gpus + local for n in range(nodes)]
+    whole = call.whole()
+    mine = call.pieces(gpus, whole)[local]
+    yield from ring_reduce_scatter_steps(net, rank, call, intra, whole, 0, tag=1)
+    step = gpus - 1
+    yield from ring_reduce_scatter_steps(net, rank, call, inter, mine, step, tag=2)
+    step += nodes - 1
+    yield from ring_all_gather_steps(net, rank, call, inter, mine, step, tag=2)
+    step += nodes - 1
+    yield from ring_all_gather_steps(net, rank, call, intra, whole, step, tag=1)

@@ -1,0 +1,3 @@
+"""placeholder"""
+def for_scenario(s):
+    return None

@@ -1,0 +1,191 @@
+"""The ``collsim`` command line.
+
+Commands from ``real`` and ``webapp`` (and the heavier ``sim`` ones) load lazily, when invoked,
+so ``collsim sim collective`` never imports torch or dash. Bad input prints one line,
+``error: ...``, on stderr and exits with code 2.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from typing import Any
+
+import click
+
+from sim.errors import CollsimError
+
+
+class LazyGroup(click.Group):
+    """A click group whose subcommands are imported from "module:attribute" on first use."""
+
+    def __init__(self, *args: Any, lazy: dict[str, tuple[str, str]] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = lazy or {}  # name -> ("module:attribute", one-line help)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """List lazy commands by their stored help, without importing them (torch, dash)."""
+        rows = [(name, command.get_short_help_str(60)) for name, command in self.commands.items() if not command.hidden]
+        rows += [(name, help_text) for name, (_, help_text) in self.lazy.items()]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(sorted(rows))
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(self.lazy))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in self.lazy:
+            module, attribute = self.lazy[name][0].split(":")
+            try:
+                return getattr(importlib.import_module(module), attribute)
+            except ImportError as error:
+                if (error.name or "").split(".")[0] in ("sim", "real", "webapp"):
+                    raise
+                raise CollsimError(f"'collsim {name}' needs an optional dependency that is not installed ({error.name}); install collsim[all]") from None
+        return super().get_command(ctx, name)
+
+
+# click >= 8.2 raises this for a bare group invocation; older versions print help themselves.
+_NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
+class Main(LazyGroup):
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs["standalone_mode"] = False
+        try:
+            return super().main(*args, **kwargs)
+        except CollsimError as error:
+            click.echo(f"error: {error}", err=True)
+            sys.exit(2)
+        except _NO_ARGS_IS_HELP as error:
+            click.echo(error.format_message())
+            sys.exit(0)
+        except click.UsageError as error:
+            where = f" ({error.ctx.command_path})" if error.ctx else ""
+            click.echo(f"error{where}: {error.format_message()}", err=True)
+            sys.exit(2)
+        except click.ClickException as error:
+            click.echo(f"error: {error.format_message()}", err=True)
+            sys.exit(error.exit_code)
+        except click.exceptions.Abort:
+            click.echo("aborted", err=True)
+            sys.exit(1)
+
+
+@click.group(
+    cls=Main,
+    lazy={
+        "real": ("real.cli:real", "Run collectives and DDP steps for real on torch.distributed."),
+        "fit": ("real.cli:fit", "Fit o and w (and more) to measurements in the results store."),
+        "compare": ("real.cli:compare", "Compare simulated with measured times for a scenario."),
+        "ui": ("webapp.cli:ui", "Serve the browser what-if explorer (Dash) on 127.0.0.1."),
+        "sweep": ("sim.sweep:sweep_command", "Run a grid of scenarios on a process pool or a Dask cluster."),
+    },
+)
+@click.version_option(package_name="collsim")
+def cli() -> None:
+    """collsim: simulate, draw and check the collectives behind data-parallel training."""
+
+
+@cli.group(cls=LazyGroup, lazy={"ddp": ("sim.ddp_cli:ddp", "Simulate a DDP step: buckets, overlap, overhead, best bucket size.")})
+def sim() -> None:
+    """Simulate collectives and DDP steps (SimPy, no torch needed)."""
+
+
+def _unit(parse):
+    """A click callback that parses a unit string and reports errors as CollsimError."""
+
+    def callback(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if value is None:
+            return None
+        return parse(value, "--" + param.name.replace("_", "-"))
+
+    return callback
+
+
+@sim.command("collective")
+@click.option("--op", required=True, help="broadcast, reduce, all_reduce, all_gather, reduce_scatter, gather, scatter, barrier, send_recv")
+@click.option("--algorithm", required=True, help="e.g. ring, binomial, recursive_doubling, rabenseifner, double_binary_tree")
+@click.option("--ranks", required=True, type=int, help="number of ranks p")
+@click.option("--size", default="0", help="message size n, e.g. 64MiB (all_gather: gathered size)")
+@click.option("--latency", default="0", help="link latency alpha, e.g. 5us (default 0)")
+@click.option("--bandwidth", required=True, help="link bandwidth B, e.g. 25GB/s or 100Gbps")
+@click.option("--reduce-bandwidth", default=None, help="reduction bandwidth 1/gamma, e.g. 100GB/s (default: free)")
+@click.option("--overhead", default="0", help="per-call overhead o, e.g. 10us")
+@click.option("--chunks", default=1, type=int, help="pipeline chunks k (chain, ring, trees)")
+@click.option("--topology", default="switch", help="switch | ring | two_level | torus2d | FILE (GraphML/JSON)")
+@click.option("--gpus-per-node", default=None, type=int, help="two_level: ranks per node (default 8)")
+@click.option("--intra-latency", default=None, help="two_level: latency inside a node")
+@click.option("--intra-bandwidth", default=None, help="two_level: bandwidth inside a node")
+@click.option("--root", default=0, type=int, help="root rank for rooted collectives")
+@click.option("--straggler", "stragglers", multiple=True, help="RANK:DELAY start skew, e.g. 3:1ms (repeatable)")
+@click.option("--jitter", default="0", help="mean extra delay per message, exponential, e.g. 1us")
+@click.option("--seed", default=0, type=int, help="seed for jitter and verification payloads")
+@click.option("--repetitions", default=1, type=int, help="back-to-back calls; time_s is per call")
+@click.option("--element-bytes", default=4, type=int, help="bytes per element (float32: 4)")
+@click.option("--record", default="auto", type=click.Choice(["auto", "full", "aggregate"]), help="event recording")
+@click.option("--verify", is_flag=True, help="move real payloads and check every rank's final buffer")
+@click.option("--scenario", "scenario_file", default=None, help="YAML/JSON scenario file (flags given override it)")
+@click.option("--trace", default=None, help="write a Chrome trace JSON (open in Perfetto)")
+@click.option("--csv", "csv_path", default=None, help="write the event table as CSV")
+@click.option("--json", "as_json", is_flag=True, help="print one JSON object")
+def collective(scenario_file: str | None, trace: str | None, csv_path: str | None, as_json: bool, **flags: Any) -> None:
+    """Simulate one collective message by message on a topology."""
+    from sim.runner import run_collective
+    from sim.scenario import CollectiveScenario, load_mapping
+
+    data = load_mapping(scenario_file) if scenario_file else {}
+    data.update(_scenario_fields(flags))
+    scenario = CollectiveScenario.from_dict(data)
+    result = run_collective(scenario)
+    if trace:
+        result.write_trace(trace)
+    if csv_path:
+        result.to_csv(csv_path)
+    summary = result.summary()
+    if as_json:
+        click.echo(json.dumps(summary))
+    else:
+        click.echo(format_summary(summary))
+
+
+def _scenario_fields(flags: dict[str, Any]) -> dict[str, Any]:
+    fields = {key: value for key, value in flags.items() if value is not None}
+    stragglers = fields.pop("stragglers", ())
+    if stragglers:
+        fields["stragglers"] = ",".join(stragglers)
+    if not fields.get("verify"):
+        fields.pop("verify", None)
+    return fields
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    from sim.units import format_size, format_time
+
+    lines = [
+        f"{summary['op']}/{summary['algorithm']} on {summary['ranks']} ranks ({summary['topology']}), {format_size(summary['size_bytes'])}",
+        f"  simulated time   {format_time(summary['time_s'])}",
+    ]
+    if summary["analytic_time_s"] is not None:
+        lines.append(f"  closed form      {format_time(summary['analytic_time_s'])}  (relative error {summary['relative_error']:.2e})")
+    else:
+        lines.append("  closed form      none for this scenario")
+    lines.append(f"  messages         {summary['messages']} in {summary['steps']} steps, {format_size(summary['bytes_on_wire'])} on the wire")
+    if summary["algbw_GBps"] is not None:
+        lines.append(f"  algbw            {summary['algbw_GBps']:.4g} GB/s")
+    link = summary["busiest_link"]
+    if link:
+        lines.append(f"  busiest link     {link['link']}: {format_size(link['bytes'])}, utilisation {link['utilisation']:.1%}")
+    if summary["verified"] is not None:
+        lines.append(f"  verified         {'yes: every rank holds the right result' if summary['verified'] else 'NO: buffers differ from the definition'}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    cli()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,182 @@
+"""Results as data: a tidy event table, summary numbers, CSV and Chrome trace export.
+
+One event schema serves simulated and measured runs (DESIGN §1):
+
+=========  ===============================================================
+rank       the rank the event belongs to (sender for messages)
+peer       the other rank of a message (receiver), -1 otherwise
+resource   what was busy: ``port:3``, ``compute:3``, ``link:3->switch``...
+kind       send, reduce, backward, forward, optimizer, comm, ...
+start_s    start, seconds from the start of the run
+end_s      end, seconds
+bytes      bytes moved or combined (0 where none)
+step       the algorithm's step (round) number, -1 where none
+chunk      chunk / piece index, -1 where none
+bucket     DDP bucket index, -1 where none
+=========  ===============================================================
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Iterable
+
+from sim.network import Compute, Message, Network
+
+EVENT_COLUMNS = ("rank", "peer", "resource", "kind", "start_s", "end_s", "bytes", "step", "chunk", "bucket")
+
+
+def message_rows(messages: Iterable[Message]) -> Iterable[dict[str, Any]]:
+    for src, dst, start, end, nbytes, step, chunk in messages:
+        yield {"rank": src, "peer": dst, "resource": f"port:{src}", "kind": "send", "start_s": start, "end_s": end, "bytes": nbytes, "step": step, "chunk": chunk, "bucket": -1}
+
+
+def compute_rows(computes: Iterable[Compute]) -> Iterable[dict[str, Any]]:
+    for rank, start, end, nbytes, step, chunk in computes:
+        yield {"rank": rank, "peer": -1, "resource": f"compute:{rank}", "kind": "reduce", "start_s": start, "end_s": end, "bytes": nbytes, "step": step, "chunk": chunk, "bucket": -1}
+
+
+def write_csv(rows: Iterable[dict[str, Any]], path: str | Path) -> None:
+    with open(path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=EVENT_COLUMNS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def link_name(link: tuple[object, object]) -> str:
+    return f"{link[0]}->{link[1]}"
+
+
+@dataclass
+class LinkStats:
+    link: str
+    messages: int
+    bytes: int
+    busy_s: float
+    utilisation: float
+
+
+@dataclass
+class CollectiveResult:
+    """What one simulated collective run produced."""
+
+    scenario: Any  # CollectiveScenario
+    time_s: float  # per call: total time / repetitions
+    total_time_s: float
+    rank_end_s: list[float]
+    message_count: int
+    bytes_sent: int
+    steps: int
+    analytic_time_s: float | None
+    verified: bool | None
+    network: Network = field(repr=False)
+    mode: str = "full"
+
+    @property
+    def messages(self) -> list[Message]:
+        return self.network.messages
+
+    @property
+    def truncated(self) -> bool:
+        """True when messages beyond ``max_events`` were aggregated rather than recorded."""
+        return bool(self.network.overflow)
+
+    def events(self) -> list[dict[str, Any]]:
+        rows = list(message_rows(self.network.messages)) + list(compute_rows(self.network.computes))
+        rows.sort(key=lambda row: (row["start_s"], row["rank"]))
+        return rows
+
+    @cached_property
+    def link_stats(self) -> list[LinkStats]:
+        """Messages, bytes and busy time per directed link, over every message (recorded or not)."""
+        net = self.network
+        pairs: dict[tuple[int, int], list[float]] = {}
+        for src, dst, start, end, nbytes, _, _ in net.messages:
+            totals = pairs.setdefault((src, dst), [0, 0, 0.0])
+            totals[0] += 1
+            totals[1] += nbytes
+            totals[2] += end - start
+        for pair, (count, nbytes, busy) in net.overflow.items():
+            totals = pairs.setdefault(pair, [0, 0, 0.0])
+            totals[0] += count
+            totals[1] += nbytes
+            totals[2] += busy
+        per_link = [[0, 0, 0.0] for _ in net.links]
+        for (src, dst), (count, nbytes, busy) in pairs.items():
+            for index in net.route(src, dst)[0]:
+                if index < len(per_link):
+                    per_link[index][0] += count
+                    per_link[index][1] += nbytes
+                    per_link[index][2] += busy
+        span = self.total_time_s or 1.0
+        return [LinkStats(link_name(link), int(c), int(b), busy, busy / span) for link, (c, b, busy) in zip(net.links, per_link) if c]
+
+    def summary(self) -> dict[str, Any]:
+        """The JSON the CLI prints (keys are part of the CLI contract)."""
+        s = self.scenario
+        links = self.link_stats
+        return {
+            "op": s.op,
+            "algorithm": s.algorithm,
+            "ranks": s.ranks,
+            "size_bytes": s.size_bytes,
+            "topology": s.topology,
+            "time_s": self.time_s,
+            "analytic_time_s": self.analytic_time_s,
+            "relative_error": None if not self.analytic_time_s else (self.time_s - self.analytic_time_s) / self.analytic_time_s,
+            "messages": self.message_count,
+            "bytes_on_wire": self.bytes_sent,
+            "steps": self.steps,
+            "verified": self.verified,
+            "mode": self.mode,
+            "repetitions": s.repetitions,
+            "rank_end_s": {"min": min(self.rank_end_s), "max": max(self.rank_end_s)},
+            "algbw_GBps": s.size_bytes / self.time_s / 1e9 if self.time_s else None,
+            "busiest_link": None if not links else max(links, key=lambda l: l.busy_s).__dict__,
+            "events_recorded": len(self.network.messages),
+            "events_truncated": self.truncated,
+            "scenario": s.to_dict(),
+        }
+
+    def to_csv(self, path: str | Path) -> None:
+        write_csv(self.events(), path)
+
+    def chrome_trace(self) -> dict[str, Any]:
+        return chrome_trace(self.network.messages, self.network.computes, self.network)
+
+    def write_trace(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.chrome_trace()))
+
+
+def _meta(pid: int, tid: int | None, name: str) -> dict[str, Any]:
+    if tid is None:
+        return {"ph": "M", "pid": pid, "name": "process_name", "args": {"name": name}}
+    return {"ph": "M", "pid": pid, "tid": tid, "name": "thread_name", "args": {"name": name}}
+
+
+def chrome_trace(messages: Iterable[Message], computes: Iterable[Compute], net: Network | None = None) -> dict[str, Any]:
+    """Chrome trace JSON (Perfetto opens it): one track per rank's send port, per rank's
+    compute, and per directed link that carried traffic."""
+    events: list[dict[str, Any]] = [_meta(1, None, "ranks: sends"), _meta(2, None, "ranks: reductions"), _meta(3, None, "links")]
+    seen_ranks: set[int] = set()
+    seen_links: set[int] = set()
+    for src, dst, start, end, nbytes, step, chunk in messages:
+        args = {"bytes": nbytes, "to": dst, "step": step, "chunk": chunk}
+        events.append({"ph": "X", "pid": 1, "tid": src, "name": f"send {src}->{dst}", "ts": start * 1e6, "dur": (end - start) * 1e6, "args": args})
+        seen_ranks.add(src)
+        if net is not None:
+            for index in net.route(src, dst)[0]:
+                if index < len(net.links):
+                    seen_links.add(index)
+                    events.append({"ph": "X", "pid": 3, "tid": index, "name": f"{src}->{dst}", "ts": start * 1e6, "dur": (end - start) * 1e6, "args": args})
+    for rank, start, end, nbytes, step, chunk in computes:
+        events.append({"ph": "X", "pid": 2, "tid": rank, "name": "reduce", "ts": start * 1e6, "dur": (end - start) * 1e6, "args": {"bytes": nbytes, "step": step, "chunk": chunk}})
+        seen_ranks.add(rank)
+    events += [_meta(pid, rank, f"rank {rank}") for rank in sorted(seen_ranks) for pid in (1, 2)]
+    if net is not None:
+        events += [_meta(3, index, link_name(net.links[index])) for index in sorted(seen_links)]
+    return {"traceEvents": events, "displayTimeUnit": "ns"}

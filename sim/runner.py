@@ -1,0 +1,110 @@
+"""Run a collective scenario: build the topology, start one SimPy process per rank, collect."""
+
+from __future__ import annotations
+
+import gc
+from contextlib import contextmanager
+from typing import Generator, Iterator
+
+import simpy
+
+from sim import analytic, topology as topo
+from sim.call import Call
+from sim.errors import DeadlockError
+from sim.network import Network
+from sim.registry import algorithm_spec
+from sim.results import CollectiveResult
+from sim.scenario import CollectiveScenario
+from sim.verify import check, initial_buffers
+
+
+@contextmanager
+def _no_gc() -> Iterator[None]:
+    """Millions of recorded tuples make the cyclic GC rescan them over and over; the run
+    creates no reference cycles that outlive it, so collect once afterwards instead."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def build_topology(scenario: CollectiveScenario) -> topo.Topology:
+    """The scenario's topology; user graphs must connect exactly ``ranks`` ranks."""
+    s = scenario
+    kind = s.topology
+    if kind == "switch":
+        return topo.switch(s.ranks, s.latency_s, s.bandwidth_Bps)
+    if kind == "ring":
+        return topo.ring(s.ranks, s.latency_s, s.bandwidth_Bps)
+    if kind == "torus2d":
+        rows, cols = topo.torus_shape(s.ranks)
+        return topo.torus2d(rows, cols, s.latency_s, s.bandwidth_Bps)
+    if kind == "two_level":
+        gpus = s.gpus_per_node_resolved
+        intra_latency = s.latency_s if s.intra_latency_s is None else s.intra_latency_s
+        intra_bandwidth = s.bandwidth_Bps if s.intra_bandwidth_Bps is None else s.intra_bandwidth_Bps
+        return topo.two_level(s.ranks // gpus, gpus, intra_latency, intra_bandwidth, s.latency_s, s.bandwidth_Bps)
+    graph = topo.load_graph(kind)
+    if graph.ranks != s.ranks:
+        from sim.errors import CollsimError
+
+        raise CollsimError(f"ranks: the topology file {kind} connects {graph.ranks} ranks, but ranks is {s.ranks}")
+    return graph
+
+
+def make_call(scenario: CollectiveScenario) -> Call:
+    s = scenario
+    call = Call(s.op, s.ranks, s.size_bytes, s.element_bytes, s.chunks, s.root)
+    if s.verify:
+        call.inputs = initial_buffers(s.op, s.ranks, s.elements, s.root, s.seed)
+        call.buffers = [buffer.copy() for buffer in call.inputs]
+    return call
+
+
+def run_collective(scenario: CollectiveScenario, topology: topo.Topology | None = None) -> CollectiveResult:
+    """Simulate ``scenario`` message by message and return its result."""
+    s = scenario
+    env = simpy.Environment()
+    graph = topology or build_topology(s)
+    max_events = {"full": None, "aggregate": 0, "auto": s.max_events}[s.record]
+    net = Network(env, graph, s.reduce_bandwidth_Bps, s.jitter_s, s.seed, max_events)
+    program = algorithm_spec(s.op, s.algorithm).program
+    call = make_call(s)
+    delays = dict(s.stragglers)
+    ends = [0.0] * s.ranks
+
+    def rank_main(rank: int) -> Generator:
+        if delays.get(rank):
+            yield env.timeout(delays[rank])
+        for _ in range(s.repetitions):
+            if s.overhead_s:
+                yield env.timeout(s.overhead_s)
+            yield from program(net, rank, call)
+            last = net.last_send(rank)
+            if last is not None and not last.processed:
+                yield last
+        ends[rank] = env.now
+
+    processes = [env.process(rank_main(rank)) for rank in range(s.ranks)]
+    with _no_gc():
+        env.run()
+    stuck = [rank for rank, process in enumerate(processes) if process.is_alive]
+    if stuck:
+        raise DeadlockError(f"{s.op}/{s.algorithm} deadlocked: ranks {stuck[:16]} still wait for messages {net.pending()[:8]}")
+    total = max(ends) if ends else 0.0
+    steps = len({message[5] for message in net.messages}) if net.messages else 0
+    return CollectiveResult(
+        scenario=s,
+        time_s=total / s.repetitions,
+        total_time_s=total,
+        rank_end_s=ends,
+        message_count=net.message_count,
+        bytes_sent=net.bytes_sent,
+        steps=steps,
+        analytic_time_s=analytic.for_scenario(s),
+        verified=check(call) if s.verify else None,
+        network=net,
+    )

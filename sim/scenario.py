@@ -1,0 +1,247 @@
+"""Scenarios are data: frozen, validated, JSON/YAML round-trip.
+
+``CollectiveScenario.from_dict`` accepts canonical field names with plain numbers
+(``size_bytes: 67108864``) and short names with unit strings (``size: 64MiB``,
+``bandwidth: 25GB/s``, ``latency: 5us``). Every invalid value raises one
+:class:`~sim.errors.CollsimError` naming the field and what is allowed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from sim.errors import CollsimError
+from sim.registry import algorithm_spec, algorithms_for, ops
+from sim.units import parse_bandwidth, parse_size, parse_time
+
+RECORD_MODES = ("auto", "full", "aggregate")
+
+
+def _int(value: Any, what: str) -> int:
+    if isinstance(value, bool):
+        raise CollsimError(f"{what}: expected a whole number, got {value!r}")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise CollsimError(f"{what}: expected a whole number, got {value!r}") from None
+    if not math.isfinite(number) or number != int(number):
+        raise CollsimError(f"{what}: expected a whole number, got {value!r}")
+    return int(number)
+
+
+def _bool(value: Any, what: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if str(value).lower() in ("true", "yes", "1", "on"):
+        return True
+    if str(value).lower() in ("false", "no", "0", "off"):
+        return False
+    raise CollsimError(f"{what}: expected true or false, got {value!r}")
+
+
+def _optional(parse: Callable[[Any, str], Any]) -> Callable[[Any, str], Any]:
+    return lambda value, what: None if value in (None, "", "none", "None") else parse(value, what)
+
+
+def _stragglers(value: Any, what: str) -> tuple[tuple[int, float], ...]:
+    """{rank: delay} or [[rank, delay], ...] or "3:1ms,5:2ms"."""
+    if isinstance(value, str):
+        value = [item.split(":", 1) for item in value.split(",") if item.strip()]
+    items = value.items() if isinstance(value, dict) else value
+    try:
+        pairs = tuple((_int(rank, what), parse_time(delay, what)) for rank, delay in items)
+    except (TypeError, ValueError):
+        raise CollsimError(f"{what}: expected rank:delay pairs such as 3:1ms, got {value!r}") from None
+    return tuple(sorted(pairs))
+
+
+Parser = Callable[[Any, str], Any]
+
+
+def from_mapping(cls: type, data: dict[str, Any], parsers: dict[str, Parser], aliases: dict[str, str]) -> Any:
+    """Build a frozen dataclass from a mapping, parsing unit strings and naming unknown keys."""
+    if not isinstance(data, dict):
+        raise CollsimError(f"{cls.__name__}: expected a mapping of fields, got {type(data).__name__}")
+    names = {f.name for f in dataclasses.fields(cls)}
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        name = aliases.get(key, key)
+        if name not in names:
+            allowed = ", ".join(sorted(names | set(aliases)))
+            raise CollsimError(f"{cls.__name__}: unknown field {key!r}; allowed: {allowed}")
+        parse = parsers.get(name)
+        values[name] = parse(value, key) if parse else value
+    missing = [f.name for f in dataclasses.fields(cls) if f.name not in values and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    if missing:
+        raise CollsimError(f"{cls.__name__}: missing required field(s): {', '.join(missing)}")
+    return cls(**values)
+
+
+def load_mapping(path: str | Path) -> dict[str, Any]:
+    """A YAML or JSON file's top-level mapping, with a clear message when it is not one."""
+    path = Path(path)
+    if not path.is_file():
+        raise CollsimError(f"scenario file {str(path)!r} not found")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        raise CollsimError(f"scenario file {str(path)!r} is not valid YAML/JSON: {error}") from None
+    if not isinstance(data, dict):
+        raise CollsimError(f"scenario file {str(path)!r}: expected a mapping of fields at the top level")
+    return data
+
+
+@dataclass(frozen=True)
+class CollectiveScenario:
+    """One collective call (or ``repetitions`` back-to-back calls) on a network."""
+
+    op: str
+    algorithm: str
+    ranks: int
+    size_bytes: int
+    bandwidth_Bps: float
+    latency_s: float = 0.0
+    reduce_bandwidth_Bps: float | None = None  # None: reductions cost nothing
+    overhead_s: float = 0.0
+    chunks: int = 1
+    topology: str = "switch"  # switch | ring | two_level | torus2d | path to GraphML/JSON
+    gpus_per_node: int | None = None  # two_level; default 8 (or all ranks when fewer)
+    intra_latency_s: float | None = None  # two_level; default latency_s
+    intra_bandwidth_Bps: float | None = None  # two_level; default bandwidth_Bps
+    element_bytes: int = 4
+    root: int = 0
+    stragglers: tuple[tuple[int, float], ...] = field(default=())  # (rank, start delay s)
+    jitter_s: float = 0.0  # mean of an exponential extra delay per message (seeded)
+    seed: int = 0
+    repetitions: int = 1
+    verify: bool = False
+    record: str = "auto"  # auto | full | aggregate
+    max_events: int = 2_000_000  # auto: above this many messages keep aggregates only
+
+    def __post_init__(self) -> None:
+        self._check_numbers()
+        self._check_algorithm()
+
+    def _check_numbers(self) -> None:
+        if self.ranks < 1 or self.ranks > 65536:
+            raise CollsimError(f"ranks: must be between 1 and 65536, got {self.ranks}")
+        if self.size_bytes < 0:
+            raise CollsimError(f"size: must be >= 0 bytes, got {self.size_bytes}")
+        positive = {"bandwidth": self.bandwidth_Bps, "reduce_bandwidth": self.reduce_bandwidth_Bps, "intra_bandwidth": self.intra_bandwidth_Bps}
+        for name, value in positive.items():
+            if value is not None and not (value > 0 and math.isfinite(value)):
+                raise CollsimError(f"{name}: must be a positive, finite rate such as 25GB/s, got {value!r}")
+        non_negative = {"latency": self.latency_s, "overhead": self.overhead_s, "jitter": self.jitter_s, "intra_latency": self.intra_latency_s}
+        for name, value in non_negative.items():
+            if value is not None and not (value >= 0 and math.isfinite(value)):
+                raise CollsimError(f"{name}: must be a time >= 0 such as 5us, got {value!r}")
+        for name, value, low in (("chunks", self.chunks, 1), ("element_bytes", self.element_bytes, 1), ("repetitions", self.repetitions, 1), ("max_events", self.max_events, 0)):
+            if value < low:
+                raise CollsimError(f"{name}: must be >= {low}, got {value}")
+        if not 0 <= self.root < self.ranks:
+            raise CollsimError(f"root: must be a rank in 0..{self.ranks - 1}, got {self.root}")
+        if self.record not in RECORD_MODES:
+            raise CollsimError(f"record: must be one of {', '.join(RECORD_MODES)}, got {self.record!r}")
+        for rank, delay in self.stragglers:
+            if not 0 <= rank < self.ranks or delay < 0:
+                raise CollsimError(f"stragglers: need rank in 0..{self.ranks - 1} and delay >= 0, got {rank}:{delay}")
+
+    def _check_algorithm(self) -> None:
+        if self.op not in ops():
+            raise CollsimError(f"op: unknown {self.op!r}; allowed: {', '.join(ops())}")
+        spec = algorithm_spec(self.op, self.algorithm)
+        if spec is None:
+            raise CollsimError(f"algorithm: {self.algorithm!r} is not an algorithm for {self.op}; allowed: {', '.join(algorithms_for(self.op))}")
+        spec.check(self)
+        if self.topology == "two_level":
+            gpus = self.gpus_per_node_resolved
+            if gpus < 1 or self.ranks % gpus:
+                raise CollsimError(f"gpus_per_node: must divide ranks ({self.ranks}), got {gpus}")
+        elif self.gpus_per_node is not None and self.topology in ("switch", "ring", "torus2d"):
+            raise CollsimError(f"gpus_per_node: only applies to the two_level topology, not {self.topology}")
+
+    @property
+    def gpus_per_node_resolved(self) -> int:
+        if self.gpus_per_node is not None:
+            return self.gpus_per_node
+        return 8 if self.ranks % 8 == 0 else self.ranks
+
+    @property
+    def elements(self) -> int:
+        return self.size_bytes // self.element_bytes
+
+    def replace(self, **changes: Any) -> "CollectiveScenario":
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["stragglers"] = [list(pair) for pair in self.stragglers]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "CollectiveScenario":
+        return from_mapping(cls, data, _COLLECTIVE_PARSERS, _COLLECTIVE_ALIASES)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    @classmethod
+    def from_json(cls, text: str) -> "CollectiveScenario":
+        try:
+            return cls.from_dict(json.loads(text))
+        except json.JSONDecodeError as error:
+            raise CollsimError(f"scenario JSON is malformed: {error}") from None
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False)
+
+    @classmethod
+    def from_yaml(cls, text: str) -> "CollectiveScenario":
+        try:
+            return cls.from_dict(yaml.safe_load(text))
+        except yaml.YAMLError as error:
+            raise CollsimError(f"scenario YAML is malformed: {error}") from None
+
+    @classmethod
+    def load(cls, path: str | Path) -> "CollectiveScenario":
+        return cls.from_dict(load_mapping(path))
+
+
+_COLLECTIVE_PARSERS: dict[str, Parser] = {
+    "ranks": _int,
+    "size_bytes": parse_size,
+    "bandwidth_Bps": parse_bandwidth,
+    "latency_s": parse_time,
+    "reduce_bandwidth_Bps": _optional(parse_bandwidth),
+    "overhead_s": parse_time,
+    "chunks": _int,
+    "topology": lambda value, what: str(value),
+    "gpus_per_node": _optional(_int),
+    "intra_latency_s": _optional(parse_time),
+    "intra_bandwidth_Bps": _optional(parse_bandwidth),
+    "element_bytes": _int,
+    "root": _int,
+    "stragglers": _stragglers,
+    "jitter_s": parse_time,
+    "seed": _int,
+    "repetitions": _int,
+    "verify": _bool,
+    "max_events": _int,
+}
+_COLLECTIVE_ALIASES = {
+    "size": "size_bytes",
+    "bandwidth": "bandwidth_Bps",
+    "latency": "latency_s",
+    "reduce_bandwidth": "reduce_bandwidth_Bps",
+    "overhead": "overhead_s",
+    "intra_latency": "intra_latency_s",
+    "intra_bandwidth": "intra_bandwidth_Bps",
+    "jitter": "jitter_s",
+}

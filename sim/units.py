@@ -1,0 +1,141 @@
+"""Parse and print sizes, bandwidths and times.
+
+Sizes: ``B``, decimal ``KB MB GB TB`` (1e3...), binary ``KiB MiB GiB TiB`` (1024...).
+Bandwidths: ``B/s KB/s MB/s GB/s TB/s`` (decimal), ``KiB/s MiB/s GiB/s`` (binary),
+``bps Kbps Mbps Gbps Tbps`` (bits per second, decimal). Times: ``s ms us ns`` (and ``µs``).
+A bare number means bytes, bytes per second or seconds.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from sim.errors import CollsimError
+
+SIZE_UNITS = {
+    "B": 1,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": 10**9,
+    "TB": 10**12,
+    "KIB": 2**10,
+    "MIB": 2**20,
+    "GIB": 2**30,
+    "TIB": 2**40,
+}
+BANDWIDTH_UNITS = {
+    "B/S": 1.0,
+    "KB/S": 1e3,
+    "MB/S": 1e6,
+    "GB/S": 1e9,
+    "TB/S": 1e12,
+    "KIB/S": 2.0**10,
+    "MIB/S": 2.0**20,
+    "GIB/S": 2.0**30,
+    "BPS": 1 / 8,
+    "KBPS": 1e3 / 8,
+    "MBPS": 1e6 / 8,
+    "GBPS": 1e9 / 8,
+    "TBPS": 1e12 / 8,
+}
+TIME_UNITS = {"S": 1.0, "MS": 1e-3, "US": 1e-6, "µS": 1e-6, "NS": 1e-9}
+
+_NUMBER = re.compile(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*([A-Za-zµ/]*)\s*$")
+
+
+def _split(text: str | float | int, what: str, allowed: str) -> tuple[float, str]:
+    if isinstance(text, bool):
+        raise CollsimError(f"{what}: expected a number with a unit ({allowed}), got {text!r}")
+    if isinstance(text, (int, float)):
+        return float(text), ""
+    match = _NUMBER.match(str(text))
+    if not match:
+        raise CollsimError(f"{what}: cannot read {text!r}; expected a number with a unit ({allowed})")
+    return float(match.group(1)), match.group(2)
+
+
+def _unit(table: dict[str, float], unit: str, text: object, what: str, allowed: str) -> float:
+    # Gbps vs GB/s differ only by case of the B; check the bit units case-sensitively.
+    if unit.lower().endswith("bps") and not unit.endswith("bps"):
+        raise CollsimError(f"{what}: unknown unit in {text!r}; allowed: {allowed}")
+    key = unit.upper()
+    if key not in table:
+        raise CollsimError(f"{what}: unknown unit in {text!r}; allowed: {allowed}")
+    return table[key]
+
+
+SIZE_HELP = "B, KB, MB, GB, TB (decimal) or KiB, MiB, GiB, TiB (binary), e.g. 64MiB"
+BANDWIDTH_HELP = "B/s, KB/s, MB/s, GB/s (decimal), KiB/s, MiB/s, GiB/s (binary) or bps, Mbps, Gbps (bits), e.g. 25GB/s"
+TIME_HELP = "s, ms, us, ns, e.g. 5us or 1.5e-6s"
+
+
+def parse_size(text: str | int | float, what: str = "size") -> int:
+    """Bytes in ``text`` ("64MiB", "1.5KB", 4096); must be a whole, non-negative number."""
+    value, unit = _split(text, what, SIZE_HELP)
+    factor = _unit(SIZE_UNITS, unit or "B", text, what, SIZE_HELP)
+    nbytes = value * factor
+    if not math.isfinite(nbytes) or nbytes < 0:
+        raise CollsimError(f"{what}: must be a non-negative size, got {text!r}")
+    if abs(nbytes - round(nbytes)) > 1e-6 * max(1.0, nbytes):
+        raise CollsimError(f"{what}: {text!r} is not a whole number of bytes")
+    return int(round(nbytes))
+
+
+def parse_bandwidth(text: str | int | float, what: str = "bandwidth") -> float:
+    """Bytes per second in ``text`` ("25GB/s", "100Gbps", "1e9")."""
+    value, unit = _split(text, what, BANDWIDTH_HELP)
+    factor = _unit(BANDWIDTH_UNITS, unit or "B/s", text, what, BANDWIDTH_HELP)
+    return value * factor
+
+
+def parse_time(text: str | int | float, what: str = "time") -> float:
+    """Seconds in ``text`` ("5us", "1.5e-6s", "120ms", 0.001)."""
+    value, unit = _split(text, what, TIME_HELP)
+    return value * _unit(TIME_UNITS, unit or "s", text, what, TIME_HELP)
+
+
+def parse_size_list(text: str, what: str = "sizes") -> list[int]:
+    """A comma list ("1MiB,4MiB") or a geometric range "START:STOP:xFACTOR" ("4KiB:64MiB:x4")."""
+    text = str(text).strip()
+    if ":" in text:
+        parts = text.split(":")
+        if len(parts) != 3 or not parts[2].lower().startswith("x"):
+            raise CollsimError(f"{what}: a range is START:STOP:xFACTOR (e.g. 4KiB:64MiB:x4), got {text!r}")
+        start, stop = parse_size(parts[0], what), parse_size(parts[1], what)
+        factor = float(parts[2][1:])
+        if start <= 0 or stop < start or factor <= 1:
+            raise CollsimError(f"{what}: need 0 < START <= STOP and FACTOR > 1, got {text!r}")
+        sizes, size = [], float(start)
+        while size <= stop * (1 + 1e-12):
+            sizes.append(int(round(size)))
+            size *= factor
+        return sizes
+    items = [item for item in text.split(",") if item.strip()]
+    if not items:
+        raise CollsimError(f"{what}: empty list")
+    return [parse_size(item, what) for item in items]
+
+
+def format_size(nbytes: float) -> str:
+    """Binary units for sizes, as PyTorch and nccl-tests users read them: 64 MiB."""
+    for unit, factor in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(nbytes) >= factor:
+            return f"{nbytes / factor:.4g} {unit}"
+    return f"{nbytes:.4g} B"
+
+
+def format_bandwidth(bytes_per_s: float) -> str:
+    for unit, factor in (("TB/s", 1e12), ("GB/s", 1e9), ("MB/s", 1e6), ("KB/s", 1e3)):
+        if abs(bytes_per_s) >= factor:
+            return f"{bytes_per_s / factor:.4g} {unit}"
+    return f"{bytes_per_s:.4g} B/s"
+
+
+def format_time(seconds: float) -> str:
+    if seconds == 0:
+        return "0 s"
+    for unit, factor in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if abs(seconds) >= factor:
+            return f"{seconds / factor:.4g} {unit}"
+    return f"{seconds / 1e-9:.4g} ns"

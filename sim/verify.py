@@ -1,0 +1,72 @@
+"""Initial buffers and the definition of each collective, to check what the algorithms moved.
+
+Buffer conventions (n = scenario size, p = ranks, block r = piece r of ``split(n, p)``):
+
+- broadcast, scatter: the root holds n bytes; broadcast ends with every rank holding them,
+  scatter with rank r holding block r of the root's buffer.
+- reduce, all_reduce: every rank holds n bytes; the root / every rank ends with the sum.
+- all_gather, gather: rank r holds its block r (n = gathered size); every rank / the root ends
+  with all blocks.
+- reduce_scatter: every rank holds n bytes; rank r ends with block r of the sum.
+- send_recv: rank 0's n bytes end on rank p-1. barrier: no payload.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sim.call import Call, split
+
+
+def initial_buffers(op: str, ranks: int, elements: int, root: int, seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    inputs = [rng.integers(-1000, 1000, size=elements, dtype=np.int64) for _ in range(ranks)]
+    blocks = split(elements, ranks)
+    if op in ("all_gather", "gather"):
+        for rank, buffer in enumerate(inputs):
+            lo, hi = blocks[rank]
+            mask = np.ones(elements, dtype=bool)
+            mask[lo:hi] = False
+            buffer[mask] = 0
+    if op in ("broadcast", "scatter"):
+        for rank, buffer in enumerate(inputs):
+            if rank != root:
+                buffer[:] = 0
+    if op == "send_recv":
+        for rank in range(1, ranks):
+            inputs[rank][:] = 0
+    return inputs
+
+
+def expected(call: Call) -> list[tuple[int, tuple[int, int], np.ndarray]]:
+    """(rank, element range, expected values) that the final buffers must match."""
+    inputs, p, n, root = call.inputs, call.ranks, call.elements, call.root
+    total = np.sum(inputs, axis=0) if inputs else None
+    blocks = split(n, p)
+    whole = (0, n)
+    op = call.op
+    if op == "broadcast":
+        return [(r, whole, inputs[root]) for r in range(p)]
+    if op == "reduce":
+        return [(root, whole, total)]
+    if op == "all_reduce":
+        return [(r, whole, total) for r in range(p)]
+    if op == "all_gather":
+        return [(r, whole, total) for r in range(p)]  # blocks are disjoint: their sum is the concatenation
+    if op == "gather":
+        return [(root, whole, total)]
+    if op == "reduce_scatter":
+        return [(r, blocks[r], total[blocks[r][0] : blocks[r][1]]) for r in range(p)]
+    if op == "scatter":
+        return [(r, blocks[r], inputs[root][blocks[r][0] : blocks[r][1]]) for r in range(p)]
+    if op == "send_recv":
+        return [(p - 1, whole, inputs[0])]
+    return []
+
+
+def check(call: Call) -> bool:
+    """True when every rank's final buffer matches the collective's definition."""
+    for rank, (lo, hi), values in expected(call):
+        if not np.array_equal(call.buffers[rank][lo:hi], values):
+            return False
+    return True
