@@ -13,6 +13,7 @@ bytes      bytes moved or combined (0 where none)
 step       the algorithm's step (round) number, -1 where none
 chunk      chunk / piece index, -1 where none
 bucket     DDP bucket index, -1 where none
+name       a free label: parameter or bucket name, op name ("" where none)
 =========  ===============================================================
 """
 
@@ -27,17 +28,17 @@ from typing import Any, Iterable
 
 from sim.network import Compute, Message, Network
 
-EVENT_COLUMNS = ("rank", "peer", "resource", "kind", "start_s", "end_s", "bytes", "step", "chunk", "bucket")
+EVENT_COLUMNS = ("rank", "peer", "resource", "kind", "start_s", "end_s", "bytes", "step", "chunk", "bucket", "name")
 
 
 def message_rows(messages: Iterable[Message]) -> Iterable[dict[str, Any]]:
     for src, dst, start, end, nbytes, step, chunk in messages:
-        yield {"rank": src, "peer": dst, "resource": f"port:{src}", "kind": "send", "start_s": start, "end_s": end, "bytes": nbytes, "step": step, "chunk": chunk, "bucket": -1}
+        yield {"rank": src, "peer": dst, "resource": f"port:{src}", "kind": "send", "start_s": start, "end_s": end, "bytes": nbytes, "step": step, "chunk": chunk, "bucket": -1, "name": ""}
 
 
 def compute_rows(computes: Iterable[Compute]) -> Iterable[dict[str, Any]]:
     for rank, start, end, nbytes, step, chunk in computes:
-        yield {"rank": rank, "peer": -1, "resource": f"compute:{rank}", "kind": "reduce", "start_s": start, "end_s": end, "bytes": nbytes, "step": step, "chunk": chunk, "bucket": -1}
+        yield {"rank": rank, "peer": -1, "resource": f"compute:{rank}", "kind": "reduce", "start_s": start, "end_s": end, "bytes": nbytes, "step": step, "chunk": chunk, "bucket": -1, "name": ""}
 
 
 def write_csv(rows: Iterable[dict[str, Any]], path: str | Path) -> None:
