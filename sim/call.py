@@ -59,6 +59,35 @@ class Call:
             self._pieces[key] = cached
         return cached
 
+    def span(self, first: int, last: int) -> Piece:
+        """The piece covering blocks first..last-1 of the p-way split (last clipped to p)."""
+        blocks = self.pieces(self.ranks)
+        lo, hi = blocks[first][0], blocks[min(last, self.ranks) - 1][1]
+        return (lo, hi, (hi - lo) * self.element_bytes)
+
+    def blocks_of(self, first: int, last: int, offset: int) -> tuple[Piece, ...]:
+        """Blocks (first + offset) .. (last - 1 + offset) mod p as one or two contiguous pieces:
+        a rooted scatter/gather works on ranks relative to the root but blocks by absolute rank."""
+        p = self.ranks
+        last = min(last, p)
+        lo, hi = (first + offset) % p, (last - 1 + offset) % p + 1
+        if lo < hi:
+            return (self.span(lo, hi),)
+        return (self.span(lo, p), self.span(0, hi))
+
+    def take_pieces(self, rank: int, pieces: tuple[Piece, ...]) -> np.ndarray | None:
+        if self.buffers is None:
+            return None
+        return np.concatenate([self.buffers[rank][lo:hi] for lo, hi, _ in pieces])
+
+    def put_pieces(self, rank: int, payload: np.ndarray | None, pieces: tuple[Piece, ...]) -> None:
+        if payload is None:
+            return
+        at = 0
+        for lo, hi, _ in pieces:
+            self.buffers[rank][lo:hi] = payload[at : at + hi - lo]
+            at += hi - lo
+
     def take(self, rank: int, piece: Piece | None = None) -> np.ndarray | None:
         """A snapshot of ``rank``'s buffer (or one piece of it) to send; None without verify."""
         if self.buffers is None:

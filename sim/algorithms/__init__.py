@@ -1,3 +1,3 @@
 """Every algorithm registers itself under (op, algorithm) on import."""
 
-from sim.algorithms import ring  # noqa: F401
+from sim.algorithms import butterfly, dbtree, misc, ring, trees  # noqa: F401

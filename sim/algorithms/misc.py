@@ -1,0 +1,33 @@
+"""Barrier and point-to-point.
+
+Dissemination barrier: in round k rank r signals r + 2^k and waits for r - 2^k (mod p); after
+ceil(lg p) rounds every rank has heard, directly or not, from every other: ceil(lg p) a.
+"""
+
+from __future__ import annotations
+
+from typing import Generator
+
+from sim.call import Call
+from sim.network import Network
+from sim.registry import register
+
+
+@register("barrier", "dissemination")
+def dissemination_barrier(net: Network, rank: int, call: Call) -> Generator:
+    p, distance, step = call.ranks, 1, 0
+    while distance < p:
+        net.send(rank, (rank + distance) % p, 0, None, step)
+        yield net.recv((rank - distance) % p, rank)
+        distance *= 2
+        step += 1
+
+
+@register("send_recv", "direct")
+def send_recv(net: Network, rank: int, call: Call) -> Generator:
+    """Rank 0 sends n bytes to rank p-1: a + n b."""
+    last = call.ranks - 1
+    if rank == 0 and last > 0:
+        net.send(0, last, call.size_bytes, call.take(0), 0)
+    elif rank == last and last > 0:
+        call.put(rank, (yield net.recv(0, rank)))

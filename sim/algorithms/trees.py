@@ -1,0 +1,209 @@
+"""Rooted collectives: linear, binomial tree, pipelined chain, and their compositions.
+
+Ranks are renumbered relative to the root (v = (rank - root) mod p). Binomial broadcast on
+p = 8 (the root sends to the farthest subtree first)::
+
+    step 0: 0->4
+    step 1: 0->2  4->6
+    step 2: 0->1  2->3  4->5  6->7
+
+Binomial reduce runs the same tree upwards (step 0: 1->0 3->2 5->4 7->6, ...). Scatter and
+gather move only the blocks of each subtree: at step 0 of a scatter the root sends blocks
+4..7 to rank 4.
+"""
+
+from __future__ import annotations
+
+from typing import Generator
+
+from sim.algorithms.ring import ring_all_gather_steps
+from sim.call import Call, Piece
+from sim.network import Network
+from sim.registry import register
+
+
+def _absolute(v: int, call: Call) -> int:
+    return (v + call.root) % call.ranks
+
+
+def _relative(rank: int, call: Call) -> int:
+    return (rank - call.root) % call.ranks
+
+
+def _rounds(p: int) -> int:
+    """ceil(lg p): the number of binomial-tree rounds."""
+    return (p - 1).bit_length()
+
+
+def _parent_mask(v: int, p: int) -> int:
+    """The mask at which relative rank v hears from its parent (its lowest set bit); p for the root."""
+    mask = 1
+    while mask < p:
+        if v & mask:
+            return mask
+        mask <<= 1
+    return mask
+
+
+def _reduce_into(net: Network, rank: int, call: Call, payload, piece: Piece | None, step: int) -> Generator:
+    nbytes = call.size_bytes if piece is None else piece[2]
+    combine = net.reduce(rank, nbytes, step)
+    if combine is not None:
+        yield combine
+    call.add(rank, payload, piece)
+
+
+# -- broadcast ----------------------------------------------------------------------------------
+
+
+@register("broadcast", "linear")
+def linear_broadcast(net: Network, rank: int, call: Call) -> Generator:
+    """The root sends the whole buffer to every other rank in turn: (p-1)(a + n b)."""
+    if rank == call.root:
+        for v in range(1, call.ranks):
+            net.send(rank, _absolute(v, call), call.size_bytes, call.take(rank), v - 1)
+    else:
+        call.put(rank, (yield net.recv(call.root, rank)))
+
+
+def binomial_broadcast_steps(net: Network, rank: int, call: Call, step0: int = 0) -> Generator:
+    p, v = call.ranks, _relative(rank, call)
+    rounds = _rounds(p)
+    mask = _parent_mask(v, p)
+    if v:
+        call.put(rank, (yield net.recv(_absolute(v - mask, call), rank)))
+    mask >>= 1
+    while mask > 0:
+        if v + mask < p:
+            step = step0 + rounds - mask.bit_length()
+            net.send(rank, _absolute(v + mask, call), call.size_bytes, call.take(rank), step)
+        mask >>= 1
+
+
+@register("broadcast", "binomial")
+def binomial_broadcast(net: Network, rank: int, call: Call) -> Generator:
+    """ceil(lg p) rounds; in round k every rank holding the data sends it once: ceil(lg p)(a + n b)."""
+    yield from binomial_broadcast_steps(net, rank, call)
+
+
+@register("broadcast", "pipelined_chain", chunked=True, splits=True)
+def pipelined_chain_broadcast(net: Network, rank: int, call: Call) -> Generator:
+    """Chunks flow down the chain root -> root+1 -> ...; each rank forwards a chunk as soon as
+    it arrives: (p - 2 + k)(a + n b / k)."""
+    p, v = call.ranks, _relative(rank, call)
+    nxt = _absolute(v + 1, call) if v + 1 < p else None
+    for chunk, piece in enumerate(call.pieces(call.chunks)):
+        if v:
+            payload = yield net.recv(_absolute(v - 1, call), rank)
+            call.put(rank, payload, piece)
+        if nxt is not None:
+            net.send(rank, nxt, piece[2], call.take(rank, piece), v + chunk, chunk)
+
+
+def binomial_scatter_steps(net: Network, rank: int, call: Call, offset: int = 0) -> Generator:
+    """Relative rank v ends holding block v + offset (mod p) of the root's buffer."""
+    p, v = call.ranks, _relative(rank, call)
+    rounds = _rounds(p)
+    mask = _parent_mask(v, p)
+    if v:
+        pieces = call.blocks_of(v, v + mask, offset)
+        call.put_pieces(rank, (yield net.recv(_absolute(v - mask, call), rank)), pieces)
+    mask >>= 1
+    while mask > 0:
+        if v + mask < p:
+            pieces = call.blocks_of(v + mask, v + 2 * mask, offset)
+            nbytes = sum(piece[2] for piece in pieces)
+            net.send(rank, _absolute(v + mask, call), nbytes, call.take_pieces(rank, pieces), rounds - mask.bit_length())
+        mask >>= 1
+
+
+@register("scatter", "binomial", splits=True)
+def binomial_scatter(net: Network, rank: int, call: Call) -> Generator:
+    """Each round halves what is left to send: lg p a + (p-1)/p n b for power-of-two p.
+    Rank r ends with block r."""
+    yield from binomial_scatter_steps(net, rank, call, call.root)
+
+
+@register("broadcast", "scatter_allgather", splits=True)
+def scatter_allgather_broadcast(net: Network, rank: int, call: Call) -> Generator:
+    """van de Geijn: binomial scatter of blocks, then ring all-gather: (lg p + p - 1) a + 2 (p-1)/p n b."""
+    yield from binomial_scatter_steps(net, rank, call)
+    group = [_absolute(v, call) for v in range(call.ranks)]
+    yield from ring_all_gather_steps(net, rank, call, group, call.whole(), _rounds(call.ranks))
+
+
+# -- reduce and gather ----------------------------------------------------------------------------
+
+
+@register("reduce", "linear")
+def linear_reduce(net: Network, rank: int, call: Call) -> Generator:
+    """Every rank sends its buffer to the root, which combines them in rank order."""
+    if rank != call.root:
+        net.send(rank, call.root, call.size_bytes, call.take(rank), 0)
+        return
+    for other in range(call.ranks):
+        if other != rank:
+            payload = yield net.recv(other, rank)
+            yield from _reduce_into(net, rank, call, payload, None, 0)
+
+
+def binomial_reduce_steps(net: Network, rank: int, call: Call) -> Generator:
+    p, v = call.ranks, _relative(rank, call)
+    mask, step = 1, 0
+    while mask < p:
+        if v & mask:
+            net.send(rank, _absolute(v - mask, call), call.size_bytes, call.take(rank), step)
+            return
+        if v + mask < p:
+            payload = yield net.recv(_absolute(v + mask, call), rank)
+            yield from _reduce_into(net, rank, call, payload, None, step)
+        mask <<= 1
+        step += 1
+
+
+@register("reduce", "binomial")
+def binomial_reduce(net: Network, rank: int, call: Call) -> Generator:
+    """ceil(lg p) rounds of receive-and-combine: ceil(lg p)(a + n b + n g)."""
+    yield from binomial_reduce_steps(net, rank, call)
+
+
+def binomial_gather_steps(net: Network, rank: int, call: Call, step0: int = 0, offset: int = 0) -> Generator:
+    """Relative rank v holds block v + offset (mod p); the root ends with every block."""
+    p, v = call.ranks, _relative(rank, call)
+    mask, step = 1, step0
+    while mask < p:
+        if v & mask:
+            pieces = call.blocks_of(v, v + mask, offset)
+            nbytes = sum(piece[2] for piece in pieces)
+            net.send(rank, _absolute(v - mask, call), nbytes, call.take_pieces(rank, pieces), step)
+            return
+        if v + mask < p:
+            pieces = call.blocks_of(v + mask, v + 2 * mask, offset)
+            call.put_pieces(rank, (yield net.recv(_absolute(v + mask, call), rank)), pieces)
+        mask <<= 1
+        step += 1
+
+
+@register("gather", "binomial", splits=True)
+def binomial_gather(net: Network, rank: int, call: Call) -> Generator:
+    """Subtrees send their gathered blocks up: lg p a + (p-1)/p n b for power-of-two p.
+    Rank r contributes block r."""
+    yield from binomial_gather_steps(net, rank, call, 0, call.root)
+
+
+@register("reduce", "reduce_scatter_gather", power_of_two=True, splits=True)
+def reduce_scatter_gather_reduce(net: Network, rank: int, call: Call) -> Generator:
+    """Rabenseifner's reduce: recursive-halving reduce-scatter, then binomial gather to the root:
+    2 lg p a + 2 (p-1)/p n b + (p-1)/p n g."""
+    from sim.algorithms.butterfly import recursive_halving_steps
+
+    group = [_absolute(v, call) for v in range(call.ranks)]
+    yield from recursive_halving_steps(net, rank, call, group)
+    yield from binomial_gather_steps(net, rank, call, _rounds(call.ranks))
+
+
+@register("all_reduce", "reduce_broadcast")
+def reduce_broadcast_all_reduce(net: Network, rank: int, call: Call) -> Generator:
+    """Binomial reduce to the root, then binomial broadcast: ceil(lg p)(2a + 2 n b + n g)."""
+    yield from binomial_reduce_steps(net, rank, call)
+    yield from binomial_broadcast_steps(net, rank, call, _rounds(call.ranks))
