@@ -106,26 +106,26 @@ def _unit(parse):
 
 
 @sim.command("collective")
-@click.option("--op", required=True, help="broadcast, reduce, all_reduce, all_gather, reduce_scatter, gather, scatter, barrier, send_recv")
-@click.option("--algorithm", required=True, help="e.g. ring, binomial, recursive_doubling, rabenseifner, double_binary_tree")
-@click.option("--ranks", required=True, type=int, help="number of ranks p")
-@click.option("--size", default="0", help="message size n, e.g. 64MiB (all_gather: gathered size)")
-@click.option("--latency", default="0", help="link latency alpha, e.g. 5us (default 0)")
-@click.option("--bandwidth", required=True, help="link bandwidth B, e.g. 25GB/s or 100Gbps")
+@click.option("--op", default=None, help="broadcast, reduce, all_reduce, all_gather, reduce_scatter, gather, scatter, barrier, send_recv")
+@click.option("--algorithm", default=None, help="e.g. ring, binomial, recursive_doubling, rabenseifner, double_binary_tree")
+@click.option("--ranks", default=None, type=int, help="number of ranks p")
+@click.option("--size", default=None, help="message size n, e.g. 64MiB (all_gather: gathered size)")
+@click.option("--latency", default=None, help="link latency alpha, e.g. 5us (default 0)")
+@click.option("--bandwidth", default=None, help="link bandwidth B, e.g. 25GB/s or 100Gbps")
 @click.option("--reduce-bandwidth", default=None, help="reduction bandwidth 1/gamma, e.g. 100GB/s (default: free)")
-@click.option("--overhead", default="0", help="per-call overhead o, e.g. 10us")
-@click.option("--chunks", default=1, type=int, help="pipeline chunks k (chain, ring, trees)")
-@click.option("--topology", default="switch", help="switch | ring | two_level | torus2d | FILE (GraphML/JSON)")
+@click.option("--overhead", default=None, help="per-call overhead o, e.g. 10us")
+@click.option("--chunks", default=None, type=int, help="pipeline chunks k (chain, ring, trees)")
+@click.option("--topology", default=None, help="switch | ring | two_level | torus2d | FILE (GraphML/JSON)")
 @click.option("--gpus-per-node", default=None, type=int, help="two_level: ranks per node (default 8)")
 @click.option("--intra-latency", default=None, help="two_level: latency inside a node")
 @click.option("--intra-bandwidth", default=None, help="two_level: bandwidth inside a node")
-@click.option("--root", default=0, type=int, help="root rank for rooted collectives")
+@click.option("--root", default=None, type=int, help="root rank for rooted collectives")
 @click.option("--straggler", "stragglers", multiple=True, help="RANK:DELAY start skew, e.g. 3:1ms (repeatable)")
-@click.option("--jitter", default="0", help="mean extra delay per message, exponential, e.g. 1us")
-@click.option("--seed", default=0, type=int, help="seed for jitter and verification payloads")
-@click.option("--repetitions", default=1, type=int, help="back-to-back calls; time_s is per call")
-@click.option("--element-bytes", default=4, type=int, help="bytes per element (float32: 4)")
-@click.option("--record", default="auto", type=click.Choice(["auto", "full", "aggregate"]), help="event recording")
+@click.option("--jitter", default=None, help="mean extra delay per message, exponential, e.g. 1us")
+@click.option("--seed", default=None, type=int, help="seed for jitter and verification payloads")
+@click.option("--repetitions", default=None, type=int, help="back-to-back calls; time_s is per call")
+@click.option("--element-bytes", default=None, type=int, help="bytes per element (float32: 4)")
+@click.option("--record", default=None, type=click.Choice(["auto", "full", "aggregate"]), help="event recording")
 @click.option("--verify", is_flag=True, help="move real payloads and check every rank's final buffer")
 @click.option("--scenario", "scenario_file", default=None, help="YAML/JSON scenario file (flags given override it)")
 @click.option("--trace", default=None, help="write a Chrome trace JSON (open in Perfetto)")
@@ -138,6 +138,11 @@ def collective(scenario_file: str | None, trace: str | None, csv_path: str | Non
 
     data = load_mapping(scenario_file) if scenario_file else {}
     data.update(_scenario_fields(flags))
+    missing = [flag for flag, keys in _REQUIRED.items() if not any(key in data for key in keys)]
+    if missing:
+        raise CollsimError(f"missing {', '.join(missing)} (give the flag or a --scenario file that sets it)")
+    if "size_bytes" not in data:
+        data.setdefault("size", 0)
     scenario = CollectiveScenario.from_dict(data)
     result = run_collective(scenario)
     if trace:
@@ -149,6 +154,9 @@ def collective(scenario_file: str | None, trace: str | None, csv_path: str | Non
         click.echo(json.dumps(summary))
     else:
         click.echo(format_summary(summary))
+
+
+_REQUIRED = {"--op": ("op",), "--algorithm": ("algorithm",), "--ranks": ("ranks",), "--bandwidth": ("bandwidth", "bandwidth_Bps")}
 
 
 def _scenario_fields(flags: dict[str, Any]) -> dict[str, Any]:

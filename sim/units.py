@@ -39,9 +39,9 @@ BANDWIDTH_UNITS = {
     "GBPS": 1e9 / 8,
     "TBPS": 1e12 / 8,
 }
-TIME_UNITS = {"S": 1.0, "MS": 1e-3, "US": 1e-6, "µS": 1e-6, "NS": 1e-9}
+TIME_UNITS = {"S": 1.0, "MS": 1e3, "US": 1e6, "NS": 1e9}  # divisors: 5 / 1e6 is exactly 5e-06
 
-_NUMBER = re.compile(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*([A-Za-zµ/]*)\s*$")
+_NUMBER = re.compile(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*([A-Za-zµμ/]*)\s*$")
 
 
 def _split(text: str | float | int, what: str, allowed: str) -> tuple[float, str]:
@@ -59,7 +59,7 @@ def _unit(table: dict[str, float], unit: str, text: object, what: str, allowed: 
     # Gbps vs GB/s differ only by case of the B; check the bit units case-sensitively.
     if unit.lower().endswith("bps") and not unit.endswith("bps"):
         raise CollsimError(f"{what}: unknown unit in {text!r}; allowed: {allowed}")
-    key = unit.upper()
+    key = unit.replace("µ", "u").replace("μ", "u").upper()
     if key not in table:
         raise CollsimError(f"{what}: unknown unit in {text!r}; allowed: {allowed}")
     return table[key]
@@ -92,7 +92,7 @@ def parse_bandwidth(text: str | int | float, what: str = "bandwidth") -> float:
 def parse_time(text: str | int | float, what: str = "time") -> float:
     """Seconds in ``text`` ("5us", "1.5e-6s", "120ms", 0.001)."""
     value, unit = _split(text, what, TIME_HELP)
-    return value * _unit(TIME_UNITS, unit or "s", text, what, TIME_HELP)
+    return value / _unit(TIME_UNITS, unit or "s", text, what, TIME_HELP)
 
 
 def parse_size_list(text: str, what: str = "sizes") -> list[int]:

@@ -1,0 +1,143 @@
+"""The network model: contention on shared resources, topologies, stragglers and jitter."""
+
+import json
+
+import networkx as nx
+import pytest
+import simpy
+
+from sim import topology as topo
+from sim.errors import CollsimError
+from sim.network import Network
+from sim.runner import run_collective
+from sim.scenario import CollectiveScenario
+
+
+def _deliveries(topology, messages, nbytes=1000):
+    """Issue every (src, dst) at t = 0; return each message's (start, end)."""
+    env = simpy.Environment()
+    net = Network(env, topology)
+    for src, dst in messages:
+        net.send(src, dst, nbytes)
+    env.run()
+    return [(start, end) for _, _, start, end, *_ in net.messages]
+
+
+def test_shared_nic_serializes_fifo_in_issue_order():
+    # 2 nodes x 2 GPUs, inter-node 1 GB/s through one NIC per node; intra links much faster.
+    two = topo.two_level(2, 2, 0.0, 100e9, 0.0, 1e9)
+    one_flow = _deliveries(two, [(0, 2)])
+    two_flows = _deliveries(two, [(0, 2), (1, 3)])
+    assert one_flow == [(0.0, pytest.approx(1e-6))]
+    assert two_flows[0] == (0.0, pytest.approx(1e-6))
+    assert two_flows[1] == (pytest.approx(1e-6), pytest.approx(2e-6))  # waits for the first: FIFO, not shared
+
+
+def test_intra_node_traffic_does_not_touch_the_nic():
+    two = topo.two_level(2, 2, 0.0, 100e9, 0.0, 1e9)
+    flows = _deliveries(two, [(0, 2), (1, 0)])
+    assert flows[1] == (0.0, pytest.approx(1000 / 100e9))
+
+
+def test_single_port_on_switch_serializes_a_ranks_sends():
+    flows = _deliveries(topo.switch(4, 0.0, 1e9), [(0, 1), (0, 2), (0, 3)])
+    assert [end for _, end in flows] == pytest.approx([1e-6, 2e-6, 3e-6])
+
+
+def test_full_duplex_send_and_receive_overlap():
+    flows = _deliveries(topo.switch(2, 0.0, 1e9), [(0, 1), (1, 0)])
+    assert [end for _, end in flows] == pytest.approx([1e-6, 1e-6])
+
+
+def test_physical_ring_routes_over_hops_and_shares_links():
+    ring = topo.ring(6, 1e-6, 1e9)
+    (start, end), = _deliveries(ring, [(0, 3)])
+    assert end == pytest.approx(3 * 1e-6 + 1e-6)  # three hops of latency, bandwidth of one link
+    flows = _deliveries(ring, [(0, 2), (1, 2)])  # both use link 1->2
+    assert flows[1][0] == pytest.approx(flows[0][1])
+
+
+def test_ring_all_reduce_on_a_physical_ring_matches_the_switch():
+    """Neighbour-only traffic: a physical ring with full latency per link equals the switch."""
+    base = dict(op="all_reduce", algorithm="ring", ranks=8, size_bytes=8 * 4096, bandwidth_Bps=10e9, latency_s=2e-6)
+    on_switch = run_collective(CollectiveScenario(**base)).time_s
+    on_ring = run_collective(CollectiveScenario(**base, topology="ring")).time_s
+    assert on_ring == pytest.approx(on_switch, rel=1e-12)
+
+
+def test_recursive_doubling_pays_for_hops_on_a_physical_ring():
+    base = dict(op="all_reduce", algorithm="recursive_doubling", ranks=8, size_bytes=8 * 4096, bandwidth_Bps=10e9, latency_s=2e-6)
+    assert run_collective(CollectiveScenario(**base, topology="ring")).time_s > run_collective(CollectiveScenario(**base)).time_s
+
+
+def test_hierarchical_beats_flat_ring_when_nics_are_slow():
+    base = dict(op="all_reduce", ranks=16, size_bytes=64 * 2**20, latency_s=5e-6, bandwidth_Bps=12.5e9, topology="two_level", gpus_per_node=8, intra_bandwidth_Bps=300e9, intra_latency_s=1e-6)
+    flat = run_collective(CollectiveScenario(algorithm="ring", **base)).time_s
+    hierarchical = run_collective(CollectiveScenario(algorithm="hierarchical", **base)).time_s
+    assert hierarchical < flat
+
+
+def test_straggler_delays_ring_all_reduce_by_its_skew():
+    base = dict(op="all_reduce", algorithm="ring", ranks=4, size_bytes=4000, bandwidth_Bps=1e9, latency_s=1e-6)
+    plain = run_collective(CollectiveScenario(**base)).time_s
+    late = run_collective(CollectiveScenario(**base, stragglers=((2, 1e-3),))).time_s
+    assert late == pytest.approx(plain + 1e-3, rel=1e-9)
+
+
+def test_jitter_is_seeded_and_only_slows_down():
+    base = dict(op="all_reduce", algorithm="ring", ranks=8, size_bytes=8000, bandwidth_Bps=1e9, latency_s=1e-6)
+    plain = run_collective(CollectiveScenario(**base)).time_s
+    first = run_collective(CollectiveScenario(**base, jitter_s=1e-6, seed=1)).time_s
+    again = run_collective(CollectiveScenario(**base, jitter_s=1e-6, seed=1)).time_s
+    other = run_collective(CollectiveScenario(**base, jitter_s=1e-6, seed=2)).time_s
+    assert first == again and first != other and min(first, other) > plain
+
+
+def test_overhead_and_repetitions():
+    base = dict(op="all_reduce", algorithm="ring", ranks=4, size_bytes=4000, bandwidth_Bps=1e9, latency_s=1e-6)
+    plain = run_collective(CollectiveScenario(**base)).time_s
+    assert run_collective(CollectiveScenario(**base, overhead_s=5e-6)).time_s == pytest.approx(plain + 5e-6)
+    repeated = run_collective(CollectiveScenario(**base, repetitions=3))
+    assert repeated.total_time_s == pytest.approx(3 * plain) and repeated.time_s == pytest.approx(plain)
+    assert repeated.message_count == 3 * run_collective(CollectiveScenario(**base)).message_count
+
+
+def test_torus_shape_and_links():
+    assert topo.torus_shape(12) == (3, 4) and topo.torus_shape(7) == (1, 7)
+    torus = topo.torus2d(3, 4, 1e-6, 1e9)
+    assert torus.graph.number_of_edges() == 24 and all(torus.graph.degree(r) == 4 for r in range(12))
+
+
+@pytest.mark.parametrize("suffix", [".json", ".graphml"])
+def test_user_graph_round_trip(tmp_path, suffix):
+    graph = nx.Graph()
+    for rank in range(4):
+        graph.add_edge(str(rank), "sw", bandwidth="10GB/s" if suffix == ".json" else 1e10, latency="1us" if suffix == ".json" else 1e-6)
+    path = tmp_path / f"net{suffix}"
+    if suffix == ".json":
+        path.write_text(json.dumps(nx.node_link_data(graph, edges="links")))
+    else:
+        nx.write_graphml(graph, path)
+    scenario = CollectiveScenario(op="all_reduce", algorithm="ring", ranks=4, size_bytes=4000, bandwidth_Bps=1.0, topology=str(path), verify=True)
+    result = run_collective(scenario)
+    assert result.verified and result.time_s == pytest.approx(6 * (2e-6 + 1000 / 1e10))
+
+
+@pytest.mark.parametrize(
+    "content,message",
+    [("not json", "could not be read"), ('{"nodes": [{"id": 0}, {"id": 1}], "links": [{"source": 0, "target": 1}]}', "bandwidth"),
+     ('{"nodes": [{"id": 0}, {"id": 2}], "links": [{"source": 0, "target": 2, "bandwidth": 1}]}', "numbered 0..p-1"),
+     ('{"nodes": [{"id": 0}, {"id": 1}, {"id": 2}], "links": [{"source": 0, "target": 1, "bandwidth": 1}]}', "not connected")],
+)
+def test_bad_user_graphs_are_named(tmp_path, content, message):
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    with pytest.raises(CollsimError, match=message):
+        topo.load_graph(path)
+
+
+def test_user_graph_rank_count_must_match(tmp_path):
+    path = tmp_path / "g.json"
+    topo.save_graph(topo.switch(4, 1e-6, 1e9), path)
+    with pytest.raises(CollsimError, match="connects 4 ranks"):
+        run_collective(CollectiveScenario(op="barrier", algorithm="dissemination", ranks=8, bandwidth_Bps=1e9, size_bytes=0, topology=str(path)))
