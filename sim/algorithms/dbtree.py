@@ -93,7 +93,8 @@ def double_binary_tree_all_reduce(net: Network, rank: int, call: Call) -> Genera
     phases = []
     for tree_index, half in enumerate(halves):
         tree = double_tree(p, rank, tree_index)
-        pieces = call.pieces(call.chunks, half)
+        # Empty chunks (fewer elements than 2 x chunks) are not sent at all, as NCCL would not.
+        pieces = tuple(piece for piece in call.pieces(call.chunks, half) if piece[2])
         tag = 2 * tree_index
         phases.append(env.process(_up(net, rank, call, tree, pieces, tag)))
         if tree[0] >= 0:

@@ -12,7 +12,7 @@ PAIRS = [(op, algorithm) for op in ops() for algorithm in algorithms_for(op)]
 
 
 @st.composite
-def scenarios(draw, pairs=PAIRS, verify=False):
+def scenarios(draw, pairs=PAIRS, verify=False, topologies=("switch", "switch", "ring", "torus2d")):
     op, algorithm = draw(st.sampled_from(pairs))
     spec = algorithm_spec(op, algorithm)
     if spec.power_of_two:
@@ -21,7 +21,7 @@ def scenarios(draw, pairs=PAIRS, verify=False):
         p = draw(st.sampled_from([2, 4, 6, 8, 12, 16]))
     else:
         p = draw(st.integers(1, 24))
-    topology = spec.topology or draw(st.sampled_from(["switch", "switch", "ring", "torus2d"]))
+    topology = spec.topology or draw(st.sampled_from(topologies))
     return CollectiveScenario(
         op=op, algorithm=algorithm, ranks=p, size_bytes=4 * draw(st.integers(0, 5000)),
         bandwidth_Bps=draw(st.floats(1e6, 1e12)), latency_s=draw(st.floats(0, 1e-3)),
@@ -46,8 +46,15 @@ def test_no_deadlock_and_right_answer_for_any_valid_scenario(scenario):
     assert all(end <= result.total_time_s + 1e-15 for end in result.rank_end_s)
 
 
+# FIFO, non-preemptive resources are not monotone in general (Graham's scheduling anomalies):
+# on multi-hop ring/torus routes, in the hierarchical all-reduce, and between the two concurrent
+# trees of the double binary tree a slightly larger message can reorder contention and finish
+# sooner (docs/network-model.md gives numbers). On switch(p) every other algorithm is monotone.
+MONOTONE = [pair for pair in PAIRS if pair[1] not in ("double_binary_tree", "hierarchical")]
+
+
 @FAST
-@given(scenarios(), st.integers(1, 4000))
+@given(scenarios(pairs=MONOTONE, topologies=("switch",)), st.integers(1, 4000))
 def test_time_never_decreases_with_size(scenario, extra_elements):
     bigger = scenario.replace(size_bytes=scenario.size_bytes + 4 * extra_elements)
     assert run_collective(bigger).time_s >= run_collective(scenario).time_s * (1 - 1e-12)
