@@ -59,9 +59,12 @@ def _load() -> None:
     import sim.algorithms  # noqa: F401  (registers every algorithm on import)
 
 
+OP_ORDER = ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter", "gather", "scatter", "barrier", "send_recv")
+
+
 def ops() -> list[str]:
     _load()
-    return list(_REGISTRY)
+    return sorted(_REGISTRY, key=lambda op: OP_ORDER.index(op) if op in OP_ORDER else len(OP_ORDER))
 
 
 def algorithms_for(op: str) -> list[str]:

@@ -149,6 +149,15 @@ class CollectiveScenario:
             raise CollsimError(f"root: must be a rank in 0..{self.ranks - 1}, got {self.root}")
         if self.record not in RECORD_MODES:
             raise CollsimError(f"record: must be one of {', '.join(RECORD_MODES)}, got {self.record!r}")
+        if self.verify:
+            from sim.verify import VERIFY_LIMIT_BYTES, verify_bytes
+
+            need = verify_bytes(self.ranks, self.elements)
+            if need > VERIFY_LIMIT_BYTES:
+                raise CollsimError(
+                    f"verify: real payloads for {self.ranks} ranks x {self.size_bytes} bytes need {need / 2**30:.1f} GiB of memory; "
+                    f"allowed up to {VERIFY_LIMIT_BYTES / 2**30:.0f} GiB: lower the size or ranks, or run without verify"
+                )
         for rank, delay in self.stragglers:
             if not 0 <= rank < self.ranks or delay < 0:
                 raise CollsimError(f"stragglers: need rank in 0..{self.ranks - 1} and delay >= 0, got {rank}:{delay}")

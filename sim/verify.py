@@ -17,10 +17,17 @@ import numpy as np
 
 from sim.call import Call, split
 
+VERIFY_LIMIT_BYTES = 4 * 2**30  # inputs + working buffers of every rank, 4 bytes an element
+
+
+def verify_bytes(ranks: int, elements: int) -> int:
+    return 2 * ranks * elements * 4
+
 
 def initial_buffers(op: str, ranks: int, elements: int, root: int, seed: int) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
-    inputs = [rng.integers(-1000, 1000, size=elements, dtype=np.int64) for _ in range(ranks)]
+    # int32 keeps memory down; sums of up to 65536 values in [-1000, 1000) cannot overflow it
+    inputs = [rng.integers(-1000, 1000, size=elements, dtype=np.int32) for _ in range(ranks)]
     blocks = split(elements, ranks)
     if op in ("all_gather", "gather"):
         for rank, buffer in enumerate(inputs):
@@ -41,7 +48,7 @@ def initial_buffers(op: str, ranks: int, elements: int, root: int, seed: int) ->
 def expected(call: Call) -> list[tuple[int, tuple[int, int], np.ndarray]]:
     """(rank, element range, expected values) that the final buffers must match."""
     inputs, p, n, root = call.inputs, call.ranks, call.elements, call.root
-    total = np.sum(inputs, axis=0) if inputs else None
+    total = np.sum(inputs, axis=0, dtype=np.int32) if inputs else None
     blocks = split(n, p)
     whole = (0, n)
     op = call.op

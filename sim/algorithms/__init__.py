@@ -1,3 +1,7 @@
-"""Every algorithm registers itself under (op, algorithm) on import."""
+"""Every algorithm registers itself under (op, algorithm) on import (in this order)."""
 
-from sim.algorithms import butterfly, dbtree, misc, ring, trees  # noqa: F401
+from sim.algorithms import trees  # noqa: F401, I001
+from sim.algorithms import ring  # noqa: F401
+from sim.algorithms import butterfly  # noqa: F401
+from sim.algorithms import dbtree  # noqa: F401
+from sim.algorithms import misc  # noqa: F401

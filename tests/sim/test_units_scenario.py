@@ -95,3 +95,8 @@ def test_malformed_yaml_and_missing_files(tmp_path):
         CollectiveScenario.from_yaml("op: [unclosed")
     with pytest.raises(CollsimError, match="not found"):
         CollectiveScenario.load(tmp_path / "nope.yaml")
+
+
+def test_verify_refuses_payloads_that_would_not_fit_in_memory():
+    with pytest.raises(CollsimError, match="verify: real payloads"):
+        CollectiveScenario(**{**BASE, "ranks": 1024, "size_bytes": 64 * 2**20, "verify": True})
