@@ -12,7 +12,7 @@ into p (or p*k) equal whole elements. Where a form does not apply, ``closed_form
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 # (p, n, a, b, g, k) -> seconds
 Form = Callable[[int, float, float, float, float, int], float]
@@ -52,7 +52,15 @@ FORMS: dict[tuple[str, str], tuple[Form, bool]] = {
 }
 
 # Forms whose (p-1)/p n or n/k terms need an even split of the elements.
-_SPLIT_BY = {"pipelined_chain": "k", "ring": "p", "scatter_allgather": "p", "rabenseifner": "p", "recursive_halving": "p", "reduce_scatter_gather": "p", "binomial": "p"}
+_SPLIT_BY = {
+    "pipelined_chain": "k",
+    "ring": "p",
+    "scatter_allgather": "p",
+    "rabenseifner": "p",
+    "recursive_halving": "p",
+    "reduce_scatter_gather": "p",
+    "binomial": "p",
+}
 
 
 def closed_form(op: str, algorithm: str, p: int, n: float, a: float, b: float, g: float = 0.0, k: int = 1, o: float = 0.0) -> float | None:

@@ -43,7 +43,9 @@ class LazyGroup(click.Group):
             except ImportError as error:
                 if (error.name or "").split(".")[0] in ("sim", "real", "webapp"):
                     raise
-                raise CollsimError(f"'collsim {name}' needs an optional dependency that is not installed ({error.name}); install collsim[all]") from None
+                raise CollsimError(
+                    f"'collsim {name}' needs an optional dependency that is not installed ({error.name}); install collsim[all]"
+                ) from None
         return super().get_command(ctx, name)
 
 
@@ -180,14 +182,18 @@ def format_summary(summary: dict[str, Any]) -> str:
         lines.append(f"  closed form      {format_time(summary['analytic_time_s'])}  (relative error {summary['relative_error']:.2e})")
     else:
         lines.append("  closed form      none for this scenario")
-    lines.append(f"  messages         {summary['messages']} in {summary['steps']} steps, {format_size(summary['bytes_on_wire'])} on the wire")
+    lines.append(
+        f"  messages         {summary['messages']} in {summary['steps']} steps, {format_size(summary['bytes_on_wire'])} on the wire"
+    )
     if summary["algbw_GBps"] is not None:
         lines.append(f"  algbw            {summary['algbw_GBps']:.4g} GB/s")
     link = summary["busiest_link"]
     if link:
         lines.append(f"  busiest link     {link['link']}: {format_size(link['bytes'])}, utilisation {link['utilisation']:.1%}")
     if summary["verified"] is not None:
-        lines.append(f"  verified         {'yes: every rank holds the right result' if summary['verified'] else 'NO: buffers differ from the definition'}")
+        lines.append(
+            f"  verified         {'yes: every rank holds the right result' if summary['verified'] else 'NO: buffers differ from the definition'}"
+        )
     return "\n".join(lines)
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import Any, Callable, Generator
+from typing import Any
 
 from sim.errors import CollsimError
 
 # op -> algorithm -> spec; filled by the @register decorators in sim.algorithms
-_REGISTRY: dict[str, dict[str, "AlgorithmSpec"]] = {}
+_REGISTRY: dict[str, dict[str, AlgorithmSpec]] = {}
 
 RankProgram = Callable[..., Generator]
 

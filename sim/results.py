@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from sim.network import Compute, Message, Network
 
@@ -33,12 +34,36 @@ EVENT_COLUMNS = ("rank", "peer", "resource", "kind", "start_s", "end_s", "bytes"
 
 def message_rows(messages: Iterable[Message]) -> Iterable[dict[str, Any]]:
     for src, dst, start, end, nbytes, step, chunk in messages:
-        yield {"rank": src, "peer": dst, "resource": f"port:{src}", "kind": "send", "start_s": start, "end_s": end, "bytes": nbytes, "step": step, "chunk": chunk, "bucket": -1, "name": ""}
+        yield {
+            "rank": src,
+            "peer": dst,
+            "resource": f"port:{src}",
+            "kind": "send",
+            "start_s": start,
+            "end_s": end,
+            "bytes": nbytes,
+            "step": step,
+            "chunk": chunk,
+            "bucket": -1,
+            "name": "",
+        }
 
 
 def compute_rows(computes: Iterable[Compute]) -> Iterable[dict[str, Any]]:
     for rank, start, end, nbytes, step, chunk in computes:
-        yield {"rank": rank, "peer": -1, "resource": f"compute:{rank}", "kind": "reduce", "start_s": start, "end_s": end, "bytes": nbytes, "step": step, "chunk": chunk, "bucket": -1, "name": ""}
+        yield {
+            "rank": rank,
+            "peer": -1,
+            "resource": f"compute:{rank}",
+            "kind": "reduce",
+            "start_s": start,
+            "end_s": end,
+            "bytes": nbytes,
+            "step": step,
+            "chunk": chunk,
+            "bucket": -1,
+            "name": "",
+        }
 
 
 def write_csv(rows: Iterable[dict[str, Any]], path: str | Path) -> None:
@@ -137,7 +162,7 @@ class CollectiveResult:
             "repetitions": s.repetitions,
             "rank_end_s": {"min": min(self.rank_end_s), "max": max(self.rank_end_s)},
             "algbw_GBps": s.size_bytes / self.time_s / 1e9 if self.time_s else None,
-            "busiest_link": None if not links else max(links, key=lambda l: l.busy_s).__dict__,
+            "busiest_link": None if not links else max(links, key=lambda stats: stats.busy_s).__dict__,
             "events_recorded": len(self.network.messages),
             "events_truncated": self.truncated,
             "scenario": s.to_dict(),
@@ -167,15 +192,37 @@ def chrome_trace(messages: Iterable[Message], computes: Iterable[Compute], net: 
     seen_links: set[int] = set()
     for src, dst, start, end, nbytes, step, chunk in messages:
         args = {"bytes": nbytes, "to": dst, "step": step, "chunk": chunk}
-        events.append({"ph": "X", "pid": 1, "tid": src, "name": f"send {src}->{dst}", "ts": start * 1e6, "dur": (end - start) * 1e6, "args": args})
+        events.append(
+            {"ph": "X", "pid": 1, "tid": src, "name": f"send {src}->{dst}", "ts": start * 1e6, "dur": (end - start) * 1e6, "args": args}
+        )
         seen_ranks.add(src)
         if net is not None:
             for index in net.route(src, dst)[0]:
                 if index < len(net.links):
                     seen_links.add(index)
-                    events.append({"ph": "X", "pid": 3, "tid": index, "name": f"{src}->{dst}", "ts": start * 1e6, "dur": (end - start) * 1e6, "args": args})
+                    events.append(
+                        {
+                            "ph": "X",
+                            "pid": 3,
+                            "tid": index,
+                            "name": f"{src}->{dst}",
+                            "ts": start * 1e6,
+                            "dur": (end - start) * 1e6,
+                            "args": args,
+                        }
+                    )
     for rank, start, end, nbytes, step, chunk in computes:
-        events.append({"ph": "X", "pid": 2, "tid": rank, "name": "reduce", "ts": start * 1e6, "dur": (end - start) * 1e6, "args": {"bytes": nbytes, "step": step, "chunk": chunk}})
+        events.append(
+            {
+                "ph": "X",
+                "pid": 2,
+                "tid": rank,
+                "name": "reduce",
+                "ts": start * 1e6,
+                "dur": (end - start) * 1e6,
+                "args": {"bytes": nbytes, "step": step, "chunk": chunk},
+            }
+        )
         seen_ranks.add(rank)
     events += [_meta(pid, rank, f"rank {rank}") for rank in sorted(seen_ranks) for pid in (1, 2)]
     if net is not None:

@@ -11,9 +11,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
@@ -78,7 +79,11 @@ def from_mapping(cls: type, data: dict[str, Any], parsers: dict[str, Parser], al
             raise CollsimError(f"{cls.__name__}: unknown field {key!r}; allowed: {allowed}")
         parse = parsers.get(name)
         values[name] = parse(value, key) if parse else value
-    missing = [f.name for f in dataclasses.fields(cls) if f.name not in values and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    missing = [
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.name not in values and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
     if missing:
         raise CollsimError(f"{cls.__name__}: missing required field(s): {', '.join(missing)}")
     return cls(**values)
@@ -134,15 +139,29 @@ class CollectiveScenario:
             raise CollsimError(f"ranks: must be between 1 and 65536, got {self.ranks}")
         if self.size_bytes < 0:
             raise CollsimError(f"size: must be >= 0 bytes, got {self.size_bytes}")
-        positive = {"bandwidth": self.bandwidth_Bps, "reduce_bandwidth": self.reduce_bandwidth_Bps, "intra_bandwidth": self.intra_bandwidth_Bps}
+        positive = {
+            "bandwidth": self.bandwidth_Bps,
+            "reduce_bandwidth": self.reduce_bandwidth_Bps,
+            "intra_bandwidth": self.intra_bandwidth_Bps,
+        }
         for name, value in positive.items():
             if value is not None and not (value > 0 and math.isfinite(value)):
                 raise CollsimError(f"{name}: must be a positive, finite rate such as 25GB/s, got {value!r}")
-        non_negative = {"latency": self.latency_s, "overhead": self.overhead_s, "jitter": self.jitter_s, "intra_latency": self.intra_latency_s}
+        non_negative = {
+            "latency": self.latency_s,
+            "overhead": self.overhead_s,
+            "jitter": self.jitter_s,
+            "intra_latency": self.intra_latency_s,
+        }
         for name, value in non_negative.items():
             if value is not None and not (value >= 0 and math.isfinite(value)):
                 raise CollsimError(f"{name}: must be a time >= 0 such as 5us, got {value!r}")
-        for name, value, low in (("chunks", self.chunks, 1), ("element_bytes", self.element_bytes, 1), ("repetitions", self.repetitions, 1), ("max_events", self.max_events, 0)):
+        for name, value, low in (
+            ("chunks", self.chunks, 1),
+            ("element_bytes", self.element_bytes, 1),
+            ("repetitions", self.repetitions, 1),
+            ("max_events", self.max_events, 0),
+        ):
             if value < low:
                 raise CollsimError(f"{name}: must be >= {low}, got {value}")
         if not 0 <= self.root < self.ranks:
@@ -167,7 +186,9 @@ class CollectiveScenario:
             raise CollsimError(f"op: unknown {self.op!r}; allowed: {', '.join(ops())}")
         spec = algorithm_spec(self.op, self.algorithm)
         if spec is None:
-            raise CollsimError(f"algorithm: {self.algorithm!r} is not an algorithm for {self.op}; allowed: {', '.join(algorithms_for(self.op))}")
+            raise CollsimError(
+                f"algorithm: {self.algorithm!r} is not an algorithm for {self.op}; allowed: {', '.join(algorithms_for(self.op))}"
+            )
         spec.check(self)
         if self.topology == "two_level":
             gpus = self.gpus_per_node_resolved
@@ -186,7 +207,7 @@ class CollectiveScenario:
     def elements(self) -> int:
         return self.size_bytes // self.element_bytes
 
-    def replace(self, **changes: Any) -> "CollectiveScenario":
+    def replace(self, **changes: Any) -> CollectiveScenario:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
@@ -195,14 +216,14 @@ class CollectiveScenario:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "CollectiveScenario":
+    def from_dict(cls, data: dict[str, Any]) -> CollectiveScenario:
         return from_mapping(cls, data, _COLLECTIVE_PARSERS, _COLLECTIVE_ALIASES)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
 
     @classmethod
-    def from_json(cls, text: str) -> "CollectiveScenario":
+    def from_json(cls, text: str) -> CollectiveScenario:
         try:
             return cls.from_dict(json.loads(text))
         except json.JSONDecodeError as error:
@@ -212,14 +233,14 @@ class CollectiveScenario:
         return yaml.safe_dump(self.to_dict(), sort_keys=False)
 
     @classmethod
-    def from_yaml(cls, text: str) -> "CollectiveScenario":
+    def from_yaml(cls, text: str) -> CollectiveScenario:
         try:
             return cls.from_dict(yaml.safe_load(text))
         except yaml.YAMLError as error:
             raise CollsimError(f"scenario YAML is malformed: {error}") from None
 
     @classmethod
-    def load(cls, path: str | Path) -> "CollectiveScenario":
+    def load(cls, path: str | Path) -> CollectiveScenario:
         return cls.from_dict(load_mapping(path))
 
 

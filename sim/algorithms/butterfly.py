@@ -13,7 +13,7 @@ Non-power-of-two rank counts are refused by the registry (``power_of_two=True``)
 
 from __future__ import annotations
 
-from typing import Generator, Sequence
+from collections.abc import Generator, Sequence
 
 from sim.call import Call
 from sim.network import Network

@@ -13,7 +13,7 @@ Tree 0 on p = 8 (parent <- children)::
 
 from __future__ import annotations
 
-from typing import Generator
+from collections.abc import Generator
 
 import simpy
 

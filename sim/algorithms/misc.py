@@ -6,7 +6,7 @@ ceil(lg p) rounds every rank has heard, directly or not, from every other: ceil(
 
 from __future__ import annotations
 
-from typing import Generator
+from collections.abc import Generator
 
 from sim.call import Call
 from sim.network import Network

@@ -14,7 +14,7 @@ gather move only the blocks of each subtree: at step 0 of a scatter the root sen
 
 from __future__ import annotations
 
-from typing import Generator
+from collections.abc import Generator
 
 from sim.algorithms.ring import ring_all_gather_steps
 from sim.call import Call, Piece

@@ -11,7 +11,22 @@ from sim.cli import cli
 from sim.runner import run_collective
 from sim.scenario import CollectiveScenario
 
-CONTRACT = ["sim", "collective", "--op", "all_reduce", "--algorithm", "ring", "--ranks", "8", "--size", "64MiB", "--latency", "5us", "--bandwidth", "25GB/s"]
+CONTRACT = [
+    "sim",
+    "collective",
+    "--op",
+    "all_reduce",
+    "--algorithm",
+    "ring",
+    "--ranks",
+    "8",
+    "--size",
+    "64MiB",
+    "--latency",
+    "5us",
+    "--bandwidth",
+    "25GB/s",
+]
 
 
 def _run(args):
@@ -20,7 +35,25 @@ def _run(args):
 
 def test_json_contract(tmp_path):
     trace = tmp_path / "out.json"
-    result = subprocess.run([sys.executable, "-m", "sim.cli", *CONTRACT, "--reduce-bandwidth", "100GB/s", "--overhead", "10us", "--verify", "--trace", str(trace), "--json"], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sim.cli",
+            *CONTRACT,
+            "--reduce-bandwidth",
+            "100GB/s",
+            "--overhead",
+            "10us",
+            "--verify",
+            "--trace",
+            str(trace),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     for key in ("time_s", "op", "algorithm", "ranks", "size_bytes", "analytic_time_s", "messages", "verified"):
@@ -35,7 +68,24 @@ def test_json_contract(tmp_path):
 
 
 def test_readable_summary_and_no_closed_form():
-    result = _run(["sim", "collective", "--op", "all_reduce", "--algorithm", "double_binary_tree", "--ranks", "6", "--size", "1MiB", "--bandwidth", "10GB/s", "--chunks", "4"])
+    result = _run(
+        [
+            "sim",
+            "collective",
+            "--op",
+            "all_reduce",
+            "--algorithm",
+            "double_binary_tree",
+            "--ranks",
+            "6",
+            "--size",
+            "1MiB",
+            "--bandwidth",
+            "10GB/s",
+            "--chunks",
+            "4",
+        ]
+    )
     assert result.exit_code == 0
     assert "simulated time" in result.output and "closed form      none" in result.output
 
@@ -74,12 +124,32 @@ def test_bad_input_is_one_line_and_exit_code_2(changes, needle):
 def test_scenario_file_with_flag_override(tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text(CollectiveScenario(op="broadcast", algorithm="binomial", ranks=8, size_bytes=5_000_000, bandwidth_Bps=1e6).to_yaml())
-    data = json.loads(_run(["sim", "collective", "--op", "broadcast", "--algorithm", "binomial", "--ranks", "8", "--bandwidth", "1MB/s", "--scenario", str(path), "--json"]).output)
+    data = json.loads(
+        _run(
+            [
+                "sim",
+                "collective",
+                "--op",
+                "broadcast",
+                "--algorithm",
+                "binomial",
+                "--ranks",
+                "8",
+                "--bandwidth",
+                "1MB/s",
+                "--scenario",
+                str(path),
+                "--json",
+            ]
+        ).output
+    )
     assert data["time_s"] == pytest.approx(15.0)
 
 
 def test_csv_export(tmp_path):
-    result = run_collective(CollectiveScenario(op="all_reduce", algorithm="ring", ranks=4, size_bytes=4000, bandwidth_Bps=1e9, reduce_bandwidth_Bps=1e9))
+    result = run_collective(
+        CollectiveScenario(op="all_reduce", algorithm="ring", ranks=4, size_bytes=4000, bandwidth_Bps=1e9, reduce_bandwidth_Bps=1e9)
+    )
     path = tmp_path / "events.csv"
     result.to_csv(path)
     lines = path.read_text().splitlines()

@@ -31,8 +31,15 @@ def test_des_equals_closed_form(op, algorithm, p):
     chunk_options = (1, 4) if algorithm == "pipelined_chain" else (1,)
     for (latency, bandwidth, reduce_bandwidth), chunks, elements in itertools.product(NETWORKS, chunk_options, (p * 4 * 250, 0)):
         scenario = CollectiveScenario(
-            op=op, algorithm=algorithm, ranks=p, size_bytes=elements * 4, bandwidth_Bps=bandwidth,
-            latency_s=latency, reduce_bandwidth_Bps=reduce_bandwidth, chunks=chunks, overhead_s=1e-6,
+            op=op,
+            algorithm=algorithm,
+            ranks=p,
+            size_bytes=elements * 4,
+            bandwidth_Bps=bandwidth,
+            latency_s=latency,
+            reduce_bandwidth_Bps=reduce_bandwidth,
+            chunks=chunks,
+            overhead_s=1e-6,
         )
         result = run_collective(scenario)
         gamma = 1 / reduce_bandwidth if reduce_bandwidth else 0.0
@@ -64,7 +71,9 @@ def test_pipelining_beats_unchunked_chain_for_large_messages():
 
 def test_non_power_of_two_binomial_reduce_is_below_the_power_of_two_form():
     """For p = 6 the last partners' subtrees are small: the DES beats ceil(lg p)(a + nb + ng)."""
-    scenario = CollectiveScenario(op="reduce", algorithm="binomial", ranks=6, size_bytes=4000, bandwidth_Bps=1e9, latency_s=1e-6, reduce_bandwidth_Bps=1e9)
+    scenario = CollectiveScenario(
+        op="reduce", algorithm="binomial", ranks=6, size_bytes=4000, bandwidth_Bps=1e9, latency_s=1e-6, reduce_bandwidth_Bps=1e9
+    )
     bound = 3 * (1e-6 + 4000 / 1e9 + 4000 / 1e9)
     result = run_collective(scenario)
     assert result.analytic_time_s is None

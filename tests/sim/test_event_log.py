@@ -9,9 +9,13 @@ from sim.scenario import CollectiveScenario
 def test_ring_all_reduce_p4_exact_log():
     # n = 4 KB in 4 pieces of 1 KB; a = 1 us, B = 1 GB/s -> each message 1 us + 1 us = 2 us,
     # each combine 1 KB / 0.5 GB/s = 2 us. Reduce-scatter steps take 4 us, all-gather steps 2 us.
-    scenario = CollectiveScenario(op="all_reduce", algorithm="ring", ranks=4, size_bytes=4000, bandwidth_Bps=1e9, latency_s=1e-6, reduce_bandwidth_Bps=0.5e9)
+    scenario = CollectiveScenario(
+        op="all_reduce", algorithm="ring", ranks=4, size_bytes=4000, bandwidth_Bps=1e9, latency_s=1e-6, reduce_bandwidth_Bps=0.5e9
+    )
     result = run_collective(scenario)
-    log = sorted((round(start * 1e6, 9), round(end * 1e6, 9), src, dst, nbytes, step) for src, dst, start, end, nbytes, step, _ in result.messages)
+    log = sorted(
+        (round(start * 1e6, 9), round(end * 1e6, 9), src, dst, nbytes, step) for src, dst, start, end, nbytes, step, _ in result.messages
+    )
     expected = []
     starts = [0, 4, 8, 12, 14, 16]  # us: three reduce-scatter steps, then three all-gather steps
     for step, start in enumerate(starts):

@@ -13,7 +13,9 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 def test_scenario_examples(scenario):
     path = EXAMPLES / scenario
     expected = path.with_name(path.stem + ".expected.txt").read_text()
-    result = subprocess.run([sys.executable, "-m", "sim.cli", "sim", "collective", "--scenario", str(path)], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "sim.cli", "sim", "collective", "--scenario", str(path)], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout == expected
 

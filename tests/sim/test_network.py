@@ -51,7 +51,7 @@ def test_full_duplex_send_and_receive_overlap():
 
 def test_physical_ring_routes_over_hops_and_shares_links():
     ring = topo.ring(6, 1e-6, 1e9)
-    (start, end), = _deliveries(ring, [(0, 3)])
+    ((start, end),) = _deliveries(ring, [(0, 3)])
     assert end == pytest.approx(3 * 1e-6 + 1e-6)  # three hops of latency, bandwidth of one link
     flows = _deliveries(ring, [(0, 2), (1, 2)])  # both use link 1->2
     assert flows[1][0] == pytest.approx(flows[0][1])
@@ -71,7 +71,17 @@ def test_recursive_doubling_pays_for_hops_on_a_physical_ring():
 
 
 def test_hierarchical_beats_flat_ring_when_nics_are_slow():
-    base = dict(op="all_reduce", ranks=16, size_bytes=64 * 2**20, latency_s=5e-6, bandwidth_Bps=12.5e9, topology="two_level", gpus_per_node=8, intra_bandwidth_Bps=300e9, intra_latency_s=1e-6)
+    base = dict(
+        op="all_reduce",
+        ranks=16,
+        size_bytes=64 * 2**20,
+        latency_s=5e-6,
+        bandwidth_Bps=12.5e9,
+        topology="two_level",
+        gpus_per_node=8,
+        intra_bandwidth_Bps=300e9,
+        intra_latency_s=1e-6,
+    )
     flat = run_collective(CollectiveScenario(algorithm="ring", **base)).time_s
     hierarchical = run_collective(CollectiveScenario(algorithm="hierarchical", **base)).time_s
     assert hierarchical < flat
@@ -118,16 +128,21 @@ def test_user_graph_round_trip(tmp_path, suffix):
         path.write_text(json.dumps(nx.node_link_data(graph, edges="links")))
     else:
         nx.write_graphml(graph, path)
-    scenario = CollectiveScenario(op="all_reduce", algorithm="ring", ranks=4, size_bytes=4000, bandwidth_Bps=1.0, topology=str(path), verify=True)
+    scenario = CollectiveScenario(
+        op="all_reduce", algorithm="ring", ranks=4, size_bytes=4000, bandwidth_Bps=1.0, topology=str(path), verify=True
+    )
     result = run_collective(scenario)
     assert result.verified and result.time_s == pytest.approx(6 * (2e-6 + 1000 / 1e10))
 
 
 @pytest.mark.parametrize(
     "content,message",
-    [("not json", "could not be read"), ('{"nodes": [{"id": 0}, {"id": 1}], "links": [{"source": 0, "target": 1}]}', "bandwidth"),
-     ('{"nodes": [{"id": 0}, {"id": 2}], "links": [{"source": 0, "target": 2, "bandwidth": 1}]}', "numbered 0..p-1"),
-     ('{"nodes": [{"id": 0}, {"id": 1}, {"id": 2}], "links": [{"source": 0, "target": 1, "bandwidth": 1}]}', "not connected")],
+    [
+        ("not json", "could not be read"),
+        ('{"nodes": [{"id": 0}, {"id": 1}], "links": [{"source": 0, "target": 1}]}', "bandwidth"),
+        ('{"nodes": [{"id": 0}, {"id": 2}], "links": [{"source": 0, "target": 2, "bandwidth": 1}]}', "numbered 0..p-1"),
+        ('{"nodes": [{"id": 0}, {"id": 1}, {"id": 2}], "links": [{"source": 0, "target": 1, "bandwidth": 1}]}', "not connected"),
+    ],
 )
 def test_bad_user_graphs_are_named(tmp_path, content, message):
     path = tmp_path / "bad.json"
@@ -140,4 +155,6 @@ def test_user_graph_rank_count_must_match(tmp_path):
     path = tmp_path / "g.json"
     topo.save_graph(topo.switch(4, 1e-6, 1e9), path)
     with pytest.raises(CollsimError, match="connects 4 ranks"):
-        run_collective(CollectiveScenario(op="barrier", algorithm="dissemination", ranks=8, bandwidth_Bps=1e9, size_bytes=0, topology=str(path)))
+        run_collective(
+            CollectiveScenario(op="barrier", algorithm="dissemination", ranks=8, bandwidth_Bps=1e9, size_bytes=0, topology=str(path))
+        )

@@ -23,11 +23,16 @@ def scenarios(draw, pairs=PAIRS, verify=False, topologies=("switch", "switch", "
         p = draw(st.integers(1, 24))
     topology = spec.topology or draw(st.sampled_from(topologies))
     return CollectiveScenario(
-        op=op, algorithm=algorithm, ranks=p, size_bytes=4 * draw(st.integers(0, 5000)),
-        bandwidth_Bps=draw(st.floats(1e6, 1e12)), latency_s=draw(st.floats(0, 1e-3)),
+        op=op,
+        algorithm=algorithm,
+        ranks=p,
+        size_bytes=4 * draw(st.integers(0, 5000)),
+        bandwidth_Bps=draw(st.floats(1e6, 1e12)),
+        latency_s=draw(st.floats(0, 1e-3)),
         reduce_bandwidth_Bps=draw(st.one_of(st.none(), st.floats(1e6, 1e12))),
         chunks=draw(st.integers(1, 5)) if spec.chunked else 1,
-        topology=topology, gpus_per_node=2 if topology == "two_level" else None,
+        topology=topology,
+        gpus_per_node=2 if topology == "two_level" else None,
         root=draw(st.integers(0, p - 1)) if op in ROOTED else 0,
         stragglers=tuple((rank, 1e-5) for rank in draw(st.sets(st.integers(0, p - 1), max_size=2))),
         verify=verify,

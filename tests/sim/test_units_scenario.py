@@ -28,7 +28,18 @@ def test_times(text, seconds):
     assert parse_time(text) == pytest.approx(seconds)
 
 
-@pytest.mark.parametrize("parse,text", [(parse_size, "64MiX"), (parse_size, "abc"), (parse_size, "-1KB"), (parse_size, "1.5B"), (parse_bandwidth, "25GB"), (parse_bandwidth, "10GBps"), (parse_time, "5 parsecs")])
+@pytest.mark.parametrize(
+    "parse,text",
+    [
+        (parse_size, "64MiX"),
+        (parse_size, "abc"),
+        (parse_size, "-1KB"),
+        (parse_size, "1.5B"),
+        (parse_bandwidth, "25GB"),
+        (parse_bandwidth, "10GBps"),
+        (parse_time, "5 parsecs"),
+    ],
+)
 def test_bad_units_are_clear_errors(parse, text):
     with pytest.raises(CollsimError, match="allowed|whole number|non-negative|expected"):
         parse(text)
@@ -75,7 +86,17 @@ def test_invalid_scenarios_name_the_field(changes, field):
 
 
 def test_unit_strings_and_round_trips():
-    scenario = CollectiveScenario.from_dict({"op": "all_reduce", "algorithm": "ring", "ranks": 8, "size": "64MiB", "bandwidth": "25GB/s", "latency": "5us", "stragglers": "3:1ms"})
+    scenario = CollectiveScenario.from_dict(
+        {
+            "op": "all_reduce",
+            "algorithm": "ring",
+            "ranks": 8,
+            "size": "64MiB",
+            "bandwidth": "25GB/s",
+            "latency": "5us",
+            "stragglers": "3:1ms",
+        }
+    )
     assert scenario.size_bytes == 64 * 2**20 and scenario.latency_s == 5e-6 and scenario.stragglers == ((3, 1e-3),)
     assert CollectiveScenario.from_json(scenario.to_json()) == scenario
     assert CollectiveScenario.from_yaml(scenario.to_yaml()) == scenario
@@ -83,7 +104,12 @@ def test_unit_strings_and_round_trips():
 
 @pytest.mark.parametrize(
     "data,message",
-    [({**BASE, "colour": "red"}, "unknown field 'colour'"), ({"op": "all_reduce"}, "missing required"), ({**BASE, "ranks": "eight"}, "whole number"), ({**BASE, "verify": "maybe"}, "true or false")],
+    [
+        ({**BASE, "colour": "red"}, "unknown field 'colour'"),
+        ({"op": "all_reduce"}, "missing required"),
+        ({**BASE, "ranks": "eight"}, "whole number"),
+        ({**BASE, "verify": "maybe"}, "true or false"),
+    ],
 )
 def test_bad_scenario_mappings(data, message):
     with pytest.raises(CollsimError, match=message):

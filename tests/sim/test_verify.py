@@ -18,10 +18,18 @@ def _scenario(op, algorithm, p, chunks=1, root=0, elements=None):
     spec = algorithm_spec(op, algorithm)
     two_level = spec.topology == "two_level"
     return CollectiveScenario(
-        op=op, algorithm=algorithm, ranks=p, size_bytes=4 * (elements if elements is not None else 3 * p * chunks + 1),
-        bandwidth_Bps=1e9, latency_s=1e-6, reduce_bandwidth_Bps=4e9, chunks=chunks,
-        topology="two_level" if two_level else "switch", gpus_per_node=(2 if p % 2 == 0 else 1) if two_level else None,
-        root=root if op in ROOTED else 0, verify=True,
+        op=op,
+        algorithm=algorithm,
+        ranks=p,
+        size_bytes=4 * (elements if elements is not None else 3 * p * chunks + 1),
+        bandwidth_Bps=1e9,
+        latency_s=1e-6,
+        reduce_bandwidth_Bps=4e9,
+        chunks=chunks,
+        topology="two_level" if two_level else "switch",
+        gpus_per_node=(2 if p % 2 == 0 else 1) if two_level else None,
+        root=root if op in ROOTED else 0,
+        verify=True,
     )
 
 
@@ -34,7 +42,7 @@ def test_every_algorithm_verifies_on_several_rank_counts(op, algorithm):
             with pytest.raises(CollsimError, match="power-of-two"):
                 _scenario(op, algorithm, p)
             continue
-        for chunks in ((1, 3) if spec.chunked else (1,)):
+        for chunks in (1, 3) if spec.chunked else (1,):
             for root in sorted({0, p - 1}) if op in ROOTED else (0,):
                 result = run_collective(_scenario(op, algorithm, p, chunks, root))
                 assert result.verified is True, (p, chunks, root)
