@@ -1,0 +1,6 @@
+"""Run collsim's scenarios for real on torch.distributed and fit the model's constants.
+
+``real`` imports ``sim`` (scenarios, units, event schema), never ``webapp``. Torch is imported
+only where a command needs it: ``real.store``, ``real.fit`` and ``real.nccl_tests`` work
+without torch, so the webapp can read measurements on a machine without it.
+"""

@@ -1,0 +1,451 @@
+"""Fit the model's constants to measurements: (o, w), (latency, bandwidth), DDP overhead, slowdown.
+
+``t(n) = o + n / w`` (DESIGN §4) is fitted per (source, backend, device, op, world size) by
+weighted least squares that minimises the **relative** error, sum(((o + n/w) - t) / t)^2, so
+4 KiB calls weigh as much as 64 MiB ones. ``t`` is a chosen statistic of the per-iteration
+times: ``mean`` by default (a training step sums many calls, so the mean is what adds up),
+``median``, ``p10`` or ``min``.
+
+Intervals (default 95%):
+
+- ``bootstrap``: when rows carry their raw per-iteration times, each replicate resamples the
+  iterations of every point (and, with several launches, the launches themselves), recomputes
+  the statistic and refits; the interval is the percentile range of the replicates. It covers
+  the measurement noise, not a wrong model: read ``rms_relative_residual`` for that.
+- ``wls-t``: without raw times (imported or published tables), the usual least-squares
+  standard errors with Student's t on m - 2 degrees of freedom.
+
+Only numpy is needed (scipy, when present, gives the t quantile).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from sim.errors import CollsimError
+
+STATS = {"mean": "time_s", "median": "median_s", "p10": "p10_s", "p90": "p90_s", "min": "min_s"}
+
+
+def _statistic(values: np.ndarray, stat: str, axis: int = -1) -> np.ndarray:
+    if stat == "mean":
+        return values.mean(axis=axis)
+    if stat == "median":
+        return np.median(values, axis=axis)
+    if stat == "min":
+        return values.min(axis=axis)
+    return np.percentile(values, {"p10": 10, "p90": 90}[stat], axis=axis)
+
+
+@dataclass(frozen=True)
+class OWFit:
+    """t(n) = o + n / w with intervals; ``key`` names the group it was fitted on."""
+
+    o_s: float
+    w_Bps: float
+    o_ci_s: tuple[float, float]
+    w_ci_Bps: tuple[float, float]
+    stat: str
+    points: int
+    sizes_bytes: tuple[int, ...]
+    method: str
+    confidence: float
+    rms_relative_residual: float
+    max_relative_residual: float
+    key: dict[str, Any] = field(default_factory=dict)
+
+    def predict(self, size_bytes: float) -> float:
+        return self.o_s + size_bytes / self.w_Bps
+
+    @property
+    def busbw_Bps(self) -> float | None:
+        """w times the all-reduce bus factor, where the op and world size are known."""
+        op, p = self.key.get("op"), self.key.get("world_size")
+        if not p:
+            return None
+        from real.bench import busbw_factor
+
+        return self.w_Bps * busbw_factor(op or "all_reduce", int(p))
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["o_ci_s"], data["w_ci_Bps"], data["sizes_bytes"] = list(self.o_ci_s), list(self.w_ci_Bps), list(self.sizes_bytes)
+        data["busbw_Bps"] = self.busbw_Bps
+        return plain({**self.key, **{k: v for k, v in data.items() if k != "key"}})
+
+
+def solve_ow(sizes: np.ndarray, times: np.ndarray) -> tuple[float, float]:
+    """Weighted least squares for (o, x = 1/w) minimising relative error; returns (o, x)."""
+    design = np.column_stack([1.0 / times, sizes / times])
+    (o, x), *_ = np.linalg.lstsq(design, np.ones_like(times), rcond=None)
+    return float(o), float(x)
+
+
+def _points(rows: list[dict[str, Any]], stat: str) -> tuple[np.ndarray, np.ndarray, list[dict[str, Any]]]:
+    if stat not in STATS:
+        raise CollsimError(f"--stat: unknown {stat!r}; allowed: {', '.join(STATS)}")
+    used = [row for row in rows if row.get("size_bytes") and _value(row, stat) is not None]
+    if len({row["size_bytes"] for row in used}) < 2:
+        raise CollsimError(f"fit: need measurements at 2 or more sizes > 0 with a {stat} time, got {len(used)} point(s)")
+    sizes = np.array([row["size_bytes"] for row in used], dtype=float)
+    times = np.array([_value(row, stat) for row in used], dtype=float)
+    return sizes, times, used
+
+
+def _value(row: dict[str, Any], stat: str) -> float | None:
+    times = row.get("times_s")
+    if times:
+        return float(_statistic(np.asarray(times, dtype=float), stat))
+    value = row.get(STATS[stat])
+    return None if value is None else float(value)
+
+
+def _residuals(o: float, x: float, sizes: np.ndarray, times: np.ndarray) -> np.ndarray:
+    return (o + sizes * x - times) / times
+
+
+def fit_ow(rows: Iterable[dict[str, Any]], stat: str = "mean", confidence: float = 0.95, replicates: int = 400, seed: int = 0,
+           key: dict[str, Any] | None = None) -> OWFit:  # fmt: skip
+    """Fit ``t = o + n/w`` to benchmark rows of one (backend, op, world size); see the module doc.
+
+    Args:
+        rows: dicts with ``size_bytes`` and either ``times_s`` (raw per-iteration times) or the
+            statistic's column (``time_s`` for mean, ``median_s``, ``p10_s``...).
+        stat: mean | median | p10 | p90 | min.
+        confidence: interval level.
+        replicates: bootstrap replicates (raw times present); 0 gives the point estimate only.
+    """
+    rows = list(rows)
+    sizes, times, used = _points(rows, stat)
+    o, x = solve_ow(sizes, times)
+    residuals = _residuals(o, x, sizes, times)
+    if replicates <= 0:  # point estimate only
+        o_ci, x_ci, method = (math.nan, math.nan), (math.nan, math.nan), "none"
+    elif all(len(row.get("times_s") or []) >= 2 for row in used):
+        o_ci, x_ci = _bootstrap(used, stat, confidence, replicates, seed)
+        method = "bootstrap"
+    else:
+        o_ci, x_ci = _wls_interval(sizes, times, o, x, confidence)
+        method = "wls-t"
+    w_ci = (
+        tuple(sorted((1 / x_ci[1] if x_ci[1] > 0 else math.inf, 1 / x_ci[0] if x_ci[0] > 0 else math.inf)))
+        if x_ci[0] == x_ci[0]
+        else (math.nan, math.nan)
+    )
+    return OWFit(
+        o_s=o,
+        w_Bps=1 / x if x > 0 else math.inf,
+        o_ci_s=o_ci,
+        w_ci_Bps=w_ci,
+        stat=stat,
+        points=len(used),
+        sizes_bytes=tuple(sorted({int(size) for size in sizes})),
+        method=method,
+        confidence=confidence,
+        rms_relative_residual=float(np.sqrt(np.mean(residuals**2))),
+        max_relative_residual=float(np.max(np.abs(residuals))),
+        key=dict(key or {}),
+    )
+
+
+def _bootstrap(
+    rows: list[dict[str, Any]], stat: str, confidence: float, replicates: int, seed: int
+) -> tuple[tuple[float, float], tuple[float, float]]:
+    """Percentile intervals for (o, x): resample launches, then iterations within each point."""
+    rng = np.random.default_rng(seed)
+    by_run: dict[Any, list[int]] = defaultdict(list)
+    for index, row in enumerate(rows):
+        by_run[row.get("run_id")].append(index)
+    runs = list(by_run.values())
+    samples = [np.asarray(row["times_s"], dtype=float) for row in rows]
+    sizes = np.array([row["size_bytes"] for row in rows], dtype=float)
+    estimates = []
+    for _ in range(replicates):
+        chosen = [runs[i] for i in rng.integers(0, len(runs), len(runs))] if len(runs) > 1 else runs
+        indices = [index for run in chosen for index in run]
+        times = np.array([_statistic(rng.choice(samples[i], samples[i].size), stat) for i in indices])
+        if len(set(sizes[indices])) < 2:
+            continue
+        estimates.append(solve_ow(sizes[indices], times))
+    values = np.array(estimates)
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(values, [tail, 100 - tail], axis=0)
+    return (float(low[0]), float(high[0])), (float(low[1]), float(high[1]))
+
+
+def _t_quantile(confidence: float, dof: int) -> float:
+    try:
+        from scipy.stats import t
+
+        return float(t.ppf(0.5 + confidence / 2, dof))
+    except ImportError:  # normal approximation
+        from statistics import NormalDist
+
+        return NormalDist().inv_cdf(0.5 + confidence / 2)
+
+
+def _wls_interval(
+    sizes: np.ndarray, times: np.ndarray, o: float, x: float, confidence: float
+) -> tuple[tuple[float, float], tuple[float, float]]:
+    dof = len(times) - 2
+    if dof < 1:
+        return (math.nan, math.nan), (math.nan, math.nan)
+    design = np.column_stack([1.0 / times, sizes / times])
+    residuals = 1.0 - design @ np.array([o, x])
+    covariance = float(residuals @ residuals) / dof * np.linalg.inv(design.T @ design)
+    half = _t_quantile(confidence, dof) * np.sqrt(np.diag(covariance))
+    return (o - half[0], o + half[0]), (x - half[1], x + half[1])
+
+
+GROUP_KEYS = ("source", "backend", "device", "op", "world_size")
+
+
+def group_rows(rows: Iterable[dict[str, Any]]) -> dict[tuple, list[dict[str, Any]]]:
+    """Rows by (source, backend, device, op, world size); barrier (size 0) is left out."""
+    groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        if row.get("size_bytes"):
+            groups[tuple(row.get(key) for key in GROUP_KEYS)].append(row)
+    return dict(sorted(groups.items(), key=lambda item: tuple(str(part) for part in item[0])))
+
+
+def fit_groups(rows: Iterable[dict[str, Any]], stat: str = "mean", confidence: float = 0.95, replicates: int = 400) -> list[OWFit]:
+    """One ``fit_ow`` per group with two or more sizes."""
+    fits = []
+    for key, members in group_rows(rows).items():
+        if len({row["size_bytes"] for row in members}) >= 2:
+            fits.append(fit_ow(members, stat, confidence, replicates, key=dict(zip(GROUP_KEYS, key))))
+    return fits
+
+
+def fit_ow_piecewise(rows: Iterable[dict[str, Any]], stat: str = "mean", replicates: int = 200) -> dict[str, Any] | None:
+    """Two (o, w) pieces split at the size that minimises the total relative squared error.
+
+    Each piece needs 3 or more sizes (a 2-point piece fits exactly and says nothing), so this
+    returns None with fewer than 6 sizes. ``improvement`` is the one-piece cost over the
+    two-piece cost (>1 means the split explains the data better).
+    """
+    rows = list(rows)
+    sizes, times, used = _points(rows, stat)
+    distinct = sorted(set(sizes))
+    if len(distinct) < 6:
+        return None
+    best = None
+    for split in distinct[3:-2]:
+        low, high = sizes < split, sizes >= split
+        cost = sum(float(np.sum(_residuals(*solve_ow(sizes[part], times[part]), sizes[part], times[part]) ** 2)) for part in (low, high))
+        if best is None or cost < best[0]:
+            best = (cost, split)
+    one_piece = float(np.sum(_residuals(*solve_ow(sizes, times), sizes, times) ** 2))
+    cost, split = best
+    below = fit_ow([row for row in used if row["size_bytes"] < split], stat, replicates=replicates)
+    above = fit_ow([row for row in used if row["size_bytes"] >= split], stat, replicates=replicates)
+    return {
+        "breakpoint_bytes": int(split),
+        "below": below.to_dict(),
+        "above": above.to_dict(),
+        "improvement": one_piece / cost if cost > 0 else math.inf,
+    }
+
+
+# ----------------------------------------------------------------------------- (a, B) per algorithm
+
+# (op, algorithm) -> (latency terms per call as a function of p, bandwidth factor: w = B / factor)
+ALGORITHM_TERMS = {
+    ("all_reduce", "ring"): (lambda p: 2 * (p - 1), lambda p: 2 * (p - 1) / p),
+    ("all_reduce", "recursive_doubling"): (lambda p: math.log2(p), lambda p: math.log2(p)),
+    ("all_reduce", "rabenseifner"): (lambda p: 2 * math.log2(p), lambda p: 2 * (p - 1) / p),
+    ("all_gather", "ring"): (lambda p: p - 1, lambda p: (p - 1) / p),
+    ("reduce_scatter", "ring"): (lambda p: p - 1, lambda p: (p - 1) / p),
+    ("broadcast", "binomial"): (lambda p: math.ceil(math.log2(p)), lambda p: math.ceil(math.log2(p))),
+    ("reduce", "binomial"): (lambda p: math.ceil(math.log2(p)), lambda p: math.ceil(math.log2(p))),
+}
+DEFAULT_ALGORITHM = {"all_reduce": "ring", "all_gather": "ring", "reduce_scatter": "ring", "broadcast": "binomial", "reduce": "binomial"}
+
+
+def link_bandwidth(op: str, algorithm: str, world_size: int, w_Bps: float) -> float:
+    """The link bandwidth B that gives algorithm bandwidth ``w`` on ``switch(p)``."""
+    return w_Bps * ALGORITHM_TERMS[(op, algorithm)][1](world_size)
+
+
+def fit_alpha_beta(fits: list[OWFit], algorithm: str | None = None) -> list[dict[str, Any]]:
+    """(call overhead, latency a, bandwidth B) per (source, backend, device, op) across world sizes.
+
+    For each p: ``o_p = o_call + L(p) a`` and ``w_p = B / F(p)`` (ring all-reduce: L = 2(p-1),
+    F = 2(p-1)/p). B is the mean of the per-p values (their spread is reported); a and o_call come
+    from a straight-line fit of o_p on L(p), so they need two or more world sizes (else a = 0).
+    """
+    grouped: dict[tuple, list[OWFit]] = defaultdict(list)
+    for fit in fits:
+        grouped[tuple(fit.key.get(k) for k in ("source", "backend", "device", "op"))].append(fit)
+    results = []
+    for (source, backend, device, op), members in grouped.items():
+        name = algorithm or DEFAULT_ALGORITHM.get(op)
+        if (op, name) not in ALGORITHM_TERMS:
+            continue
+        steps, factor = ALGORITHM_TERMS[(op, name)]
+        ps = np.array([fit.key["world_size"] for fit in members], dtype=float)
+        bandwidths = np.array([fit.w_Bps * factor(int(p)) for fit, p in zip(members, ps)])
+        overheads = np.array([fit.o_s for fit in members])
+        if len(set(ps)) >= 2:
+            (latency, call), *_ = np.linalg.lstsq(np.column_stack([[steps(int(p)) for p in ps], np.ones_like(ps)]), overheads, rcond=None)
+        else:
+            latency, call = 0.0, float(overheads.mean())
+        results.append({
+            "source": source, "backend": backend, "device": device, "op": op, "algorithm": name, "world_sizes": sorted(int(p) for p in ps),
+            "call_overhead_s": float(call), "latency_s": float(latency), "bandwidth_Bps": float(bandwidths.mean()),
+            "bandwidth_per_world_size_Bps": {int(p): float(b) for p, b in zip(ps, bandwidths)},
+        })  # fmt: skip
+    return results
+
+
+# ----------------------------------------------------------------------------- DDP
+
+
+def compute_slowdown(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Backward time with communication running beside it over the no-comm backward of the same
+    round, per config: median and p10/p90 over rounds (1.0 = no slowdown)."""
+    by_config: dict[str, list[float]] = defaultdict(list)
+    for step in steps:
+        if step.get("baseline_backward_s") and step.get("backward_s"):
+            by_config[step["config"]].append(step["backward_s"] / step["baseline_backward_s"])
+    from real.bench import percentile
+
+    return [
+        {
+            "config": config,
+            "median": float(np.median(ratios)),
+            "p10": percentile(ratios, 10),
+            "p90": percentile(ratios, 90),
+            "rounds": len(ratios),
+        }
+        for config, ratios in sorted(by_config.items())
+    ]
+
+
+def fit_bucket_overhead(steps: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Fit ``overhead(n_b) = n_b o + s / (n_b w)`` (DESIGN §5, ``sim.overhead.fit_overhead``) to the
+    bucketed steps' measured overhead (step minus the paired no-comm step, median per config)
+    against their bucket count ``n_b``. None with fewer than 3 bucket sizes.
+    """
+    from sim.overhead import fit_overhead
+
+    points: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for step in steps:
+        if step.get("strategy") == "bucketed" and step.get("overhead_s") is not None and step.get("comm_calls"):
+            points[step["config"]].append(step)
+    if len(points) < 3:
+        return None
+    table = [
+        {"config": config, "bucket_bytes": members[0]["bucket_bytes"], "num_buckets": members[0]["comm_calls"], "grad_bytes": members[0]["comm_bytes"],
+         "overhead_s": float(np.median([m["overhead_s"] for m in members])), "rounds": len(members)}
+        for config, members in sorted(points.items())
+    ]  # fmt: skip
+    try:
+        fitted = fit_overhead(table)
+    except CollsimError:
+        return None
+    result = {**fitted.to_dict(), "points": table}
+    total = float(table[0]["grad_bytes"])
+    if fitted.o > 0 and math.isfinite(fitted.w):
+        from sim.overhead import optimal_bucket_bytes, optimal_num_buckets
+
+        result["optimal_buckets"] = optimal_num_buckets(total, fitted.w, fitted.o)
+        result["optimal_bucket_bytes"] = optimal_bucket_bytes(total, fitted.w, fitted.o)
+    return result
+
+
+# ----------------------------------------------------------------------------- calibration file
+
+
+def calibration(
+    fits: list[OWFit], alpha_beta: list[dict[str, Any]], ddp: dict[str, Any] | None = None, source: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The calibration document ``collsim sim ... --calibration FILE`` reads (see docs/real.md)."""
+    from real.bench import now_utc
+
+    entries = []
+    for fit in fits:
+        entry = fit.to_dict()
+        op, p = fit.key.get("op"), fit.key.get("world_size")
+        algorithm = DEFAULT_ALGORITHM.get(op)
+        if algorithm and p and math.isfinite(fit.w_Bps):
+            # On switch(p) with a = 0 and this B, the algorithm's closed form is exactly o + n/w.
+            entry["scenario"] = {"op": op, "algorithm": algorithm, "ranks": int(p), "topology": "switch", "overhead_s": fit.o_s,
+                                 "latency_s": 0.0, "bandwidth_Bps": link_bandwidth(op, algorithm, int(p), fit.w_Bps)}  # fmt: skip
+        entries.append(entry)
+    return {"kind": "collsim-calibration", "version": 1, "created_at": now_utc(), "source": source or {}, "collectives": entries,
+            "alpha_beta": alpha_beta, "ddp": ddp or {}}  # fmt: skip
+
+
+def plain(value: Any) -> Any:
+    """JSON/YAML-safe copy: numpy scalars to Python, tuples to lists, inf/nan to None."""
+    if isinstance(value, dict):
+        return {str(key): plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(item) for item in value]
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value) if math.isfinite(value) else None
+    return value
+
+
+def write_calibration(document: dict[str, Any], path: str) -> None:
+    import json
+
+    import yaml
+
+    document = plain(document)
+    text = yaml.safe_dump(document, sort_keys=False) if str(path).endswith((".yaml", ".yml")) else json.dumps(document, indent=2)
+    with open(path, "w") as handle:
+        handle.write(text)
+
+
+def load_calibration(path: str) -> dict[str, Any]:
+    from sim.scenario import load_mapping
+
+    document = load_mapping(path)
+    if document.get("kind") != "collsim-calibration":
+        raise CollsimError(f"{path}: not a calibration file (expected kind: collsim-calibration)")
+    return document
+
+
+def calibrated_fields(
+    document: dict[str, Any], op: str, world_size: int, backend: str | None = None, device: str | None = None
+) -> dict[str, Any]:
+    """Scenario fields (overhead_s, latency_s, bandwidth_Bps, algorithm) for one (op, p[, backend]).
+
+    Uses the (o, w) entry for exactly this world size if there is one, else the alpha-beta fit
+    across world sizes. Raises CollsimError naming what the file holds when nothing matches.
+    """
+
+    def matches(entry: dict[str, Any]) -> bool:
+        return (
+            entry.get("op") == op
+            and (backend is None or entry.get("backend") == backend)
+            and (device is None or entry.get("device") == device)
+        )
+
+    for entry in document.get("collectives", []):
+        if matches(entry) and entry.get("world_size") == world_size and "scenario" in entry:
+            scenario = entry["scenario"]
+            return {key: scenario[key] for key in ("algorithm", "overhead_s", "latency_s", "bandwidth_Bps")}
+    for entry in document.get("alpha_beta", []):
+        if matches(entry):
+            return {
+                "algorithm": entry["algorithm"],
+                "overhead_s": entry["call_overhead_s"],
+                "latency_s": entry["latency_s"],
+                "bandwidth_Bps": entry["bandwidth_Bps"],
+            }
+    held = sorted({f"{e.get('backend')}/{e.get('op')}/p={e.get('world_size')}" for e in document.get("collectives", [])})
+    raise CollsimError(
+        f"calibration has nothing for {backend or 'any backend'}/{op}/p={world_size}; it holds {', '.join(held) or 'no entries'}"
+    )
