@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from sim.calibration import calibrated_fields, load_calibration  # noqa: F401  (re-exported: real writes, sim reads)
 from sim.errors import CollsimError
 
 STATS = {"mean": "time_s", "median": "median_s", "p10": "p10_s", "p90": "p90_s", "min": "min_s"}
@@ -406,46 +407,3 @@ def write_calibration(document: dict[str, Any], path: str) -> None:
     text = yaml.safe_dump(document, sort_keys=False) if str(path).endswith((".yaml", ".yml")) else json.dumps(document, indent=2)
     with open(path, "w") as handle:
         handle.write(text)
-
-
-def load_calibration(path: str) -> dict[str, Any]:
-    from sim.scenario import load_mapping
-
-    document = load_mapping(path)
-    if document.get("kind") != "collsim-calibration":
-        raise CollsimError(f"{path}: not a calibration file (expected kind: collsim-calibration)")
-    return document
-
-
-def calibrated_fields(
-    document: dict[str, Any], op: str, world_size: int, backend: str | None = None, device: str | None = None
-) -> dict[str, Any]:
-    """Scenario fields (overhead_s, latency_s, bandwidth_Bps, algorithm) for one (op, p[, backend]).
-
-    Uses the (o, w) entry for exactly this world size if there is one, else the alpha-beta fit
-    across world sizes. Raises CollsimError naming what the file holds when nothing matches.
-    """
-
-    def matches(entry: dict[str, Any]) -> bool:
-        return (
-            entry.get("op") == op
-            and (backend is None or entry.get("backend") == backend)
-            and (device is None or entry.get("device") == device)
-        )
-
-    for entry in document.get("collectives", []):
-        if matches(entry) and entry.get("world_size") == world_size and "scenario" in entry:
-            scenario = entry["scenario"]
-            return {key: scenario[key] for key in ("algorithm", "overhead_s", "latency_s", "bandwidth_Bps")}
-    for entry in document.get("alpha_beta", []):
-        if matches(entry):
-            return {
-                "algorithm": entry["algorithm"],
-                "overhead_s": entry["call_overhead_s"],
-                "latency_s": entry["latency_s"],
-                "bandwidth_Bps": entry["bandwidth_Bps"],
-            }
-    held = sorted({f"{e.get('backend')}/{e.get('op')}/p={e.get('world_size')}" for e in document.get("collectives", [])})
-    raise CollsimError(
-        f"calibration has nothing for {backend or 'any backend'}/{op}/p={world_size}; it holds {', '.join(held) or 'no entries'}"
-    )

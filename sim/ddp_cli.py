@@ -99,6 +99,8 @@ def scenario_data(scenario_file: str | None, flags: dict[str, Any]) -> dict[str,
 @click.option("--reduce-bandwidth", default=None, help="network: reduction bandwidth 1/gamma")
 @click.option("--call-overhead", default=None, help="network: fixed cost per collective call, e.g. 20us")
 @click.option("--chunks", default=None, type=int, help="network: pipeline chunks")
+@click.option("--calibration", default=None, help="calibration file from 'collsim fit --calibration': o and w of all_reduce at --ranks")
+@click.option("--backend", default=None, help="with --calibration: use this backend's entries (gloo, nccl)")
 @click.option("--sweep-bucket-sizes", "sweep", default=None, help="bucket caps to sweep: 1MiB,4MiB,16MiB or 1MiB:256MiB:x2")
 @click.option("--optimize", is_flag=True, help="find the best bucket cap by simulation, beside the formula's")
 @click.option("--trace", default=None, help="write a Chrome trace JSON of the step (open in Perfetto)")
@@ -113,7 +115,11 @@ def ddp(
 
     if sweep and optimize:
         raise CollsimError("--sweep-bucket-sizes and --optimize: give one of them")
-    scenario = model.DDPScenario.from_dict(scenario_data(scenario_file, flags))
+    calibration, backend = flags.pop("calibration"), flags.pop("backend")
+    data = scenario_data(scenario_file, flags)
+    if calibration:
+        _apply_calibration(data, calibration, backend)
+    scenario = model.DDPScenario.from_dict(data)
     if sweep:
         rows = model.sweep_bucket_sizes(scenario, parse_size_list(sweep, "--sweep-bucket-sizes"))
         click.echo(json.dumps(rows) if as_json else format_sweep(rows))
@@ -128,6 +134,19 @@ def ddp(
     if csv_path:
         result.to_csv(csv_path)
     click.echo(json.dumps(result.summary()) if as_json else format_summary(result.summary()))
+
+
+def _apply_calibration(data: dict[str, Any], path: str, backend: str | None) -> None:
+    """o and w from a calibration file for the ow model, unless given (flags and files win)."""
+    from sim.calibration import calibrated_ow, load_calibration
+
+    if data.get("comm", "ow") != "ow":
+        raise CollsimError("--calibration gives o and w: use it with --comm ow")
+    o_s, w_Bps = calibrated_ow(load_calibration(path), int(data.get("ranks", 2)), backend)
+    if not any(key in data for key in ("o", "o_s")):
+        data["o_s"] = o_s
+    if not any(key in data for key in ("w", "w_Bps")):
+        data["w_Bps"] = w_Bps
 
 
 def _time(seconds: float | None) -> str:

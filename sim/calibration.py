@@ -1,0 +1,65 @@
+"""Calibration files: constants fitted from real runs (written by ``collsim fit --calibration``).
+
+Format (YAML or JSON): ``kind: collsim-calibration``, ``version: 1``, ``collectives`` (one entry
+per backend/device/op/world size with ``o_s``, ``w_Bps`` and a ``scenario`` of CollectiveScenario
+fields that reproduce ``o + n/w`` on ring/switch), ``alpha_beta`` (latency and bandwidth fitted
+across world sizes) and ``ddp``. The simulator reads it with ``--calibration FILE``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sim.analytic import ow_for_ring
+from sim.errors import CollsimError
+from sim.scenario import load_mapping
+
+
+def load_calibration(path: str) -> dict[str, Any]:
+    document = load_mapping(path)
+    if document.get("kind") != "collsim-calibration":
+        raise CollsimError(f"{path}: not a calibration file (expected kind: collsim-calibration)")
+    return document
+
+
+def _matches(entry: dict[str, Any], op: str, backend: str | None, device: str | None) -> bool:
+    return (
+        entry.get("op") == op and (backend is None or entry.get("backend") == backend) and (device is None or entry.get("device") == device)
+    )
+
+
+def _held(document: dict[str, Any]) -> str:
+    held = sorted({f"{e.get('backend')}/{e.get('op')}/p={e.get('world_size')}" for e in document.get("collectives", [])})
+    return ", ".join(held) or "no entries"
+
+
+def calibrated_fields(
+    document: dict[str, Any], op: str, world_size: int, backend: str | None = None, device: str | None = None
+) -> dict[str, Any]:
+    """Scenario fields (algorithm, overhead_s, latency_s, bandwidth_Bps) for one (op, p[, backend]).
+
+    Uses the (o, w) entry for exactly this world size if there is one, else the alpha-beta fit
+    across world sizes. Raises CollsimError naming what the file holds when nothing matches.
+    """
+    for entry in document.get("collectives", []):
+        if _matches(entry, op, backend, device) and entry.get("world_size") == world_size and "scenario" in entry:
+            scenario = entry["scenario"]
+            return {key: scenario[key] for key in ("algorithm", "overhead_s", "latency_s", "bandwidth_Bps")}
+    for entry in document.get("alpha_beta", []):
+        if _matches(entry, op, backend, device):
+            return {
+                "algorithm": entry["algorithm"],
+                "overhead_s": entry["call_overhead_s"],
+                "latency_s": entry["latency_s"],
+                "bandwidth_Bps": entry["bandwidth_Bps"],
+            }
+    raise CollsimError(f"calibration has nothing for {backend or 'any backend'}/{op}/p={world_size}; it holds {_held(document)}")
+
+
+def calibrated_ow(document: dict[str, Any], world_size: int, backend: str | None = None, device: str | None = None) -> tuple[float, float]:
+    """(o, w) of all_reduce at this world size: the fitted pair, else ring on the alpha-beta fit."""
+    for entry in document.get("collectives", []):
+        if _matches(entry, "all_reduce", backend, device) and entry.get("world_size") == world_size and entry.get("w_Bps"):
+            return float(entry["o_s"]), float(entry["w_Bps"])
+    fields = calibrated_fields(document, "all_reduce", world_size, backend, device)
+    return ow_for_ring(world_size, fields["latency_s"], fields["bandwidth_Bps"], fields["overhead_s"])
