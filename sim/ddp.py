@@ -24,13 +24,12 @@ from pathlib import Path
 from typing import Any
 
 import simpy
-import yaml
 
 from sim import overhead as formula
 from sim.errors import CollsimError
 from sim.params import PRESETS, Param, load_params, params_from_bytes, params_from_list, preset
 from sim.results import EVENT_COLUMNS, write_csv
-from sim.scenario import _bool, _int, _optional, from_mapping, load_mapping
+from sim.scenario import ScenarioData, _bool, _int, _optional, load_mapping
 from sim.units import parse_bandwidth, parse_size, parse_time
 
 STRATEGIES = ("naive", "flat", "overlap", "bucketed")
@@ -46,7 +45,7 @@ _PARAM_SOURCES = ("preset", "params_file", "param_bytes", "params")
 
 
 @dataclass(frozen=True)
-class DDPScenario:
+class DDPScenario(ScenarioData):
     """One DDP training step: parameters, compute profile, strategy, buckets, comm model."""
 
     # parameters: exactly one source (a measured profile file carries its own list)
@@ -180,43 +179,12 @@ class DDPScenario:
             intra_bandwidth_Bps=self.intra_bandwidth_Bps, element_bytes=element_bytes, record="aggregate",
         )  # fmt: skip
 
-    def replace(self, **changes: Any) -> DDPScenario:
-        return dataclasses.replace(self, **changes)
-
     def to_dict(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         data["param_bytes"] = None if self.param_bytes is None else list(self.param_bytes)
         data["params"] = None if self.params is None else [param.to_dict() for param in self.params]
         data["layer_times"] = None if self.layer_times is None else [list(pair) for pair in self.layer_times]
         return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> DDPScenario:
-        return from_mapping(cls, data, _DDP_PARSERS, _DDP_ALIASES)
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2)
-
-    @classmethod
-    def from_json(cls, text: str) -> DDPScenario:
-        try:
-            return cls.from_dict(json.loads(text))
-        except json.JSONDecodeError as error:
-            raise CollsimError(f"DDP scenario JSON is malformed: {error}") from None
-
-    def to_yaml(self) -> str:
-        return yaml.safe_dump(self.to_dict(), sort_keys=False)
-
-    @classmethod
-    def from_yaml(cls, text: str) -> DDPScenario:
-        try:
-            return cls.from_dict(yaml.safe_load(text))
-        except yaml.YAMLError as error:
-            raise CollsimError(f"DDP scenario YAML is malformed: {error}") from None
-
-    @classmethod
-    def load(cls, path: str | Path) -> DDPScenario:
-        return cls.from_dict(load_mapping(path))
 
 
 def _size_tuple(value: Any, what: str) -> tuple[int, ...] | None:
@@ -300,6 +268,9 @@ _DDP_ALIASES = {
     "reduce_bandwidth": "reduce_bandwidth_Bps",
     "call_overhead": "call_overhead_s",
 }
+DDPScenario.PARSERS = _DDP_PARSERS
+DDPScenario.ALIASES = _DDP_ALIASES
+DDPScenario.LABEL = "DDP scenario"
 
 
 # --- measured profiles --------------------------------------------------------------------

@@ -103,8 +103,51 @@ def load_mapping(path: str | Path) -> dict[str, Any]:
     return data
 
 
+class ScenarioData:
+    """What every scenario dataclass shares: validated construction from a mapping (unit strings
+    allowed) and JSON/YAML round trips. Subclasses set PARSERS, ALIASES and define ``to_dict``."""
+
+    PARSERS: dict[str, Parser] = {}
+    ALIASES: dict[str, str] = {}
+    LABEL = "scenario"
+
+    def replace(self, **changes: Any) -> Any:
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Any:
+        return from_mapping(cls, data, cls.PARSERS, cls.ALIASES)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    @classmethod
+    def from_json(cls, text: str) -> Any:
+        try:
+            return cls.from_dict(json.loads(text))
+        except json.JSONDecodeError as error:
+            raise CollsimError(f"{cls.LABEL} JSON is malformed: {error}") from None
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False)
+
+    @classmethod
+    def from_yaml(cls, text: str) -> Any:
+        try:
+            return cls.from_dict(yaml.safe_load(text))
+        except yaml.YAMLError as error:
+            raise CollsimError(f"{cls.LABEL} YAML is malformed: {error}") from None
+
+    @classmethod
+    def load(cls, path: str | Path) -> Any:
+        return cls.from_dict(load_mapping(path))
+
+
 @dataclass(frozen=True)
-class CollectiveScenario:
+class CollectiveScenario(ScenarioData):
     """One collective call (or ``repetitions`` back-to-back calls) on a network."""
 
     op: str
@@ -207,41 +250,10 @@ class CollectiveScenario:
     def elements(self) -> int:
         return self.size_bytes // self.element_bytes
 
-    def replace(self, **changes: Any) -> CollectiveScenario:
-        return dataclasses.replace(self, **changes)
-
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["stragglers"] = [list(pair) for pair in self.stragglers]
         return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> CollectiveScenario:
-        return from_mapping(cls, data, _COLLECTIVE_PARSERS, _COLLECTIVE_ALIASES)
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2)
-
-    @classmethod
-    def from_json(cls, text: str) -> CollectiveScenario:
-        try:
-            return cls.from_dict(json.loads(text))
-        except json.JSONDecodeError as error:
-            raise CollsimError(f"scenario JSON is malformed: {error}") from None
-
-    def to_yaml(self) -> str:
-        return yaml.safe_dump(self.to_dict(), sort_keys=False)
-
-    @classmethod
-    def from_yaml(cls, text: str) -> CollectiveScenario:
-        try:
-            return cls.from_dict(yaml.safe_load(text))
-        except yaml.YAMLError as error:
-            raise CollsimError(f"scenario YAML is malformed: {error}") from None
-
-    @classmethod
-    def load(cls, path: str | Path) -> CollectiveScenario:
-        return cls.from_dict(load_mapping(path))
 
 
 _COLLECTIVE_PARSERS: dict[str, Parser] = {
@@ -275,3 +287,6 @@ _COLLECTIVE_ALIASES = {
     "intra_bandwidth": "intra_bandwidth_Bps",
     "jitter": "jitter_s",
 }
+
+CollectiveScenario.PARSERS = _COLLECTIVE_PARSERS
+CollectiveScenario.ALIASES = _COLLECTIVE_ALIASES
