@@ -1,0 +1,252 @@
+"""What a person sees: each page in a real Chromium, driven like a user (Playwright).
+
+One browser and one server per session (conftest.py), a fresh page per test. Expected numbers
+come from the simulator itself, so a test fails when the page shows anything else.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from sim.runner import run_collective
+from sim.units import format_time
+from webapp import collective as model
+
+pytestmark = pytest.mark.browser
+SLOW = 20_000  # ms: first loads fetch plotly.js
+
+
+def sim_time(**changes: str) -> str:
+    scenario, errors = model.parse_form({**model.DEFAULTS, **changes})
+    assert not errors
+    return format_time(run_collective(scenario).time_s)
+
+
+@pytest.fixture
+def app_page(page: Page, live_server: str):
+    """A fresh page that records server errors (HTTP 5xx) and console errors."""
+    page.server_errors = []
+    page.console_errors = []
+    page.on("response", lambda response: page.server_errors.append(f"{response.status} {response.url}") if response.status >= 500 else None)
+    page.on("console", lambda message: page.console_errors.append(message.text) if message.type == "error" else None)
+    page.set_default_timeout(SLOW)
+    yield page
+    assert page.server_errors == []
+
+
+def open_page(page: Page, url: str) -> None:
+    page.goto(url)
+    expect(page.locator("#coll-sim-time, #ddp-step-time, #cmp-o, #cmp-notice").first).to_be_visible(timeout=SLOW)
+
+
+def meta(page: Page, graph_id: str) -> dict:
+    return page.evaluate("id => document.querySelector('#' + id + ' .js-plotly-plot').layout.meta", graph_id)
+
+
+def type_into(page: Page, field: str, text: str) -> None:
+    box = page.locator(f"#coll-{field}")
+    box.fill(text)
+    box.press("Enter")
+
+
+def choose(page: Page, dropdown_id: str, label: str) -> None:
+    page.locator(f"#{dropdown_id}").click()
+    page.locator(".dash-dropdown-option", has_text=re.compile(f"^{re.escape(label)}$")).first.click()
+
+
+def test_landing_page_shows_a_simulated_collective(app_page: Page, live_server: str, shot):
+    open_page(app_page, live_server + "/")
+    expect(app_page.locator("#coll-sim-time")).to_have_text(sim_time())
+    expect(app_page.locator("#coll-analytic-time")).to_have_text(sim_time())  # ring on a switch: exact
+    expect(app_page.locator("#coll-notice")).to_contain_text("Simulated all_reduce/ring on 8 ranks")
+    for graph in ("coll-topology-graph", "coll-buffers-graph", "coll-breakdown", "coll-gantt-rank", "coll-gantt-link", "coll-crossover"):
+        expect(app_page.locator(f"#{graph} .main-svg").first).to_be_visible()
+    expect(app_page.locator("#coll-crossover .legendtext", has_text="ring (current)")).to_be_visible()
+    thumb = app_page.locator("#coll-step [role=slider]")
+    for _ in range(3):
+        thumb.press("ArrowRight")
+    expect(app_page.locator("#coll-step-label")).to_contain_text("step 2:")
+    app_page.wait_for_timeout(400)
+    shot("collectives", docs=True)
+
+
+def test_changing_inputs_updates_numbers_and_url_and_reload_restores(app_page: Page, live_server: str):
+    open_page(app_page, live_server + "/")
+    type_into(app_page, "ranks", "16")
+    expect(app_page.locator("#coll-sim-time")).to_have_text(sim_time(ranks="16"))
+    type_into(app_page, "size", "1MiB")
+    expected = sim_time(ranks="16", size="1MiB")
+    expect(app_page.locator("#coll-sim-time")).to_have_text(expected)
+    expect(app_page).to_have_url(re.compile(r"ranks=16"))
+    assert "size=1MiB" in app_page.url
+    app_page.reload()
+    expect(app_page.locator("#coll-ranks")).to_have_value("16")
+    expect(app_page.locator("#coll-size")).to_have_value("1MiB")
+    expect(app_page.locator("#coll-sim-time")).to_have_text(expected)
+
+
+def test_a_shared_link_opens_the_same_view(app_page: Page, live_server: str):
+    open_page(app_page, live_server + "/?op=broadcast&algorithm=binomial&ranks=16&size=4MiB")
+    expect(app_page.locator("#coll-op")).to_contain_text("broadcast")
+    expect(app_page.locator("#coll-algorithm")).to_contain_text("binomial")
+    expect(app_page.locator("#coll-sim-time")).to_have_text(sim_time(op="broadcast", algorithm="binomial", ranks="16", size="4MiB"))
+
+
+def test_algorithm_and_topology_dropdowns(app_page: Page, live_server: str):
+    open_page(app_page, live_server + "/")
+    choose(app_page, "coll-algorithm", "recursive doubling")
+    expect(app_page.locator("#coll-sim-time")).to_have_text(sim_time(algorithm="recursive_doubling"))
+    choose(app_page, "coll-topology", "two_level")
+    expect(app_page.locator("#coll-gpus_per_node")).to_be_visible()
+    type_into(app_page, "ranks", "16")
+    type_into(app_page, "gpus_per_node", "4")
+    expect(app_page.locator("#coll-sim-time")).to_have_text(
+        sim_time(algorithm="recursive_doubling", topology="two_level", ranks="16", gpus_per_node="4")
+    )
+    expect(app_page.locator("#coll-topology-graph .main-svg").first).to_contain_text("node3")
+
+
+def test_step_player_plays_and_shows_buffers(app_page: Page, live_server: str):
+    open_page(app_page, live_server + "/?ranks=4")
+    expect(app_page.locator("#coll-step-label")).to_contain_text("inputs: 6 steps")
+    app_page.locator("#coll-step [role=slider]").press("ArrowRight")
+    expect(app_page.locator("#coll-step-label")).to_contain_text("step 0: 4 messages in flight")
+    assert meta(app_page, "coll-topology-graph") == {"step": 0, "in_flight": 4}
+    assert meta(app_page, "coll-buffers-graph")["full_cells"] == 0
+    app_page.locator("#coll-play").click()
+    expect(app_page.locator("#coll-play")).to_have_text("Pause")
+    expect(app_page.locator("#coll-step-label")).to_contain_text("step 5:", timeout=15_000)
+    app_page.locator("#coll-play").click()
+    expect(app_page.locator("#coll-play")).to_have_text("Play")
+    app_page.locator("#coll-step [role=slider]").press("End")
+    expect(app_page.locator("#coll-step-label")).to_contain_text("step 5:")
+    app_page.wait_for_function("() => document.querySelector('#coll-buffers-graph .js-plotly-plot').layout.meta.full_cells === 16")
+
+
+def test_bad_inputs_show_messages_and_other_panels_keep_working(app_page: Page, live_server: str, shot):
+    open_page(app_page, live_server + "/")
+    good = sim_time()
+    expect(app_page.locator("#coll-sim-time")).to_have_text(good)
+    type_into(app_page, "ranks", "abc")
+    expect(app_page.locator("#coll-ranks-error")).to_have_text("ranks: expected a whole number, got 'abc'")
+    expect(app_page.locator("#coll-notice")).to_contain_text("Fix the highlighted inputs")
+    expect(app_page.locator("#coll-sim-time")).to_have_text(good)  # the last valid figures stay
+    expect(app_page.locator("#coll-crossover .main-svg").first).to_be_visible()
+    shot("bad-input", docs=True, full_page=False)
+    type_into(app_page, "ranks", "8")
+    type_into(app_page, "bandwidth", "0")
+    expect(app_page.locator("#coll-bandwidth-error")).to_contain_text("bandwidth: must be a positive rate")
+    expect(app_page.locator("#coll-ranks-error")).to_be_empty()
+    type_into(app_page, "bandwidth", "25GB/s")
+    choose(app_page, "coll-algorithm", "recursive doubling")
+    type_into(app_page, "ranks", "12")
+    expect(app_page.locator("#coll-ranks-error")).to_contain_text("needs a power-of-two number of ranks, got 12")
+    type_into(app_page, "size", "lots")
+    expect(app_page.locator("#coll-size-error")).to_contain_text("cannot read 'lots'")
+    type_into(app_page, "ranks", "16")
+    type_into(app_page, "size", "64MiB")
+    expect(app_page.locator("#coll-sim-time")).to_have_text(sim_time(algorithm="recursive_doubling", ranks="16"))
+    for field in model.DEFAULTS:
+        expect(app_page.locator(f"#coll-{field}-error")).to_be_empty()
+
+
+def test_large_scenarios_switch_to_the_closed_form(app_page: Page, live_server: str):
+    open_page(app_page, live_server + "/")
+    type_into(app_page, "ranks", "1024")
+    expect(app_page.locator("#coll-notice")).to_contain_text("too much to simulate in the browser", timeout=10_000)
+    expect(app_page.locator("#coll-sim-time")).to_have_text("—")
+    expect(app_page.locator("#coll-analytic-time")).not_to_have_text("none")
+    type_into(app_page, "ranks", "64")
+    expect(app_page.locator("#coll-sim-time")).to_have_text(sim_time(ranks="64"))
+
+
+def test_downloads(app_page: Page, live_server: str, tmp_path):
+    open_page(app_page, live_server + "/?ranks=4")
+    expect(app_page.locator("#coll-sim-time")).to_have_text(sim_time(ranks="4"))
+    files = {}
+    for button in ("scenario YAML", "scenario JSON", "events CSV", "Chrome trace", "PNG", "SVG"):
+        with app_page.expect_download() as info:
+            app_page.get_by_role("button", name=button, exact=True).click()
+        download = info.value
+        path = tmp_path / download.suggested_filename
+        download.save_as(path)
+        files[button] = path
+    assert "ranks: 4" in files["scenario YAML"].read_text()
+    assert json.loads(files["scenario JSON"].read_text())["algorithm"] == "ring"
+    assert files["events CSV"].read_text().splitlines()[0].startswith("rank,peer,resource,kind")
+    assert json.loads(files["Chrome trace"].read_text())["traceEvents"]
+    assert files["PNG"].read_bytes()[:4] == b"\x89PNG"
+    assert files["SVG"].read_text().lstrip().startswith("<svg")
+
+
+def test_ddp_page(app_page: Page, live_server: str, shot, tmp_path):
+    from webapp import ddp_model
+
+    if ddp_model.missing():
+        pytest.skip("sim.ddp missing")
+    open_page(app_page, live_server + "/ddp")
+    expect(app_page.locator("#ddp-buckets")).not_to_be_empty()
+    before = app_page.locator("#ddp-buckets").inner_text()
+    thumb = app_page.locator("#ddp-bucket-slider [role=slider]")
+    for _ in range(20):
+        thumb.press("ArrowLeft")
+    expect(app_page.locator("#ddp-bucket-label")).not_to_have_text("bucket cap 25 MiB")
+    expect(app_page.locator("#ddp-buckets")).not_to_have_text(before)
+    assert "bucket=" in app_page.url
+    label = app_page.locator("#ddp-bucket-label").inner_text()
+    shot("ddp", docs=True)
+    app_page.reload()
+    expect(app_page.locator("#ddp-bucket-label")).to_have_text(label)
+    box = app_page.locator("#ddp-w")
+    box.fill("0")
+    box.press("Enter")
+    expect(app_page.locator("#ddp-w-error")).to_contain_text("w: must be a positive rate")
+    box.fill("10GB/s")
+    box.press("Enter")
+    expect(app_page.locator("#ddp-w-error")).to_be_empty()
+    bad = tmp_path / "model.json"
+    bad.write_text('{"params": [{"name": "fc.weight", "numel": 10}')
+    app_page.locator("#ddp-upload input[type=file]").set_input_files(str(bad))
+    expect(app_page.locator("#ddp-upload-error")).to_contain_text("model.json: malformed JSON")
+    good = tmp_path / "tiny.json"
+    good.write_text(json.dumps({"params": [{"name": f"layer{i}.weight", "shape": [1024, 1024]} for i in range(8)]}))
+    app_page.locator("#ddp-upload input[type=file]").set_input_files(str(good))
+    expect(app_page.locator("#ddp-upload-info")).to_contain_text("tiny.json: 8 parameters, 32 MiB")
+    expect(app_page.locator("#ddp-notice")).to_contain_text("8 parameters")
+
+
+def test_compare_page(app_page: Page, live_server: str, shot):
+    from webapp import compare_model
+
+    if compare_model.missing():
+        pytest.skip("real missing")
+    app_page.goto(live_server + "/compare")
+    if app_page.locator(".missing").count():
+        pytest.skip(app_page.locator(".missing").inner_text())
+    expect(app_page.locator("#cmp-o")).to_be_visible(timeout=SLOW)
+    expect(app_page.locator("#cmp-fit .main-svg").first).to_be_visible()
+    before = app_page.locator("#cmp-o").inner_text()
+    choose(app_page, "cmp-stat", "min")
+    expect(app_page.locator("#cmp-o")).not_to_have_text(before)
+    assert "stat=min" in app_page.url
+    if app_page.locator("#cmp-ddp-config").count():
+        expect(app_page.locator("#cmp-ddp-note")).to_contain_text("fitted")
+        assert any(kind.startswith("simulated") for kind in meta(app_page, "cmp-ddp-overlay")["kinds"])
+    shot("compare", docs=True)
+
+
+def test_navigation_between_pages(app_page: Page, live_server: str):
+    open_page(app_page, live_server + "/")
+    app_page.locator("#nav-ddp").click()
+    expect(app_page).to_have_url(re.compile(r"/ddp$"))
+    expect(app_page.locator("#ddp-step-time, .missing").first).to_be_visible()
+    app_page.locator("#nav-compare").click()
+    expect(app_page.locator("#cmp-o, .missing").first).to_be_visible()
+    app_page.locator("#nav-collectives").click()
+    expect(app_page.locator("#coll-sim-time")).to_have_text(sim_time())
+    app_page.goto(live_server + "/no-such-page")
+    expect(app_page.get_by_text("Page not found")).to_be_visible()

@@ -1,0 +1,202 @@
+"""The pages' callback functions, called directly (no server, no browser)."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+from dash import no_update
+
+from webapp import collective as model
+from webapp import ids
+from webapp.pages import collectives as page
+
+
+def values(**changes: str) -> list[str]:
+    return list({**model.DEFAULTS, **changes}.values())
+
+
+def test_validate_good_and_bad():
+    data, *messages, search = page.validate(*values(ranks="16"))
+    assert data["ranks"] == 16 and search == "?ranks=16" and not any(messages)
+    data, *messages, search = page.validate(*values(ranks="abc"))
+    assert data is None
+    assert messages[list(model.DEFAULTS).index("ranks")].startswith("ranks: expected a whole number")
+    assert search == "?ranks=abc"  # the URL keeps what was typed, so a shared link shows the same message
+
+
+def test_simulate_fills_every_panel():
+    data = page.validate(*values())[0]
+    notice, cards, breakdown, rank_gantt, link_gantt, player, slider_max, slider_value = page.simulate(data, "step")
+    assert notice.startswith("Simulated all_reduce/ring on 8 ranks")
+    assert cards[0].children[1].children == "5.355 ms"
+    assert player["steps"] == list(range(14)) and slider_max == 14 and slider_value == 0
+    assert rank_gantt.data and link_gantt.data and breakdown.data
+
+
+def test_simulate_keeps_the_last_figures_on_bad_input():
+    notice, *rest = page.simulate(None, "step")
+    assert "Fix the highlighted inputs" in notice
+    assert all(value is no_update for value in rest)
+
+
+def test_simulate_large_scenarios_say_how():
+    data = page.validate(*values(ranks="1024"))[0]
+    notice, cards, *_, player, slider_max, _ = page.simulate(data, "step")
+    assert "closed form" in notice.lower() or "not simulated" in notice.lower()
+    assert player is None
+
+
+def test_player_callbacks():
+    data = page.validate(*values(ranks="4"))[0]
+    player = page.simulate(data, "step")[5]
+    topology, buffers, caption = page.show_step(2, player)
+    assert topology.layout.meta["step"] == 1 and caption.startswith("step 1:")
+    assert page.show_step(0, None)[2] == ""
+    assert page.toggle_play(1, True) == (False, "Pause")
+    assert page.toggle_play(2, False) == (True, "Play")
+    assert page.tick(1, 3, 6) == 4
+    assert page.tick(2, 6, 6) == 0
+
+
+def test_algorithm_options_follow_the_op():
+    options, value = page.algorithms_for_op("broadcast", "ring")
+    assert "binomial" in [o["value"] for o in options] and value == options[0]["value"]
+    options, value = page.algorithms_for_op("all_reduce", "ring")
+    assert value == "ring"
+
+
+def test_crossover_panel():
+    figure = page.crossover_panel(page.validate(*values())[0])
+    assert any(trace.name == "ring (current)" for trace in figure.data)
+    assert page.crossover_panel(None) is no_update
+
+
+def test_downloads():
+    data = page.validate(*values(ranks="4"))[0]
+    yaml_file, _ = page.download(ids.COLL_DL_YAML, data)
+    assert yaml_file["filename"].endswith(".yaml") and "ranks: 4" in yaml_file["content"]
+    json_file, _ = page.download(ids.COLL_DL_JSON, data)
+    assert json.loads(json_file["content"])["ranks"] == 4
+    csv_file, _ = page.download(ids.COLL_DL_CSV, data)
+    lines = csv_file["content"].splitlines()
+    assert lines[0].startswith("rank,peer,resource,kind,start_s")
+    assert len(lines) > 24
+    trace, _ = page.download(ids.COLL_DL_TRACE, data)
+    assert any(event.get("ph") == "X" for event in json.loads(trace["content"])["traceEvents"])
+    assert page.download(ids.COLL_DL_CSV, None) == (None, "fix the scenario first")
+
+
+def test_guard_turns_crashes_into_messages():
+    def broken(x):
+        raise RuntimeError("boom")
+
+    assert page._guarded(broken, lambda message: message)(1) == "internal error in broken: RuntimeError: boom"
+
+
+def test_route_builds_every_page_and_a_not_found():
+    from webapp.app import PAGES, route
+
+    for module in PAGES:
+        assert route(module.PATH, "") is not None
+    assert "Page not found" in str(route("/nowhere", ""))
+
+
+# ----------------------------------------------------------------------------- DDP
+
+ddp = pytest.importorskip("webapp.pages.ddp")
+
+
+def ddp_values(**changes: str) -> list[str]:
+    from webapp import ddp_model
+
+    return list({**ddp_model.DEFAULTS, **changes}.values())
+
+
+def test_ddp_validate_and_simulate():
+    from webapp import ddp_model
+
+    if ddp_model.missing():
+        pytest.skip("sim.ddp not in this checkout")
+    data, *messages, search = ddp.validate(None, *ddp_values())
+    assert data is not None and not any(messages) and search == ""
+    notice, cards, timeline, overhead, strategies = ddp.simulate(data)
+    assert "148 parameters" in notice
+    assert [trace.name for trace in overhead.data][:1] == ["simulated"]
+    assert {bar for bar in strategies.data[0].x} == {"naive", "flat", "overlap", "bucketed"}
+    data, *messages, _ = ddp.validate(None, *ddp_values(ranks="x", w="0"))
+    assert data is None and any("ranks" in m for m in messages) and any(m.startswith("w:") for m in messages)
+
+
+def test_ddp_bucket_slider_is_log_scale():
+    assert ddp.sync_bucket(20)[0] == str(2**20)
+    assert ddp.sync_bucket(24.5)[1] == "bucket cap 22.63 MiB"
+
+
+def test_ddp_uploads():
+    good = {"params": [{"name": "a.weight", "shape": [4, 4], "numel": 16}, {"name": "a.bias", "numel": 4}]}
+    encode = lambda text: "data:application/json;base64," + base64.b64encode(text.encode()).decode()  # noqa: E731
+    params, message, info = ddp.upload(encode(json.dumps(good)), "model.json")
+    assert len(params) == 2 and message == "" and "2 parameters" in info
+    assert ddp.upload(encode("{not json"), "model.json")[1].startswith("model.json: malformed JSON")
+    assert "'params' list" in ddp.upload(encode('{"weights": []}'), "model.json")[1]
+    assert "numel" in ddp.upload(encode('{"params": [{"name": "a", "numel": -3}]}'), "model.json")[1]
+    assert "not a text file" in ddp.upload("data:application/octet-stream;base64,//79", "x.bin")[1]
+    data, *messages, _ = ddp.validate(params, *ddp_values())
+    assert data["params"] and not any(messages)
+
+
+# ----------------------------------------------------------------------------- compare
+
+
+def test_compare_update_on_the_sample_data():
+    from webapp import compare_model
+
+    if compare_model.missing():
+        pytest.skip("real not in this checkout")
+    from webapp.pages import compare
+
+    try:
+        store = compare_model.open_results(None)
+    except Exception as error:  # noqa: BLE001
+        pytest.skip(f"no sample data: {error}")
+    groups = compare_model.groups(store)
+    key = compare_model.group_id(groups[0])
+    notice, cards, fit, residuals, sim, table, ddp_figure, search = compare.update(key, "mean", "ring")
+    assert "group=" in search and fit.data and residuals.data
+    assert cards[0].children[1].children  # o with its interval
+
+
+def test_compare_ddp_overlay():
+    from webapp import compare_model
+
+    if compare_model.missing():
+        pytest.skip("real not in this checkout")
+    from webapp.pages import compare
+
+    try:
+        configs = compare_model.ddp_configs(compare_model.open_results(None))
+    except Exception as error:  # noqa: BLE001
+        pytest.skip(f"no sample data: {error}")
+    if not configs:
+        pytest.skip("no DDP timelines in the sample data")
+    note, figure = compare.overlay(configs[-1])
+    kinds = figure.layout.meta["kinds"]
+    assert any(kind.startswith("measured") for kind in kinds) and any(kind.startswith("simulated") for kind in kinds)
+    assert "fitted" in note
+
+
+def test_ddp_network_model_and_its_limit():
+    from webapp import ddp_model
+
+    if ddp_model.missing():
+        pytest.skip("sim.ddp not in this checkout")
+    data, *messages, _ = ddp.validate(None, *ddp_values(comm_model="network", preset="resnet18"))
+    assert data is not None and not any(messages)
+    assert "comm model network" in ddp.simulate(data)[0]
+    data, *messages, _ = ddp.validate(None, *ddp_values(comm_model="network", ranks="512"))
+    assert data is None
+    assert messages[list(ddp_model.DEFAULTS).index("ranks")].startswith("ranks: simulating every bucket's all-reduce on 512 ranks")
+    data, *messages, _ = ddp.validate(None, *ddp_values(strategy="naive"))
+    assert "strategy naive" in ddp.simulate(data)[0]

@@ -1,0 +1,56 @@
+"""`collsim ui`: the project's main job serves the explorer on a fresh install."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_collsim_ui_serves_the_landing_page():
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sim.cli", "ui", "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as response:
+                    page = response.read().decode()
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"collsim ui did not start: {process.stdout.read() if process.poll() is not None else 'timeout'}")
+                time.sleep(0.3)
+        assert "collsim explorer" in page
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/_dash-layout", timeout=10) as response:
+            assert b'"url"' in response.read()
+    finally:
+        process.terminate()
+        output, _ = process.communicate(timeout=10)
+    assert f"http://127.0.0.1:{port}/" in output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--port", "70000"], "--port: must be between 0 and 65535"),
+        (["--port", "abc"], "is not a valid integer"),
+        (["--db", "/nonexistent/results.sqlite"], "--db: results store"),
+    ],
+)
+def test_collsim_ui_refuses_bad_flags(args, message):
+    result = subprocess.run([sys.executable, "-m", "sim.cli", "ui", *args], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert message in result.stderr

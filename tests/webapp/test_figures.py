@@ -1,0 +1,175 @@
+"""Figure builders are pure functions of results: checked without a browser."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+import pytest
+
+from sim.runner import run_collective
+from webapp import collective as model
+from webapp import figures
+
+
+@pytest.fixture(scope="module")
+def ring4():
+    s, _ = model.parse_form({**model.DEFAULTS, "ranks": "4"})
+    result = run_collective(s)
+    return s, result, model.player_data(s, result)
+
+
+def test_time_unit_picks_a_readable_unit():
+    assert figures.time_unit(2.0) == (1.0, "s")
+    assert figures.time_unit(5e-3) == (1e3, "ms")
+    assert figures.time_unit(5e-6) == (1e6, "us")
+    assert figures.time_unit(5e-9) == (1e9, "ns")
+    assert figures.time_unit(0) == (1e9, "ns")
+
+
+def test_rank_gantt_has_one_bar_per_event_in_ms(ring4):
+    _, result, _ = ring4
+    events = result.events()
+    figure = figures.rank_gantt(events, "step")
+    segments = [trace for trace in figure.data if trace.mode == "lines"]
+    assert sum(len(trace.x) for trace in segments) == 4 * len(events)  # start, middle, end, gap
+    assert figure.layout.meta["bars"] == len(events) and figure.layout.meta["kinds"] == ["reduce", "send"]
+    assert figure.layout.xaxis.title.text == "time (ms)"
+    assert list(figure.layout.yaxis.ticktext) == ["rank 0", "rank 1", "rank 2", "rank 3"]
+    ends = [x for trace in segments if trace.name == "send" for x in trace.x[2::4]]
+    assert max(ends) == pytest.approx(max(e["end_s"] for e in events if e["kind"] == "send") * 1e3)
+
+
+def test_gantt_colours_by_the_chosen_column(ring4):
+    _, result, _ = ring4
+    by_step = figures.rank_gantt(result.events(), "step")
+    by_chunk = figures.rank_gantt(result.events(), "chunk")
+    assert len({trace.line.color for trace in by_step.data[:-1]}) == 6  # 6 steps, 6 colours
+    assert len({trace.line.color for trace in by_chunk.data[:-1]}) == 1  # one chunk
+    assert by_chunk.data[-1].marker.colorbar.title.text == "chunk"
+
+
+def test_gantt_keeps_whole_lanes_and_says_when_some_were_left_out(ring4):
+    _, result, _ = ring4
+    events = result.events()
+    per_rank = sum(1 for e in events if e["rank"] == 0)
+    figure = figures.rank_gantt(events, "step", limit=2 * per_rank)
+    assert figure.layout.meta["bars"] == 2 * per_rank
+    assert list(figure.layout.yaxis.ticktext) == ["rank 0", "rank 1"]
+    assert figure.layout.annotations[0].text.startswith("2 of 4 lanes shown")
+
+
+def test_link_gantt_one_lane_per_used_link(ring4):
+    _, result, _ = ring4
+    rows = model.link_events(result, 10_000)
+    assert len(rows) == 2 * len(result.messages)  # rank -> switch -> rank
+    figure = figures.link_gantt(rows, "step")
+    assert len(figure.layout.yaxis.ticktext) == 8
+
+
+def test_breakdown_stacks_alpha_beta_gamma():
+    breakdown = {"alpha (latency)": 1e-5, "beta (bandwidth)": 2e-3, "gamma (reduction)": 5e-4, "overhead / other": 0.0}
+    figure = figures.breakdown_figure(2.51e-3, 2.51e-3, breakdown)
+    names = [trace.name for trace in figure.data]
+    assert names == ["simulated", "alpha (latency)", "beta (bandwidth)", "gamma (reduction)"]
+    assert figure.layout.barmode == "stack"
+    assert sum(trace.y[0] for trace in figure.data[1:]) == pytest.approx(2.51)
+
+
+def test_breakdown_without_closed_form_says_so():
+    figure = figures.breakdown_figure(1e-3, None, {})
+    assert any("no closed form" in a.text for a in figure.layout.annotations)
+
+
+def test_crossover_marks_the_winner_per_size():
+    rows = [
+        {"algorithm": "a", "size_bytes": 1, "time_s": 1.0, "method": "closed form", "why": ""},
+        {"algorithm": "b", "size_bytes": 1, "time_s": 2.0, "method": "closed form", "why": ""},
+        {"algorithm": "a", "size_bytes": 2, "time_s": 3.0, "method": "closed form", "why": ""},
+        {"algorithm": "b", "size_bytes": 2, "time_s": 2.5, "method": "closed form", "why": ""},
+        {"algorithm": "c", "size_bytes": None, "time_s": None, "method": "n/a", "why": "needs power of two"},
+    ]
+    assert figures.winners(rows) == {1: "a", 2: "b"}
+    figure = figures.crossover_figure(rows, 2, "b")
+    assert figure.layout.xaxis.type == "log" and figure.layout.yaxis.type == "log"
+    names = [trace.name for trace in figure.data]
+    assert "b (current)" in names and "c (n/a)" in names
+
+
+def test_topology_player_highlights_messages_in_flight(ring4):
+    _, _, player = ring4
+    assert figures.player_positions(player) == 7
+    start = figures.topology_figure(player, 0)
+    assert start.layout.meta["in_flight"] == 0 and not start.layout.annotations
+    first = figures.topology_figure(player, 1)
+    assert first.layout.meta == {"step": 0, "in_flight": 4}
+    assert len(first.layout.annotations) == 4
+    highlighted = next(trace for trace in first.data if trace.name == "links in use")
+    assert len([x for x in highlighted.x if x is not None]) == 8  # every rank's link, used both ways
+    assert "step 0" in figures.step_caption(player, 1) and "4 messages" in figures.step_caption(player, 1)
+
+
+def test_buffer_figure_counts_contributions(ring4):
+    _, _, player = ring4
+    start = figures.buffer_figure(player, 0)
+    assert start.layout.meta["full_cells"] == 0
+    assert start.data[0].text[0][0] == "1/4"
+    end = figures.buffer_figure(player, figures.player_positions(player) - 1)
+    assert end.layout.meta["full_cells"] == 16
+    assert "sum of ranks 0, 1, 2, 3" in end.data[0].hovertext[0][0]
+
+
+def test_buffer_figure_explains_when_absent(ring4):
+    _, _, player = ring4
+    figure = figures.buffer_figure({**player, "buffers": None, "op": "barrier"}, 0)
+    assert "barrier" in figure.layout.annotations[0].text
+
+
+def test_ddp_figures():
+    events = [
+        {"rank": 0, "kind": "backward", "start_s": 0.0, "end_s": 0.1, "bytes": 10, "bucket": -1, "name": "w"},
+        {"rank": 0, "kind": "grad_ready", "start_s": 0.05, "end_s": 0.05, "bytes": 10, "bucket": 0, "name": "w"},
+        {"rank": 0, "kind": "comm", "start_s": 0.05, "end_s": 0.12, "bytes": 10, "bucket": 0, "name": "bucket 0"},
+    ]
+    timeline = figures.ddp_timeline(events)
+    assert timeline.layout.meta["kinds"] == ["backward", "grad_ready", "comm"]
+    overhead = figures.overhead_figure(
+        {"simulated": [(1, 0.1), (2, 0.05)], "closed form": [(1, 0.09), (2, 0.04)]}, (2, 0.05), 1, [(1, 0.11)]
+    )
+    assert [t.name for t in overhead.data] == ["simulated", "closed form", "measured", "optimum"]
+    bars = figures.strategy_figure(
+        {"flat": {"step_time_s": 0.2, "backward_end_s": 0.1}, "bucketed": {"step_time_s": 0.12, "backward_end_s": 0.1}}
+    )
+    assert list(bars.data[1].y) == pytest.approx([100.0, 20.0])
+
+
+def test_fit_and_comparison_figures():
+    points = [{"size_bytes": 1024, "time_s": 1e-4, "residual": 0.1}, {"size_bytes": 1 << 20, "time_s": 1e-3, "residual": -0.1}]
+    fit = figures.fit_figure(points, {"curve": [(1024, 1e-4, 9e-5, 1.1e-4), (1 << 20, 1e-3, 9e-4, 1.1e-3)], "label": "fit"})
+    assert [t.name for t in fit.data] == ["measured", "fit interval", "fit"]
+    assert list(figures.residual_figure(points).data[0].y) == pytest.approx([10.0, -10.0])
+    rows = [{"size_bytes": 1024, "measured_s": 1e-4, "measured_lo_s": 9e-5, "measured_hi_s": 1.2e-4, "simulated_s": 1.1e-4}]
+    assert len(figures.sim_vs_measured_figure(rows).data) == 3
+
+
+def test_every_figure_is_valid_plotly_json(ring4):
+    _, result, player = ring4
+    for figure in (
+        figures.note_figure("x"),
+        figures.topology_figure(player, 2),
+        figures.buffer_figure(player, 2),
+        figures.rank_gantt(result.events()),
+    ):
+        assert isinstance(figure, go.Figure)
+        figure.to_json()
+
+
+def test_many_bars_are_drawn_as_a_raster():
+    s, _ = model.parse_form({**model.DEFAULTS, "ranks": "32"})
+    events = run_collective(s).events()
+    assert len(events) > figures.SEGMENT_BARS
+    figure = figures.rank_gantt(events, "step")
+    raster = figure.data[0]
+    assert raster.type == "heatmap" and raster.z.shape == (32, figures.RASTER_BINS)
+    assert figure.layout.meta["bars"] == len(events)
+    assert "time bins" in figure.layout.annotations[0].text
+    last_step = max(e["step"] for e in events)
+    assert raster.z[0, -1] == last_step  # every lane ends busy with the last step

@@ -1,0 +1,154 @@
+"""The plain functions behind the collectives page: form parsing, URL round trip, runs, frames."""
+
+from __future__ import annotations
+
+import pytest
+
+from sim.runner import run_collective
+from sim.scenario import CollectiveScenario
+from webapp import collective as model
+
+
+def form(**changes: str) -> dict[str, str]:
+    return {**model.DEFAULTS, **changes}
+
+
+def scenario(**changes: str) -> CollectiveScenario:
+    result, errors = model.parse_form(form(**changes))
+    assert not errors, errors
+    return result
+
+
+def test_defaults_make_the_landing_scenario():
+    s = scenario()
+    assert (s.op, s.algorithm, s.ranks, s.size_bytes, s.bandwidth_Bps, s.latency_s) == ("all_reduce", "ring", 8, 64 * 2**20, 25e9, 5e-6)
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "words"),
+    [
+        ({"ranks": "abc"}, "ranks", "whole number"),
+        ({"ranks": "1"}, "ranks", "2 to 1024"),
+        ({"ranks": "4096"}, "ranks", "2 to 1024"),
+        ({"bandwidth": "0"}, "bandwidth", "positive"),
+        ({"bandwidth": "fast"}, "bandwidth", "cannot read"),
+        ({"size": "12 parsecs"}, "size", "unknown unit"),
+        ({"latency": "-5us"}, "latency", ">= 0"),
+        ({"chunks": "two"}, "chunks", "whole number"),
+        ({"reduce_bandwidth": "0GB/s"}, "reduce_bandwidth", "positive"),
+        ({"ranks": "12", "algorithm": "recursive_doubling"}, "ranks", "power-of-two"),
+        ({"chunks": "4", "algorithm": "recursive_doubling"}, "chunks", "chunks"),
+        ({"stragglers": "99:1ms"}, "stragglers", "rank in 0..7"),
+        ({"topology": "two_level", "gpus_per_node": "3"}, "gpus_per_node", "divide"),
+        ({"size": "6B"}, "size", "multiple of the element size"),
+    ],
+)
+def test_bad_input_names_its_field(changes, field, words):
+    result, errors = model.parse_form(form(**changes))
+    assert result is None
+    assert field in errors, errors
+    assert words in errors[field]
+
+
+def test_several_bad_fields_each_get_a_message():
+    _, errors = model.parse_form(form(ranks="x", bandwidth="0", latency="soon"))
+    assert set(errors) == {"ranks", "bandwidth", "latency"}
+
+
+def test_url_round_trip_keeps_only_changes():
+    values = form(ranks="16", size="1MiB", stragglers="3:1ms")
+    query = model.query_from_form(values)
+    assert query.startswith("?") and "ranks=16" in query and "op=" not in query
+    assert model.form_from_query(query) == values
+    assert model.query_from_form(model.DEFAULTS) == ""
+    assert model.form_from_query("?nonsense=1&ranks=4")["ranks"] == "4"
+
+
+def test_run_matches_the_simulator_and_the_closed_form():
+    s = scenario()
+    outcome = model.run(s)
+    assert outcome.mode == "simulated"
+    assert outcome.result.time_s == pytest.approx(run_collective(s).time_s, rel=1e-12)
+    if outcome.analytic_time_s is not None:
+        assert outcome.result.time_s == pytest.approx(outcome.analytic_time_s, rel=1e-9)
+        assert sum(outcome.breakdown.values()) == pytest.approx(outcome.analytic_time_s, rel=1e-9)
+        assert outcome.breakdown["alpha (latency)"] == pytest.approx(2 * 7 * 5e-6, rel=1e-9)
+
+
+def test_huge_scenarios_fall_back_to_the_closed_form_or_are_refused_quickly():
+    import time
+
+    start = time.perf_counter()
+    outcome = model.run(scenario(ranks="1024"))
+    assert time.perf_counter() - start < 5
+    assert outcome.mode in ("closed form", "refused")
+    assert outcome.result is None
+    assert "command line" in outcome.note
+
+
+def test_cost_estimate_grows_with_ranks():
+    assert model.estimate_cost(scenario(ranks="64")) < model.estimate_cost(scenario(ranks="512"))
+    assert model.estimate_cost(scenario(ranks="512", op="broadcast", algorithm="binomial")) < model.MAX_SIM_MESSAGES
+
+
+def test_ring_all_reduce_buffers_step_by_step():
+    frames = model.buffer_frames(scenario(ranks="4"))
+    counts = [[[bin(v).count("1") for v in row] for row in frame["cells"]] for frame in frames]
+    assert counts[0] == [[1] * 4] * 4  # every rank holds its own data
+    # after reduce-scatter step 0 each rank holds a 2-rank partial sum in exactly one piece
+    assert all(sorted(row) == [1, 1, 1, 2] for row in counts[1])
+    # after the reduce-scatter (3 steps) each rank holds one fully reduced piece
+    assert all(row.count(4) == 1 for row in counts[3])
+    assert counts[-1] == [[4] * 4] * 4
+    assert [frame["step"] for frame in frames] == [-1, 0, 1, 2, 3, 4, 5]
+
+
+def test_broadcast_buffers_spread_from_the_root():
+    frames = model.buffer_frames(scenario(op="broadcast", algorithm="binomial", ranks="8"))
+    holders = [sum(1 for row in frame["cells"] if row[0]) for frame in frames]
+    assert holders == [1, 2, 4, 8]
+
+
+def test_player_data_lists_messages_per_step_and_routes():
+    s = scenario(ranks="4")
+    player = model.player_data(s, run_collective(s))
+    assert player["steps"] == list(range(6))
+    assert all(len(messages) == 4 for messages in player["messages"])
+    assert player["routes"]["0>1"] == [["0", "switch"], ["switch", "1"]]
+    assert len(player["buffers"]) == 7
+    assert {node["id"] for node in player["layout"]["nodes"]} == {"0", "1", "2", "3", "switch"}
+
+
+def test_player_is_skipped_for_large_runs():
+    s = scenario(ranks="128")
+    assert model.player_data(s, run_collective(s)) is None
+
+
+def test_crossover_covers_every_runnable_algorithm():
+    from sim.registry import algorithms_for
+
+    rows = model.crossover(scenario())
+    names = {row["algorithm"] for row in rows}
+    assert names == set(algorithms_for("all_reduce"))
+    ring = [row for row in rows if row["algorithm"] == "ring"]
+    assert [row["size_bytes"] for row in ring] == list(model.CROSSOVER_SIZES)
+    assert all(row["time_s"] > 0 for row in ring)
+    assert any(row["time_s"] is None and "two_level" in row["why"] for row in rows if row["algorithm"] == "hierarchical")
+
+
+def test_crossover_simulates_off_the_switch():
+    rows = model.crossover(scenario(topology="ring", ranks="8"))
+    assert {row["method"] for row in rows if row["time_s"] is not None} == {"simulated"}
+
+
+def test_topology_layouts():
+    for changes in (
+        {"topology": "switch"},
+        {"topology": "ring"},
+        {"topology": "torus2d", "ranks": "16"},
+        {"topology": "two_level", "ranks": "16", "gpus_per_node": "4"},
+    ):
+        layout = model.topology_layout(scenario(**changes))
+        ranks = [node for node in layout["nodes"] if node["rank"] is not None]
+        assert len(ranks) == int(changes.get("ranks", "8"))
+        assert len({(node["x"], node["y"]) for node in ranks}) == len(ranks)  # no two ranks on one spot

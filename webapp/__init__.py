@@ -1,0 +1,4 @@
+"""The browser what-if explorer: a Plotly Dash app over ``sim`` results and ``real`` measurements.
+
+``create_app()`` in :mod:`webapp.app` builds it; ``collsim ui`` serves it on 127.0.0.1.
+"""

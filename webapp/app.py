@@ -1,0 +1,71 @@
+"""The Dash app and its shell: a navigation bar, the URL, and the page container.
+
+Routing is one callback on the URL's path only, so a page may write its scenario into the
+query string (``?ranks=16&size=1MiB``) without being rebuilt; the query is read once, when the
+page is built, which is what makes reload and shared links restore the view.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dash
+from dash import Input, Output, State, dcc, html
+
+from webapp import ids
+from webapp.pages import collectives, compare, ddp
+
+PAGES = (collectives, ddp, compare)  # each: PATH, TITLE, layout(search), register(app)
+
+
+def shell() -> html.Div:
+    links = [dcc.Link(page.TITLE, href=page.PATH, className="nav-link", id=f"nav-{page.NAME}") for page in PAGES]
+    return html.Div(
+        [
+            dcc.Location(id=ids.URL, refresh=False),
+            html.Header(
+                [html.Span("collsim", className="brand"), html.Span("what-if explorer", className="tagline"), html.Nav(links, id=ids.NAV)],
+                className="header",
+            ),
+            html.Main(id=ids.PAGE, className="page"),
+        ]
+    )
+
+
+def route(pathname: str | None, search: str | None) -> object:
+    """The page for a path (unknown paths get a short 'not found' with links)."""
+    try:
+        return _route(pathname, search)
+    except Exception as error:  # noqa: BLE001 - a broken page must not take the shell down
+        return html.Div([html.H2("This page failed to build"), html.Pre(f"{type(error).__name__}: {error}")], className="missing")
+
+
+def _route(pathname: str | None, search: str | None) -> object:
+    path = (pathname or "/").rstrip("/") or "/"
+    for page in PAGES:
+        if path == page.PATH.rstrip("/") or (path == "/" and page.PATH == "/"):
+            return page.layout(search or "")
+    return html.Div(
+        [html.H2("Page not found"), html.P(f"No page at {path}."), html.Ul([html.Li(dcc.Link(p.TITLE, href=p.PATH)) for p in PAGES])],
+        className="card",
+    )
+
+
+def create_app(db_path: str | None = None) -> dash.Dash:
+    """A new app with every page's callbacks registered on it (no global callback list).
+
+    ``db_path``: a results store for the sim-vs-measured page (read-only); None: the bundled
+    sample data."""
+    app = dash.Dash(
+        __name__,
+        title="collsim explorer",
+        assets_folder=str(Path(__file__).parent / "assets"),
+        suppress_callback_exceptions=True,
+        update_title=None,
+    )
+    app.server.config["COLLSIM_DB"] = db_path
+    app.layout = shell()
+    app.callback(Output(ids.PAGE, "children"), Input(ids.URL, "pathname"), State(ids.URL, "search"))(route)
+    for page in PAGES:
+        page.register(app)
+    return app

@@ -1,0 +1,42 @@
+"""Small layout helpers shared by the pages: a labelled input with its error slot, graphs, cards."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dash import dcc, html
+
+from webapp import ids
+
+# The modebar camera saves SVG (vector, for papers); the page's PNG/SVG buttons offer both.
+GRAPH_CONFIG = {
+    "displaylogo": False,
+    "toImageButtonOptions": {"format": "svg", "filename": "collsim-figure"},
+    "modeBarButtonsToRemove": ["lasso2d", "select2d"],
+}
+
+
+def field(name: str, label: str, hint: str, component: Any, page: str = "coll", hidden: bool = False) -> html.Div:
+    """A label, the input, a hint, and the error message slot right under the input."""
+    return html.Div(
+        [
+            html.Label(label, htmlFor=ids.field_id(name, page), className="label"),
+            component,
+            html.Div(id=ids.error_id(name, page), className="error", role="alert"),
+            html.Div(hint, className="hint"),
+        ],
+        id=f"field-{name}" if page == "coll" else f"{page}-field-{name}",
+        className="field",
+        style={"display": "none"} if hidden else {},
+    )
+
+
+def graph(graph_id: str, height: int = 360) -> dcc.Graph:
+    """A graph whose height follows its figure's layout.height (``height`` until the first one)."""
+    return dcc.Graph(
+        id=graph_id, config=GRAPH_CONFIG, figure={"layout": {"height": height, "xaxis": {"visible": False}, "yaxis": {"visible": False}}}
+    )
+
+
+def number_card(title: str, value: str, card_id: str) -> html.Div:
+    return html.Div([html.Div(title, className="card-title"), html.Div(value, id=card_id, className="card-value")], className="card number")

@@ -1,0 +1,264 @@
+"""Plain functions behind the DDP page: form -> DDPScenario, runs, sweeps, uploads.
+
+``sim.ddp`` is imported inside the functions, so the page can say what is missing (rather than
+fail) on a checkout without it.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib.util
+import json
+import math
+from typing import Any
+from urllib.parse import parse_qsl, urlencode
+
+import yaml
+
+from sim.errors import CollsimError
+from sim.units import parse_bandwidth, parse_size, parse_time
+
+DEFAULTS: dict[str, str] = {
+    "preset": "gpt2",
+    "strategy": "bucketed",
+    "comm_model": "ow",
+    "ranks": "8",
+    "backward": "120ms",
+    "bucket": str(25 * 2**20),
+    "o": "50us",
+    "w": "10GB/s",
+    "bandwidth": "25GB/s",
+    "latency": "5us",
+    "algorithm": "ring",
+    "first_bucket": "on",
+}
+MIN_BUCKET_LOG2, MAX_BUCKET_LOG2 = 14, 32  # 16 KiB .. 4 GiB on the slider
+MAX_UPLOAD_PARAMS = 20_000
+
+
+def missing() -> list[str]:
+    """Modules the page needs that this checkout lacks."""
+    return [name for name in ("sim.ddp", "sim.params", "sim.overhead") if importlib.util.find_spec(name) is None]
+
+
+def presets() -> tuple[str, ...]:
+    from sim.params import PRESETS
+
+    return PRESETS
+
+
+def strategies() -> tuple[str, ...]:
+    from sim.ddp import STRATEGIES
+
+    return STRATEGIES
+
+
+def form_from_query(search: str | None) -> dict[str, str]:
+    query = dict(parse_qsl((search or "").lstrip("?"), keep_blank_values=True))
+    return {key: query.get(key, default) for key, default in DEFAULTS.items()}
+
+
+def query_from_form(form: dict[str, Any]) -> str:
+    changed = {key: str(form.get(key) or "") for key in DEFAULTS if str(form.get(key) or "") != DEFAULTS[key]}
+    return "?" + urlencode(changed) if changed else ""
+
+
+def bucket_bytes_from_slider(log2_value: float | None) -> int:
+    return int(round(2 ** float(log2_value if log2_value is not None else math.log2(25 * 2**20))))
+
+
+def slider_from_bucket(text: str) -> float:
+    try:
+        nbytes = parse_size(text, "bucket")
+    except CollsimError:
+        nbytes = 25 * 2**20
+    return min(MAX_BUCKET_LOG2, max(MIN_BUCKET_LOG2, math.log2(max(nbytes, 1))))
+
+
+def _backward(text: str) -> dict[str, Any]:
+    """A total backward time ("120ms") or a gradient production rate ("4GB/s")."""
+    text = (text or "").strip()
+    if text.lower().endswith("/s") or text.lower().endswith("bps"):
+        rate = parse_bandwidth(text, "backward")
+        if rate <= 0:
+            raise CollsimError(f"backward: a rate must be positive, got {text!r}")
+        return {"backward_rate": text}
+    seconds = parse_time(text, "backward")
+    if seconds < 0:
+        raise CollsimError(f"backward: must be a time >= 0 such as 120ms, or a rate such as 4GB/s, got {text!r}")
+    return {"backward_time": text}
+
+
+def _field_checks(form: dict[str, str]) -> dict[str, str]:
+    errors: dict[str, str] = {}
+    checks = {
+        "ranks": lambda t: (
+            None if t.isdigit() and 2 <= int(t) <= 1024 else _raise(f"ranks: expected a whole number from 2 to 1024, got {t!r}")
+        ),
+        "backward": _backward,
+        "o": lambda t: None if parse_time(t, "o") >= 0 else _raise(f"o: must be >= 0, got {t!r}"),
+        "w": lambda t: None if parse_bandwidth(t, "w") > 0 else _raise(f"w: must be a positive rate such as 10GB/s, got {t!r}"),
+        "bandwidth": lambda t: (
+            None if parse_bandwidth(t, "bandwidth") > 0 else _raise(f"bandwidth: must be a positive rate such as 25GB/s, got {t!r}")
+        ),
+        "latency": lambda t: None if parse_time(t, "latency") >= 0 else _raise(f"latency: must be >= 0, got {t!r}"),
+    }
+    relevant = ("ranks", "backward") + (("o", "w") if form["comm_model"] == "ow" else ("bandwidth", "latency"))
+    for name in relevant:
+        try:
+            checks[name](form[name].strip())
+        except CollsimError as error:
+            errors[name] = str(error)
+    return errors
+
+
+def _raise(message: str) -> None:
+    raise CollsimError(message)
+
+
+_ERROR_FIELDS = (
+    ("ranks", "ranks"),
+    ("algorithm", "algorithm"),
+    ("preset", "preset"),
+    ("param", "upload"),
+    ("strategy", "strategy"),
+    ("bucket", "bucket"),
+    ("backward", "backward"),
+    ("w:", "w"),
+    ("o:", "o"),
+    ("bandwidth", "bandwidth"),
+    ("latency", "latency"),
+    ("comm", "comm_model"),
+)
+
+
+def parse_form(form: dict[str, Any], uploaded: list[dict[str, Any]] | None = None) -> tuple[Any, dict[str, str]]:
+    """(DDPScenario, {}) or (None, {field: message})."""
+    from sim.ddp import DDPScenario
+
+    form = {key: str(form.get(key) if form.get(key) is not None else DEFAULTS[key]) for key in DEFAULTS}
+    errors = _field_checks(form)
+    if errors:
+        return None, errors
+    data: dict[str, Any] = {
+        "strategy": form["strategy"],
+        "comm": form["comm_model"],
+        "ranks": form["ranks"],
+        "bucket_size": form["bucket"],
+        **_backward(form["backward"]),
+    }
+    data["first_bucket"] = None if form["first_bucket"] != "on" else 2**20
+    if uploaded:
+        data["params"] = uploaded
+    else:
+        data["preset"] = form["preset"]
+    if form["comm_model"] == "ow":
+        data.update(o=form["o"], w=form["w"])
+    else:
+        data.update(bandwidth=form["bandwidth"], latency=form["latency"], algorithm=form["algorithm"])
+    try:
+        return DDPScenario.from_dict(data), {}
+    except CollsimError as error:
+        message = str(error)
+        name = next((field for prefix, field in _ERROR_FIELDS if message.startswith(prefix)), "strategy")
+        if "power-of-two" in message:
+            name = "ranks"
+        return None, {name: message}
+
+
+def parse_upload(contents: str | None, filename: str | None) -> tuple[list[dict[str, Any]] | None, str]:
+    """(params as dicts, "") from an uploaded JSON/YAML parameter list, or (None, message)."""
+    from sim.params import params_from_list
+
+    if not contents:
+        return None, ""
+    name = filename or "upload"
+    try:
+        _, encoded = contents.split(",", 1)
+        text = base64.b64decode(encoded).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return None, f"{name}: not a text file; expected JSON or YAML with a 'params' list"
+    try:
+        data = json.loads(text) if name.lower().endswith(".json") else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as error:
+        return None, f"{name}: malformed {'JSON' if name.lower().endswith('.json') else 'YAML'}: {str(error).splitlines()[0]}"
+    if not isinstance(data, dict) or "params" not in data:
+        return None, f'{name}: expected an object with a \'params\' list, e.g. {{"params": [{{"name": "fc.weight", "numel": 1024}}]}}'
+    try:
+        params = params_from_list(data["params"], name)
+    except CollsimError as error:
+        return None, str(error)
+    except (TypeError, ValueError, KeyError) as error:
+        return None, f"{name}: invalid parameter entry: {error}"
+    if len(params) > MAX_UPLOAD_PARAMS:
+        return None, f"{name}: {len(params)} parameters; the explorer takes up to {MAX_UPLOAD_PARAMS}"
+    return [param.to_dict() for param in params], ""
+
+
+MAX_NETWORK_CALL_COST = 16_000  # message-equivalents per simulated all-reduce (64-rank ring fits)
+
+
+def check_network_cost(scenario: Any) -> None:
+    """Refuse network-model steps whose all-reduces are too big to sweep in the browser."""
+    from webapp.collective import estimate_cost
+
+    if scenario.comm != "network":
+        return
+    cost = estimate_cost(scenario.collective(4 * 2**20, 4))
+    if cost > MAX_NETWORK_CALL_COST:
+        raise CollsimError(
+            f"ranks: simulating every bucket's all-reduce on {scenario.ranks} ranks ({cost:,} message-equivalents each) "
+            f"is too slow for the page; use the o / w comm model, or collsim sim ddp on the command line"
+        )
+
+
+def run(scenario: Any) -> dict[str, Any]:
+    """The step at the chosen bucket size, the bucket-size sweep with its optimum and fits, and
+    every strategy at the same settings."""
+    from sim.ddp import STRATEGIES, optimize, run_ddp
+
+    check_network_cost(scenario)
+    result = run_ddp(scenario)
+    best = optimize(scenario.replace(strategy="bucketed"), refine_rounds=1, refine_points=9)
+    strategies = {}
+    for strategy in STRATEGIES:
+        try:
+            strategies[strategy] = run_ddp(scenario.replace(strategy=strategy)).summary()
+        except CollsimError:
+            continue
+    return {"result": result, "summary": result.summary(), "optimum": best, "strategies": strategies}
+
+
+def overhead_curves(optimum: dict[str, Any]) -> dict[str, list[tuple[float, float]]]:
+    """Simulated, closed-form and fitted overhead over bucket size, from an ``optimize`` answer."""
+    from sim import overhead as formula
+
+    rows = optimum["sweep"]
+    curves = {"simulated": [(row["bucket_cap_bytes"], row["overhead_s"]) for row in rows]}
+    closed = [(row["bucket_cap_bytes"], row["formula_overhead_s"]) for row in rows if row.get("formula_overhead_s") is not None]
+    if closed:
+        curves["closed form"] = closed
+    fit = optimum.get("fit")
+    if fit and fit.get("w_Bps"):
+        s = optimum["formula_inputs"]["s_bytes"]
+        curves["fitted"] = [
+            (row["bucket_cap_bytes"], formula.overhead_simple(s, row["num_buckets"], fit["o_s"], fit["w_Bps"])) for row in rows
+        ]
+    return curves
+
+
+def measured_overheads(preset: str, store: Any = None) -> list[tuple[float, float]]:
+    """(bucket bytes, overhead s) measured for this model in the results store, when any."""
+    try:
+        if store is None:
+            from real.store import open_store
+
+            store = open_store(None)
+        rows = store.ddp_steps(model=preset)
+    except Exception:  # noqa: BLE001 - no store, no sample data, no torch: no measured points
+        return []
+    points: dict[int, list[float]] = {}
+    for row in rows:
+        if row.get("bucket_bytes") and row.get("overhead_s") is not None and row.get("strategy") in (None, "bucketed"):
+            points.setdefault(int(row["bucket_bytes"]), []).append(float(row["overhead_s"]))
+    return [(size, sum(values) / len(values)) for size, values in sorted(points.items())]

@@ -1,0 +1,776 @@
+"""Pure functions: results -> Plotly figures. No Dash, no I/O; unit-tested without a browser.
+
+Times are drawn in one unit per figure (s, ms, us or ns, picked from the largest time) so axes
+read "1.2 ms", not "0.0012".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from operator import itemgetter
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+import plotly.io as pio
+
+from sim.units import format_size, format_time
+
+# A small white template: plotly_white is a deep copy of ~100 KB per figure (0.1 s each).
+_AXIS = {"gridcolor": "#ebebeb", "linecolor": "#bbb", "zerolinecolor": "#ddd", "automargin": True}
+pio.templates["collsim"] = go.layout.Template(
+    layout={
+        "paper_bgcolor": "white",
+        "plot_bgcolor": "white",
+        "font": {"family": "Liberation Sans, Arial, sans-serif", "size": 12},
+        "xaxis": _AXIS,
+        "yaxis": _AXIS,
+        "colorway": ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"],
+        "hoverlabel": {"font": {"size": 12}},
+    }
+)
+TEMPLATE = "collsim"
+RANK_COLOR = "#1f77b4"
+SWITCH_COLOR = "#7f7f7f"
+FLIGHT_COLOR = "#d62728"
+COMPONENT_COLORS = {
+    "alpha (latency)": "#1f77b4",
+    "beta (bandwidth)": "#ff7f0e",
+    "gamma (reduction)": "#2ca02c",
+    "overhead / other": "#9467bd",
+}
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+
+
+def time_unit(seconds: float) -> tuple[float, str]:
+    """(factor, label) so that seconds * factor reads naturally for the largest time shown."""
+    seconds = abs(seconds or 0.0)
+    for factor, label in ((1.0, "s"), (1e3, "ms"), (1e6, "us")):
+        if seconds >= 1.0 / factor:
+            return factor, label
+    return 1e9, "ns"
+
+
+def _base(title: str, height: int = 360) -> go.Figure:
+    figure = go.Figure()
+    figure.update_layout(
+        template=TEMPLATE,
+        title={"text": title, "x": 0.01, "font": {"size": 15}},
+        height=height,
+        margin={"l": 60, "r": 20, "t": 48, "b": 48},
+    )
+    return figure
+
+
+def note_figure(text: str, title: str = "", height: int = 300) -> go.Figure:
+    """An empty figure that says why there is nothing to draw."""
+    figure = _base(title, height)
+    figure.add_annotation(text=text, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font={"size": 14, "color": "#555"})
+    figure.update_xaxes(visible=False)
+    figure.update_yaxes(visible=False)
+    return figure
+
+
+# ----------------------------------------------------------------------------- collectives
+
+
+def limit_lanes(rows: Sequence[dict[str, Any]], lane: str, limit: int) -> tuple[list[dict[str, Any]], str]:
+    """Whole lanes, in lane order, while the bars stay within ``limit`` (a browser draws some
+    thousands of SVG bars quickly, not tens of thousands), and a note saying what was left out."""
+    if len(rows) <= limit:
+        return list(rows), ""
+    counts: dict[Any, int] = {}
+    for row in rows:
+        counts[row[lane]] = counts.get(row[lane], 0) + 1
+    kept, total = [], 0
+    for value in sorted(counts, key=_lane_key):
+        if kept and total + counts[value] > limit:
+            break
+        kept.append(value)
+        total += counts[value]
+    chosen = set(kept)
+    return [row for row in rows if row[lane] in chosen], f"{len(kept)} of {len(counts)} lanes shown ({len(rows):,} bars in all)"
+
+
+COLOR_BINS = 48
+SEGMENT_BARS = 2000  # above this many bars a browser takes seconds to draw segments: draw a raster
+RASTER_BINS = 800
+
+
+def gantt_figure(
+    rows: Sequence[dict[str, Any]], lane: str, color_by: str, title: str, lane_label: str = "", cut_note: str = ""
+) -> go.Figure:
+    """Bars from start_s to end_s, one lane per ``row[lane]``, coloured by a number.
+
+    Each bar is a thick line segment; the segments of one colour (values binned into at most
+    ``COLOR_BINS`` colours) and kind share one SVG path, so a browser draws thousands of
+    messages as a few dozen paths instead of one element per bar (hover on a bar's middle).
+    Above ``SEGMENT_BARS`` bars the lanes are drawn as an image of ``RASTER_BINS`` time bins
+    (a heatmap), which draws in milliseconds whatever the number of messages.
+    """
+    if not rows:
+        return note_figure("no events to draw", title)
+    factor, unit = time_unit(max(row["end_s"] for row in rows))
+    lanes = sorted({row[lane] for row in rows}, key=_lane_key)
+    lane_index = {value: index for index, value in enumerate(lanes)}
+    columns = ("src", "dst", "bytes", "step", "chunk", "start_s", "end_s")
+    table = np.array(list(map(itemgetter(*columns), rows)), dtype=float)
+    table[:, 5:] *= factor
+    values = table[:, columns.index(color_by) if color_by in columns else 3]
+    low, high = float(values.min()), float(values.max())
+    bins = np.minimum(((values - low) / (high - low) * COLOR_BINS).astype(int), COLOR_BINS - 1) if high > low else np.zeros(len(rows), int)
+    lane_numbers = np.fromiter((lane_index[row[lane]] for row in rows), float, len(rows))
+    row_kinds = np.array([row.get("kind", "send") for row in rows])
+    height = max(260, min(900, 90 + 18 * len(lanes)))
+    figure = _base(title, height=height)
+    if len(rows) > SEGMENT_BARS:
+        figure.add_trace(_raster(table, lane_numbers, len(lanes), values, low, high, color_by, unit))
+        cut_note = "; ".join(filter(None, [cut_note, f"{len(rows):,} bars drawn in {RASTER_BINS} time bins"]))
+    else:
+        width_px = max(2.0, min(14.0, 0.7 * (height - 90) / len(lanes)))
+        for kind in sorted(set(row_kinds.tolist())):
+            for colour_bin in np.unique(bins):
+                mask = (row_kinds == kind) & (bins == colour_bin)
+                if mask.any():
+                    colour = _colour(low + (colour_bin + 0.5) * (high - low) / COLOR_BINS, low, high)
+                    figure.add_trace(
+                        _segments(table[mask], lane_numbers[mask], kind, colour, width_px * (1.0 if kind == "send" else 0.45), unit)
+                    )
+    figure.add_trace(
+        go.Scatter(
+            x=[None],
+            y=[None],
+            mode="markers",
+            showlegend=False,
+            hoverinfo="skip",
+            marker={
+                "color": [low],
+                "cmin": low,
+                "cmax": high if high > low else low + 1,
+                "colorscale": "Viridis",
+                "showscale": True,
+                "colorbar": {"title": {"text": color_by}, "thickness": 12},
+            },
+        )
+    )
+    figure.update_yaxes(
+        tickvals=list(range(len(lanes))),
+        ticktext=[_lane_text(value, lane_label) for value in lanes],
+        range=[len(lanes) - 0.5, -0.5],
+        title=None,
+        showgrid=False,
+        zeroline=False,
+    )
+    figure.update_xaxes(title=f"time ({unit})", rangemode="tozero")
+    figure.update_layout(
+        showlegend=False, hovermode="closest", meta={"bars": len(rows), "lanes": len(lanes), "kinds": sorted(set(row_kinds.tolist()))}
+    )
+    if cut_note:
+        figure.add_annotation(
+            text=cut_note, x=1, y=1.06, xref="paper", yref="paper", showarrow=False, xanchor="right", font={"size": 11, "color": "#a00"}
+        )
+    return figure
+
+
+def _raster(
+    table: np.ndarray, lanes: np.ndarray, lane_count: int, values: np.ndarray, low: float, high: float, color_by: str, unit: str
+) -> go.Heatmap:
+    """The bars as an image: lane x time bin, each bin coloured by the last bar covering it."""
+    start, end = table[:, 5], table[:, 6]
+    span = float(end.max()) or 1.0
+    first = np.clip((start / span * RASTER_BINS).astype(int), 0, RASTER_BINS - 1)
+    last = np.clip(np.ceil(end / span * RASTER_BINS).astype(int), first + 1, RASTER_BINS)
+    image = np.full((lane_count, RASTER_BINS), np.nan)
+    for lane, lo, hi, value in zip(lanes.astype(int), first, last, values):
+        image[lane, lo:hi] = value
+    centres = (np.arange(RASTER_BINS) + 0.5) * span / RASTER_BINS
+    return go.Heatmap(
+        z=image,
+        x=centres,
+        y=np.arange(lane_count),
+        zmin=low,
+        zmax=high if high > low else low + 1,
+        colorscale="Viridis",
+        showscale=False,
+        hovertemplate=f"%{{x:.4g}} {unit}: {color_by} %{{z:.0f}}<extra></extra>",
+        name="bars",
+    )
+
+
+def _colour(value: float, low: float, high: float) -> str:
+    from plotly.colors import sample_colorscale
+
+    return sample_colorscale("Viridis", [(value - low) / (high - low) if high > low else 0.0])[0]
+
+
+def _segments(table: np.ndarray, lanes: np.ndarray, kind: str, colour: str, width_px: float, unit: str) -> go.Scatter:
+    """One trace: per bar the points start, middle, end and a gap (None)."""
+    count = len(table)
+    start, end = table[:, 5], table[:, 6]
+    xs = np.empty(count * 4)
+    xs[0::4], xs[1::4], xs[2::4], xs[3::4] = start, (start + end) / 2, end, np.nan
+    ys = np.repeat(lanes, 4)
+    ys[3::4] = np.nan
+    custom = np.repeat(table, 4, axis=0)
+    verb = "%{customdata[0]:.0f}→%{customdata[1]:.0f}" if kind == "send" else "on rank %{customdata[0]:.0f}"
+    return go.Scatter(
+        x=xs,
+        y=ys,
+        mode="lines",
+        line={"color": colour, "width": width_px},
+        customdata=custom,
+        hovertemplate=f"{kind} {verb}<br>%{{customdata[2]:,.0f}} bytes, step %{{customdata[3]:.0f}}, chunk %{{customdata[4]:.0f}}<br>%{{customdata[5]:.4g}} → %{{customdata[6]:.4g}} {unit}<extra></extra>",
+        name=kind,
+        connectgaps=False,
+    )
+
+
+def _lane_key(value: Any) -> tuple:
+    return (0, value, "") if isinstance(value, (int, float)) else (1, 0, str(value))
+
+
+def _lane_text(value: Any, label: str) -> str:
+    return f"{label} {value}".strip()
+
+
+GANTT_BARS = 40_000
+
+
+def rank_gantt(events: Sequence[dict[str, Any]], color_by: str = "step", limit: int = GANTT_BARS) -> go.Figure:
+    """Per-rank timeline of a result's events (sends and reductions), EVENT_COLUMNS rows."""
+    rows, note = limit_lanes(events, "rank", limit)
+    rows = [dict(row, src=row["rank"], dst=row["peer"]) for row in rows]
+    return gantt_figure(rows, "rank", color_by, f"Per-rank timeline (colour: {color_by})", "rank", note)
+
+
+def link_gantt(rows: Sequence[dict[str, Any]], color_by: str = "step", limit: int = GANTT_BARS) -> go.Figure:
+    """Per-link timeline: rows from :func:`webapp.collective.link_events`."""
+    rows, note = limit_lanes(rows, "link", limit)
+    return gantt_figure(rows, "link", color_by, f"Per-link timeline (colour: {color_by})", "", note)
+
+
+def breakdown_figure(simulated_s: float | None, analytic_s: float | None, breakdown: dict[str, float]) -> go.Figure:
+    """Simulated time beside the closed form, the closed form stacked by alpha/beta/gamma terms."""
+    if simulated_s is None and analytic_s is None:
+        return note_figure("no simulation and no closed form for this scenario", "Simulated vs closed form")
+    factor, unit = time_unit(max(simulated_s or 0.0, analytic_s or 0.0))
+    figure = _base("Simulated vs closed form (alpha / beta / gamma)", 320)
+    if simulated_s is not None:
+        figure.add_trace(
+            go.Bar(
+                x=["simulated"],
+                y=[simulated_s * factor],
+                name="simulated",
+                marker_color="#444",
+                text=[format_time(simulated_s)],
+                textposition="outside",
+            )
+        )
+    if analytic_s is not None and breakdown:
+        for name, seconds in breakdown.items():
+            if seconds:
+                figure.add_trace(
+                    go.Bar(
+                        x=["closed form"],
+                        y=[seconds * factor],
+                        name=name,
+                        marker_color=COMPONENT_COLORS.get(name),
+                        hovertemplate=f"{name}: {format_time(seconds)}<extra></extra>",
+                    )
+                )
+    elif analytic_s is not None:
+        figure.add_trace(
+            go.Bar(x=["closed form"], y=[analytic_s * factor], name="closed form", marker_color=COMPONENT_COLORS["alpha (latency)"])
+        )
+    else:
+        figure.add_annotation(
+            text="no closed form for this algorithm / topology", x=0.75, y=0.5, xref="paper", yref="paper", showarrow=False
+        )
+    if analytic_s is not None:
+        figure.add_annotation(text=format_time(analytic_s), x="closed form", y=analytic_s * factor, yshift=10, showarrow=False)
+    figure.update_layout(barmode="stack", legend={"orientation": "h", "y": -0.2})
+    figure.update_yaxes(title=f"time ({unit})", rangemode="tozero")
+    return figure
+
+
+def crossover_figure(rows: Sequence[dict[str, Any]], size_bytes: int | None = None, algorithm: str | None = None) -> go.Figure:
+    """Time per algorithm over message size (log-log) and which one wins at each size."""
+    points = [row for row in rows if row["time_s"] is not None]
+    if not points:
+        return note_figure("no algorithm of this op can run with these ranks / topology", "Algorithm crossover")
+    factor, unit = time_unit(max(row["time_s"] for row in points))
+    figure = _base("Algorithm crossover over message size", 400)
+    algorithms = list(dict.fromkeys(row["algorithm"] for row in rows))
+    for index, name in enumerate(algorithms):
+        mine = [row for row in points if row["algorithm"] == name]
+        if not mine:
+            why = next((row["why"] for row in rows if row["algorithm"] == name and row["why"]), "")
+            figure.add_trace(
+                go.Scatter(
+                    x=[None], y=[None], name=f"{name} (n/a)", mode="lines", line={"color": "#ccc"}, hovertext=why, visible="legendonly"
+                )
+            )
+            continue
+        method = mine[0]["method"]
+        figure.add_trace(
+            go.Scatter(
+                x=[row["size_bytes"] for row in mine],
+                y=[row["time_s"] * factor for row in mine],
+                mode="lines+markers",
+                name=f"{name}" + (" (current)" if name == algorithm else ""),
+                line={"color": PALETTE[index % len(PALETTE)], "width": 3.5 if name == algorithm else 1.8},
+                hovertemplate=[
+                    f"{name}: {format_time(row['time_s'])} at {format_size(row['size_bytes'])} ({method})<extra></extra>" for row in mine
+                ],
+            )
+        )
+    wins = winners(points)
+    for size, name in wins.items():
+        figure.add_trace(
+            go.Scatter(
+                x=[size],
+                y=[0],
+                yaxis="y2",
+                mode="markers",
+                marker={"symbol": "square", "size": 12, "color": PALETTE[algorithms.index(name) % len(PALETTE)]},
+                showlegend=False,
+                hovertemplate=f"fastest at {format_size(size)}: {name}<extra></extra>",
+            )
+        )
+    if size_bytes:
+        figure.add_vline(x=size_bytes, line={"dash": "dot", "color": "#888"})
+    figure.update_xaxes(type="log", title="message size (bytes)")
+    figure.update_yaxes(type="log", title=f"time ({unit})", domain=[0.12, 1.0])
+    figure.update_layout(yaxis2={"domain": [0, 0.06], "visible": False, "range": [-1, 1]}, legend={"title": {"text": "algorithm"}})
+    figure.add_annotation(text="fastest:", x=0, y=0.03, xref="paper", yref="paper", xanchor="right", showarrow=False, font={"size": 11})
+    return figure
+
+
+def winners(rows: Iterable[dict[str, Any]]) -> dict[int, str]:
+    """size -> the fastest algorithm at that size."""
+    best: dict[int, tuple[float, str]] = {}
+    for row in rows:
+        if row["time_s"] is None:
+            continue
+        current = best.get(row["size_bytes"])
+        if current is None or row["time_s"] < current[0]:
+            best[row["size_bytes"]] = (row["time_s"], row["algorithm"])
+    return {size: name for size, (_, name) in sorted(best.items())}
+
+
+def player_positions(player: dict[str, Any]) -> int:
+    """Slider positions: 0 is the input (before any message), k is after step ``steps[k-1]``."""
+    return len(player["steps"]) + 1
+
+
+def _at(player: dict[str, Any], position: int) -> tuple[int | None, list]:
+    position = max(0, min(position, len(player["steps"])))
+    if position == 0:
+        return None, []
+    return player["steps"][position - 1], player["messages"][position - 1]
+
+
+def topology_figure(player: dict[str, Any], position: int) -> go.Figure:
+    """The topology with the messages of the step at slider ``position`` drawn as arrows from
+    sender to receiver, the links they cross highlighted and busy ranks outlined."""
+    layout = player["layout"]
+    step, messages = _at(player, position)
+    where = {node["id"]: (node["x"], node["y"]) for node in layout["nodes"]}
+    busy_links = {tuple(link) for src, dst, *_ in messages for link in player["routes"].get(f"{src}>{dst}", [])}
+    busy_links |= {(b, a) for a, b in busy_links}
+    last = player["steps"][-1] if player["steps"] else 0
+    title = f"Topology ({layout['name']}): " + (f"step {step} of {last}" if step is not None else "before the first message")
+    figure = _base(title, 440)
+    for highlighted in (False, True):
+        xs: list[float | None] = []
+        ys: list[float | None] = []
+        for u, v in layout["edges"]:
+            if ((u, v) in busy_links) == highlighted:
+                xs += [where[u][0], where[v][0], None]
+                ys += [where[u][1], where[v][1], None]
+        figure.add_trace(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="lines",
+                line={"color": FLIGHT_COLOR if highlighted else "#ccc", "width": 3 if highlighted else 1},
+                hoverinfo="skip",
+                showlegend=False,
+                name="links in use" if highlighted else "links",
+            )
+        )
+    busy = {m[0] for m in messages} | {m[1] for m in messages}
+    ranks = [node for node in layout["nodes"] if node["rank"] is not None]
+    others = [node for node in layout["nodes"] if node["rank"] is None]
+    figure.add_trace(
+        go.Scatter(
+            x=[n["x"] for n in others],
+            y=[n["y"] for n in others],
+            mode="markers+text",
+            marker={"symbol": "square", "size": 16, "color": SWITCH_COLOR},
+            text=[n["id"] for n in others],
+            textposition="bottom center",
+            hoverinfo="text",
+            showlegend=False,
+            name="switches",
+        )
+    )
+    label = len(ranks) <= 32
+    figure.add_trace(
+        go.Scatter(
+            x=[n["x"] for n in ranks],
+            y=[n["y"] for n in ranks],
+            mode="markers+text" if label else "markers",
+            marker={
+                "size": 26 if label else 12,
+                "color": RANK_COLOR,
+                "line": {
+                    "width": [4 if n["rank"] in busy else 1 for n in ranks],
+                    "color": [FLIGHT_COLOR if n["rank"] in busy else "white" for n in ranks],
+                },
+            },
+            text=[str(n["rank"]) for n in ranks],
+            textfont={"color": "white", "size": 12},
+            hovertext=[f"rank {n['rank']}" for n in ranks],
+            hoverinfo="text",
+            showlegend=False,
+            name="ranks",
+        )
+    )
+    standoff = 13 if label else 7
+    arrows = [
+        {
+            "x": where[str(dst)][0],
+            "y": where[str(dst)][1],
+            "ax": where[str(src)][0],
+            "ay": where[str(src)][1],
+            "xref": "x",
+            "yref": "y",
+            "axref": "x",
+            "ayref": "y",
+            "showarrow": True,
+            "arrowhead": 3,
+            "arrowsize": 1.2,
+            "arrowwidth": 2,
+            "arrowcolor": FLIGHT_COLOR,
+            "standoff": standoff,
+            "startstandoff": standoff,
+            "opacity": 0.8,
+            "text": "",
+        }
+        for src, dst, *_ in messages[:256]
+    ]
+    figure.update_layout(annotations=arrows)
+    figure.update_xaxes(visible=False, scaleanchor="y", scaleratio=1)
+    figure.update_yaxes(visible=False)
+    figure.update_layout(margin={"l": 10, "r": 10, "t": 48, "b": 10}, meta={"step": step, "in_flight": len(messages)})
+    return figure
+
+
+def step_caption(player: dict[str, Any], position: int) -> str:
+    """One line under the player: the step's time window and what moved."""
+    step, messages = _at(player, position)
+    if step is None:
+        return f"inputs: {len(player['steps'])} steps to play; press play or drag the slider"
+    start = min(m[2] for m in messages)
+    end = max(m[3] for m in messages)
+    nbytes = sum(m[4] for m in messages)
+    return f"step {step}: {len(messages)} messages in flight, {format_size(nbytes)} in total, {format_time(start)} → {format_time(end)}"
+
+
+def buffer_figure(player: dict[str, Any], position: int) -> go.Figure:
+    """Each rank's buffer at slider ``position`` (rows: ranks, columns: pieces / chunks),
+    coloured by how many ranks' data a cell holds; hover lists them."""
+    frames = player.get("buffers")
+    if not frames:
+        why = (
+            "barrier moves no data"
+            if player["op"] == "barrier"
+            else "buffer state is drawn for up to 32 ranks and 256 cells (ranks x chunks)"
+        )
+        return note_figure(why, "Buffers", 320)
+    frame = frames[max(0, min(position, len(frames) - 1))]
+    p = player["ranks"]
+    cells = frame["cells"]
+    counts = [[bin(value).count("1") for value in row] for row in cells]
+    holders = [[_ranks_in(value) for value in row] for row in cells]
+    reduces = player["reduces"]
+    text = [
+        [
+            (f"{count}/{p}" if reduces else (holder[0] if len(holder) == 1 else str(count))) if count else ""
+            for count, holder in zip(crow, hrow)
+        ]
+        for crow, hrow in zip(counts, holders)
+    ]
+    verb = "sum of ranks" if reduces else "data of rank"
+    hover = [
+        [f"rank {r}, cell {c}: " + (f"{verb} {', '.join(holders[r][c])}" if counts[r][c] else "empty") for c in range(len(cells[r]))]
+        for r in range(len(cells))
+    ]
+    chunks = player["chunks"]
+    columns = [f"p{c // chunks}" + (f".{c % chunks}" if chunks > 1 else "") for c in range(len(cells[0]))]
+    title = f"Buffers after step {frame['step']}" if frame["step"] >= 0 else "Buffers (inputs)"
+    title += ": cell = how many ranks' data it sums" if reduces else ": cell = whose data it holds"
+    figure = _base(title, max(260, 70 + 24 * p))
+    small = len(columns) * p <= 1024
+    figure.add_trace(
+        go.Heatmap(
+            z=[[count / p for count in row] for row in counts],
+            x=columns,
+            y=[f"rank {r}" for r in range(p)],
+            text=text if small else None,
+            texttemplate="%{text}" if small else None,
+            hovertext=hover,
+            hoverinfo="text",
+            zmin=0,
+            zmax=1,
+            colorscale=[[0, "#f2f2f2"], [1e-9, "#c6dbef"], [1, "#08306b"]],
+            showscale=False,
+            xgap=1,
+            ygap=1,
+        )
+    )
+    figure.update_yaxes(autorange="reversed")
+    figure.update_xaxes(title="piece" + (".chunk" if chunks > 1 else ""), side="bottom")
+    full = sum(1 for row in counts for count in row if count == p)
+    figure.update_layout(meta={"step": frame["step"], "full_cells": full})
+    return figure
+
+
+def _ranks_in(mask: int) -> list[str]:
+    return [str(bit) for bit in range(mask.bit_length()) if mask >> bit & 1]
+
+
+# ----------------------------------------------------------------------------- DDP
+
+
+def ddp_timeline(events: Sequence[dict[str, Any]], title: str = "DDP step: backward compute and bucket all-reduces") -> go.Figure:
+    """Compute and communication lanes of one rank, bars coloured by bucket; gradient-ready
+    instants as ticks on their own lane."""
+    rows = [row for row in events if row.get("rank", 0) in (0, -1)] or list(events)
+    if not rows:
+        return note_figure("no events", title)
+    factor, unit = time_unit(max(row["end_s"] for row in rows))
+    figure = _base(title, 320)
+    kinds = [
+        kind
+        for kind in dict.fromkeys(row["kind"] for row in rows)
+        if kind == "grad_ready" or any(r["end_s"] > r["start_s"] for r in rows if r["kind"] == kind)
+    ]
+    figure = _base(title, max(260, 90 + 36 * len(kinds)))
+    for kind in kinds:
+        mine = [row for row in rows if row["kind"] == kind]
+        colors = [PALETTE[int(row.get("bucket", 0)) % len(PALETTE)] if int(row.get("bucket", -1)) >= 0 else "#9ecae1" for row in mine]
+        hover = [
+            f"{kind} {row.get('name') or ''}<br>bucket {row.get('bucket')}, {format_size(row.get('bytes', 0))}<br>{format_time(row['start_s'])} → {format_time(row['end_s'])}"
+            for row in mine
+        ]
+        if kind.endswith("grad_ready"):
+            figure.add_trace(
+                go.Scatter(
+                    x=[row["start_s"] * factor for row in mine],
+                    y=[kind] * len(mine),
+                    mode="markers",
+                    marker={"symbol": "line-ns-open", "size": 14, "color": colors, "line": {"width": 2}},
+                    hovertext=hover,
+                    hoverinfo="text",
+                    name=kind,
+                )
+            )
+            continue
+        figure.add_trace(
+            go.Bar(
+                y=[kind] * len(mine),
+                x=[(row["end_s"] - row["start_s"]) * factor for row in mine],
+                base=[row["start_s"] * factor for row in mine],
+                orientation="h",
+                name=kind,
+                marker={"color": colors, "line": {"width": 0.5, "color": "white"}},
+                hovertext=hover,
+                hoverinfo="text",
+            )
+        )
+    figure.update_xaxes(title=f"time ({unit})")
+    figure.update_yaxes(autorange="reversed", categoryorder="array", categoryarray=kinds)
+    figure.update_layout(barmode="overlay", showlegend=False, meta={"kinds": kinds})
+    return figure
+
+
+def overhead_figure(
+    curves: dict[str, Sequence[tuple[float, float]]],
+    optimum: tuple[float, float] | None = None,
+    current: float | None = None,
+    measured: Sequence[tuple[float, float]] = (),
+) -> go.Figure:
+    """Overhead (comm end - backward end) vs bucket size: named curves, measured points, optimum."""
+    points = [y for curve in curves.values() for _, y in curve] + [y for _, y in measured]
+    if not points:
+        return note_figure("no overhead curve", "Overhead vs bucket size")
+    factor, unit = time_unit(max(points))
+    figure = _base("Overhead vs bucket size", 380)
+    styles = {"simulated": {"width": 3}, "closed form": {"dash": "dash"}, "fitted": {"dash": "dot"}}
+    for index, (name, curve) in enumerate(curves.items()):
+        figure.add_trace(
+            go.Scatter(
+                x=[x for x, _ in curve],
+                y=[y * factor for _, y in curve],
+                mode="lines+markers" if name == "simulated" else "lines",
+                name=name,
+                line={"color": PALETTE[index], **styles.get(name, {})},
+            )
+        )
+    if measured:
+        figure.add_trace(
+            go.Scatter(
+                x=[x for x, _ in measured],
+                y=[y * factor for _, y in measured],
+                mode="markers",
+                name="measured",
+                marker={"size": 9, "color": "black", "symbol": "x"},
+            )
+        )
+    if optimum:
+        figure.add_trace(
+            go.Scatter(
+                x=[optimum[0]],
+                y=[optimum[1] * factor],
+                mode="markers+text",
+                name="optimum",
+                marker={"size": 14, "symbol": "star", "color": "#d62728"},
+                text=[f"best {format_size(optimum[0])}"],
+                textposition="top center",
+            )
+        )
+    if current:
+        figure.add_vline(x=current, line={"dash": "dot", "color": "#888"})
+    figure.update_xaxes(type="log", title="bucket size (bytes)")
+    figure.update_yaxes(title=f"overhead ({unit})", rangemode="tozero")
+    return figure
+
+
+def strategy_figure(times: dict[str, dict[str, float]]) -> go.Figure:
+    """Step time per strategy, split into backward and exposed communication."""
+    if not times:
+        return note_figure("no strategies", "Strategy comparison")
+    factor, unit = time_unit(max(row["step_time_s"] for row in times.values()))
+    figure = _base("Strategy comparison", 340)
+    names = list(times)
+    figure.add_trace(go.Bar(x=names, y=[times[n]["backward_end_s"] * factor for n in names], name="backward", marker_color="#1f77b4"))
+    figure.add_trace(
+        go.Bar(
+            x=names,
+            y=[max(times[n]["step_time_s"] - times[n]["backward_end_s"], 0.0) * factor for n in names],
+            name="exposed communication",
+            marker_color="#ff7f0e",
+            text=[format_time(times[n]["step_time_s"]) for n in names],
+            textposition="outside",
+        )
+    )
+    figure.update_layout(barmode="stack")
+    figure.update_yaxes(title=f"step time ({unit})")
+    return figure
+
+
+# ----------------------------------------------------------------------------- sim vs measured
+
+
+def fit_figure(
+    points: Sequence[dict[str, Any]], fit: dict[str, Any] | None, title: str = "Measured time vs size, fit t = o + n / w"
+) -> go.Figure:
+    """Measured points (size_bytes, time_s), the (o, w) line and its band; log-log axes."""
+    if not points:
+        return note_figure("no measurements selected", title)
+    factor, unit = time_unit(max(p["time_s"] for p in points))
+    figure = _base(title, 380)
+    groups = list(dict.fromkeys(p.get("label", "measured") for p in points))
+    for index, group in enumerate(groups):
+        mine = [p for p in points if p.get("label", "measured") == group]
+        figure.add_trace(
+            go.Scatter(
+                x=[p["size_bytes"] for p in mine],
+                y=[p["time_s"] * factor for p in mine],
+                mode="markers",
+                name=group,
+                marker={"color": PALETTE[index % len(PALETTE)], "size": 8},
+            )
+        )
+    if fit and fit.get("curve"):
+        sizes = [x for x, _, _, _ in fit["curve"]]
+        figure.add_trace(
+            go.Scatter(
+                x=sizes + sizes[::-1],
+                y=[hi * factor for _, _, _, hi in fit["curve"]] + [lo * factor for _, _, lo, _ in fit["curve"][::-1]],
+                fill="toself",
+                fillcolor="rgba(214,39,40,0.15)",
+                line={"width": 0},
+                name="fit interval",
+                hoverinfo="skip",
+            )
+        )
+        figure.add_trace(
+            go.Scatter(
+                x=sizes,
+                y=[y * factor for _, y, _, _ in fit["curve"]],
+                mode="lines",
+                name=fit.get("label", "fit"),
+                line={"color": "#d62728"},
+            )
+        )
+    figure.update_xaxes(type="log", title="message size (bytes)")
+    figure.update_yaxes(type="log", title=f"time ({unit})")
+    return figure
+
+
+def residual_figure(points: Sequence[dict[str, Any]], title: str = "Residuals (measured / fit - 1)") -> go.Figure:
+    if not points:
+        return note_figure("no residuals", title)
+    figure = _base(title, 300)
+    figure.add_trace(
+        go.Scatter(
+            x=[p["size_bytes"] for p in points],
+            y=[p["residual"] * 100 for p in points],
+            mode="markers",
+            marker={"size": 8},
+            name="residual",
+        )
+    )
+    figure.add_hline(y=0, line={"color": "#888"})
+    figure.update_xaxes(type="log", title="message size (bytes)")
+    figure.update_yaxes(title="residual (%)")
+    return figure
+
+
+def sim_vs_measured_figure(rows: Sequence[dict[str, Any]], title: str = "Simulated vs measured per size") -> go.Figure:
+    """rows: size_bytes, measured_s, measured_lo_s, measured_hi_s, simulated_s."""
+    if not rows:
+        return note_figure("nothing to compare", title)
+    factor, unit = time_unit(max(max(r["measured_s"], r["simulated_s"] or 0) for r in rows))
+    figure = _base(title, 380)
+    sizes = [r["size_bytes"] for r in rows]
+    figure.add_trace(
+        go.Scatter(
+            x=sizes + sizes[::-1],
+            y=[r["measured_hi_s"] * factor for r in rows] + [r["measured_lo_s"] * factor for r in rows[::-1]],
+            fill="toself",
+            fillcolor="rgba(31,119,180,0.18)",
+            line={"width": 0},
+            name="measured spread",
+            hoverinfo="skip",
+        )
+    )
+    figure.add_trace(
+        go.Scatter(x=sizes, y=[r["measured_s"] * factor for r in rows], mode="lines+markers", name="measured", line={"color": "#1f77b4"})
+    )
+    figure.add_trace(
+        go.Scatter(
+            x=sizes,
+            y=[(r["simulated_s"] or math.nan) * factor for r in rows],
+            mode="lines+markers",
+            name="simulated",
+            line={"color": "#d62728", "dash": "dash"},
+        )
+    )
+    figure.update_xaxes(type="log", title="message size (bytes)")
+    figure.update_yaxes(type="log", title=f"time ({unit})")
+    return figure

@@ -1,0 +1,99 @@
+"""Component ids, in one place, so layouts, callbacks and browser tests agree."""
+
+# shell
+URL = "url"
+PAGE = "page"
+NAV = "nav"
+
+# collectives page: form fields (each has an error slot next to it: error_id(field))
+COLL_FIELDS = (
+    "op",
+    "algorithm",
+    "topology",
+    "ranks",
+    "gpus_per_node",
+    "size",
+    "latency",
+    "bandwidth",
+    "reduce_bandwidth",
+    "intra_latency",
+    "intra_bandwidth",
+    "chunks",
+    "overhead",
+    "stragglers",
+)
+
+
+def field_id(field: str, page: str = "coll") -> str:
+    return f"{page}-{field}"
+
+
+def error_id(field: str, page: str = "coll") -> str:
+    return f"{page}-{field}-error"
+
+
+COLL_SCENARIO = "coll-scenario"  # dcc.Store: the validated scenario (dict) or None
+COLL_NOTICE = "coll-notice"  # how the run was done (simulated / closed form / refused)
+COLL_SUMMARY = "coll-summary"
+COLL_SIM_TIME = "coll-sim-time"
+COLL_ANALYTIC_TIME = "coll-analytic-time"
+COLL_BREAKDOWN = "coll-breakdown"
+COLL_GANTT_RANK = "coll-gantt-rank"
+COLL_GANTT_LINK = "coll-gantt-link"
+COLL_COLOR_BY = "coll-color-by"
+COLL_CROSSOVER = "coll-crossover"
+COLL_PLAYER_STORE = "coll-player-store"
+COLL_TOPOLOGY = "coll-topology-graph"
+COLL_BUFFERS = "coll-buffers-graph"
+COLL_STEP = "coll-step"
+COLL_STEP_LABEL = "coll-step-label"
+COLL_PLAY = "coll-play"
+COLL_TICK = "coll-tick"
+COLL_DOWNLOAD = "coll-download"
+COLL_DL_YAML = "coll-dl-yaml"
+COLL_DL_JSON = "coll-dl-json"
+COLL_DL_CSV = "coll-dl-csv"
+COLL_DL_TRACE = "coll-dl-trace"
+COLL_DL_ERROR = "coll-dl-error"
+COLL_FIGURE_PICK = "coll-figure-pick"
+COLL_DL_PNG = "coll-dl-png"
+COLL_DL_SVG = "coll-dl-svg"
+COLL_FIGURE_DONE = "coll-figure-done"
+
+# DDP page
+DDP_FIELDS = (
+    "preset",
+    "strategy",
+    "comm_model",
+    "ranks",
+    "backward",
+    "bucket",
+    "o",
+    "w",
+    "bandwidth",
+    "latency",
+    "algorithm",
+    "first_bucket",
+)
+DDP_UPLOAD = "ddp-upload"
+DDP_UPLOAD_STORE = "ddp-upload-store"
+DDP_BUCKET_SLIDER = "ddp-bucket-slider"
+DDP_SCENARIO = "ddp-scenario"
+DDP_NOTICE = "ddp-notice"
+DDP_SUMMARY = "ddp-summary"
+DDP_TIMELINE = "ddp-timeline"
+DDP_OVERHEAD = "ddp-overhead"
+DDP_STRATEGIES = "ddp-strategies"
+DDP_DOWNLOAD = "ddp-download"
+DDP_DL_JSON = "ddp-dl-json"
+DDP_DL_CSV = "ddp-dl-csv"
+
+# compare page
+CMP_NOTICE = "cmp-notice"
+CMP_RUNS = "cmp-runs"
+CMP_STAT = "cmp-stat"
+CMP_FIT = "cmp-fit"
+CMP_RESIDUALS = "cmp-residuals"
+CMP_SIM_VS_MEASURED = "cmp-sim-vs-measured"
+CMP_TABLE = "cmp-table"
+CMP_DDP = "cmp-ddp"

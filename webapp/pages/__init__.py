@@ -1,0 +1,1 @@
+"""One module per page: PATH, NAME, TITLE, layout(search), register(app)."""

@@ -1,0 +1,425 @@
+"""Collectives: pick a collective and a network, watch it step by step, compare algorithms.
+
+Layout plus thin callbacks; the work is in :mod:`webapp.collective` and :mod:`webapp.figures`.
+Each callback is a module-level function (tested directly) wired in :func:`register`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from dash import Input, Output, State, ctx, dcc, html, no_update
+
+from sim.errors import CollsimError
+from sim.registry import ops
+from sim.scenario import CollectiveScenario
+from sim.topology import TOPOLOGIES
+from sim.units import format_bandwidth, format_size, format_time
+from webapp import collective as model
+from webapp import figures, ids
+from webapp.components import field, graph, number_card
+
+PATH = "/"
+NAME = "collectives"
+TITLE = "Collectives"
+log = logging.getLogger(__name__)
+
+LABELS = {
+    "op": ("Operation", "the collective to run"),
+    "algorithm": ("Algorithm", "choices depend on the operation"),
+    "topology": ("Topology", "switch: one port per rank into a non-blocking switch"),
+    "ranks": ("Ranks p", "2 to 1024"),
+    "gpus_per_node": ("GPUs per node", "two_level: ranks per node (default 8)"),
+    "size": ("Message size n", "e.g. 64MiB, 1.5KB, 4096"),
+    "latency": ("Latency alpha", "per message, e.g. 5us"),
+    "bandwidth": ("Bandwidth B", "per link, e.g. 25GB/s or 100Gbps"),
+    "reduce_bandwidth": ("Reduction bandwidth 1/gamma", "e.g. 100GB/s; empty: free"),
+    "intra_latency": ("Intra-node latency", "two_level; empty: same as latency"),
+    "intra_bandwidth": ("Intra-node bandwidth", "two_level; empty: same as bandwidth"),
+    "chunks": ("Chunks k", "pipeline chunks (chunked algorithms)"),
+    "overhead": ("Per-call overhead o", "e.g. 10us"),
+    "stragglers": ("Stragglers", "rank:delay pairs, e.g. 3:20us,5:1ms"),
+}
+DROPDOWNS = ("op", "algorithm", "topology")
+TWO_LEVEL_ONLY = ("gpus_per_node", "intra_latency", "intra_bandwidth")
+FIGURE_CHOICES = {
+    ids.COLL_TOPOLOGY: "topology (player)",
+    ids.COLL_BUFFERS: "buffers (player)",
+    ids.COLL_BREAKDOWN: "simulated vs closed form",
+    ids.COLL_GANTT_RANK: "per-rank timeline",
+    ids.COLL_GANTT_LINK: "per-link timeline",
+    ids.COLL_CROSSOVER: "algorithm crossover",
+}
+
+
+# ----------------------------------------------------------------------------- layout
+
+
+def _options(op: str) -> list[dict[str, str]]:
+    return [{"label": name.replace("_", " "), "value": name} for name in model.algorithm_options(op)]
+
+
+def _input(name: str, value: str) -> Any:
+    if name == "op":
+        return dcc.Dropdown(
+            id=ids.field_id(name), options=[{"label": op.replace("_", " "), "value": op} for op in ops()], value=value, clearable=False
+        )
+    if name == "algorithm":
+        return dcc.Dropdown(id=ids.field_id(name), options=[], value=value, clearable=False)
+    if name == "topology":
+        return dcc.Dropdown(id=ids.field_id(name), options=[{"label": t, "value": t} for t in TOPOLOGIES], value=value, clearable=False)
+    return dcc.Input(id=ids.field_id(name), type="text", value=value, debounce=0.3, autoComplete="off", className="text-input")
+
+
+def form(values: dict[str, str]) -> html.Div:
+    rows = []
+    for name in model.DEFAULTS:
+        label, hint = LABELS[name]
+        component = _input(name, values[name])
+        if name == "algorithm":
+            component.options = _options(values["op"])
+        hidden = name in TWO_LEVEL_ONLY and values["topology"] != "two_level"
+        rows.append(field(name, label, hint, component, hidden=hidden))
+    return html.Div(rows, className="form")
+
+
+def layout(search: str = "") -> html.Div:
+    values = model.form_from_query(search)
+    controls = html.Div(
+        [
+            html.Button("Play", id=ids.COLL_PLAY, n_clicks=0, className="button"),
+            html.Div(
+                dcc.Slider(
+                    id=ids.COLL_STEP, min=0, max=1, step=1, value=0, marks=None, updatemode="drag", tooltip={"always_visible": False}
+                ),
+                className="slider",
+            ),
+            dcc.Interval(id=ids.COLL_TICK, interval=900, disabled=True),
+        ],
+        className="player-controls",
+    )
+    downloads = html.Div(
+        [
+            html.Span("Download:", className="muted"),
+            html.Button("scenario YAML", id=ids.COLL_DL_YAML, className="button small"),
+            html.Button("scenario JSON", id=ids.COLL_DL_JSON, className="button small"),
+            html.Button("events CSV", id=ids.COLL_DL_CSV, className="button small"),
+            html.Button("Chrome trace", id=ids.COLL_DL_TRACE, className="button small"),
+            html.Span("figure:", className="muted"),
+            dcc.Dropdown(
+                id=ids.COLL_FIGURE_PICK,
+                options=[{"label": v, "value": k} for k, v in FIGURE_CHOICES.items()],
+                value=ids.COLL_TOPOLOGY,
+                clearable=False,
+                className="figure-pick",
+            ),
+            html.Button("PNG", id=ids.COLL_DL_PNG, className="button small"),
+            html.Button("SVG", id=ids.COLL_DL_SVG, className="button small"),
+            html.Span(id=ids.COLL_DL_ERROR, className="error"),
+            html.Span(id=ids.COLL_FIGURE_DONE, className="muted"),
+            dcc.Download(id=ids.COLL_DOWNLOAD),
+        ],
+        className="downloads",
+    )
+    results = html.Div(
+        [
+            html.Div(id=ids.COLL_NOTICE, className="notice"),
+            html.Div(id=ids.COLL_SUMMARY, className="cards"),
+            html.Div(
+                [
+                    html.Div(
+                        [graph(ids.COLL_TOPOLOGY, 440), controls, html.Div(id=ids.COLL_STEP_LABEL, className="caption")], className="col"
+                    ),
+                    html.Div(graph(ids.COLL_BUFFERS, 440), className="col"),
+                ],
+                className="row",
+            ),
+            html.Div(
+                [
+                    html.Div(graph(ids.COLL_BREAKDOWN, 320), className="col narrow"),
+                    html.Div(graph(ids.COLL_GANTT_RANK, 320), className="col wide"),
+                ],
+                className="row",
+            ),
+            html.Div(
+                [
+                    html.Span("Colour timelines by ", className="muted"),
+                    dcc.RadioItems(
+                        id=ids.COLL_COLOR_BY,
+                        options=[{"label": " step", "value": "step"}, {"label": " chunk", "value": "chunk"}],
+                        value="step",
+                        inline=True,
+                    ),
+                ],
+                className="inline",
+            ),
+            graph(ids.COLL_GANTT_LINK, 320),
+        ]
+    )
+    return html.Div(
+        [
+            dcc.Store(id=ids.COLL_SCENARIO),
+            dcc.Store(id=ids.COLL_PLAYER_STORE),
+            html.Aside([html.H3("Scenario"), form(values), downloads], className="sidebar"),
+            html.Section(
+                [
+                    dcc.Loading(results, type="default", delay_show=250, overlay_style={"visibility": "visible", "opacity": 0.5}),
+                    dcc.Loading(graph(ids.COLL_CROSSOVER, 400), type="dot", delay_show=250),
+                ],
+                className="content",
+            ),
+        ],
+        className="layout",
+    )
+
+
+# ----------------------------------------------------------------------------- callbacks
+
+
+def algorithms_for_op(op: str, current: str | None) -> tuple[list[dict[str, str]], str | None]:
+    """Algorithm choices for ``op``; keeps the current one when the op offers it."""
+    options = _options(op)
+    names = [option["value"] for option in options]
+    return options, current if current in names else (names[0] if names else None)
+
+
+def two_level_fields(topology: str) -> list[dict[str, str]]:
+    return [{} if topology == "two_level" else {"display": "none"} for _ in TWO_LEVEL_ONLY]
+
+
+def validate(*values: str) -> tuple:
+    """Form values (in ``DEFAULTS`` order) -> (scenario dict or None, one message per field...,
+    URL query)."""
+    form_values = dict(zip(model.DEFAULTS, values))
+    scenario, errors = model.parse_form(form_values)
+    messages = [errors.get(name, "") for name in model.DEFAULTS]
+    return (scenario.to_dict() if scenario else None), *messages, model.query_from_form(form_values)
+
+
+def _scenario(data: dict | None) -> CollectiveScenario | None:
+    return None if not data else CollectiveScenario.from_dict(data)
+
+
+def summary_cards(outcome: model.Outcome) -> list:
+    numbers = model.summary_numbers(outcome)
+    error = numbers["relative_error"]
+    cards = [
+        number_card("Simulated", format_time(numbers["time_s"]) if numbers["time_s"] is not None else "—", ids.COLL_SIM_TIME),
+        number_card(
+            "Closed form",
+            format_time(numbers["analytic_time_s"]) if numbers["analytic_time_s"] is not None else "none",
+            ids.COLL_ANALYTIC_TIME,
+        ),
+        number_card("Sim vs closed form", f"{error:+.1e} relative" if error is not None else "—", "coll-rel-error"),
+        number_card(
+            "Messages / steps", f"{numbers['messages']:,} / {numbers['steps']}" if numbers["messages"] is not None else "—", "coll-messages"
+        ),
+        number_card("On the wire", format_size(numbers["bytes_on_wire"]) if numbers["bytes_on_wire"] is not None else "—", "coll-wire"),
+        number_card(
+            "algbw / busbw",
+            f"{format_bandwidth(numbers['algbw_Bps'])} / {format_bandwidth(numbers['busbw_Bps'])}" if numbers["algbw_Bps"] else "—",
+            "coll-bw",
+        ),
+    ]
+    return cards
+
+
+def simulate(data: dict | None, color_by: str) -> tuple:
+    """The scenario store -> notice, number cards, breakdown, rank and link timelines, player data,
+    slider max and position. An invalid scenario keeps the last figures and says so."""
+    if not data:
+        return ("Fix the highlighted inputs; the figures show the last valid scenario.", *([no_update] * 7))
+    try:
+        scenario = _scenario(data)
+        outcome = model.run(scenario)
+    except CollsimError as error:
+        return (f"Cannot run this scenario: {error}", *([no_update] * 7))
+    result = outcome.result
+    if result is None:
+        note = figures.note_figure(outcome.note, "Timeline")
+        player = None
+        return (
+            outcome.note,
+            summary_cards(outcome),
+            figures.breakdown_figure(None, outcome.analytic_time_s, outcome.breakdown),
+            note,
+            note,
+            player,
+            1,
+            0,
+        )
+    events = result.events()
+    rank_figure = figures.rank_gantt(events, color_by)
+    link_figure = figures.link_gantt(model.link_events(result, 200_000), color_by)
+    player = model.player_data(scenario, result)
+    positions = figures.player_positions(player) if player else 1
+    notice = (
+        outcome.note or f"Simulated {scenario.op}/{scenario.algorithm} on {scenario.ranks} ranks ({scenario.topology}) message by message."
+    )
+    breakdown = figures.breakdown_figure(result.time_s, outcome.analytic_time_s, outcome.breakdown)
+    return (notice, summary_cards(outcome), breakdown, rank_figure, link_figure, player, positions - 1, 0)
+
+
+def show_step(position: int | None, player: dict | None) -> tuple:
+    """The player at slider ``position``: topology with messages in flight, buffers, caption."""
+    if not player:
+        text = "The step player draws up to 64 ranks of a simulated run."
+        return figures.note_figure(text, "Topology"), figures.note_figure(text, "Buffers"), ""
+    position = int(position or 0)
+    return figures.topology_figure(player, position), figures.buffer_figure(player, position), figures.step_caption(player, position)
+
+
+def toggle_play(clicks: int | None, disabled: bool) -> tuple[bool, str]:
+    playing = not disabled
+    return (True, "Play") if playing else (False, "Pause")
+
+
+def tick(_: int, position: int | None, maximum: int | None) -> int:
+    """Next slider position; wraps to the start after the last step."""
+    position, maximum = int(position or 0), int(maximum or 0)
+    return 0 if position >= maximum else position + 1
+
+
+def crossover_panel(data: dict | None) -> Any:
+    if not data:
+        return no_update
+    try:
+        scenario = _scenario(data)
+        rows = model.crossover(scenario)
+    except CollsimError as error:
+        return figures.note_figure(str(error), "Algorithm crossover")
+    return figures.crossover_figure(rows, scenario.size_bytes, scenario.algorithm)
+
+
+def download(trigger: str | None, data: dict | None) -> tuple[Any, str]:
+    """The file for the pressed download button, or a message saying why there is none."""
+    if not trigger:
+        return no_update, ""
+    if not data:
+        return None, "fix the scenario first"
+    scenario = _scenario(data)
+    stem = f"{scenario.op}-{scenario.algorithm}-p{scenario.ranks}"
+    if trigger == ids.COLL_DL_YAML:
+        return {"content": scenario.to_yaml(), "filename": f"{stem}.yaml", "type": "application/yaml"}, ""
+    if trigger == ids.COLL_DL_JSON:
+        return {"content": scenario.to_json(), "filename": f"{stem}.json", "type": "application/json"}, ""
+    outcome = model.run(scenario)
+    if outcome.result is None:
+        return None, "too large to simulate here: no events to download (use the CLI)"
+    if trigger == ids.COLL_DL_CSV:
+        return {"content": events_csv(outcome.result), "filename": f"{stem}-events.csv", "type": "text/csv"}, ""
+    return {"content": json.dumps(outcome.result.chrome_trace()), "filename": f"{stem}-trace.json", "type": "application/json"}, ""
+
+
+def events_csv(result: Any) -> str:
+    import csv
+    import io
+
+    from sim.results import EVENT_COLUMNS
+
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=EVENT_COLUMNS, extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(result.events())
+    return buffer.getvalue()
+
+
+_SAVE_FIGURE_JS = """
+function(png, svg, pick) {
+    const trigger = dash_clientside.callback_context.triggered_id;
+    if (!trigger) { return window.dash_clientside.no_update; }
+    const graph = document.querySelector('#' + pick + ' .js-plotly-plot');
+    if (!graph) { return 'no figure to save'; }
+    const format = trigger.endsWith('svg') ? 'svg' : 'png';
+    Plotly.downloadImage(graph, {format: format, filename: 'collsim-' + pick,
+        width: graph._fullLayout.width, height: graph._fullLayout.height, scale: format === 'png' ? 2 : 1});
+    return 'saved ' + format;
+}
+"""
+
+
+def _guarded(function, fallback):
+    """Run a callback; an unexpected error becomes a visible message, never an HTTP 500."""
+
+    def wrapper(*args):
+        try:
+            return function(*args)
+        except CollsimError as error:
+            return fallback(str(error))
+        except Exception as error:  # noqa: BLE001 - the page must keep working whatever went wrong
+            log.exception("callback %s failed", function.__name__)
+            return fallback(f"internal error in {function.__name__}: {type(error).__name__}: {error}")
+
+    wrapper.__name__ = function.__name__
+    return wrapper
+
+
+def register(app: Any) -> None:
+    fields = [Input(ids.field_id(name), "value") for name in model.DEFAULTS]
+    app.callback(
+        Output(ids.field_id("algorithm"), "options"),
+        Output(ids.field_id("algorithm"), "value"),
+        Input(ids.field_id("op"), "value"),
+        State(ids.field_id("algorithm"), "value"),
+    )(algorithms_for_op)
+    app.callback(*[Output(f"field-{name}", "style") for name in TWO_LEVEL_ONLY], Input(ids.field_id("topology"), "value"))(two_level_fields)
+    app.callback(
+        Output(ids.COLL_SCENARIO, "data"),
+        *[Output(ids.error_id(name), "children") for name in model.DEFAULTS],
+        Output(ids.URL, "search"),
+        *fields,
+    )(_guarded(validate, lambda message: (None, message, *[""] * (len(model.DEFAULTS) - 1), no_update)))
+    app.callback(
+        Output(ids.COLL_NOTICE, "children"),
+        Output(ids.COLL_SUMMARY, "children"),
+        Output(ids.COLL_BREAKDOWN, "figure"),
+        Output(ids.COLL_GANTT_RANK, "figure"),
+        Output(ids.COLL_GANTT_LINK, "figure"),
+        Output(ids.COLL_PLAYER_STORE, "data"),
+        Output(ids.COLL_STEP, "max"),
+        Output(ids.COLL_STEP, "value"),
+        Input(ids.COLL_SCENARIO, "data"),
+        Input(ids.COLL_COLOR_BY, "value"),
+    )(_guarded(simulate, lambda message: (message, *([no_update] * 7))))
+    app.callback(
+        Output(ids.COLL_TOPOLOGY, "figure"),
+        Output(ids.COLL_BUFFERS, "figure"),
+        Output(ids.COLL_STEP_LABEL, "children"),
+        Input(ids.COLL_STEP, "value"),
+        Input(ids.COLL_PLAYER_STORE, "data"),
+    )(_guarded(show_step, lambda message: (figures.note_figure(message), figures.note_figure(message), message)))
+    app.callback(
+        Output(ids.COLL_TICK, "disabled"),
+        Output(ids.COLL_PLAY, "children"),
+        Input(ids.COLL_PLAY, "n_clicks"),
+        State(ids.COLL_TICK, "disabled"),
+        prevent_initial_call=True,
+    )(toggle_play)
+    app.callback(
+        Output(ids.COLL_STEP, "value", allow_duplicate=True),
+        Input(ids.COLL_TICK, "n_intervals"),
+        State(ids.COLL_STEP, "value"),
+        State(ids.COLL_STEP, "max"),
+        prevent_initial_call=True,
+    )(tick)
+    app.callback(Output(ids.COLL_CROSSOVER, "figure"), Input(ids.COLL_SCENARIO, "data"))(
+        _guarded(crossover_panel, lambda message: figures.note_figure(message, "Algorithm crossover"))
+    )
+    buttons = [ids.COLL_DL_YAML, ids.COLL_DL_JSON, ids.COLL_DL_CSV, ids.COLL_DL_TRACE]
+    app.callback(
+        Output(ids.COLL_DOWNLOAD, "data"),
+        Output(ids.COLL_DL_ERROR, "children"),
+        *[Input(b, "n_clicks") for b in buttons],
+        State(ids.COLL_SCENARIO, "data"),
+        prevent_initial_call=True,
+    )(_guarded(lambda *args: download(ctx.triggered_id, args[-1]), lambda message: (None, message)))
+    app.clientside_callback(
+        _SAVE_FIGURE_JS,
+        Output(ids.COLL_FIGURE_DONE, "children"),
+        Input(ids.COLL_DL_PNG, "n_clicks"),
+        Input(ids.COLL_DL_SVG, "n_clicks"),
+        State(ids.COLL_FIGURE_PICK, "value"),
+        prevent_initial_call=True,
+    )

@@ -1,0 +1,287 @@
+"""DDP buckets: a training step's backward/communication timeline, overhead vs bucket size with
+its optimum, and the four strategies side by side."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from dash import Input, Output, State, ctx, dcc, html, no_update
+
+from sim.errors import CollsimError
+from sim.units import format_size, format_time
+from webapp import ddp_model as model
+from webapp import figures, ids
+from webapp.components import field, graph, number_card
+from webapp.pages.collectives import _guarded
+
+PATH = "/ddp"
+NAME = "ddp"
+TITLE = "DDP buckets"
+PAGE = "ddp"
+
+LABELS = {
+    "preset": ("Model preset", "parameter list of a known model"),
+    "strategy": ("Strategy", "naive, flat, overlap or bucketed (PyTorch DDP)"),
+    "comm_model": ("Comm model", "ow: o + bytes/w per call; network: simulated all-reduce"),
+    "ranks": ("Ranks", "2 to 1024"),
+    "backward": ("Backward compute", "total time (120ms) or gradient rate (4GB/s), uniform"),
+    "bucket": ("Bucket size", "log scale"),
+    "o": ("o (per-call overhead)", "e.g. 50us"),
+    "w": ("w (algorithm bandwidth)", "e.g. 10GB/s"),
+    "bandwidth": ("Link bandwidth", "network model, e.g. 25GB/s"),
+    "latency": ("Link latency", "network model, e.g. 5us"),
+    "algorithm": ("All-reduce algorithm", "network model"),
+    "first_bucket": ("First bucket", "PyTorch's 1 MiB first bucket"),
+}
+OW_ONLY, NETWORK_ONLY = ("o", "w"), ("bandwidth", "latency", "algorithm")
+
+
+def _input(name: str, value: str) -> Any:
+    fid = ids.field_id(name, PAGE)
+    if name == "preset":
+        return dcc.Dropdown(id=fid, options=list(model.presets()), value=value, clearable=False)
+    if name == "strategy":
+        return dcc.Dropdown(id=fid, options=list(model.strategies()), value=value, clearable=False)
+    if name == "comm_model":
+        return dcc.Dropdown(
+            id=fid,
+            options=[{"label": "o / w", "value": "ow"}, {"label": "network (simulated)", "value": "network"}],
+            value=value,
+            clearable=False,
+        )
+    if name == "algorithm":
+        from sim.registry import algorithms_for
+
+        return dcc.Dropdown(id=fid, options=algorithms_for("all_reduce"), value=value, clearable=False)
+    if name == "first_bucket":
+        return dcc.RadioItems(
+            id=fid, options=[{"label": " 1 MiB", "value": "on"}, {"label": " none", "value": "off"}], value=value, inline=True
+        )
+    if name == "bucket":
+        marks = {k: format_size(2**k).replace(" ", "") for k in range(model.MIN_BUCKET_LOG2, model.MAX_BUCKET_LOG2 + 1, 3)}
+        return html.Div(
+            [
+                dcc.Slider(
+                    id=ids.DDP_BUCKET_SLIDER,
+                    min=model.MIN_BUCKET_LOG2,
+                    max=model.MAX_BUCKET_LOG2,
+                    step=0.05,
+                    value=model.slider_from_bucket(value),
+                    marks=marks,
+                    updatemode="mouseup",
+                ),
+                dcc.Input(id=fid, type="text", value=value, style={"display": "none"}),
+                html.Div(id="ddp-bucket-label", className="hint"),
+            ]
+        )
+    return dcc.Input(id=fid, type="text", value=value, debounce=0.3, autoComplete="off", className="text-input")
+
+
+def layout(search: str = "") -> html.Div:
+    absent = model.missing()
+    if absent:
+        return html.Div(
+            [
+                html.H2("DDP buckets"),
+                html.P(
+                    f"This page needs {', '.join(absent)}, which this checkout does not have yet. The Collectives page works without it."
+                ),
+            ],
+            className="missing",
+            id=ids.DDP_NOTICE,
+        )
+    values = model.form_from_query(search)
+    rows = []
+    for name in model.DEFAULTS:
+        hidden = (name in OW_ONLY and values["comm_model"] != "ow") or (name in NETWORK_ONLY and values["comm_model"] != "network")
+        label, hint = LABELS[name]
+        rows.append(field(name, label, hint, _input(name, values[name]), page=PAGE, hidden=hidden))
+    upload = html.Div(
+        [
+            html.Label("Or upload a parameter list", className="label"),
+            dcc.Upload(
+                id=ids.DDP_UPLOAD,
+                children=html.Div(["Drop or ", html.A("choose"), " a JSON/YAML file"]),
+                className="upload",
+                multiple=False,
+            ),
+            html.Div(id=ids.error_id("upload", PAGE), className="error", role="alert"),
+            html.Div('{"params": [{"name", "shape" or "numel", "element_bytes"}...]} in registration order', className="hint"),
+            html.Div(id="ddp-upload-info", className="hint"),
+        ],
+        className="field",
+    )
+    downloads = html.Div(
+        [
+            html.Span("Download:", className="muted"),
+            html.Button("scenario JSON", id=ids.DDP_DL_JSON, className="button small"),
+            html.Button("events CSV", id=ids.DDP_DL_CSV, className="button small"),
+            html.Button("Chrome trace", id="ddp-dl-trace", className="button small"),
+            dcc.Download(id=ids.DDP_DOWNLOAD),
+        ],
+        className="downloads",
+    )
+    content = html.Div(
+        [
+            html.Div(id=ids.DDP_NOTICE, className="notice"),
+            html.Div(id=ids.DDP_SUMMARY, className="cards"),
+            html.Div(graph(ids.DDP_TIMELINE, 340), className="col"),
+            html.Div(
+                [
+                    html.Div(graph(ids.DDP_OVERHEAD, 380), className="col wide"),
+                    html.Div(graph(ids.DDP_STRATEGIES, 380), className="col narrow"),
+                ],
+                className="row",
+            ),
+        ]
+    )
+    return html.Div(
+        [
+            dcc.Store(id=ids.DDP_SCENARIO),
+            dcc.Store(id=ids.DDP_UPLOAD_STORE),
+            html.Aside([html.H3("DDP step"), html.Div(rows + [upload], className="form"), downloads], className="sidebar"),
+            html.Section(
+                dcc.Loading(content, type="default", delay_show=250, overlay_style={"visibility": "visible", "opacity": 0.5}),
+                className="content",
+            ),
+        ],
+        className="layout",
+    )
+
+
+# ----------------------------------------------------------------------------- callbacks
+
+
+def sync_bucket(log2_value: float | None) -> tuple[str, str]:
+    nbytes = model.bucket_bytes_from_slider(log2_value)
+    return str(nbytes), f"bucket cap {format_size(nbytes)}"
+
+
+def comm_fields(comm_model: str) -> list[dict[str, str]]:
+    return [{} if comm_model == "ow" else {"display": "none"} for _ in OW_ONLY] + [
+        {} if comm_model == "network" else {"display": "none"} for _ in NETWORK_ONLY
+    ]
+
+
+def upload(contents: str | None, filename: str | None) -> tuple[Any, str, str]:
+    params, message = model.parse_upload(contents, filename)
+    if params is None:
+        return None, message, ""
+    total = sum(p["numel"] * p["element_bytes"] for p in params)
+    return (
+        params,
+        "",
+        f"using {filename}: {len(params)} parameters, {format_size(total)} of gradients, used instead of the preset (a shared link carries the preset, not the file)",
+    )
+
+
+def validate(uploaded: list | None, *values: str) -> tuple:
+    form = dict(zip(model.DEFAULTS, values))
+    scenario, errors = model.parse_form(form, uploaded)
+    if scenario is not None:
+        try:
+            model.check_network_cost(scenario)
+        except CollsimError as error:
+            scenario, errors = None, {"ranks": str(error)}
+    if "upload" in errors:  # the upload box shows its own message; a list that fails later goes by the preset
+        errors["preset"] = errors.pop("upload")
+    return (scenario.to_dict() if scenario else None), *[errors.get(name, "") for name in model.DEFAULTS], model.query_from_form(form)
+
+
+def simulate(data: dict | None) -> tuple:
+    from sim.ddp import DDPScenario
+
+    if not data:
+        return ("Fix the highlighted inputs; the figures show the last valid scenario.", no_update, no_update, no_update, no_update)
+    try:
+        scenario = DDPScenario.from_dict(data)
+        answer = model.run(scenario)
+    except CollsimError as error:
+        return (f"Cannot run this step: {error}", no_update, no_update, no_update, no_update)
+    summary, best = answer["summary"], answer["optimum"]
+    cards = [
+        number_card("Step time", format_time(summary["step_time_s"]), "ddp-step-time"),
+        number_card("Backward end", format_time(summary["backward_end_s"]), "ddp-backward-end"),
+        number_card("Comm end", format_time(summary["comm_end_s"]), "ddp-comm-end"),
+        number_card("Overhead", format_time(summary["overhead_s"]), "ddp-overhead-value"),
+        number_card("Buckets", str(summary["num_buckets"]), "ddp-buckets"),
+        number_card(
+            "Best bucket (sim)", f"{format_size(best['best_bucket_bytes_sim'])}: {format_time(best['best_overhead_s'])}", "ddp-best"
+        ),
+        number_card(
+            "b* = sqrt(s w o)",
+            format_size(best["best_bucket_bytes_formula"]) if best.get("best_bucket_bytes_formula") else "—",
+            "ddp-bstar",
+        ),
+    ]
+    preset = scenario.preset or ""
+    overhead = figures.overhead_figure(
+        model.overhead_curves(best),
+        (best["best_bucket_bytes_sim"], best["best_overhead_s"]),
+        summary["bucket_cap_bytes"],
+        model.measured_overheads(preset) if preset else [],
+    )
+    timeline = figures.ddp_timeline(answer["result"].events())
+    strategies = figures.strategy_figure(answer["strategies"])
+    notice = f"{summary['num_params']} parameters, {format_size(summary['grad_bytes'])} of gradients, strategy {summary['strategy']}, comm model {summary['comm']}."
+    return notice, cards, timeline, overhead, strategies
+
+
+def download(trigger: str | None, data: dict | None) -> Any:
+    from sim.ddp import DDPScenario, run_ddp
+
+    if not trigger or not data:
+        return no_update
+    scenario = DDPScenario.from_dict(data)
+    if trigger == ids.DDP_DL_JSON:
+        return {"content": scenario.to_json(), "filename": "ddp-scenario.json", "type": "application/json"}
+    result = run_ddp(scenario)
+    if trigger == ids.DDP_DL_CSV:
+        from webapp.pages.collectives import events_csv
+
+        return {"content": events_csv(result), "filename": "ddp-events.csv", "type": "text/csv"}
+    return {"content": json.dumps(result.chrome_trace()), "filename": "ddp-trace.json", "type": "application/json"}
+
+
+def register(app: Any) -> None:
+    if model.missing():
+        return
+    fid = lambda name: ids.field_id(name, PAGE)  # noqa: E731
+    app.callback(Output(fid("bucket"), "value"), Output("ddp-bucket-label", "children"), Input(ids.DDP_BUCKET_SLIDER, "value"))(sync_bucket)
+    app.callback(*[Output(f"{PAGE}-field-{name}", "style") for name in OW_ONLY + NETWORK_ONLY], Input(fid("comm_model"), "value"))(
+        comm_fields
+    )
+    app.callback(
+        Output(ids.DDP_UPLOAD_STORE, "data"),
+        Output(ids.error_id("upload", PAGE), "children"),
+        Output("ddp-upload-info", "children"),
+        Input(ids.DDP_UPLOAD, "contents"),
+        State(ids.DDP_UPLOAD, "filename"),
+        prevent_initial_call=True,
+    )(_guarded(upload, lambda message: (None, message, "")))
+    names = list(model.DEFAULTS)
+    app.callback(
+        Output(ids.DDP_SCENARIO, "data"),
+        *[Output(ids.error_id(name, PAGE), "children") for name in names],
+        Output(ids.URL, "search", allow_duplicate=True),
+        Input(ids.DDP_UPLOAD_STORE, "data"),
+        *[Input(fid(name), "value") for name in model.DEFAULTS],
+        prevent_initial_call="initial_duplicate",
+    )(_guarded(validate, lambda message: (None, message, *[""] * (len(names) - 1), no_update)))
+    app.callback(
+        Output(ids.DDP_NOTICE, "children"),
+        Output(ids.DDP_SUMMARY, "children"),
+        Output(ids.DDP_TIMELINE, "figure"),
+        Output(ids.DDP_OVERHEAD, "figure"),
+        Output(ids.DDP_STRATEGIES, "figure"),
+        Input(ids.DDP_SCENARIO, "data"),
+    )(_guarded(simulate, lambda message: (message, no_update, no_update, no_update, no_update)))
+    app.callback(
+        Output(ids.DDP_DOWNLOAD, "data"),
+        Input(ids.DDP_DL_JSON, "n_clicks"),
+        Input(ids.DDP_DL_CSV, "n_clicks"),
+        Input("ddp-dl-trace", "n_clicks"),
+        State(ids.DDP_SCENARIO, "data"),
+        prevent_initial_call=True,
+    )(_guarded(lambda *args: download(ctx.triggered_id, args[-1]), lambda message: no_update))
