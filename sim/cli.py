@@ -130,32 +130,63 @@ def _unit(parse):
 @click.option("--record", default=None, type=click.Choice(["auto", "full", "aggregate"]), help="event recording")
 @click.option("--verify", is_flag=True, help="move real payloads and check every rank's final buffer")
 @click.option("--scenario", "scenario_file", default=None, help="YAML/JSON scenario file (flags given override it)")
+@click.option("--calibration", default=None, help="calibration file from 'collsim fit --calibration': fills overhead, latency, bandwidth, algorithm not given")
+@click.option("--backend", default=None, help="with --calibration: use this backend's entries (gloo, nccl)")
 @click.option("--trace", default=None, help="write a Chrome trace JSON (open in Perfetto)")
 @click.option("--csv", "csv_path", default=None, help="write the event table as CSV")
 @click.option("--json", "as_json", is_flag=True, help="print one JSON object")
-def collective(scenario_file: str | None, trace: str | None, csv_path: str | None, as_json: bool, **flags: Any) -> None:
+@click.option(
+    "--mode",
+    default="full",
+    type=click.Choice(["full", "collapsed"]),
+    help="full: message by message (default); collapsed: one timed event per call (closed form, ring replay or cached simulation)",
+)
+def collective(scenario_file: str | None, trace: str | None, csv_path: str | None, as_json: bool, mode: str, **flags: Any) -> None:
     """Simulate one collective message by message on a topology."""
-    from sim.runner import run_collective
+    from sim.collapsed import run as run_in_mode
+    from sim.collapsed import summarize
     from sim.scenario import CollectiveScenario, load_mapping
 
+    calibration, backend = flags.pop("calibration"), flags.pop("backend")
     data = load_mapping(scenario_file) if scenario_file else {}
     data.update(_scenario_fields(flags))
+    if calibration:
+        _apply_calibration(data, calibration, backend)
     missing = [flag for flag, keys in _REQUIRED.items() if not any(key in data for key in keys)]
     if missing:
         raise CollsimError(f"missing {', '.join(missing)} (give the flag or a --scenario file that sets it)")
     if "size_bytes" not in data:
         data.setdefault("size", 0)
     scenario = CollectiveScenario.from_dict(data)
-    result = run_collective(scenario)
+    result = run_in_mode(scenario, mode)
+    if (trace or csv_path) and result.mode == "collapsed":
+        raise CollsimError("--trace and --csv need per-message events: use --mode full")
     if trace:
         result.write_trace(trace)
     if csv_path:
         result.to_csv(csv_path)
-    summary = result.summary()
+    summary = summarize(result)
     if as_json:
         click.echo(json.dumps(summary))
+    elif summary["mode"] == "collapsed":
+        head = f"{summary['op']}/{summary['algorithm']} on {summary['ranks']} ranks, {summary['size_bytes']} B"
+        click.echo(f"{head} (collapsed: {summary['collapsed_source']})")
+        click.echo(f"  time per call    {summary['time_s']:.6g} s")
     else:
         click.echo(format_summary(summary))
+
+
+def _apply_calibration(data: dict[str, Any], path: str, backend: str | None) -> None:
+    """Fill the fields the user did not give from a calibration file (flags and files win)."""
+    from sim.calibration import calibrated_fields, load_calibration
+
+    if "op" not in data or "ranks" not in data:
+        raise CollsimError("--calibration needs --op and --ranks to pick the calibrated entry")
+    fields = calibrated_fields(load_calibration(path), data["op"], int(data["ranks"]), backend)
+    short = {"overhead_s": "overhead", "latency_s": "latency", "bandwidth_Bps": "bandwidth"}
+    for key, value in fields.items():
+        if key not in data and short.get(key) not in data and value is not None:
+            data[key] = value
 
 
 _REQUIRED = {"--op": ("op",), "--algorithm": ("algorithm",), "--ranks": ("ranks",), "--bandwidth": ("bandwidth", "bandwidth_Bps")}

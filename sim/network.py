@@ -12,6 +12,14 @@ flows over one NIC therefore take twice as long as one, and the second starts wh
 Each message is one SimPy event that both the sender and the receiver wait on; sends are eager
 (delivery does not wait for the receive to be posted) and messages between a pair of ranks with
 the same tag are matched in order, as MPI's non-overtaking rule says.
+
+Speed (see docs/scale.md): links are float "free at" reservations, not Resource objects; the
+messages (and reductions) that end at one instant share one heap entry, an :class:`Instant`,
+and fire in issue order, so a ring step of p messages costs one heap push and pop instead of p.
+The order in which events fire is exactly SimPy's: an instant stops taking deliveries as soon
+as anything else is scheduled for its time (the environment's ``schedule`` is wrapped to see
+that), so later deliveries start a new instant behind it. Records go to bounded typed columns
+(:mod:`sim.records`).
 """
 
 from __future__ import annotations
@@ -25,12 +33,99 @@ import simpy
 from simpy.core import NORMAL
 from simpy.events import PENDING, Event
 
+from sim.records import BUFFER_ROWS, COMPUTE_COLUMNS, MESSAGE_COLUMNS, RecordTable
 from sim.topology import Topology
 
 # A recorded message: (src, dst, start_s, end_s, nbytes, step, chunk)
 Message = tuple[int, int, float, float, int, int, int]
 # A recorded reduction: (rank, start_s, end_s, nbytes, step, chunk)
 Compute = tuple[int, float, float, int, int, int]
+
+_JITTER_BLOCK = 4096  # exponential draws taken at once; the same stream as one by one
+
+
+class Delivery(Event):
+    """A message's arrival (or a reduction's end): an event that never fails."""
+
+    _ok = True
+
+
+_new = object.__new__  # Delivery without a Python-level __init__ call: see _delivery
+
+
+def _delivery(env: simpy.Environment, value: Any = PENDING) -> Delivery:
+    event = _new(Delivery)
+    event.env = env
+    event.callbacks = []
+    event._value = value
+    return event
+
+
+class Instant(Event):
+    """Deliveries due at one simulated time, fired in issue order from one heap entry."""
+
+    def __init__(self, env: simpy.Environment, time: float, instants: dict[float, Instant]) -> None:
+        self.env = env
+        self.callbacks = [_fire]  # a plain function: a bound method would make a reference cycle
+        self._ok = True
+        self._value = None
+        self.time = time
+        self.events: list[Event] = []
+        self._instants = instants
+
+
+def _fire(instant: Instant) -> None:
+    instants = instant._instants
+    if instants.get(instant.time) is instant:  # deliveries issued from now on go behind it
+        del instants[instant.time]
+    for event in instant.events:
+        callbacks = event.callbacks
+        event.callbacks = None
+        if len(callbacks) == 1:  # the usual case: one waiting process
+            callbacks[0](event)
+        else:
+            for callback in callbacks:
+                callback(event)
+
+
+def open_instants(env: simpy.Environment) -> dict[float, Instant]:
+    """The environment's open instants (time -> Instant), shared by every Network on it.
+
+    The first call wraps ``env.schedule`` so that scheduling anything else at time t closes the
+    open instant of t: deliveries issued after it then fire after it, as plain SimPy events would.
+    """
+    instants = getattr(env, "_collsim_instants", None)  # not env.__dict__: that would de-optimize env
+    if instants is None:
+        instants = env._collsim_instants = {}
+        queue, eid = env._queue, env._eid
+
+        def schedule(event: Event, priority: int = NORMAL, delay: float = 0) -> None:
+            time = env._now + delay
+            if instants:
+                instants.pop(time, None)
+            heappush(queue, (time, priority, next(eid), event))
+
+        env.schedule = schedule
+    return instants
+
+
+def _tree_index(graph: nx.Graph) -> tuple[dict, dict] | None:
+    """(parent, depth) of every node when the graph is a tree, rooted at its busiest node; None
+    otherwise. In a tree the shortest path is unique, so routes equal nx.shortest_path's."""
+    if graph.number_of_nodes() < 2 or not nx.is_tree(graph):
+        return None
+    root = max(graph.nodes, key=graph.degree)
+    parent, depth = {root: root}, {root: 0}
+    frontier = [root]
+    while frontier:
+        following = []
+        for node in frontier:
+            for neighbour in graph.adj[node]:
+                if neighbour not in depth:
+                    parent[neighbour], depth[neighbour] = node, depth[node] + 1
+                    following.append(neighbour)
+        frontier = following
+    return parent, depth
 
 
 class Network:
@@ -50,25 +145,24 @@ class Network:
         self.gamma = 1.0 / reduce_bandwidth_Bps if reduce_bandwidth_Bps else 0.0
         self.jitter_s = jitter_s
         self._rng = np.random.default_rng(seed)
+        self._jitter: list[float] = []
         self.links = topology.links()
         self._link_index = {link: i for i, link in enumerate(self.links)}
         self._ports = self._port_resources(len(self.links))
         self._free_at = [0.0] * (len(self.links) + 2 * len(self._ports))
         self._routes: dict[int, tuple[tuple[int, ...], float, float]] = {}
+        self._tree = _tree_index(topology.graph)
         # Per (src, dst, tag): messages sent but not yet received, or receives posted but not
-        # yet matched; never both at once. Short lists: most pairs hold at most one entry.
+        # yet matched; never both at once. One event, or a list when several are outstanding.
         # Keys are ints, (src * ranks + dst) + tag * ranks**2: no tuple to build per message.
         self._nodes = topology.ranks
         self._pairs = topology.ranks * topology.ranks
-        self._mail: dict[int, list[simpy.Event]] = {}
-        self._last_send: dict[int, simpy.Event] = {}
+        self._mail: dict[int, Event | list[Event]] = {}
+        self._last_send: list[Event | None] = [None] * topology.ranks
+        self._instants = open_instants(env)
         self.max_events = max_events  # None: record every message
-        self._record_limit = float("inf") if max_events is None else max_events
-        self.messages: list[Message] = []
-        self.computes: list[Compute] = []
-        self.overflow: dict[tuple[int, int], list[float]] = {}  # pair -> [count, bytes, busy_s]
-        self.message_count = 0
-        self.bytes_sent = 0
+        self.message_table = RecordTable(MESSAGE_COLUMNS, (0, 1), max_events)
+        self.compute_table = RecordTable(COMPUTE_COLUMNS, (0,), max_events)
 
     def _port_resources(self, first: int) -> dict[int, int]:
         """Ranks with several links get a send and a receive port (single-port model)."""
@@ -76,13 +170,39 @@ class Network:
         multi = [rank for rank in range(self.topology.ranks) if graph.degree(rank) > 1]
         return {rank: first + 2 * i for i, rank in enumerate(multi)}
 
+    # -- records, read side ------------------------------------------------------------------
+    @property
+    def messages(self) -> RecordTable:
+        """Recorded messages as (src, dst, start_s, end_s, nbytes, step, chunk) tuples."""
+        return self.message_table
+
+    @property
+    def computes(self) -> RecordTable:
+        """Recorded reductions as (rank, start_s, end_s, nbytes, step, chunk) tuples."""
+        return self.compute_table
+
+    @property
+    def overflow(self) -> dict[tuple[int, int], list[float]]:
+        """(src, dst) -> [count, bytes, busy_s] over the messages past ``max_events``."""
+        self.message_table.flush()
+        return self.message_table.totals
+
+    @property
+    def message_count(self) -> int:
+        return self.message_table.count
+
+    @property
+    def bytes_sent(self) -> int:
+        return self.message_table.total_bytes
+
+    # -- the hot path ------------------------------------------------------------------------
     def route(self, src: int, dst: int) -> tuple[tuple[int, ...], float, float]:
         """(resource indices, latency_s, 1/bandwidth) of the route src -> dst, cached."""
         cached = self._routes.get(src * self._nodes + dst)
         if cached is not None:
             return cached
         graph = self.topology.graph
-        path = nx.shortest_path(graph, src, dst)
+        path = self._tree_path(src, dst) if self._tree is not None else nx.shortest_path(graph, src, dst)
         hops = list(zip(path, path[1:]))
         resources = [self._link_index[hop] for hop in hops]
         if src in self._ports:
@@ -95,88 +215,169 @@ class Network:
         self._routes[src * self._nodes + dst] = cached
         return cached
 
+    def _tree_path(self, src: int, dst: int) -> list[object]:
+        """The one path between two nodes of a tree (switch, two_level): climb to the common
+        ancestor. nx.shortest_path would expand the switch's p neighbours for every route."""
+        parent, depth = self._tree
+        up, down = [src], [dst]
+        while depth[up[-1]] > depth[down[-1]]:
+            up.append(parent[up[-1]])
+        while depth[down[-1]] > depth[up[-1]]:
+            down.append(parent[down[-1]])
+        while up[-1] != down[-1]:
+            up.append(parent[up[-1]])
+            down.append(parent[down[-1]])
+        return up + down[-2::-1]
+
     def send(self, src: int, dst: int, nbytes: int, payload: Any = None, step: int = -1, chunk: int = -1, tag: int = 0) -> simpy.Event:
         """Issue a message now; returns the event of its delivery (wait on it for a blocking send).
 
-        This is the simulator's hot path: one event per message, no Resource objects.
+        This is the simulator's hot path: one event per message, no Resource objects, no heap
+        entry of its own when another delivery ends at the same instant.
         """
-        env = self.env
         pair = src * self._nodes + dst
         resources, latency, inverse_bandwidth = self._routes.get(pair) or self.route(src, dst)
         free_at = self._free_at
-        start = env._now
+        start = self.env._now
         for index in resources:
             if free_at[index] > start:
                 start = free_at[index]
         end = start + latency + nbytes * inverse_bandwidth
         if self.jitter_s:
-            end += self._rng.exponential(self.jitter_s)
+            end += self._draw_jitter()
         for index in resources:
             free_at[index] = end
         key = pair + tag * self._pairs
-        queue = self._mail.get(key)
-        if queue and queue[0]._value is PENDING:  # a receive is waiting: this message is its
-            event = queue.pop(0)
+        mail = self._mail
+        waiting = mail.get(key)
+        if waiting is None:  # the usual case: sent before the receive is posted
+            event = _new(Delivery)
+            event.env = self.env
+            event.callbacks = []
+            event._value = payload
+            mail[key] = event
+        elif waiting.__class__ is not list and waiting._value is PENDING:  # a receive waits: this is its message
+            del mail[key]
+            event = waiting
+            event._value = payload
         else:
-            event = Event(env)
-            if queue is None:
-                self._mail[key] = [event]
-            else:
-                queue.append(event)
-        # Deliver at `end` (as Environment.schedule does, but at the exact end time): the same
-        # event wakes the receiver and a blocking sender.
-        event._ok = True
-        event._value = payload
-        heappush(env._queue, (end, NORMAL, next(env._eid), event))
+            event = self._queue_send(key, waiting, payload)
+        instant = self._instants.get(end)
+        if instant is None:
+            instant = self._open_instant(end)
+        instant.events.append(event)
         self._last_send[src] = event
-        self.message_count += 1
-        self.bytes_sent += nbytes
-        if len(self.messages) < self._record_limit:
-            self.messages.append((src, dst, start, end, nbytes, step, chunk))
-        else:
-            self._aggregate(src, dst, nbytes, end - start)
+        rows = self.message_table.buffer
+        rows.append((src, dst, start, end, nbytes, step, chunk))
+        if len(rows) >= BUFFER_ROWS:
+            self.message_table.flush()
         return event
 
-    def _aggregate(self, src: int, dst: int, nbytes: int, busy_s: float) -> None:
-        totals = self.overflow.get((src, dst))
-        if totals is None:
-            totals = self.overflow[(src, dst)] = [0, 0, 0.0]
-        totals[0] += 1
-        totals[1] += nbytes
-        totals[2] += busy_s
+    def _open_instant(self, time: float) -> Instant:
+        env = self.env
+        instant = self._instants[time] = Instant(env, time, self._instants)
+        heappush(env._queue, (time, NORMAL, next(env._eid), instant))
+        return instant
+
+    def _draw_jitter(self) -> float:
+        if not self._jitter:
+            self._jitter = self._rng.exponential(self.jitter_s, _JITTER_BLOCK).tolist()[::-1]
+        return self._jitter.pop()
 
     def recv(self, src: int, dst: int, tag: int = 0) -> simpy.Event:
         """The next message src -> dst (with ``tag``); its value is the payload."""
         key = src * self._nodes + dst + tag * self._pairs
-        queue = self._mail.get(key)
-        if queue and queue[0]._value is not PENDING:  # already sent (maybe not yet delivered)
-            return queue.pop(0)
-        event = Event(self.env)
-        if queue is None:
-            self._mail[key] = [event]
+        mail = self._mail
+        waiting = mail.get(key)
+        if waiting is None:  # not sent yet: post the receive
+            event = mail[key] = _delivery(self.env)
+            return event
+        if waiting.__class__ is not list and waiting._value is not PENDING:  # already sent
+            del mail[key]
+            return waiting
+        return self._queue_recv(key, waiting)
+
+    # A mailbox holds one event (the usual case: no list to allocate and touch per message) or,
+    # when several sends or several receives are outstanding for one (src, dst, tag), a FIFO list
+    # of them; never sends and receives at once.
+    def _queue_send(self, key: int, waiting: Event | list[Event], payload: Any) -> Event:
+        queue = waiting if waiting.__class__ is list else [waiting]
+        if queue[0]._value is PENDING:  # receives are posted: the first one gets this message
+            event = queue.pop(0)
+            event._value = payload
         else:
+            event = _delivery(self.env, payload)
             queue.append(event)
+        self._store(key, queue)
         return event
+
+    def _queue_recv(self, key: int, waiting: Event | list[Event]) -> Event:
+        queue = waiting if waiting.__class__ is list else [waiting]
+        if queue[0]._value is not PENDING:  # messages are waiting: take the first
+            event = queue.pop(0)
+        else:
+            event = _delivery(self.env)
+            queue.append(event)
+        self._store(key, queue)
+        return event
+
+    def _store(self, key: int, queue: list[Event]) -> None:
+        if not queue:
+            del self._mail[key]
+        else:
+            self._mail[key] = queue[0] if len(queue) == 1 else queue
 
     def reduce(self, rank: int, nbytes: int, step: int = -1, chunk: int = -1) -> simpy.Event | None:
         """Combine ``nbytes`` received bytes on ``rank`` (n / reduce_bandwidth); None when free."""
         if not self.gamma or not nbytes:
             return None
-        duration = nbytes * self.gamma
         now = self.env._now
-        if len(self.computes) < self._record_limit:
-            self.computes.append((rank, now, now + duration, nbytes, step, chunk))
-        return self.env.timeout(duration)
+        end = now + nbytes * self.gamma
+        event = _delivery(self.env, None)
+        instant = self._instants.get(end)
+        if instant is None:
+            instant = self._open_instant(end)
+        instant.events.append(event)
+        rows = self.compute_table.buffer
+        rows.append((rank, now, end, nbytes, step, chunk))
+        if len(rows) >= BUFFER_ROWS:
+            self.compute_table.flush()
+        return event
 
     def last_send(self, rank: int) -> simpy.Event | None:
         """The delivery of ``rank``'s latest message (all earlier ones from it end no later on its port)."""
-        return self._last_send.get(rank)
+        return self._last_send[rank]
 
     def pending(self) -> list[tuple[int, int, int]]:
         """Receives posted that no message matched: a deadlock when the run ends with any."""
         waiting = []
-        for key, queue in self._mail.items():
+        for key, box in self._mail.items():
+            queue = box if box.__class__ is list else [box]
             if queue and queue[0]._value is PENDING:
                 tag, pair = divmod(key, self._pairs)
                 waiting.append((*divmod(pair, self._nodes), tag))
         return waiting
+
+    def pair_totals(self) -> dict[tuple[int, int], list[float]]:
+        """(src, dst) -> [messages, bytes, busy_s] over every message, recorded or aggregated."""
+        columns = self.message_table.views()
+        totals: dict[tuple[int, int], list[float]] = {}
+        block = 262_144  # numpy temporaries of a block, not of millions of rows
+        for lo in range(0, len(columns["src"]), block):
+            part = {name: column[lo : lo + block] for name, column in columns.items()}
+            keys = part["src"].astype(np.int64) * self._nodes + part["dst"]
+            unique, inverse = np.unique(keys, return_inverse=True)
+            counts = np.bincount(inverse, minlength=len(unique)).tolist()
+            nbytes = np.bincount(inverse, weights=part["nbytes"], minlength=len(unique)).tolist()
+            busy = np.bincount(inverse, weights=part["end_s"] - part["start_s"], minlength=len(unique)).tolist()
+            for key, count, size, seconds in zip(unique.tolist(), counts, nbytes, busy):
+                entry = totals.setdefault(divmod(key, self._nodes), [0, 0, 0.0])
+                entry[0] += count
+                entry[1] += int(size)
+                entry[2] += seconds
+        for pair, (count, size, seconds) in self.overflow.items():
+            entry = totals.setdefault(pair, [0, 0, 0.0])
+            entry[0] += count
+            entry[1] += size
+            entry[2] += seconds
+        return totals

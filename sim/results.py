@@ -120,17 +120,7 @@ class CollectiveResult:
     def link_stats(self) -> list[LinkStats]:
         """Messages, bytes and busy time per directed link, over every message (recorded or not)."""
         net = self.network
-        pairs: dict[tuple[int, int], list[float]] = {}
-        for src, dst, start, end, nbytes, _, _ in net.messages:
-            totals = pairs.setdefault((src, dst), [0, 0, 0.0])
-            totals[0] += 1
-            totals[1] += nbytes
-            totals[2] += end - start
-        for pair, (count, nbytes, busy) in net.overflow.items():
-            totals = pairs.setdefault(pair, [0, 0, 0.0])
-            totals[0] += count
-            totals[1] += nbytes
-            totals[2] += busy
+        pairs = net.pair_totals()  # numpy over the recorded columns plus the aggregated totals
         per_link = [[0, 0, 0.0] for _ in net.links]
         for (src, dst), (count, nbytes, busy) in pairs.items():
             for index in net.route(src, dst)[0]:

@@ -13,21 +13,32 @@ Ring reduce-scatter, p = 4, piece j = j-th quarter; rank i sends piece (i-s-1) a
 
 from __future__ import annotations
 
-from typing import Generator, Sequence
+from collections.abc import Generator, Sequence
 
 from sim.call import Call, Piece
 from sim.network import Network
 from sim.registry import register
 
 
+def _chunked(call: Call, parts: int, within: Piece) -> list[tuple[Piece, ...]]:
+    """``within`` cut into ``parts`` pieces, each cut into ``call.chunks`` sub-chunks; built once
+    per call and shared by its ranks (one list per rank would be p lists of p entries: a million
+    objects at p = 1024, and cache misses on every step)."""
+    key = ("ring-chunks", parts, within[0], within[1])
+    cached = call._pieces.get(key)
+    if cached is None:
+        pieces = call.pieces(parts, within)
+        if call.chunks == 1:
+            cached = [(piece,) for piece in pieces]
+        else:
+            cached = [call.pieces(call.chunks, piece) for piece in pieces]
+        call._pieces[key] = cached
+    return cached
 
-def _chunked(call: Call, pieces: tuple[Piece, ...]) -> list[tuple[Piece, ...]]:
-    if call.chunks == 1:
-        return [(piece,) for piece in pieces]
-    return [call.pieces(call.chunks, piece) for piece in pieces]
 
-
-def ring_reduce_scatter_steps(net: Network, rank: int, call: Call, group: Sequence[int], within: Piece, step0: int = 0, tag: int = 0) -> Generator:
+def ring_reduce_scatter_steps(
+    net: Network, rank: int, call: Call, group: Sequence[int], within: Piece, step0: int = 0, tag: int = 0
+) -> Generator:
     """Group member i ends holding piece i of ``within`` summed over the group."""
     m = len(group)
     if m == 1:
@@ -36,7 +47,7 @@ def ring_reduce_scatter_steps(net: Network, rank: int, call: Call, group: Sequen
     right, left = group[(i + 1) % m], group[(i - 1) % m]
     send, recv, reduce = net.send, net.recv, net.reduce
     verify = call.buffers is not None
-    subs = _chunked(call, call.pieces(m, within))
+    subs = _chunked(call, m, within)
     for chunk, sub in enumerate(subs[(i - 1) % m]):
         send(rank, right, sub[2], call.take(rank, sub), step0, chunk, tag)
     for step in range(m - 1):
@@ -51,7 +62,9 @@ def ring_reduce_scatter_steps(net: Network, rank: int, call: Call, group: Sequen
                 send(rank, right, sub[2], call.take(rank, sub) if verify else None, step0 + step + 1, chunk, tag)
 
 
-def ring_all_gather_steps(net: Network, rank: int, call: Call, group: Sequence[int], within: Piece, step0: int = 0, tag: int = 0) -> Generator:
+def ring_all_gather_steps(
+    net: Network, rank: int, call: Call, group: Sequence[int], within: Piece, step0: int = 0, tag: int = 0
+) -> Generator:
     """Group member i starts with piece i of ``within`` and ends with all pieces."""
     m = len(group)
     if m == 1:
@@ -60,7 +73,7 @@ def ring_all_gather_steps(net: Network, rank: int, call: Call, group: Sequence[i
     right, left = group[(i + 1) % m], group[(i - 1) % m]
     send, recv = net.send, net.recv
     verify = call.buffers is not None
-    subs = _chunked(call, call.pieces(m, within))
+    subs = _chunked(call, m, within)
     for chunk, sub in enumerate(subs[i]):
         send(rank, right, sub[2], call.take(rank, sub), step0, chunk, tag)
     for step in range(m - 1):
@@ -84,10 +97,71 @@ def ring_all_gather(net: Network, rank: int, call: Call) -> Generator:
 
 @register("all_reduce", "ring", chunked=True, splits=True)
 def ring_all_reduce(net: Network, rank: int, call: Call) -> Generator:
-    """Reduce-scatter then all-gather around the ring: 2(p-1) steps of n/p bytes."""
-    group, whole = range(call.ranks), call.whole()
-    yield from ring_reduce_scatter_steps(net, rank, call, group, whole)
-    yield from ring_all_gather_steps(net, rank, call, group, whole, step0=call.ranks - 1)
+    """Reduce-scatter then all-gather around the ring: 2(p-1) steps of n/p bytes.
+
+    The two phases of ring_reduce_scatter_steps and ring_all_gather_steps, inlined: one
+    generator frame per rank instead of three, which is most of what a rank costs to resume
+    (the hot path of the 1,024-rank benchmark; docs/scale.md). A plain function that returns
+    the rank's generator, so that choosing the variant adds no generator level either.
+    """
+    if call.chunks == 1 and call.buffers is None and call.ranks > 1:
+        return _ring_all_reduce_plain(net, rank, call.ranks, call.pieces(call.ranks))
+    return _ring_all_reduce_chunked(net, rank, call)
+
+
+def _ring_all_reduce_chunked(net: Network, rank: int, call: Call) -> Generator:
+    m = call.ranks
+    if m == 1:
+        return
+    right, left = (rank + 1) % m, (rank - 1) % m
+    send, recv, reduce = net.send, net.recv, net.reduce
+    verify = call.buffers is not None
+    subs = _chunked(call, m, call.whole())
+    for chunk, sub in enumerate(subs[(rank - 1) % m]):
+        send(rank, right, sub[2], call.take(rank, sub), 0, chunk, 0)
+    for step in range(m - 1):
+        for chunk, sub in enumerate(subs[(rank - step - 2) % m]):
+            payload = yield recv(left, rank, 0)
+            combine = reduce(rank, sub[2], step, chunk)
+            if combine is not None:
+                yield combine
+            if verify:
+                call.add(rank, payload, sub)
+            if step < m - 2:
+                send(rank, right, sub[2], call.take(rank, sub) if verify else None, step + 1, chunk, 0)
+    step0 = m - 1
+    for chunk, sub in enumerate(subs[rank]):
+        send(rank, right, sub[2], call.take(rank, sub), step0, chunk, 0)
+    for step in range(m - 1):
+        for chunk, sub in enumerate(subs[(rank - step - 1) % m]):
+            payload = yield recv(left, rank, 0)
+            if verify:
+                call.put(rank, payload, sub)
+            if step < m - 2:
+                send(rank, right, sub[2], payload, step0 + step + 1, chunk, 0)
+
+
+def _ring_all_reduce_plain(net: Network, rank: int, m: int, pieces: tuple[Piece, ...]) -> Generator:
+    """ring_all_reduce with one chunk and no payloads: the same messages in the same order,
+    without the per-step chunk loop, and no reduce call when reductions are free."""
+    right, left = (rank + 1) % m, (rank - 1) % m
+    send, recv, reduce = net.send, net.recv, net.reduce
+    gamma = net.gamma
+    send(rank, right, pieces[(rank - 1) % m][2], None, 0, 0, 0)
+    last = m - 2
+    for step in range(m - 1):
+        nbytes = pieces[(rank - step - 2) % m][2]
+        yield recv(left, rank, 0)
+        if gamma and nbytes:
+            yield reduce(rank, nbytes, step, 0)
+        if step < last:
+            send(rank, right, nbytes, None, step + 1, 0, 0)
+    step0 = m - 1
+    send(rank, right, pieces[rank][2], None, step0, 0, 0)
+    for step in range(m - 1):
+        yield recv(left, rank, 0)
+        if step < last:
+            send(rank, right, pieces[(rank - step - 1) % m][2], None, step0 + step + 1, 0, 0)
 
 
 @register("all_reduce", "hierarchical", chunked=True, splits=True, topology="two_level")

@@ -1,0 +1,229 @@
+"""Collapsed mode: each collective call is one timed event instead of thousands of messages.
+
+Where per-message detail is not needed (one call at a time, so no contention between concurrent
+collectives, and symmetric ranks: no stragglers, no jitter), a call's time comes from
+
+1. the closed form (:mod:`sim.analytic`) where the DES is known to reproduce it exactly
+   (``analytic.for_scenario``: switch topology, an even split of the elements), else
+2. for ring all-reduce on a topology whose ring hops share no link (switch with any split, ring,
+   two_level), a max-plus replay of the per-message recursion, vectorized over ranks with
+   numpy: the same float operations as the DES, so the same time to the last bit, in
+   milliseconds (512 ranks: 30 ms instead of 1.7 s), else
+3. one per-message simulation of a single call, cached by scenario, so a DDP step that issues
+   the same bucket size many times, or a sweep, pays for it once per process.
+
+Both give the full simulation's time for a single call (tests/scale check it); ``repetitions``
+back-to-back calls take ``repetitions`` times one call (the collapsed model's definition; the
+full simulation lets a rank that finishes early start its next call early). Scenarios that are
+not symmetric, or that ask for ``verify`` (payloads need messages), run in full mode, and the
+result says so.
+
+For the DDP step model: ``collective_time(scenario).time_s`` is a drop-in for
+``run_collective(scenario).time_s``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from sim import analytic
+from sim.scenario import CollectiveScenario
+
+MODES = ("full", "collapsed")
+
+
+@dataclass(frozen=True)
+class Timing:
+    """One call's time and where it came from: "closed_form", "replayed" or "simulated" (cached)."""
+
+    time_s: float
+    source: str
+    message_count: int | None = None
+    bytes_sent: int | None = None
+    steps: int | None = None
+
+
+def why_not_collapsed(scenario: CollectiveScenario) -> str | None:
+    """None when the scenario can be collapsed, else the reason it needs per-message simulation."""
+    s = scenario
+    if s.stragglers:
+        return "stragglers make ranks asymmetric"
+    if s.jitter_s:
+        return "per-message jitter needs per-message simulation"
+    if s.verify:
+        return "verify moves real payloads message by message"
+    return None
+
+
+def collective_time(scenario: CollectiveScenario) -> Timing:
+    """Seconds one call of ``scenario`` takes (repetitions ignored), closed form or cached DES."""
+    single = scenario.replace(repetitions=1, verify=False, record="aggregate", seed=0) if not scenario.jitter_s else scenario
+    exact = analytic.for_scenario(single)
+    if exact is not None:
+        return Timing(exact, "closed_form", *_ring_counts(single))
+    replayed = _ring_replay(single)
+    if replayed is not None:
+        return replayed
+    return _simulated(single)
+
+
+def _ring_counts(s: CollectiveScenario) -> tuple[int | None, int | None, int | None]:
+    """(messages, bytes on the wire, steps) of the ring algorithms with an even split."""
+    p, k, n = s.ranks, s.chunks, s.size_bytes
+    if s.algorithm != "ring" or p == 1:
+        return None, None, None
+    phases = {"all_reduce": 2, "all_gather": 1, "reduce_scatter": 1}.get(s.op)
+    if phases is None:
+        return None, None, None
+    return phases * p * (p - 1) * k, phases * (p - 1) * n, phases * (p - 1)
+
+
+def _ring_replay(s: CollectiveScenario) -> Timing | None:
+    """Ring all-reduce replayed as a max-plus recursion over (rank, message index), vectorized
+    over ranks: exact (the same float operations as the DES) whenever no two ring hops share a
+    link or port, as on switch, ring and two_level topologies; None elsewhere.
+
+    Rank j's i-th send is issued at the overhead (first k), or once it has handled receive i-k;
+    it starts when issued and its hop is free (the hop's previous message ended) and lasts
+    latency + bytes/bandwidth. Receive i of rank j is send i of rank j-1; handling it ends at
+    max(previous handling, arrival) plus the reduction in the reduce-scatter half.
+    """
+    import numpy as np
+
+    from sim.call import Call
+
+    p, k = s.ranks, s.chunks
+    if s.op != "all_reduce" or s.algorithm != "ring" or p < 2 or s.jitter_s or s.stragglers:
+        return None
+    hops = _disjoint_ring_hops(s)
+    if hops is None:
+        return None
+    latency, inverse_bandwidth = hops
+    call = Call(s.op, p, s.size_bytes, s.element_bytes, k)
+    chunk_bytes = np.array([[sub[2] for sub in call.pieces(k, piece)] for piece in call.pieces(p)], dtype=np.float64)
+    gamma = 1.0 / s.reduce_bandwidth_Bps if s.reduce_bandwidth_Bps else 0.0
+    ranks = np.arange(p)
+    half = (p - 1) * k  # sends (and receives) per half
+    handled: list[np.ndarray] = []  # P[i]: when each rank has handled its receive i
+    end = np.zeros(p)  # end of each rank's previous send (its hop is free then)
+    start_time = np.full(p, s.overhead_s + 0.0)
+    for i in range(2 * half):
+        step, chunk = divmod(i % half, k)
+        piece = (ranks - step - 1) % p if i < half else (ranks - step) % p
+        nbytes = chunk_bytes[piece, chunk]
+        if i < k:
+            issue = start_time
+        elif half <= i < half + k:
+            issue = handled[half - 1]
+        else:
+            issue = handled[i - k]
+        end = np.maximum(issue, end) + latency + nbytes * inverse_bandwidth
+        arrival, arrived_bytes = np.roll(end, 1), np.roll(nbytes, 1)  # rank j hears from j-1
+        previous = handled[i - 1] if i else start_time
+        done = np.maximum(previous, arrival)
+        if i < half and gamma:
+            done = done + arrived_bytes * gamma
+        handled.append(done)
+    finish = np.maximum(handled[-1], end)
+    messages = 2 * p * half
+    return Timing(float(finish.max()), "replayed", messages, int(round(2 * (p - 1) * s.size_bytes)), 2 * (p - 1))
+
+
+def _disjoint_ring_hops(s: CollectiveScenario) -> tuple[Any, Any] | None:
+    """(latency, 1/bandwidth) per ring hop j -> j+1 when no two hops share a resource."""
+    import numpy as np
+    import simpy
+
+    from sim.network import Network
+    from sim.runner import build_topology
+
+    net = Network(simpy.Environment(), build_topology(s))
+    routes = [net.route(j, (j + 1) % s.ranks) for j in range(s.ranks)]
+    used: set[int] = set()
+    for resources, _, _ in routes:
+        if used.intersection(resources):
+            return None
+        used.update(resources)
+    return np.array([r[1] for r in routes]), np.array([r[2] for r in routes])
+
+
+@lru_cache(maxsize=4096)
+def _simulated(single: CollectiveScenario) -> Timing:
+    from sim.runner import run_collective
+
+    result = run_collective(single)
+    return Timing(result.time_s, "simulated", result.message_count, result.bytes_sent, result.steps)
+
+
+@dataclass
+class CollapsedResult:
+    """What a collapsed run produced; ``summary()`` has the keys of the full result's."""
+
+    scenario: CollectiveScenario
+    timing: Timing
+    mode: str = "collapsed"
+    analytic_time_s: float | None = field(default=None)
+
+    @property
+    def time_s(self) -> float:
+        return self.timing.time_s + 0.0
+
+    @property
+    def total_time_s(self) -> float:
+        return self.timing.time_s * self.scenario.repetitions
+
+    def summary(self) -> dict[str, Any]:
+        s, t = self.scenario, self.timing
+        reps = s.repetitions
+        analytic_time = self.analytic_time_s
+        return {
+            "op": s.op,
+            "algorithm": s.algorithm,
+            "ranks": s.ranks,
+            "size_bytes": s.size_bytes,
+            "topology": s.topology,
+            "time_s": t.time_s,
+            "analytic_time_s": analytic_time,
+            "relative_error": None if not analytic_time else (t.time_s - analytic_time) / analytic_time,
+            "messages": None if t.message_count is None else t.message_count * reps,
+            "bytes_on_wire": None if t.bytes_sent is None else t.bytes_sent * reps,
+            "steps": t.steps,
+            "verified": None,
+            "mode": "collapsed",
+            "collapsed_source": t.source,
+            "repetitions": reps,
+            "rank_end_s": {"min": self.total_time_s, "max": self.total_time_s},
+            "algbw_GBps": s.size_bytes / t.time_s / 1e9 if t.time_s else None,
+            "busiest_link": None,
+            "events_recorded": 0,
+            "events_truncated": False,
+            "scenario": s.to_dict(),
+        }
+
+
+def run(scenario: CollectiveScenario, mode: str = "full") -> Any:
+    """Run ``scenario`` in ``mode``; collapsed falls back to full (and says why) where it cannot apply."""
+    from sim.runner import run_collective
+
+    if mode not in MODES:
+        from sim.errors import CollsimError
+
+        raise CollsimError(f"mode: must be one of {', '.join(MODES)}, got {mode!r}")
+    reason = why_not_collapsed(scenario) if mode == "collapsed" else None
+    if mode == "full" or reason:
+        result = run_collective(scenario)
+        if reason:
+            result.mode_note = f"collapsed mode not applicable ({reason}); ran full"
+        return result
+    return CollapsedResult(scenario, collective_time(scenario), analytic_time_s=analytic.for_scenario(scenario))
+
+
+def summarize(result: Any) -> dict[str, Any]:
+    """``result.summary()`` plus, where collapsed mode fell back to full, the reason."""
+    summary = result.summary()
+    note = getattr(result, "mode_note", None)
+    if note:
+        summary["mode_note"] = note
+    return summary

@@ -1,0 +1,287 @@
+"""``collsim sweep GRID.yaml``: a grid of scenarios on a local process pool or a Dask cluster.
+
+A grid file names the kind of scenario, the fields every point shares, and lists of values to
+cross (any scenario field, canonical or short name, unit strings allowed)::
+
+    kind: collective          # or ddp (sim/ddp.py's DDPScenario)
+    mode: full                # collective only: full (per message) or collapsed
+    base: {op: all_reduce, bandwidth: 25GB/s, latency: 5us}
+    grid:
+      algorithm: [ring, rabenseifner]
+      ranks: [8, 64, 256]
+      size: [1MiB, 64MiB]
+
+Every point is identified by a hash of its parsed scenario (so ``64MiB`` and ``67108864`` are
+the same point) and its result is appended to an SQLite table as soon as it finishes; a rerun
+skips the points already stored, so an interrupted sweep resumes where it stopped. Invalid
+points (say Rabenseifner on 12 ranks) are stored with their error and do not stop the sweep.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+from sim.errors import CollsimError
+from sim.scenario import load_mapping
+
+KINDS = ("collective", "ddp")
+MODES = ("full", "collapsed")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sweep_points (
+    point_id TEXT PRIMARY KEY,
+    grid TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    params TEXT NOT NULL,
+    scenario TEXT NOT NULL,
+    status TEXT NOT NULL,
+    time_s REAL,
+    result TEXT,
+    error TEXT,
+    wall_s REAL,
+    finished_at TEXT NOT NULL
+)
+"""
+
+
+@dataclass(frozen=True)
+class Point:
+    """One grid point: its identity, the values crossed to make it, its parsed scenario."""
+
+    point_id: str
+    params: dict[str, Any]
+    scenario: dict[str, Any]
+    error: str | None = None  # the scenario itself is invalid
+
+
+@dataclass(frozen=True)
+class Grid:
+    name: str
+    kind: str
+    mode: str
+    base: dict[str, Any]
+    axes: dict[str, list[Any]]
+
+    @property
+    def size(self) -> int:
+        count = 1
+        for values in self.axes.values():
+            count *= len(values)
+        return count
+
+
+def load_grid(path: str | Path) -> Grid:
+    """Read and check a grid file (see the module docstring)."""
+    data = load_mapping(path)
+    unknown = set(data) - {"kind", "mode", "base", "grid", "name"}
+    if unknown:
+        raise CollsimError(f"grid {path}: unknown key(s) {', '.join(sorted(unknown))}; allowed: kind, mode, base, grid, name")
+    kind = data.get("kind", "collective")
+    if kind not in KINDS:
+        raise CollsimError(f"grid {path}: kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    mode = data.get("mode", "full")
+    if mode not in MODES:
+        raise CollsimError(f"grid {path}: mode must be one of {', '.join(MODES)}, got {mode!r}")
+    base, axes = data.get("base") or {}, data.get("grid") or {}
+    if not isinstance(base, dict) or not isinstance(axes, dict):
+        raise CollsimError(f"grid {path}: base and grid must be mappings of scenario fields")
+    axes = {key: values if isinstance(values, list) else [values] for key, values in axes.items()}
+    if any(not values for values in axes.values()):
+        raise CollsimError(f"grid {path}: every grid field needs at least one value")
+    return Grid(str(data.get("name", Path(path).stem)), kind, mode, base, axes)
+
+
+def _scenario_class(kind: str) -> Any:
+    if kind == "collective":
+        from sim.scenario import CollectiveScenario
+
+        return CollectiveScenario
+    try:
+        from sim.ddp import DDPScenario
+    except ImportError:
+        raise CollsimError("kind ddp: sim/ddp.py (DDPScenario) is not available in this installation") from None
+    return DDPScenario
+
+
+def points(grid: Grid) -> Iterator[Point]:
+    """Every point of the grid, in a stable order, parsed and identified."""
+    cls = _scenario_class(grid.kind)
+    names = list(grid.axes)
+    for values in itertools.product(*(grid.axes[name] for name in names)):
+        params = dict(zip(names, values))
+        try:
+            scenario = cls.from_dict({**grid.base, **params}).to_dict()
+            error = None
+        except CollsimError as problem:
+            scenario, error = {**grid.base, **params}, str(problem)
+        text = json.dumps({"kind": grid.kind, "mode": grid.mode, "scenario": scenario}, sort_keys=True, default=str)
+        yield Point(hashlib.sha256(text.encode()).hexdigest()[:32], params, scenario, error)
+
+
+def run_point(kind: str, mode: str, scenario: dict[str, Any]) -> dict[str, Any]:
+    """Simulate one point; runs in a worker process (local pool or Dask), so it takes plain data."""
+    started = time.perf_counter()
+    try:
+        if kind == "collective":
+            from sim.collapsed import run as run_in_mode
+            from sim.collapsed import summarize
+            from sim.scenario import CollectiveScenario
+
+            summary = summarize(run_in_mode(CollectiveScenario.from_dict(scenario), mode))
+        else:
+            from sim.ddp import DDPScenario, run_ddp
+
+            summary = run_ddp(DDPScenario.from_dict(scenario)).summary()
+        status, error = "ok", None
+    except CollsimError as problem:
+        summary, status, error = None, "error", str(problem)
+    time_s = None if summary is None else summary.get("time_s", summary.get("step_time_s"))
+    return {"status": status, "result": summary, "error": error, "time_s": time_s, "wall_s": time.perf_counter() - started}
+
+
+class Store:
+    """The sweep's SQLite table; one row per finished point, written as it finishes."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.connection = sqlite3.connect(str(path), timeout=30)
+        self.connection.execute(_SCHEMA)
+        self.connection.commit()
+
+    def done(self) -> set[str]:
+        return {row[0] for row in self.connection.execute("SELECT point_id FROM sweep_points")}
+
+    def add(self, grid: Grid, point: Point, outcome: dict[str, Any]) -> None:
+        row = (
+            point.point_id,
+            grid.name,
+            grid.kind,
+            grid.mode,
+            json.dumps(point.params, default=str),
+            json.dumps(point.scenario, default=str),
+            outcome["status"],
+            outcome["time_s"],
+            json.dumps(outcome["result"], default=str),
+            outcome["error"],
+            outcome["wall_s"],
+            time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        )
+        self.connection.execute("INSERT OR REPLACE INTO sweep_points VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", row)
+        self.connection.commit()
+
+    def rows(self, grid_name: str | None = None) -> list[dict[str, Any]]:
+        query = "SELECT point_id, grid, kind, mode, params, status, time_s, result, error FROM sweep_points"
+        cursor = self.connection.execute(query + (" WHERE grid = ?" if grid_name else ""), (grid_name,) if grid_name else ())
+        names = [column[0] for column in cursor.description]
+        rows = [dict(zip(names, row)) for row in cursor]
+        for row in rows:
+            row["params"] = json.loads(row["params"])
+            row["result"] = json.loads(row["result"]) if row["result"] else None
+        return rows
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+def _local(todo: list[Point], grid: Grid, workers: int) -> Iterator[tuple[Point, dict[str, Any]]]:
+    if workers <= 1:
+        for point in todo:
+            yield point, run_point(grid.kind, grid.mode, point.scenario)
+        return
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = {pool.submit(run_point, grid.kind, grid.mode, point.scenario): point for point in todo}
+        for future in as_completed(futures):
+            yield futures[future], future.result()
+
+
+def _dask(todo: list[Point], grid: Grid, scheduler: str) -> Iterator[tuple[Point, dict[str, Any]]]:
+    try:
+        from dask.distributed import Client, as_completed
+    except ImportError:
+        raise CollsimError("--scheduler needs Dask distributed: pip install 'collsim[scale]'") from None
+    try:
+        client = Client(scheduler, timeout="20s")
+    except OSError as error:
+        raise CollsimError(f"--scheduler {scheduler}: cannot reach the Dask scheduler ({error})") from None
+    try:
+        futures = {}
+        for point in todo:  # pure=False: the same scenario twice is still two tasks only if asked
+            futures[client.submit(run_point, grid.kind, grid.mode, point.scenario, key=f"collsim-{point.point_id}")] = point
+        for future in as_completed(futures):
+            yield futures[future], future.result()
+    finally:
+        client.close()
+
+
+def run_sweep(
+    grid: Grid, db: str | Path, workers: int | None = None, scheduler: str | None = None, progress: bool = False
+) -> dict[str, int]:
+    """Run every point of ``grid`` not yet in ``db``; returns counts (total, skipped, ok, error)."""
+    store = Store(db)
+    counts = {"total": 0, "skipped": 0, "ok": 0, "error": 0}
+    try:
+        done = store.done()
+        todo = []
+        for point in points(grid):
+            counts["total"] += 1
+            if point.point_id in done:
+                counts["skipped"] += 1
+            elif point.error:
+                store.add(grid, point, {"status": "error", "result": None, "error": point.error, "time_s": None, "wall_s": 0.0})
+                counts["error"] += 1
+            else:
+                todo.append(point)
+        workers = workers or os.cpu_count() or 1
+        finished = _dask(todo, grid, scheduler) if scheduler else _local(todo, grid, workers)
+        bar = _progress(len(todo), progress)
+        for point, outcome in finished:
+            store.add(grid, point, outcome)
+            counts[outcome["status"]] += 1
+            bar.update(1)
+        bar.close()
+    finally:
+        store.close()
+    return counts
+
+
+def _progress(total: int, enabled: bool) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, disable=not enabled, unit="point", desc="sweep", dynamic_ncols=True)
+
+
+@click.command("sweep")
+@click.argument("grid_file")
+@click.option("--db", default="sweep.sqlite", show_default=True, help="SQLite file the results are appended to")
+@click.option("--workers", default=None, type=int, help="local worker processes (default: one per CPU)")
+@click.option("--scheduler", default=None, help="Dask scheduler address, e.g. tcp://10.0.0.5:8786 (default: local pool)")
+@click.option("--quiet", is_flag=True, help="no progress bar")
+@click.option("--json", "as_json", is_flag=True, help="print the counts as JSON")
+def sweep_command(grid_file: str, db: str, workers: int | None, scheduler: str | None, quiet: bool, as_json: bool) -> None:
+    """Run a grid of scenarios (GRID.yaml); finished points are skipped on a rerun."""
+    grid = load_grid(grid_file)
+    if workers is not None and workers < 1:
+        raise CollsimError(f"--workers: must be >= 1, got {workers}")
+    started = time.perf_counter()
+    counts = run_sweep(grid, db, workers, scheduler, progress=not quiet)
+    counts["wall_s"] = round(time.perf_counter() - started, 3)
+    if as_json:
+        click.echo(json.dumps(counts))
+    else:
+        click.echo(
+            f"{grid.name}: {counts['total']} points, {counts['skipped']} already in {db}, "
+            f"{counts['ok']} ran, {counts['error']} invalid or failed, {counts['wall_s']:.1f} s"
+        )

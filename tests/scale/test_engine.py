@@ -1,0 +1,136 @@
+"""The fast engine keeps SimPy's semantics: exact times, SimPy's event order, bounded records."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import pytest
+import simpy
+
+from sim import topology as topo
+from sim.network import Network
+from sim.runner import run_collective
+from sim.scenario import CollectiveScenario
+
+
+def ring_scenario(p: int, **changes) -> CollectiveScenario:
+    fields = dict(op="all_reduce", algorithm="ring", ranks=p, size_bytes=p * 3 * 4096, bandwidth_Bps=25e9, latency_s=5e-6)
+    fields.update(changes)
+    return CollectiveScenario(**fields)
+
+
+@pytest.mark.parametrize("p", [2, 3, 8, 63, 64, 257])
+@pytest.mark.parametrize("record", ["auto", "aggregate"])
+def test_ring_all_reduce_matches_closed_form(p: int, record: str) -> None:
+    s = ring_scenario(p, reduce_bandwidth_Bps=100e9, record=record)
+    a, b, g, n = s.latency_s, 1 / s.bandwidth_Bps, 1 / s.reduce_bandwidth_Bps, s.size_bytes
+    expected = 2 * (p - 1) * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g
+    result = run_collective(s)
+    assert result.time_s == pytest.approx(expected, rel=1e-12)
+    assert result.message_count == 2 * p * (p - 1)
+    assert result.bytes_sent == 2 * (p - 1) * n
+    assert result.steps == 2 * (p - 1)
+
+
+def test_same_instant_keeps_simpy_order() -> None:
+    """A timeout scheduled between two deliveries due at one instant fires between them."""
+    env = simpy.Environment()
+    net = Network(env, topo.switch(4, 0.0, 1.0))
+    order: list[str] = []
+
+    def sender(src: int, dst: int, delay: float) -> object:
+        yield env.timeout(delay)
+        net.send(src, dst, 1)
+
+    def receiver(src: int, dst: int, name: str) -> object:
+        yield net.recv(src, dst)
+        order.append(name)
+
+    def sleeper() -> object:
+        yield env.timeout(0.5)
+        yield env.timeout(0.5)  # due at 1.0, scheduled at 0.5: after m1 (0.0), before m2 (0.75)
+        order.append("timeout")
+
+    env.process(receiver(0, 1, "m1"))
+    env.process(receiver(2, 3, "m2"))
+    env.process(sender(0, 1, 0.0))  # 1 byte at 1 B/s: arrives at 1.0
+    env.process(sleeper())
+    env.process(sender(2, 3, 0.0))  # arrives at 1.0 too, issued after m1
+    env.run()
+    assert order == ["m1", "m2", "timeout"]
+
+    env = simpy.Environment()
+    net = Network(env, topo.switch(4, 0.0, 1.0))
+    order.clear()
+    env.process(receiver(0, 1, "m1"))
+    env.process(receiver(2, 3, "m2"))
+    env.process(sender(0, 1, 0.0))
+    env.process(sleeper())
+    env.process(sender(2, 3, 0.75))  # 0.75 + 1 s: arrives at 1.75, after the timeout
+    env.run()
+    assert order == ["m1", "timeout", "m2"]
+
+
+def test_interleaved_schedule_closes_the_instant() -> None:
+    """Deliveries issued after a same-time timeout go behind it, as plain SimPy events would."""
+    env = simpy.Environment()
+    net = Network(env, topo.switch(6, 0.0, 1.0))
+    order: list[str] = []
+
+    def receiver(src: int, dst: int, name: str) -> object:
+        yield net.recv(src, dst)
+        order.append(name)
+
+    def waiter() -> object:
+        yield env.timeout(2.0)
+        order.append("timeout")
+
+    def main() -> object:
+        net.send(0, 1, 2)  # due at 2.0
+        env.process(waiter())  # its timeout is scheduled (at 0, by the process start) later
+        yield env.timeout(0)
+        net.send(2, 3, 2)  # due at 2.0, issued after the timeout was scheduled
+
+    env.process(receiver(0, 1, "first"))
+    env.process(receiver(2, 3, "second"))
+    env.process(main())
+    env.run()
+    assert order == ["first", "timeout", "second"]
+
+
+def test_records_are_bounded_and_totals_exact() -> None:
+    s = ring_scenario(32, max_events=1000)
+    result = run_collective(s)
+    net = result.network
+    assert len(net.messages) == 1000 and result.truncated
+    assert sum(count for count, _, _ in net.overflow.values()) == result.message_count - 1000
+    full = run_collective(s.replace(record="full")).network
+    assert list(full.messages)[:1000] == list(net.messages)
+    assert full.messages[5] == net.messages[5] and full.messages[:3] == net.messages[:3]
+    totals = net.pair_totals()
+    assert sum(v[0] for v in totals.values()) == result.message_count
+    assert sum(v[1] for v in totals.values()) == result.bytes_sent
+    reference = full.pair_totals()
+    assert {k: v[:2] for k, v in totals.items()} == {k: v[:2] for k, v in reference.items()}
+    assert [v[2] for v in totals.values()] == pytest.approx([reference[k][2] for k in totals], rel=1e-9)
+
+
+def _peak_bytes(s: CollectiveScenario) -> int:
+    tracemalloc.start()
+    try:
+        run_collective(s)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_memory_bounded_by_recording_mode() -> None:
+    """Aggregate mode keeps no per-message rows (a bounded buffer only); full mode 40 bytes a message."""
+    small, large = ring_scenario(128), ring_scenario(256)  # 32,512 and 130,560 messages
+    full = _peak_bytes(large.replace(record="full"))
+    aggregate = _peak_bytes(large.replace(record="aggregate"))
+    aggregate_small = _peak_bytes(small.replace(record="aggregate"))
+    assert full - aggregate >= 0.4 * 40 * 130_560  # full keeps the columns (5.2 MB here)
+    assert aggregate < 1.5 * aggregate_small  # 4x the messages, not 4x the memory
+    table = run_collective(small.replace(record="full")).network.messages
+    assert table.nbytes() == 40 * len(table)
