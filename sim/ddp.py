@@ -85,6 +85,9 @@ class DDPScenario(ScenarioData):
     reduce_bandwidth_Bps: float | None = None
     call_overhead_s: float = 0.0  # network: fixed cost per collective call
     chunks: int = 1
+    # network: each bucket's all-reduce runs alone on the comm stream, so the collapsed mode
+    # (closed form, exact ring replay or one cached simulation per size) gives the full times
+    mode: str = "collapsed"  # collapsed | full (message by message)
 
     def __post_init__(self) -> None:
         self._check_sources()
@@ -159,6 +162,8 @@ class DDPScenario(ScenarioData):
             raise CollsimError(f"slowdown: must be >= 1 (1 = comm does not slow compute), got {self.slowdown!r}")
 
     def _check_comm(self) -> None:
+        if self.mode not in ("collapsed", "full"):
+            raise CollsimError(f"mode: must be collapsed or full, got {self.mode!r}")
         if self.comm not in COMM_MODELS:
             raise CollsimError(f"comm: unknown {self.comm!r}; allowed: ow (o + bytes/w per call), network (simulated all-reduce)")
         if self.comm == "ow" and self.w_Bps is None:
@@ -483,9 +488,16 @@ class CommModel:
             return s.o_s + nbytes / s.w_Bps
         cached = self._cache.get(nbytes)
         if cached is None:
-            from sim.runner import run_collective
+            collective = s.collective(nbytes, self.element_bytes)
+            if s.mode == "collapsed":
+                from sim.collapsed import collective_time
 
-            cached = self._cache[nbytes] = run_collective(s.collective(nbytes, self.element_bytes)).time_s
+                cached = collective_time(collective).time_s
+            else:
+                from sim.runner import run_collective
+
+                cached = run_collective(collective).time_s
+            self._cache[nbytes] = cached
         return cached
 
     def ow(self, total_nbytes: int) -> tuple[float, float]:
@@ -764,6 +776,7 @@ class DDPResult:
         return {
             "strategy": s.strategy,
             "comm": s.comm,
+            "mode": s.mode if s.comm == "network" else "formula",
             "ranks": s.ranks,
             "num_params": len(p.params),
             "param_count": sum(param.numel for param in p.params),

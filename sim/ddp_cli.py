@@ -99,6 +99,12 @@ def scenario_data(scenario_file: str | None, flags: dict[str, Any]) -> dict[str,
 @click.option("--reduce-bandwidth", default=None, help="network: reduction bandwidth 1/gamma")
 @click.option("--call-overhead", default=None, help="network: fixed cost per collective call, e.g. 20us")
 @click.option("--chunks", default=None, type=int, help="network: pipeline chunks")
+@click.option(
+    "--mode",
+    default=None,
+    type=click.Choice(["collapsed", "full"]),
+    help="network: collapsed (default; same times) or full message-by-message all-reduces",
+)
 @click.option("--calibration", default=None, help="calibration file from 'collsim fit --calibration': o and w of all_reduce at --ranks")
 @click.option("--backend", default=None, help="with --calibration: use this backend's entries (gloo, nccl)")
 @click.option("--sweep-bucket-sizes", "sweep", default=None, help="bucket caps to sweep: 1MiB,4MiB,16MiB or 1MiB:256MiB:x2")
