@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Generator, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import simpy
 
@@ -73,8 +74,21 @@ def make_call(scenario: CollectiveScenario) -> Call:
     return call
 
 
-def run_collective(scenario: CollectiveScenario, topology: topo.Topology | None = None) -> CollectiveResult:
-    """Simulate ``scenario`` message by message and return its result."""
+@dataclass
+class Started:
+    """A collective whose rank processes are created but not yet run: run ``env`` (to the end,
+    or step by step with ``env.run(until=...)``) and read ``net``, ``call`` and ``ends``."""
+
+    env: simpy.Environment
+    net: Network
+    call: Call
+    processes: list[simpy.Process]
+    ends: list[float]
+
+
+def start_collective(scenario: CollectiveScenario, topology: topo.Topology | None = None, buffers: list | None = None) -> Started:
+    """Build the network and start one process per rank. ``buffers`` replaces the verification
+    payloads (the webapp passes bitmasks to show which ranks' data each piece holds)."""
     s = scenario
     env = simpy.Environment()
     graph = topology or build_topology(s)
@@ -82,6 +96,8 @@ def run_collective(scenario: CollectiveScenario, topology: topo.Topology | None 
     net = Network(env, graph, s.reduce_bandwidth_Bps, s.jitter_s, s.seed, max_events)
     program = algorithm_spec(s.op, s.algorithm).program
     call = make_call(s)
+    if buffers is not None:
+        call.buffers = buffers
     delays = dict(s.stragglers)
     ends = [0.0] * s.ranks
 
@@ -113,7 +129,14 @@ def run_collective(scenario: CollectiveScenario, topology: topo.Topology | None 
         else:
             ends[rank] = env.now
 
-    processes = [start(rank) for rank in range(s.ranks)]
+    return Started(env, net, call, [start(rank) for rank in range(s.ranks)], ends)
+
+
+def run_collective(scenario: CollectiveScenario, topology: topo.Topology | None = None) -> CollectiveResult:
+    """Simulate ``scenario`` message by message and return its result."""
+    s = scenario
+    started = start_collective(s, topology)
+    env, net, call, processes, ends = started.env, started.net, started.call, started.processes, started.ends
     with _no_gc():
         env.run()
     stuck = [rank for rank, process in enumerate(processes) if process.is_alive]

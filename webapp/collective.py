@@ -20,7 +20,7 @@ from sim.errors import CollsimError
 from sim.network import Network
 from sim.registry import algorithm_spec, algorithms_for, ops
 from sim.results import CollectiveResult, link_name
-from sim.runner import build_topology, run_collective
+from sim.runner import build_topology, run_collective, start_collective
 from sim.scenario import CollectiveScenario
 from sim.units import parse_bandwidth, parse_size, parse_time
 
@@ -371,23 +371,9 @@ def initial_masks(op: str, ranks: int, elements: int, root: int) -> list[np.ndar
 
 
 def _small_run(scenario: CollectiveScenario, buffers: list[np.ndarray] | None) -> tuple[simpy.Environment, Network, Call]:
-    """The scenario's rank processes, started but not run (as sim.runner does, one repetition)."""
-    s = scenario
-    env = simpy.Environment()
-    net = Network(env, build_topology(s), s.reduce_bandwidth_Bps, s.jitter_s, s.seed, None)
-    call = Call(s.op, s.ranks, s.size_bytes, s.element_bytes, s.chunks, s.root)
-    call.buffers = buffers
-    program = algorithm_spec(s.op, s.algorithm).program
-    delays = dict(s.stragglers)
-
-    def rank_main(rank: int):
-        if delays.get(rank):
-            yield env.timeout(delays[rank])
-        yield from program(net, rank, call)
-
-    for rank in range(s.ranks):
-        env.process(rank_main(rank))
-    return env, net, call
+    """The scenario's rank processes, started but not run."""
+    started = start_collective(scenario, buffers=buffers)
+    return started.env, started.net, started.call
 
 
 def record_buffers(scenario: CollectiveScenario) -> list[dict[str, Any]]:
