@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
 
 import numpy as np
 import simpy
@@ -23,6 +22,7 @@ from sim.results import CollectiveResult, link_name
 from sim.runner import build_topology, run_collective, start_collective
 from sim.scenario import CollectiveScenario
 from sim.units import parse_bandwidth, parse_size, parse_time
+from webapp import urlstate
 
 MIN_RANKS, MAX_RANKS = 2, 1024
 MAX_SIM_MESSAGES = 120_000  # about a second of simulation (see estimate_cost); above it the closed form answers
@@ -134,15 +134,11 @@ def parse_form(form: dict[str, Any]) -> tuple[CollectiveScenario | None, dict[st
 
 
 def form_from_query(search: str | None) -> dict[str, str]:
-    """The form's values from a URL query string; unknown keys are ignored, missing ones default."""
-    query = dict(parse_qsl((search or "").lstrip("?"), keep_blank_values=True))
-    return {key: query.get(key, default) for key, default in DEFAULTS.items()}
+    return urlstate.form_from_query(search, DEFAULTS)
 
 
 def query_from_form(form: dict[str, Any]) -> str:
-    """A short query string: only the fields that differ from the defaults."""
-    changed = {key: str(form.get(key) or "") for key in DEFAULTS if str(form.get(key) or "") != DEFAULTS[key]}
-    return "?" + urlencode(changed) if changed else ""
+    return urlstate.query_from_form(form, DEFAULTS)
 
 
 def algorithm_options(op: str) -> list[str]:

@@ -11,12 +11,12 @@ import importlib.util
 import json
 import math
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
 
 import yaml
 
 from sim.errors import CollsimError
 from sim.units import parse_bandwidth, parse_size, parse_time
+from webapp import urlstate
 
 DEFAULTS: dict[str, str] = {
     "preset": "gpt2",
@@ -54,13 +54,11 @@ def strategies() -> tuple[str, ...]:
 
 
 def form_from_query(search: str | None) -> dict[str, str]:
-    query = dict(parse_qsl((search or "").lstrip("?"), keep_blank_values=True))
-    return {key: query.get(key, default) for key, default in DEFAULTS.items()}
+    return urlstate.form_from_query(search, DEFAULTS)
 
 
 def query_from_form(form: dict[str, Any]) -> str:
-    changed = {key: str(form.get(key) or "") for key in DEFAULTS if str(form.get(key) or "") != DEFAULTS[key]}
-    return "?" + urlencode(changed) if changed else ""
+    return urlstate.query_from_form(form, DEFAULTS)
 
 
 def bucket_bytes_from_slider(log2_value: float | None) -> int:

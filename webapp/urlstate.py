@@ -1,0 +1,18 @@
+"""The scenario in the URL: a page's form values as a short query string and back."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qsl, urlencode
+
+
+def form_from_query(search: str | None, defaults: dict[str, str]) -> dict[str, str]:
+    """The form's values from a URL query string; unknown keys are ignored, missing ones default."""
+    query = dict(parse_qsl((search or "").lstrip("?"), keep_blank_values=True))
+    return {key: query.get(key, default) for key, default in defaults.items()}
+
+
+def query_from_form(form: dict[str, Any], defaults: dict[str, str]) -> str:
+    """Only the fields that differ from the defaults, so shared links stay short."""
+    changed = {key: str(form.get(key) or "") for key in defaults if str(form.get(key) or "") != defaults[key]}
+    return "?" + urlencode(changed) if changed else ""
