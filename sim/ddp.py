@@ -28,7 +28,7 @@ import simpy
 from sim import overhead as formula
 from sim.errors import CollsimError
 from sim.params import PRESETS, Param, load_params, params_from_bytes, params_from_list, preset
-from sim.results import EVENT_COLUMNS, write_csv
+from sim.results import EVENT_COLUMNS, event_row, write_csv
 from sim.scenario import ScenarioData, _bool, _int, _optional, load_mapping
 from sim.units import parse_bandwidth, parse_size, parse_time
 
@@ -811,19 +811,7 @@ class DDPResult:
     def _row(
         self, resource: str, kind: str, start_s: float, end_s: float, nbytes: int = 0, step: int = -1, bucket: int = -1, name: str = ""
     ) -> dict[str, Any]:
-        return {
-            "rank": 0,
-            "peer": -1,
-            "resource": resource,
-            "kind": kind,
-            "start_s": start_s,
-            "end_s": end_s,
-            "bytes": nbytes,
-            "step": step,
-            "chunk": -1,
-            "bucket": bucket,
-            "name": name,
-        }
+        return event_row(0, -1, resource, kind, start_s, end_s, nbytes, step, -1, bucket, name)
 
     def _compute_rows(self) -> list[dict[str, Any]]:
         p, last = self.prepared, self.scenario.accumulation_steps - 1

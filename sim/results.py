@@ -32,38 +32,31 @@ from sim.network import Compute, Message, Network
 EVENT_COLUMNS = ("rank", "peer", "resource", "kind", "start_s", "end_s", "bytes", "step", "chunk", "bucket", "name")
 
 
+def event_row(
+    rank: int,
+    peer: int,
+    resource: str,
+    kind: str,
+    start_s: float,
+    end_s: float,
+    nbytes: int = 0,
+    step: int = -1,
+    chunk: int = -1,
+    bucket: int = -1,
+    name: str = "",
+) -> dict[str, Any]:
+    """One row of the event table (EVENT_COLUMNS order)."""
+    return dict(zip(EVENT_COLUMNS, (rank, peer, resource, kind, start_s, end_s, nbytes, step, chunk, bucket, name)))
+
+
 def message_rows(messages: Iterable[Message]) -> Iterable[dict[str, Any]]:
     for src, dst, start, end, nbytes, step, chunk in messages:
-        yield {
-            "rank": src,
-            "peer": dst,
-            "resource": f"port:{src}",
-            "kind": "send",
-            "start_s": start,
-            "end_s": end,
-            "bytes": nbytes,
-            "step": step,
-            "chunk": chunk,
-            "bucket": -1,
-            "name": "",
-        }
+        yield event_row(src, dst, f"port:{src}", "send", start, end, nbytes, step, chunk)
 
 
 def compute_rows(computes: Iterable[Compute]) -> Iterable[dict[str, Any]]:
     for rank, start, end, nbytes, step, chunk in computes:
-        yield {
-            "rank": rank,
-            "peer": -1,
-            "resource": f"compute:{rank}",
-            "kind": "reduce",
-            "start_s": start,
-            "end_s": end,
-            "bytes": nbytes,
-            "step": step,
-            "chunk": chunk,
-            "bucket": -1,
-            "name": "",
-        }
+        yield event_row(rank, -1, f"compute:{rank}", "reduce", start, end, nbytes, step, chunk)
 
 
 def write_csv(rows: Iterable[dict[str, Any]], path: str | Path) -> None:
