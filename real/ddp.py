@@ -98,19 +98,9 @@ class Recorder:
 
 
 def _event(rank: int, resource: str, kind: str, start: float, end: float, nbytes: int, bucket: int, name: str) -> dict[str, Any]:
-    return {
-        "rank": rank,
-        "peer": -1,
-        "resource": resource,
-        "kind": kind,
-        "start_s": start,
-        "end_s": end,
-        "bytes": nbytes,
-        "step": -1,
-        "chunk": -1,
-        "bucket": bucket,
-        "name": name,
-    }
+    from sim.results import event_row
+
+    return event_row(rank, -1, resource, kind, start, end, nbytes, -1, -1, bucket, name)
 
 
 # ----------------------------------------------------------------------------- wrappers
