@@ -107,18 +107,7 @@ def main() -> None:
 DDP_CHILD = r"""
 import json, sys, time
 import sim.ddp as ddp
-from sim.collapsed import collective_time
-if sys.argv[1] == "collapsed" and "collapsed" not in ddp.CommModel.cost_s.__code__.co_names:
-    # what sim/ddp.py gets when CommModel.cost_s calls collapsed.collective_time (see docs/scale.md)
-    def cost_s(self, nbytes):
-        s = self.scenario
-        if s.comm == "ow":
-            return s.o_s + nbytes / s.w_Bps
-        if nbytes not in self._cache:
-            self._cache[nbytes] = collective_time(s.collective(nbytes, self.element_bytes)).time_s
-        return self._cache[nbytes]
-    ddp.CommModel.cost_s = cost_s
-scenario = ddp.DDPScenario(preset="2.7B", strategy="bucketed", backward_time_s=0.5, comm="network", ranks=512,
+scenario = ddp.DDPScenario(preset="2.7B", strategy="bucketed", backward_time_s=0.5, comm="network", ranks=512, mode=sys.argv[1],
                            bandwidth_Bps=25e9, latency_s=5e-6, intra_bandwidth_Bps=150e9, topology="two_level", algorithm="ring")
 start = time.perf_counter(); result = ddp.run_ddp(scenario); wall = time.perf_counter() - start
 summary = result.summary()
