@@ -263,6 +263,24 @@ def _progress(total: int, enabled: bool) -> Any:
     return tqdm(total=total, disable=not enabled, unit="point", desc="sweep", dynamic_ncols=True)
 
 
+def write_points_csv(db: str | Path, grid_name: str, path: str | Path) -> int:
+    """One CSV row per stored point of ``grid_name``: its axis values, status, time_s, error."""
+    import csv
+
+    store = Store(db)
+    try:
+        rows = store.rows(grid_name)
+    finally:
+        store.close()
+    axes = sorted({key for row in rows for key in row["params"]})
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow([*axes, "status", "time_s", "error"])
+        for row in sorted(rows, key=lambda r: [str(r["params"].get(axis)) for axis in axes]):
+            writer.writerow([*(row["params"].get(axis) for axis in axes), row["status"], row["time_s"], row["error"] or ""])
+    return len(rows)
+
+
 @click.command("sweep")
 @click.argument("grid_file")
 @click.option("--db", default="sweep.sqlite", show_default=True, help="SQLite file the results are appended to")
@@ -270,7 +288,10 @@ def _progress(total: int, enabled: bool) -> Any:
 @click.option("--scheduler", default=None, help="Dask scheduler address, e.g. tcp://10.0.0.5:8786 (default: local pool)")
 @click.option("--quiet", is_flag=True, help="no progress bar")
 @click.option("--json", "as_json", is_flag=True, help="print the counts as JSON")
-def sweep_command(grid_file: str, db: str, workers: int | None, scheduler: str | None, quiet: bool, as_json: bool) -> None:
+@click.option("--csv", "csv_path", default=None, help="write this grid's points (its axes, status, time_s, error) as CSV")
+def sweep_command(
+    grid_file: str, db: str, workers: int | None, scheduler: str | None, quiet: bool, as_json: bool, csv_path: str | None
+) -> None:
     """Run a grid of scenarios (GRID.yaml); finished points are skipped on a rerun."""
     grid = load_grid(grid_file)
     if workers is not None and workers < 1:
@@ -278,6 +299,8 @@ def sweep_command(grid_file: str, db: str, workers: int | None, scheduler: str |
     started = time.perf_counter()
     counts = run_sweep(grid, db, workers, scheduler, progress=not quiet)
     counts["wall_s"] = round(time.perf_counter() - started, 3)
+    if csv_path:
+        write_points_csv(db, grid.name, csv_path)
     if as_json:
         click.echo(json.dumps(counts))
     else:
