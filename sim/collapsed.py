@@ -29,6 +29,7 @@ from functools import lru_cache
 from typing import Any
 
 from sim import analytic
+from sim.results import algbw_GBps, summary_head
 from sim.scenario import CollectiveScenario
 
 MODES = ("full", "collapsed")
@@ -177,16 +178,8 @@ class CollapsedResult:
     def summary(self) -> dict[str, Any]:
         s, t = self.scenario, self.timing
         reps = s.repetitions
-        analytic_time = self.analytic_time_s
         return {
-            "op": s.op,
-            "algorithm": s.algorithm,
-            "ranks": s.ranks,
-            "size_bytes": s.size_bytes,
-            "topology": s.topology,
-            "time_s": t.time_s,
-            "analytic_time_s": analytic_time,
-            "relative_error": None if not analytic_time else (t.time_s - analytic_time) / analytic_time,
+            **summary_head(s, t.time_s, self.analytic_time_s),
             "messages": None if t.message_count is None else t.message_count * reps,
             "bytes_on_wire": None if t.bytes_sent is None else t.bytes_sent * reps,
             "steps": t.steps,
@@ -195,7 +188,7 @@ class CollapsedResult:
             "collapsed_source": t.source,
             "repetitions": reps,
             "rank_end_s": {"min": self.total_time_s, "max": self.total_time_s},
-            "algbw_GBps": s.size_bytes / t.time_s / 1e9 if t.time_s else None,
+            "algbw_GBps": algbw_GBps(s.size_bytes, t.time_s),
             "busiest_link": None,
             "events_recorded": 0,
             "events_truncated": False,

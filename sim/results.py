@@ -66,6 +66,18 @@ def write_csv(rows: Iterable[dict[str, Any]], path: str | Path) -> None:
         writer.writerows(rows)
 
 
+def summary_head(scenario: Any, time_s: float, analytic_time_s: float | None) -> dict[str, Any]:
+    """The first keys of every collective summary, full or collapsed (the CLI contract)."""
+    s = scenario
+    error = None if not analytic_time_s else (time_s - analytic_time_s) / analytic_time_s
+    return {"op": s.op, "algorithm": s.algorithm, "ranks": s.ranks, "size_bytes": s.size_bytes, "topology": s.topology,
+            "time_s": time_s, "analytic_time_s": analytic_time_s, "relative_error": error}  # fmt: skip
+
+
+def algbw_GBps(size_bytes: int, time_s: float) -> float | None:
+    return size_bytes / time_s / 1e9 if time_s else None
+
+
 def link_name(link: tuple[object, object]) -> str:
     return f"{link[0]}->{link[1]}"
 
@@ -129,14 +141,7 @@ class CollectiveResult:
         s = self.scenario
         links = self.link_stats
         return {
-            "op": s.op,
-            "algorithm": s.algorithm,
-            "ranks": s.ranks,
-            "size_bytes": s.size_bytes,
-            "topology": s.topology,
-            "time_s": self.time_s,
-            "analytic_time_s": self.analytic_time_s,
-            "relative_error": None if not self.analytic_time_s else (self.time_s - self.analytic_time_s) / self.analytic_time_s,
+            **summary_head(s, self.time_s, self.analytic_time_s),
             "messages": self.message_count,
             "bytes_on_wire": self.bytes_sent,
             "steps": self.steps,
@@ -144,7 +149,7 @@ class CollectiveResult:
             "mode": self.mode,
             "repetitions": s.repetitions,
             "rank_end_s": {"min": min(self.rank_end_s), "max": max(self.rank_end_s)},
-            "algbw_GBps": s.size_bytes / self.time_s / 1e9 if self.time_s else None,
+            "algbw_GBps": algbw_GBps(s.size_bytes, self.time_s),
             "busiest_link": None if not links else max(links, key=lambda stats: stats.busy_s).__dict__,
             "events_recorded": len(self.network.messages),
             "events_truncated": self.truncated,
