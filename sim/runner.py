@@ -79,6 +79,7 @@ class Started:
     """A collective whose rank processes are created but not yet run: run ``env`` (to the end,
     or step by step with ``env.run(until=...)``) and read ``net``, ``call`` and ``ends``."""
 
+    scenario: CollectiveScenario
     env: simpy.Environment
     net: Network
     call: Call
@@ -129,21 +130,26 @@ def start_collective(scenario: CollectiveScenario, topology: topo.Topology | Non
         else:
             ends[rank] = env.now
 
-    return Started(env, net, call, [start(rank) for rank in range(s.ranks)], ends)
+    return Started(s, env, net, call, [start(rank) for rank in range(s.ranks)], ends)
 
 
 def run_collective(scenario: CollectiveScenario, topology: topo.Topology | None = None) -> CollectiveResult:
     """Simulate ``scenario`` message by message and return its result."""
     s = scenario
     started = start_collective(s, topology)
-    env, net, call, processes, ends = started.env, started.net, started.call, started.processes, started.ends
+    env = started.env
     with _no_gc():
         env.run()
-    stuck = [rank for rank, process in enumerate(processes) if process.is_alive]
+    return collect(started)
+
+
+def collect(started: Started) -> CollectiveResult:
+    """The result of a started collective whose environment has run to its end."""
+    s, net, ends = started.scenario, started.net, started.ends
+    stuck = [rank for rank, process in enumerate(started.processes) if process.is_alive]
     if stuck:
         raise DeadlockError(f"{s.op}/{s.algorithm} deadlocked: ranks {stuck[:16]} still wait for messages {net.pending()[:8]}")
     total = max(ends) if ends else 0.0
-    steps = len(net.message_table.steps())
     return CollectiveResult(
         scenario=s,
         time_s=total / s.repetitions,
@@ -151,8 +157,8 @@ def run_collective(scenario: CollectiveScenario, topology: topo.Topology | None 
         rank_end_s=ends,
         message_count=net.message_count,
         bytes_sent=net.bytes_sent,
-        steps=steps,
+        steps=len(net.message_table.steps()),
         analytic_time_s=analytic.for_scenario(s),
-        verified=check(call) if s.verify else None,
+        verified=check(started.call) if s.verify else None,
         network=net,
     )
