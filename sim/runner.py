@@ -21,7 +21,7 @@ from sim.verify import check, initial_buffers
 
 
 @contextmanager
-def _no_gc() -> Iterator[None]:
+def no_gc() -> Iterator[None]:
     """Millions of recorded tuples make the cyclic GC rescan them over and over; the run
     creates no reference cycles that outlive it, so collect once afterwards instead."""
     enabled = gc.isenabled()
@@ -138,7 +138,7 @@ def run_collective(scenario: CollectiveScenario, topology: topo.Topology | None 
     s = scenario
     started = start_collective(s, topology)
     env = started.env
-    with _no_gc():
+    with no_gc():
         env.run()
     return collect(started)
 

@@ -7,7 +7,11 @@ page is built, which is what makes reload and shared links restore the view.
 
 from __future__ import annotations
 
+import atexit
+import shutil
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import dash
 from dash import Input, Output, State, dcc, html
@@ -51,18 +55,45 @@ def _route(pathname: str | None, search: str | None) -> object:
     )
 
 
-def create_app(db_path: str | None = None) -> dash.Dash:
+def background_manager() -> Any | None:
+    """A Dash background-callback manager with its own cache in a new temporary directory
+    (removed when the process exits), or None when ``diskcache``/``multiprocess`` are missing
+    (then large scenarios get the closed form or a refusal instead of a background run)."""
+    try:
+        import diskcache
+        import multiprocess  # noqa: F401 - DiskcacheManager runs each job in a multiprocess.Process
+        import psutil  # noqa: F401 - and stops it with psutil
+    except ImportError:
+        return None
+    directory = tempfile.mkdtemp(prefix="collsim-ui-cache-")
+    cache = diskcache.Cache(directory)
+
+    def clean() -> None:
+        cache.close()
+        shutil.rmtree(directory, ignore_errors=True)
+
+    atexit.register(clean)
+    manager = dash.DiskcacheManager(cache)
+    manager.directory = directory
+    return manager
+
+
+def create_app(db_path: str | None = None, background: bool = True) -> dash.Dash:
     """A new app with every page's callbacks registered on it (no global callback list).
 
     ``db_path``: a results store for the sim-vs-measured page (read-only); None: the bundled
-    sample data."""
+    sample data. ``background``: run large collectives as background jobs with progress and
+    Cancel (a per-app cache directory); False: only the direct path (closed form above it)."""
+    manager = background_manager() if background else None
     app = dash.Dash(
         __name__,
         title="collsim explorer",
         assets_folder=str(Path(__file__).parent / "assets"),
         suppress_callback_exceptions=True,
         update_title=None,
+        background_callback_manager=manager,
     )
+    app._background_manager = manager  # the pages' background callbacks run through it
     app.server.config["COLLSIM_DB"] = db_path
     app.layout = shell()
     app.callback(Output(ids.PAGE, "children"), Input(ids.URL, "pathname"), State(ids.URL, "search"))(route)

@@ -30,6 +30,7 @@ def ui(host: str, port: int, debug: bool, db_path: str | None) -> None:
         if not Path(db_path).is_file():
             raise CollsimError(f"--db: results store {db_path!r} not found")
     app = create_app(db_path)
+    _exit_cleanly_on_sigterm()
     if debug:
         app.run(host=host, port=port, debug=True)
         return
@@ -44,3 +45,12 @@ def ui(host: str, port: int, debug: bool, db_path: str | None) -> None:
         pass
     finally:
         server.server_close()
+
+
+def _exit_cleanly_on_sigterm() -> None:
+    """SIGTERM (a service manager, ``kill``) exits like Ctrl+C, so exit handlers run (they
+    remove the app's background-job cache directory)."""
+    import signal
+    import sys
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))

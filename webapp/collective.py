@@ -7,6 +7,7 @@ call them directly. Nothing is cached between calls: every request carries its o
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +26,9 @@ from sim.units import parse_bandwidth, parse_size, parse_time
 from webapp import urlstate
 
 MIN_RANKS, MAX_RANKS = 2, 1024
-MAX_SIM_MESSAGES = 120_000  # about a second of simulation (see estimate_cost); above it the closed form answers
+MAX_SIM_MESSAGES = 120_000  # about a second of simulation (see estimate_cost): answered directly
+BACKGROUND_MAX_MESSAGES = 5_000_000  # up to here a background run with progress and Cancel (~25 s here,
+# ~60 s with a 2x estimate error); above it the closed form answers, or a refusal with the CLI command
 CROSSOVER_MESSAGES = 150_000  # all the crossover's simulated points together
 PLAYER_MAX_RANKS = 64  # the drawing stays readable up to here
 BUFFER_MAX_RANKS = 32  # per-rank buffer state (one row per rank)
@@ -167,6 +170,11 @@ def _probe(scenario: CollectiveScenario, ranks: int) -> tuple[int, int]:
 
 
 def estimate_cost(scenario: CollectiveScenario) -> int:
+    messages, pairs = estimate_parts(scenario)
+    return int(messages + ROUTE_COST * pairs)
+
+
+def estimate_parts(scenario: CollectiveScenario) -> tuple[int, int]:
     """About how much work the run is, in messages (a new route between two ranks counts as
     ``ROUTE_COST`` messages).
 
@@ -175,17 +183,19 @@ def estimate_cost(scenario: CollectiveScenario) -> int:
     on the algorithm, and two probes give the exponent without a table per algorithm. Chunks
     multiply the messages. A worst case (every pair, every step) when a probe cannot run."""
     p, k = scenario.ranks, scenario.chunks * scenario.repetitions
-    worst = 2 * p * (p - 1) * k + ROUTE_COST * p * (p - 1)
+    worst = (2 * p * (p - 1) * k, p * (p - 1))
     try:
         if p <= 32:
             messages, pairs = _probe(scenario, p)
-            return messages * k + ROUTE_COST * pairs
+            return messages * k, pairs
         small, large = _probe(scenario, 16), _probe(scenario, 32)
     except CollsimError:
         return worst
     messages = _extrapolate(small[0], large[0], p, 32) * k
     pairs = _extrapolate(small[1], large[1], p, 32)
-    return int(min(messages + ROUTE_COST * pairs, 10 * worst))
+    if messages + ROUTE_COST * pairs > 10 * (worst[0] + ROUTE_COST * worst[1]):
+        return 10 * worst[0], 10 * worst[1]
+    return int(messages), int(pairs)
 
 
 @dataclass
@@ -200,15 +210,21 @@ class Outcome:
     breakdown: dict[str, float] = field(default_factory=dict)
 
 
-def run(scenario: CollectiveScenario, max_messages: int = MAX_SIM_MESSAGES) -> Outcome:
-    """Simulate when it fits in about a second, else answer with the closed form, else refuse."""
+def cli_command(scenario: CollectiveScenario) -> str:
+    return f"collsim sim collective --op {scenario.op} --algorithm {scenario.algorithm} --ranks {scenario.ranks} ..."
+
+
+def run(scenario: CollectiveScenario, max_messages: int = MAX_SIM_MESSAGES, estimate: int | None = None) -> Outcome:
+    """Simulate when it fits in about a second, else answer with the closed form, else refuse.
+    (The page runs scenarios up to ``BACKGROUND_MAX_MESSAGES`` with :func:`run_with_progress`
+    in a background job before falling back to this.)"""
     closed = analytic_time(scenario)
     breakdown = closed_form_breakdown(scenario) if closed is not None else {}
-    estimate = estimate_cost(scenario)
+    estimate = estimate_cost(scenario) if estimate is None else estimate
     if estimate <= max_messages:
         result = run_collective(scenario.replace(record="full" if estimate <= 2 * max_messages else "auto"))
         return Outcome(scenario, "simulated", result, closed, "", breakdown)
-    cli = f"collsim sim collective --op {scenario.op} --algorithm {scenario.algorithm} --ranks {scenario.ranks} ..."
+    cli = cli_command(scenario)
     why = f"about {estimate:,} message-equivalents of work is too much to simulate in the browser (limit {max_messages:,})"
     if closed is not None:
         return Outcome(
@@ -221,6 +237,49 @@ def run(scenario: CollectiveScenario, max_messages: int = MAX_SIM_MESSAGES) -> O
         None,
         f"Not simulated: {why}, and {scenario.op}/{scenario.algorithm} has no closed form here. Use the command line: {cli}",
     )
+
+
+PROGRESS_EVERY_S = 0.15  # wall time between progress reports
+PROGRESS_EVENTS = 32  # events between looks at the clock (one event can deliver hundreds of messages)
+
+
+def run_with_progress(scenario: CollectiveScenario, report: Callable[[float, str], None], messages_estimate: int | None = None) -> Outcome:
+    """Simulate ``scenario`` like :func:`sim.runner.run_collective`, in slices of events, calling
+    ``report(fraction, text)`` between slices (about every ``PROGRESS_EVERY_S``).
+
+    The fraction is simulated time over the closed form's time when there is a closed form,
+    else messages so far over ``messages_estimate``; it stays below 1 until the run ends."""
+    import time
+
+    from simpy.core import EmptySchedule
+
+    from sim.runner import collect, no_gc
+
+    s = scenario.replace(record="auto")
+    closed = analytic_time(s)
+    breakdown = closed_form_breakdown(s) if closed is not None else {}
+    expected = messages_estimate or estimate_parts(s)[0]
+    started = start_collective(s)
+    env, net = started.env, started.net
+    step, clock = env.step, time.perf_counter
+    report(0.0, "starting")
+    next_report = clock() + PROGRESS_EVERY_S
+    with no_gc():
+        try:
+            while True:
+                for _ in range(PROGRESS_EVENTS):
+                    step()
+                if clock() >= next_report:
+                    by_time = env.now / closed if closed else 0.0
+                    by_messages = net.message_count / expected if expected else 0.0
+                    fraction = min(max(by_time, by_messages), 0.99)
+                    report(fraction, f"{net.message_count:,} messages, simulated time {env.now:.4g} s")
+                    next_report = clock() + PROGRESS_EVERY_S
+        except EmptySchedule:
+            pass
+    result = collect(started)
+    report(1.0, f"{net.message_count:,} messages simulated; drawing the figures")
+    return Outcome(scenario, "simulated", result, closed, "", breakdown)
 
 
 def analytic_time(scenario: CollectiveScenario) -> float | None:
@@ -467,7 +526,8 @@ def player_data(scenario: CollectiveScenario, result: CollectiveResult | None) -
         return None
     steps: dict[int, list] = {}
     for src, dst, start, end, nbytes, step, chunk in result.messages:
-        steps.setdefault(step, []).append([src, dst, start, end, nbytes, chunk])
+        # times to 6 significant digits (captions show 4): half the JSON the browser stores and resends
+        steps.setdefault(step, []).append([src, dst, float(f"{start:.6g}"), float(f"{end:.6g}"), nbytes, chunk])
     net = result.network
     routes = {}
     for src, dst, *_ in result.messages:

@@ -94,8 +94,9 @@ def limit_lanes(rows: Sequence[dict[str, Any]], lane: str, limit: int) -> tuple[
 
 
 COLOR_BINS = 48
+MAX_LANE_LABELS = 24  # a browser lays out 128 tick labels in ~0.4 s; label every k-th lane above this
 SEGMENT_BARS = 2000  # above this many bars a browser takes seconds to draw segments: draw a raster
-RASTER_BINS = 800
+RASTER_BINS = 480  # about 2 px per bin on the page's widest timeline
 
 
 def gantt_figure(
@@ -124,8 +125,9 @@ def gantt_figure(
     row_kinds = np.array([row.get("kind", "send") for row in rows])
     height = max(260, min(900, 90 + 18 * len(lanes)))
     figure = _base(title, height=height)
+    lane_texts = [_lane_text(value, lane_label) for value in lanes]
     if len(rows) > SEGMENT_BARS:
-        figure.add_trace(_raster(table, lane_numbers, len(lanes), values, low, high, color_by, unit))
+        figure.add_trace(_raster(table, lane_numbers, lane_texts, values, low, high, color_by, unit))
         cut_note = "; ".join(filter(None, [cut_note, f"{len(rows):,} bars drawn in {RASTER_BINS} time bins"]))
     else:
         width_px = max(2.0, min(14.0, 0.7 * (height - 90) / len(lanes)))
@@ -154,10 +156,13 @@ def gantt_figure(
             },
         )
     )
+    shown = range(0, len(lanes), math.ceil(len(lanes) / MAX_LANE_LABELS))  # every lane's label costs the browser
+    raster = len(rows) > SEGMENT_BARS  # the heatmap's lanes are categories (hover names them)
     figure.update_yaxes(
-        tickvals=list(range(len(lanes))),
-        ticktext=[_lane_text(value, lane_label) for value in lanes],
+        tickvals=[lane_texts[i] if raster else i for i in shown],
+        ticktext=[lane_texts[i] for i in shown],
         range=[len(lanes) - 0.5, -0.5],
+        type="category" if raster else "linear",
         title=None,
         showgrid=False,
         zeroline=False,
@@ -174,26 +179,28 @@ def gantt_figure(
 
 
 def _raster(
-    table: np.ndarray, lanes: np.ndarray, lane_count: int, values: np.ndarray, low: float, high: float, color_by: str, unit: str
+    table: np.ndarray, lanes: np.ndarray, lane_texts: list[str], values: np.ndarray, low: float, high: float, color_by: str, unit: str
 ) -> go.Heatmap:
-    """The bars as an image: lane x time bin, each bin coloured by the last bar covering it."""
+    """The bars as an image: lane x time bin, each bin coloured by the last bar covering it
+    (float32: half the bytes to send; lanes as category names, so hover says which lane)."""
+    lane_count = len(lane_texts)
     start, end = table[:, 5], table[:, 6]
     span = float(end.max()) or 1.0
     first = np.clip((start / span * RASTER_BINS).astype(int), 0, RASTER_BINS - 1)
     last = np.clip(np.ceil(end / span * RASTER_BINS).astype(int), first + 1, RASTER_BINS)
-    image = np.full((lane_count, RASTER_BINS), np.nan)
+    image = np.full((lane_count, RASTER_BINS), np.nan, dtype=np.float32)
     for lane, lo, hi, value in zip(lanes.astype(int), first, last, values):
         image[lane, lo:hi] = value
-    centres = (np.arange(RASTER_BINS) + 0.5) * span / RASTER_BINS
+    centres = ((np.arange(RASTER_BINS) + 0.5) * span / RASTER_BINS).astype(np.float32)
     return go.Heatmap(
         z=image,
         x=centres,
-        y=np.arange(lane_count),
+        y=lane_texts,
         zmin=low,
         zmax=high if high > low else low + 1,
         colorscale="Viridis",
         showscale=False,
-        hovertemplate=f"%{{x:.4g}} {unit}: {color_by} %{{z:.0f}}<extra></extra>",
+        hovertemplate=f"%{{y}}, %{{x:.4g}} {unit}: {color_by} %{{z:.0f}}<extra></extra>",
         name="bars",
     )
 
@@ -325,19 +332,19 @@ def crossover_figure(rows: Sequence[dict[str, Any]], size_bytes: int | None = No
                 ],
             )
         )
-    wins = winners(points)
-    for size, name in wins.items():
-        figure.add_trace(
-            go.Scatter(
-                x=[size],
-                y=[0],
-                yaxis="y2",
-                mode="markers",
-                marker={"symbol": "square", "size": 12, "color": PALETTE[algorithms.index(name) % len(PALETTE)]},
-                showlegend=False,
-                hovertemplate=f"fastest at {format_size(size)}: {name}<extra></extra>",
-            )
+    wins = winners(points)  # one trace (a trace per size costs the browser a layout pass each)
+    figure.add_trace(
+        go.Scatter(
+            x=list(wins),
+            y=[0] * len(wins),
+            yaxis="y2",
+            mode="markers",
+            marker={"symbol": "square", "size": 12, "color": [PALETTE[algorithms.index(name) % len(PALETTE)] for name in wins.values()]},
+            showlegend=False,
+            hovertemplate=[f"fastest at {format_size(size)}: {name}<extra></extra>" for size, name in wins.items()],
+            name="fastest",
         )
+    )
     if size_bytes:
         figure.add_vline(x=size_bytes, line={"dash": "dot", "color": "#888"})
     figure.update_xaxes(type="log", title="message size (bytes)")

@@ -59,6 +59,11 @@ COLL_FIGURE_PICK = "coll-figure-pick"
 COLL_DL_PNG = "coll-dl-png"
 COLL_DL_SVG = "coll-dl-svg"
 COLL_FIGURE_DONE = "coll-figure-done"
+COLL_JOB = "coll-job"  # dcc.Store: a large scenario handed to the background run (or None)
+COLL_PROGRESS = "coll-progress"  # the progress box (shown while a background run is going)
+COLL_PROGRESS_BAR = "coll-progress-bar"
+COLL_PROGRESS_TEXT = "coll-progress-text"
+COLL_CANCEL = "coll-cancel"
 
 # DDP page
 DDP_FIELDS = (

@@ -154,14 +154,69 @@ def test_bad_inputs_show_messages_and_other_panels_keep_working(app_page: Page, 
         expect(app_page.locator(f"#coll-{field}-error")).to_be_empty()
 
 
-def test_large_scenarios_switch_to_the_closed_form(app_page: Page, live_server: str):
+def test_very_large_scenarios_are_refused_with_the_cli_command(app_page: Page, live_server: str):
+    open_page(app_page, live_server + "/")
+    type_into(app_page, "chunks", "4")
+    type_into(app_page, "ranks", "1024")  # ~10 million message-equivalents: above the background cap
+    expect(app_page.locator("#coll-notice")).to_contain_text("too much to simulate in the browser", timeout=10_000)
+    expect(app_page.locator("#coll-notice")).to_contain_text("collsim sim collective --op all_reduce --algorithm ring --ranks 1024")
+    expect(app_page.locator("#coll-sim-time")).to_have_text("—")
+    expect(app_page.locator("#coll-progress")).to_be_hidden()
+    type_into(app_page, "ranks", "64")
+    expect(app_page.locator("#coll-sim-time")).to_have_text(sim_time(ranks="64", chunks="4"))
+
+
+def _job_processes() -> list:
+    """Background jobs of the live server (forked python children of this test process)."""
+    import psutil
+
+    return [child for child in psutil.Process().children() if "python" in child.name() and child.status() != psutil.STATUS_ZOMBIE]
+
+
+def test_large_scenario_shows_progress_and_cancel_stops_it(app_page: Page, live_server: str, shot):
+    open_page(app_page, live_server + "/")
+    expect(app_page.locator("#coll-progress")).to_be_hidden()
+    type_into(app_page, "ranks", "1024")  # ring all-reduce: ~2.5 million message-equivalents, ~10 s
+    expect(app_page.locator("#coll-notice")).to_contain_text("in the background", timeout=10_000)
+    expect(app_page.locator("#coll-progress")).to_be_visible()
+    expect(app_page.locator("#coll-cancel")).to_be_enabled()
+    expect(app_page.locator("#coll-progress-text")).to_contain_text(re.compile(r"[1-9]\d*% \(\d[\d,]* messages"), timeout=10_000)
+    assert int(app_page.locator("#coll-progress-bar").get_attribute("value")) > 0
+    assert _job_processes(), "the run should be a separate process"
+    shot("progress", full_page=False)
+    app_page.locator("#coll-cancel").click()
+    expect(app_page.locator("#coll-notice")).to_contain_text("Cancelled")
+    expect(app_page.locator("#coll-progress")).to_be_hidden()
+    for _ in range(50):  # the job's process is really gone, not just ignored
+        if not _job_processes():
+            break
+        app_page.wait_for_timeout(100)
+    assert not _job_processes()
+    expect(app_page.locator("#coll-sim-time")).to_have_text(sim_time())  # the last finished run stays
+    # a medium scenario runs in the background to completion
+    type_into(app_page, "ranks", "256")
+    expect(app_page.locator("#coll-sim-time")).to_have_text(sim_time(ranks="256"), timeout=15_000)
+    expect(app_page.locator("#coll-notice")).to_contain_text("Simulated all_reduce/ring on 256 ranks")
+    expect(app_page.locator("#coll-progress")).to_be_hidden()
+    # and small ones are still answered directly
+    type_into(app_page, "ranks", "16")
+    expect(app_page.locator("#coll-sim-time")).to_have_text(sim_time(ranks="16"))
+
+
+def test_a_new_input_stops_a_running_background_job(app_page: Page, live_server: str):
     open_page(app_page, live_server + "/")
     type_into(app_page, "ranks", "1024")
-    expect(app_page.locator("#coll-notice")).to_contain_text("too much to simulate in the browser", timeout=10_000)
-    expect(app_page.locator("#coll-sim-time")).to_have_text("—")
-    expect(app_page.locator("#coll-analytic-time")).not_to_have_text("none")
-    type_into(app_page, "ranks", "64")
-    expect(app_page.locator("#coll-sim-time")).to_have_text(sim_time(ranks="64"))
+    expect(app_page.locator("#coll-progress")).to_be_visible(timeout=10_000)
+    type_into(app_page, "ranks", "8")
+    expect(app_page.locator("#coll-progress")).to_be_hidden()
+    expect(app_page.locator("#coll-notice")).to_contain_text("Simulated all_reduce/ring on 8 ranks")
+    for _ in range(50):
+        if not _job_processes():
+            break
+        app_page.wait_for_timeout(100)
+    assert not _job_processes()
+    app_page.wait_for_timeout(500)
+    expect(app_page.locator("#coll-sim-time")).to_have_text(sim_time())
 
 
 def test_downloads(app_page: Page, live_server: str, tmp_path):
@@ -250,3 +305,19 @@ def test_navigation_between_pages(app_page: Page, live_server: str):
     expect(app_page.locator("#coll-sim-time")).to_have_text(sim_time())
     app_page.goto(live_server + "/no-such-page")
     expect(app_page.get_by_text("Page not found")).to_be_visible()
+
+
+def test_two_users_run_background_jobs_at_once(app_page: Page, live_server: str, shared_context):
+    """Each job has its own cache key and process: two pages get their own results."""
+    other = shared_context.new_page()
+    try:
+        open_page(app_page, live_server + "/")
+        open_page(other, live_server + "/?size=1MiB")
+        type_into(app_page, "ranks", "256")
+        type_into(other, "ranks", "256")
+        expect(app_page.locator("#coll-notice")).to_contain_text("in the background")
+        expect(other.locator("#coll-notice")).to_contain_text("in the background")
+        expect(app_page.locator("#coll-sim-time")).to_have_text(sim_time(ranks="256"), timeout=20_000)
+        expect(other.locator("#coll-sim-time")).to_have_text(sim_time(ranks="256", size="1MiB"), timeout=20_000)
+    finally:
+        other.close()

@@ -7,6 +7,7 @@ import json
 
 import pytest
 from dash import no_update
+from dash.exceptions import PreventUpdate
 
 from webapp import collective as model
 from webapp import ids
@@ -28,7 +29,11 @@ def test_validate_good_and_bad():
 
 def test_simulate_fills_every_panel():
     data = page.validate(*values())[0]
-    notice, cards, breakdown, rank_gantt, link_gantt, player, slider_max, slider_value = page.simulate(data, "step")
+    notice, cards, breakdown, rank_gantt, link_gantt, player, slider_max, slider_value, topology, buffers, caption, job = page.simulate(
+        data, "step"
+    )
+    assert job is no_update  # small: answered directly, no background job
+    assert topology.layout.meta["step"] is None and caption.startswith("inputs: 14 steps")  # the player's first frame
     assert notice.startswith("Simulated all_reduce/ring on 8 ranks")
     assert cards[0].children[1].children == "5.355 ms"
     assert player["steps"] == list(range(14)) and slider_max == 14 and slider_value == 0
@@ -42,10 +47,44 @@ def test_simulate_keeps_the_last_figures_on_bad_input():
 
 
 def test_simulate_large_scenarios_say_how():
-    data = page.validate(*values(ranks="1024"))[0]
-    notice, cards, *_, player, slider_max, _ = page.simulate(data, "step")
-    assert "closed form" in notice.lower() or "not simulated" in notice.lower()
-    assert player is None
+    data = page.validate(*values(ranks="1024", chunks="4"))[0]  # above the background cap
+    notice, cards, *_, player, slider_max, _, topology, buffers, caption, job = page.simulate(data, "step")
+    assert "not simulated" in notice.lower() and "collsim sim collective" in notice  # ring with chunks: no closed form
+    assert player is None and job is no_update
+
+
+def test_medium_scenarios_become_a_background_job():
+    data = page.validate(*values(ranks="256"))[0]
+    notice, *panels, job = page.simulate(data, "step")
+    assert "in the background" in notice and all(value is no_update for value in panels)
+    assert job["scenario"] == data and job["messages"] > 0 and job["token"]
+    assert page.simulate(data, "step")[-1]["token"] != job["token"]  # every job its own cache key
+    notice, *panels, job = page.simulate(data, "step", background=False)  # no manager: closed form
+    assert "closed form" in notice.lower() and job is no_update
+    reports = []
+    notice, cards, breakdown, rank_gantt, link_gantt, player, slider_max, slider_value, *_ = page.simulate_in_background(
+        reports.append, {**job_for(data)}
+    )
+    assert notice.startswith("Simulated all_reduce/ring on 256 ranks") and player is None
+    assert reports[0][0] == "0" and reports[-1][0] == "100"
+    with pytest.raises(PreventUpdate):
+        page.simulate_in_background(reports.append, None)
+    assert "Cancelled" in page.cancelled(1)
+
+
+def job_for(data: dict) -> dict:
+    return {"scenario": data, "color_by": "step", "messages": None, "token": "t"}
+
+
+def test_run_with_progress_matches_run_collective():
+    from sim.runner import run_collective
+
+    scenario, _ = model.parse_form({**model.DEFAULTS, "ranks": "64", "algorithm": "recursive_doubling"})
+    seen = []
+    outcome = model.run_with_progress(scenario, lambda fraction, text: seen.append(fraction))
+    expected = run_collective(scenario)
+    assert outcome.result.time_s == expected.time_s and outcome.result.message_count == expected.message_count
+    assert outcome.result.steps == expected.steps and seen[0] == 0.0 and seen[-1] == 1.0
 
 
 def test_player_callbacks():

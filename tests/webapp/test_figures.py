@@ -173,3 +173,17 @@ def test_many_bars_are_drawn_as_a_raster():
     assert "time bins" in figure.layout.annotations[0].text
     last_step = max(e["step"] for e in events)
     assert raster.z[0, -1] == last_step  # every lane ends busy with the last step
+    assert raster.z.dtype == "float32" and list(raster.y) == [f"rank {r}" for r in range(32)]  # hover names the lane
+    assert len(figure.layout.yaxis.ticktext) <= figures.MAX_LANE_LABELS  # 32 lanes, every other one labelled
+    assert figure.layout.yaxis.ticktext[:2] == ("rank 0", "rank 2")
+
+
+def test_crossover_winners_are_one_trace():
+    rows = [
+        {"algorithm": name, "size_bytes": size, "time_s": time, "method": "closed form", "why": ""}
+        for size in (1, 4, 16, 64)
+        for name, time in (("a", size), ("b", 8.0))
+    ]
+    figure = figures.crossover_figure(rows, 4, "a")
+    (fastest,) = [trace for trace in figure.data if trace.name == "fastest"]
+    assert list(fastest.x) == [1, 4, 16, 64] and len(set(fastest.marker.color)) == 2

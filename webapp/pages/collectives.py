@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import logging
+import uuid
 from typing import Any
 
 from dash import Input, Output, State, ctx, dcc, html, no_update
+from dash.exceptions import PreventUpdate
 
 from sim.errors import CollsimError
 from sim.registry import ops
@@ -162,9 +164,11 @@ def layout(search: str = "") -> html.Div:
         [
             dcc.Store(id=ids.COLL_SCENARIO),
             dcc.Store(id=ids.COLL_PLAYER_STORE),
+            dcc.Store(id=ids.COLL_JOB),
             html.Aside([html.H3("Scenario"), form(values), downloads], className="sidebar"),
             html.Section(
                 [
+                    progress_box(),
                     dcc.Loading(results, type="default", delay_show=250, overlay_style={"visibility": "visible", "opacity": 0.5}),
                     dcc.Loading(graph(ids.COLL_CROSSOVER, 400), type="dot", delay_show=250),
                 ],
@@ -172,6 +176,22 @@ def layout(search: str = "") -> html.Div:
             ),
         ],
         className="layout",
+    )
+
+
+def progress_box() -> html.Div:
+    """Progress of a background run and its Cancel button (outside the loading overlay, so the
+    button stays clickable); hidden unless a run is going."""
+    return html.Div(
+        [
+            html.Span("Simulating in the background:", className="muted"),
+            html.Progress(id=ids.COLL_PROGRESS_BAR, value="0", max="100", className="progress-bar"),
+            html.Span("", id=ids.COLL_PROGRESS_TEXT, className="progress-text"),
+            html.Button("Cancel", id=ids.COLL_CANCEL, n_clicks=0, className="button small cancel", disabled=True),
+        ],
+        id=ids.COLL_PROGRESS,
+        className="progress",
+        style={"display": "none"},
     )
 
 
@@ -226,29 +246,55 @@ def summary_cards(outcome: model.Outcome) -> list:
     return cards
 
 
-def simulate(data: dict | None, color_by: str) -> tuple:
+def simulate(data: dict | None, color_by: str, background: bool = True, position: int | None = None) -> tuple:
     """The scenario store -> notice, number cards, breakdown, rank and link timelines, player data,
-    slider max and position. An invalid scenario keeps the last figures and says so."""
+    slider max and position, background job. An invalid scenario keeps the last figures and says so.
+
+    Scenarios up to ``MAX_SIM_MESSAGES`` are simulated here and now; larger ones up to
+    ``BACKGROUND_MAX_MESSAGES`` become a job for :func:`simulate_in_background` (when the app has
+    a background manager: ``background``); larger ones get the closed form or a refusal.
+    ``position``: the slider's current value; at 0 it is left alone (setting it would redraw the
+    player a second time)."""
     if not data:
-        return ("Fix the highlighted inputs; the figures show the last valid scenario.", *([no_update] * 7))
+        return ("Fix the highlighted inputs; the figures show the last valid scenario.", *([no_update] * (KEEP + 1)))
     try:
         scenario = _scenario(data)
-        outcome = model.run(scenario)
+        messages, pairs = model.estimate_parts(scenario)
+        estimate = int(messages + model.ROUTE_COST * pairs)
+        if background and model.MAX_SIM_MESSAGES < estimate <= model.BACKGROUND_MAX_MESSAGES:
+            notice = (
+                f"Simulating {scenario.op}/{scenario.algorithm} on {scenario.ranks} ranks in the background "
+                f"(about {estimate:,} message-equivalents of work); Cancel stops it. The figures below show the last finished run."
+            )
+            # a fresh token per job: two users (or two clicks) with the same scenario get separate jobs
+            job = {"scenario": data, "color_by": color_by, "messages": messages, "token": uuid.uuid4().hex}
+            return (notice, *([no_update] * KEEP), job)
+        outcome = model.run(scenario, estimate=estimate)
     except CollsimError as error:
-        return (f"Cannot run this scenario: {error}", *([no_update] * 7))
+        return (f"Cannot run this scenario: {error}", *([no_update] * (KEEP + 1)))
+    result = panels(outcome, color_by)
+    if position == 0:
+        result = (*result[:7], no_update, *result[8:])
+    return (*result, no_update)
+
+
+def panels(outcome: model.Outcome, color_by: str) -> tuple:
+    """An outcome -> notice, number cards, breakdown, rank and link timelines, player data,
+    slider max and position, and the player at position 0 (topology, buffers, caption)."""
     result = outcome.result
+    scenario = outcome.scenario
     if result is None:
         note = figures.note_figure(outcome.note, "Timeline")
-        player = None
         return (
             outcome.note,
             summary_cards(outcome),
             figures.breakdown_figure(None, outcome.analytic_time_s, outcome.breakdown),
             note,
             note,
-            player,
+            None,
             1,
             0,
+            *show_step(0, None),
         )
     events = result.events()
     rank_figure = figures.rank_gantt(events, color_by)
@@ -259,7 +305,41 @@ def simulate(data: dict | None, color_by: str) -> tuple:
         outcome.note or f"Simulated {scenario.op}/{scenario.algorithm} on {scenario.ranks} ranks ({scenario.topology}) message by message."
     )
     breakdown = figures.breakdown_figure(result.time_s, outcome.analytic_time_s, outcome.breakdown)
-    return (notice, summary_cards(outcome), breakdown, rank_figure, link_figure, player, positions - 1, 0)
+    # the player's first frame comes with the run: no second round trip after the figures are drawn
+    return (notice, summary_cards(outcome), breakdown, rank_figure, link_figure, player, positions - 1, 0, *show_step(0, player))
+
+
+def simulate_in_background(set_progress: Any, job: dict | None) -> tuple:
+    """A background job (see :func:`simulate`) -> the same panels as :func:`simulate`, reporting
+    (percent, text) through ``set_progress`` while it runs. Runs in its own process; Cancel, a
+    new scenario or a new job kill that process."""
+    if not job:
+        raise PreventUpdate
+    scenario = _scenario(job["scenario"])
+
+    def report(fraction: float, text: str) -> None:
+        set_progress((str(round(100 * fraction)), f"{100 * fraction:.0f}% ({text})"))
+
+    try:
+        outcome = model.run_with_progress(scenario, report, job.get("messages"))
+    except CollsimError as error:
+        return (f"Cannot run this scenario: {error}", *([no_update] * KEEP))
+    return panels(outcome, job.get("color_by") or "step")
+
+
+def _direct_simulate(data: dict | None, color_by: str, position: int | None) -> tuple:
+    return simulate(data, color_by, True, position)
+
+
+def _simulate_without_background(data: dict | None, color_by: str, position: int | None) -> tuple:
+    return simulate(data, color_by, False, position)
+
+
+def cancelled(clicks: int | None) -> str:
+    """The notice after Cancel: the run is stopped and the figures are the last finished run."""
+    if not clicks:
+        raise PreventUpdate
+    return "Cancelled: the background run was stopped. The figures show the last finished run; change an input to run again."
 
 
 def show_step(position: int | None, player: dict | None) -> tuple:
@@ -356,6 +436,40 @@ def _guarded(function, fallback):
     return wrapper
 
 
+PANEL_OUTPUTS = (
+    (ids.COLL_NOTICE, "children"),
+    (ids.COLL_SUMMARY, "children"),
+    (ids.COLL_BREAKDOWN, "figure"),
+    (ids.COLL_GANTT_RANK, "figure"),
+    (ids.COLL_GANTT_LINK, "figure"),
+    (ids.COLL_PLAYER_STORE, "data"),
+    (ids.COLL_STEP, "max"),
+    (ids.COLL_STEP, "value"),
+    (ids.COLL_TOPOLOGY, "figure"),
+    (ids.COLL_BUFFERS, "figure"),
+    (ids.COLL_STEP_LABEL, "children"),
+)
+KEEP = len(PANEL_OUTPUTS) - 1  # outputs left as they are next to a notice
+
+
+def _guarded_progress(function, fallback):
+    """:func:`_guarded` for a background callback (its first argument is ``set_progress``)."""
+
+    def wrapper(set_progress, *args):
+        try:
+            return function(set_progress, *args)
+        except PreventUpdate:
+            raise
+        except CollsimError as error:
+            return fallback(str(error))
+        except Exception as error:  # noqa: BLE001 - the page must keep working whatever went wrong
+            log.exception("callback %s failed", function.__name__)
+            return fallback(f"internal error in {function.__name__}: {type(error).__name__}: {error}")
+
+    wrapper.__name__ = function.__name__
+    return wrapper
+
+
 def register(app: Any) -> None:
     fields = [Input(ids.field_id(name), "value") for name in model.DEFAULTS]
     app.callback(
@@ -371,24 +485,42 @@ def register(app: Any) -> None:
         Output(ids.URL, "search"),
         *fields,
     )(_guarded(validate, lambda message: (None, message, *[""] * (len(model.DEFAULTS) - 1), no_update)))
+    manager = getattr(app, "_background_manager", None)
+    background = manager is not None
     app.callback(
-        Output(ids.COLL_NOTICE, "children"),
-        Output(ids.COLL_SUMMARY, "children"),
-        Output(ids.COLL_BREAKDOWN, "figure"),
-        Output(ids.COLL_GANTT_RANK, "figure"),
-        Output(ids.COLL_GANTT_LINK, "figure"),
-        Output(ids.COLL_PLAYER_STORE, "data"),
-        Output(ids.COLL_STEP, "max"),
-        Output(ids.COLL_STEP, "value"),
+        *[Output(*output) for output in PANEL_OUTPUTS],
+        Output(ids.COLL_JOB, "data"),
         Input(ids.COLL_SCENARIO, "data"),
         Input(ids.COLL_COLOR_BY, "value"),
-    )(_guarded(simulate, lambda message: (message, *([no_update] * 7))))
+        State(ids.COLL_STEP, "value"),
+    )(_guarded(_direct_simulate if background else _simulate_without_background, lambda message: (message, *([no_update] * (KEEP + 1)))))
+    if background:
+        app.callback(
+            *[Output(*output, allow_duplicate=True) for output in PANEL_OUTPUTS],
+            Input(ids.COLL_JOB, "data"),
+            background=True,
+            manager=manager,
+            interval=300,
+            progress=[Output(ids.COLL_PROGRESS_BAR, "value"), Output(ids.COLL_PROGRESS_TEXT, "children")],
+            progress_default=["0", ""],
+            running=[
+                (Output(ids.COLL_PROGRESS, "style"), {"display": "flex"}, {"display": "none"}),
+                (Output(ids.COLL_CANCEL, "disabled"), False, True),
+            ],
+            # Cancel, or any new scenario (which may be answered directly), stops the run
+            cancel=[Input(ids.COLL_CANCEL, "n_clicks"), Input(ids.COLL_SCENARIO, "data"), Input(ids.COLL_COLOR_BY, "value")],
+            prevent_initial_call=True,
+        )(_guarded_progress(simulate_in_background, lambda message: (message, *([no_update] * KEEP))))
+        app.callback(
+            Output(ids.COLL_NOTICE, "children", allow_duplicate=True), Input(ids.COLL_CANCEL, "n_clicks"), prevent_initial_call=True
+        )(cancelled)
     app.callback(
-        Output(ids.COLL_TOPOLOGY, "figure"),
-        Output(ids.COLL_BUFFERS, "figure"),
-        Output(ids.COLL_STEP_LABEL, "children"),
+        Output(ids.COLL_TOPOLOGY, "figure", allow_duplicate=True),
+        Output(ids.COLL_BUFFERS, "figure", allow_duplicate=True),
+        Output(ids.COLL_STEP_LABEL, "children", allow_duplicate=True),
         Input(ids.COLL_STEP, "value"),
-        Input(ids.COLL_PLAYER_STORE, "data"),
+        State(ids.COLL_PLAYER_STORE, "data"),  # a new run draws its first frame itself (see panels)
+        prevent_initial_call=True,
     )(_guarded(show_step, lambda message: (figures.note_figure(message), figures.note_figure(message), message)))
     app.callback(
         Output(ids.COLL_TICK, "disabled"),

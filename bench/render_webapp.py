@@ -1,0 +1,146 @@
+"""Browser timing of the Collectives page (a benchmark, not a test: pytest does not collect it).
+
+For each server URL given, in turn (interleaved, so both see the same machine load), a
+headless Chromium changes an input and records the time from the change to the last
+``plotly_afterplot`` of any graph, and the time to the last callback response before it
+(server + network); the rest is the browser drawing. Prints median and spread per case.
+
+    python bench/render_webapp.py --serve 8061 &           # or --url of a running app
+    python bench/render_webapp.py --url new=http://127.0.0.1:8061 --url old=http://... -n 7
+
+``--serve PORT`` serves ``webapp.app.create_app()`` from whatever ``webapp`` is first on the path
+(put an older checkout first on PYTHONPATH to time it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+HOOK = """() => {
+    window.__ap = [];
+    for (const g of document.querySelectorAll('.js-plotly-plot')) {
+        if (g.__benchHooked) continue;
+        g.__benchHooked = true;
+        g.on('plotly_afterplot', () => window.__ap.push([g.parentElement.id, performance.now()]));
+    }
+}"""
+RESULT = """t0 => {
+    const responses = performance.getEntriesByType('resource')
+        .filter(e => e.name.includes('_dash-update-component') && e.startTime >= t0 - 1);
+    const plots = window.__ap.filter(([id, t]) => t >= t0);
+    const spans = responses.map(r => [r.startTime, r.responseEnd]).sort((a, b) => a[0] - b[0]);
+    let waiting = 0, end = -Infinity;  // time with at least one request in flight
+    for (const [s, e] of spans) { if (e > end) { waiting += e - Math.max(s, end); end = e; } }
+    return {last_plot: Math.max(t0, ...plots.map(p => p[1])) - t0,
+            first_request: spans.length ? spans[0][0] - t0 : 0, waiting: waiting,
+            bytes: responses.reduce((n, r) => n + r.transferSize, 0),
+            requests: responses.length, plots: plots.map(p => p[0])};
+}"""
+CASES = {
+    # name: (field, value A, value B): the input alternates between A and B
+    "ranks 64<->63 (all panels)": ("ranks", "64", "63"),
+    "size 64MiB<->32MiB at 64 ranks": ("size", "32MiB", "64MiB"),
+    "step slider at 64 ranks": ("step", "", ""),
+}
+
+
+def quiet(page, settle_ms: int = 1200, limit_s: float = 20.0) -> None:
+    """Wait until no graph has redrawn and no request has been in flight for ``settle_ms``."""
+    deadline = time.time() + limit_s
+    last = -1
+    while time.time() < deadline:
+        count = page.evaluate("() => window.__ap.length + performance.getEntriesByType('resource').length")
+        if count == last:
+            return
+        last = count
+        page.wait_for_timeout(settle_ms)
+
+
+def measure(page, case: str, flip: bool) -> dict:
+    field, a, b = CASES[case]
+    page.evaluate(HOOK)
+    page.evaluate("() => performance.clearResourceTimings()")
+    if field == "step":
+        thumb = page.locator("#coll-step [role=slider]")
+        t0 = page.evaluate("() => performance.now()")
+        thumb.press("ArrowRight" if flip else "ArrowLeft")
+    else:
+        box = page.locator(f"#coll-{field}")
+        box.fill(b if flip else a)
+        t0 = page.evaluate("() => performance.now()")
+        box.press("Enter")
+    page.wait_for_timeout(300)
+    quiet(page)
+    return page.evaluate(RESULT, t0)
+
+
+def run(urls: dict[str, str], repeats: int, chromium: str) -> None:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=chromium, headless=True, args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
+        )
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        pages = {}
+        for label, url in urls.items():
+            page = context.new_page()
+            page.goto(url + "/?ranks=64")
+            page.locator("#coll-sim-time").wait_for(timeout=30_000)
+            page.wait_for_timeout(1500)
+            page.evaluate(HOOK)
+            pages[label] = page
+        for case in CASES:
+            samples: dict[str, list[dict]] = {label: [] for label in urls}
+            for index in range(repeats + 1):
+                for label, page in pages.items():  # interleaved
+                    sample = measure(page, case, index % 2 == 0)
+                    if index:  # the first round warms up
+                        samples[label].append(sample)
+            for label, rows in samples.items():
+                total = [row["last_plot"] for row in rows]
+                wait = [row["waiting"] for row in rows]
+                # browser only: neither the input's debounce nor any request in flight
+                draw = [row["last_plot"] - row["first_request"] - row["waiting"] for row in rows]
+                med = statistics.median
+                print(
+                    f"{case:32s} {label:6s} total {med(total):5.0f} ms [{min(total):.0f}-{max(total):.0f}]"
+                    f" | debounce {med([r['first_request'] for r in rows]):3.0f}"
+                    f" | requests in flight {med(wait):4.0f} [{min(wait):.0f}-{max(wait):.0f}]"
+                    f" | browser only {med(draw):4.0f} [{min(draw):.0f}-{max(draw):.0f}]"
+                    f" | {med([r['requests'] for r in rows]):.0f} requests, {med([r['bytes'] for r in rows]) / 1e3:.0f} kB,"
+                    f" {med([len(r['plots']) for r in rows]):.0f} redraws",
+                    flush=True,
+                )
+        browser.close()
+
+
+def serve(port: int) -> None:
+    from werkzeug.serving import make_server
+
+    from webapp.app import create_app
+
+    make_server("127.0.0.1", port, create_app().server, threaded=True).serve_forever()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--serve", type=int, help="serve the app on 127.0.0.1:PORT instead")
+    parser.add_argument("--url", action="append", default=[], help="LABEL=URL of a running app (repeat to compare)")
+    parser.add_argument("-n", type=int, default=7, help="measurements per case and URL (median of these)")
+    parser.add_argument("--chromium", default="/usr/bin/chromium")
+    args = parser.parse_args(argv)
+    if args.serve:
+        serve(args.serve)
+        return
+    urls = dict(item.split("=", 1) for item in args.url)
+    if not urls:
+        sys.exit("give --url LABEL=URL (or --serve PORT to start a server)")
+    run(urls, args.n, args.chromium)
+
+
+if __name__ == "__main__":
+    main()
