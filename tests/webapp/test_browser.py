@@ -166,15 +166,26 @@ def test_very_large_scenarios_are_refused_with_the_cli_command(app_page: Page, l
     expect(app_page.locator("#coll-sim-time")).to_have_text(sim_time(ranks="64", chunks="4"))
 
 
-def _job_processes() -> list:
-    """Background jobs of the live server (forked python children of this test process)."""
+def _job_processes(before: frozenset[int] = frozenset()) -> list:
+    """Background jobs of the live server: python children of this test process that were not
+    there ``before`` (earlier tests in the session may leave helpers such as multiprocessing's
+    resource tracker running)."""
     import psutil
 
-    return [child for child in psutil.Process().children() if "python" in child.name() and child.status() != psutil.STATUS_ZOMBIE]
+    return [
+        child
+        for child in psutil.Process().children()
+        if child.pid not in before and "python" in child.name() and child.status() != psutil.STATUS_ZOMBIE
+    ]
+
+
+def _pids() -> frozenset[int]:
+    return frozenset(child.pid for child in _job_processes())
 
 
 def test_large_scenario_shows_progress_and_cancel_stops_it(app_page: Page, live_server: str, shot):
     open_page(app_page, live_server + "/")
+    before = _pids()
     expect(app_page.locator("#coll-progress")).to_be_hidden()
     type_into(app_page, "ranks", "1024")  # ring all-reduce: ~2.5 million message-equivalents, ~10 s
     expect(app_page.locator("#coll-notice")).to_contain_text("in the background", timeout=10_000)
@@ -182,16 +193,16 @@ def test_large_scenario_shows_progress_and_cancel_stops_it(app_page: Page, live_
     expect(app_page.locator("#coll-cancel")).to_be_enabled()
     expect(app_page.locator("#coll-progress-text")).to_contain_text(re.compile(r"[1-9]\d*% \(\d[\d,]* messages"), timeout=10_000)
     assert int(app_page.locator("#coll-progress-bar").get_attribute("value")) > 0
-    assert _job_processes(), "the run should be a separate process"
+    assert _job_processes(before), "the run should be a separate process"
     shot("progress", full_page=False)
     app_page.locator("#coll-cancel").click()
     expect(app_page.locator("#coll-notice")).to_contain_text("Cancelled")
     expect(app_page.locator("#coll-progress")).to_be_hidden()
     for _ in range(50):  # the job's process is really gone, not just ignored
-        if not _job_processes():
+        if not _job_processes(before):
             break
         app_page.wait_for_timeout(100)
-    assert not _job_processes()
+    assert not _job_processes(before)
     expect(app_page.locator("#coll-sim-time")).to_have_text(sim_time())  # the last finished run stays
     # a medium scenario runs in the background to completion
     type_into(app_page, "ranks", "256")
@@ -205,16 +216,17 @@ def test_large_scenario_shows_progress_and_cancel_stops_it(app_page: Page, live_
 
 def test_a_new_input_stops_a_running_background_job(app_page: Page, live_server: str):
     open_page(app_page, live_server + "/")
+    before = _pids()
     type_into(app_page, "ranks", "1024")
     expect(app_page.locator("#coll-progress")).to_be_visible(timeout=10_000)
     type_into(app_page, "ranks", "8")
     expect(app_page.locator("#coll-progress")).to_be_hidden()
     expect(app_page.locator("#coll-notice")).to_contain_text("Simulated all_reduce/ring on 8 ranks")
     for _ in range(50):
-        if not _job_processes():
+        if not _job_processes(before):
             break
         app_page.wait_for_timeout(100)
-    assert not _job_processes()
+    assert not _job_processes(before)
     app_page.wait_for_timeout(500)
     expect(app_page.locator("#coll-sim-time")).to_have_text(sim_time())
 
