@@ -423,9 +423,11 @@ function(png, svg, pick) {
 def _guarded(function, fallback):
     """Run a callback; an unexpected error becomes a visible message, never an HTTP 500."""
 
-    def wrapper(*args):
+    def wrapper(*args):  # background callbacks get set_progress first: it passes through
         try:
             return function(*args)
+        except PreventUpdate:
+            raise
         except CollsimError as error:
             return fallback(str(error))
         except Exception as error:  # noqa: BLE001 - the page must keep working whatever went wrong
@@ -450,24 +452,6 @@ PANEL_OUTPUTS = (
     (ids.COLL_STEP_LABEL, "children"),
 )
 KEEP = len(PANEL_OUTPUTS) - 1  # outputs left as they are next to a notice
-
-
-def _guarded_progress(function, fallback):
-    """:func:`_guarded` for a background callback (its first argument is ``set_progress``)."""
-
-    def wrapper(set_progress, *args):
-        try:
-            return function(set_progress, *args)
-        except PreventUpdate:
-            raise
-        except CollsimError as error:
-            return fallback(str(error))
-        except Exception as error:  # noqa: BLE001 - the page must keep working whatever went wrong
-            log.exception("callback %s failed", function.__name__)
-            return fallback(f"internal error in {function.__name__}: {type(error).__name__}: {error}")
-
-    wrapper.__name__ = function.__name__
-    return wrapper
 
 
 def register(app: Any) -> None:
@@ -510,7 +494,7 @@ def register(app: Any) -> None:
             # Cancel, or any new scenario (which may be answered directly), stops the run
             cancel=[Input(ids.COLL_CANCEL, "n_clicks"), Input(ids.COLL_SCENARIO, "data"), Input(ids.COLL_COLOR_BY, "value")],
             prevent_initial_call=True,
-        )(_guarded_progress(simulate_in_background, lambda message: (message, *([no_update] * KEEP))))
+        )(_guarded(simulate_in_background, lambda message: (message, *([no_update] * KEEP))))
         app.callback(
             Output(ids.COLL_NOTICE, "children", allow_duplicate=True), Input(ids.COLL_CANCEL, "n_clicks"), prevent_initial_call=True
         )(cancelled)
