@@ -39,7 +39,9 @@ def scenarios(draw, pairs=PAIRS, verify=False, topologies=("switch", "switch", "
     )
 
 
-FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# derandomize: the same examples every run, so CI on a fresh clone (no example database) is
+# reproducible; 60 examples per property still cover every algorithm.
+FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 
 
 @FAST
@@ -90,8 +92,11 @@ def test_bytes_sent_equal_bytes_received_and_links_carry_them(scenario):
             assert per_link.get(f"switch->{rank}", 0) == received[rank]
 
 
+# Only algorithms where no receive port serves two senders in a race: with FIFO ports a late
+# rank can reorder a root's receives and make a binomial reduce finish sooner (p = 3, root 1,
+# rank 0 late by 10 us: 26 us instead of 32 us; docs/network-model.md).
 @FAST
-@given(scenarios(pairs=[("all_reduce", "ring"), ("broadcast", "binomial"), ("all_gather", "ring"), ("reduce", "binomial")]))
+@given(scenarios(pairs=[("all_reduce", "ring"), ("broadcast", "binomial"), ("all_gather", "ring"), ("broadcast", "pipelined_chain")]))
 def test_stragglers_never_speed_things_up(scenario):
     plain = run_collective(scenario.replace(stragglers=())).time_s
     assert run_collective(scenario).time_s >= plain * (1 - 1e-12)
