@@ -43,6 +43,12 @@ COMPONENT_COLORS = {
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 
 
+def band(x: list, lows: list, highs: list, colour: str, name: str) -> go.Scatter:
+    """A shaded band between ``lows`` and ``highs`` over ``x`` (intervals, spreads)."""
+    return go.Scatter(x=list(x) + list(x)[::-1], y=list(highs) + list(lows)[::-1], fill="toself", fillcolor=colour,
+                      line={"width": 0}, name=name, hoverinfo="skip")  # fmt: skip
+
+
 def time_unit(seconds: float) -> tuple[float, str]:
     """(factor, label) so that seconds * factor reads naturally for the largest time shown."""
     seconds = abs(seconds or 0.0)
@@ -704,17 +710,8 @@ def fit_figure(
         )
     if fit and fit.get("curve"):
         sizes = [x for x, _, _, _ in fit["curve"]]
-        figure.add_trace(
-            go.Scatter(
-                x=sizes + sizes[::-1],
-                y=[hi * factor for _, _, _, hi in fit["curve"]] + [lo * factor for _, _, lo, _ in fit["curve"][::-1]],
-                fill="toself",
-                fillcolor="rgba(214,39,40,0.15)",
-                line={"width": 0},
-                name="fit interval",
-                hoverinfo="skip",
-            )
-        )
+        lows, highs = [lo * factor for _, _, lo, _ in fit["curve"]], [hi * factor for _, _, _, hi in fit["curve"]]
+        figure.add_trace(band(sizes, lows, highs, "rgba(214,39,40,0.15)", "fit interval"))
         figure.add_trace(
             go.Scatter(
                 x=sizes,
@@ -755,17 +752,8 @@ def sim_vs_measured_figure(rows: Sequence[dict[str, Any]], title: str = "Simulat
     factor, unit = time_unit(max(max(r["measured_s"], r["simulated_s"] or 0) for r in rows))
     figure = _base(title, 380)
     sizes = [r["size_bytes"] for r in rows]
-    figure.add_trace(
-        go.Scatter(
-            x=sizes + sizes[::-1],
-            y=[r["measured_hi_s"] * factor for r in rows] + [r["measured_lo_s"] * factor for r in rows[::-1]],
-            fill="toself",
-            fillcolor="rgba(31,119,180,0.18)",
-            line={"width": 0},
-            name="measured spread",
-            hoverinfo="skip",
-        )
-    )
+    lows, highs = [r["measured_lo_s"] * factor for r in rows], [r["measured_hi_s"] * factor for r in rows]
+    figure.add_trace(band(sizes, lows, highs, "rgba(31,119,180,0.18)", "measured spread"))
     figure.add_trace(
         go.Scatter(x=sizes, y=[r["measured_s"] * factor for r in rows], mode="lines+markers", name="measured", line={"color": "#1f77b4"})
     )
