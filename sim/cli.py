@@ -128,6 +128,13 @@ def _unit(parse):
 @click.option("--repetitions", default=None, type=int, help="back-to-back calls; time_s is per call")
 @click.option("--element-bytes", default=None, type=int, help="bytes per element (float32: 4)")
 @click.option("--record", default=None, type=click.Choice(["auto", "full", "aggregate"]), help="event recording")
+@click.option(
+    "--sharing",
+    default=None,
+    type=click.Choice(["fair", "fifo"]),
+    help="how messages share links and ports: fair (max-min fair flows, default) or fifo (work-conserving FIFO queues)",
+)
+@click.option("--eager-limit", default=None, help="messages larger than this wait for the matching receive (rendezvous); default 0: all wait")
 @click.option("--verify", is_flag=True, help="move real payloads and check every rank's final buffer")
 @click.option("--scenario", "scenario_file", default=None, help="YAML/JSON scenario file (flags given override it)")
 @click.option("--calibration", default=None, help="calibration file from 'collsim fit --calibration': fills overhead, latency, bandwidth, algorithm not given")

@@ -23,6 +23,7 @@ from sim.registry import algorithm_spec, algorithms_for, ops
 from sim.units import parse_bandwidth, parse_size, parse_time
 
 RECORD_MODES = ("auto", "full", "aggregate")
+SHARING_MODES = ("fifo", "fair")
 
 
 def _int(value: Any, what: str) -> int:
@@ -172,6 +173,8 @@ class CollectiveScenario(ScenarioData):
     verify: bool = False
     record: str = "auto"  # auto | full | aggregate
     max_events: int = 2_000_000  # auto: above this many messages keep aggregates only
+    sharing: str = "fair"  # fair: max-min fair flows | fifo: work-conserving FIFO queues (docs/network-model.md)
+    eager_limit_bytes: int = 0  # messages above this wait for the matching receive (rendezvous)
 
     def __post_init__(self) -> None:
         self._check_numbers()
@@ -209,6 +212,10 @@ class CollectiveScenario(ScenarioData):
                 raise CollsimError(f"{name}: must be >= {low}, got {value}")
         if not 0 <= self.root < self.ranks:
             raise CollsimError(f"root: must be a rank in 0..{self.ranks - 1}, got {self.root}")
+        if self.sharing not in SHARING_MODES:
+            raise CollsimError(f"sharing: must be one of {', '.join(SHARING_MODES)}, got {self.sharing!r}")
+        if self.eager_limit_bytes < 0:
+            raise CollsimError(f"eager_limit: must be a size >= 0 such as 64KiB, got {self.eager_limit_bytes}")
         if self.record not in RECORD_MODES:
             raise CollsimError(f"record: must be one of {', '.join(RECORD_MODES)}, got {self.record!r}")
         if self.verify:
@@ -276,6 +283,8 @@ _COLLECTIVE_PARSERS: dict[str, Parser] = {
     "repetitions": _int,
     "verify": _bool,
     "max_events": _int,
+    "sharing": lambda value, what: str(value),
+    "eager_limit_bytes": parse_size,
 }
 _COLLECTIVE_ALIASES = {
     "size": "size_bytes",
@@ -286,6 +295,7 @@ _COLLECTIVE_ALIASES = {
     "intra_latency": "intra_latency_s",
     "intra_bandwidth": "intra_bandwidth_Bps",
     "jitter": "jitter_s",
+    "eager_limit": "eager_limit_bytes",
 }
 
 CollectiveScenario.PARSERS = _COLLECTIVE_PARSERS
