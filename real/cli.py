@@ -401,12 +401,18 @@ def format_fits(
     for fit in fits:
         key = fit.key
         busbw = fit.busbw_Bps
+        if not fit.identifiable:
+            lines.append(
+                f"  {str(key.get('source')):>10} {str(key.get('backend')):>8} {str(key.get('op')):>14} {key.get('world_size')!s:>3} "
+                f"  o and w not identifiable from these points (time does not grow with size over {fit.points} points)"
+            )
+            continue
         lines.append(
             f"  {str(key.get('source')):>10} {str(key.get('backend')):>8} {str(key.get('op')):>14} {key.get('world_size')!s:>3} {fit.o_s * 1e6:9.1f} "
             f"{_interval(*fit.o_ci_s, 1e6):>22} {_num(fit.w_Bps, 1e-9):>9} {_interval(*fit.w_ci_Bps, 1e-9):>20} {_num(busbw, 1e-9):>7} {fit.points:>4} {fit.rms_relative_residual:9.1%}"
         )
     for entry in alpha_beta:
-        if len(entry["world_sizes"]) >= 2:
+        if len(entry["world_sizes"]) >= 2 and entry.get("latency_identifiable", True):
             lines.append(
                 f"# {entry['source']} {entry['backend']} {entry['op']}/{entry['algorithm']} over p = {entry['world_sizes']}: call overhead {entry['call_overhead_s'] * 1e6:.1f} us, "
                 f"latency a = {entry['latency_s'] * 1e6:.2f} us, link bandwidth B = {entry['bandwidth_Bps'] / 1e9:.3f} GB/s"
@@ -429,10 +435,14 @@ def format_fits(
             if "optimal_bucket_bytes" in overhead
             else ""
         )
-        lines.append(
-            f"# DDP overhead(n_b) = n_b o + s/(n_b w) over {len(overhead['points'])} bucket sizes: o = {_num(overhead['o_s'], 1e3, '.2f')} ms "
-            f"{_interval(*overhead['intervals']['o'], 1e3)}, w = {_num(overhead['w_Bps'], 1e-9)} GB/s, r2 = {overhead['r2']:.2f}{best}"
-        )
+        head = f"# DDP overhead(n_b) = n_b o + s/(n_b w) over {len(overhead['points'])} bucket sizes"
+        if overhead.get("identifiable", True):
+            lines.append(
+                f"{head}: o = {_num(overhead['o_s'], 1e3, '.2f')} ms {_interval(*overhead['intervals']['o'], 1e3)}, "
+                f"w = {_num(overhead['w_Bps'], 1e-9)} GB/s, r2 = {overhead['r2']:.2f}{best}"
+            )
+        else:
+            lines.append(f"{head}: o and w not identifiable from these points (the formula explains {max(0.0, overhead['r2']):.0%} of the variance)")
     return "\n".join(lines)
 
 

@@ -15,7 +15,10 @@ Intervals (default 95%):
 - ``wls-t``: without raw times (imported or published tables), the usual least-squares
   standard errors with Student's t on m - 2 degrees of freedom.
 
-Only numpy is needed (scipy, when present, gives the t quantile).
+Every constant is bounded to be non-negative (``scipy.optimize.lsq_linear``): a time cannot have
+a negative overhead, latency or inverse bandwidth. A constant pinned at its bound is reported as 0;
+a fit that explains nothing (DDP overhead with r2 < 0.5, fewer points than constants, a latency
+from one world size) is reported as "not identifiable from these points" rather than printed.
 """
 
 from __future__ import annotations
@@ -65,6 +68,11 @@ class OWFit:
         return self.o_s + size_bytes / self.w_Bps
 
     @property
+    def identifiable(self) -> bool:
+        """False when time does not grow with size here (w = inf: no bandwidth to fit)."""
+        return math.isfinite(self.w_Bps)
+
+    @property
     def busbw_Bps(self) -> float | None:
         """w times the all-reduce bus factor, where the op and world size are known."""
         op, p = self.key.get("op"), self.key.get("world_size")
@@ -78,13 +86,30 @@ class OWFit:
         data = asdict(self)
         data["o_ci_s"], data["w_ci_Bps"], data["sizes_bytes"] = list(self.o_ci_s), list(self.w_ci_Bps), list(self.sizes_bytes)
         data["busbw_Bps"] = self.busbw_Bps
+        data["identifiable"] = self.identifiable
         return plain({**self.key, **{k: v for k, v in data.items() if k != "key"}})
 
 
+def bounded_lstsq(design: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Least squares with every coefficient >= 0 (``scipy.optimize.lsq_linear``, BVLS).
+
+    Columns are scaled to unit norm first (they mix seconds and bytes); all-zero columns get 0.
+    """
+    from scipy.optimize import lsq_linear
+
+    norms = np.linalg.norm(design, axis=0)
+    used = norms > 0
+    coefficients = np.zeros(design.shape[1])
+    if used.any():
+        result = lsq_linear(design[:, used] / norms[used], target, bounds=(0.0, np.inf), method="bvls")
+        coefficients[used] = result.x / norms[used]
+    return coefficients
+
+
 def solve_ow(sizes: np.ndarray, times: np.ndarray) -> tuple[float, float]:
-    """Weighted least squares for (o, x = 1/w) minimising relative error; returns (o, x)."""
+    """Least squares for (o >= 0, x = 1/w >= 0) minimising relative error; returns (o, x)."""
     design = np.column_stack([1.0 / times, sizes / times])
-    (o, x), *_ = np.linalg.lstsq(design, np.ones_like(times), rcond=None)
+    o, x = bounded_lstsq(design, np.ones_like(times))
     return float(o), float(x)
 
 
@@ -201,7 +226,7 @@ def _wls_interval(
     residuals = 1.0 - design @ np.array([o, x])
     covariance = float(residuals @ residuals) / dof * np.linalg.inv(design.T @ design)
     half = _t_quantile(confidence, dof) * np.sqrt(np.diag(covariance))
-    return (o - half[0], o + half[0]), (x - half[1], x + half[1])
+    return (max(0.0, o - half[0]), o + half[0]), (max(0.0, x - half[1]), x + half[1])
 
 
 GROUP_KEYS = ("source", "backend", "device", "op", "world_size")
@@ -294,14 +319,15 @@ def fit_alpha_beta(fits: list[OWFit], algorithm: str | None = None) -> list[dict
         ps = np.array([fit.key["world_size"] for fit in members], dtype=float)
         bandwidths = np.array([fit.w_Bps * factor(int(p)) for fit, p in zip(members, ps)])
         overheads = np.array([fit.o_s for fit in members])
-        if len(set(ps)) >= 2:
-            (latency, call), *_ = np.linalg.lstsq(np.column_stack([[steps(int(p)) for p in ps], np.ones_like(ps)]), overheads, rcond=None)
-        else:
-            latency, call = 0.0, float(overheads.mean())
+        identifiable = len(set(ps)) >= 2
+        if identifiable:  # o_p = o_call + L(p) a with o_call, a >= 0
+            latency, call = bounded_lstsq(np.column_stack([[steps(int(p)) for p in ps], np.ones_like(ps)]), overheads)
+        else:  # one world size cannot separate a from o_call: a is reported as not identifiable
+            latency, call = 0.0, float(max(0.0, overheads.mean()))
         results.append({
             "source": source, "backend": backend, "device": device, "op": op, "algorithm": name, "world_sizes": sorted(int(p) for p in ps),
             "call_overhead_s": float(call), "latency_s": float(latency), "bandwidth_Bps": float(bandwidths.mean()),
-            "bandwidth_per_world_size_Bps": {int(p): float(b) for p, b in zip(ps, bandwidths)},
+            "bandwidth_per_world_size_Bps": {int(p): float(b) for p, b in zip(ps, bandwidths)}, "latency_identifiable": identifiable,
         })  # fmt: skip
     return results
 
@@ -330,13 +356,15 @@ def compute_slowdown(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def fit_bucket_overhead(steps: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """Fit ``overhead(n_b) = n_b o + s / (n_b w)`` (DESIGN §5, ``sim.overhead.fit_overhead``) to the
-    bucketed steps' measured overhead (step minus the paired no-comm step, median per config)
-    against their bucket count ``n_b``. None with fewer than 3 bucket sizes.
-    """
-    from sim.overhead import fit_overhead
+def fit_bucket_overhead(steps: list[dict[str, Any]], replicates: int = 400, seed: int = 0) -> dict[str, Any] | None:
+    """Fit ``overhead(n_b) = n_b o + s / (n_b w)`` (DESIGN §5) to the bucketed steps' measured
+    overhead (step minus the paired no-comm step, median per config) against their bucket count.
 
+    o and 1/w are bounded to be >= 0 (``bounded_lstsq``); 95% intervals come from a bootstrap over
+    each config's rounds. ``identifiable`` is False (and no optimum is given) when the formula
+    explains less than half the variance (r2 < 0.5) or there are fewer than 3 bucket counts.
+    None with fewer than 3 bucket sizes.
+    """
     points: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for step in steps:
         if step.get("strategy") == "bucketed" and step.get("overhead_s") is not None and step.get("comm_calls"):
@@ -348,18 +376,34 @@ def fit_bucket_overhead(steps: list[dict[str, Any]]) -> dict[str, Any] | None:
          "overhead_s": float(np.median([m["overhead_s"] for m in members])), "rounds": len(members)}
         for config, members in sorted(points.items())
     ]  # fmt: skip
-    try:
-        fitted = fit_overhead(table)
-    except CollsimError:
-        return None
-    result = {**fitted.to_dict(), "points": table}
     total = float(table[0]["grad_bytes"])
-    if fitted.o > 0 and math.isfinite(fitted.w):
+    counts = np.array([row["num_buckets"] for row in table], dtype=float)
+    samples = [np.array([m["overhead_s"] for m in points[row["config"]]], dtype=float) for row in table]
+    fitted = fit_overhead_bounded(counts, np.array([row["overhead_s"] for row in table]), total)
+    rng = np.random.default_rng(seed)
+    replicas = [fit_overhead_bounded(counts, np.array([np.median(rng.choice(s, s.size)) for s in samples]), total) for _ in range(replicates)]
+    o_low, o_high = np.percentile([r["o_s"] for r in replicas], [2.5, 97.5])
+    x_values = [1 / r["w_Bps"] if r["w_Bps"] > 0 else math.inf for r in replicas]
+    x_low, x_high = np.percentile(x_values, [2.5, 97.5])
+    w_interval = [1 / x_high if x_high > 0 else math.inf, 1 / x_low if x_low > 0 else math.inf]
+    identifiable = len(set(counts)) >= 3 and fitted["r2"] >= 0.5
+    result = {**fitted, "intervals": {"o": [float(o_low), float(o_high)], "w": w_interval}, "points": table, "identifiable": identifiable}
+    if identifiable and fitted["o_s"] > 0 and math.isfinite(fitted["w_Bps"]):
         from sim.overhead import optimal_bucket_bytes, optimal_num_buckets
 
-        result["optimal_buckets"] = optimal_num_buckets(total, fitted.w, fitted.o)
-        result["optimal_bucket_bytes"] = optimal_bucket_bytes(total, fitted.w, fitted.o)
+        result["optimal_buckets"] = optimal_num_buckets(total, fitted["w_Bps"], fitted["o_s"])
+        result["optimal_bucket_bytes"] = optimal_bucket_bytes(total, fitted["w_Bps"], fitted["o_s"])
     return result
+
+
+def fit_overhead_bounded(num_buckets: np.ndarray, overheads_s: np.ndarray, total_bytes: float) -> dict[str, Any]:
+    """``overhead = n_b o + (s / n_b) x`` with o, x = 1/w >= 0: o_s, w_Bps, r2, rmse_s."""
+    design = np.column_stack([num_buckets, total_bytes / num_buckets])
+    o, x = bounded_lstsq(design, overheads_s)
+    residuals = design @ np.array([o, x]) - overheads_s
+    spread = float(np.sum((overheads_s - overheads_s.mean()) ** 2))
+    r2 = 1.0 - float(residuals @ residuals) / spread if spread > 0 else 0.0
+    return {"o_s": float(o), "w_Bps": 1 / x if x > 0 else math.inf, "r2": r2, "rmse_s": float(np.sqrt(np.mean(residuals**2))), "points_used": len(overheads_s)}
 
 
 # ----------------------------------------------------------------------------- calibration file

@@ -11,6 +11,7 @@ from real.fit import (
     calibrated_fields,
     calibration,
     fit_alpha_beta,
+    fit_bucket_overhead,
     fit_groups,
     fit_ow,
     fit_ow_piecewise,
@@ -159,3 +160,76 @@ def test_infinite_bandwidth_is_reported_not_crashing():
     rows = [{"size_bytes": n, "time_s": 1e-3} for n in SIZES]  # flat: no size dependence
     fit = fit_ow(rows)
     assert math.isinf(fit.w_Bps) or fit.w_Bps > 1e12
+
+
+# ---------------------------------------------------------------- issue 10 item 6: constrained fits
+
+
+def test_negative_overhead_is_bounded_at_zero():
+    """Points whose straight line crosses zero below the smallest size (the published p=2 table
+    fitted o = -119.7 us): the bounded fit gives o = 0 and an interval that starts at 0."""
+    rows = [{"size_bytes": n, "time_s": -200e-6 + n / 1.6e9} for n in (1 << 20, 4 << 20, 16 << 20, 64 << 20)]
+    fit = fit_ow(rows)
+    assert fit.o_s == 0.0
+    assert fit.o_ci_s[0] >= 0.0 and fit.w_ci_Bps[0] >= 0.0
+    assert fit.w_Bps == pytest.approx(1.6e9, rel=0.25)
+
+
+def test_call_overhead_across_world_sizes_is_never_negative():
+    """o_p that grows faster than the ring's 2(p-1) latency steps used to give o_call < 0."""
+    rows = []
+    for p, o_p in ((2, 100e-6), (3, 600e-6), (4, 1100e-6)):
+        rows += [{"size_bytes": n, "time_s": o_p + n / 1e9, "op": "all_reduce", "world_size": p, "backend": "gloo", "source": "measured", "device": "cpu"} for n in SIZES]  # fmt: skip
+    (entry,) = fit_alpha_beta(fit_groups(rows, replicates=0))
+    assert entry["call_overhead_s"] >= 0.0 and entry["latency_s"] >= 0.0
+    assert entry["latency_identifiable"]
+
+
+def test_one_world_size_leaves_latency_not_identifiable():
+    rows = [{"size_bytes": n, "time_s": 1e-4 + n / 1e9, "op": "all_reduce", "world_size": 2, "backend": "gloo", "source": "measured", "device": "cpu"} for n in SIZES]  # fmt: skip
+    (entry,) = fit_alpha_beta(fit_groups(rows, replicates=0))
+    assert entry["latency_identifiable"] is False
+
+
+def _ddp_steps(overheads_by_buckets: dict[int, list[float]], total: int = 16 << 20) -> list[dict]:
+    return [
+        {"strategy": "bucketed", "config": f"bucketed:{n}", "bucket_bytes": total // n, "comm_calls": n, "comm_bytes": total, "overhead_s": value}
+        for n, values in overheads_by_buckets.items()
+        for value in values
+    ]
+
+
+def test_bucket_overhead_recovers_known_constants_within_intervals():
+    o, w, total = 2e-3, 1e9, 16 << 20
+    rng = np.random.default_rng(0)
+    points = {n: list((n * o + total / (n * w)) * rng.normal(1, 0.03, 9)) for n in (1, 2, 4, 8, 16, 32)}
+    result = fit_bucket_overhead(_ddp_steps(points, total))
+    assert result["identifiable"]
+    assert result["intervals"]["o"][0] <= o <= result["intervals"]["o"][1]
+    assert result["intervals"]["w"][0] <= w <= result["intervals"]["w"][1]
+    assert result["optimal_bucket_bytes"] == pytest.approx(math.sqrt(total * w * o), rel=0.2)
+
+
+def test_bucket_overhead_that_the_formula_cannot_explain_is_not_identifiable():
+    """Three bucket sizes with overheads that fall and rise at random (the r2 = -2.51 case)."""
+    points = {2: [0.030, 0.010, 0.050], 8: [0.002, 0.040, 0.020], 32: [0.035, 0.012, 0.028]}
+    result = fit_bucket_overhead(_ddp_steps(points))
+    assert result["identifiable"] is False
+    assert "optimal_bucket_bytes" not in result
+    assert result["o_s"] >= 0 and result["w_Bps"] >= 0
+
+
+def test_fit_cli_prints_no_negative_constant_on_the_bundled_data(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "sim.cli", "fit", "--json"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    import json
+
+    document = json.loads(done.stdout)
+    assert all(entry["o_s"] >= 0 for entry in document["collectives"])
+    assert all(entry["call_overhead_s"] >= 0 and entry["latency_s"] >= 0 for entry in document["alpha_beta"])
+    assert document["ddp"]["bucket_overhead"]["identifiable"] is False
+    text = subprocess.run([sys.executable, "-m", "sim.cli", "fit"], capture_output=True, text=True, timeout=120, cwd=tmp_path).stdout
+    assert "not identifiable from these points" in text and "r2 = -" not in text
