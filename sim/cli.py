@@ -91,7 +91,13 @@ def cli() -> None:
     """collsim: simulate, draw and check the collectives behind data-parallel training."""
 
 
-@cli.group(cls=LazyGroup, lazy={"ddp": ("sim.ddp_cli:ddp", "Simulate a DDP step: buckets, overlap, overhead, best bucket size.")})
+@cli.group(
+    cls=LazyGroup,
+    lazy={
+        "ddp": ("sim.ddp_cli:ddp", "Simulate a DDP step: buckets, overlap, overhead, best bucket size."),
+        "crossover": ("sim.explore_cli:crossover_command", "Time of every algorithm of an op over message size; the fastest per size."),
+    },
+)
 def sim() -> None:
     """Simulate collectives and DDP steps (SimPy, no torch needed)."""
 

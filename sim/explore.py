@@ -1,0 +1,350 @@
+"""What an explorer needs from the model besides a run: the work of a scenario without running
+it, buffer frames recorded while the run goes, the phases of an algorithm, honest closed forms,
+and the algorithm crossover over message size (cached).
+
+Pure model code (standard library, numpy, simpy through the runner): the webapp draws what
+these functions return, and ``collsim sim crossover`` prints the crossover.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+from simpy.core import EmptySchedule
+
+from sim import analytic
+from sim.call import split
+from sim.collapsed import collective_time, why_not_collapsed
+from sim.errors import CollsimError
+from sim.registry import algorithm_spec, algorithms_for
+from sim.results import CollectiveResult
+from sim.runner import collect, no_gc, start_collective
+from sim.scenario import CollectiveScenario
+
+ROUTE_COST = 80  # finding a new (src, dst) route costs about as much as simulating 80 messages
+CROSSOVER_SIZES = tuple(4**k * 1024 for k in range(11))  # 1 KiB .. 1 GiB, x4
+CROSSOVER_MESSAGES = 150_000  # the per-message simulations of one crossover, all points together
+FRAME_MAX_RANKS = 32  # per-rank buffer frames: one row per rank
+FRAME_MAX_CELLS = 256  # ranks * chunks columns at most
+
+
+# --------------------------------------------------------------------------- work
+
+
+@dataclass(frozen=True)
+class Work:
+    """How much a per-message simulation of a scenario costs, told without running it.
+
+    ``messages``: point-to-point messages of the run (all repetitions); ``pairs``: distinct
+    sender-receiver pairs (each needs a route); ``exact``: the counts are the algorithm's own,
+    not an upper bound."""
+
+    messages: int
+    pairs: int
+    exact: bool
+
+    @property
+    def cost(self) -> int:
+        """Message-equivalents: a new route costs about ``ROUTE_COST`` messages."""
+        return self.messages + ROUTE_COST * self.pairs
+
+
+def _lg(p: int) -> int:
+    return max(0, (p - 1).bit_length())
+
+
+def _counts(op: str, algorithm: str, p: int, k: int, gpus: int) -> tuple[int, int, bool]:
+    """(messages, pairs, exact) of one call on p ranks with k chunks."""
+    lg, ring = _lg(p), p * (p - 1)
+    table: dict[tuple[str, str], tuple[int, int, bool]] = {
+        ("broadcast", "linear"): (p - 1, p - 1, True),
+        ("broadcast", "binomial"): (p - 1, p - 1, True),
+        ("broadcast", "pipelined_chain"): ((p - 1) * k, p - 1, True),
+        ("broadcast", "scatter_allgather"): (p - 1 + ring, 2 * (p - 1) + p, True),
+        ("scatter", "binomial"): (p - 1, p - 1, True),
+        ("gather", "binomial"): (p - 1, p - 1, True),
+        ("reduce", "linear"): (p - 1, p - 1, True),
+        ("reduce", "binomial"): (p - 1, p - 1, True),
+        ("reduce", "reduce_scatter_gather"): (p * lg + p - 1, p * lg + p - 1, True),
+        ("all_reduce", "reduce_broadcast"): (2 * (p - 1), 2 * (p - 1), True),
+        ("all_reduce", "ring"): (2 * ring * k, p, True),
+        ("all_reduce", "recursive_doubling"): (p * lg, p * lg, True),
+        ("all_reduce", "rabenseifner"): (2 * p * lg, p * lg, True),
+        ("all_reduce", "double_binary_tree"): (4 * (p - 1) * k, 4 * (p - 1), True),
+        ("all_reduce", "hierarchical"): (2 * p * (gpus - 1) * k + 2 * p * (max(p // gpus, 1) - 1) * k, 2 * p, True),
+        ("all_gather", "ring"): (ring * k, p, True),
+        ("all_gather", "recursive_doubling"): (p * lg, p * lg, True),
+        ("reduce_scatter", "ring"): (ring * k, p, True),
+        ("reduce_scatter", "recursive_halving"): (p * lg, p * lg, True),
+        ("barrier", "dissemination"): (p * lg, p * lg, True),
+        ("send_recv", "direct"): (1, 1, True),
+    }
+    if (op, algorithm) in table:
+        return table[(op, algorithm)]
+    return 2 * ring * k, ring, False  # every pair, both ways, every chunk: a bound for anything new
+
+
+def work(scenario: CollectiveScenario) -> Work:
+    """The messages and routes a per-message simulation of ``scenario`` needs, from the
+    algorithm's structure (no run): exact for the algorithms whose counts are closed, else an
+    upper bound (stated by ``exact=False``)."""
+    s = scenario
+    k = s.chunks if algorithm_spec(s.op, s.algorithm) and algorithm_spec(s.op, s.algorithm).chunked else 1
+    gpus = s.gpus_per_node_resolved if s.topology == "two_level" else s.ranks
+    messages, pairs, exact = _counts(s.op, s.algorithm, s.ranks, k, gpus)
+    return Work(messages * s.repetitions, min(pairs, s.ranks * (s.ranks - 1)), exact)
+
+
+# --------------------------------------------------------------------------- phases
+
+
+def phase_starts(op: str, algorithm: str, p: int) -> list[tuple[int, str]]:
+    """(first step, name) of each phase of an algorithm, in order ([] when it has one phase)."""
+    rounds = _lg(p)
+    two = {
+        ("all_reduce", "ring"): (p - 1, "reduce-scatter", "all-gather"),
+        ("all_reduce", "rabenseifner"): (rounds, "reduce-scatter (recursive halving)", "all-gather (recursive doubling)"),
+        ("all_reduce", "reduce_broadcast"): (rounds, "reduce (up the tree)", "broadcast (down the tree)"),
+        ("broadcast", "scatter_allgather"): (rounds, "scatter (binomial)", "all-gather (ring)"),
+        ("reduce", "reduce_scatter_gather"): (rounds, "reduce-scatter (recursive halving)", "gather (binomial)"),
+    }
+    if (op, algorithm) in two:
+        split_at, first, second = two[(op, algorithm)]
+        return [(0, first), (split_at, second)]
+    single = {
+        ("all_gather", "ring"): "all-gather around the ring",
+        ("reduce_scatter", "ring"): "reduce-scatter around the ring",
+        ("all_gather", "recursive_doubling"): "all-gather (recursive doubling)",
+        ("reduce_scatter", "recursive_halving"): "reduce-scatter (recursive halving)",
+        ("broadcast", "binomial"): "broadcast down the binomial tree",
+        ("reduce", "binomial"): "reduce up the binomial tree",
+        ("scatter", "binomial"): "scatter down the binomial tree",
+        ("gather", "binomial"): "gather up the binomial tree",
+        ("broadcast", "pipelined_chain"): "chunks flow down the chain",
+        ("all_reduce", "recursive_doubling"): "pairwise exchange and combine",
+        ("all_reduce", "double_binary_tree"): "reduce up and broadcast down two trees",
+        ("all_reduce", "hierarchical"): "intra-node reduce-scatter, inter-node all-reduce, intra-node all-gather",
+        ("barrier", "dissemination"): "dissemination rounds",
+    }
+    return [(0, single[(op, algorithm)])] if (op, algorithm) in single else []
+
+
+def phase_of(op: str, algorithm: str, p: int, step: int) -> str:
+    """The name of the phase ``step`` belongs to ("" when the algorithm names none)."""
+    name = ""
+    for first, phase in phase_starts(op, algorithm, p):
+        if step >= first:
+            name = phase
+    return name
+
+
+def description(op: str, algorithm: str) -> str:
+    """The algorithm's own one-paragraph description (its docstring's first paragraph)."""
+    spec = algorithm_spec(op, algorithm)
+    text = (spec.program.__doc__ or "").strip() if spec else ""
+    return " ".join(text.split("\n\n")[0].split())
+
+
+# --------------------------------------------------------------------------- closed forms
+
+
+@dataclass(frozen=True)
+class ClosedForm:
+    """The closed form's time for a scenario, whether the simulation should match it exactly,
+    and in words why it is approximate or missing."""
+
+    time_s: float | None
+    exact: bool
+    note: str
+
+
+def closed_form(scenario: CollectiveScenario) -> ClosedForm:
+    """The closed form with an honest status: exact (the DES reproduces it), approximate (an
+    uneven split: the formula assumes n divides into equal pieces), or none with the reason."""
+    s = scenario
+    exact = analytic.for_scenario(s)
+    if exact is not None:
+        return ClosedForm(exact, True, "")
+    g = 1.0 / s.reduce_bandwidth_Bps if s.reduce_bandwidth_Bps else 0.0
+    time_s = analytic.closed_form(s.op, s.algorithm, s.ranks, s.size_bytes, s.latency_s, 1.0 / s.bandwidth_Bps, g, s.chunks, s.overhead_s)
+    if time_s is None:
+        return ClosedForm(None, False, _why_none(s))
+    if s.topology != "switch":
+        why = f"the closed forms assume one port per rank into a switch; on {s.topology} messages take other paths and share links"
+        return ClosedForm(None, False, why)
+    reasons = []
+    if s.stragglers:
+        reasons.append("stragglers start late")
+    if s.jitter_s:
+        reasons.append("jitter varies message times")
+    if s.repetitions != 1:
+        reasons.append(f"{s.repetitions} back-to-back calls may overlap")
+    if not analytic.splits_evenly(s.op, s.algorithm, s.ranks, s.elements, s.chunks):
+        parts = s.ranks * (s.chunks if s.algorithm == "ring" else 1)
+        reasons.append(f"{s.elements:,} elements do not divide into {parts} equal pieces, so pieces differ by one element")
+    return ClosedForm(time_s, False, "approximate: " + "; ".join(reasons))
+
+
+def _why_none(s: CollectiveScenario) -> str:
+    if (s.op, s.algorithm) not in analytic.FORMS:
+        return f"no closed form is known for {s.op}/{s.algorithm} (only the simulation answers)"
+    power_of_two = analytic.FORMS[(s.op, s.algorithm)][1]
+    if power_of_two and s.ranks & (s.ranks - 1):
+        return f"the {s.algorithm} formula holds for a power-of-two number of ranks, not {s.ranks}"
+    if s.op == "all_reduce" and s.algorithm == "ring" and s.chunks != 1:
+        return "the ring formula is for one chunk; pipelined chunks have no closed form here"
+    return f"no closed form for {s.op}/{s.algorithm} with these inputs"
+
+
+# --------------------------------------------------------------------------- run with frames
+
+
+def initial_masks(op: str, ranks: int, elements: int, root: int) -> list[np.ndarray]:
+    """Each rank's input as bitmasks (Python ints) of the ranks whose data an element holds.
+
+    Algorithms only copy and add payloads, and a correct reduction adds each rank's data once,
+    so a sum of distinct powers of two is exactly the set of ranks it combines."""
+    buffers = [np.zeros(elements, dtype=object) for _ in range(ranks)]
+    blocks = split(elements, ranks)
+    for rank, buffer in enumerate(buffers):
+        if op in ("all_gather", "gather"):
+            buffer[blocks[rank][0] : blocks[rank][1]] = 1 << rank
+        elif op in ("broadcast", "scatter"):
+            if rank == root:
+                buffer[:] = 1 << rank
+        elif op == "send_recv":
+            if rank == 0:
+                buffer[:] = 1
+        else:
+            buffer[:] = 1 << rank
+    return buffers
+
+
+def frames_possible(scenario: CollectiveScenario) -> bool:
+    s = scenario
+    return s.ranks <= FRAME_MAX_RANKS and s.ranks * s.chunks <= FRAME_MAX_CELLS and s.op != "barrier"
+
+
+def run(scenario: CollectiveScenario, frames: bool = False) -> tuple[CollectiveResult, list[dict[str, Any]] | None]:
+    """Simulate ``scenario`` once; with ``frames`` (and a scenario small enough to show:
+    ``frames_possible``) also each rank's buffer as bitmask cells at the end of every step.
+
+    Buffer frames need one element per (piece, chunk): the rank programs move bitmask payloads,
+    so when the scenario has more elements than that (the usual case), the run is made on a
+    copy with ``ranks * chunks`` elements and the time-scaled message sizes of the original, as
+    the same programs and the same steps; the timings come from that same run only when the
+    sizes agree, so the result returned is then a second, payload-free run."""
+    s = scenario
+    if not (frames and frames_possible(s)):
+        return _plain(s), None
+    cells = s.ranks * s.chunks
+    if s.elements == cells and s.repetitions == 1:
+        return _with_frames(s)
+    result = _plain(s)
+    small = s.replace(size_bytes=cells * s.element_bytes, repetitions=1, overhead_s=0.0, verify=False, record="full")
+    return result, _with_frames(small)[1]
+
+
+def _plain(s: CollectiveScenario) -> CollectiveResult:
+    started = start_collective(s)
+    with no_gc():
+        started.env.run()
+    return collect(started)
+
+
+def _with_frames(s: CollectiveScenario) -> tuple[CollectiveResult, list[dict[str, Any]]]:
+    """One run with bitmask payloads, the buffers copied each time simulated time moves on;
+    afterwards each step keeps the copy at its last message's (or reduction's) end."""
+    elements = s.ranks * s.chunks
+    started = start_collective(s.replace(record="full", verify=False), buffers=initial_masks(s.op, s.ranks, elements, s.root))
+    env, call = started.env, started.call
+    times: list[float] = [0.0]
+    copies: list[list[np.ndarray]] = [[buffer.copy() for buffer in call.buffers]]
+    with no_gc():
+        while True:
+            upcoming = env.peek()
+            if upcoming == math.inf:
+                break
+            if upcoming > env.now and env.now > times[-1]:
+                times.append(env.now)
+                copies.append([buffer.copy() for buffer in call.buffers])
+            try:
+                env.step()
+            except EmptySchedule:
+                break
+    times.append(env.now)
+    copies.append([buffer.copy() for buffer in call.buffers])
+    result = collect(started)
+    ends: dict[int, float] = {}
+    for message in result.network.messages:
+        ends[message[5]] = max(ends.get(message[5], 0.0), message[3])
+    for compute in result.network.computes:
+        ends[compute[4]] = max(ends.get(compute[4], 0.0), compute[2])
+    inputs = initial_masks(s.op, s.ranks, elements, s.root)
+    frames = [{"step": -1, "cells": [[int(v) for v in buffer] for buffer in inputs]}]
+    for step in sorted(ends):
+        index = int(np.searchsorted(times, ends[step], side="right")) - 1
+        frames.append({"step": step, "cells": [[int(v) for v in buffer] for buffer in copies[max(index, 0)]]})
+    return result, frames
+
+
+# --------------------------------------------------------------------------- crossover
+
+
+def crossover(
+    scenario: CollectiveScenario, sizes: tuple[int, ...] = CROSSOVER_SIZES, max_messages: int = CROSSOVER_MESSAGES
+) -> list[dict[str, Any]]:
+    """Time of every algorithm of the scenario's op that accepts its ranks and topology, per size.
+
+    Each point is one collapsed call (:func:`sim.collapsed.collective_time`: the closed form
+    where the simulation reproduces it, a replay, or a cached simulation) when the scenario
+    can be collapsed and its work fits the budget; the answer is cached per scenario, so a
+    page that redraws with the same network and ranks pays nothing. Rows: algorithm,
+    size_bytes, time_s, method, why (time None where it could not run)."""
+    data = scenario.to_dict()
+    for name in ("algorithm", "size_bytes", "record", "repetitions"):
+        data.pop(name, None)
+    key = json.dumps(data, sort_keys=True, default=str)
+    return [dict(row) for row in _crossover(key, tuple(sizes), max_messages)]
+
+
+@lru_cache(maxsize=256)
+def _crossover(key: str, sizes: tuple[int, ...], max_messages: int) -> tuple[dict[str, Any], ...]:
+    data = json.loads(key)
+    rows: list[dict[str, Any]] = []
+    budget = max_messages
+    op, element_bytes = data["op"], int(data.get("element_bytes", 4))
+    for algorithm in algorithms_for(op):
+        spec = algorithm_spec(op, algorithm)
+        fields = {**data, "algorithm": algorithm, "size_bytes": element_bytes * int(data["ranks"]), "record": "aggregate"}
+        fields["chunks"] = fields.get("chunks", 1) if spec.chunked else 1
+        try:
+            mine = CollectiveScenario.from_dict(fields)
+        except CollsimError as error:
+            rows.append({"algorithm": algorithm, "size_bytes": None, "time_s": None, "method": "n/a", "why": str(error)})
+            continue
+        cost = work(mine).cost
+        for nbytes in sizes:
+            point = mine.replace(size_bytes=max(nbytes - nbytes % element_bytes, element_bytes))
+            closed = analytic.for_scenario(point)
+            if closed is not None:
+                rows.append(_row(algorithm, point, closed, "closed form"))
+            elif cost > budget:
+                rows.append({**_row(algorithm, point, None, "n/a"), "why": "too large to simulate here"})
+            else:
+                budget -= cost
+                if why_not_collapsed(point) is None:
+                    timing = collective_time(point)
+                    rows.append(_row(algorithm, point, timing.time_s, timing.source.replace("_", " ")))
+                else:
+                    rows.append(_row(algorithm, point, _plain(point).time_s, "simulated"))
+    return tuple(rows)
+
+
+def _row(algorithm: str, point: CollectiveScenario, time_s: float | None, method: str) -> dict[str, Any]:
+    return {"algorithm": algorithm, "size_bytes": point.size_bytes, "time_s": time_s, "method": method, "why": ""}

@@ -1,0 +1,93 @@
+"""``collsim sim crossover``: which algorithm is fastest at each message size."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from typing import Any
+
+import click
+
+from sim.errors import CollsimError
+
+
+def _sizes(text: str | None) -> tuple[int, ...]:
+    from sim.explore import CROSSOVER_SIZES
+    from sim.units import parse_size
+
+    if not text:
+        return CROSSOVER_SIZES
+    sizes = tuple(parse_size(part.strip(), "sizes") for part in text.split(",") if part.strip())
+    if not sizes or min(sizes) <= 0:
+        raise CollsimError(f"sizes: give positive sizes separated by commas, such as 1KiB,1MiB,64MiB; got {text!r}")
+    return sizes
+
+
+@click.command("crossover")
+@click.option("--op", required=True, help="all_reduce, broadcast, reduce, all_gather, reduce_scatter, ...")
+@click.option("--ranks", required=True, type=int, help="number of ranks p")
+@click.option("--bandwidth", required=True, help="link bandwidth B, e.g. 25GB/s")
+@click.option("--latency", default="0", help="link latency alpha, e.g. 5us")
+@click.option("--reduce-bandwidth", default=None, help="reduction bandwidth 1/gamma (default: free)")
+@click.option("--overhead", default=None, help="per-call overhead o, e.g. 10us")
+@click.option("--topology", default=None, help="switch | ring | two_level | torus2d | FILE")
+@click.option("--gpus-per-node", default=None, type=int, help="two_level: ranks per node")
+@click.option("--chunks", default=None, type=int, help="pipeline chunks for chunked algorithms")
+@click.option("--sharing", default=None, help="fair | fifo")
+@click.option("--sizes", default=None, help="comma-separated message sizes (default 1KiB..1GiB, x4)")
+@click.option("--csv", "as_csv", is_flag=True, help="print CSV rows: algorithm,size_bytes,time_s,method,why")
+@click.option("--json", "as_json", is_flag=True, help="print the rows as one JSON list")
+def crossover_command(sizes: str | None, as_csv: bool, as_json: bool, **flags: Any) -> None:
+    """Time of every algorithm of an op over message size, and the fastest at each size.
+
+    Closed forms where the simulation reproduces them exactly, else one collapsed call per
+    point (replay or cached simulation)."""
+    from sim.explore import crossover
+    from sim.scenario import CollectiveScenario
+
+    data = {key: value for key, value in flags.items() if value is not None}
+    from sim.registry import algorithms_for, ops
+
+    if data["op"] not in ops():
+        raise CollsimError(f"op: choose one of {', '.join(ops())}, got {data['op']!r}")
+    scenario, why = None, ""
+    for algorithm in algorithms_for(data["op"]):  # any algorithm that accepts the network will do
+        try:
+            scenario = CollectiveScenario.from_dict({**data, "algorithm": algorithm, "size": "1KiB"})
+            break
+        except CollsimError as error:
+            why = str(error)
+    if scenario is None:
+        raise CollsimError(why)
+    rows = crossover(scenario, _sizes(sizes))
+    if as_json:
+        click.echo(json.dumps(rows))
+    elif as_csv:
+        writer = csv.DictWriter(sys.stdout, fieldnames=["algorithm", "size_bytes", "time_s", "method", "why"])
+        writer.writeheader()
+        writer.writerows(rows)
+    else:
+        click.echo(format_table(rows))
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    """One line per size: each algorithm's time and the fastest; algorithms that cannot run
+    are listed with the reason."""
+    from sim.units import format_size, format_time
+
+    names = list(dict.fromkeys(row["algorithm"] for row in rows if row["size_bytes"] is not None))
+    sizes = sorted({row["size_bytes"] for row in rows if row["size_bytes"] is not None})
+    table = {(row["algorithm"], row["size_bytes"]): row for row in rows}
+    lines = ["size".rjust(10) + "".join(name[:18].rjust(20) for name in names) + "  fastest"]
+    for size in sizes:
+        times = {name: table[(name, size)]["time_s"] for name in names if (name, size) in table}
+        known = {name: t for name, t in times.items() if t is not None}
+        cells = "".join((format_time(times[name]) if times.get(name) is not None else "-").rjust(20) for name in names)
+        lines.append(format_size(size).rjust(10) + cells + "  " + (min(known, key=known.get) if known else "-"))
+    for row in rows:
+        if row["size_bytes"] is None:
+            lines.append(f"not run: {row['algorithm']}: {row['why']}")
+    methods = sorted({row["method"] for row in rows if row["time_s"] is not None})
+    lines.append(f"(times from: {', '.join(methods)})")
+    return "\n".join(lines)

@@ -1,0 +1,147 @@
+"""sim.explore: work told without running, frames recorded in one run, phases, honest closed
+forms, and the cached crossover."""
+
+from __future__ import annotations
+
+import pytest
+
+from sim import explore
+from sim.registry import algorithms_for, ops
+from sim.runner import run_collective
+from sim.scenario import CollectiveScenario
+
+
+def scenario(**fields) -> CollectiveScenario:
+    base = {"op": "all_reduce", "algorithm": "ring", "ranks": 8, "size_bytes": "64MiB", "bandwidth": "25GB/s", "latency": "5us"}
+    return CollectiveScenario.from_dict({**base, **fields})
+
+
+def _grid():
+    for op in ops():
+        for algorithm in algorithms_for(op):
+            for ranks in (2, 3, 5, 8, 12, 16):
+                for chunks in (1, 3):
+                    for topology in ("switch", "two_level"):
+                        fields = {"op": op, "algorithm": algorithm, "ranks": ranks, "chunks": chunks, "topology": topology}
+                        fields["size_bytes"] = ranks * chunks * 4 * 6
+                        if topology == "two_level":
+                            if ranks % 4:
+                                continue
+                            fields["gpus_per_node"] = 4
+                        try:
+                            yield scenario(record="aggregate", **fields)
+                        except Exception:  # noqa: BLE001 - combinations the algorithm refuses
+                            continue
+
+
+def test_work_matches_the_run_without_running_it():
+    checked = 0
+    for s in _grid():
+        told = explore.work(s)
+        result = run_collective(s)
+        if told.exact:
+            assert told.messages == result.message_count, (s.op, s.algorithm, s.ranks, s.chunks, s.topology)
+        else:
+            assert told.messages >= result.message_count
+        assert told.pairs >= len(result.network.overflow)
+        checked += 1
+    assert checked > 200
+
+
+def test_work_counts_repetitions_and_grows_with_ranks():
+    assert explore.work(scenario(repetitions=3)).messages == 3 * explore.work(scenario()).messages
+    assert explore.work(scenario(ranks=1024)).messages == 2 * 1024 * 1023
+
+
+@pytest.mark.parametrize("op, algorithm", [("all_reduce", "ring"), ("all_gather", "ring"), ("broadcast", "binomial"),
+                                           ("all_reduce", "rabenseifner"), ("reduce_scatter", "recursive_halving")])  # fmt: skip
+def test_frames_from_one_run_end_full(op, algorithm):
+    s = scenario(op=op, algorithm=algorithm, ranks=8, size_bytes=8 * 4)
+    result, frames = explore.run(s, frames=True)
+    assert result.message_count == explore.work(s).messages
+    assert frames[0]["step"] == -1 and len(frames) == result.steps + 1
+    full = (1 << 8) - 1
+    last = frames[-1]["cells"]
+    if op == "all_reduce":
+        assert all(cell == full for row in last for cell in row)
+    if op == "all_gather":
+        assert all(row == [1 << i for i in range(8)] for row in last)
+    if op == "broadcast":
+        assert all(cell == 1 for row in last for cell in row)
+    if op == "reduce_scatter":
+        assert [row[rank] for rank, row in enumerate(last)] == [full] * 8
+
+
+def test_frames_of_a_large_message_come_with_the_full_size_time():
+    s = scenario(ranks=4, size_bytes="1MiB")
+    result, frames = explore.run(s, frames=True)
+    assert result.time_s == pytest.approx(run_collective(s).time_s, rel=1e-12)
+    assert len(frames) == 2 * 3 + 1 and all(len(row) == 4 for row in frames[-1]["cells"])
+
+
+def test_no_frames_beyond_the_drawable_size():
+    assert explore.run(scenario(ranks=64, size_bytes="1MiB"), frames=True)[1] is None
+
+
+def test_phases_of_ring_all_reduce():
+    assert explore.phase_of("all_reduce", "ring", 8, 0) == "reduce-scatter"
+    assert explore.phase_of("all_reduce", "ring", 8, 6) == "reduce-scatter"
+    assert explore.phase_of("all_reduce", "ring", 8, 7) == "all-gather"
+    assert explore.phase_of("broadcast", "scatter_allgather", 8, 3) == "all-gather (ring)"
+    assert "ring" in explore.description("all_reduce", "ring").lower()
+
+
+def test_closed_form_exact_approximate_or_missing_with_the_true_reason():
+    exact = explore.closed_form(scenario())
+    assert exact.exact and exact.time_s and not exact.note
+    uneven = explore.closed_form(scenario(ranks=12))
+    assert not uneven.exact and uneven.time_s is not None
+    assert "do not divide into 12 equal pieces" in uneven.note
+    assert run_collective(scenario(ranks=12)).time_s == pytest.approx(uneven.time_s, rel=1e-3)
+    chunked = explore.closed_form(scenario(chunks=4))
+    assert chunked.time_s is None and "one chunk" in chunked.note
+    ring = explore.closed_form(scenario(topology="ring"))
+    assert ring.time_s is None and "on ring" in ring.note
+    late = explore.closed_form(scenario(stragglers="3:1ms"))
+    assert not late.exact and "stragglers" in late.note
+    none = explore.closed_form(scenario(algorithm="double_binary_tree"))
+    assert none.time_s is None and "no closed form is known for all_reduce/double_binary_tree" in none.note
+
+
+def test_crossover_is_cached_and_agrees_with_the_closed_form():
+    s = scenario(ranks=8)
+    first = explore.crossover(s, sizes=(1024, 1 << 20))
+    again = explore.crossover(s.replace(size_bytes=1 << 10), sizes=(1024, 1 << 20))
+    assert first == again
+    hits = explore._crossover.cache_info().hits
+    explore.crossover(s.replace(algorithm="recursive_doubling"), sizes=(1024, 1 << 20))
+    assert explore._crossover.cache_info().hits == hits + 1
+    ring = [row for row in first if row["algorithm"] == "ring"]
+    assert ring[1]["time_s"] == pytest.approx(explore.closed_form(s.replace(size_bytes=1 << 20)).time_s, rel=1e-12)
+    assert {row["method"] for row in first if row["algorithm"] == "double_binary_tree"} <= {"simulated", "replayed"}
+
+
+def test_cli_crossover_prints_the_fastest_per_size():
+    from click.testing import CliRunner
+
+    from sim.cli import cli
+
+    args = ["sim", "crossover", "--op", "all_reduce", "--ranks", "8", "--bandwidth", "25GB/s", "--latency", "5us"]
+    out = CliRunner().invoke(cli, [*args, "--sizes", "1KiB,64MiB"])
+    assert out.exit_code == 0, out.output
+    lines = out.output.splitlines()
+    assert lines[1].split()[-1] == "recursive_doubling" and lines[2].split()[-1] == "rabenseifner"
+    as_json = CliRunner().invoke(cli, [*args, "--sizes", "64MiB", "--json"])
+    rows = [row for row in __import__("json").loads(as_json.output) if row["algorithm"] == "ring"]
+    assert rows[0]["method"] == "closed form" and rows[0]["time_s"] == pytest.approx(explore.closed_form(scenario()).time_s)
+
+
+def test_cli_crossover_bad_sizes_is_one_error_line(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "sim.cli", "sim", "crossover", "--op", "all_reduce", "--ranks", "8", "--bandwidth", "1GB/s", "--sizes", "0"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2 and done.stderr.startswith("error: sizes") and "Traceback" not in done.stderr
