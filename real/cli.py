@@ -31,7 +31,8 @@ def _progress(total: int, what: str) -> Iterator[Callable[[], None]]:
     """A tqdm bar on stderr (silent when stderr is not a terminal)."""
     from tqdm import tqdm
 
-    with tqdm(total=total, desc=what, unit="pt", file=sys.stderr, disable=None, leave=False) as bar:
+    # Always on rank 0 (also when stderr is a log file): a long run must show where it is.
+    with tqdm(total=total, desc=what, unit="pt", file=sys.stderr, disable=not _is_rank_zero(), leave=False, mininterval=0.5) as bar:
         yield lambda: bar.update(1)
 
 
@@ -67,6 +68,11 @@ def _measured_launches(
             store.add_run(kind, run_meta)
         try:
             results += measure(run_meta, lambda row: None)
+        except KeyboardInterrupt:
+            if store is not None:
+                store.finish_run(run_meta["run_id"], "failed", "interrupted (Ctrl-C); the rows measured before are kept")
+                click.echo(f"\n# interrupted: rows measured so far are kept in {store.path}", err=True)
+            raise
         except LaunchError as error:
             if store is not None:
                 store.finish_run(run_meta["run_id"], "failed", str(error))
@@ -116,8 +122,26 @@ def _config(backend: str, device: str | None, ranks: int, timeout_s: float, op_t
     if ranks < 1:
         raise CollsimError(f"--ranks: must be >= 1, got {ranks}")
     device = device or ("cuda" if backend == "nccl" else "cpu")
-    world_size = int(os.environ["WORLD_SIZE"]) if "WORLD_SIZE" in os.environ and "RANK" in os.environ else ranks
+    under_torchrun = "WORLD_SIZE" in os.environ and "RANK" in os.environ
+    world_size = int(os.environ["WORLD_SIZE"]) if under_torchrun else ranks
+    if not under_torchrun and device == "cpu":
+        warn_oversubscribed(ranks, threads)
     return LaunchConfig(world_size, backend, device, timeout_s, op_timeout_s, threads)
+
+
+def warn_oversubscribed(ranks: int, threads: int) -> bool:
+    """Warn on stderr when the ranks (times threads) exceed this host's cores; True if it warned."""
+    from real.bench import _cpu_count
+
+    cores = _cpu_count()
+    if ranks * threads <= cores:
+        return False
+    click.echo(
+        f"warning: {ranks} ranks x {threads} thread(s) on {cores} core(s): ranks will share cores, times measure the "
+        f"scheduler more than the network, and memory grows with every rank; use --ranks {cores} or fewer for timings",
+        err=True,
+    )
+    return True
 
 
 @real.command("bench")
@@ -312,8 +336,10 @@ def _read_store(db: str | None) -> Any:
     from real.store import open_store, read_only_copy
 
     if db:
+        click.echo(f"# results store: {db} (--db)", err=True)
         return read_only_copy(db)
     if os.path.isfile(DEFAULT_DB):
+        click.echo(f"# results store: {os.path.abspath(DEFAULT_DB)} (found ./{DEFAULT_DB}; pass --db to choose another)", err=True)
         return read_only_copy(DEFAULT_DB)
     click.echo("# no --db and no ./results.sqlite: using the bundled sample data", err=True)
     return open_store(None)

@@ -288,12 +288,28 @@ def open_store(path: str | Path | None = None) -> Store:
     path = Path(path)
     if path.exists() and path.is_dir():
         raise CollsimError(f"--db {str(path)!r} is a directory; give a file such as results.sqlite")
+    if path.exists():
+        check_sqlite(path)
     try:
         connection = sqlite3.connect(str(path), timeout=30.0, check_same_thread=False)
         connection.execute("PRAGMA journal_mode=WAL")
     except sqlite3.DatabaseError as error:
         raise CollsimError(f"--db {str(path)!r} is not a SQLite database ({error})") from None
     return Store(connection, str(path))
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def check_sqlite(path: Path) -> None:
+    """Refuse, in one line, a --db file that is not SQLite (an empty file is a new, empty store)."""
+    with open(path, "rb") as handle:
+        head = handle.read(len(SQLITE_HEADER))
+    if head and head != SQLITE_HEADER:
+        raise CollsimError(
+            f"--db {str(path)!r} is not a SQLite results store (wrong file header); give the .sqlite file written by "
+            "collsim real bench / real ddp / validate (default results.sqlite)"
+        )
 
 
 def _data_file(name: str) -> Path:
@@ -319,6 +335,7 @@ def read_only_copy(path: str | Path) -> Store:
     path = Path(path)
     if not path.is_file():
         raise CollsimError(f"results store {str(path)!r} not found")
+    check_sqlite(path)
     connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
     store = Store.__new__(Store)
     store.connection, store.path, store.read_only = connection, str(path), True
