@@ -60,8 +60,8 @@ def _reduce_into(net: Network, rank: int, call: Call, payload, piece: Piece | No
 def linear_broadcast(net: Network, rank: int, call: Call) -> Generator:
     """The root sends the whole buffer to every other rank in turn: (p-1)(a + n b)."""
     if rank == call.root:
-        for v in range(1, call.ranks):
-            net.send(rank, _absolute(v, call), call.size_bytes, call.take(rank), v - 1)
+        for v in range(1, call.ranks):  # blocking sends, one at a time, as MPICH's
+            yield net.send(rank, _absolute(v, call), call.size_bytes, call.take(rank), v - 1)
     else:
         call.put(rank, (yield net.recv(call.root, rank)))
 
@@ -74,9 +74,9 @@ def binomial_broadcast_steps(net: Network, rank: int, call: Call, step0: int = 0
         call.put(rank, (yield net.recv(_absolute(v - mask, call), rank)))
     mask >>= 1
     while mask > 0:
-        if v + mask < p:
+        if v + mask < p:  # MPICH sends to each child with a blocking send, one after the other
             step = step0 + rounds - mask.bit_length()
-            net.send(rank, _absolute(v + mask, call), call.size_bytes, call.take(rank), step)
+            yield net.send(rank, _absolute(v + mask, call), call.size_bytes, call.take(rank), step)
         mask >>= 1
 
 
@@ -113,7 +113,7 @@ def binomial_scatter_steps(net: Network, rank: int, call: Call, offset: int = 0)
         if v + mask < p:
             pieces = call.blocks_of(v + mask, v + 2 * mask, offset)
             nbytes = sum(piece[2] for piece in pieces)
-            net.send(rank, _absolute(v + mask, call), nbytes, call.take_pieces(rank, pieces), rounds - mask.bit_length())
+            yield net.send(rank, _absolute(v + mask, call), nbytes, call.take_pieces(rank, pieces), rounds - mask.bit_length())
         mask >>= 1
 
 

@@ -1,36 +1,45 @@
-"""The network model: alpha-beta messages over a topology, single-port ranks, FIFO links.
+"""The message engine: mailboxes, rendezvous, and fifo sharing of links and ports.
 
-A message of n bytes from ``src`` to ``dst`` follows the topology's shortest route. It occupies
-every directed link on that route (and, where a rank has several links, the rank's one send
-port and the receiver's one receive port) for ``latency + n / bandwidth`` seconds, where latency
-is the route's summed link latency and bandwidth its smallest link bandwidth.
+A message of n bytes from ``src`` to ``dst`` follows its topology route (``Topology.path``:
+dimension order on tori, up/down on trees). Its route is every directed link on that path plus,
+where a rank has several links, the sender's one send port and the receiver's one receive port
+(the single-port model). Alone on its route it takes ``latency + n / bandwidth``: latency summed
+over the links, bandwidth the smallest on the route.
 
-Shared resources serialize **FIFO in issue order**: a message starts when every resource on its
-route is free, and reserves them all until it ends (no bandwidth sharing, no backfilling). Two
-flows over one NIC therefore take twice as long as one, and the second starts when the first ends.
+**Matching and rendezvous.** Messages between a pair with the same tag match receives in order
+(MPI's non-overtaking rule). A message of at most ``eager_limit`` bytes starts when it is sent; a
+larger one starts only when the receiver has posted the matching receive (rendezvous, as MPI's
+large-message protocol and NCCL's credit-based buffers): a sender cannot push data the receiver
+has no room for.
 
-Each message is one SimPy event that both the sender and the receiver wait on; sends are eager
-(delivery does not wait for the receive to be posted) and messages between a pair of ranks with
-the same tag are matched in order, as MPI's non-overtaking rule says.
+**fifo sharing** (this class). A message holds its whole route from start to end (cut-through,
+as a wormhole or virtual-cut-through switch forwards a packet's head before its tail arrives, so
+a multi-hop message pays latency per hop but its bytes once, at the bottleneck bandwidth). It
+starts as soon as every resource on its route is free. Contenders are served in issue order and
+the queues are work-conserving: whenever resources free, the waiting messages are retried
+oldest first and each one whose route is now free starts, so a message that can start is never
+held back by an older one still waiting for some other resource (backfilling). No bandwidth is
+shared: two messages on one link take turns. See :mod:`sim.network.fair` for max-min fair
+sharing, the default, and docs/network-model.md for why.
 
-Speed (see docs/scale.md): links are float "free at" reservations, not Resource objects; the
-messages (and reductions) that end at one instant share one heap entry, an :class:`Instant`,
-and fire in issue order, so a ring step of p messages costs one heap push and pop instead of p.
-The order in which events fire is exactly SimPy's: an instant stops taking deliveries as soon
-as anything else is scheduled for its time (the environment's ``schedule`` is wrapped to see
-that), so later deliveries start a new instant behind it. Records go to bounded typed columns
-(:mod:`sim.records`).
+Speed (docs/scale.md): links are float "free at" times, not Resource objects; the messages (and
+reductions) that end at one instant share one heap entry, an :class:`Instant`, and fire in issue
+order. An instant stops taking deliveries as soon as anything else is scheduled for its time (the
+environment's ``schedule`` is wrapped to see that), so later deliveries go behind it. Records go
+to bounded typed columns (:mod:`sim.records`).
 """
 
 from __future__ import annotations
 
 from heapq import heappush
+from itertools import count
+from operator import itemgetter
 from typing import Any
 
 import networkx as nx
 import numpy as np
 import simpy
-from simpy.core import NORMAL
+from simpy.core import NORMAL, URGENT
 from simpy.events import PENDING, Event
 
 from sim.records import BUFFER_ROWS, COMPUTE_COLUMNS, MESSAGE_COLUMNS, RecordTable
@@ -48,6 +57,7 @@ class Delivery(Event):
     """A message's arrival (or a reduction's end): an event that never fails."""
 
     _ok = True
+    rendezvous: tuple | None = None  # a sent message that waits for its receive: its transfer
 
 
 _new = object.__new__  # Delivery without a Python-level __init__ call: see _delivery
@@ -128,8 +138,34 @@ def _tree_index(graph: nx.Graph) -> tuple[dict, dict] | None:
     return parent, depth
 
 
+class _Wake(Event):
+    """A check of the transfers waiting for resources that free at this time (fifo sharing).
+
+    Scheduled URGENT, so it runs before the deliveries due at the same instant: transfers that
+    waited get the freed resources before messages issued by the processes those deliveries wake.
+    """
+
+    def __init__(self, net: Network) -> None:
+        self.env = net.env
+        self.callbacks = [_wake]
+        self._ok = True
+        self._value = None
+        self.net = net
+
+
+def _wake(event: _Wake) -> None:
+    event.net._retry()
+
+
 class Network:
-    """Runtime state of one simulation on a topology: link reservations, mailboxes, records."""
+    """Runtime state of one simulation on a topology: mailboxes, link state, records.
+
+    This class shares links and ports ``fifo``: see the module docstring. Messages larger than
+    ``eager_limit_bytes`` wait for the matching receive before they start (rendezvous); ``None``
+    sends everything eagerly.
+    """
+
+    sharing = "fifo"
 
     def __init__(
         self,
@@ -139,19 +175,25 @@ class Network:
         jitter_s: float = 0.0,
         seed: int = 0,
         max_events: int | None = None,
+        eager_limit_bytes: int | None = None,
     ) -> None:
         self.env = env
         self.topology = topology
         self.gamma = 1.0 / reduce_bandwidth_Bps if reduce_bandwidth_Bps else 0.0
         self.jitter_s = jitter_s
+        self.eager_limit = float("inf") if eager_limit_bytes is None else eager_limit_bytes
         self._rng = np.random.default_rng(seed)
         self._jitter: list[float] = []
         self.links = topology.links()
         self._link_index = {link: i for i, link in enumerate(self.links)}
         self._ports = self._port_resources(len(self.links))
-        self._free_at = [0.0] * (len(self.links) + 2 * len(self._ports))
+        self.resource_count = len(self.links) + 2 * len(self._ports)
+        self._free_at = [0.0] * self.resource_count
+        self._waiting: dict[int, list[tuple]] = {}  # resource -> transfers waiting for it to free
+        self._wakes: dict[float, list[int]] = {}  # time -> resources whose waiters to retry then
+        self._order = count()  # issue order of waiting transfers: their priority
         self._routes: dict[int, tuple[tuple[int, ...], float, float]] = {}
-        self._tree = _tree_index(topology.graph)
+        self._tree = None if hasattr(topology, "path") else _tree_index(topology.graph)
         # Per (src, dst, tag): messages sent but not yet received, or receives posted but not
         # yet matched; never both at once. One event, or a list when several are outstanding.
         # Keys are ints, (src * ranks + dst) + tag * ranks**2: no tuple to build per message.
@@ -169,6 +211,16 @@ class Network:
         graph = self.topology.graph
         multi = [rank for rank in range(self.topology.ranks) if graph.degree(rank) > 1]
         return {rank: first + 2 * i for i, rank in enumerate(multi)}
+
+    def capacities(self) -> list[float]:
+        """Bytes/s of every resource: a link's bandwidth; a port's, its rank's fastest link."""
+        graph = self.topology.graph
+        capacity = [float(graph.edges[link]["bandwidth"]) for link in self.links]
+        capacity += [0.0] * (2 * len(self._ports))
+        for rank, index in self._ports.items():
+            fastest = max(float(data["bandwidth"]) for _, _, data in graph.edges(rank, data=True))
+            capacity[index] = capacity[index + 1] = fastest
+        return capacity
 
     # -- records, read side ------------------------------------------------------------------
     @property
@@ -195,14 +247,19 @@ class Network:
     def bytes_sent(self) -> int:
         return self.message_table.total_bytes
 
-    # -- the hot path ------------------------------------------------------------------------
+    # -- routes ------------------------------------------------------------------------------
     def route(self, src: int, dst: int) -> tuple[tuple[int, ...], float, float]:
         """(resource indices, latency_s, 1/bandwidth) of the route src -> dst, cached."""
         cached = self._routes.get(src * self._nodes + dst)
         if cached is not None:
             return cached
         graph = self.topology.graph
-        path = self._tree_path(src, dst) if self._tree is not None else nx.shortest_path(graph, src, dst)
+        if self._tree is None and hasattr(self.topology, "path"):
+            path = self.topology.path(src, dst)
+        elif self._tree is not None:
+            path = self._tree_path(src, dst)
+        else:
+            path = nx.shortest_path(graph, src, dst)
         hops = list(zip(path, path[1:]))
         resources = [self._link_index[hop] for hop in hops]
         if src in self._ports:
@@ -229,25 +286,14 @@ class Network:
             down.append(parent[down[-1]])
         return up + down[-2::-1]
 
+    # -- matching: the hot path --------------------------------------------------------------
     def send(self, src: int, dst: int, nbytes: int, payload: Any = None, step: int = -1, chunk: int = -1, tag: int = 0) -> simpy.Event:
         """Issue a message now; returns the event of its delivery (wait on it for a blocking send).
 
-        This is the simulator's hot path: one event per message, no Resource objects, no heap
-        entry of its own when another delivery ends at the same instant.
+        An eager message (at most ``eager_limit`` bytes) starts now; a larger one starts when the
+        receiver has posted the matching :meth:`recv` (now, if it already has).
         """
-        pair = src * self._nodes + dst
-        resources, latency, inverse_bandwidth = self._routes.get(pair) or self.route(src, dst)
-        free_at = self._free_at
-        start = self.env._now
-        for index in resources:
-            if free_at[index] > start:
-                start = free_at[index]
-        end = start + latency + nbytes * inverse_bandwidth
-        if self.jitter_s:
-            end += self._draw_jitter()
-        for index in resources:
-            free_at[index] = end
-        key = pair + tag * self._pairs
+        key = src * self._nodes + dst + tag * self._pairs
         mail = self._mail
         waiting = mail.get(key)
         if waiting is None:  # the usual case: sent before the receive is posted
@@ -256,33 +302,20 @@ class Network:
             event.callbacks = []
             event._value = payload
             mail[key] = event
+            posted = False
         elif waiting.__class__ is not list and waiting._value is PENDING:  # a receive waits: this is its message
             del mail[key]
             event = waiting
             event._value = payload
+            posted = True
         else:
-            event = self._queue_send(key, waiting, payload)
-        instant = self._instants.get(end)
-        if instant is None:
-            instant = self._open_instant(end)
-        instant.events.append(event)
+            event, posted = self._queue_send(key, waiting, payload)
         self._last_send[src] = event
-        rows = self.message_table.buffer
-        rows.append((src, dst, start, end, nbytes, step, chunk))
-        if len(rows) >= BUFFER_ROWS:
-            self.message_table.flush()
+        if posted or nbytes <= self.eager_limit:
+            self._transfer(event, src, dst, nbytes, step, chunk, tag)
+        else:
+            event.rendezvous = (src, dst, nbytes, step, chunk, tag)
         return event
-
-    def _open_instant(self, time: float) -> Instant:
-        env = self.env
-        instant = self._instants[time] = Instant(env, time, self._instants)
-        heappush(env._queue, (time, NORMAL, next(env._eid), instant))
-        return instant
-
-    def _draw_jitter(self) -> float:
-        if not self._jitter:
-            self._jitter = self._rng.exponential(self.jitter_s, _JITTER_BLOCK).tolist()[::-1]
-        return self._jitter.pop()
 
     def recv(self, src: int, dst: int, tag: int = 0) -> simpy.Event:
         """The next message src -> dst (with ``tag``); its value is the payload."""
@@ -294,22 +327,28 @@ class Network:
             return event
         if waiting.__class__ is not list and waiting._value is not PENDING:  # already sent
             del mail[key]
-            return waiting
-        return self._queue_recv(key, waiting)
+            event = waiting
+        else:
+            event = self._queue_recv(key, waiting)
+        if event.rendezvous is not None:  # a large message waited for this receive: start it
+            message, event.rendezvous = event.rendezvous, None
+            self._transfer(event, *message)
+        return event
 
     # A mailbox holds one event (the usual case: no list to allocate and touch per message) or,
     # when several sends or several receives are outstanding for one (src, dst, tag), a FIFO list
     # of them; never sends and receives at once.
-    def _queue_send(self, key: int, waiting: Event | list[Event], payload: Any) -> Event:
+    def _queue_send(self, key: int, waiting: Event | list[Event], payload: Any) -> tuple[Event, bool]:
         queue = waiting if waiting.__class__ is list else [waiting]
-        if queue[0]._value is PENDING:  # receives are posted: the first one gets this message
+        posted = queue[0]._value is PENDING
+        if posted:  # receives are posted: the first one gets this message
             event = queue.pop(0)
             event._value = payload
         else:
             event = _delivery(self.env, payload)
             queue.append(event)
         self._store(key, queue)
-        return event
+        return event, posted
 
     def _queue_recv(self, key: int, waiting: Event | list[Event]) -> Event:
         queue = waiting if waiting.__class__ is list else [waiting]
@@ -327,6 +366,78 @@ class Network:
         else:
             self._mail[key] = queue[0] if len(queue) == 1 else queue
 
+    # -- fifo sharing ------------------------------------------------------------------------
+    def _transfer(self, event: Event, src: int, dst: int, nbytes: int, step: int, chunk: int, tag: int) -> None:
+        """Start moving a message whose send and (for rendezvous) receive are both posted: now
+        if its whole route is free, else when it is (work-conserving, issue-order priority)."""
+        resources, latency, inverse_bandwidth = self._routes.get(src * self._nodes + dst) or self.route(src, dst)
+        free_at = self._free_at
+        now = self.env._now
+        for index in resources:
+            if free_at[index] > now:
+                self._hold((next(self._order), event, src, dst, nbytes, step, chunk, resources, latency + nbytes * inverse_bandwidth))
+                return
+        self._occupy(event, src, dst, nbytes, step, chunk, resources, now, latency + nbytes * inverse_bandwidth)
+
+    def _occupy(self, event: Event, src: int, dst: int, nbytes: int, step: int, chunk: int, resources, start: float, duration: float) -> None:
+        end = start + duration
+        if self.jitter_s:
+            end += self._draw_jitter()
+        free_at = self._free_at
+        for index in resources:
+            free_at[index] = end
+        self._deliver_at(end, event)
+        rows = self.message_table.buffer
+        rows.append((src, dst, start, end, nbytes, step, chunk))
+        if len(rows) >= BUFFER_ROWS:
+            self.message_table.flush()
+
+    def _hold(self, transfer: tuple) -> None:
+        """Park a transfer on the busy resource of its route that frees last; it is retried then."""
+        free_at = self._free_at
+        resource = max(transfer[7], key=free_at.__getitem__)
+        self._waiting.setdefault(resource, []).append(transfer)
+        time = free_at[resource]
+        due = self._wakes.get(time)
+        if due is None:
+            self._wakes[time] = [resource]
+            env = self.env
+            heappush(env._queue, (time, URGENT, next(env._eid), _Wake(self)))
+        elif resource not in due:
+            due.append(resource)
+
+    def _retry(self) -> None:
+        """Resources freed now: start the transfers waiting for them that can, oldest first."""
+        now = self.env._now
+        candidates = []
+        for resource in self._wakes.pop(now):
+            candidates.extend(self._waiting.pop(resource, ()))
+        candidates.sort(key=itemgetter(0))
+        free_at = self._free_at
+        for transfer in candidates:
+            if all(free_at[index] <= now for index in transfer[7]):
+                self._occupy(*transfer[1:8], now, transfer[8])
+            else:
+                self._hold(transfer)
+
+    # -- shared helpers ----------------------------------------------------------------------
+    def _deliver_at(self, time: float, event: Event) -> None:
+        instant = self._instants.get(time)
+        if instant is None:
+            instant = self._open_instant(time)
+        instant.events.append(event)
+
+    def _open_instant(self, time: float) -> Instant:
+        env = self.env
+        instant = self._instants[time] = Instant(env, time, self._instants)
+        heappush(env._queue, (time, NORMAL, next(env._eid), instant))
+        return instant
+
+    def _draw_jitter(self) -> float:
+        if not self._jitter:
+            self._jitter = self._rng.exponential(self.jitter_s, _JITTER_BLOCK).tolist()[::-1]
+        return self._jitter.pop()
+
     def reduce(self, rank: int, nbytes: int, step: int = -1, chunk: int = -1) -> simpy.Event | None:
         """Combine ``nbytes`` received bytes on ``rank`` (n / reduce_bandwidth); None when free."""
         if not self.gamma or not nbytes:
@@ -334,10 +445,7 @@ class Network:
         now = self.env._now
         end = now + nbytes * self.gamma
         event = _delivery(self.env, None)
-        instant = self._instants.get(end)
-        if instant is None:
-            instant = self._open_instant(end)
-        instant.events.append(event)
+        self._deliver_at(end, event)
         rows = self.compute_table.buffer
         rows.append((rank, now, end, nbytes, step, chunk))
         if len(rows) >= BUFFER_ROWS:
@@ -345,15 +453,16 @@ class Network:
         return event
 
     def last_send(self, rank: int) -> simpy.Event | None:
-        """The delivery of ``rank``'s latest message (all earlier ones from it end no later on its port)."""
+        """The delivery of ``rank``'s latest message."""
         return self._last_send[rank]
 
     def pending(self) -> list[tuple[int, int, int]]:
-        """Receives posted that no message matched: a deadlock when the run ends with any."""
+        """Receives posted that no message matched, and rendezvous messages whose receive was
+        never posted: a deadlock when the run ends with any. (src, dst, tag) each."""
         waiting = []
         for key, box in self._mail.items():
             queue = box if box.__class__ is list else [box]
-            if queue and queue[0]._value is PENDING:
+            if queue and (queue[0]._value is PENDING or queue[0].rendezvous is not None):
                 tag, pair = divmod(key, self._pairs)
                 waiting.append((*divmod(pair, self._nodes), tag))
         return waiting
@@ -370,14 +479,14 @@ class Network:
             counts = np.bincount(inverse, minlength=len(unique)).tolist()
             nbytes = np.bincount(inverse, weights=part["nbytes"], minlength=len(unique)).tolist()
             busy = np.bincount(inverse, weights=part["end_s"] - part["start_s"], minlength=len(unique)).tolist()
-            for key, count, size, seconds in zip(unique.tolist(), counts, nbytes, busy):
+            for key, count_, size, seconds in zip(unique.tolist(), counts, nbytes, busy):
                 entry = totals.setdefault(divmod(key, self._nodes), [0, 0, 0.0])
-                entry[0] += count
+                entry[0] += count_
                 entry[1] += int(size)
                 entry[2] += seconds
-        for pair, (count, size, seconds) in self.overflow.items():
+        for pair, (count_, size, seconds) in self.overflow.items():
             entry = totals.setdefault(pair, [0, 0, 0.0])
-            entry[0] += count
+            entry[0] += count_
             entry[1] += size
             entry[2] += seconds
         return totals

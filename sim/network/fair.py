@@ -1,0 +1,225 @@
+"""Max-min fair sharing: every message is a flow that shares links and ports with the others.
+
+A message (once its send and, for rendezvous, its receive are posted) first waits out its
+route's latency, then becomes a flow over every resource of its route. The flows on a resource
+share its capacity max-min fairly (progressive filling: the most constrained resource's share
+goes to every unfrozen flow crossing it, and so on), each flow at most its route's bandwidth.
+Rates change only when a flow starts or ends, and only for the flows connected to it through
+shared resources (the connected component of the flow-resource graph: max-min allocation
+decomposes over components, so the rest keep their rates and their scheduled ends). This is
+SimGrid's flow model (LV08/CM02) with its correction factors set to 1.
+
+Messages on one stream (src, dst, tag) move one after the other, as on one connection or one
+NCCL channel: k chunks sent back to back pipeline instead of merging into one burst that
+arrives all at once. A port's capacity is its rank's fastest link (ranks with one link have no
+separate port: the link is the port).
+
+Alone on its route a message takes exactly ``latency + n / bandwidth`` (the rate is the route's
+bandwidth, not a sum of partial progress), so the closed forms hold on ``switch(p)`` as under
+fifo sharing.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+import simpy
+from simpy.events import Event
+
+from sim.network.engine import BUFFER_ROWS, Network
+from sim.topology import Topology
+
+
+_new = object.__new__
+
+
+class Flow(Event):
+    """One message's transfer. As an event it fires when the route's latency has passed: the
+    flow then joins the bandwidth sharing. ``version`` stales its scheduled ends on a rate change."""
+
+    __slots__ = (
+        "net", "delivery", "src", "dst", "nbytes", "step", "chunk", "stream", "resources",
+        "start", "remaining", "rate", "updated", "version", "peak", "done",
+    )  # fmt: skip
+
+
+class _End(Event):
+    """The scheduled end of a flow at its current rate; stale once the flow's rate changes."""
+
+    __slots__ = ("flow", "version")
+
+
+def _joined(flow: Flow) -> None:
+    flow.net._join(flow)
+
+
+def _ended(end: _End) -> None:
+    flow = end.flow
+    if end.version == flow.version and not flow.done:
+        flow.net._finish(flow)
+
+
+class FairNetwork(Network):
+    """A :class:`Network` whose links and ports are shared max-min fairly by concurrent flows."""
+
+    sharing = "fair"
+
+    def __init__(self, env: simpy.Environment, topology: Topology, *args: Any, **kwargs: Any) -> None:
+        super().__init__(env, topology, *args, **kwargs)
+        self._capacity = self.capacities()
+        self._active: list[set[Flow]] = [set() for _ in range(self.resource_count)]
+        self._streams: dict[int, deque | None] = {}  # busy stream -> messages queued behind it
+
+    def _transfer(self, event: Event, src: int, dst: int, nbytes: int, step: int, chunk: int, tag: int) -> None:
+        stream = src * self._nodes + dst + tag * self._pairs
+        streams = self._streams
+        if stream in streams:  # the stream is busy: go behind its current message
+            queue = streams[stream]
+            if queue is None:
+                queue = streams[stream] = deque()
+            queue.append((event, src, dst, nbytes, step, chunk, tag))
+            return
+        streams[stream] = None
+        resources, latency, inverse_bandwidth = self._routes.get(src * self._nodes + dst) or self.route(src, dst)
+        flow = _new(Flow)
+        flow.env = self.env
+        flow.callbacks = [_joined]
+        flow._ok = True
+        flow._value = None
+        flow.net = self
+        flow.delivery = event
+        flow.src, flow.dst, flow.nbytes, flow.step, flow.chunk = src, dst, nbytes, step, chunk
+        flow.stream = stream
+        flow.resources = resources
+        flow.start = flow.updated = now = self.env._now
+        flow.remaining = float(nbytes)
+        flow.rate = 0.0
+        flow.version = 0
+        flow.peak = 1.0 / inverse_bandwidth
+        flow.done = False
+        if self.jitter_s:
+            latency += self._draw_jitter()
+        if latency > 0 or not nbytes:
+            self._deliver_at(now + latency, flow)  # _joined runs then
+        else:
+            self._join(flow)
+
+    def _schedule_end(self, flow: Flow, time: float) -> None:
+        end = _new(_End)
+        end.env = self.env
+        end.callbacks = [_ended]
+        end._ok = True
+        end._value = None
+        end.flow = flow
+        end.version = flow.version
+        self._deliver_at(time, end)
+
+    def _join(self, flow: Flow) -> None:
+        """The latency has passed: the flow starts taking bandwidth."""
+        if not flow.nbytes:
+            self._finish(flow)
+            return
+        active = self._active
+        shared = False
+        for index in flow.resources:
+            bucket = active[index]
+            if bucket:
+                shared = True
+            bucket.add(flow)
+        now = flow.updated = self.env._now
+        if shared:
+            self._reallocate(self._component([flow]), now)
+        else:  # alone: the route's bandwidth, ending exactly at start + latency + n / bandwidth
+            flow.rate = flow.peak
+            self._schedule_end(flow, now + flow.nbytes / flow.peak)
+
+    def _finish(self, flow: Flow) -> None:
+        """The flow's last byte has arrived: free its share, start its stream's next message,
+        re-share what it leaves, and deliver."""
+        flow.done = True
+        now = self.env._now
+        active = self._active
+        neighbours = None
+        for index in flow.resources:
+            bucket = active[index]
+            bucket.discard(flow)
+            if bucket:
+                if neighbours is None:
+                    neighbours = set(bucket)
+                else:
+                    neighbours.update(bucket)
+        queue = self._streams.pop(flow.stream)
+        if queue:
+            following = queue.popleft()
+            self._transfer(*following)
+            if queue:
+                self._streams[flow.stream] = queue
+        if neighbours:
+            self._reallocate(self._component(neighbours), now)
+        rows = self.message_table.buffer
+        rows.append((flow.src, flow.dst, flow.start, now, flow.nbytes, flow.step, flow.chunk))
+        if len(rows) >= BUFFER_ROWS:
+            self.message_table.flush()
+        delivery = flow.delivery
+        callbacks, delivery.callbacks = delivery.callbacks, None
+        for callback in callbacks:
+            callback(delivery)
+
+    def _component(self, seeds) -> set[Flow]:
+        """Every flow that shares a resource, directly or through other flows, with ``seeds``."""
+        active = self._active
+        seen = set(seeds)
+        stack = list(seen)
+        while stack:
+            for index in stack.pop().resources:
+                for other in active[index]:
+                    if other not in seen:
+                        seen.add(other)
+                        stack.append(other)
+        return seen
+
+    def _reallocate(self, flows: set[Flow], now: float) -> None:
+        """Progress every flow to ``now`` at its old rate, then give the component its max-min
+        fair rates; flows whose rate changed get a new scheduled end."""
+        for flow in flows:
+            if flow.rate:
+                flow.remaining = max(0.0, flow.remaining - flow.rate * (now - flow.updated))
+            flow.updated = now
+        for flow, rate in self._max_min(flows).items():
+            if flow.rate and abs(rate - flow.rate) <= 1e-12 * flow.rate:
+                continue  # same rate: its scheduled end stands
+            flow.rate = rate
+            flow.version += 1
+            if rate > 0:
+                self._schedule_end(flow, now + flow.remaining / rate)
+
+    def _max_min(self, flows: set[Flow]) -> dict[Flow, float]:
+        """Progressive filling over the flows' resources (each flow also capped at its route's
+        bandwidth, the bandwidth of its slowest link, which is one of those resources)."""
+        capacity, active = self._capacity, self._active
+        left: dict[int, float] = {}
+        users: dict[int, int] = {}
+        for flow in flows:
+            for index in flow.resources:
+                if index in users:
+                    users[index] += 1
+                else:
+                    users[index] = 1
+                    left[index] = capacity[index]
+        rates: dict[Flow, float] = {}
+        while users:
+            bottleneck = min(users, key=lambda index: left[index] / users[index])
+            share = max(0.0, left[bottleneck] / users[bottleneck])
+            for flow in active[bottleneck]:
+                if flow in rates:
+                    continue
+                rate = min(share, flow.peak)
+                rates[flow] = rate
+                for index in flow.resources:
+                    left[index] -= rate
+                    users[index] -= 1
+                    if not users[index]:
+                        del users[index]
+            users.pop(bottleneck, None)
+        return rates
