@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Generator, Sequence
 
 from sim.call import Call, Piece
+from sim.errors import CollsimError
 from sim.network import Network
 from sim.registry import register
 
@@ -167,12 +168,16 @@ def _ring_all_reduce_plain(net: Network, rank: int, m: int, pieces: tuple[Piece,
 @register("all_reduce", "hierarchical", chunked=True, splits=True, topology="two_level")
 def hierarchical_all_reduce(net: Network, rank: int, call: Call) -> Generator:
     """Intra-node ring reduce-scatter, inter-node ring all-reduce of each rank's piece among the
-    ranks with the same local index, intra-node ring all-gather."""
-    gpus = net.topology.gpus_per_node
-    node, local = divmod(rank, gpus)
-    nodes = call.ranks // gpus
-    intra = [node * gpus + i for i in range(gpus)]
-    inter = [n * gpus + local for n in range(nodes)]
+    ranks with the same local index, intra-node ring all-gather. Nodes and local indices come
+    from the topology's placement (``node_ranks``: each node's ranks in endpoint order)."""
+    node_ranks = net.topology.node_ranks()
+    gpus, nodes = len(node_ranks[0]), len(node_ranks)
+    if any(len(members) != gpus for members in node_ranks):
+        sizes = sorted({len(members) for members in node_ranks})
+        raise CollsimError(f"algorithm hierarchical needs as many ranks on every node; these ranks sit {sizes} to a node")
+    intra = next(members for members in node_ranks if rank in members)
+    local = intra.index(rank)
+    inter = [members[local] for members in node_ranks]
     whole = call.whole()
     mine = call.pieces(gpus, whole)[local]
     yield from ring_reduce_scatter_steps(net, rank, call, intra, whole, 0, tag=1)

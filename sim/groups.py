@@ -1,0 +1,170 @@
+"""Concurrent collectives on disjoint groups of ranks that share one network.
+
+A scenario's ``groups`` split ranks 0..p-1 into disjoint groups; each group runs the scenario's
+op and algorithm on its members at the same time, renumbered 0..m-1 inside the group (member i
+of the group is its local rank i), e.g. the data-parallel all-reduces of four tensor-parallel
+shards crossing the same NICs. A group's program sees a :class:`GroupNet`: the run's network
+with local ranks mapped to global ones, so its messages contend with every other group's on the
+shared links and ports, and records carry global ranks.
+
+Group specs (:func:`resolve_groups`): ``"4x8"`` is four groups of 8 consecutive ranks,
+``"strided:4"`` four groups g = {g, g+4, g+8, ...}, ``"0,2;1,3"`` or a list of lists explicit
+groups. Groups must be disjoint and cover every rank exactly once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cached_property
+from typing import Any
+
+from sim.call import Call
+from sim.errors import CollsimError
+from sim.verify import initial_buffers
+
+Groups = tuple[tuple[int, ...], ...]
+
+_SPEC_HELP = "4x8 (four groups of 8 consecutive ranks), strided:4 (group g = ranks g, g+4, ...), 0,1;2,3 or a list of rank lists"
+
+
+def resolve_groups(value: Any, ranks: int) -> Groups:
+    """Groups as tuples of global ranks from a spec string or lists; () for none (one group of
+    all ranks). Raises CollsimError unless the groups are disjoint and cover 0..ranks-1."""
+    if value in (None, "", (), []):
+        return ()
+    groups = _parse_spec(value.strip(), ranks) if isinstance(value, str) else _lists(value)
+    _check_partition(groups, ranks)
+    return groups
+
+
+def _parse_spec(spec: str, ranks: int) -> Groups:
+    if spec.startswith("strided:"):
+        count = _whole(spec.removeprefix("strided:"), spec)
+        if not 1 <= count <= ranks:
+            raise CollsimError(f"groups: strided:{count} needs 1 to {ranks} groups (ranks is {ranks})")
+        return tuple(tuple(range(g, ranks, count)) for g in range(count))
+    if "x" in spec and ";" not in spec and "," not in spec:
+        count, size = (_whole(part, spec) for part in spec.split("x", 1))
+        if count < 1 or size < 1 or count * size != ranks:
+            raise CollsimError(f"groups: {spec} is {count} groups of {size} = {count * size} ranks, but ranks is {ranks}; {_SPEC_HELP}")
+        return tuple(tuple(range(g * size, (g + 1) * size)) for g in range(count))
+    return _lists([part.split(",") for part in spec.split(";") if part.strip()], spec)
+
+
+def _whole(text: Any, spec: Any) -> int:
+    try:
+        number = int(str(text).strip())
+    except ValueError:
+        raise CollsimError(f"groups: cannot read {spec!r}; give {_SPEC_HELP}") from None
+    return number
+
+
+def _lists(value: Any, shown: Any = None) -> Groups:
+    if not isinstance(value, (list, tuple)) or not all(isinstance(group, (list, tuple)) for group in value):
+        raise CollsimError(f"groups: expected a list of rank lists, got {value!r}; give {_SPEC_HELP}")
+    groups = []
+    for group in value:
+        if any(isinstance(rank, bool) for rank in group):
+            raise CollsimError(f"groups: ranks must be whole numbers, got {list(group)}")
+        groups.append(tuple(_whole(rank, value if shown is None else shown) for rank in group))
+    return tuple(groups)
+
+
+def _check_partition(groups: Groups, ranks: int) -> None:
+    owner: dict[int, int] = {}
+    for index, group in enumerate(groups):
+        if not group:
+            raise CollsimError(f"groups: group {index} is empty; every group needs at least one rank")
+        for rank in group:
+            if not 0 <= rank < ranks:
+                raise CollsimError(f"groups: group {index} names rank {rank}, outside 0..{ranks - 1}")
+            if rank in owner:
+                raise CollsimError(f"groups: rank {rank} is in group {owner[rank]} and group {index}; groups must be disjoint")
+            owner[rank] = index
+    missing = [rank for rank in range(ranks) if rank not in owner]
+    if missing:
+        raise CollsimError(f"groups: ranks {missing[:16]} are in no group; groups must cover ranks 0..{ranks - 1}")
+
+
+class GroupTopology:
+    """The topology as one group sees it: ranks numbered 0..m-1 inside the group."""
+
+    def __init__(self, topology: Any, members: Sequence[int]) -> None:
+        self.topology = topology
+        self.members = tuple(members)
+        self.ranks = len(self.members)
+        self.name = topology.name
+
+    def node_of(self, rank: int) -> int:
+        return self.topology.node_of(self.members[rank])
+
+    def node_ranks(self) -> list[list[int]]:
+        """The group's local ranks on each node it uses, nodes in order, ranks in endpoint order."""
+        return [list(ranks) for ranks in self._node_ranks]
+
+    @cached_property
+    def _node_ranks(self) -> tuple[tuple[int, ...], ...]:
+        by_node: dict[int, list[int]] = {}
+        for local in sorted(range(self.ranks), key=lambda local: self.topology.endpoint(self.members[local])):
+            by_node.setdefault(self.node_of(local), []).append(local)
+        return tuple(tuple(by_node[node]) for node in sorted(by_node))
+
+
+class GroupNet:
+    """A network view for one group: every method that takes ranks maps local to global."""
+
+    def __init__(self, net: Any, members: Sequence[int]) -> None:
+        self.net = net
+        self.members = tuple(members)
+        self.env = net.env
+        self.gamma = net.gamma
+        self.topology = GroupTopology(net.topology, self.members)
+
+    def send(self, src: int, dst: int, nbytes: int, payload: Any = None, step: int = -1, chunk: int = -1, tag: int = 0) -> Any:
+        members = self.members
+        return self.net.send(members[src], members[dst], nbytes, payload, step, chunk, tag)
+
+    def recv(self, src: int, dst: int, tag: int = 0) -> Any:
+        return self.net.recv(self.members[src], self.members[dst], tag)
+
+    def reduce(self, rank: int, nbytes: int, step: int = -1, chunk: int = -1) -> Any:
+        return self.net.reduce(self.members[rank], nbytes, step, chunk)
+
+    def last_send(self, rank: int) -> Any:
+        return self.net.last_send(self.members[rank])
+
+
+def group_programs(scenario: Any, net: Any) -> tuple[list[tuple[GroupNet, int, Call]], list[Call]]:
+    """For every global rank, (its group's network view, its local rank, its group's call), and
+    the calls, one per group. With ``verify`` each group's inputs are drawn from the scenario's
+    seed plus the group's index, so groups of one size hold different data."""
+    s = scenario
+    per_rank: list[Any] = [None] * s.ranks
+    calls = []
+    for index, members in enumerate(s.groups):
+        call = Call(s.op, len(members), s.size_bytes, s.element_bytes, s.chunks, s.root)
+        if s.verify:
+            call.inputs = initial_buffers(s.op, len(members), s.elements, s.root, s.seed + index)
+            call.buffers = [buffer.copy() for buffer in call.inputs]
+        view = GroupNet(net, members)
+        calls.append(call)
+        for local, rank in enumerate(members):
+            per_rank[rank] = (view, local, call)
+    return per_rank, calls
+
+
+def group_times(scenario: Any, ends: Sequence[float]) -> list[float]:
+    """Each group's time per call: when its last member finished, over the repetitions."""
+    return [max(ends[rank] for rank in members) / scenario.repetitions for members in scenario.groups]
+
+
+def group_closed_form(scenario: Any) -> float | None:
+    """The closed form of one group where it holds for every group: on switch, groups share no
+    port, so groups of one size each take the closed form of that size; None elsewhere."""
+    s = scenario
+    sizes = {len(group) for group in s.groups}
+    if s.topology != "switch" or len(sizes) != 1 or s.stragglers:
+        return None
+    from sim import analytic
+
+    return analytic.for_scenario(s.replace(ranks=sizes.pop(), groups=(), verify=False))
