@@ -15,6 +15,7 @@ broadcast       the buffer                             1
 reduce          the buffer                             1
 all_gather      the gathered output (p pieces)         (p-1)/p
 reduce_scatter  the input (p pieces)                   (p-1)/p
+all_to_all      what each rank holds (p blocks)        (p-1)/p
 send_recv       what each rank sends (ring shift)      1
 barrier         0                                      0
 ==============  =====================================  ============
@@ -38,7 +39,7 @@ from real.launcher import LaunchConfig, RankContext, launch, run_torchrun, under
 from sim.errors import CollsimError
 from sim.units import format_size
 
-OPS = ("all_reduce", "broadcast", "reduce", "all_gather", "reduce_scatter", "send_recv", "barrier")
+OPS = ("all_reduce", "broadcast", "reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv", "barrier")
 DTYPES = {
     "float": ("float32", 4),
     "float32": ("float32", 4),
@@ -57,7 +58,7 @@ def busbw_factor(op: str, world_size: int) -> float:
     p = world_size
     if op == "all_reduce":
         return 2 * (p - 1) / p
-    if op in ("all_gather", "reduce_scatter"):
+    if op in ("all_gather", "reduce_scatter", "all_to_all"):
         return (p - 1) / p
     if op == "barrier":
         return 0.0
@@ -68,7 +69,7 @@ def effective_size(op: str, size_bytes: int, world_size: int, element_bytes: int
     """The size actually moved: whole elements, and a multiple of p elements where the op splits."""
     if op == "barrier":
         return 0
-    unit = element_bytes * (world_size if op in ("all_gather", "reduce_scatter") else 1)
+    unit = element_bytes * (world_size if op in ("all_gather", "reduce_scatter", "all_to_all") else 1)
     return max(unit, size_bytes // unit * unit)
 
 
@@ -186,7 +187,7 @@ def _buffers(op: str, size_bytes: int, dtype: Any, element_bytes: int, ctx: Rank
         return _Buffers(torch.ones(count // p, dtype=dtype, device=device), torch.empty(count, dtype=dtype, device=device))
     if op == "reduce_scatter":
         return _Buffers(torch.ones(count, dtype=dtype, device=device), torch.empty(count // p, dtype=dtype, device=device))
-    if op == "send_recv":
+    if op in ("send_recv", "all_to_all"):
         return _Buffers(torch.ones(count, dtype=dtype, device=device), torch.empty(count, dtype=dtype, device=device))
     return _Buffers(torch.ones(count, dtype=dtype, device=device))
 
@@ -210,6 +211,8 @@ def _operation(op: str, buffers: _Buffers, ctx: RankContext, root: int) -> Calla
         return lambda: scatter(recv, send)
     if op == "barrier":
         return lambda: dist.barrier()
+    if op == "all_to_all":
+        return lambda: dist.all_to_all_single(recv, send)
     right, left = (ctx.rank + 1) % ctx.world_size, (ctx.rank - 1) % ctx.world_size
     p2p = [dist.P2POp(dist.isend, send, right), dist.P2POp(dist.irecv, recv, left)]
 

@@ -49,6 +49,9 @@ FORMS: dict[tuple[str, str], tuple[Form, bool]] = {
     ("scatter", "binomial"): (lambda p, n, a, b, g, k: _lg(p) * a + (p - 1) / p * n * b, True),
     ("barrier", "dissemination"): (lambda p, n, a, b, g, k: _lg(p) * a, False),
     ("send_recv", "direct"): (lambda p, n, a, b, g, k: a + n * b, False),
+    # Thakur et al. 2005, section 4.4; n = bytes a rank holds (p blocks of n/p)
+    ("all_to_all", "pairwise"): (lambda p, n, a, b, g, k: (p - 1) * a + (p - 1) / p * n * b, False),
+    ("all_to_all", "bruck"): (lambda p, n, a, b, g, k: _lg(p) * (a + n / 2 * b), True),
 }
 
 # Forms whose (p-1)/p n or n/k terms need an even split of the elements.
@@ -60,6 +63,8 @@ _SPLIT_BY = {
     "recursive_halving": "p",
     "reduce_scatter_gather": "p",
     "binomial": "p",
+    "pairwise": "p",
+    "bruck": "p",
 }
 
 
@@ -111,6 +116,6 @@ def busbw_factor(op: str, p: int) -> float:
     """nccl-tests' bus bandwidth factor: busbw = algbw * factor."""
     if op == "all_reduce":
         return 2 * (p - 1) / p
-    if op in ("all_gather", "reduce_scatter"):
+    if op in ("all_gather", "reduce_scatter", "all_to_all"):
         return (p - 1) / p
     return 1.0

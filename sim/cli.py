@@ -84,6 +84,7 @@ class Main(LazyGroup):
         "compare": ("real.cli:compare", "Compare simulated with measured times for a scenario."),
         "ui": ("webapp.cli:ui", "Serve the browser what-if explorer (Dash) on 127.0.0.1."),
         "sweep": ("sim.sweep:sweep_command", "Run a grid of scenarios on a process pool or a Dask cluster."),
+        "hardware": ("sim.hardware.cli:hardware", "List and show hardware presets (DGX A100/H100, PCIe box, CPU Ethernet)."),
     },
 )
 @click.version_option(package_name="collsim")
@@ -141,6 +142,14 @@ def _unit(parse):
     help="how messages share links and ports: fair (max-min fair flows, default) or fifo (work-conserving FIFO queues)",
 )
 @click.option("--eager-limit", default=None, help="messages larger than this wait for the matching receive (rendezvous); default 0: all wait")
+@click.option("--hardware", default=None, help="hardware preset (collsim hardware list): fills ranks, topology and links; flags override")
+@click.option("--nodes", default=None, type=int, help="with --hardware: number of nodes (default 1)")
+@click.option(
+    "--model",
+    default="des",
+    type=click.Choice(["des", "nccl"]),
+    help="des: simulate (default); nccl: NCCL's own tuning model on --hardware (its pick, time, busbw, every candidate)",
+)
 @click.option("--verify", is_flag=True, help="move real payloads and check every rank's final buffer")
 @click.option("--scenario", "scenario_file", default=None, help="YAML/JSON scenario file (flags given override it)")
 @click.option("--calibration", default=None, help="calibration file from 'collsim fit --calibration': fills overhead, latency, bandwidth, algorithm not given")
@@ -162,7 +171,16 @@ def collective(scenario_file: str | None, trace: str | None, csv_path: str | Non
 
     calibration, backend = flags.pop("calibration"), flags.pop("backend")
     data = load_mapping(scenario_file) if scenario_file else {}
+    model = flags.pop("model")
     data.update(_scenario_fields(flags))
+    if "hardware" in data or "nodes" in data:
+        from sim.hardware.cli import apply_hardware
+
+        apply_hardware(data)
+    if model == "nccl":
+        from sim.hardware.cli import echo_nccl
+
+        return echo_nccl(data, as_json)
     if calibration:
         _apply_calibration(data, calibration, backend)
     missing = [flag for flag, keys in _REQUIRED.items() if not any(key in data for key in keys)]

@@ -45,6 +45,10 @@ def build_topology(scenario: CollectiveScenario) -> topo.Topology:
     """The scenario's topology; user graphs must connect exactly ``ranks`` ranks."""
     s = scenario
     kind = s.topology
+    if s.hardware:
+        from sim.hardware.topology import for_scenario
+
+        return for_scenario(s)
     if kind == "switch":
         return topo.switch(s.ranks, s.latency_s, s.bandwidth_Bps)
     if kind == "ring":

@@ -175,10 +175,25 @@ class CollectiveScenario(ScenarioData):
     max_events: int = 2_000_000  # auto: above this many messages keep aggregates only
     sharing: str = "fair"  # fair: max-min fair flows | fifo: work-conserving FIFO queues (docs/network-model.md)
     eager_limit_bytes: int = 0  # messages above this wait for the matching receive (rendezvous)
+    hardware: str | None = None  # preset name (sim/hardware/presets): two_level with the preset's NICs (docs/hardware.md)
 
     def __post_init__(self) -> None:
         self._check_numbers()
         self._check_algorithm()
+        self._check_hardware()
+
+    def _check_hardware(self) -> None:
+        if self.hardware is None:
+            return
+        from sim.hardware.presets import load_preset
+
+        preset = load_preset(self.hardware)
+        if self.topology != "two_level" or self.gpus_per_node_resolved != preset.gpus_per_node or self.ranks % preset.gpus_per_node:
+            raise CollsimError(
+                f"hardware: {self.hardware} builds two_level with {preset.gpus_per_node} ranks per node; "
+                f"got topology {self.topology}, gpus_per_node {self.gpus_per_node}, ranks {self.ranks}"
+            )
+        preset.check_nodes(self.ranks // preset.gpus_per_node)
 
     def _check_numbers(self) -> None:
         if self.ranks < 1 or self.ranks > 65536:
@@ -285,6 +300,7 @@ _COLLECTIVE_PARSERS: dict[str, Parser] = {
     "max_events": _int,
     "sharing": lambda value, what: str(value),
     "eager_limit_bytes": parse_size,
+    "hardware": _optional(lambda value, what: str(value)),
 }
 _COLLECTIVE_ALIASES = {
     "size": "size_bytes",

@@ -5,3 +5,4 @@ from sim.algorithms import ring  # noqa: F401
 from sim.algorithms import butterfly  # noqa: F401
 from sim.algorithms import dbtree  # noqa: F401
 from sim.algorithms import misc  # noqa: F401
+from sim.algorithms import alltoall  # noqa: F401

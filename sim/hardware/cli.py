@@ -1,0 +1,108 @@
+"""``collsim hardware list|show NAME`` and the ``--hardware``/``--model nccl`` parts of
+``collsim sim collective``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from sim.errors import CollsimError
+from sim.hardware.presets import list_presets, load_preset, scenario_fields
+
+_SHORT = {"bandwidth_Bps": "bandwidth", "latency_s": "latency", "intra_bandwidth_Bps": "intra_bandwidth", "intra_latency_s": "intra_latency"}
+
+
+@click.group("hardware")
+def hardware() -> None:
+    """Hardware presets: machines with published link figures (docs/hardware.md)."""
+
+
+@hardware.command("list")
+@click.option("--json", "as_json", is_flag=True, help="print a JSON list")
+def list_command(as_json: bool) -> None:
+    """Every preset with a one-line description."""
+    if as_json:
+        click.echo(json.dumps([{"name": name, "description": load_preset(name).description} for name in list_presets()]))
+        return
+    for name in list_presets():
+        click.echo(f"{name:18s} {load_preset(name).description}")
+
+
+@hardware.command("show")
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="print the preset as JSON (rates in bytes/s, times in s)")
+def show_command(name: str, as_json: bool) -> None:
+    """One preset's values, each with its source."""
+    preset = load_preset(name)
+    if as_json:
+        click.echo(json.dumps(preset.to_dict()))
+        return
+    click.echo(format_preset(preset.to_dict()))
+
+
+def format_preset(data: dict[str, Any]) -> str:
+    from sim.units import format_bandwidth, format_time
+
+    sources = data["sources"]
+    lines = [f"{data['name']}: {data['description']}"]
+    for key, value in data.items():
+        if key in ("name", "description", "sources", "nccl"):
+            continue
+        if value is not None and key.endswith("_Bps"):
+            value = format_bandwidth(value)
+        elif value is not None and key.endswith("_s"):
+            value = format_time(value)
+        source_key = key.removesuffix("_Bps").removesuffix("_s")
+        lines.append(f"  {key:22s} {value}\n  {'':22s} source: {sources.get(source_key, '')}")
+    if data["nccl"]:
+        lines.append("  NCCL (what its topology search reports; read by --model nccl):")
+        for key, value in data["nccl"].items():
+            lines.append(f"    {key:20s} {value}\n    {'':20s} source: {sources.get('nccl.' + key, '')}")
+    return "\n".join(lines)
+
+
+def apply_hardware(data: dict[str, Any]) -> None:
+    """Fill a collective scenario mapping from ``hardware`` and ``nodes`` (values given win)."""
+    name, nodes = data.get("hardware"), data.pop("nodes", None)
+    if name is None:
+        raise CollsimError("--nodes needs --hardware NAME (collsim hardware list)")
+    nodes = 1 if nodes is None else int(nodes)
+    fields = scenario_fields(name, nodes)
+    ranks = data.get("ranks")
+    if ranks is not None and int(ranks) != fields["ranks"]:
+        raise CollsimError(
+            f"ranks: --hardware {name} --nodes {nodes} gives {fields['ranks']} ranks, got --ranks {ranks}; drop --ranks or change --nodes"
+        )
+    for key, value in fields.items():
+        if key not in data and _SHORT.get(key) not in data:
+            data[key] = value
+
+
+def echo_nccl(data: dict[str, Any], as_json: bool) -> None:
+    """Print NCCL's pick for the scenario mapping's op and size on its hardware."""
+    from sim.hardware.nccl_model import NCCL_VERSION, predict
+    from sim.units import format_size, format_time, parse_size
+
+    if data.get("hardware") is None:
+        raise CollsimError("--model nccl needs --hardware NAME (collsim hardware list)")
+    if "op" not in data:
+        raise CollsimError("--model nccl needs --op")
+    size = data.get("size_bytes", data.get("size", 0))
+    size_bytes = size if isinstance(size, int) else parse_size(size, "--size")
+    preset = load_preset(data["hardware"])
+    prediction = predict(preset, int(data["ranks"]) // preset.gpus_per_node, data["op"], size_bytes)
+    result = prediction.to_dict()
+    if as_json:
+        click.echo(json.dumps(result))
+        return
+    lines = [
+        f"NCCL {NCCL_VERSION} model: {result['op']} of {format_size(size_bytes)} on {result['nodes']} x {result['hardware']} ({result['ranks']} ranks)",
+        f"  NCCL picks       {result['nccl_algorithm']} / {result['nccl_protocol']}",
+        f"  predicted time   {format_time(result['time_s'])}",
+    ]
+    if result["busbw_GBps"] is not None:
+        lines.append(f"  algbw / busbw    {result['algbw_GBps']:.4g} / {result['busbw_GBps']:.4g} GB/s")
+    lines.append("  candidates       " + ", ".join(f"{c['algorithm']}/{c['protocol']} {format_time(c['time_s'])}" for c in result["candidates"]))
+    click.echo("\n".join(lines))

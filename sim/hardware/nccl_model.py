@@ -1,0 +1,375 @@
+"""NCCL's own cost model and choice, as in NCCL v2.27.7-1 (tag ``v2.27.7-1`` of NVIDIA/nccl).
+
+Follows ``src/graph/tuning.cc`` (``ncclTopoTuneModel``: per-(function, algorithm, protocol)
+latency in us and bandwidth in GB/s; ``ncclTopoGetAlgoTime``: ``time = lat + nBytes / (1000 *
+bw)`` with the tree correction factors and the ring plateau factor) and ``src/enqueue.cc``
+(``updateCollCostTable`` skips what the communicator cannot run; ``topoGetAlgoInfo`` takes the
+smallest time, algorithms outer, protocols inner, the first one on ties). The machine side (the
+channel graphs NCCL's topology search finds, compute capability, CPU vendor, NVLS/CollNet
+support) comes from a hardware preset (:mod:`sim.hardware.presets`). Computed in double
+precision (NCCL uses float: times agree to about 1e-7 relative).
+
+Not modelled: tuner plugins, NCCL_ALGO/NCCL_PROTO overrides, aggregated launches
+(numPipeOps = 1), fp8 datatypes, user buffer registration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sim.errors import CollsimError
+from sim.hardware.presets import PATH_TYPES, Graph, NcclSystem, Preset, load_preset
+
+NCCL_VERSION = "2.27.7-1"
+ALGORITHMS = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")  # NCCL_ALGO_* order
+PROTOCOLS = ("LL", "LL128", "Simple")  # NCCL_PROTO_* order
+FUNCTIONS = ("broadcast", "reduce", "all_gather", "reduce_scatter", "all_reduce")  # ncclFunc_t order
+TREE, RING, COLLNET_DIRECT, COLLNET_CHAIN, NVLS, NVLS_TREE, PAT = range(7)
+LL, LL128, SIMPLE = range(3)
+NVLINK, PCI, NET = range(3)
+
+# tuning.cc: latencies in us. Rows Tree, Ring, CollNetDirect, CollNetChain, NVLS, NVLSTree (PAT: zeros)
+BASE_LAT = ((6.8, 14.0, 8.4), (6.6, 14.0, 8.4), (0, 0, 0), (0, 0, 0), (0, 0, 0), (0, 0, 0), (0, 0, 0))
+HW_LAT = (
+    ((0.6, 1.25, 4.0), (0.6, 1.9, 3.4), (0, 0, 3.7), (0, 0, 2.8), (0, 0, 25), (0, 0, 25), (0, 0, 0)),  # NVLink
+    ((1.0, 1.9, 4.0), (1.0, 2.5, 5.7), (0, 0, 3.7), (0, 0, 2.8), (0, 0, 0), (0, 0, 0), (0, 0, 0)),  # PCI
+    ((5.0, 8.5, 14), (2.7, 4.0, 14.0), (0, 0, 31), (0, 0, 30), (0, 0, 18), (0, 0, 14), (0, 0, 0)),  # NET
+)
+# rows: Volta, Ampere, Hopper, Blackwell (llMaxBws rows 1-3 for multi-node: Intel, AMD); columns N1, N2, N4
+LL_MAX_BWS = ((39.0, 39.0, 20.4), (87.7, 22.5, 19.0), (141.0, 45.0, 35.0), (2 * 141.0, 2 * 45.0, 2 * 35.0))
+PER_CH_MAX_RING_LL128_BWS = ((20.0, 20.0, 20.0), (20.0, 20.0, 20.0), (36.7, 36.7, 36.7), (2 * 36.7, 2 * 36.7, 2 * 36.7))
+PER_CH_MAX_TREE_LL128_BWS = ((20.0, 20.0, 20.0), (20.0, 20.0, 20.0), (36.7, 36.7, 29.0), (2 * 36.7, 2 * 36.7, 2 * 29.0))
+PER_CH_MAX_TREE_BWS = ((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (38.7, 41.4, 36.0), (2 * 38.7, 2 * 41.4, 2 * 36.0))
+# Powers of two, 64 B to 256 MB, per protocol
+TREE_CORRECTION = (
+    (1.0, 1.0, 1.0, 1.0, 0.9, 0.8, 0.7, 0.7, 0.7, 0.7, 0.6, 0.5, 0.4, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.0, 1.0, 1.0),
+    (1.0, 1.0, 1.0, 1.0, 1.0, 0.9, 0.8, 0.8, 0.8, 0.7, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6, 0.8, 0.9, 0.9, 0.9, 0.9, 1.0, 1.0),
+    (0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.8, 0.7, 0.6, 0.6, 0.5, 0.5, 0.5, 0.5, 0.6, 0.7, 0.8, 0.7, 0.7, 0.8, 0.9, 0.9),
+)
+MAX_NVLS_ARITY = 32
+MAXCHANNELS = 32
+_PATH = {name: index for index, name in enumerate(PATH_TYPES)}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    algorithm: str
+    protocol: str
+    time_s: float
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """NCCL's choice for one call and every (algorithm, protocol) it weighed."""
+
+    hardware: str
+    nodes: int
+    ranks: int
+    op: str
+    size_bytes: int
+    nccl_algorithm: str
+    nccl_protocol: str
+    time_s: float
+    algbw_GBps: float | None
+    busbw_GBps: float | None
+    candidates: tuple[Candidate, ...]
+
+    def to_dict(self) -> dict:
+        return {
+            "model": "nccl",
+            "nccl_version": NCCL_VERSION,
+            "hardware": self.hardware,
+            "nodes": self.nodes,
+            "ranks": self.ranks,
+            "op": self.op,
+            "size_bytes": self.size_bytes,
+            "nccl_algorithm": self.nccl_algorithm,
+            "nccl_protocol": self.nccl_protocol,
+            "time_s": self.time_s,
+            "algbw_GBps": self.algbw_GBps,
+            "busbw_GBps": self.busbw_GBps,
+            "candidates": [{"algorithm": c.algorithm, "protocol": c.protocol, "time_s": c.time_s} for c in self.candidates],
+        }
+
+
+def log2i(n: int) -> int:
+    """NCCL's log2i: floor(log2 n), -1 for n <= 0."""
+    return n.bit_length() - 1 if n > 0 else -1
+
+
+@dataclass(frozen=True)
+class Tables:
+    """comm->bandwidths and comm->latencies for one communicator: [function][algorithm][protocol]."""
+
+    bandwidths: tuple
+    latencies: tuple
+    nodes: int
+    ranks: int
+    comm_channels: int
+    compute_capability: int
+
+
+def tune(system: NcclSystem, nodes: int, gpus_per_node: int) -> Tables:
+    """ncclTopoTuneModel plus the enable/disable rules that follow it in tuning.cc."""
+    ranks = nodes * gpus_per_node
+    graphs = _graphs(system, nodes)
+    bandwidths = [[[0.0] * 3 for _ in ALGORITHMS] for _ in FUNCTIONS]
+    latencies = [[[0.0] * 3 for _ in ALGORITHMS] for _ in FUNCTIONS]
+    if ranks > 1:
+        for func in range(len(FUNCTIONS)):
+            for algo in range(len(ALGORITHMS)):
+                if not _considered(func, algo) or graphs[algo] is None:
+                    continue
+                for proto in range(3):
+                    if not _considered_proto(system, func, algo, proto, nodes, ranks):
+                        continue
+                    bandwidths[func][algo][proto] = _bandwidth(system, graphs, func, algo, proto, nodes, ranks)
+                    latencies[func][algo][proto] = _latency(system, graphs, func, algo, proto, nodes, ranks)
+        _disable(system, graphs, bandwidths, nodes, ranks)
+    ring, tree = graphs[RING], graphs[TREE]
+    channels = min(ring.n_channels, tree.n_channels) if ring and tree else (ring or tree).n_channels
+    comm_channels = min(MAXCHANNELS, 2 * channels)  # connect.cc ncclTopoPostset doubles the channels
+    return Tables(_freeze(bandwidths), _freeze(latencies), nodes, ranks, comm_channels, system.compute_capability)
+
+
+def _freeze(table: list) -> tuple:
+    return tuple(tuple(tuple(row) for row in algos) for algos in table)
+
+
+def _graphs(system: NcclSystem, nodes: int) -> list[Graph | None]:
+    ring, tree = system.graph("ring", nodes), system.graph("tree", nodes)
+    nvls = system.graph("nvls", nodes) if system.nvls else None
+    if ring is None or tree is None:
+        raise CollsimError(f"hardware: the preset has no NCCL ring/tree graph for {nodes} node(s)")
+    # init.cc: graphs = { tree, ring, collNetDirect, collNetChain, nvls, nvls, tree }; no CollNet graph without SHARP
+    collnet = ring if system.collnet else None
+    return [tree, ring, collnet, collnet, nvls, nvls, tree]
+
+
+def _considered(func: int, algo: int) -> bool:
+    name = FUNCTIONS[func]
+    if name in ("broadcast", "reduce") and algo != RING:
+        return False
+    if name in ("reduce_scatter", "all_gather") and algo not in (PAT, RING, NVLS, COLLNET_DIRECT):
+        return False
+    return not (name == "all_reduce" and algo == PAT)
+
+
+def _considered_proto(system: NcclSystem, func: int, algo: int, proto: int, nodes: int, ranks: int) -> bool:
+    if algo in (NVLS, NVLS_TREE) and proto != SIMPLE:
+        return False
+    if FUNCTIONS[func] in ("reduce_scatter", "all_gather") and algo == PAT:
+        # ncclPatEnable: SM60+, one GPU per node, host-driven network
+        return proto == SIMPLE and system.compute_capability >= 60 and nodes == ranks
+    return True
+
+
+def _compcap_index(cc: int) -> int:
+    return 3 if cc >= 100 else 2 if cc >= 90 else 1 if cc >= 80 else 0
+
+
+def _bandwidth(system: NcclSystem, graphs: list, func: int, algo: int, proto: int, nodes: int, ranks: int) -> float:
+    graph = graphs[algo]
+    name = FUNCTIONS[func]
+    cc_index = _compcap_index(system.compute_capability)
+    index2 = nodes - 1 if nodes <= 2 else 2
+    index1 = cc_index if nodes == 1 else (1 if system.cpu_vendor == "amd" else 0)
+    ll_max_bw = LL_MAX_BWS[index1][index2]
+    ppn = ranks / nodes
+    collnet = algo in (COLLNET_DIRECT, COLLNET_CHAIN)
+    bw = graph.bw_intra if nodes <= 2 or collnet else graph.bw_inter
+    if algo == NVLS:
+        if name == "all_reduce":
+            bw = min(graph.bw_intra, graph.bw_inter)
+        else:
+            bw = min(graph.bw_intra * (ppn - 1.0) / ppn, graph.bw_inter * 0.9)
+    if algo == NVLS_TREE:
+        bw = min(graph.bw_intra, graph.bw_inter if nodes <= 2 else graph.bw_inter / 2)
+    bus_bw = graph.n_channels * bw
+    if algo == RING and proto == LL:
+        bus_bw = min(ll_max_bw, bus_bw * 0.5)
+    if algo == RING and proto == LL128:
+        bus_bw = min(bus_bw * 0.92, graph.n_channels * PER_CH_MAX_RING_LL128_BWS[cc_index][index2])
+    if algo == TREE and name == "all_reduce":
+        bus_bw = min(bus_bw * 0.92, graph.n_channels * PER_CH_MAX_TREE_BWS[cc_index][index2])
+    if algo == TREE and proto == LL:
+        bus_bw = min(bus_bw * 1.0 / 3.8, ll_max_bw)
+    if algo == TREE and proto == LL128:
+        bus_bw = min(bus_bw * (7.0 / 9.0 if nodes == 1 else 120.0 / 128.0), graph.n_channels * PER_CH_MAX_TREE_LL128_BWS[cc_index][index2])
+    # maxTreePattern == NCCL_TOPO_PATTERN_TREE (x0.85) only where the tree search falls back to a
+    # plain tree; the presets' trees are balanced trees
+    if algo == PAT:
+        bus_bw *= 0.75
+    if collnet and proto != SIMPLE:
+        bus_bw = 0.0
+    if algo == COLLNET_DIRECT and proto == SIMPLE:
+        if name in ("all_gather", "reduce_scatter"):
+            bus_bw = ppn * min(graph.bw_intra, graph.bw_inter * 0.9)
+        else:
+            factor = ppn / graph.n_channels
+            factor -= (factor - 1) / 2
+            bus_bw /= factor
+            if system.compute_capability >= 90:
+                bus_bw *= 0.85
+    if algo in (NVLS, COLLNET_DIRECT) and proto == SIMPLE and name in ("all_gather", "reduce_scatter") and nodes > 1:
+        bus_bw = 0.0  # needs a collnet plugin with iallgather/ireducescatter and 1:1 GPU:NIC heads
+    if not (algo != RING and name in ("all_gather", "reduce_scatter")):
+        nsteps = _nsteps(name, ranks)
+        if algo == RING:
+            ratio = ranks / nsteps
+        elif algo in (NVLS, NVLS_TREE):
+            ratio = 5.0 / 6.0
+        else:
+            ratio = 0.5
+        bus_bw *= ratio
+    return bus_bw
+
+
+def _nsteps(name: str, ranks: int) -> int:
+    if name == "all_reduce":
+        return 2 * (ranks - 1)
+    if name in ("reduce_scatter", "all_gather"):
+        return ranks - 1
+    return ranks
+
+
+def _net_overhead(system: NcclSystem) -> float:
+    return 2.0 if system.cpu_vendor == "amd" else 1.0  # getNetOverhead, x86
+
+
+def _latency(system: NcclSystem, graphs: list, func: int, algo: int, proto: int, nodes: int, ranks: int) -> float:
+    graph = graphs[algo]
+    name = FUNCTIONS[func]
+    intra_hw = NVLINK if system.type_intra == "NVL" else PCI
+    hw = intra_hw if nodes == 1 else NET
+    ppn = ranks / nodes
+    latency = BASE_LAT[algo][proto]
+    intra_lat = HW_LAT[intra_hw][algo][proto]
+    inter_lat = HW_LAT[NET][TREE][proto] if ppn == 1 else HW_LAT[NET][algo][proto]
+    inter_lat += system.latency_inter_us
+    if proto == SIMPLE:
+        inter_lat += system.latency_inter_us  # the flush
+    nsteps = _nsteps(name, ranks)
+    local = ranks // nodes
+    if algo == RING:
+        lat = HW_LAT[hw][algo][proto]
+        if name in ("reduce", "broadcast"):
+            if system.same_channels:
+                return latency + lat
+            if proto == SIMPLE:
+                lat = HW_LAT[hw][TREE][proto]
+            return latency + nsteps * lat
+        net_overhead = 0.0
+        if nodes > 1:
+            net_overhead = _net_overhead(system) * (3 if proto == SIMPLE else 1)
+        intra_lat = max(intra_lat, net_overhead)
+        inter_steps = 0 if nodes == 1 else 2 * (nodes - 1) if name == "all_reduce" else nodes - 1
+        return latency + (nsteps - inter_steps) * intra_lat + inter_steps * inter_lat
+    if algo == TREE:
+        if name == "all_reduce":
+            latency += 2 * ((local - 1) * intra_lat + log2i(nodes) * inter_lat)
+        return latency
+    if algo == COLLNET_DIRECT:
+        return latency + 2 * (min(1, local - 1) * intra_lat + (local - 1) * 0.4) + inter_lat
+    if algo == COLLNET_CHAIN:
+        return latency + 2 * (local - 1) * intra_lat + inter_lat
+    if algo == NVLS:
+        return intra_lat + (inter_lat if nodes > 1 else 0.0)
+    if algo == NVLS_TREE:
+        return latency + intra_lat + 2 * log2i(nodes) * inter_lat
+    if algo == PAT and name in ("all_gather", "reduce_scatter"):
+        return 8 + log2i(nodes) * (inter_lat / 3.5) + ranks * 2.8
+    return latency
+
+
+def _disable(system: NcclSystem, graphs: list, bandwidths: list, nodes: int, ranks: int) -> None:
+    """Algorithm and protocol enables (tuning.cc) and updateCollCostTable's skips (enqueue.cc)."""
+    cc = system.compute_capability
+    for func in range(len(FUNCTIONS)):
+        for algo in range(len(ALGORITHMS)):
+            off = (
+                (nodes == 1 and algo == NVLS_TREE)
+                or (not system.collnet and (algo in (COLLNET_DIRECT, COLLNET_CHAIN) or (algo == NVLS and nodes > 1)))
+                or (not system.nvswitch and algo == COLLNET_DIRECT)
+                or (algo in (NVLS, NVLS_TREE) and (not system.nvls or (FUNCTIONS[func] != "all_reduce" and ranks // nodes > MAX_NVLS_ARITY)))
+            )
+            for proto in range(3):
+                if off or (proto == LL128 and not _ll128(system, graphs[algo], cc)):
+                    bandwidths[func][algo][proto] = 0.0
+
+
+def _ll128(system: NcclSystem, graph: Graph | None, cc: int) -> bool:
+    """LL128 on by default only on NVLink-class paths of Volta and later (NCCL_LL128_C2C=1)."""
+    inter_ok = _PATH[system.type_inter] <= (_PATH["PXN"] if cc >= 90 else _PATH["PXB"])
+    return inter_ok and _PATH[system.type_intra] <= _PATH["NVB"] and cc >= 70
+
+
+def algo_time_us(tables: Tables, func: int, algo: int, proto: int, nbytes: int) -> float:
+    """ncclTopoGetAlgoTime with numPipeOps = 1: -1 when the pair is not available."""
+    bw = tables.bandwidths[func][algo][proto]
+    lat = tables.latencies[func][algo][proto]
+    if bw == 0:
+        return -1.0
+    log_size = log2i(nbytes >> 6)
+    if algo == TREE and FUNCTIONS[func] == "all_reduce" and 0 <= log_size < 23:
+        bw *= TREE_CORRECTION[proto][log_size]
+    if (
+        algo == RING
+        and proto == SIMPLE
+        and tables.nodes > 1
+        and FUNCTIONS[func] == "all_reduce"
+        and nbytes // (tables.comm_channels * tables.ranks) >= 64
+    ):
+        lat *= 1.9 if tables.compute_capability < 80 else 1.4  # the ring's plateau
+    return lat + nbytes / (1000 * bw)
+
+
+def predict(hardware: str | Preset, nodes: int, op: str, size_bytes: int) -> Prediction:
+    """NCCL's pick for ``op`` on ``size_bytes`` (all_gather: the gathered size; reduce_scatter: the
+    input size, as nccl-tests' size column) on ``nodes`` nodes of a preset, with every candidate."""
+    preset = hardware if isinstance(hardware, Preset) else load_preset(hardware)
+    preset.check_nodes(nodes)
+    if preset.nccl is None:
+        raise CollsimError(f"--model nccl: hardware {preset.name} runs gloo, not NCCL; pick a GPU preset (dgx-a100, dgx-h100, hgx-h100-nvls, pcie-gen4-8gpu)")
+    if op not in FUNCTIONS:
+        raise CollsimError(f"--model nccl: op {op!r} has no NCCL tuning model; allowed: {', '.join(FUNCTIONS)}")
+    if size_bytes < 0:
+        raise CollsimError(f"size: must be >= 0 bytes, got {size_bytes}")
+    tables = _tables(preset, nodes)
+    func = FUNCTIONS.index(op)
+    ranks = nodes * preset.gpus_per_node
+    if ranks == 1:  # updateCollCostTable: one rank, Ring/Simple at no cost
+        return Prediction(preset.name, nodes, ranks, op, size_bytes, "Ring", "Simple", 0.0, None, None, (Candidate("Ring", "Simple", 0.0),))
+    candidates = []
+    for algo in range(len(ALGORITHMS)):
+        for proto in range(3):
+            time_us = algo_time_us(tables, func, algo, proto, size_bytes)
+            if time_us >= 0:
+                candidates.append(Candidate(ALGORITHMS[algo], PROTOCOLS[proto], time_us * 1e-6))
+    best = min(candidates, key=lambda c: c.time_s)  # min keeps the first of equals, as NCCL's strict <
+    algbw = size_bytes / best.time_s / 1e9 if best.time_s > 0 else None
+    busbw = algbw * _busbw_factor(op, ranks) if algbw is not None else None
+    return Prediction(preset.name, nodes, ranks, op, size_bytes, best.algorithm, best.protocol, best.time_s, algbw, busbw, tuple(candidates))
+
+
+def _busbw_factor(op: str, ranks: int) -> float:
+    if op == "all_reduce":
+        return 2 * (ranks - 1) / ranks
+    if op in ("all_gather", "reduce_scatter"):
+        return (ranks - 1) / ranks
+    return 1.0
+
+
+_TABLES: dict[tuple[str, int], Tables] = {}
+
+
+def _tables(preset: Preset, nodes: int) -> Tables:
+    key = (preset.name, nodes)
+    if key not in _TABLES:
+        _TABLES[key] = tune(preset.nccl, nodes, preset.gpus_per_node)
+    return _TABLES[key]
+
+
+def crossover(hardware: str, nodes: int, op: str, sizes: list[int]) -> list[Prediction]:
+    """NCCL's pick at each size (for the webapp's crossover plot)."""
+    return [predict(hardware, nodes, op, size) for size in sizes]

@@ -1,0 +1,216 @@
+"""Hardware presets: one YAML file per machine in this folder, every value with its source.
+
+A preset gives GPUs per node, the intra-node fabric (bandwidth per direction, latency), NICs per
+node and their bandwidth, the inter-node switch, and (for GPU machines) what NCCL's topology
+search reports for it, which :mod:`sim.hardware.nccl_model` needs. ``sources`` maps every field
+(``nccl.<field>`` for the NCCL block) to a public citation; loading refuses a preset with an
+uncited value.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sim.errors import CollsimError
+from sim.units import parse_bandwidth, parse_time
+
+HERE = Path(__file__).parent
+FABRICS = ("nvswitch", "pcie", "none")
+PATH_TYPES = ("LOC", "NVL", "NVB", "C2C", "PIX", "PXB", "P2C", "PXN", "PHB", "SYS", "NET")  # NCCL topo.h order
+_FIELDS = (
+    "name", "description", "gpu_model", "gpus_per_node", "intra_fabric", "intra_bandwidth", "intra_latency",
+    "nics_per_node", "nic_bandwidth", "inter_latency", "inter_switch", "max_nodes", "nccl",
+)  # fmt: skip
+_NCCL_FIELDS = ("compute_capability", "cpu_vendor", "nvswitch", "nvls", "collnet", "graphs", "type_intra", "type_inter",
+                "latency_inter_us", "same_channels")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Graph:
+    """One of NCCL's channel graphs: ``n_channels`` channels of ``bw_intra``/``bw_inter`` GB/s each."""
+
+    n_channels: int
+    bw_intra: float
+    bw_inter: float
+
+
+@dataclass(frozen=True)
+class NcclSystem:
+    """What NCCL's tuning model reads from a machine (``comm`` and ``graphs`` in tuning.cc)."""
+
+    compute_capability: int
+    cpu_vendor: str  # intel | amd
+    nvswitch: bool
+    nvls: bool
+    collnet: bool
+    graphs: dict[str, Graph]  # ring, tree, nvls; "<name>_1node" for a single node
+    type_intra: str
+    type_inter: str
+    latency_inter_us: float
+    same_channels: bool
+
+    def graph(self, name: str, nodes: int) -> Graph | None:
+        return self.graphs.get(f"{name}_1node") if nodes == 1 else self.graphs.get(name)
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A machine: per-node GPUs and fabric, NICs, switch, and what NCCL sees of it."""
+
+    name: str
+    description: str
+    gpu_model: str
+    gpus_per_node: int
+    intra_fabric: str
+    intra_bandwidth_Bps: float | None
+    intra_latency_s: float | None
+    nics_per_node: int
+    nic_bandwidth_Bps: float | None
+    inter_latency_s: float | None
+    inter_switch: str
+    max_nodes: int | None
+    nccl: NcclSystem | None
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def check_nodes(self, nodes: int) -> None:
+        if nodes < 1:
+            raise CollsimError(f"nodes: must be >= 1, got {nodes}")
+        if self.max_nodes is not None and nodes > self.max_nodes:
+            raise CollsimError(f"nodes: hardware {self.name} has no NICs and runs on at most {self.max_nodes} node(s), got {nodes}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The preset as plain data (rates in bytes/s, times in s), for --json and the webapp."""
+        data = {name: getattr(self, name) for name in self.__dataclass_fields__ if name not in ("nccl", "sources")}
+        if self.nccl is not None:
+            nccl = {name: getattr(self.nccl, name) for name in self.nccl.__dataclass_fields__}
+            nccl["graphs"] = {key: [g.n_channels, g.bw_intra, g.bw_inter] for key, g in self.nccl.graphs.items()}
+            data["nccl"] = nccl
+        else:
+            data["nccl"] = None
+        data["sources"] = dict(self.sources)
+        return data
+
+
+def list_presets() -> list[str]:
+    """Names of the presets shipped with collsim, sorted."""
+    return sorted(path.stem for path in HERE.glob("*.yaml"))
+
+
+def load_preset(name: str) -> Preset:
+    """The preset called ``name`` (see :func:`list_presets`); CollsimError for an unknown name."""
+    if name not in list_presets():
+        raise CollsimError(f"hardware: unknown preset {name!r}; allowed: {', '.join(list_presets())}")
+    return _load(name)
+
+
+@lru_cache(maxsize=None)
+def _load(name: str) -> Preset:
+    raw = yaml.safe_load((HERE / f"{name}.yaml").read_text())
+    return parse_preset(raw, name)
+
+
+def parse_preset(raw: Any, label: str) -> Preset:
+    """Validate a preset mapping: every field present and cited, units parsed."""
+    if not isinstance(raw, dict):
+        raise CollsimError(f"hardware preset {label}: expected a mapping")
+    sources = raw.get("sources") or {}
+    missing = [key for key in _FIELDS if key not in raw]
+    unknown = sorted(set(raw) - set(_FIELDS) - {"sources"})
+    if missing or unknown:
+        raise CollsimError(f"hardware preset {label}: missing fields {missing}, unknown fields {unknown}")
+    _check_cited(raw, sources, label)
+    fabric = raw["intra_fabric"]
+    if fabric not in FABRICS:
+        raise CollsimError(f"hardware preset {label}: intra_fabric must be one of {', '.join(FABRICS)}, got {fabric!r}")
+    gpus, nics = int(raw["gpus_per_node"]), int(raw["nics_per_node"])
+    if gpus < 1 or nics < 0 or (nics and gpus % nics and nics % gpus):
+        raise CollsimError(f"hardware preset {label}: need gpus_per_node >= 1 and NICs that divide or are divided by it, got {gpus}, {nics}")
+    return Preset(
+        name=str(raw["name"]),
+        description=str(raw["description"]),
+        gpu_model=str(raw["gpu_model"]),
+        gpus_per_node=gpus,
+        intra_fabric=fabric,
+        intra_bandwidth_Bps=_maybe(parse_bandwidth, raw["intra_bandwidth"], f"{label} intra_bandwidth"),
+        intra_latency_s=_maybe(parse_time, raw["intra_latency"], f"{label} intra_latency"),
+        nics_per_node=nics,
+        nic_bandwidth_Bps=_maybe(parse_bandwidth, raw["nic_bandwidth"], f"{label} nic_bandwidth"),
+        inter_latency_s=_maybe(parse_time, raw["inter_latency"], f"{label} inter_latency"),
+        inter_switch=str(raw["inter_switch"]),
+        max_nodes=None if raw["max_nodes"] is None else int(raw["max_nodes"]),
+        nccl=_nccl(raw["nccl"], label),
+        sources={str(key): str(value) for key, value in sources.items()},
+    )
+
+
+def _check_cited(raw: dict, sources: dict, label: str) -> None:
+    wanted = [key for key in _FIELDS if key not in ("name", "description")]
+    if isinstance(raw.get("nccl"), dict):
+        wanted = [key for key in wanted if key != "nccl"] + [f"nccl.{key}" for key in _NCCL_FIELDS]
+    uncited = [key for key in wanted if not str(sources.get(key, "")).strip()]
+    if uncited:
+        raise CollsimError(f"hardware preset {label}: every value needs a source; uncited: {', '.join(uncited)}")
+
+
+def _maybe(parse, value: Any, what: str) -> float | None:
+    if value is None:
+        return None
+    number = parse(value, what)
+    if not (number >= 0 and math.isfinite(number)):
+        raise CollsimError(f"hardware preset {what}: must be >= 0 and finite, got {value!r}")
+    return number
+
+
+def _nccl(raw: Any, label: str) -> NcclSystem | None:
+    if raw is None:
+        return None
+    missing = [key for key in _NCCL_FIELDS if key not in raw]
+    if missing:
+        raise CollsimError(f"hardware preset {label}: nccl block misses {', '.join(missing)}")
+    for key in ("type_intra", "type_inter"):
+        if raw[key] not in PATH_TYPES:
+            raise CollsimError(f"hardware preset {label}: nccl.{key} must be one of {', '.join(PATH_TYPES)}, got {raw[key]!r}")
+    if raw["cpu_vendor"] not in ("intel", "amd"):
+        raise CollsimError(f"hardware preset {label}: nccl.cpu_vendor must be intel or amd, got {raw['cpu_vendor']!r}")
+    graphs = {}
+    for key, value in raw["graphs"].items():
+        channels, intra, inter = value
+        graphs[str(key)] = Graph(int(channels), float(intra), float(inter))
+    return NcclSystem(
+        compute_capability=int(raw["compute_capability"]),
+        cpu_vendor=raw["cpu_vendor"],
+        nvswitch=bool(raw["nvswitch"]),
+        nvls=bool(raw["nvls"]),
+        collnet=bool(raw["collnet"]),
+        graphs=graphs,
+        type_intra=raw["type_intra"],
+        type_inter=raw["type_inter"],
+        latency_inter_us=float(raw["latency_inter_us"]),
+        same_channels=bool(raw["same_channels"]),
+    )
+
+
+def scenario_fields(name: str, nodes: int = 1) -> dict[str, Any]:
+    """Collective-scenario fields (canonical names) that ``--hardware NAME --nodes N`` fills:
+    ranks (nodes x GPUs a node), topology two_level with the preset's NICs, link rates and
+    latencies; ``CollectiveScenario.from_dict({**scenario_fields(...), "op": ...})`` works."""
+    preset = load_preset(name)
+    preset.check_nodes(nodes)
+    intra_bw = preset.intra_bandwidth_Bps or preset.nic_bandwidth_Bps
+    nic_bw = preset.nic_bandwidth_Bps or intra_bw
+    return {
+        "hardware": name,
+        "ranks": nodes * preset.gpus_per_node,
+        "topology": "two_level",
+        "gpus_per_node": preset.gpus_per_node,
+        "bandwidth_Bps": nic_bw,
+        "latency_s": preset.inter_latency_s or 0.0,
+        "intra_bandwidth_Bps": intra_bw,
+        "intra_latency_s": preset.intra_latency_s or 0.0,
+    }

@@ -1,0 +1,41 @@
+"""all_to_all: every algorithm verifies on every p in 1..16; closed forms on switch(p)."""
+
+import pytest
+
+from sim.analytic import busbw_factor
+from sim.errors import CollsimError
+from sim.runner import run_collective
+from sim.scenario import CollectiveScenario
+
+ALGORITHMS = ("pairwise", "bruck", "direct")
+
+
+def _scenario(algorithm, p, **fields):
+    data = {"op": "all_to_all", "algorithm": algorithm, "ranks": p, "size_bytes": p * 4 * 3, "bandwidth": "10GB/s", "latency": "1us"}
+    return CollectiveScenario.from_dict({**data, **fields})
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("p", range(1, 17))
+def test_verifies(algorithm, p):
+    assert run_collective(_scenario(algorithm, p, verify=True)).verified
+
+
+@pytest.mark.parametrize("sharing", ["fair", "fifo"])
+@pytest.mark.parametrize("algorithm, p", [("pairwise", 6), ("pairwise", 8), ("bruck", 8), ("bruck", 16)])
+def test_closed_forms(algorithm, p, sharing):
+    result = run_collective(_scenario(algorithm, p, size_bytes=p * 4 * 1000, sharing=sharing))
+    assert result.analytic_time_s is not None
+    assert result.time_s == pytest.approx(result.analytic_time_s, rel=1e-9)
+
+
+def test_bruck_beats_pairwise_on_small_blocks_and_loses_on_large():
+    small = {a: run_collective(_scenario(a, 16, size_bytes=16 * 4)).time_s for a in ("pairwise", "bruck")}
+    large = {a: run_collective(_scenario(a, 16, size_bytes=16 * 4 * 2**16)).time_s for a in ("pairwise", "bruck")}
+    assert small["bruck"] < small["pairwise"] and large["bruck"] > large["pairwise"]
+
+
+def test_size_must_split_into_p_blocks_and_busbw_factor():
+    with pytest.raises(CollsimError, match="p equal blocks"):
+        _scenario("pairwise", 3, size_bytes=4 * 4)
+    assert busbw_factor("all_to_all", 8) == pytest.approx(7 / 8)
