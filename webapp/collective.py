@@ -12,28 +12,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import simpy
 
-from sim import analytic
-from sim.call import Call, split
+from sim import explore
 from sim.errors import CollsimError
-from sim.network import Network
-from sim.registry import algorithm_spec, algorithms_for, ops
+from sim.registry import algorithms_for, ops
 from sim.results import CollectiveResult, link_name
-from sim.runner import build_topology, run_collective, start_collective
+from sim.runner import build_topology, start_collective
 from sim.scenario import CollectiveScenario
-from sim.units import parse_bandwidth, parse_size, parse_time
+from sim.units import format_size, parse_bandwidth, parse_size, parse_time
 from webapp import urlstate
 
 MIN_RANKS, MAX_RANKS = 2, 1024
 MAX_SIM_MESSAGES = 120_000  # about a second of simulation (see estimate_cost): answered directly
 BACKGROUND_MAX_MESSAGES = 5_000_000  # up to here a background run with progress and Cancel (~25 s here,
 # ~60 s with a 2x estimate error); above it the closed form answers, or a refusal with the CLI command
-CROSSOVER_MESSAGES = 150_000  # all the crossover's simulated points together
 PLAYER_MAX_RANKS = 64  # the drawing stays readable up to here
-BUFFER_MAX_RANKS = 32  # per-rank buffer state (one row per rank)
-BUFFER_MAX_CELLS = 256  # ranks * chunks columns at most
-CROSSOVER_SIZES = tuple(4**k * 1024 for k in range(11))  # 1 KiB .. 1 GiB, x4
+BUFFER_MAX_RANKS = explore.FRAME_MAX_RANKS  # per-rank buffer state (one row per rank)
+BUFFER_MAX_CELLS = explore.FRAME_MAX_CELLS  # ranks * chunks columns at most
+CROSSOVER_SIZES = explore.CROSSOVER_SIZES
 
 DEFAULTS: dict[str, str] = {
     "op": "all_reduce",
@@ -51,6 +47,14 @@ DEFAULTS: dict[str, str] = {
     "overhead": "0us",
     "stragglers": "",
 }
+
+REQUIRED = {
+    "ranks": f"give a whole number from {MIN_RANKS} to {MAX_RANKS}",
+    "size": "give a size such as 64MiB, 1.5KB or 4096",
+    "latency": "give a time such as 5us (0 for none)",
+    "bandwidth": "give a rate such as 25GB/s or 100Gbps",
+}
+OPTIONAL_DEFAULTS = {"chunks": "1", "overhead": "0us"}  # an empty box means these (the hints say so)
 
 # Which form field a scenario error belongs to: the first matching message prefix wins.
 _ERROR_FIELDS = (
@@ -85,6 +89,8 @@ def error_field(message: str) -> str:
 def _check_field(name: str, text: str) -> None:
     """Field-level checks, so each box gets its own message even when several are wrong."""
     text = (text or "").strip()
+    if name in REQUIRED and not text:
+        raise CollsimError(f"{name}: required; {REQUIRED[name]}")
     if name in ("ranks", "chunks") or (name == "gpus_per_node" and text):
         if not text.isdigit():
             raise CollsimError(f"{name}: expected a whole number, got {text!r}")
@@ -106,8 +112,10 @@ def scenario_fields(form: dict[str, Any]) -> dict[str, Any]:
     """The scenario mapping (unit strings kept) from the form's raw strings."""
     data = {key: str(form.get(key) or "").strip() for key in DEFAULTS}
     fields: dict[str, Any] = {"op": data["op"], "algorithm": data["algorithm"], "topology": data["topology"] or "switch"}
-    for key in ("ranks", "size", "latency", "bandwidth", "chunks", "overhead"):
-        fields[key] = data[key] or DEFAULTS[key]
+    for key in ("ranks", "size", "latency", "bandwidth"):
+        fields[key] = data[key]  # required: an empty box gets a message, never a silent default
+    for key in ("chunks", "overhead"):
+        fields[key] = data[key] or OPTIONAL_DEFAULTS[key]
     for key in ("reduce_bandwidth", "gpus_per_node", "intra_latency", "intra_bandwidth", "stragglers"):
         if data[key]:
             fields[key] = data[key]
@@ -151,56 +159,15 @@ def algorithm_options(op: str) -> list[str]:
 # --------------------------------------------------------------------------- running
 
 
-ROUTE_COST = 80  # finding a new (src, dst) route costs about as much as simulating 80 messages
-
-
-def _extrapolate(small: float, large: float, p: int, probe: int) -> float:
-    if small <= 0 or large <= 0:
-        return float("inf")
-    return large * (p / probe) ** math.log2(large / small)
-
-
-def _probe(scenario: CollectiveScenario, ranks: int) -> tuple[int, int]:
-    """(messages, distinct sender-receiver pairs) of the scenario at ``ranks`` ranks, one chunk."""
-    changes: dict[str, Any] = {"ranks": ranks, "chunks": 1, "record": "aggregate", "stragglers": (), "root": 0, "repetitions": 1}
-    if scenario.topology == "two_level":
-        changes["gpus_per_node"] = min(scenario.gpus_per_node_resolved, ranks)
-    result = run_collective(scenario.replace(**changes))
-    return result.message_count, len(result.network.overflow)
-
-
 def estimate_cost(scenario: CollectiveScenario) -> int:
-    messages, pairs = estimate_parts(scenario)
-    return int(messages + ROUTE_COST * pairs)
-
-
-def estimate_parts(scenario: CollectiveScenario) -> tuple[int, int]:
-    """About how much work the run is, in messages (a new route between two ranks counts as
-    ``ROUTE_COST`` messages).
-
-    Up to 32 ranks the scenario itself runs once with one chunk (milliseconds); above, it runs at
-    16 and 32 ranks and the counts are extrapolated: they grow like p, p log p or p^2 depending
-    on the algorithm, and two probes give the exponent without a table per algorithm. Chunks
-    multiply the messages. A worst case (every pair, every step) when a probe cannot run."""
-    p, k = scenario.ranks, scenario.chunks * scenario.repetitions
-    worst = (2 * p * (p - 1) * k, p * (p - 1))
-    try:
-        if p <= 32:
-            messages, pairs = _probe(scenario, p)
-            return messages * k, pairs
-        small, large = _probe(scenario, 16), _probe(scenario, 32)
-    except CollsimError:
-        return worst
-    messages = _extrapolate(small[0], large[0], p, 32) * k
-    pairs = _extrapolate(small[1], large[1], p, 32)
-    if messages + ROUTE_COST * pairs > 10 * (worst[0] + ROUTE_COST * worst[1]):
-        return 10 * worst[0], 10 * worst[1]
-    return int(messages), int(pairs)
+    """Message-equivalents of work of a per-message run, told without running it."""
+    return explore.work(scenario).cost
 
 
 @dataclass
 class Outcome:
-    """A run as the page shows it: how it was computed, the result when simulated, a note."""
+    """A run as the page shows it: how it was computed, the result when simulated, the closed
+    form with its status (exact, approximate, or none and why), buffer frames, a note."""
 
     scenario: CollectiveScenario
     mode: str  # "simulated" | "closed form" | "refused"
@@ -208,35 +175,42 @@ class Outcome:
     analytic_time_s: float | None = None
     note: str = ""
     breakdown: dict[str, float] = field(default_factory=dict)
+    closed_exact: bool = False
+    closed_note: str = ""
+    frames: list[dict[str, Any]] | None = None
 
 
 def cli_command(scenario: CollectiveScenario) -> str:
     return f"collsim sim collective --op {scenario.op} --algorithm {scenario.algorithm} --ranks {scenario.ranks} ..."
 
 
-def run(scenario: CollectiveScenario, max_messages: int = MAX_SIM_MESSAGES, estimate: int | None = None) -> Outcome:
-    """Simulate when it fits in about a second, else answer with the closed form, else refuse.
-    (The page runs scenarios up to ``BACKGROUND_MAX_MESSAGES`` with :func:`run_with_progress`
-    in a background job before falling back to this.)"""
-    closed = analytic_time(scenario)
-    breakdown = closed_form_breakdown(scenario) if closed is not None else {}
+def closed_form(scenario: CollectiveScenario, result: CollectiveResult | None = None) -> explore.ClosedForm:
+    """The closed form and its status; a result's own ``analytic_note`` (when the model gives
+    one) is the reason shown."""
+    closed = explore.closed_form(scenario)
+    note = getattr(result, "analytic_note", "") if result is not None else ""
+    return explore.ClosedForm(closed.time_s, closed.exact, note or closed.note) if note else closed
+
+
+def run(scenario: CollectiveScenario, max_messages: int = MAX_SIM_MESSAGES, estimate: int | None = None, frames: bool = True) -> Outcome:
+    """Simulate once when it fits in about a second (with the player's buffer frames), else
+    answer with the closed form, else refuse. (The page runs scenarios up to
+    ``BACKGROUND_MAX_MESSAGES`` with :func:`run_with_progress` in a background job first.)"""
+    closed = explore.closed_form(scenario)
+    breakdown = closed_form_breakdown(scenario) if closed.time_s is not None else {}
     estimate = estimate_cost(scenario) if estimate is None else estimate
     if estimate <= max_messages:
-        result = run_collective(scenario.replace(record="full" if estimate <= 2 * max_messages else "auto"))
-        return Outcome(scenario, "simulated", result, closed, "", breakdown)
+        record = "full" if estimate <= 2 * max_messages else "auto"
+        result, buffers = explore.run(scenario.replace(record=record), frames=frames and scenario.ranks <= PLAYER_MAX_RANKS)
+        closed = closed_form(scenario, result)
+        return Outcome(scenario, "simulated", result, closed.time_s, "", breakdown, closed.exact, closed.note, buffers)
     cli = cli_command(scenario)
     why = f"about {estimate:,} message-equivalents of work is too much to simulate in the browser (limit {max_messages:,})"
-    if closed is not None:
-        return Outcome(
-            scenario, "closed form", None, closed, f"Showing the closed form: {why}. Simulate it on the command line: {cli}", breakdown
-        )
-    return Outcome(
-        scenario,
-        "refused",
-        None,
-        None,
-        f"Not simulated: {why}, and {scenario.op}/{scenario.algorithm} has no closed form here. Use the command line: {cli}",
-    )
+    if closed.time_s is not None:
+        note = f"Showing the closed form: {why}. Simulate it on the command line: {cli}"
+        return Outcome(scenario, "closed form", None, closed.time_s, note, breakdown, closed.exact, closed.note)
+    note = f"Not simulated: {why}, and there is no closed form ({closed.note}). Use the command line: {cli}"
+    return Outcome(scenario, "refused", None, None, note, closed_note=closed.note)
 
 
 PROGRESS_EVERY_S = 0.15  # wall time between progress reports
@@ -247,8 +221,8 @@ def run_with_progress(scenario: CollectiveScenario, report: Callable[[float, str
     """Simulate ``scenario`` like :func:`sim.runner.run_collective`, in slices of events, calling
     ``report(fraction, text)`` between slices (about every ``PROGRESS_EVERY_S``).
 
-    The fraction is simulated time over the closed form's time when there is a closed form,
-    else messages so far over ``messages_estimate``; it stays below 1 until the run ends."""
+    The fraction is messages so far over the count :func:`sim.explore.work` tells (exact for
+    the registered algorithms); it stays below 1 until the run ends."""
     import time
 
     from simpy.core import EmptySchedule
@@ -256,9 +230,9 @@ def run_with_progress(scenario: CollectiveScenario, report: Callable[[float, str
     from sim.runner import collect, no_gc
 
     s = scenario.replace(record="auto")
-    closed = analytic_time(s)
-    breakdown = closed_form_breakdown(s) if closed is not None else {}
-    expected = messages_estimate or estimate_parts(s)[0]
+    closed = explore.closed_form(s)
+    breakdown = closed_form_breakdown(s) if closed.time_s is not None else {}
+    expected = messages_estimate or explore.work(s).messages
     started = start_collective(s)
     env, net = started.env, started.net
     step, clock = env.step, time.perf_counter
@@ -270,21 +244,21 @@ def run_with_progress(scenario: CollectiveScenario, report: Callable[[float, str
                 for _ in range(PROGRESS_EVENTS):
                     step()
                 if clock() >= next_report:
-                    by_time = env.now / closed if closed else 0.0
-                    by_messages = net.message_count / expected if expected else 0.0
-                    fraction = min(max(by_time, by_messages), 0.99)
-                    report(fraction, f"{net.message_count:,} messages, simulated time {env.now:.4g} s")
+                    fraction = min(net.message_count / expected if expected else 0.0, 0.99)
+                    report(fraction, f"{net.message_count:,} of {expected:,} messages, simulated time {env.now:.4g} s")
                     next_report = clock() + PROGRESS_EVERY_S
         except EmptySchedule:
             pass
     result = collect(started)
     report(1.0, f"{net.message_count:,} messages simulated; drawing the figures")
-    return Outcome(scenario, "simulated", result, closed, "", breakdown)
+    closed = closed_form(s, result)
+    return Outcome(scenario, "simulated", result, closed.time_s, "", breakdown, closed.exact, closed.note)
 
 
 def analytic_time(scenario: CollectiveScenario) -> float | None:
+    """The closed form's time, exact or approximate (None where there is none)."""
     try:
-        return analytic.for_scenario(scenario)
+        return explore.closed_form(scenario).time_s
     except (CollsimError, NotImplementedError, KeyError, TypeError, ValueError):
         return None
 
@@ -323,6 +297,8 @@ def summary_numbers(outcome: Outcome) -> dict[str, Any]:
         "mode": outcome.mode,
         "time_s": result.time_s if result else None,
         "analytic_time_s": outcome.analytic_time_s,
+        "analytic_exact": outcome.closed_exact,
+        "analytic_note": outcome.closed_note,
         "relative_error": None,
         "messages": result.message_count if result else None,
         "steps": result.steps if result else None,
@@ -347,127 +323,16 @@ def summary_numbers(outcome: Outcome) -> dict[str, Any]:
 # --------------------------------------------------------------------------- crossover
 
 
-def crossover(
-    scenario: CollectiveScenario, sizes: tuple[int, ...] = CROSSOVER_SIZES, max_messages: int = CROSSOVER_MESSAGES
-) -> list[dict[str, Any]]:
-    """Time of every algorithm of the scenario's op that accepts its ranks and topology, per size.
-
-    The closed form answers on the switch topology without stragglers or jitter (where the
-    simulation reproduces it exactly); otherwise each point is simulated, every other size when
-    the closed form is missing, while the messages simulated stay within ``max_messages``.
-    Rows: algorithm, size_bytes, time_s, method, why (time None where it could not run).
-    """
-    rows: list[dict[str, Any]] = []
-    budget = max_messages
-    exact = scenario.topology == "switch" and not scenario.stragglers and not scenario.jitter_s
-    for algorithm in algorithms_for(scenario.op):
-        spec = algorithm_spec(scenario.op, algorithm)
-        try:
-            base = scenario.replace(algorithm=algorithm, chunks=scenario.chunks if spec.chunked else 1, record="aggregate", repetitions=1)
-        except CollsimError as error:
-            rows.append({"algorithm": algorithm, "size_bytes": None, "time_s": None, "method": "n/a", "why": str(error)})
-            continue
-        estimate: int | None = None
-        for index, nbytes in enumerate(sizes):
-            point = base.replace(size_bytes=nbytes - nbytes % scenario.element_bytes)
-            closed = analytic_time(point) if exact else None
-            if closed is not None:
-                rows.append({"algorithm": algorithm, "size_bytes": point.size_bytes, "time_s": closed, "method": "closed form", "why": ""})
-                continue
-            if index % 2 and index != len(sizes) - 1:
-                continue  # simulated curves: every other size is enough to see the crossover
-            estimate = estimate_cost(base) if estimate is None else estimate
-            if estimate > budget:
-                rows.append(
-                    {
-                        "algorithm": algorithm,
-                        "size_bytes": point.size_bytes,
-                        "time_s": None,
-                        "method": "n/a",
-                        "why": "too large to simulate here",
-                    }
-                )
-                continue
-            budget -= estimate
-            rows.append(
-                {
-                    "algorithm": algorithm,
-                    "size_bytes": point.size_bytes,
-                    "time_s": run_collective(point).time_s,
-                    "method": "simulated",
-                    "why": "",
-                }
-            )
-    return rows
+def crossover(scenario: CollectiveScenario, sizes: tuple[int, ...] = CROSSOVER_SIZES) -> list[dict[str, Any]]:
+    """Every algorithm of the op over message size (:func:`sim.explore.crossover`, cached)."""
+    return explore.crossover(scenario, sizes)
 
 
 # --------------------------------------------------------------------------- player
 
 
-def initial_masks(op: str, ranks: int, elements: int, root: int) -> list[np.ndarray]:
-    """Each rank's input as bitmasks (Python ints) of the ranks whose data an element holds.
-
-    Algorithms only copy and add payloads, and a correct reduction adds each rank's data once,
-    so a sum of distinct powers of two is exactly the set of ranks it combines."""
-    buffers = [np.zeros(elements, dtype=object) for _ in range(ranks)]
-    blocks = split(elements, ranks)
-    for rank, buffer in enumerate(buffers):
-        if op in ("all_gather", "gather"):
-            buffer[blocks[rank][0] : blocks[rank][1]] = 1 << rank
-        elif op in ("broadcast", "scatter"):
-            if rank == root:
-                buffer[:] = 1 << rank
-        elif op == "send_recv":
-            if rank == 0:
-                buffer[:] = 1
-        else:
-            buffer[:] = 1 << rank
-    return buffers
-
-
-def _small_run(scenario: CollectiveScenario, buffers: list[np.ndarray] | None) -> tuple[simpy.Environment, Network, Call]:
-    """The scenario's rank processes, started but not run."""
-    started = start_collective(scenario, buffers=buffers)
-    return started.env, started.net, started.call
-
-
-def record_buffers(scenario: CollectiveScenario) -> list[dict[str, Any]]:
-    """Each rank's buffer (bitmask cells) before the first message and at the end of each step.
-
-    The scenario runs at one element per (piece, chunk): the same steps as the full-size run.
-    A first pass finds when each step ends (its last message or reduction); a second, with
-    bitmask payloads, stops at each of those times and copies the buffers."""
-    s = scenario
-    elements = s.ranks * s.chunks
-    small = s.replace(size_bytes=elements * s.element_bytes, record="full", repetitions=1, overhead_s=0.0, verify=False)
-    env, net, _ = _small_run(small, None)
-    env.run()
-    ends: dict[int, float] = {}
-    for message in net.messages:
-        ends[message[5]] = max(ends.get(message[5], 0.0), message[3])
-    for compute in net.computes:
-        ends[compute[4]] = max(ends.get(compute[4], 0.0), compute[2])
-    env, net, call = _small_run(small, initial_masks(s.op, s.ranks, elements, s.root))
-    frames = [{"step": -1, "cells": [[int(v) for v in buffer] for buffer in call.buffers]}]
-    for step in sorted(ends):
-        until = math.nextafter(ends[step], math.inf)  # include events at exactly the step's end
-        if until > env.now:
-            env.run(until=until)
-        frames.append({"step": step, "cells": [[int(v) for v in buffer] for buffer in call.buffers]})
-    return frames
-
-
 def _reduces(op: str) -> bool:
     return op in ("all_reduce", "reduce", "reduce_scatter")
-
-
-def buffer_frames(scenario: CollectiveScenario) -> list[dict[str, Any]] | None:
-    """Per step: each rank's buffer as bitmask cells (one per piece and chunk) at the end of
-    that step; frame 0 is the input. None when too large to show or moving no data (barrier)."""
-    s = scenario
-    if s.ranks > BUFFER_MAX_RANKS or s.ranks * s.chunks > BUFFER_MAX_CELLS or s.op == "barrier":
-        return None
-    return record_buffers(s)
 
 
 def topology_layout(scenario: CollectiveScenario) -> dict[str, Any]:
@@ -520,36 +385,135 @@ def topology_layout(scenario: CollectiveScenario) -> dict[str, Any]:
     }
 
 
-def player_data(scenario: CollectiveScenario, result: CollectiveResult | None) -> dict[str, Any] | None:
-    """Everything the step player draws, as JSON: layout, messages per step, buffer frames."""
+def player_data(scenario: CollectiveScenario, result: CollectiveResult | None, frames: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
+    """Everything the step player draws, as JSON: layout, messages per step (each with the
+    cells it carried, read from the buffer frames), phases, one sentence per step, frames."""
     if result is None or scenario.ranks > PLAYER_MAX_RANKS or result.truncated or not result.messages:
         return None
     steps: dict[int, list] = {}
-    for src, dst, start, end, nbytes, step, chunk in result.messages:
-        # times to 6 significant digits (captions show 4): half the JSON the browser stores and resends
-        steps.setdefault(step, []).append([src, dst, float(f"{start:.6g}"), float(f"{end:.6g}"), nbytes, chunk])
     net = result.network
+    table = message_array(result)
+    # times to a millionth of the run (captions show 4 digits): half the JSON the browser stores and resends
+    decimals = 6 - math.floor(math.log10(float(table[:, 3].max()) or 1.0))
+    times = np.round(table[:, 2:4], decimals).tolist()
+    columns = table[:, [0, 1, 4, 5, 6]].astype(np.int64).tolist()
+    for (src, dst, nbytes, step, chunk), (start, end) in zip(columns, times):
+        steps.setdefault(step, []).append([src, dst, start, end, nbytes, chunk])
     routes = {}
-    for src, dst, *_ in result.messages:
-        if (src, dst) not in routes:
-            routes[(src, dst)] = [[str(a), str(b)] for a, b in (net.links[i] for i in net.route(src, dst)[0] if i < len(net.links))]
-    frames = None
-    try:
-        frames = buffer_frames(scenario)
-    except (CollsimError, TypeError, ValueError, AttributeError, IndexError):
-        frames = None  # an algorithm whose payloads cannot be bitmasks: show messages only
+    for src, dst in {(row[0], row[1]) for row in columns}:
+        routes[(src, dst)] = [[str(a), str(b)] for a, b in (net.links[i] for i in net.route(src, dst)[0] if i < len(net.links))]
     ordered = sorted(steps)
+    if frames is not None and len(frames) != len(ordered) + 1:
+        frames = None  # steps that do not line up with the frames: show messages only
+    s = scenario
+    phases = [explore.phase_of(s.op, s.algorithm, s.ranks, step) for step in ordered]
     return {
-        "op": scenario.op,
-        "ranks": scenario.ranks,
-        "chunks": scenario.chunks,
-        "reduces": _reduces(scenario.op),
-        "layout": topology_layout(scenario),
+        "op": s.op,
+        "algorithm": s.algorithm,
+        "ranks": s.ranks,
+        "chunks": s.chunks,
+        "reduces": _reduces(s.op),
+        "layout": topology_layout(s),
         "steps": ordered,
-        "messages": [steps[step][:512] for step in ordered],
+        "messages": [_with_cells(steps[step][:512], frames, index, s.chunks) for index, step in enumerate(ordered)],
+        "phases": phases,
+        "sentences": [step_sentence(s, phase, steps[step]) for phase, step in zip(phases, ordered)],
+        "description": explore.description(s.op, s.algorithm),
         "routes": {f"{src}>{dst}": route for (src, dst), route in routes.items()},
         "buffers": frames,
     }
+
+
+def cell_name(cell: int, chunks: int) -> str:
+    """A buffer cell's name: piece p3, or piece.chunk p3.1 with chunks."""
+    return f"p{cell // chunks}" + (f".{cell % chunks}" if chunks > 1 else "")
+
+
+def _with_cells(messages: list[list], frames: list[dict[str, Any]] | None, index: int, chunks: int) -> list[list]:
+    """Each message with the names of the receiver's cells that changed in this step (what it
+    carried, as seen in the buffers); a receiver fed by several messages shares them out by chunk."""
+    if not frames:
+        return [[*message, ""] for message in messages]
+    before, after = frames[index]["cells"], frames[index + 1]["cells"]
+    senders: dict[int, int] = {}
+    for message in messages:
+        senders[message[1]] = senders.get(message[1], 0) + 1
+    out = []
+    for src, dst, start, end, nbytes, chunk in messages:
+        changed = [c for c, (old, new) in enumerate(zip(before[dst], after[dst])) if old != new]
+        if senders[dst] > 1 and chunks > 1:
+            changed = [c for c in changed if c % chunks == chunk] or changed
+        out.append([src, dst, start, end, nbytes, chunk, _cells_text(changed, len(before[dst]), chunks)])
+    return out
+
+
+def _cells_text(cells: list[int], total: int, chunks: int) -> str:
+    if not cells:
+        return ""
+    if len(cells) == total:
+        return "all pieces"
+    if len(cells) > 3:
+        return f"{len(cells)} pieces"
+    return ", ".join(cell_name(cell, chunks) for cell in cells)
+
+
+_PHASE_VERBS = {
+    "reduce-scatter": "each rank sends one piece to its right neighbour, which adds it to its own copy of that piece",
+    "all-gather": "each rank forwards a fully reduced piece to its right neighbour, which keeps it",
+    "reduce-scatter (recursive halving)": "partners at halving distance swap half of what they hold and add the half they keep",
+    "all-gather (recursive doubling)": "partners at doubling distance swap everything they hold, so each holds twice as much",
+    "reduce (up the tree)": "children send their partial sums to their parent, which adds them",
+    "broadcast (down the tree)": "every rank holding the result sends it to a child",
+    "scatter (binomial)": "ranks holding blocks hand half of them down the tree",
+    "all-gather (ring)": "each rank forwards a block to its right neighbour",
+    "gather (binomial)": "subtrees send the blocks they collected to their parent",
+}
+
+
+def step_sentence(scenario: CollectiveScenario, phase: str, messages: list[list]) -> str:
+    """One sentence for a step: the phase's move in words, and the sizes that moved."""
+    low, high = format_size(min(m[4] for m in messages)), format_size(max(m[4] for m in messages))
+    size = low if low == high else f"{low} to {high}"
+    move = _PHASE_VERBS.get(phase, "")
+    count = f"{len(messages)} message{'s' if len(messages) != 1 else ''} of {size}"
+    return f"{move[0].upper() + move[1:]}: {count}." if move else f"{count[0].upper() + count[1:]}."
+
+
+def message_array(result: CollectiveResult) -> np.ndarray:
+    """The recorded messages as one float array: src, dst, start, end, nbytes, step, chunk."""
+    rows = list(result.messages)
+    return np.array(rows, dtype=float).reshape(len(rows), 7)
+
+
+def rank_intervals(result: CollectiveResult) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every send (on its sender) and reduction (on its rank), whole run: rank, start, end."""
+    sends = message_array(result)
+    computes = np.array(list(result.network.computes), dtype=float).reshape(-1, 6)
+    ranks = np.concatenate([sends[:, 0], computes[:, 0]]).astype(int)
+    return ranks, np.concatenate([sends[:, 2], computes[:, 1]]), np.concatenate([sends[:, 3], computes[:, 2]])
+
+
+def link_intervals(result: CollectiveResult) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """Every recorded message on every directed link it crossed, whole run: (link names,
+    link index per crossing, start, end) as arrays, for utilisation heatmaps at any size."""
+    net = result.network
+    messages = result.messages
+    if not messages:
+        return [], np.zeros(0, int), np.zeros(0), np.zeros(0)
+    links: dict[tuple[int, int], list[int]] = {}
+    index_of: list[int] = []
+    starts: list[float] = []
+    ends: list[float] = []
+    for src, dst, start, end, *_ in messages:
+        route = links.get((src, dst))
+        if route is None:
+            route = links[(src, dst)] = [i for i in net.route(src, dst)[0] if i < len(net.links)]
+        for link in route:
+            index_of.append(link)
+            starts.append(start)
+            ends.append(end)
+    names = [link_name(link) for link in net.links]
+    return names, np.array(index_of, dtype=int), np.array(starts), np.array(ends)
 
 
 def link_events(result: CollectiveResult, limit: int) -> list[dict[str, Any]]:

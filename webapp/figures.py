@@ -7,7 +7,9 @@ read "1.2 ms", not "0.0012".
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
 from operator import itemgetter
 from typing import Any
 
@@ -58,8 +60,17 @@ def time_unit(seconds: float) -> tuple[float, str]:
     return 1e9, "ns"
 
 
+def byte_axis(low: float, high: float) -> dict[str, Any]:
+    """Log-axis ticks at powers of two written in binary units (1 KiB, 1 MiB), as the inputs are."""
+    low, high = max(float(low or 1), 1.0), max(float(high or 1), 1.0)
+    first, last = math.floor(math.log2(low)), math.ceil(math.log2(high))
+    step = max(1, math.ceil((last - first + 1) / 8))
+    values = [2.0**k for k in range(first, last + 1, step)]
+    return {"tickvals": values, "ticktext": [format_size(int(v)) for v in values]}
+
+
 def _base(title: str, height: int = 360) -> go.Figure:
-    figure = go.Figure()
+    figure = go.Figure(_validate=False)  # built by this module only: property checks cost ~10 ms a figure
     figure.update_layout(
         template=TEMPLATE,
         title={"text": title, "x": 0.01, "font": {"size": 15}},
@@ -158,7 +169,7 @@ def gantt_figure(
                 "cmax": high if high > low else low + 1,
                 "colorscale": "Viridis",
                 "showscale": True,
-                "colorbar": {"title": {"text": color_by}, "thickness": 12},
+                "colorbar": {"title": {"text": color_by}, "thickness": 12, **_integer_ticks(low, high)},
             },
         )
     )
@@ -182,6 +193,12 @@ def gantt_figure(
             text=cut_note, x=1, y=1.06, xref="paper", yref="paper", showarrow=False, xanchor="right", font={"size": 11, "color": "#a00"}
         )
     return figure
+
+
+def _integer_ticks(low: float, high: float) -> dict[str, Any]:
+    """Colour-bar ticks on whole numbers only (steps and chunks are counts)."""
+    span = max(high - low, 1.0)
+    return {"tickmode": "linear", "tick0": math.floor(low), "dtick": max(1, math.ceil(span / 8)), "tickformat": "d"}
 
 
 def _raster(
@@ -212,9 +229,14 @@ def _raster(
 
 
 def _colour(value: float, low: float, high: float) -> str:
+    return _viridis(round((value - low) / (high - low), 4) if high > low else 0.0)
+
+
+@lru_cache(maxsize=4096)
+def _viridis(fraction: float) -> str:
     from plotly.colors import sample_colorscale
 
-    return sample_colorscale("Viridis", [(value - low) / (high - low) if high > low else 0.0])[0]
+    return sample_colorscale("Viridis", [fraction])[0]
 
 
 def _segments(table: np.ndarray, lanes: np.ndarray, kind: str, colour: str, width_px: float, unit: str) -> go.Scatter:
@@ -236,11 +258,16 @@ def _segments(table: np.ndarray, lanes: np.ndarray, kind: str, colour: str, widt
         hovertemplate=f"{kind} {verb}<br>%{{customdata[2]:,.0f}} bytes, step %{{customdata[3]:.0f}}, chunk %{{customdata[4]:.0f}}<br>%{{customdata[5]:.4g}} → %{{customdata[6]:.4g}} {unit}<extra></extra>",
         name=kind,
         connectgaps=False,
+        _validate=False,  # thousands of numbers already checked by numpy; validation costs ~5 ms a trace
     )
 
 
 def _lane_key(value: Any) -> tuple:
-    return (0, value, "") if isinstance(value, (int, float)) else (1, 0, str(value))
+    """Numbers in numeric order, text in natural order: rank 2 before rank 14, 2->switch before 14->switch."""
+    if isinstance(value, (int, float)):
+        return (0, (value,))
+    parts = re.split(r"(\d+)", str(value))
+    return (1, tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in parts))
 
 
 def _lane_text(value: Any, label: str) -> str:
@@ -248,6 +275,109 @@ def _lane_text(value: Any, label: str) -> str:
 
 
 GANTT_BARS = 40_000
+UTIL_BINS = 400  # time bins of a utilisation heatmap
+
+
+def in_flight(lanes: np.ndarray, starts: np.ndarray, ends: np.ndarray, lane_count: int, span: float, bins: int = UTIL_BINS) -> np.ndarray:
+    """(lane_count x bins): the time-averaged number of intervals in flight per lane and time
+    bin, exactly (each interval adds its overlap with a bin, over the bin's width)."""
+    width = span / bins
+    grid = np.zeros((lane_count, bins + 1))
+    first = np.clip((starts / width).astype(int), 0, bins - 1)
+    last = np.clip((ends / width).astype(int), 0, bins - 1)
+    same = first == last
+    np.add.at(grid, (lanes[same], first[same]), (ends[same] - starts[same]) / width)
+    split = ~same
+    lanes2, first2, last2 = lanes[split], first[split], last[split]
+    np.add.at(grid, (lanes2, first2), ((first2 + 1) * width - starts[split]) / width)
+    np.add.at(grid, (lanes2, last2), (ends[split] - last2 * width) / width)
+    full = np.zeros((lane_count, bins + 1))  # whole bins in between, as a difference array
+    np.add.at(full, (lanes2, first2 + 1), 1.0)
+    np.add.at(full, (lanes2, last2), -1.0)
+    return (grid + np.cumsum(full, axis=1))[:, :bins]
+
+
+def busy_fraction(lanes: np.ndarray, starts: np.ndarray, ends: np.ndarray, lane_count: int, span: float) -> np.ndarray:
+    """Per lane: the fraction of the run with at least one interval in flight (union of intervals)."""
+    fractions = np.zeros(lane_count)
+    order = np.lexsort((starts, lanes))
+    lanes, starts, ends = lanes[order], starts[order], ends[order]
+    bounds = np.searchsorted(lanes, np.arange(lane_count + 1))
+    for lane in range(lane_count):
+        lo, hi = bounds[lane], bounds[lane + 1]
+        if lo == hi:
+            continue
+        s, e = starts[lo:hi], np.maximum.accumulate(ends[lo:hi])
+        gaps = np.maximum(s[1:] - e[:-1], 0.0).sum()
+        fractions[lane] = (e[-1] - s[0] - gaps) / span if span else 0.0
+    return fractions
+
+
+def utilisation_figure(
+    lane_names: Sequence[str], lanes: np.ndarray, starts: np.ndarray, ends: np.ndarray, title: str, what: str = "messages in flight"
+) -> go.Figure:
+    """The whole run at any size: lane x time heatmap of the mean number of ``what`` per time
+    bin, and beside it each lane's busy fraction (time with at least one in flight). Lanes in
+    natural order (rank 2 before rank 14)."""
+    if not len(starts):
+        return note_figure("no events to draw", title)
+    span = float(ends.max()) or 1.0
+    order = sorted(range(len(lane_names)), key=lambda i: _lane_key(lane_names[i]))
+    position = np.empty(len(order), dtype=int)
+    position[order] = np.arange(len(order))
+    used = np.unique(lanes)
+    keep = [i for i in order if i in set(used.tolist())]
+    rows = {lane: row for row, lane in enumerate(keep)}
+    mapped = np.array([rows[lane] for lane in lanes.tolist()], dtype=int)
+    grid = in_flight(mapped, starts, ends, len(keep), span)
+    busy = busy_fraction(mapped, starts, ends, len(keep), span)
+    factor, unit = time_unit(span)
+    names = [str(lane_names[i]) for i in keep]
+    centres = (np.arange(UTIL_BINS) + 0.5) * span / UTIL_BINS * factor
+    figure = _base(title, max(300, min(900, 110 + 6 * len(keep))))
+    figure.add_trace(
+        go.Heatmap(
+            z=grid.astype(np.float32), x=centres, y=names, colorscale="Blues", zmin=0, xaxis="x", yaxis="y",
+            colorbar={"title": {"text": what.split()[0]}, "thickness": 12, "x": 1.0},
+            hovertemplate=f"%{{y}}, %{{x:.4g}} {unit}: %{{z:.2f}} {what}<extra></extra>", name="in flight",
+        )
+    )  # fmt: skip
+    figure.add_trace(
+        go.Bar(
+            x=busy * 100, y=names, orientation="h", xaxis="x2", yaxis="y", marker_color="#ff7f0e", name="busy",
+            hovertemplate="%{y}: busy %{x:.1f}% of the run<extra></extra>",
+        )
+    )  # fmt: skip
+    shown = list(range(0, len(names), math.ceil(len(names) / MAX_LANE_LABELS)))
+    figure.update_layout(
+        xaxis={"domain": [0, 0.78], "title": f"time ({unit}), whole run in {UTIL_BINS} bins", "range": [0, span * factor]},
+        xaxis2={"domain": [0.82, 0.95], "title": "busy (%)", "range": [0, 100], "anchor": "y"},
+        yaxis={"type": "category", "categoryorder": "array", "categoryarray": names, "autorange": "reversed",
+               "tickvals": [names[i] for i in shown], "ticktext": [names[i] for i in shown]},
+        showlegend=False,
+        meta={"utilisation": True, "lanes": len(names), "span_s": span, "bars": int(len(starts))},
+    )  # fmt: skip
+    return figure
+
+
+def rank_timeline(result_events: Callable[[], list], ranks: np.ndarray, starts: np.ndarray, ends: np.ndarray, color_by: str = "step") -> go.Figure:
+    """Per-rank timeline: bars while drawable (``result_events()`` builds them), else the whole
+    run as utilisation (sends and reductions in flight per rank) with each rank's busy fraction."""
+    if len(starts) <= SEGMENT_BARS:
+        return rank_gantt(result_events(), color_by)
+    names = [f"rank {r}" for r in range(int(ranks.max()) + 1)]
+    title = f"Per-rank activity, whole run ({len(starts):,} sends and reductions; too many to draw one by one)"
+    return utilisation_figure(names, ranks, starts, ends, title, "operations in flight")
+
+
+def link_timeline(names: Sequence[str], lanes: np.ndarray, starts: np.ndarray, ends: np.ndarray, rows: Callable[[], list], color_by: str = "step") -> go.Figure:
+    """Per-link timeline: bars while drawable (``rows()`` builds them), else utilisation."""
+    if len(starts) <= SEGMENT_BARS:
+        return link_gantt(rows(), color_by)
+    title = f"Per-link utilisation, whole run ({len(starts):,} link crossings; too many to draw one by one)"
+    return utilisation_figure(names, lanes, starts, ends, title)
+
+
 
 
 def rank_gantt(events: Sequence[dict[str, Any]], color_by: str = "step", limit: int = GANTT_BARS) -> go.Figure:
@@ -263,48 +393,47 @@ def link_gantt(rows: Sequence[dict[str, Any]], color_by: str = "step", limit: in
     return gantt_figure(rows, "link", color_by, f"Per-link timeline (colour: {color_by})", "", note)
 
 
-def breakdown_figure(simulated_s: float | None, analytic_s: float | None, breakdown: dict[str, float]) -> go.Figure:
-    """Simulated time beside the closed form, the closed form stacked by alpha/beta/gamma terms."""
+def breakdown_figure(
+    simulated_s: float | None, analytic_s: float | None, breakdown: dict[str, float], exact: bool = True, note: str = ""
+) -> go.Figure:
+    """Simulated time beside the closed form, the closed form stacked by alpha/beta/gamma terms;
+    an approximate closed form is labelled so, a missing one says why (in the title, off the axes)."""
     if simulated_s is None and analytic_s is None:
-        return note_figure("no simulation and no closed form for this scenario", "Simulated vs closed form")
+        return note_figure(_wrap(note or "no simulation and no closed form for this scenario", 60), "Simulated vs closed form")
     factor, unit = time_unit(max(simulated_s or 0.0, analytic_s or 0.0))
-    figure = _base("Simulated vs closed form (alpha / beta / gamma)", 320)
+    label = "closed form" if exact else "closed form (approx.)"
+    title = "Simulated vs closed form (alpha / beta / gamma)"
+    if note:
+        title += "<br><span style='font-size:11px;color:#8a5300'>" + _wrap(note, 70) + "</span>"
+    figure = _base(title, 320 + 14 * (_wrap(note, 70).count("<br>") + 1 if note else 0))
+    figure.update_layout(margin={"l": 60, "r": 20, "t": 48 + (18 * (_wrap(note, 70).count("<br>") + 1) if note else 0), "b": 48})
     if simulated_s is not None:
         figure.add_trace(
-            go.Bar(
-                x=["simulated"],
-                y=[simulated_s * factor],
-                name="simulated",
-                marker_color="#444",
-                text=[format_time(simulated_s)],
-                textposition="outside",
-            )
-        )
+            go.Bar(x=["simulated"], y=[simulated_s * factor], name="simulated", marker_color="#444",
+                   text=[format_time(simulated_s)], textposition="outside")
+        )  # fmt: skip
     if analytic_s is not None and breakdown:
         for name, seconds in breakdown.items():
             if seconds:
                 figure.add_trace(
-                    go.Bar(
-                        x=["closed form"],
-                        y=[seconds * factor],
-                        name=name,
-                        marker_color=COMPONENT_COLORS.get(name),
-                        hovertemplate=f"{name}: {format_time(seconds)}<extra></extra>",
-                    )
-                )
+                    go.Bar(x=[label], y=[seconds * factor], name=name, marker_color=COMPONENT_COLORS.get(name),
+                           hovertemplate=f"{name}: {format_time(seconds)}<extra></extra>")
+                )  # fmt: skip
     elif analytic_s is not None:
-        figure.add_trace(
-            go.Bar(x=["closed form"], y=[analytic_s * factor], name="closed form", marker_color=COMPONENT_COLORS["alpha (latency)"])
-        )
+        figure.add_trace(go.Bar(x=[label], y=[analytic_s * factor], name=label, marker_color=COMPONENT_COLORS["alpha (latency)"]))
     else:
-        figure.add_annotation(
-            text="no closed form for this algorithm / topology", x=0.75, y=0.5, xref="paper", yref="paper", showarrow=False
-        )
+        figure.add_trace(go.Bar(x=["closed form: none"], y=[0], name="no closed form", marker_color="#ccc", hovertext=[note], hoverinfo="text"))
     if analytic_s is not None:
-        figure.add_annotation(text=format_time(analytic_s), x="closed form", y=analytic_s * factor, yshift=10, showarrow=False)
-    figure.update_layout(barmode="stack", legend={"orientation": "h", "y": -0.2})
+        figure.add_annotation(text=("" if exact else "≈ ") + format_time(analytic_s), x=label, y=analytic_s * factor, yshift=10, showarrow=False)
+    figure.update_layout(barmode="stack", legend={"orientation": "h", "y": -0.2}, meta={"closed_exact": exact, "closed_note": note})
     figure.update_yaxes(title=f"time ({unit})", rangemode="tozero")
     return figure
+
+
+def _wrap(text: str, width: int) -> str:
+    import textwrap
+
+    return "<br>".join(textwrap.wrap(text, width)) if text else ""
 
 
 def crossover_figure(rows: Sequence[dict[str, Any]], size_bytes: int | None = None, algorithm: str | None = None) -> go.Figure:
@@ -353,7 +482,8 @@ def crossover_figure(rows: Sequence[dict[str, Any]], size_bytes: int | None = No
     )
     if size_bytes:
         figure.add_vline(x=size_bytes, line={"dash": "dot", "color": "#888"})
-    figure.update_xaxes(type="log", title="message size (bytes)")
+    sizes = [row["size_bytes"] for row in points]
+    figure.update_xaxes(type="log", title="message size", **byte_axis(min(sizes), max(sizes)))
     figure.update_yaxes(type="log", title=f"time ({unit})", domain=[0.12, 1.0])
     figure.update_layout(yaxis2={"domain": [0, 0.06], "visible": False, "range": [-1, 1]}, legend={"title": {"text": "algorithm"}})
     figure.add_annotation(text="fastest:", x=0, y=0.03, xref="paper", yref="paper", xanchor="right", showarrow=False, font={"size": 11})
@@ -392,8 +522,7 @@ def topology_figure(player: dict[str, Any], position: int) -> go.Figure:
     where = {node["id"]: (node["x"], node["y"]) for node in layout["nodes"]}
     busy_links = {tuple(link) for src, dst, *_ in messages for link in player["routes"].get(f"{src}>{dst}", [])}
     busy_links |= {(b, a) for a, b in busy_links}
-    last = player["steps"][-1] if player["steps"] else 0
-    title = f"Topology ({layout['name']}): " + (f"step {step} of {last}" if step is not None else "before the first message")
+    title = f"Topology ({layout['name']}): " + (step_title(player, position) if step is not None else "before the first message")
     figure = _base(title, 440)
     for highlighted in (False, True):
         xs: list[float | None] = []
@@ -475,21 +604,56 @@ def topology_figure(player: dict[str, Any], position: int) -> go.Figure:
         for src, dst, *_ in messages[:256]
     ]
     figure.update_layout(annotations=arrows)
+    if messages:
+        figure.add_trace(_arrow_labels(messages[:256], where, label_text=len(messages) <= 32))
     figure.update_xaxes(visible=False, scaleanchor="y", scaleratio=1)
     figure.update_yaxes(visible=False)
     figure.update_layout(margin={"l": 10, "r": 10, "t": 48, "b": 10}, meta={"step": step, "in_flight": len(messages)})
     return figure
 
 
+def _arrow_labels(messages: list, where: dict[str, tuple[float, float]], label_text: bool) -> go.Scatter:
+    """What each arrow carries, written at the arrow's middle (cells and bytes), with a hover."""
+    xs, ys, texts, hovers = [], [], [], []
+    for message in messages:
+        src, dst, start, end, nbytes, chunk = message[:6]
+        cells = message[6] if len(message) > 6 else ""
+        (x0, y0), (x1, y1) = where[str(src)], where[str(dst)]
+        xs.append(x0 + 0.55 * (x1 - x0))
+        ys.append(y0 + 0.55 * (y1 - y0))
+        texts.append(f"{cells} · {format_size(nbytes)}" if cells else format_size(nbytes))
+        hovers.append(
+            f"rank {src} → rank {dst}<br>carries {cells or 'data'}: {format_size(nbytes)}, chunk {chunk}"
+            f"<br>{format_time(start)} → {format_time(end)}"
+        )
+    return go.Scatter(
+        x=xs, y=ys, mode="text" if label_text else "markers", text=texts, textfont={"size": 10, "color": "#8b0000"},
+        marker={"size": 8, "color": FLIGHT_COLOR, "opacity": 0.5}, hovertext=hovers, hoverinfo="text", showlegend=False,
+        name="message labels",
+    )  # fmt: skip
+
+
+def step_title(player: dict[str, Any], position: int) -> str:
+    """"step 3 of 14 (reduce-scatter)": positions count from 1, the phase named when known."""
+    count = len(player["steps"])
+    position = max(1, min(position, count))
+    phases = player.get("phases") or []
+    phase = phases[position - 1] if position - 1 < len(phases) else ""
+    return f"step {position} of {count}" + (f" ({phase})" if phase else "")
+
+
 def step_caption(player: dict[str, Any], position: int) -> str:
-    """One line under the player: the step's time window and what moved."""
+    """Under the player: the step's number, phase, start-end time and one sentence on what moved."""
     step, messages = _at(player, position)
     if step is None:
-        return f"inputs: {len(player['steps'])} steps to play; press play or drag the slider"
+        return f"Inputs, before any message. {len(player['steps'])} steps to play: press Play or drag the slider. {player.get('description', '')}"
     start = min(m[2] for m in messages)
     end = max(m[3] for m in messages)
     nbytes = sum(m[4] for m in messages)
-    return f"step {step}: {len(messages)} messages in flight, {format_size(nbytes)} in total, {format_time(start)} → {format_time(end)}"
+    sentences = player.get("sentences") or []
+    sentence = sentences[position - 1] if position - 1 < len(sentences) else ""
+    title = step_title(player, position)
+    return f"{title[0].upper() + title[1:]}: {format_time(start)} → {format_time(end)}, {format_size(nbytes)} in all. {sentence}"
 
 
 def buffer_figure(player: dict[str, Any], position: int) -> go.Figure:
@@ -523,7 +687,7 @@ def buffer_figure(player: dict[str, Any], position: int) -> go.Figure:
     ]
     chunks = player["chunks"]
     columns = [f"p{c // chunks}" + (f".{c % chunks}" if chunks > 1 else "") for c in range(len(cells[0]))]
-    title = f"Buffers after step {frame['step']}" if frame["step"] >= 0 else "Buffers (inputs)"
+    title = f"Buffers after {step_title(player, index_of(position, frames))}" if frame["step"] >= 0 else "Buffers (inputs)"
     title += ": cell = how many ranks' data it sums" if reduces else ": cell = whose data it holds"
     figure = _base(title, max(260, 70 + 24 * p))
     small = len(columns) * p <= 1024
@@ -547,8 +711,29 @@ def buffer_figure(player: dict[str, Any], position: int) -> go.Figure:
     figure.update_yaxes(autorange="reversed")
     figure.update_xaxes(title="piece" + (".chunk" if chunks > 1 else ""), side="bottom")
     full = sum(1 for row in counts for count in row if count == p)
-    figure.update_layout(meta={"step": frame["step"], "full_cells": full})
+    index = max(0, min(position, len(frames) - 1))
+    changed = _changed_cells(frames[index - 1]["cells"], cells) if index > 0 else []
+    if changed:
+        figure.add_trace(
+            go.Scatter(
+                x=[columns[c] for _, c in changed], y=[f"rank {r}" for r, _ in changed], mode="markers",
+                marker={"symbol": "square-open", "size": max(10, min(26, 300 // max(len(columns), p))), "color": FLIGHT_COLOR,
+                        "line": {"width": 2.5}},
+                hovertext=[f"rank {r}, {columns[c]}: changed in this step" for r, c in changed], hoverinfo="text",
+                showlegend=False, name="changed in this step",
+            )
+        )  # fmt: skip
+    figure.update_layout(meta={"step": frame["step"], "full_cells": full, "changed_cells": len(changed)})
     return figure
+
+
+def index_of(position: int, frames: list) -> int:
+    return max(0, min(position, len(frames) - 1))
+
+
+def _changed_cells(before: list[list[int]], after: list[list[int]]) -> list[tuple[int, int]]:
+    """(rank, cell) of the cells whose content differs between two frames (red outlines)."""
+    return [(r, c) for r, (old, new) in enumerate(zip(before, after)) for c, (a, b) in enumerate(zip(old, new)) if a != b]
 
 
 def _ranks_in(mask: int) -> list[str]:

@@ -37,6 +37,7 @@ COLL_NOTICE = "coll-notice"  # how the run was done (simulated / closed form / r
 COLL_SUMMARY = "coll-summary"
 COLL_SIM_TIME = "coll-sim-time"
 COLL_ANALYTIC_TIME = "coll-analytic-time"
+COLL_CLOSED_NOTE = "coll-closed-note"  # why the closed form is approximate or missing
 COLL_BREAKDOWN = "coll-breakdown"
 COLL_GANTT_RANK = "coll-gantt-rank"
 COLL_GANTT_LINK = "coll-gantt-link"

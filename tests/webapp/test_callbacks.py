@@ -33,7 +33,7 @@ def test_simulate_fills_every_panel():
         data, "step"
     )
     assert job is no_update  # small: answered directly, no background job
-    assert topology.layout.meta["step"] is None and caption.startswith("inputs: 14 steps")  # the player's first frame
+    assert topology.layout.meta["step"] is None and caption.startswith("Inputs, before any message. 14 steps")  # the player's first frame
     assert notice.startswith("Simulated all_reduce/ring on 8 ranks")
     assert cards[0].children[1].children == "5.355 ms"
     assert player["steps"] == list(range(14)) and slider_max == 14 and slider_value == 0
@@ -91,7 +91,7 @@ def test_player_callbacks():
     data = page.validate(*values(ranks="4"))[0]
     player = page.simulate(data, "step")[5]
     topology, buffers, caption = page.show_step(2, player)
-    assert topology.layout.meta["step"] == 1 and caption.startswith("step 1:")
+    assert topology.layout.meta["step"] == 1 and caption.startswith("Step 2 of 6 (reduce-scatter):")
     assert page.show_step(0, None)[2] == ""
     assert page.toggle_play(1, True) == (False, "Pause")
     assert page.toggle_play(2, False) == (True, "Play")

@@ -13,8 +13,8 @@ from webapp import figures
 @pytest.fixture(scope="module")
 def ring4():
     s, _ = model.parse_form({**model.DEFAULTS, "ranks": "4"})
-    result = run_collective(s)
-    return s, result, model.player_data(s, result)
+    outcome = model.run(s)
+    return s, outcome.result, model.player_data(s, outcome.result, outcome.frames)
 
 
 def test_time_unit_picks_a_readable_unit():
@@ -74,9 +74,13 @@ def test_breakdown_stacks_alpha_beta_gamma():
     assert sum(trace.y[0] for trace in figure.data[1:]) == pytest.approx(2.51)
 
 
-def test_breakdown_without_closed_form_says_so():
-    figure = figures.breakdown_figure(1e-3, None, {})
-    assert any("no closed form" in a.text for a in figure.layout.annotations)
+def test_breakdown_without_closed_form_says_why_in_the_title_off_the_axes():
+    figure = figures.breakdown_figure(1e-3, None, {}, False, "no closed form is known for all_reduce/double_binary_tree")
+    assert "no closed form is known" in figure.layout.title.text and not figure.layout.annotations
+    assert figure.layout.margin.t > 48  # the note sits in the top margin, above the plot area
+    approximate = figures.breakdown_figure(1e-3, 1e-3, {}, False, "approximate: uneven pieces")
+    assert [trace.x[0] for trace in approximate.data] == ["simulated", "closed form (approx.)"]
+    assert approximate.layout.annotations[0].text.startswith("≈ ")
 
 
 def test_crossover_marks_the_winner_per_size():
@@ -104,7 +108,12 @@ def test_topology_player_highlights_messages_in_flight(ring4):
     assert len(first.layout.annotations) == 4
     highlighted = next(trace for trace in first.data if trace.name == "links in use")
     assert len([x for x in highlighted.x if x is not None]) == 8  # every rank's link, used both ways
-    assert "step 0" in figures.step_caption(player, 1) and "4 messages" in figures.step_caption(player, 1)
+    labels = next(trace for trace in first.data if trace.name == "message labels")
+    assert sorted(labels.text) == [f"p{i} · 16 MiB" for i in range(4)]  # each arrow says what it carries
+    assert "rank 0 → rank 1" in labels.hovertext[0] or "→ rank" in labels.hovertext[0]
+    assert first.layout.title.text.endswith("step 1 of 6 (reduce-scatter)")
+    last = figures.step_caption(player, 6)
+    assert last.startswith("Step 6 of 6 (all-gather): ") and "4 messages of 16 MiB" in last
 
 
 def test_buffer_figure_counts_contributions(ring4):
@@ -114,6 +123,8 @@ def test_buffer_figure_counts_contributions(ring4):
     assert start.data[0].text[0][0] == "1/4"
     end = figures.buffer_figure(player, figures.player_positions(player) - 1)
     assert end.layout.meta["full_cells"] == 16
+    assert end.layout.meta["changed_cells"] == 4  # the last all-gather step fills one piece per rank
+    assert figures.buffer_figure(player, 1).layout.meta["changed_cells"] == 4
     assert "sum of ranks 0, 1, 2, 3" in end.data[0].hovertext[0][0]
 
 

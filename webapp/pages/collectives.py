@@ -14,6 +14,7 @@ from typing import Any
 from dash import Input, Output, State, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
+from sim import explore
 from sim.errors import CollsimError
 from sim.registry import ops
 from sim.scenario import CollectiveScenario
@@ -227,11 +228,7 @@ def summary_cards(outcome: model.Outcome) -> list:
     error = numbers["relative_error"]
     cards = [
         number_card("Simulated", format_time(numbers["time_s"]) if numbers["time_s"] is not None else "—", ids.COLL_SIM_TIME),
-        number_card(
-            "Closed form",
-            format_time(numbers["analytic_time_s"]) if numbers["analytic_time_s"] is not None else "none",
-            ids.COLL_ANALYTIC_TIME,
-        ),
+        number_card("Closed form", _closed_text(numbers), ids.COLL_ANALYTIC_TIME),
         number_card("Sim vs closed form", f"{error:+.1e} relative" if error is not None else "—", "coll-rel-error"),
         number_card(
             "Messages / steps", f"{numbers['messages']:,} / {numbers['steps']}" if numbers["messages"] is not None else "—", "coll-messages"
@@ -243,7 +240,15 @@ def summary_cards(outcome: model.Outcome) -> list:
             "coll-bw",
         ),
     ]
+    if numbers["analytic_note"]:
+        cards.append(html.Div(numbers["analytic_note"], id=ids.COLL_CLOSED_NOTE, className="closed-note", style={"flexBasis": "100%"}))
     return cards
+
+
+def _closed_text(numbers: dict) -> str:
+    if numbers["analytic_time_s"] is None:
+        return "none"
+    return format_time(numbers["analytic_time_s"]) if numbers["analytic_exact"] else f"≈ {format_time(numbers['analytic_time_s'])} (approx.)"
 
 
 def simulate(data: dict | None, color_by: str, background: bool = True, position: int | None = None) -> tuple:
@@ -259,8 +264,8 @@ def simulate(data: dict | None, color_by: str, background: bool = True, position
         return ("Fix the highlighted inputs; the figures show the last valid scenario.", *([no_update] * (KEEP + 1)))
     try:
         scenario = _scenario(data)
-        messages, pairs = model.estimate_parts(scenario)
-        estimate = int(messages + model.ROUTE_COST * pairs)
+        work = explore.work(scenario)
+        messages, estimate = work.messages, work.cost
         if background and model.MAX_SIM_MESSAGES < estimate <= model.BACKGROUND_MAX_MESSAGES:
             notice = (
                 f"Simulating {scenario.op}/{scenario.algorithm} on {scenario.ranks} ranks in the background "
@@ -283,28 +288,20 @@ def panels(outcome: model.Outcome, color_by: str) -> tuple:
     slider max and position, and the player at position 0 (topology, buffers, caption)."""
     result = outcome.result
     scenario = outcome.scenario
+    breakdown = figures.breakdown_figure(
+        result.time_s if result else None, outcome.analytic_time_s, outcome.breakdown, outcome.closed_exact, outcome.closed_note
+    )
     if result is None:
         note = figures.note_figure(outcome.note, "Timeline")
-        return (
-            outcome.note,
-            summary_cards(outcome),
-            figures.breakdown_figure(None, outcome.analytic_time_s, outcome.breakdown),
-            note,
-            note,
-            None,
-            1,
-            0,
-            *show_step(0, None),
-        )
-    events = result.events()
-    rank_figure = figures.rank_gantt(events, color_by)
-    link_figure = figures.link_gantt(model.link_events(result, 200_000), color_by)
-    player = model.player_data(scenario, result)
+        return (outcome.note, summary_cards(outcome), breakdown, note, note, None, 1, 0, *show_step(0, None))
+    rank_figure = figures.rank_timeline(result.events, *model.rank_intervals(result), color_by)
+    names, lanes, starts, ends = model.link_intervals(result)
+    link_figure = figures.link_timeline(names, lanes, starts, ends, lambda: model.link_events(result, figures.SEGMENT_BARS + 1), color_by)
+    player = model.player_data(scenario, result, outcome.frames)
     positions = figures.player_positions(player) if player else 1
     notice = (
         outcome.note or f"Simulated {scenario.op}/{scenario.algorithm} on {scenario.ranks} ranks ({scenario.topology}) message by message."
     )
-    breakdown = figures.breakdown_figure(result.time_s, outcome.analytic_time_s, outcome.breakdown)
     # the player's first frame comes with the run: no second round trip after the figures are drawn
     return (notice, summary_cards(outcome), breakdown, rank_figure, link_figure, player, positions - 1, 0, *show_step(0, player))
 
@@ -385,7 +382,7 @@ def download(trigger: str | None, data: dict | None) -> tuple[Any, str]:
         return {"content": scenario.to_yaml(), "filename": f"{stem}.yaml", "type": "application/yaml"}, ""
     if trigger == ids.COLL_DL_JSON:
         return {"content": scenario.to_json(), "filename": f"{stem}.json", "type": "application/json"}, ""
-    outcome = model.run(scenario)
+    outcome = model.run(scenario, frames=False)
     if outcome.result is None:
         return None, "too large to simulate here: no events to download (use the CLI)"
     if trigger == ids.COLL_DL_CSV:
