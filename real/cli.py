@@ -675,3 +675,69 @@ def params(model: str, output: str) -> None:
         raise CollsimError(f"--model: {model!r} is neither a built-in model ({', '.join(MODELS)}) nor module:factory")
     save_params(module, output)
     click.echo(f"# {sum(1 for p in module.parameters() if p.requires_grad)} parameter tensors written to {output}")
+
+
+@click.command("validate")
+@click.option("--backend", default="gloo", type=click.Choice(["gloo", "nccl"]), show_default=True)
+@click.option("--ranks", default="2", show_default=True, help="world size, or a comma list (2,3,4); under torchrun: WORLD_SIZE")
+@click.option("--quick", is_flag=True, help="sizes up to 16 MiB, fewer rounds (about 3 minutes for 2 ranks on 2 cores)")
+@click.option("--out", "out_dir", default="validate", show_default=True, help="directory for report.html, summary.json, calibration.yaml")
+@click.option("--db", default=None, help="results store the rows are appended to (default OUT/results.sqlite)")
+@click.option("--sizes", default=None, help="override the size grid (comma list or START:STOP:xFACTOR; 4 or more sizes)")
+@click.option("--launches", default=None, type=int, help="override the fresh launches per world size (>= 2 for the launch hold-out)")
+@click.option("--no-ddp", is_flag=True, help="collectives only (no DDP steps, no bucket-size optimum)")
+@click.option("--plotlyjs", default="inline", show_default=True, type=click.Choice(["inline", "cdn"]),
+              help="inline: report.html opens offline (~5 MB); cdn: small file that loads plotly.js from the web")  # fmt: skip
+@click.option("--threads", default=1, type=int, show_default=True, help="torch threads per rank (CPU)")
+@click.option("--op-timeout", "op_timeout_s", default=120.0, type=float, show_default=True, help="limit on every collective, s")
+def validate(backend: str, ranks: str, quick: bool, out_dir: str, db: str | None, sizes: str | None, launches: int | None, no_ddp: bool,
+             plotlyjs: str, threads: int, op_timeout_s: float) -> None:  # fmt: skip
+    """Measure collectives and DDP steps, fit o and w, predict held-out points and the best bucket size; write a report."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from real.validate import analyse, format_text, make_plan, measure, summary_document, write_outputs
+
+    world_sizes = _world_sizes(ranks)
+    plan = make_plan(backend, world_sizes, quick)
+    if sizes:
+        plan = replace(plan, sizes=tuple(parse_size_list(sizes, "--sizes")))
+        if len(plan.sizes) < 4:
+            raise CollsimError(f"--sizes: need 4 or more sizes to hold alternate sizes out, got {len(plan.sizes)}")
+    if launches is not None:
+        if launches < 1:
+            raise CollsimError(f"--launches: must be >= 1, got {launches}")
+        plan = replace(plan, launches=launches, ddp_launches=min(plan.ddp_launches, launches))
+    if no_ddp:
+        plan = replace(plan, ddp_launches=0)
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise CollsimError(f"--out {out_dir!r} is a file; give a directory")
+    store = None
+    if _is_rank_zero():
+        from real.store import open_store
+
+        out.mkdir(parents=True, exist_ok=True)
+        store = open_store(db or out / "results.sqlite")
+    configs = {p: _config(backend, None, p, 3600.0, op_timeout_s, threads) for p in plan.world_sizes}
+    meta = _run_meta(configs[plan.world_sizes[0]], "collsim validate " + " ".join(sys.argv[2:]), "validate")
+    with _progress(plan.total_points(), "validate") as tick:
+        measured = measure(plan, store, configs.__getitem__, meta, tick)
+    if not _is_rank_zero():
+        return
+    if not measured.collectives:
+        raise CollsimError("interrupted before any point was measured; nothing to analyse")
+    meta.update(world_sizes=list(plan.world_sizes), quick=plan.quick, interrupted=measured.interrupted, seconds=measured.seconds,
+                store=str(store.path) if store else None, run_ids=measured.run_ids, sizes=list(plan.sizes), launches=plan.launches)  # fmt: skip
+    summary = analyse(measured.collectives, measured.ddp_steps, measured.profiles, backend, meta)
+    paths = write_outputs(summary, out, plotlyjs)
+    click.echo(format_text(summary_document(summary), paths, measured))
+
+
+def _world_sizes(ranks: str) -> list[int]:
+    if "WORLD_SIZE" in os.environ and "RANK" in os.environ:
+        return [int(os.environ["WORLD_SIZE"])]
+    try:
+        return [int(part) for part in ranks.split(",") if part.strip()]
+    except ValueError:
+        raise CollsimError(f"--ranks: expected a number or a comma list such as 2,3,4, got {ranks!r}") from None

@@ -82,6 +82,7 @@ class Main(LazyGroup):
         "real": ("real.cli:real", "Run collectives and DDP steps for real on torch.distributed."),
         "fit": ("real.cli:fit", "Fit o and w (and more) to measurements in the results store."),
         "compare": ("real.cli:compare", "Compare simulated with measured times for a scenario."),
+        "validate": ("real.cli:validate", "Measure, fit, predict held-out points and the best bucket size; write a report."),
         "ui": ("webapp.cli:ui", "Serve the browser what-if explorer (Dash) on 127.0.0.1."),
         "sweep": ("sim.sweep:sweep_command", "Run a grid of scenarios on a process pool or a Dask cluster."),
         "hardware": ("sim.hardware.cli:hardware", "List and show hardware presets (DGX A100/H100, PCIe box, CPU Ethernet)."),
@@ -118,21 +119,21 @@ def _unit(parse):
 @click.option("--op", default=None, help="broadcast, reduce, all_reduce, all_gather, reduce_scatter, gather, scatter, barrier, send_recv")
 @click.option("--algorithm", default=None, help="e.g. ring, binomial, recursive_doubling, rabenseifner, double_binary_tree")
 @click.option("--ranks", default=None, type=int, help="number of ranks p")
-@click.option("--size", default=None, help="message size n, e.g. 64MiB (all_gather: gathered size)")
+@click.option("--size", default=None, help="message size n, e.g. 64MiB; a bare number is bytes (all_gather: gathered size)")
 @click.option("--latency", default=None, help="link latency alpha, e.g. 5us (default 0)")
 @click.option("--bandwidth", default=None, help="link bandwidth B, e.g. 25GB/s or 100Gbps")
 @click.option("--reduce-bandwidth", default=None, help="reduction bandwidth 1/gamma, e.g. 100GB/s (default: free)")
 @click.option("--overhead", default=None, help="per-call overhead o, e.g. 10us")
 @click.option("--chunks", default=None, type=int, help="pipeline chunks k (chain, ring, trees)")
 @click.option("--topology", default=None, help="switch | ring | two_level | torus2d | FILE (GraphML/JSON)")
-@click.option("--gpus-per-node", default=None, type=int, help="two_level: ranks per node (default 8)")
+@click.option("--gpus-per-node", default=None, type=int, help="two_level: ranks per node (default 8: then ranks must be a multiple of 8)")
 @click.option("--intra-latency", default=None, help="two_level: latency inside a node")
 @click.option("--intra-bandwidth", default=None, help="two_level: bandwidth inside a node")
 @click.option("--root", default=None, type=int, help="root rank for rooted collectives")
 @click.option("--straggler", "stragglers", multiple=True, help="RANK:DELAY start skew, e.g. 3:1ms (repeatable)")
 @click.option("--jitter", default=None, help="mean extra delay per message, exponential, e.g. 1us")
 @click.option("--seed", default=None, type=int, help="seed for jitter and verification payloads")
-@click.option("--repetitions", default=None, type=int, help="back-to-back calls; time_s is per call")
+@click.option("--repetitions", default=None, type=int, help="back-to-back calls; time_s is per call (total_time / repetitions), buffers fresh each call")
 @click.option("--element-bytes", default=None, type=int, help="bytes per element (float32: 4)")
 @click.option("--record", default=None, type=click.Choice(["auto", "full", "aggregate"]), help="event recording")
 @click.option(
@@ -142,6 +143,8 @@ def _unit(parse):
     help="how messages share links and ports: fair (max-min fair flows, default) or fifo (work-conserving FIFO queues)",
 )
 @click.option("--eager-limit", default=None, help="messages larger than this wait for the matching receive (rendezvous); default 0: all wait")
+@click.option("--placement", default=None, help="ranks on endpoints: block (default), round_robin (two_level: rank r on node r % nodes) or FILE")
+@click.option("--groups", default=None, help="run the collective at once on disjoint groups: 4x8, strided:4 or 0,1;2,3")
 @click.option("--hardware", default=None, help="hardware preset (collsim hardware list): fills ranks, topology and links; flags override")
 @click.option("--nodes", default=None, type=int, help="with --hardware: number of nodes (default 1)")
 @click.option(
@@ -164,13 +167,24 @@ def _unit(parse):
     help="full: message by message (default); collapsed: one timed event per call (closed form, ring replay or cached simulation)",
 )
 def collective(scenario_file: str | None, trace: str | None, csv_path: str | None, as_json: bool, mode: str, **flags: Any) -> None:
-    """Simulate one collective message by message on a topology."""
+    """Simulate one collective message by message on a topology.
+
+    Times and bandwidths need a unit (--latency 5us, --bandwidth 25GB/s; a bare number other
+    than 0 is an error, since --latency 5 would be 5 s). Sizes may be bare bytes, as in
+    nccl-tests. In a --scenario file the same holds for the short keys (latency: 5us); the
+    canonical keys carry their unit in the name and take plain numbers (latency_s: 5.0e-6).
+    """
     from sim.collapsed import run as run_in_mode
     from sim.collapsed import summarize
-    from sim.scenario import CollectiveScenario, load_mapping
+    from sim.results import check_output_path
+    from sim.scenario import CollectiveScenario, check_keys, load_mapping
 
+    for path, what in ((trace, "--trace"), (csv_path, "--csv")):
+        if path:
+            check_output_path(path, what)
     calibration, backend = flags.pop("calibration"), flags.pop("backend")
     data = load_mapping(scenario_file) if scenario_file else {}
+    check_keys(CollectiveScenario, data)  # a misspelt key is named before "missing --ranks"
     model = flags.pop("model")
     data.update(_scenario_fields(flags))
     if "hardware" in data or "nodes" in data:
@@ -241,17 +255,28 @@ def format_summary(summary: dict[str, Any]) -> str:
         f"  simulated time   {format_time(summary['time_s'])}",
     ]
     if summary["analytic_time_s"] is not None:
-        lines.append(f"  closed form      {format_time(summary['analytic_time_s'])}  (relative error {summary['relative_error']:.2e})")
+        error = summary["relative_error"]
+        versus = "" if error is None else f"  (relative error {error:.2e})"
+        lines.append(f"  closed form      {format_time(summary['analytic_time_s'])}{versus}")
     else:
-        lines.append("  closed form      none for this scenario")
-    lines.append(
-        f"  messages         {summary['messages']} in {summary['steps']} steps, {format_size(summary['bytes_on_wire'])} on the wire"
-    )
+        lines.append(f"  closed form      none: {summary.get('analytic_note') or 'none for this scenario'}")
+    if summary["messages"]:
+        lines.append(
+            f"  messages         {summary['messages']} in {summary['steps']} steps, {format_size(summary['bytes_on_wire'])} on the wire"
+        )
+    else:
+        lines.append("  messages         none (nothing to send)")
     if summary["algbw_GBps"] is not None:
         lines.append(f"  algbw            {summary['algbw_GBps']:.4g} GB/s")
     link = summary["busiest_link"]
     if link:
-        lines.append(f"  busiest link     {link['link']}: {format_size(link['bytes'])}, utilisation {link['utilisation']:.1%}")
+        lines.append(
+            f"  busiest link     {link['link']}: {link['messages']} messages, {format_size(link['bytes'])}, "
+            f"busy {format_time(link['busy_s'])}, utilisation {link['utilisation']:.1%}"
+        )
+    if summary.get("group_times_s"):
+        times = ", ".join(format_time(time) for time in summary["group_times_s"])
+        lines.append(f"  group times      {times} (time above: the makespan)")
     if summary["verified"] is not None:
         lines.append(
             f"  verified         {'yes: every rank holds the right result' if summary['verified'] else 'NO: buffers differ from the definition'}"
