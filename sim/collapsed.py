@@ -55,6 +55,8 @@ def why_not_collapsed(scenario: CollectiveScenario) -> str | None:
         return "per-message jitter needs per-message simulation"
     if s.verify:
         return "verify moves real payloads message by message"
+    if s.groups:
+        return "groups run at once and contend for the network"
     return None
 
 

@@ -106,6 +106,7 @@ class CollectiveResult:
     verified: bool | None
     network: Network = field(repr=False)
     mode: str = "full"
+    group_times_s: list[float] | None = None  # with groups: each group's time per call; time_s is the makespan
 
     @property
     def messages(self) -> list[Message]:
@@ -123,18 +124,27 @@ class CollectiveResult:
 
     @cached_property
     def link_stats(self) -> list[LinkStats]:
-        """Messages, bytes and busy time per directed link, over every message (recorded or not)."""
+        """Messages, bytes and busy time per directed link, over every message (recorded or not).
+
+        A link's busy time is its bytes over its own bandwidth (the time it spends transmitting),
+        so utilisation, busy over the run's span, stays within 1 under both sharing modes: summed
+        message durations would count flows that share a link (fair) once each."""
         net = self.network
         pairs = net.pair_totals()  # numpy over the recorded columns plus the aggregated totals
-        per_link = [[0, 0, 0.0] for _ in net.links]
-        for (src, dst), (count, nbytes, busy) in pairs.items():
+        per_link = [[0, 0] for _ in net.links]
+        for (src, dst), (count, nbytes, _) in pairs.items():
             for index in net.route(src, dst)[0]:
                 if index < len(per_link):
                     per_link[index][0] += count
                     per_link[index][1] += nbytes
-                    per_link[index][2] += busy
         span = self.total_time_s or 1.0
-        return [LinkStats(link_name(link), int(c), int(b), busy, busy / span) for link, (c, b, busy) in zip(net.links, per_link) if c]
+        edges = net.topology.graph.edges
+        stats = []
+        for link, (count, nbytes) in zip(net.links, per_link):
+            if count:
+                busy = nbytes / edges[link]["bandwidth"]
+                stats.append(LinkStats(link_name(link), int(count), int(nbytes), busy, busy / span))
+        return stats
 
     def summary(self) -> dict[str, Any]:
         """The JSON the CLI prints (keys are part of the CLI contract)."""
@@ -149,8 +159,9 @@ class CollectiveResult:
             "mode": self.mode,
             "repetitions": s.repetitions,
             "rank_end_s": {"min": min(self.rank_end_s), "max": max(self.rank_end_s)},
+            "group_times_s": self.group_times_s,
             "algbw_GBps": algbw_GBps(s.size_bytes, self.time_s),
-            "busiest_link": None if not links else max(links, key=lambda stats: stats.busy_s).__dict__,
+            "busiest_link": None if not links else max(links, key=lambda stats: (stats.busy_s, stats.bytes)).__dict__,
             "events_recorded": len(self.network.messages),
             "events_truncated": self.truncated,
             "scenario": s.to_dict(),

@@ -13,6 +13,7 @@ from sim import analytic
 from sim import topology as topo
 from sim.call import Call
 from sim.errors import DeadlockError
+from sim.groups import group_closed_form, group_programs, group_times
 from sim.network import Network
 from sim.registry import algorithm_spec
 from sim.results import CollectiveResult
@@ -42,7 +43,13 @@ class RankProcess(simpy.Process):
 
 
 def build_topology(scenario: CollectiveScenario) -> topo.Topology:
-    """The scenario's topology; user graphs must connect exactly ``ranks`` ranks."""
+    """The scenario's topology with its ranks placed (``placement``, docs/routes-placement.md)."""
+    built = _unplaced_topology(scenario)
+    return built if scenario.placement == "block" else topo.place(built, scenario.placement)
+
+
+def _unplaced_topology(scenario: CollectiveScenario) -> topo.Topology:
+    """The scenario's topology, rank r on endpoint r; user graphs must connect exactly ``ranks`` ranks."""
     s = scenario
     kind = s.topology
     if s.hardware:
@@ -89,6 +96,7 @@ class Started:
     call: Call
     processes: list[simpy.Process]
     ends: list[float]
+    calls: list[Call] | None = None  # with groups: one call per group (``call`` is then unused)
 
 
 def start_collective(scenario: CollectiveScenario, topology: topo.Topology | None = None, buffers: list | None = None) -> Started:
@@ -105,14 +113,16 @@ def start_collective(scenario: CollectiveScenario, topology: topo.Topology | Non
         call.buffers = buffers
     delays = dict(s.stragglers)
     ends = [0.0] * s.ranks
+    per_rank, calls = group_programs(s, net) if s.groups else (None, None)  # rank -> (group's net view, local rank, call)
 
     def rank_main(rank: int) -> Generator:
+        view, local, rank_call = per_rank[rank] if per_rank else (net, rank, call)
         if delays.get(rank):
             yield env.timeout(delays[rank])
         for _ in range(s.repetitions):
             if s.overhead_s:
                 yield env.timeout(s.overhead_s)
-            yield from program(net, rank, call)
+            yield from program(view, local, rank_call)
             last = net.last_send(rank)
             if last is not None and not last.processed:
                 yield last
@@ -123,7 +133,7 @@ def start_collective(scenario: CollectiveScenario, topology: topo.Topology | Non
         generator frame fewer to resume per message), its end noted by callbacks instead."""
         if delays.get(rank) or s.overhead_s or s.repetitions != 1:
             return RankProcess(env, rank_main(rank))
-        process = RankProcess(env, program(net, rank, call))
+        process = RankProcess(env, program(*(per_rank[rank] if per_rank else (net, rank, call))))
         process.callbacks.append(lambda _: _program_done(rank))
         return process
 
@@ -134,7 +144,7 @@ def start_collective(scenario: CollectiveScenario, topology: topo.Topology | Non
         else:
             ends[rank] = env.now
 
-    return Started(s, env, net, call, [start(rank) for rank in range(s.ranks)], ends)
+    return Started(s, env, net, call, [start(rank) for rank in range(s.ranks)], ends, calls)
 
 
 def run_collective(scenario: CollectiveScenario, topology: topo.Topology | None = None) -> CollectiveResult:
@@ -162,7 +172,8 @@ def collect(started: Started) -> CollectiveResult:
         message_count=net.message_count,
         bytes_sent=net.bytes_sent,
         steps=len(net.message_table.steps()),
-        analytic_time_s=analytic.for_scenario(s),
-        verified=check(started.call) if s.verify else None,
+        analytic_time_s=group_closed_form(s) if s.groups else analytic.for_scenario(s),
+        verified=all(map(check, started.calls or [started.call])) if s.verify else None,
         network=net,
+        group_times_s=group_times(s, ends) if s.groups else None,
     )

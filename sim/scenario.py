@@ -175,11 +175,17 @@ class CollectiveScenario(ScenarioData):
     max_events: int = 2_000_000  # auto: above this many messages keep aggregates only
     sharing: str = "fair"  # fair: max-min fair flows | fifo: work-conserving FIFO queues (docs/network-model.md)
     eager_limit_bytes: int = 0  # messages above this wait for the matching receive (rendezvous)
+    placement: str = "block"  # block | round_robin | YAML/JSON file of each rank's endpoint (docs/routes-placement.md)
+    groups: tuple[tuple[int, ...], ...] = ()  # disjoint groups running the collective at once; (): one of all ranks
     hardware: str | None = None  # preset name (sim/hardware/presets): two_level with the preset's NICs (docs/hardware.md)
 
     def __post_init__(self) -> None:
+        from sim.groups import resolve_groups
+
+        object.__setattr__(self, "groups", resolve_groups(self.groups, self.ranks))  # "4x8", "strided:4" or lists
         self._check_numbers()
         self._check_algorithm()
+        self._check_placement()
         self._check_hardware()
 
     def _check_hardware(self) -> None:
@@ -254,13 +260,38 @@ class CollectiveScenario(ScenarioData):
             raise CollsimError(
                 f"algorithm: {self.algorithm!r} is not an algorithm for {self.op}; allowed: {', '.join(algorithms_for(self.op))}"
             )
-        spec.check(self)
+        for group in self._group_shapes():
+            spec.check(group)
         if self.topology == "two_level":
             gpus = self.gpus_per_node_resolved
             if gpus < 1 or self.ranks % gpus:
                 raise CollsimError(f"gpus_per_node: must divide ranks ({self.ranks}), got {gpus}")
         elif self.gpus_per_node is not None and self.topology in ("switch", "ring", "torus2d"):
             raise CollsimError(f"gpus_per_node: only applies to the two_level topology, not {self.topology}")
+
+    def _group_shapes(self) -> list[Any]:
+        """What the algorithm check sees: the scenario, or one view per group size (local ranks)."""
+        from types import SimpleNamespace
+
+        if not self.groups:
+            return [self]
+        sizes = sorted({len(group) for group in self.groups})
+        if not 0 <= self.root < sizes[0]:
+            raise CollsimError(f"root: with groups the root is a rank inside each group, 0..{sizes[0] - 1}; got {self.root}")
+        return [SimpleNamespace(**{**dataclasses.asdict(self), "ranks": size, "groups": ()}) for size in sizes]
+
+    def _check_placement(self) -> None:
+        from sim.topology import PLACEMENTS
+
+        if self.placement == "round_robin" and self.topology != "two_level":
+            raise CollsimError(
+                f"placement: round_robin spreads consecutive ranks over the nodes of two_level, not {self.topology}; "
+                "use block or a YAML/JSON file listing each rank's endpoint"
+            )
+        if self.placement not in PLACEMENTS and not Path(self.placement).is_file():
+            raise CollsimError(
+                f"placement: must be {' or '.join(PLACEMENTS)} or a YAML/JSON file listing each rank's endpoint; {self.placement!r} is neither"
+            )
 
     @property
     def gpus_per_node_resolved(self) -> int:
@@ -275,6 +306,7 @@ class CollectiveScenario(ScenarioData):
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["stragglers"] = [list(pair) for pair in self.stragglers]
+        data["groups"] = [list(group) for group in self.groups]
         return data
 
 
@@ -300,6 +332,7 @@ _COLLECTIVE_PARSERS: dict[str, Parser] = {
     "max_events": _int,
     "sharing": lambda value, what: str(value),
     "eager_limit_bytes": parse_size,
+    "placement": lambda value, what: str(value),
     "hardware": _optional(lambda value, what: str(value)),
 }
 _COLLECTIVE_ALIASES = {
