@@ -12,13 +12,24 @@ from typing import Any
 
 from sim.analytic import ow_for_ring
 from sim.errors import CollsimError
-from sim.scenario import load_mapping
+from sim.scenario import load_mapping, unknown_key
+
+TOP_LEVEL_KEYS = ("kind", "version", "created_at", "source", "collectives", "alpha_beta", "ddp")
 
 
 def load_calibration(path: str) -> dict[str, Any]:
-    document = load_mapping(path)
+    """Read a calibration file; a misspelt key is an error naming the nearest valid one."""
+    from sim.scenario import CollectiveScenario, check_keys
+
+    document = load_mapping(path, "calibration file")
     if document.get("kind") != "collsim-calibration":
         raise CollsimError(f"{path}: not a calibration file (expected kind: collsim-calibration)")
+    for key in document:
+        if key not in TOP_LEVEL_KEYS:
+            raise unknown_key(key, TOP_LEVEL_KEYS, f"calibration file {path!r}", "key")
+    for entry in document.get("collectives") or []:
+        if isinstance(entry, dict) and isinstance(entry.get("scenario"), dict):
+            check_keys(CollectiveScenario, entry["scenario"])
     return document
 
 

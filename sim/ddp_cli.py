@@ -40,10 +40,31 @@ def parse_flops(text: str, what: str = "--flops-per-s") -> float:
 
 
 def _layer_times(value: str) -> Any:
-    """A YAML/JSON file of {prefix: time}, or inline "layers.0:2ms,layers.1:2ms"."""
+    """A YAML/JSON file of {prefix: time}, or inline "layers.0:2ms,layers.1:2ms" (times with units)."""
     from sim.scenario import load_mapping
+    from sim.units import require_unit
 
-    return load_mapping(value) if Path(value).is_file() else value
+    if Path(value).is_file():
+        mapping = load_mapping(value, "layer times file")
+        for prefix, time in mapping.items():
+            require_unit(time, f"--layer-times {prefix}", "time")
+        return mapping
+    for item in value.split(","):
+        if ":" in item:
+            require_unit(item.rsplit(":", 1)[1].strip(), f"--layer-times {item.strip()!r}", "time")
+    return value
+
+
+# Files a DDP scenario names, by the field that names them: checked up front so a missing one
+# is reported as what it is, not as a missing scenario file.
+_INPUT_FILES = {"params_file": "--params parameter list", "profile_file": "--profile profile", "profile": "--profile profile"}
+
+
+def _check_input_files(data: dict[str, Any]) -> None:
+    for key, kind in _INPUT_FILES.items():
+        path = data.get(key)
+        if isinstance(path, str) and not Path(path).is_file():
+            raise CollsimError(f"{kind} file {path!r} not found")
 
 
 def scenario_data(scenario_file: str | None, flags: dict[str, Any]) -> dict[str, Any]:
@@ -51,7 +72,7 @@ def scenario_data(scenario_file: str | None, flags: dict[str, Any]) -> dict[str,
     parameter source or the backward profile replaces the file's choice."""
     from sim.scenario import load_mapping
 
-    data = load_mapping(scenario_file) if scenario_file else {}
+    data = load_mapping(scenario_file, "DDP scenario file") if scenario_file else {}
     given = {key: value for key, value in flags.items() if value is not None and value is not False}
     for group, flag_names in (("params", _PARAM_FLAGS), ("profile", _PROFILE_FLAGS)):
         if any(name in given for name in flag_names):
@@ -115,14 +136,24 @@ def scenario_data(scenario_file: str | None, flags: dict[str, Any]) -> dict[str,
 def ddp(
     scenario_file: str | None, sweep: str | None, optimize: bool, trace: str | None, csv_path: str | None, as_json: bool, **flags: Any
 ) -> None:
-    """Simulate a DDP training step: when gradients are ready, how buckets all-reduce, what it costs."""
+    """Simulate a DDP training step: when gradients are ready, how buckets all-reduce, what it costs.
+
+    Times and bandwidths need a unit (--backward-time 120ms, --o 50us, --w 10GB/s); a bare
+    number other than 0 is an error. Sizes may be bare bytes. In a --scenario file the short
+    keys (backward_time: 120ms) need units too; the canonical ones (backward_time_s: 0.12) do not.
+    """
     from sim import ddp as model
+    from sim.results import check_output_path
     from sim.units import parse_size_list
 
     if sweep and optimize:
         raise CollsimError("--sweep-bucket-sizes and --optimize: give one of them")
+    for path, what in ((trace, "--trace"), (csv_path, "--csv")):
+        if path:
+            check_output_path(path, what)
     calibration, backend = flags.pop("calibration"), flags.pop("backend")
     data = scenario_data(scenario_file, flags)
+    _check_input_files(data)
     if calibration:
         _apply_calibration(data, calibration, backend)
     scenario = model.DDPScenario.from_dict(data)

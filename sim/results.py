@@ -25,9 +25,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sim.network import Compute, Message, Network
+from sim.errors import CollsimError
+
+if TYPE_CHECKING:  # annotations only: reading results needs no engine
+    from sim.network import Compute, Message, Network
 
 EVENT_COLUMNS = ("rank", "peer", "resource", "kind", "start_s", "end_s", "bytes", "step", "chunk", "bucket", "name")
 
@@ -59,19 +62,43 @@ def compute_rows(computes: Iterable[Compute]) -> Iterable[dict[str, Any]]:
         yield event_row(rank, -1, f"compute:{rank}", "reduce", start, end, nbytes, step, chunk)
 
 
+def check_output_path(path: str | Path, what: str) -> None:
+    """Refuse an output file that cannot be written, before a long run rather than after it."""
+    target = Path(path)
+    parent = target.parent if str(target.parent) else Path(".")
+    if target.is_dir():
+        raise CollsimError(f"{what}: {str(path)!r} is a directory; give a file name")
+    if not parent.is_dir():
+        raise CollsimError(f"{what}: cannot write {str(path)!r}: the directory {str(parent)!r} does not exist")
+
+
+def write_text(path: str | Path, text: str, what: str = "output") -> None:
+    """Write a file; an OSError (missing directory, no permission, full disk) becomes one error line."""
+    try:
+        Path(path).write_text(text)
+    except OSError as error:
+        raise CollsimError(f"{what}: cannot write {str(path)!r}: {error.strerror or error}") from None
+
+
 def write_csv(rows: Iterable[dict[str, Any]], path: str | Path) -> None:
-    with open(path, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=EVENT_COLUMNS, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows)
+    try:
+        with open(path, "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=EVENT_COLUMNS, extrasaction="ignore")
+            writer.writeheader()
+            writer.writerows(rows)
+    except OSError as error:
+        raise CollsimError(f"--csv: cannot write {str(path)!r}: {error.strerror or error}") from None
 
 
 def summary_head(scenario: Any, time_s: float, analytic_time_s: float | None) -> dict[str, Any]:
     """The first keys of every collective summary, full or collapsed (the CLI contract)."""
+    from sim.analytic import why_no_closed_form
+
     s = scenario
     error = None if not analytic_time_s else (time_s - analytic_time_s) / analytic_time_s
+    note = why_no_closed_form(s) if analytic_time_s is None else None  # why there is none, in words
     return {"op": s.op, "algorithm": s.algorithm, "ranks": s.ranks, "size_bytes": s.size_bytes, "topology": s.topology,
-            "time_s": time_s, "analytic_time_s": analytic_time_s, "relative_error": error}  # fmt: skip
+            "time_s": time_s, "analytic_time_s": analytic_time_s, "analytic_note": note, "relative_error": error}  # fmt: skip
 
 
 def algbw_GBps(size_bytes: int, time_s: float) -> float | None:
@@ -174,7 +201,7 @@ class CollectiveResult:
         return chrome_trace(self.network.messages, self.network.computes, self.network)
 
     def write_trace(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.chrome_trace()))
+        write_text(path, json.dumps(self.chrome_trace()), "--trace")
 
 
 def _meta(pid: int, tid: int | None, name: str) -> dict[str, Any]:

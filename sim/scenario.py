@@ -16,11 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from sim.errors import CollsimError
 from sim.registry import algorithm_spec, algorithms_for, ops
-from sim.units import parse_bandwidth, parse_size, parse_time
+from sim.units import parse_bandwidth, parse_size, parse_time, require_unit
 
 RECORD_MODES = ("auto", "full", "aggregate")
 SHARING_MODES = ("fifo", "fair")
@@ -56,6 +54,9 @@ def _stragglers(value: Any, what: str) -> tuple[tuple[int, float], ...]:
     """{rank: delay} or [[rank, delay], ...] or "3:1ms,5:2ms"."""
     if isinstance(value, str):
         value = [item.split(":", 1) for item in value.split(",") if item.strip()]
+        for item in value:  # typed by a person: "3:1" is not 1 s
+            if len(item) == 2:
+                require_unit(item[1].strip(), f"{what} {':'.join(item).strip()!r}", "time")
     items = value.items() if isinstance(value, dict) else value
     try:
         pairs = tuple((_int(rank, what), parse_time(delay, what)) for rank, delay in items)
@@ -67,17 +68,48 @@ def _stragglers(value: Any, what: str) -> tuple[tuple[int, float], ...]:
 Parser = Callable[[Any, str], Any]
 
 
+def unknown_key(key: Any, allowed: Any, where: str, word: str = "field") -> CollsimError:
+    """The error for a key that is not allowed: names it, the nearest allowed key, and the rest."""
+    import difflib
+
+    allowed = sorted(str(name) for name in allowed)
+    near = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
+    hint = f" (did you mean {near[0]!r}?)" if near else ""
+    return CollsimError(f"{where}: unknown {word} {key!r}{hint}; allowed: {', '.join(allowed)}")
+
+
+def check_keys(cls: type, data: dict[str, Any]) -> None:
+    """Raise for the first key of ``data`` that is neither a field of ``cls`` nor an alias: the
+    valid keys come from the dataclass fields and ``cls.ALIASES``, so new fields count at once."""
+    names = {f.name for f in dataclasses.fields(cls)} | set(getattr(cls, "ALIASES", {}))
+    for key in data:
+        if key not in names:
+            raise unknown_key(key, names, getattr(cls, "LABEL", cls.__name__))
+
+
+def unit_kind(name: str) -> str | None:
+    """"time" or "bandwidth" for canonical fields that carry their unit in the name."""
+    if name.endswith("_Bps"):
+        return "bandwidth"
+    if name.endswith("_s") and not name.endswith("_per_s"):
+        return "time"
+    return None
+
+
 def from_mapping(cls: type, data: dict[str, Any], parsers: dict[str, Parser], aliases: dict[str, str]) -> Any:
-    """Build a frozen dataclass from a mapping, parsing unit strings and naming unknown keys."""
+    """Build a frozen dataclass from a mapping, parsing unit strings and naming unknown keys.
+
+    A time or bandwidth under its short name (``latency``, ``bandwidth``) needs a unit; under the
+    canonical name (``latency_s``, ``bandwidth_Bps``) a bare number is read in that unit."""
     if not isinstance(data, dict):
         raise CollsimError(f"{cls.__name__}: expected a mapping of fields, got {type(data).__name__}")
-    names = {f.name for f in dataclasses.fields(cls)}
+    check_keys(cls, data)
     values: dict[str, Any] = {}
     for key, value in data.items():
         name = aliases.get(key, key)
-        if name not in names:
-            allowed = ", ".join(sorted(names | set(aliases)))
-            raise CollsimError(f"{cls.__name__}: unknown field {key!r}; allowed: {allowed}")
+        kind = unit_kind(name)
+        if kind and key != name:
+            require_unit(value, key, kind)
         parse = parsers.get(name)
         values[name] = parse(value, key) if parse else value
     missing = [
@@ -90,17 +122,22 @@ def from_mapping(cls: type, data: dict[str, Any], parsers: dict[str, Parser], al
     return cls(**values)
 
 
-def load_mapping(path: str | Path) -> dict[str, Any]:
-    """A YAML or JSON file's top-level mapping, with a clear message when it is not one."""
+def load_mapping(path: str | Path, kind: str = "scenario file") -> dict[str, Any]:
+    """A YAML or JSON file's top-level mapping, with a clear message when it is not one;
+    ``kind`` names the file in messages ("profile", "calibration file", "sweep grid"...)."""
+    import yaml  # only commands that read files pay for it
+
     path = Path(path)
     if not path.is_file():
-        raise CollsimError(f"scenario file {str(path)!r} not found")
+        raise CollsimError(f"{kind} {str(path)!r} not found")
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as error:
-        raise CollsimError(f"scenario file {str(path)!r} is not valid YAML/JSON: {error}") from None
+        raise CollsimError(f"{kind} {str(path)!r} is not valid YAML/JSON: {error}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise CollsimError(f"{kind} {str(path)!r} cannot be read as YAML/JSON text: {error}") from None
     if not isinstance(data, dict):
-        raise CollsimError(f"scenario file {str(path)!r}: expected a mapping of fields at the top level")
+        raise CollsimError(f"{kind} {str(path)!r}: expected a mapping of fields at the top level")
     return data
 
 
@@ -133,10 +170,14 @@ class ScenarioData:
             raise CollsimError(f"{cls.LABEL} JSON is malformed: {error}") from None
 
     def to_yaml(self) -> str:
+        import yaml
+
         return yaml.safe_dump(self.to_dict(), sort_keys=False)
 
     @classmethod
     def from_yaml(cls, text: str) -> Any:
+        import yaml
+
         try:
             return cls.from_dict(yaml.safe_load(text))
         except yaml.YAMLError as error:
@@ -161,7 +202,7 @@ class CollectiveScenario(ScenarioData):
     overhead_s: float = 0.0
     chunks: int = 1
     topology: str = "switch"  # switch | ring | two_level | torus2d | path to GraphML/JSON
-    gpus_per_node: int | None = None  # two_level; default 8 (or all ranks when fewer)
+    gpus_per_node: int | None = None  # two_level; default 8 (then ranks must be a multiple of 8)
     intra_latency_s: float | None = None  # two_level; default latency_s
     intra_bandwidth_Bps: float | None = None  # two_level; default bandwidth_Bps
     element_bytes: int = 4
@@ -239,6 +280,8 @@ class CollectiveScenario(ScenarioData):
             raise CollsimError(f"eager_limit: must be a size >= 0 such as 64KiB, got {self.eager_limit_bytes}")
         if self.record not in RECORD_MODES:
             raise CollsimError(f"record: must be one of {', '.join(RECORD_MODES)}, got {self.record!r}")
+        if not 0 <= self.seed < 2**63:  # numpy's default_rng takes non-negative seeds only
+            raise CollsimError(f"seed: must be a whole number from 0 to 2**63-1, got {self.seed}")
         if self.verify:
             from sim.verify import VERIFY_LIMIT_BYTES, verify_bytes
 
@@ -264,6 +307,12 @@ class CollectiveScenario(ScenarioData):
             spec.check(group)
         if self.topology == "two_level":
             gpus = self.gpus_per_node_resolved
+            if self.gpus_per_node is None and self.ranks % gpus:
+                raise CollsimError(
+                    f"gpus_per_node: two_level puts 8 ranks on a node unless told otherwise, and {self.ranks} ranks "
+                    f"do not fill nodes of 8; give gpus_per_node (--gpus-per-node) dividing {self.ranks}, "
+                    f"e.g. {self.ranks} for a single node"
+                )
             if gpus < 1 or self.ranks % gpus:
                 raise CollsimError(f"gpus_per_node: must divide ranks ({self.ranks}), got {gpus}")
         elif self.gpus_per_node is not None and self.topology in ("switch", "ring", "torus2d"):
@@ -295,9 +344,7 @@ class CollectiveScenario(ScenarioData):
 
     @property
     def gpus_per_node_resolved(self) -> int:
-        if self.gpus_per_node is not None:
-            return self.gpus_per_node
-        return 8 if self.ranks % 8 == 0 else self.ranks
+        return 8 if self.gpus_per_node is None else self.gpus_per_node
 
     @property
     def elements(self) -> int:

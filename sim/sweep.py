@@ -14,7 +14,9 @@ cross (any scenario field, canonical or short name, unit strings allowed)::
 Every point is identified by a hash of its parsed scenario (so ``64MiB`` and ``67108864`` are
 the same point) and its result is appended to an SQLite table as soon as it finishes; a rerun
 skips the points already stored, so an interrupted sweep resumes where it stopped. Invalid
-points (say Rabenseifner on 12 ranks) are stored with their error and do not stop the sweep.
+points (say Rabenseifner on 12 ranks) are stored with their error and do not stop the sweep;
+at the end each failed point of the grid is printed with its reason (stderr) and the command
+exits with status 1. A misspelt key in the grid file stops it before anything runs.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import itertools
 import json
 import os
 import sqlite3
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -33,9 +36,10 @@ from typing import Any
 import click
 
 from sim.errors import CollsimError
-from sim.scenario import load_mapping
+from sim.scenario import check_keys, load_mapping, unknown_key
 
 KINDS = ("collective", "ddp")
+GRID_KEYS = ("kind", "mode", "base", "grid", "name")
 MODES = ("full", "collapsed")
 
 _SCHEMA = """
@@ -84,10 +88,10 @@ class Grid:
 
 def load_grid(path: str | Path) -> Grid:
     """Read and check a grid file (see the module docstring)."""
-    data = load_mapping(path)
-    unknown = set(data) - {"kind", "mode", "base", "grid", "name"}
-    if unknown:
-        raise CollsimError(f"grid {path}: unknown key(s) {', '.join(sorted(unknown))}; allowed: kind, mode, base, grid, name")
+    data = load_mapping(path, "sweep grid")
+    for key in data:
+        if key not in GRID_KEYS:
+            raise unknown_key(key, GRID_KEYS, f"grid {path}", "key")
     kind = data.get("kind", "collective")
     if kind not in KINDS:
         raise CollsimError(f"grid {path}: kind must be one of {', '.join(KINDS)}, got {kind!r}")
@@ -100,6 +104,10 @@ def load_grid(path: str | Path) -> Grid:
     axes = {key: values if isinstance(values, list) else [values] for key, values in axes.items()}
     if any(not values for values in axes.values()):
         raise CollsimError(f"grid {path}: every grid field needs at least one value")
+    try:  # a misspelt field would make every point fail: name it now
+        check_keys(_scenario_class(kind), {**base, **axes})
+    except CollsimError as error:
+        raise CollsimError(f"grid {path}: {error}") from None
     return Grid(str(data.get("name", Path(path).stem)), kind, mode, base, axes)
 
 
@@ -301,10 +309,29 @@ def sweep_command(
     counts["wall_s"] = round(time.perf_counter() - started, 3)
     if csv_path:
         write_points_csv(db, grid.name, csv_path)
+    failed = failed_points(grid, db)
     if as_json:
-        click.echo(json.dumps(counts))
+        click.echo(json.dumps({**counts, "failed": failed}))
     else:
         click.echo(
             f"{grid.name}: {counts['total']} points, {counts['skipped']} already in {db}, "
             f"{counts['ok']} ran, {counts['error']} invalid or failed, {counts['wall_s']:.1f} s"
         )
+    for row in failed:
+        where = " ".join(f"{key}={value}" for key, value in row["params"].items()) or "(the base scenario)"
+        click.echo(f"failed: {where}: {row['error']}", err=True)
+    if failed:
+        click.echo(f"{len(failed)} of {counts['total']} points failed; the others are stored in {db}", err=True)
+        sys.exit(1)
+
+
+def failed_points(grid: Grid, db: str | Path) -> list[dict[str, Any]]:
+    """This grid's points stored with an error (this run's and earlier runs'), in grid order."""
+    order = {point.point_id: index for index, point in enumerate(points(grid))}
+    store = Store(db)
+    try:
+        rows = [row for row in store.rows(grid.name) if row["status"] == "error" and row["point_id"] in order]
+    finally:
+        store.close()
+    rows.sort(key=lambda row: order[row["point_id"]])
+    return [{"params": row["params"], "error": row["error"]} for row in rows]

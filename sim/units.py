@@ -3,7 +3,14 @@
 Sizes: ``B``, decimal ``KB MB GB TB`` (1e3...), binary ``KiB MiB GiB TiB`` (1024...).
 Bandwidths: ``B/s KB/s MB/s GB/s TB/s`` (decimal), ``KiB/s MiB/s GiB/s`` (binary),
 ``bps Kbps Mbps Gbps Tbps`` (bits per second, decimal). Times: ``s ms us ns`` (and ``µs``).
-A bare number means bytes, bytes per second or seconds.
+
+Where a bare number is allowed: a size without a unit is bytes (as nccl-tests reads sizes)
+everywhere. A time or bandwidth without a unit is an error wherever a person types it (a CLI
+flag, or a short key such as ``latency:`` in a scenario, DDP, sweep or compare file), because
+``--latency 5`` silently meaning 5 s is a trap: :func:`require_unit` says so. Only the canonical
+keys that carry their unit in the name (``latency_s``, ``bandwidth_Bps``, ``o_s``) and Python
+numbers passed to the parsers take a bare number, in seconds or bytes per second. Zero needs no
+unit.
 """
 
 from __future__ import annotations
@@ -68,6 +75,29 @@ def _unit(table: dict[str, float], unit: str, text: object, what: str, allowed: 
 SIZE_HELP = "B, KB, MB, GB, TB (decimal) or KiB, MiB, GiB, TiB (binary), e.g. 64MiB"
 BANDWIDTH_HELP = "B/s, KB/s, MB/s, GB/s (decimal), KiB/s, MiB/s, GiB/s (binary) or bps, Mbps, Gbps (bits), e.g. 25GB/s"
 TIME_HELP = "s, ms, us, ns, e.g. 5us or 1.5e-6s"
+
+
+def _is_bare_number(value: object) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, (int, float)):
+        return True
+    match = _NUMBER.match(str(value))
+    return bool(match) and not match.group(2)
+
+
+def require_unit(value: object, what: str, kind: str) -> None:
+    """Raise when a user-typed time (``kind="time"``) or bandwidth (``"bandwidth"``) has no unit.
+
+    Zero is allowed bare (it is zero in every unit); ``None`` and empty strings pass through
+    (optional fields). Everything else is left to :func:`parse_time` / :func:`parse_bandwidth`.
+    """
+    if value is None or value == "" or not _is_bare_number(value):
+        return
+    if float(value) == 0:
+        return
+    example = "5us, 2ms or 1s" if kind == "time" else "25GB/s, 800MB/s or 100Gbps"
+    raise CollsimError(f"{what}: {str(value).strip()!r} has no unit; give a {kind} such as {example}")
 
 
 def parse_size(text: str | int | float, what: str = "size") -> int:

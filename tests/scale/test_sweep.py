@@ -106,10 +106,11 @@ def test_cli_sweep(grid_file: Path, tmp_path: Path) -> None:
     db = tmp_path / "cli.sqlite"
     command = [sys.executable, "-m", "sim.cli", "sweep", str(grid_file), "--db", str(db), "--workers", "1", "--quiet", "--json"]
     out = subprocess.run(command, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 1, out.stderr  # two points are invalid: exit 1, one line each (issue 10 item 14)
     assert json.loads(out.stdout)["ok"] == 10
-    again = json.loads(subprocess.run(command, capture_output=True, text=True, timeout=120).stdout)
-    assert again["skipped"] == 12 and again["ok"] == 0
+    assert out.stderr.count("failed: algorithm=recursive_doubling ranks=6") == 2
+    again = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 1 and json.loads(again.stdout)["skipped"] == 12 and json.loads(again.stdout)["ok"] == 0
     bad = subprocess.run([*command[:4], str(tmp_path / "missing.yaml")], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.startswith("error:")
 

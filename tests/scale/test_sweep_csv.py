@@ -19,7 +19,8 @@ def test_sweep_writes_its_points_as_csv(tmp_path):
     result = CliRunner().invoke(
         cli, ["sweep", str(grid), "--db", str(tmp_path / "s.sqlite"), "--workers", "1", "--quiet", "--csv", str(out)]
     )
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # failed points: exit 1 with a line each (issue 10 item 14)
+    assert "failed: ranks=2 size=4097B: size: 4097 bytes is not a multiple" in result.output
     rows = list(csv.DictReader(out.open()))
     assert len(rows) == 6
     assert {row["status"] for row in rows if row["size"] == "4097B"} == {"error"}  # not whole float32 elements
