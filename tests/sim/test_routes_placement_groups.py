@@ -184,6 +184,15 @@ def test_groups_run_every_algorithm_and_verify():
     assert run_collective(reduce).verified
 
 
+def test_collapsed_mode_sees_placement_and_runs_groups_in_full():
+    from sim.collapsed import run, summarize
+
+    spread = _two_level(placement="round_robin", size="64KiB")
+    assert run(spread, "collapsed").time_s == pytest.approx(run_collective(spread).time_s, rel=1e-9)
+    grouped = run(spread.replace(groups="4x8"), "collapsed")
+    assert grouped.mode == "full" and "groups" in summarize(grouped)["mode_note"]
+
+
 def test_hierarchical_refuses_uneven_nodes():
     with pytest.raises(CollsimError, match="as many ranks on every node"):
         run_collective(_two_level(algorithm="hierarchical", groups=[list(range(0, 12)), list(range(12, 32))]))
@@ -195,7 +204,8 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_cli_placement_groups_and_errors():
-    out = _cli("--ranks", "16", "--size", "1MiB", "--topology", "two_level", "--gpus-per-node", "4", "--placement", "round_robin", "--groups", "4x4", "--json")
+    layout = ("--topology", "two_level", "--gpus-per-node", "4", "--placement", "round_robin", "--groups", "4x4")
+    out = _cli("--ranks", "16", "--size", "1MiB", *layout, "--json")
     assert out.returncode == 0, out.stderr
     summary = json.loads(out.stdout)
     assert len(summary["group_times_s"]) == 4 and summary["time_s"] == max(summary["group_times_s"])
