@@ -7,6 +7,8 @@ from collections import defaultdict
 
 import networkx as nx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sim import topology as topo
 from sim.errors import CollsimError
@@ -63,6 +65,57 @@ def test_user_graph_fewest_hops_then_latency_then_smallest_sequence():
     graph.edges["b", 1]["latency"] = 1e-6  # now a and b tie on hops and latency: the smaller name wins
     tied = topo._from_user_graph(graph, "test")
     assert tied.path(0, 1) == [0, "a", 1] and tied.path(1, 0) == [1, "a", 0]
+
+
+@given(rows=st.integers(1, 6), cols=st.integers(1, 6))
+def test_torus_routes_are_minimal_and_change_column_before_row(rows, cols):
+    torus = topo.torus2d(rows, cols, 1e-6, 1e9)
+    lengths = dict(nx.all_pairs_shortest_path_length(torus.graph))
+    for src in range(rows * cols):
+        for dst in range(rows * cols):
+            path = torus.path(src, dst)
+            assert path[0] == src and path[-1] == dst and len(path) - 1 == lengths[src][dst]
+            assert all(torus.graph.has_edge(u, v) for u, v in zip(path, path[1:]))
+            turned = [u // cols != v // cols for u, v in zip(path, path[1:])]  # a row change: a Y hop
+            assert turned == sorted(turned)  # every X hop comes before every Y hop
+
+
+LATENCIES = st.sampled_from([0.0, 1e-6, 2e-6])
+
+
+@st.composite
+def user_graphs(draw) -> nx.Graph:
+    """Connected graphs of 3-8 ranks, a few extra links and two named switches, latencies that tie."""
+    n = draw(st.integers(3, 8))
+    graph = nx.Graph()
+    for rank in range(1, n):  # a random spanning tree keeps it connected
+        graph.add_edge(rank, draw(st.integers(0, rank - 1)), latency=draw(LATENCIES), bandwidth=1e9)
+    for u, v in draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=2 * n)):
+        if u != v:
+            graph.add_edge(u, v, latency=draw(LATENCIES), bandwidth=1e9)
+    for name in ("sw-a", "sw-b"):
+        for rank in draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=3, unique=True)):
+            graph.add_edge(name, rank, latency=draw(LATENCIES), bandwidth=1e9)
+    return graph
+
+
+@settings(max_examples=40, deadline=None)
+@given(graph=user_graphs())
+def test_user_graph_route_is_the_smallest_best_path(graph):
+    """Against brute force: among all simple paths, fewest hops, then least latency, then the
+    smallest node sequence (ranks by number before named nodes)."""
+    user = topo._from_user_graph(graph, "random")
+
+    def cost(path):
+        return (len(path), round(sum(user.graph.edges[hop]["latency"] for hop in zip(path, path[1:])), 15))
+
+    for src in range(user.ranks):
+        for dst in range(user.ranks):
+            if src != dst:
+                paths = list(nx.all_simple_paths(user.graph, src, dst))
+                best = min(map(cost, paths))
+                expected = min((path for path in paths if cost(path) == best), key=lambda path: [topo._node_key(n) for n in path])
+                assert user.path(src, dst) == expected
 
 
 def test_torus_ring_all_reduce_no_link_carries_two_ring_flows():
