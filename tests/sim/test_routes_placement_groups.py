@@ -176,9 +176,10 @@ def test_round_robin_multiplies_nic_load_and_time(sharing):
     assert spread.time_s > 2 * block.time_s
 
 
-def test_hierarchical_follows_the_placement():
+@pytest.mark.parametrize("sharing", SHARING)
+def test_hierarchical_follows_the_placement(sharing):
     """The algorithm takes its nodes from node_ranks(), so relabelling ranks changes nothing."""
-    scenario = _two_level(algorithm="hierarchical", verify=True, sharing="fifo")
+    scenario = _two_level(algorithm="hierarchical", verify=True, sharing=sharing)
     block, spread = run_collective(scenario), run_collective(scenario.replace(placement="round_robin"))
     assert block.verified and spread.verified
     assert spread.time_s == pytest.approx(block.time_s, rel=1e-12)
