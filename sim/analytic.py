@@ -173,7 +173,7 @@ def _eager_race(s) -> str | None:
 
 
 def ow_for_ring(p: int, latency_s: float, bandwidth_Bps: float, call_overhead_s: float = 0.0) -> tuple[float, float]:
-    """(o, w) of ring all-reduce on switch(p): t(n) = o + n / w (DESIGN §4)."""
+    """(o, w) of ring all-reduce on switch(p): t(n) = o + n / w, as nccl-tests' algbw."""
     if p == 1:
         return call_overhead_s, math.inf
     return call_overhead_s + 2 * (p - 1) * latency_s, p * bandwidth_Bps / (2 * (p - 1))

@@ -1,6 +1,6 @@
 """Results as data: a tidy event table, summary numbers, CSV and Chrome trace export.
 
-One event schema serves simulated and measured runs (DESIGN §1):
+One event schema serves simulated and measured runs (rank, resource, kind, times, bytes and indices):
 
 =========  ===============================================================
 rank       the rank the event belongs to (sender for messages)
