@@ -25,7 +25,6 @@ class AlgorithmSpec:
     chunked: bool = False  # honours chunks > 1
     splits: bool = False  # cuts the buffer into per-rank pieces: size must be whole elements
     topology: str | None = None  # needs this topology (e.g. two_level)
-    divides: bool = False  # p equal blocks: size must be a multiple of ranks x element size
 
     def check(self, scenario: Any) -> None:
         p = scenario.ranks
@@ -43,11 +42,6 @@ class AlgorithmSpec:
                 f"size: {scenario.size_bytes} bytes is not a multiple of the element size "
                 f"({scenario.element_bytes} bytes); collectives move whole elements"
             )
-        if self.divides and scenario.size_bytes % (scenario.element_bytes * p):
-            raise CollsimError(
-                f"size: {self.op} sends p equal blocks; {scenario.size_bytes} bytes is not a multiple of "
-                f"{p} ranks x {scenario.element_bytes} bytes an element"
-            )
         if self.topology and scenario.topology != self.topology:
             raise CollsimError(f"algorithm {self.name} needs topology {self.topology}, got {scenario.topology}")
 
@@ -64,6 +58,7 @@ def register(op: str, name: str, **requirements: Any) -> Callable[[RankProgram],
 
 def _load() -> None:
     import sim.algorithms  # noqa: F401  (registers every algorithm on import)
+    import sim.hardware.nccl_des  # noqa: F401  (nccl_ring: rings on NCCL's channels)
 
 
 OP_ORDER = ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "gather", "scatter", "barrier", "send_recv")

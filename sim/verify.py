@@ -9,8 +9,8 @@ Buffer conventions (n = scenario size, p = ranks, block r = piece r of ``split(n
   with all blocks.
 - reduce_scatter: every rank holds n bytes; rank r ends with block r of the sum.
 - send_recv: rank 0's n bytes end on rank p-1. barrier: no payload.
-- all_to_all: every rank holds n bytes as p equal blocks; rank r ends with block r of every
-  rank, in rank order.
+- all_to_all: every rank holds p blocks of n // p elements; rank r ends with block r of every
+  rank, in rank order (the n mod p trailing elements take no part).
 """
 
 from __future__ import annotations
@@ -70,8 +70,9 @@ def expected(call: Call) -> list[tuple[int, tuple[int, int], np.ndarray]]:
         return [(r, blocks[r], inputs[root][blocks[r][0] : blocks[r][1]]) for r in range(p)]
     if op == "send_recv":
         return [(p - 1, whole, inputs[0])]
-    if op == "all_to_all":  # rank r's block j is rank j's block r (p equal blocks)
-        return [(r, whole, np.concatenate([inputs[j][blocks[r][0] : blocks[r][1]] for j in range(p)])) for r in range(p)]
+    if op == "all_to_all":  # rank r's block j is rank j's block r (p blocks of n // p; the tail stays)
+        size = n // p
+        return [(r, (0, p * size), np.concatenate([inputs[j][r * size : (r + 1) * size] for j in range(p)])) for r in range(p)]
     return []
 
 

@@ -1,7 +1,8 @@
 """All-to-all (MoE token dispatch, expert parallelism): rank r's block j goes to rank j.
 
-Every rank holds n bytes as p equal blocks (n must split into p whole elements); afterwards
-rank r's block j is rank j's former block r. Costs on switch(p), b = n / p bytes a block,
+Every rank holds n bytes as p equal blocks of floor(n / p) elements; afterwards rank r's block
+j is rank j's former block r. The n mod p trailing elements (when p does not divide n) take no
+part and stay where they are, as nccl-tests rounds its count down to a multiple of p. Costs on switch(p), b = n / p bytes a block,
 after Thakur, Rabenseifner & Gropp (2005):
 
 - ``pairwise`` (exchange): p - 1 steps; in step s rank r sends its block for r + s and receives
@@ -28,10 +29,11 @@ from sim.registry import register
 
 
 def _block(call: Call, index: int) -> tuple[int, int, int]:
-    return call.pieces(call.ranks)[index]
+    size = call.elements // call.ranks
+    return (index * size, (index + 1) * size, size * call.element_bytes)
 
 
-@register("all_to_all", "pairwise", splits=True, divides=True)
+@register("all_to_all", "pairwise", splits=True)
 def pairwise_all_to_all(net: Network, rank: int, call: Call) -> Generator:
     p = call.ranks
     mine = call.take(rank)  # the blocks to send: snapshot before any arrives
@@ -47,7 +49,7 @@ def pairwise_all_to_all(net: Network, rank: int, call: Call) -> Generator:
             yield sent
 
 
-@register("all_to_all", "direct", splits=True, divides=True)
+@register("all_to_all", "direct", splits=True)
 def direct_all_to_all(net: Network, rank: int, call: Call) -> Generator:
     p = call.ranks
     mine = call.take(rank)
@@ -65,13 +67,13 @@ def direct_all_to_all(net: Network, rank: int, call: Call) -> Generator:
             yield sent
 
 
-@register("all_to_all", "bruck", splits=True, divides=True)
+@register("all_to_all", "bruck", splits=True)
 def bruck_all_to_all(net: Network, rank: int, call: Call) -> Generator:
     p = call.ranks
     size = call.elements // p  # elements a block
     verify = call.buffers is not None
     # slot i holds the block that (after the steps) belongs to rank - i; start: my block for rank + i
-    slots = np.roll(call.buffers[rank].reshape(p, size), -rank, axis=0).copy() if verify else None
+    slots = np.roll(call.buffers[rank][: p * size].reshape(p, size), -rank, axis=0).copy() if verify else None
     distance, step = 1, 0
     while distance < p:
         indices = [i for i in range(p) if i & distance]
@@ -86,4 +88,4 @@ def bruck_all_to_all(net: Network, rank: int, call: Call) -> Generator:
         step += 1
     if verify:
         # slot i now holds rank (rank - i)'s block for me: it goes to position (rank - i) mod p
-        call.buffers[rank][:] = slots[(rank - np.arange(p)) % p].reshape(-1)
+        call.buffers[rank][: p * size] = slots[(rank - np.arange(p)) % p].reshape(-1)

@@ -11,7 +11,12 @@ import click
 from sim.errors import CollsimError
 from sim.hardware.presets import list_presets, load_preset, scenario_fields
 
-_SHORT = {"bandwidth_Bps": "bandwidth", "latency_s": "latency", "intra_bandwidth_Bps": "intra_bandwidth", "intra_latency_s": "intra_latency"}
+_SHORT = {
+    "bandwidth_Bps": "bandwidth",
+    "latency_s": "latency",
+    "intra_bandwidth_Bps": "intra_bandwidth",
+    "intra_latency_s": "intra_latency",
+}
 
 
 @click.group("hardware")
@@ -67,6 +72,8 @@ def apply_hardware(data: dict[str, Any]) -> None:
     """Fill a collective scenario mapping from ``hardware`` and ``nodes`` (values given win)."""
     name, nodes = data.get("hardware"), data.pop("nodes", None)
     if name is None:
+        if nodes is None:  # a scenario file's "hardware: null"
+            return
         raise CollsimError("--nodes needs --hardware NAME (collsim hardware list)")
     nodes = 1 if nodes is None else int(nodes)
     fields = scenario_fields(name, nodes)
@@ -78,6 +85,25 @@ def apply_hardware(data: dict[str, Any]) -> None:
     for key, value in fields.items():
         if key not in data and _SHORT.get(key) not in data:
             data[key] = value
+    if "algorithm" not in data and "op" in data:
+        _nccl_pick(data, name, nodes)
+
+
+def _nccl_pick(data: dict[str, Any], name: str, nodes: int) -> None:
+    """No --algorithm: run what NCCL would pick (Ring on its channels, or Tree)."""
+    from sim.hardware.nccl_des import scenario_for_pick
+    from sim.units import parse_size
+
+    size = data.get("size_bytes", data.get("size", 0))
+    size_bytes = size if isinstance(size, int) else parse_size(size, "--size")
+    if load_preset(name).nccl is None or data["op"] not in ("all_reduce", "all_gather", "reduce_scatter"):
+        return  # "missing --algorithm" follows
+    scenario, why = scenario_for_pick(name, nodes, data["op"], size_bytes)
+    if scenario is None:
+        raise CollsimError(f"--algorithm: {why}; give --algorithm (e.g. ring, hierarchical) to simulate another one")
+    data["algorithm"] = scenario.algorithm
+    if "chunks" not in data:
+        data["chunks"] = scenario.chunks
 
 
 def echo_nccl(data: dict[str, Any], as_json: bool) -> None:
@@ -104,5 +130,7 @@ def echo_nccl(data: dict[str, Any], as_json: bool) -> None:
     ]
     if result["busbw_GBps"] is not None:
         lines.append(f"  algbw / busbw    {result['algbw_GBps']:.4g} / {result['busbw_GBps']:.4g} GB/s")
-    lines.append("  candidates       " + ", ".join(f"{c['algorithm']}/{c['protocol']} {format_time(c['time_s'])}" for c in result["candidates"]))
+    lines.append(
+        "  candidates       " + ", ".join(f"{c['algorithm']}/{c['protocol']} {format_time(c['time_s'])}" for c in result["candidates"])
+    )
     click.echo("\n".join(lines))

@@ -124,7 +124,7 @@ def tune(system: NcclSystem, nodes: int, gpus_per_node: int) -> Tables:
                     if not _considered_proto(system, func, algo, proto, nodes, ranks):
                         continue
                     bandwidths[func][algo][proto] = _bandwidth(system, graphs, func, algo, proto, nodes, ranks)
-                    latencies[func][algo][proto] = _latency(system, graphs, func, algo, proto, nodes, ranks)
+                    latencies[func][algo][proto] = _latency(system, func, algo, proto, nodes, ranks)
         _disable(system, graphs, bandwidths, nodes, ranks)
     ring, tree = graphs[RING], graphs[TREE]
     channels = min(ring.n_channels, tree.n_channels) if ring and tree else (ring or tree).n_channels
@@ -237,8 +237,7 @@ def _net_overhead(system: NcclSystem) -> float:
     return 2.0 if system.cpu_vendor == "amd" else 1.0  # getNetOverhead, x86
 
 
-def _latency(system: NcclSystem, graphs: list, func: int, algo: int, proto: int, nodes: int, ranks: int) -> float:
-    graph = graphs[algo]
+def _latency(system: NcclSystem, func: int, algo: int, proto: int, nodes: int, ranks: int) -> float:
     name = FUNCTIONS[func]
     intra_hw = NVLINK if system.type_intra == "NVL" else PCI
     hw = intra_hw if nodes == 1 else NET
@@ -291,7 +290,9 @@ def _disable(system: NcclSystem, graphs: list, bandwidths: list, nodes: int, ran
                 (nodes == 1 and algo == NVLS_TREE)
                 or (not system.collnet and (algo in (COLLNET_DIRECT, COLLNET_CHAIN) or (algo == NVLS and nodes > 1)))
                 or (not system.nvswitch and algo == COLLNET_DIRECT)
-                or (algo in (NVLS, NVLS_TREE) and (not system.nvls or (FUNCTIONS[func] != "all_reduce" and ranks // nodes > MAX_NVLS_ARITY)))
+                or (
+                    algo in (NVLS, NVLS_TREE) and (not system.nvls or (FUNCTIONS[func] != "all_reduce" and ranks // nodes > MAX_NVLS_ARITY))
+                )
             )
             for proto in range(3):
                 if off or (proto == LL128 and not _ll128(system, graphs[algo], cc)):
@@ -330,7 +331,9 @@ def predict(hardware: str | Preset, nodes: int, op: str, size_bytes: int) -> Pre
     preset = hardware if isinstance(hardware, Preset) else load_preset(hardware)
     preset.check_nodes(nodes)
     if preset.nccl is None:
-        raise CollsimError(f"--model nccl: hardware {preset.name} runs gloo, not NCCL; pick a GPU preset (dgx-a100, dgx-h100, hgx-h100-nvls, pcie-gen4-8gpu)")
+        raise CollsimError(
+            f"--model nccl: hardware {preset.name} runs gloo, not NCCL; pick a GPU preset (dgx-a100, dgx-h100, hgx-h100-nvls, pcie-gen4-8gpu)"
+        )
     if op not in FUNCTIONS:
         raise CollsimError(f"--model nccl: op {op!r} has no NCCL tuning model; allowed: {', '.join(FUNCTIONS)}")
     if size_bytes < 0:
@@ -349,7 +352,9 @@ def predict(hardware: str | Preset, nodes: int, op: str, size_bytes: int) -> Pre
     best = min(candidates, key=lambda c: c.time_s)  # min keeps the first of equals, as NCCL's strict <
     algbw = size_bytes / best.time_s / 1e9 if best.time_s > 0 else None
     busbw = algbw * _busbw_factor(op, ranks) if algbw is not None else None
-    return Prediction(preset.name, nodes, ranks, op, size_bytes, best.algorithm, best.protocol, best.time_s, algbw, busbw, tuple(candidates))
+    return Prediction(
+        preset.name, nodes, ranks, op, size_bytes, best.algorithm, best.protocol, best.time_s, algbw, busbw, tuple(candidates)
+    )
 
 
 def _busbw_factor(op: str, ranks: int) -> float:
@@ -360,14 +365,14 @@ def _busbw_factor(op: str, ranks: int) -> float:
     return 1.0
 
 
-_TABLES: dict[tuple[str, int], Tables] = {}
+_TABLES: dict[tuple[int, int], tuple[Preset, Tables]] = {}  # (id(preset), nodes); the preset kept alive
 
 
 def _tables(preset: Preset, nodes: int) -> Tables:
-    key = (preset.name, nodes)
+    key = (id(preset), nodes)
     if key not in _TABLES:
-        _TABLES[key] = tune(preset.nccl, nodes, preset.gpus_per_node)
-    return _TABLES[key]
+        _TABLES[key] = (preset, tune(preset.nccl, nodes, preset.gpus_per_node))
+    return _TABLES[key][1]
 
 
 def crossover(hardware: str, nodes: int, op: str, sizes: list[int]) -> list[Prediction]:

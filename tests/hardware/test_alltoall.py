@@ -3,7 +3,6 @@
 import pytest
 
 from sim.analytic import busbw_factor
-from sim.errors import CollsimError
 from sim.runner import run_collective
 from sim.scenario import CollectiveScenario
 
@@ -35,7 +34,13 @@ def test_bruck_beats_pairwise_on_small_blocks_and_loses_on_large():
     assert small["bruck"] < small["pairwise"] and large["bruck"] > large["pairwise"]
 
 
-def test_size_must_split_into_p_blocks_and_busbw_factor():
-    with pytest.raises(CollsimError, match="p equal blocks"):
-        _scenario("pairwise", 3, size_bytes=4 * 4)
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_uneven_sizes_exchange_whole_blocks_and_keep_the_tail(algorithm):
+    result = run_collective(_scenario(algorithm, 5, size_bytes=4 * 23, verify=True))  # 4 elements a block, 3 stay
+    assert result.verified
+    if algorithm != "bruck":  # 5 ranks x 4 peers x one block of 4 elements
+        assert result.network.bytes_sent == 5 * 4 * 4 * 4
+
+
+def test_busbw_factor():
     assert busbw_factor("all_to_all", 8) == pytest.approx(7 / 8)

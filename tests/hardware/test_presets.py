@@ -59,7 +59,9 @@ def _cli(*args):
 
 
 def test_done_when_command_prints_nccl_pick():
-    result = _cli("sim", "collective", "--hardware", "dgx-h100", "--nodes", "2", "--op", "all_reduce", "--size", "1GiB", "--model", "nccl", "--json")
+    result = _cli(
+        "sim", "collective", "--hardware", "dgx-h100", "--nodes", "2", "--op", "all_reduce", "--size", "1GiB", "--model", "nccl", "--json"
+    )
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert (data["nccl_algorithm"], data["nccl_protocol"]) == ("Ring", "Simple")
@@ -74,7 +76,9 @@ def test_hardware_list_show_and_errors():
     assert "source:" in shown.stdout and "AMD EPYC 7742" in shown.stdout
     bad = _cli("hardware", "show", "dgx-z9")
     assert bad.returncode == 2 and bad.stderr.startswith("error: hardware: unknown preset 'dgx-z9'")
-    mismatch = _cli("sim", "collective", "--hardware", "dgx-h100", "--nodes", "2", "--ranks", "8", "--op", "all_reduce", "--algorithm", "ring")
+    mismatch = _cli(
+        "sim", "collective", "--hardware", "dgx-h100", "--nodes", "2", "--ranks", "8", "--op", "all_reduce", "--algorithm", "ring"
+    )
     assert mismatch.returncode == 2 and "gives 16 ranks" in mismatch.stderr and "Traceback" not in mismatch.stderr
     override = _cli("sim", "collective", "--hardware", "dgx-h100", "--op", "all_reduce", "--algorithm", "ring", "--size", "8MiB",
                     "--intra-bandwidth", "100GB/s", "--intra-latency", "0s", "--json")  # fmt: skip

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +109,7 @@ def load_preset(name: str) -> Preset:
     return _load(name)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(name: str) -> Preset:
     raw = yaml.safe_load((HERE / f"{name}.yaml").read_text())
     return parse_preset(raw, name)
@@ -130,7 +130,9 @@ def parse_preset(raw: Any, label: str) -> Preset:
         raise CollsimError(f"hardware preset {label}: intra_fabric must be one of {', '.join(FABRICS)}, got {fabric!r}")
     gpus, nics = int(raw["gpus_per_node"]), int(raw["nics_per_node"])
     if gpus < 1 or nics < 0 or (nics and gpus % nics and nics % gpus):
-        raise CollsimError(f"hardware preset {label}: need gpus_per_node >= 1 and NICs that divide or are divided by it, got {gpus}, {nics}")
+        raise CollsimError(
+            f"hardware preset {label}: need gpus_per_node >= 1 and NICs that divide or are divided by it, got {gpus}, {nics}"
+        )
     return Preset(
         name=str(raw["name"]),
         description=str(raw["description"]),

@@ -1,0 +1,116 @@
+"""The DES runs NCCL's pick: rings with NCCL's channels, built from the existing ring steps.
+
+``nccl_ring`` (all_reduce, all_gather, reduce_scatter) cuts the buffer into ``chunks`` channel
+slices (the ``chunks`` field carries NCCL's channel count here) and runs one ring per slice at
+once, as NCCL's channels do. Channel c orders each node's GPUs starting at local GPU c, so the
+ring leaves node n from GPU c - 1 and enters node n + 1 at GPU c: on rail topologies every
+channel crosses between nodes on its own NICs, as NCCL's rings on DGX machines do. Each ring
+runs the steps of :mod:`sim.algorithms.ring` (reduce-scatter and/or all-gather) on slice c of
+every rank's block, one chunk a piece (NCCL's per-protocol chunk pipelining inside a channel is not
+modelled; with the single-port model it changes only latency terms).
+
+:func:`scenario_for_pick` maps NCCL's choice to a scenario: Ring -> ``nccl_ring`` with the ring
+graph's channels; Tree -> ``double_binary_tree`` (one channel); NVLS, NVLSTree, CollNet and PAT
+have no DES counterpart yet (in-switch reductions), and the reason says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+
+from sim.call import Call
+from sim.network import Network
+from sim.registry import register
+
+_TAG = 1000  # channel c uses tag _TAG + c: its messages never match another channel's
+
+
+def channel_ring(ranks: int, gpus_per_node: int, channel: int) -> list[int]:
+    """Channel ``channel``'s ring: every node's GPUs from local GPU ``channel``, node after node."""
+    gpus = gpus_per_node if gpus_per_node and ranks % gpus_per_node == 0 else ranks
+    order = []
+    for node in range(ranks // gpus):
+        order += [node * gpus + (channel + i) % gpus for i in range(gpus)]
+    return order
+
+
+def _piece(call: Call, rank: int, channel: int) -> tuple[int, int, int]:
+    """Channel ``channel``'s slice of rank ``rank``'s block: rank r owns block r in every channel,
+    as the collectives' definitions (sim.verify) say."""
+    return call.pieces(call.chunks, call.pieces(call.ranks)[rank])[channel]
+
+
+def _channel(net: Network, rank: int, call: Call, channel: int, phases: tuple[str, ...]) -> Generator:
+    """One channel's ring: reduce-scatter and/or all-gather steps as in sim.algorithms.ring, with
+    member i owning the slice of rank group[i]."""
+    group = channel_ring(call.ranks, net.topology.gpus_per_node, channel)
+    m = len(group)
+    if m == 1:
+        return
+    i = group.index(rank)
+    right, left = group[(i + 1) % m], group[(i - 1) % m]
+    tag, step = _TAG + channel, 0
+    verify = call.buffers is not None
+    if "reduce_scatter" in phases:
+        piece = _piece(call, group[(i - 1) % m], channel)
+        net.send(rank, right, piece[2], call.take(rank, piece), step, channel, tag)
+        for hop in range(m - 1):
+            piece = _piece(call, group[(i - hop - 2) % m], channel)
+            payload = yield net.recv(left, rank, tag)
+            combine = net.reduce(rank, piece[2], step + hop, channel)
+            if combine is not None:
+                yield combine
+            if verify:
+                call.add(rank, payload, piece)
+            if hop < m - 2:
+                net.send(rank, right, piece[2], call.take(rank, piece) if verify else None, step + hop + 1, channel, tag)
+        step = m - 1
+    if "all_gather" in phases:
+        piece = _piece(call, rank, channel)
+        net.send(rank, right, piece[2], call.take(rank, piece), step, channel, tag)
+        for hop in range(m - 1):
+            piece = _piece(call, group[(i - hop - 1) % m], channel)
+            payload = yield net.recv(left, rank, tag)
+            if verify:
+                call.put(rank, payload, piece)
+            if hop < m - 2:
+                net.send(rank, right, piece[2], payload, step + hop + 1, channel, tag)
+
+
+def _channels(net: Network, rank: int, call: Call, phases: tuple[str, ...]) -> Generator:
+    env = net.env
+    processes = [env.process(_channel(net, rank, call, channel, phases)) for channel in range(call.chunks)]
+    yield env.all_of(processes)
+
+
+@register("all_reduce", "nccl_ring", chunked=True, splits=True)
+def nccl_ring_all_reduce(net: Network, rank: int, call: Call) -> Generator:
+    yield from _channels(net, rank, call, ("reduce_scatter", "all_gather"))
+
+
+@register("reduce_scatter", "nccl_ring", chunked=True, splits=True)
+def nccl_ring_reduce_scatter(net: Network, rank: int, call: Call) -> Generator:
+    yield from _channels(net, rank, call, ("reduce_scatter",))
+
+
+@register("all_gather", "nccl_ring", chunked=True, splits=True)
+def nccl_ring_all_gather(net: Network, rank: int, call: Call) -> Generator:
+    yield from _channels(net, rank, call, ("all_gather",))
+
+
+def scenario_for_pick(hardware: str, nodes: int, op: str, size_bytes: int, **fields):
+    """(scenario, None) running NCCL's pick in the DES, or (None, reason) where there is no
+    counterpart. ``fields`` override scenario fields (sharing, eager_limit, ...)."""
+    from sim.hardware.nccl_model import predict
+    from sim.hardware.presets import load_preset, scenario_fields
+    from sim.scenario import CollectiveScenario
+
+    preset = load_preset(hardware)
+    pick = predict(preset, nodes, op, size_bytes)
+    base = {**scenario_fields(hardware, nodes), "op": op, "size_bytes": size_bytes, **fields}
+    if pick.nccl_algorithm == "Ring" and op in ("all_reduce", "all_gather", "reduce_scatter"):
+        channels = preset.nccl.graph("ring", nodes).n_channels
+        return CollectiveScenario.from_dict({**base, "algorithm": "nccl_ring", "chunks": channels}), None
+    if pick.nccl_algorithm == "Tree" and op == "all_reduce":
+        return CollectiveScenario.from_dict({**base, "algorithm": "double_binary_tree"}), None
+    return None, f"NCCL picks {pick.nccl_algorithm}/{pick.nccl_protocol} for {op}; the DES has no {pick.nccl_algorithm} counterpart yet"
