@@ -357,7 +357,7 @@ def compute_slowdown(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def fit_bucket_overhead(steps: list[dict[str, Any]], replicates: int = 400, seed: int = 0) -> dict[str, Any] | None:
-    """Fit ``overhead(n_b) = n_b o + s / (n_b w)`` (DESIGN §5) to the bucketed steps' measured
+    """Fit ``overhead(n_b) = n_b o + s / (n_b w)`` (sim.overhead) to the bucketed steps' measured
     overhead (step minus the paired no-comm step, median per config) against their bucket count.
 
     o and 1/w are bounded to be >= 0 (``bounded_lstsq``); 95% intervals come from a bootstrap over

@@ -24,7 +24,9 @@ def _plotly() -> Any:
     try:
         import plotly.graph_objects as go
     except ImportError:
-        raise CollsimError("the HTML report needs plotly: pip install 'collsim[webapp]' (summary.json and calibration.yaml need nothing more)") from None
+        raise CollsimError(
+            "the HTML report needs plotly: pip install 'collsim[webapp]' (summary.json and calibration.yaml need nothing more)"
+        ) from None
     return go
 
 
@@ -103,10 +105,19 @@ def ddp_figures(document: dict[str, Any]) -> list[Any]:
         base = min(row["simulated_step_s"] for row in sim_rows) - min(row["overhead_s"] for row in bucketed)
         overhead.add_scatter(x=[row["bucket_bytes"] for row in sim_rows], y=[(row["simulated_step_s"] - base) * 1e3 for row in sim_rows], mode="lines",
                              name="simulator step time (shifted to the measured minimum)", line={"dash": "dot"})  # fmt: skip
-    for name, key, color in (("best measured", "best_measured_bytes", "black"), ("sqrt(s w o)", "best_formula_bytes", "green"), ("simulator best", "best_sim_bytes", "purple")):
+    for name, key, color in (
+        ("best measured", "best_measured_bytes", "black"),
+        ("sqrt(s w o)", "best_formula_bytes", "green"),
+        ("simulator best", "best_sim_bytes", "purple"),
+    ):
         if ddp.get(key):
             overhead.add_vline(x=ddp[key], line={"color": color, "dash": "dot"}, annotation_text=name)
-    overhead.update_layout(title="DDP overhead vs bucket cap", xaxis={"type": "log", "title": "bucket cap (bytes)"}, yaxis={"title": "overhead (ms)"}, height=420)
+    overhead.update_layout(
+        title="DDP overhead vs bucket cap",
+        xaxis={"type": "log", "title": "bucket cap (bytes)"},
+        yaxis={"title": "overhead (ms)"},
+        height=420,
+    )
     steps = go.Figure()
     labels = [row["config"] for row in configs]
     steps.add_bar(x=labels, y=[row["step_s"] * 1e3 for row in configs], name="measured step (median over launches)",
@@ -135,10 +146,13 @@ def tables(document: dict[str, Any]) -> str:
                   [[f["op"], f["world_size"], _num(f["o_s"], 1e6), f"[{_num(f['o_low_s'], 1e6)}, {_num(f['o_high_s'], 1e6)}]", _num(f["w_Bps"], 1e-9),
                     f"[{_num(f['w_low_Bps'], 1e-9)}, {_num(f['w_high_Bps'], 1e-9)}]"] for f in document["fits"]])  # fmt: skip
     links = _table(["op", "algorithm", "world sizes", "o_call (us)", "a (us)", "B (GB/s)", "gamma (GB/s)", "not identifiable", "rms rel. residual (in-sample)"],
-                   [[m["op"], m["algorithm"], m["world_sizes"], _num(m["o_call_s"], 1e6), _num(m["latency_s"], 1e6),
-                     _num(1 / m["inverse_bandwidth_s_per_B"] / 1e9 if m["inverse_bandwidth_s_per_B"] else None), _num(1 / m["inverse_reduce_bandwidth_s_per_B"] / 1e9 if m["inverse_reduce_bandwidth_s_per_B"] else None),
+                   [[m["op"], m["algorithm"], m["world_sizes"], _link(m, "o_call_s", 1e6), _link(m, "latency_s", 1e6),
+                     _link(m, "inverse_bandwidth_s_per_B", inverse=True), _link(m, "inverse_reduce_bandwidth_s_per_B", inverse=True),
                      ", ".join(m["not_identifiable"]) or "-", f"{m['rms_relative_residual']:.1%}"] for m in document["link_models"]])  # fmt: skip
-    target_rows = [[t["target"], {True: "met", False: "NOT met", None: "not measured"}[t["met"]], json.dumps(t["value"], default=str)] for t in document["targets"]]
+    target_rows = [
+        [t["target"], {True: "met", False: "NOT met", None: "not measured"}[t["met"]], json.dumps(t["value"], default=str)]
+        for t in document["targets"]
+    ]
     ddp, detail = document["ddp"], document.get("ddp_detail") or {}
     ddp_rows = [
         ["o from DDP overhead fit (in-sample)", _num(ddp.get("fitted_o_s"), 1e3) + " ms", "o from the all-reduce bench", _num(detail.get("bench_o_s"), 1e3) + " ms"],
@@ -147,7 +161,11 @@ def tables(document: dict[str, Any]) -> str:
         ["best cap simulated", _size(ddp.get("best_sim_bytes")), "b* with bench o, w", _size(detail.get("best_formula_bytes_from_bench"))],
     ]  # fmt: skip
     slowdown = detail.get("backward_slowdown") or {}
-    slow_rows = [[config, f"{row['median']:.2f}x", f"[{row['p10']:.2f}, {row['p90']:.2f}]", row["rounds"]] for config, row in sorted(slowdown.items()) if config != "none"]
+    slow_rows = [
+        [config, f"{row['median']:.2f}x", f"[{row['p10']:.2f}, {row['p90']:.2f}]", row["rounds"]]
+        for config, row in sorted(slowdown.items())
+        if config != "none"
+    ]
     return (
         "<h2>Targets</h2>" + _table(["target", "verdict", "figures"], target_rows)
         + "<h2>Fits: t(n) = o + n/w per op and world size (bounded o, w &ge; 0; 95% bootstrap intervals; in-sample)</h2>" + fits
@@ -155,6 +173,16 @@ def tables(document: dict[str, Any]) -> str:
         + "<h2>DDP: overhead formula n_b o + s/(n_b w)</h2>" + _table(["", "", "", ""], ddp_rows)
         + "<h3>Backward slowdown with communication beside it (median over rounds, p10-p90)</h3>" + _table(["config", "median", "p10-p90", "rounds"], slow_rows)
     )  # fmt: skip
+
+
+def _link(model: dict[str, Any], name: str, scale: float = 1.0, inverse: bool = False) -> str:
+    """A link-model constant: 'not identifiable' where the points cannot fix it; B and gamma as GB/s."""
+    if name in model["not_identifiable"]:
+        return "not identifiable"
+    value = model[name]
+    if inverse:
+        return _num(1 / value / 1e9) if value else "inf"
+    return _num(value, scale)
 
 
 def _size(value: Any) -> str:
@@ -180,4 +208,6 @@ def write_report(document: dict[str, Any], path: Path, plotlyjs: str = "inline")
     )
     style = "<style>body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:2px 6px}</style>"
     body = head + "".join(f"<div>{part}</div>" for part in parts) + tables(document)
-    path.write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>collsim validate</title>{style}</head><body>{body}</body></html>")
+    path.write_text(
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>collsim validate</title>{style}</head><body>{body}</body></html>"
+    )

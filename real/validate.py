@@ -57,7 +57,18 @@ BACKEND_ALGORITHMS = {
 }  # fmt: skip
 NCCL_CHUNK_BYTES = 128 * 1024  # pipelined-chain chunk for NCCL broadcast (an approximation)
 
-COLLECTIVE_KEYS = ("op", "world_size", "size_bytes", "measured_s", "spread_low_s", "spread_high_s", "predicted_s", "error", "within_spread", "held_out")
+COLLECTIVE_KEYS = (
+    "op",
+    "world_size",
+    "size_bytes",
+    "measured_s",
+    "spread_low_s",
+    "spread_high_s",
+    "predicted_s",
+    "error",
+    "within_spread",
+    "held_out",
+)
 FIT_KEYS = ("op", "world_size", "o_s", "o_low_s", "o_high_s", "w_Bps", "w_low_Bps", "w_high_Bps")
 DDP_KEYS = ("bucket_bytes", "overhead_s", "fitted_o_s", "fitted_w_Bps", "best_measured_bytes", "best_formula_bytes", "best_sim_bytes")
 SUMMARY_KEYS = {"collectives": COLLECTIVE_KEYS, "fits": FIT_KEYS, "ddp": DDP_KEYS}
@@ -153,7 +164,19 @@ def measure(plan: Plan, store: Any, config_for: Callable[[int], Any], meta: dict
             for launch in range(plan.ddp_launches):
                 run_meta = _new_run(store, "ddp", {**meta, "model": plan.model}, world_size, launch, new_run_id(), measured)
                 sink = _ddp_sink(store, run_meta, measured, tick)
-                _finish(store, run_meta, run_ddp_bench, plan.model, plan.ddp_configs(), config, run_meta, plan.ddp_rounds, plan.ddp_warmup, 0, sink)
+                _finish(
+                    store,
+                    run_meta,
+                    run_ddp_bench,
+                    plan.model,
+                    plan.ddp_configs(),
+                    config,
+                    run_meta,
+                    plan.ddp_rounds,
+                    plan.ddp_warmup,
+                    0,
+                    sink,
+                )
     except KeyboardInterrupt:
         measured.interrupted = True
     measured.seconds = time.monotonic() - started
@@ -229,11 +252,18 @@ def points(rows: Iterable[dict[str, Any]]) -> dict[tuple[str, int, int], dict[st
     table = {}
     for key, per_launch in sorted(by_point.items()):
         values = list(per_launch.values())
-        table[key] = {"per_launch": per_launch, "measured_s": statistics.median(values), "spread_low_s": min(values), "spread_high_s": max(values)}
+        table[key] = {
+            "per_launch": per_launch,
+            "measured_s": statistics.median(values),
+            "spread_low_s": min(values),
+            "spread_high_s": max(values),
+        }
     return table
 
 
-def _row(op: str, world_size: int, size: int, point: dict[str, Any], predicted: float, held_out: str, error: float | None = None) -> dict[str, Any]:
+def _row(
+    op: str, world_size: int, size: int, point: dict[str, Any], predicted: float, held_out: str, error: float | None = None
+) -> dict[str, Any]:
     measured = point["measured_s"]
     return {
         "op": op, "world_size": world_size, "size_bytes": size, "measured_s": measured, "spread_low_s": point["spread_low_s"],
@@ -321,7 +351,9 @@ def fit_link_model(rows: list[dict[str, Any]], backend: str) -> dict[str, Any]:
     kept: list[int] = []
     for column in (0, 2, 1, 3):  # o, b first: they are always there
         trial = kept + [column]
-        if np.linalg.norm(scaled[:, column]) > 0 and np.linalg.matrix_rank(scaled[:, trial] / np.linalg.norm(scaled[:, trial], axis=0), tol=1e-8) == len(trial):
+        if np.linalg.norm(scaled[:, column]) > 0 and np.linalg.matrix_rank(
+            scaled[:, trial] / np.linalg.norm(scaled[:, trial], axis=0), tol=1e-8
+        ) == len(trial):
             kept = trial
     coefficients = np.zeros(4)
     coefficients[kept] = bounded_lstsq(scaled[:, kept], np.ones_like(times))
@@ -360,7 +392,11 @@ def noise(rows: list[dict[str, Any]]) -> dict[str, Any]:
             calls += times.size
             stalls += int(np.sum(times > 3 * np.median(times)))
     spreads = [(p["spread_high_s"] - p["spread_low_s"]) / p["measured_s"] for p in points(rows).values() if len(p["per_launch"]) >= 2]
-    large = [(p["spread_high_s"] - p["spread_low_s"]) / p["measured_s"] for (_, _, n), p in points(rows).items() if n >= MiB and len(p["per_launch"]) >= 2]
+    large = [
+        (p["spread_high_s"] - p["spread_low_s"]) / p["measured_s"]
+        for (_, _, n), p in points(rows).items()
+        if n >= MiB and len(p["per_launch"]) >= 2
+    ]
     return {
         "calls": calls, "stall_rate": stalls / calls if calls else None,
         "median_launch_spread": statistics.median(spreads) if spreads else None,
@@ -439,7 +475,9 @@ def _per_config(steps: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return table
 
 
-def _simulate_configs(per_config: dict[str, dict[str, Any]], profiles: list[dict[str, Any]], bench_ow: tuple[float, float]) -> dict[str, float]:
+def _simulate_configs(
+    per_config: dict[str, dict[str, Any]], profiles: list[dict[str, Any]], bench_ow: tuple[float, float]
+) -> dict[str, float]:
     """sim.ddp step time per config, replaying the measured no-communication profile with bench (o, w)."""
     import tempfile
 
@@ -490,7 +528,9 @@ def analyse(collectives: list[dict[str, Any]], ddp_steps: list[dict[str, Any]], 
     links = [fit_link_model(members, backend) for op, members in sorted(by_op.items())]
     smallest = min((p for (_, p) in groups), default=None)
     bench = next((fit for fit in owfits if fit.key["op"] == "all_reduce" and fit.key["world_size"] == smallest), None)
-    ddp = ddp_analysis([s for s in ddp_steps if s.get("world_size") in (None, smallest)], profiles, (bench.o_s, bench.w_Bps) if bench else None)
+    ddp = ddp_analysis(
+        [s for s in ddp_steps if s.get("world_size") in (None, smallest)], profiles, (bench.o_s, bench.w_Bps) if bench else None
+    )
     summary = {"collectives": rows, "fits": fits, "ddp": ddp, "noise": noise(collectives), "link_models": links, "meta": meta or {}}
     summary["noise"]["sentence"] = resolution_sentence(summary["noise"], meta or {})
     summary["targets"] = targets(summary)
@@ -511,7 +551,9 @@ def targets(summary: dict[str, Any]) -> list[dict[str, Any]]:
     error = statistics.median(large) if large else None
     ddp = summary["ddp"] or {}
     extra = ddp.get("extra", {})
-    configs = [row for row in extra.get("configs", []) if row["strategy"] != "bucketed" or row["bucket_bytes"] == ddp.get("best_measured_bytes")]
+    configs = [
+        row for row in extra.get("configs", []) if row["strategy"] != "bucketed" or row["bucket_bytes"] == ddp.get("best_measured_bytes")
+    ]
     ranking_measured = [row["config"] for row in sorted(configs, key=lambda row: row["step_s"])]
     ranking_sim = [row["config"] for row in sorted(configs, key=lambda row: row.get("simulated_step_s") or math.inf)]
     steps = extra.get("grid_steps_best_measured_vs_sim")
@@ -556,7 +598,10 @@ def write_outputs(summary: dict[str, Any], out: Path, plotlyjs: str = "inline") 
     paths["summary"].write_text(json.dumps(document, indent=1))
     owfits = summary.get("_owfits", [])
     formula = (summary["ddp"] or {}).get("extra", {}).get("formula")
-    write_calibration(calibration(owfits, fit_alpha_beta(owfits), {"bucket_overhead": formula} if formula else {}, {"validate": str(out)}), str(paths["calibration"]))
+    write_calibration(
+        calibration(owfits, fit_alpha_beta(owfits), {"bucket_overhead": formula} if formula else {}, {"validate": str(out)}),
+        str(paths["calibration"]),
+    )
     write_report(document, paths["report"], plotlyjs)
     return paths
 
@@ -592,14 +637,18 @@ def format_text(document: dict[str, Any], paths: dict[str, Path], measured: Meas
     lines = []
     if measured is not None:
         state = "interrupted (Ctrl-C): analysed what was measured" if measured.interrupted else "done"
-        lines.append(f"# collsim validate {state} in {measured.seconds:.0f} s: {len(measured.collectives)} collective rows, {len(measured.ddp_steps)} DDP steps")
+        lines.append(
+            f"# collsim validate {state} in {measured.seconds:.0f} s: {len(measured.collectives)} collective rows, {len(measured.ddp_steps)} DDP steps"
+        )
     rows = document["collectives"]
     for kind in ("size", "launch", "world_size"):
         members = [row for row in rows if row["held_out"] == kind]
         if members:
             errors = sorted(abs(row["error"]) for row in members)
             within = sum(1 for row in members if row["within_spread"])
-            lines.append(f"# held out by {kind:<10}: {len(members)} points, median |error| {statistics.median(errors):.1%}, {within}/{len(members)} within the launch spread")
+            lines.append(
+                f"# held out by {kind:<10}: {len(members)} points, median |error| {statistics.median(errors):.1%}, {within}/{len(members)} within the launch spread"
+            )
     for target in document["targets"]:
         verdict = {True: "met", False: "NOT met", None: "not measured"}[target["met"]]
         lines.append(f"# target: {target['target']}: {verdict} ({json.dumps(target['value'], default=str)})")
@@ -607,7 +656,9 @@ def format_text(document: dict[str, Any], paths: dict[str, Path], measured: Meas
     if ddp.get("best_measured_bytes"):
         formula = format_size(ddp["best_formula_bytes"]) if ddp.get("best_formula_bytes") else "not identifiable"
         sim = format_size(ddp["best_sim_bytes"]) if ddp.get("best_sim_bytes") else "n/a"
-        lines.append(f"# best bucket cap: measured {format_size(ddp['best_measured_bytes'])}, formula sqrt(s w o) {formula}, simulator {sim}")
+        lines.append(
+            f"# best bucket cap: measured {format_size(ddp['best_measured_bytes'])}, formula sqrt(s w o) {formula}, simulator {sim}"
+        )
     lines.append(f"# {document['noise']['sentence']}")
     lines += [f"# wrote {path}" for path in paths.values()]
     return "\n".join(lines)
