@@ -79,14 +79,31 @@ def split_mapping(data: dict[str, Any], base: Path | None = None) -> tuple[dict[
     """(scenario fields, comparison keys) of a comparison mapping."""
     data = dict(data)
     extra = {key: data.pop(key) for key in COMPARE_KEYS if key in data}
+    _check_keys(data, extra.get("kind"))
     if base is not None and "calibration" in extra and not Path(str(extra["calibration"])).is_absolute():
         extra["calibration"] = str(base / str(extra["calibration"]))
     return data, extra
 
 
+def _check_keys(fields: dict[str, Any], kind: Any) -> None:
+    """A misspelt key (``rank: 2``) is an error naming the nearest valid one, not a run with 0 ranks."""
+    import dataclasses
+
+    from sim.scenario import CollectiveScenario, unknown_key
+
+    if kind == "ddp":
+        from sim.ddp import DDPScenario as cls
+    else:
+        cls = CollectiveScenario
+    names = {f.name for f in dataclasses.fields(cls)} | set(cls.ALIASES)
+    for key in fields:
+        if key not in names:
+            raise unknown_key(key, names | set(COMPARE_KEYS), "compare spec", "key")
+
+
 def split_file(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """(scenario fields, comparison keys) of a comparison file."""
-    return split_mapping(load_mapping(path), Path(path).parent)
+    return split_mapping(load_mapping(path, "compare spec"), Path(path).parent)
 
 
 def compare_mapping(

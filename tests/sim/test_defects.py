@@ -291,6 +291,16 @@ def test_item12_calibration_keys(tmp_path):
     assert_one_error_line(result, "'collectivs'", "did you mean 'collectives'")
 
 
+def test_item12_compare_spec_keys(tmp_path):
+    """Item 12: ``rank: 2`` in a compare spec compared "0 ranks"; now it names 'ranks'."""
+    pytest.importorskip("real.compare")
+    spec = (ROOT / "real" / "data" / "compare_all_reduce_gloo_2.yaml").read_text().replace("\nranks:", "\nrank:")
+    assert "\nrank: 2" in spec
+    path = tmp_path / "spec.yaml"
+    path.write_text(spec)
+    assert_one_error_line(invoke("compare", str(path)), "compare spec", "'rank'", "did you mean 'ranks'")
+
+
 @pytest.mark.parametrize(
     "args,kind",
     [
@@ -298,6 +308,7 @@ def test_item12_calibration_keys(tmp_path):
         (["sweep", "nope.yaml"], "sweep grid 'nope.yaml' not found"),
         (["sim", "ddp", "--profile", "nope.json", "--o", "50us", "--w", "10GB/s"], "profile file 'nope.json' not found"),
         ([*COLLECTIVE, "--scenario", "nope.yaml"], "scenario file 'nope.yaml' not found"),
+        (["compare", "nope.yaml"], "compare spec 'nope.yaml' not found"),
     ],
 )
 def test_item13_missing_files_are_named_by_kind(args, kind):
