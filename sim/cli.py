@@ -190,7 +190,7 @@ def collective(scenario_file: str | None, trace: str | None, csv_path: str | Non
     if "hardware" in data or "nodes" in data:
         from sim.hardware.cli import apply_hardware
 
-        apply_hardware(data)
+        apply_hardware(data, pick=model == "des")
     if model == "nccl":
         from sim.hardware.cli import echo_nccl
 

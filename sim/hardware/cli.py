@@ -68,8 +68,9 @@ def format_preset(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def apply_hardware(data: dict[str, Any]) -> None:
-    """Fill a collective scenario mapping from ``hardware`` and ``nodes`` (values given win)."""
+def apply_hardware(data: dict[str, Any], pick: bool = True) -> None:
+    """Fill a collective scenario mapping from ``hardware`` and ``nodes`` (values given win);
+    with ``pick`` and no algorithm, the algorithm NCCL would pick."""
     name, nodes = data.get("hardware"), data.pop("nodes", None)
     if name is None:
         if nodes is None:  # a scenario file's "hardware: null"
@@ -85,7 +86,7 @@ def apply_hardware(data: dict[str, Any]) -> None:
     for key, value in fields.items():
         if key not in data and _SHORT.get(key) not in data:
             data[key] = value
-    if "algorithm" not in data and "op" in data:
+    if pick and "algorithm" not in data and "op" in data:
         _nccl_pick(data, name, nodes)
 
 

@@ -84,3 +84,11 @@ def test_hardware_list_show_and_errors():
                     "--intra-bandwidth", "100GB/s", "--intra-latency", "0s", "--json")  # fmt: skip
     # 1 node, ring: 2 x 7 steps of 1 MiB at the overriding 100 GB/s
     assert json.loads(override.stdout)["time_s"] == pytest.approx(14 * 2**20 / 100e9, rel=1e-9)
+
+
+def test_model_nccl_reports_picks_the_des_cannot_run():
+    result = _cli("sim", "collective", "--hardware", "hgx-h100-nvls", "--op", "all_reduce", "--size", "8GiB", "--model", "nccl", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["nccl_algorithm"] == "NVLS"
+    des = _cli("sim", "collective", "--hardware", "hgx-h100-nvls", "--op", "all_reduce", "--size", "8GiB")
+    assert des.returncode == 2 and "no NVLS counterpart" in des.stderr
