@@ -77,3 +77,23 @@ def test_refusals():
         predict("dgx-h100", 1, "all_to_all", MiB)
     with pytest.raises(CollsimError, match="at most 1 node"):
         predict("pcie-gen4-8gpu", 2, "all_reduce", MiB)
+
+
+def test_pat_on_one_gpu_per_node():
+    """PAT needs one GPU a node: a made-up 1-GPU H100 node with two 20 GB/s channels."""
+    import yaml
+
+    from sim.hardware.presets import HERE, parse_preset
+
+    raw = yaml.safe_load((HERE / "dgx-h100.yaml").read_text())
+    raw.update(gpus_per_node=1, nics_per_node=1)
+    raw["nccl"]["graphs"] = {"ring": [2, 20.0, 20.0], "tree": [2, 20.0, 20.0]}
+    prediction = predict(parse_preset(raw, "one-gpu"), 4, "all_gather", MiB)
+    times = {(c.algorithm, c.protocol): c.time_s * 1e6 for c in prediction.candidates}
+    # PAT: 8 + log2(4) x (hwLat[NET][Tree][Simple] 14 / 3.5) + 4 ranks x 2.8 = 27.2 us; 2 x 20 x .75 = 30 GB/s
+    assert times["PAT", "Simple"] == pytest.approx(27.2 + MiB / 30000, rel=1e-9)
+    # Ring/LL128: min(40 x .92, 2 x 36.7) x 4/3; lat 14.0 + 3 inter steps x hwLat[NET][Tree][LL128] 8.5 (ppn 1)
+    assert times["Ring", "LL128"] == pytest.approx(39.5 + MiB / (1000 * 36.8 * 4 / 3), rel=1e-9)
+    # Ring/LL: min(llMaxBw[Intel][N4] 20.4, 40 x .5) x 4/3; lat 6.6 + 3 x 5.0
+    assert times["Ring", "LL"] == pytest.approx(21.6 + MiB / (1000 * 20 * 4 / 3), rel=1e-9)
+    assert (prediction.nccl_algorithm, prediction.nccl_protocol) == ("Ring", "LL128")
