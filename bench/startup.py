@@ -6,6 +6,7 @@ p90, max) and N. hyperfine does the same; it is not installed here.
 
     python bench/startup.py                 # 15 rounds
     python bench/startup.py --rounds 30 --json
+    git archive fb6c183 | tar -x -C /tmp/before && python bench/startup.py --root /tmp/before --root .
 
 Each run is a fresh ``python -m sim.cli ...`` process (the ``collsim`` script does the same
 work plus the console-script shim). Besides the wall time it prints the heavy modules each
@@ -62,27 +63,33 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--root", default=ROOT, help="a checkout to measure (e.g. an older commit unpacked by git archive)")
+    parser.add_argument(
+        "--root", action="append", default=None,
+        help="a checkout to measure (repeatable: e.g. an older commit unpacked by git archive; runs interleave)",
+    )  # fmt: skip
     options = parser.parse_args()
-    times: dict[str, list[float]] = {name: [] for name in COMMANDS}
-    for name, args in COMMANDS.items():
-        run_once(args, options.root)  # warm the file cache once
+    roots = options.root or [ROOT]
+    cases = [(root, name) for root in roots for name in COMMANDS]
+    times: dict[tuple[str, str], list[float]] = {case: [] for case in cases}
+    for root, name in cases:
+        run_once(COMMANDS[name], root)  # warm the file cache once
     for _ in range(options.rounds):
-        for name, args in COMMANDS.items():
-            times[name].append(run_once(args, options.root))
+        for root, name in cases:
+            times[(root, name)].append(run_once(COMMANDS[name], root))
     rows = []
-    for name, values in times.items():
+    for (root, name), values in times.items():
         rows.append({
-            "command": name, "n": len(values), "median_s": statistics.median(values),
+            "root": root, "command": name, "n": len(values), "median_s": statistics.median(values),
             "min_s": min(values), "p10_s": quantile(values, 0.1), "p90_s": quantile(values, 0.9),
-            "max_s": max(values), "imports": heavy_modules(COMMANDS[name], options.root),
+            "max_s": max(values), "imports": heavy_modules(COMMANDS[name], root),
         })  # fmt: skip
     if options.json:
         print(json.dumps(rows, indent=2))
         return
     for row in rows:
+        where = f"[{row['root']}] " if len(roots) > 1 else ""
         print(
-            f"{row['command']:<36} median {row['median_s'] * 1e3:6.0f} ms  "
+            f"{where}{row['command']:<36} median {row['median_s'] * 1e3:6.0f} ms  "
             f"[min {row['min_s'] * 1e3:.0f}, p10 {row['p10_s'] * 1e3:.0f}, p90 {row['p90_s'] * 1e3:.0f}, max {row['max_s'] * 1e3:.0f}] "
             f"n={row['n']}  imports: {', '.join(row['imports']) or '-'}"
         )
