@@ -113,13 +113,17 @@ def start_collective(scenario: CollectiveScenario, topology: topo.Topology | Non
         call.buffers = buffers
     delays = dict(s.stragglers)
     ends = [0.0] * s.ranks
+    fresh = call.inputs if buffers is None else None  # each repetition starts from the inputs
     per_rank, calls = group_programs(s, net) if s.groups else (None, None)  # rank -> (group's net view, local rank, call)
 
     def rank_main(rank: int) -> Generator:
         view, local, rank_call = per_rank[rank] if per_rank else (net, rank, call)
+        inputs = rank_call.inputs if per_rank else fresh
         if delays.get(rank):
             yield env.timeout(delays[rank])
-        for _ in range(s.repetitions):
+        for repetition in range(s.repetitions):
+            if repetition and inputs is not None:  # payloads are snapshots: nothing in flight aliases this
+                rank_call.buffers[local] = inputs[local].copy()
             if s.overhead_s:
                 yield env.timeout(s.overhead_s)
             yield from program(view, local, rank_call)
