@@ -305,11 +305,17 @@ def held_out_by_launch(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     launches = sorted({row.get("run_id") for row in rows})
     if len(launches) < 2:
         return []
-    fits = {launch: _fit([row for row in rows if row.get("run_id") != launch]) for launch in launches}
+    fits = {}
+    for launch in launches:  # a launch cut short by Ctrl-C may leave the others with too few sizes
+        others = [row for row in rows if row.get("run_id") != launch]
+        if len({row["size_bytes"] for row in others}) >= 2:
+            fits[launch] = _fit(others)
     result = []
     for (op, world_size, size), point in table.items():
-        predictions = {launch: fits[launch].predict(size) for launch in point["per_launch"]}
-        errors = [(predictions[launch] - value) / value for launch, value in point["per_launch"].items()]
+        predictions = {launch: fits[launch].predict(size) for launch in point["per_launch"] if launch in fits}
+        if not predictions:
+            continue
+        errors = [(predictions[launch] - value) / value for launch, value in point["per_launch"].items() if launch in predictions]
         result.append(_row(op, world_size, size, point, statistics.median(predictions.values()), "launch", statistics.median(errors)))
     return result
 

@@ -239,3 +239,56 @@ def test_validate_runs_for_real_and_writes_the_three_files(tmp_path):
     assert all(row["held_out"] in ("size", "launch") for row in document["collectives"])
     assert {row["op"] for row in document["fits"]} == {"all_reduce", "all_gather", "reduce_scatter", "broadcast"}
     assert "held out by size" in done.stdout
+
+
+def test_a_launch_cut_short_still_gives_launch_hold_outs():
+    rows = rows_for(lambda n: 1e-4 + n / 1e9, launches=("A", "B")) + rows_for(lambda n: 1e-4 + n / 1e9, launches=("C",), sizes=SIZES[:1])
+    result = held_out_by_launch(rows)
+    assert len(result) == len(SIZES) and all(row["error"] == pytest.approx(0, abs=1e-9) for row in result)
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_ctrl_c_keeps_what_was_measured_and_still_reports(tmp_path):
+    """SIGINT after the first launch: the run stops, the rows stay in the store, the three files
+    are written from them and say the run was interrupted."""
+    import signal
+    import sqlite3
+    import time
+
+    pytest.importorskip("torch")
+    out = tmp_path / "out"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sim.cli", "validate", "--ranks", "2", "--sizes", "4KiB:1MiB:x4", "--launches", "5", "--no-ddp",
+         "--plotlyjs", "cdn", "--out", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 200
+        while time.monotonic() < deadline and _rows(out / "results.sqlite") < 4 * 5 * 2:
+            time.sleep(0.5)
+        assert _rows(out / "results.sqlite") >= 4 * 5 * 2, "two launches not measured in time"
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, stderr
+    assert "interrupted" in stdout and "Traceback" not in stderr
+    document = load_validate(out)
+    assert document["meta"]["interrupted"] is True
+    assert {row["held_out"] for row in document["collectives"]} == {"size", "launch"}
+    statuses = [status for (status,) in sqlite3.connect(out / "results.sqlite").execute("SELECT status FROM runs")]
+    assert statuses.count("ok") >= 1 and "running" not in statuses
+
+
+def _rows(db) -> int:
+    import sqlite3
+
+    if not db.exists():
+        return 0
+    try:
+        return sqlite3.connect(db, timeout=5).execute("SELECT COUNT(*) FROM collectives").fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0
