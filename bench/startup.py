@@ -26,8 +26,21 @@ from pathlib import Path
 COMMANDS = {
     "collsim --help": ["--help"],
     "collsim sim collective ... --json": [
-        "sim", "collective", "--op", "all_reduce", "--algorithm", "ring", "--ranks", "8",
-        "--size", "1MiB", "--latency", "5us", "--bandwidth", "25GB/s", "--json",
+        "sim",
+        "collective",
+        "--op",
+        "all_reduce",
+        "--algorithm",
+        "ring",
+        "--ranks",
+        "8",
+        "--size",
+        "1MiB",
+        "--latency",
+        "5us",
+        "--bandwidth",
+        "25GB/s",
+        "--json",
     ],  # fmt: skip
 }
 HEAVY = ("networkx", "pandas", "yaml", "numpy", "scipy", "simpy", "torch", "dash", "plotly", "tqdm")

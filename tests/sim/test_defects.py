@@ -18,7 +18,6 @@ from click.testing import CliRunner
 
 from sim import analytic
 from sim.cli import cli
-from sim.collapsed import run as run_in_mode
 from sim.errors import CollsimError
 from sim.runner import run_collective
 from sim.scenario import CollectiveScenario
@@ -366,11 +365,15 @@ def _imported(code: str) -> set[str]:
 
 def test_item19_help_and_a_collective_import_only_what_they_need():
     """Item 19: ``collsim --help`` loads no numpy/networkx/yaml; a collective without files no yaml or pandas."""
-    help_modules = _imported("import sys; sys.argv = ['collsim', '--help']\nfrom sim.cli import cli\ntry:\n    cli()\nexcept SystemExit:\n    pass")
+    help_modules = _imported(
+        "import sys; sys.argv = ['collsim', '--help']\nfrom sim.cli import cli\ntry:\n    cli()\nexcept SystemExit:\n    pass"
+    )
     assert not help_modules & {"numpy", "networkx", "yaml", "pandas", "simpy", "torch", "dash", "plotly"}
     args = ["collsim", "sim", "collective", "--op", "all_reduce", "--algorithm", "ring", "--ranks", "8", "--size", "1MiB",
             "--latency", "5us", "--bandwidth", "25GB/s", "--json"]  # fmt: skip
-    collective_modules = _imported(f"import sys; sys.argv = {args!r}\nfrom sim.cli import cli\ntry:\n    cli()\nexcept SystemExit:\n    pass")
+    collective_modules = _imported(
+        f"import sys; sys.argv = {args!r}\nfrom sim.cli import cli\ntry:\n    cli()\nexcept SystemExit:\n    pass"
+    )
     assert "simpy" in collective_modules  # it did run
     assert not collective_modules & {"yaml", "pandas", "torch", "dash", "plotly", "scipy", "tqdm"}
     assert (ROOT / "bench" / "startup.py").is_file()
