@@ -24,8 +24,8 @@ def _lg(p: int) -> int:
     return (p - 1).bit_length()  # ceil(lg p)
 
 
-def _linear_reduce(p: int, n: float, a: float, b: float, g: float, k: int) -> float:
-    # arrivals every (a + n b) on the root's port; the root combines each on arrival
+def _linear_reduce_eager(p: int, n: float, a: float, b: float, g: float, k: int) -> float:
+    # eager fifo: arrivals every (a + n b) on the root's port; the root combines each on arrival
     return (a + n * b) + (p - 2) * max(a + n * b, n * g) + n * g
 
 
@@ -35,11 +35,11 @@ FORMS: dict[tuple[str, str], tuple[Form, bool]] = {
     ("broadcast", "binomial"): (lambda p, n, a, b, g, k: _lg(p) * (a + n * b), False),
     ("broadcast", "pipelined_chain"): (lambda p, n, a, b, g, k: (p - 2 + k) * (a + n * b / k), False),
     ("broadcast", "scatter_allgather"): (lambda p, n, a, b, g, k: (_lg(p) + p - 1) * a + 2 * (p - 1) / p * n * b, True),
-    ("reduce", "linear"): (_linear_reduce, False),
-    # exact for power-of-two p; otherwise the last partners' subtrees are smaller and the DES is faster
-    ("reduce", "binomial"): (lambda p, n, a, b, g, k: _lg(p) * (a + n * b + n * g), True),
+    # rendezvous: the root receives (a + n b) and combines (n g) from one rank after the other
+    ("reduce", "linear"): (lambda p, n, a, b, g, k: (p - 1) * (a + n * b + n * g), False),
+    ("reduce", "binomial"): (lambda p, n, a, b, g, k: _lg(p) * (a + n * b + n * g), False),
     ("reduce", "reduce_scatter_gather"): (lambda p, n, a, b, g, k: 2 * _lg(p) * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g, True),
-    ("all_reduce", "reduce_broadcast"): (lambda p, n, a, b, g, k: _lg(p) * (2 * a + 2 * n * b + n * g), True),
+    ("all_reduce", "reduce_broadcast"): (lambda p, n, a, b, g, k: _lg(p) * (2 * a + 2 * n * b + n * g), False),
     ("all_reduce", "ring"): (lambda p, n, a, b, g, k: 2 * (p - 1) * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g, False),
     ("all_reduce", "recursive_doubling"): (lambda p, n, a, b, g, k: _lg(p) * (a + n * b + n * g), True),
     ("all_reduce", "rabenseifner"): (lambda p, n, a, b, g, k: 2 * _lg(p) * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g, True),

@@ -89,7 +89,8 @@ def _ring_replay(s: CollectiveScenario) -> Timing | None:
     link or port, as on switch, ring and two_level topologies; None elsewhere.
 
     Rank j's i-th send is issued at the overhead (first k), or once it has handled receive i-k;
-    it starts when issued and its hop is free (the hop's previous message ended) and lasts
+    it starts when issued, its hop is free (the hop's previous message ended) and, above the
+    eager limit, rank j+1 has posted receive i (right after handling receive i-1), and lasts
     latency + bytes/bandwidth. Receive i of rank j is send i of rank j-1; handling it ends at
     max(previous handling, arrival) plus the reduction in the reduce-scatter half.
     """
@@ -122,7 +123,11 @@ def _ring_replay(s: CollectiveScenario) -> Timing | None:
             issue = handled[half - 1]
         else:
             issue = handled[i - k]
-        end = np.maximum(issue, end) + latency + nbytes * inverse_bandwidth
+        ready = np.maximum(issue, end)
+        if s.eager_limit_bytes < np.max(nbytes):  # rendezvous: rank j+1 posts receive i once it has handled i-1
+            posted = np.roll(handled[i - 1] if i else start_time, -1)
+            ready = np.where(nbytes > s.eager_limit_bytes, np.maximum(ready, posted), ready)
+        end = ready + latency + nbytes * inverse_bandwidth
         arrival, arrived_bytes = np.roll(end, 1), np.roll(nbytes, 1)  # rank j hears from j-1
         previous = handled[i - 1] if i else start_time
         done = np.maximum(previous, arrival)

@@ -14,7 +14,7 @@ from sim import topology as topo
 from sim.call import Call
 from sim.errors import DeadlockError
 from sim.groups import group_closed_form, group_programs, group_times
-from sim.network import Network
+from sim.network import Network, make_network
 from sim.registry import algorithm_spec
 from sim.results import CollectiveResult
 from sim.scenario import CollectiveScenario
@@ -106,7 +106,10 @@ def start_collective(scenario: CollectiveScenario, topology: topo.Topology | Non
     env = simpy.Environment()
     graph = topology or build_topology(s)
     max_events = {"full": None, "aggregate": 0, "auto": s.max_events}[s.record]
-    net = Network(env, graph, s.reduce_bandwidth_Bps, s.jitter_s, s.seed, max_events)
+    net = make_network(
+        env, graph, s.sharing, reduce_bandwidth_Bps=s.reduce_bandwidth_Bps, jitter_s=s.jitter_s, seed=s.seed,
+        max_events=max_events, eager_limit_bytes=s.eager_limit_bytes,
+    )
     program = algorithm_spec(s.op, s.algorithm).program
     call = make_call(s)
     if buffers is not None:

@@ -1,6 +1,7 @@
 """Butterfly algorithms (power-of-two ranks): recursive doubling and halving, Rabenseifner.
 
-Rank i exchanges with partner i XOR d. Recursive halving reduce-scatter on p = 8 halves the
+Rank i exchanges with partner i XOR d, as MPI_Sendrecv: a step ends when both its send and
+its receive have, so a rank never has two sends of its own in flight. Recursive halving reduce-scatter on p = 8 halves the
 range each step (d = 4, 2, 1), so rank i ends with block i::
 
     d=4: i keeps the half of blocks holding i, sends the other half (n/2) to i^4, combines
@@ -34,8 +35,9 @@ def recursive_halving_steps(net: Network, rank: int, call: Call, group: Sequence
         else:
             send, last = call.span(middle, last), middle
         keep = call.span(first, last)
-        net.send(rank, partner, send[2], call.take(rank, send), step)
+        sent = net.send(rank, partner, send[2], call.take(rank, send), step)
         payload = yield net.recv(partner, rank)
+        yield sent  # MPI_Sendrecv: the step ends when both directions have
         combine = net.reduce(rank, keep[2], step)
         if combine is not None:
             yield combine
@@ -53,8 +55,9 @@ def recursive_doubling_gather_steps(net: Network, rank: int, call: Call, group: 
         mine = (i // distance) * distance
         theirs = ((i ^ distance) // distance) * distance
         send, receive = call.span(mine, mine + distance), call.span(theirs, theirs + distance)
-        net.send(rank, group[i ^ distance], send[2], call.take(rank, send), step)
+        sent = net.send(rank, group[i ^ distance], send[2], call.take(rank, send), step)
         call.put(rank, (yield net.recv(group[i ^ distance], rank)), receive)
+        yield sent
         distance *= 2
         step += 1
 
@@ -75,8 +78,9 @@ def recursive_doubling_all_reduce(net: Network, rank: int, call: Call) -> Genera
     distance, step = 1, 0
     while distance < call.ranks:
         partner = rank ^ distance
-        net.send(rank, partner, call.size_bytes, call.take(rank), step)
+        sent = net.send(rank, partner, call.size_bytes, call.take(rank), step)
         payload = yield net.recv(partner, rank)
+        yield sent
         combine = net.reduce(rank, call.size_bytes, step)
         if combine is not None:
             yield combine

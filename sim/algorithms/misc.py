@@ -17,8 +17,9 @@ from sim.registry import register
 def dissemination_barrier(net: Network, rank: int, call: Call) -> Generator:
     p, distance, step = call.ranks, 1, 0
     while distance < p:
-        net.send(rank, (rank + distance) % p, 0, None, step)
+        sent = net.send(rank, (rank + distance) % p, 0, None, step)
         yield net.recv((rank - distance) % p, rank)
+        yield sent  # MPI_Sendrecv, as MPICH's dissemination barrier
         distance *= 2
         step += 1
 

@@ -31,10 +31,16 @@ def _chunked(call: Call, parts: int, within: Piece) -> list[tuple[Piece, ...]]:
         pieces = call.pieces(parts, within)
         if call.chunks == 1:
             cached = [(piece,) for piece in pieces]
-        else:
-            cached = [call.pieces(call.chunks, piece) for piece in pieces]
+        else:  # chunks beyond a piece's elements are not sent; an empty piece still sends one message
+            cached = [non_empty(call.pieces(call.chunks, piece)) for piece in pieces]
         call._pieces[key] = cached
     return cached
+
+
+def non_empty(chunks: tuple[Piece, ...]) -> tuple[Piece, ...]:
+    """The chunks that hold elements, or the first (empty) one when none does: an empty piece
+    still costs one message, as with one chunk, but k chunks of nothing are not k messages."""
+    return tuple(chunk for chunk in chunks if chunk[2]) or chunks[:1]
 
 
 def ring_reduce_scatter_steps(

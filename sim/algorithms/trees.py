@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 
-from sim.algorithms.ring import ring_all_gather_steps
+from sim.algorithms.ring import non_empty, ring_all_gather_steps
 from sim.call import Call, Piece
 from sim.network import Network
 from sim.registry import register
@@ -92,7 +92,7 @@ def pipelined_chain_broadcast(net: Network, rank: int, call: Call) -> Generator:
     it arrives: (p - 2 + k)(a + n b / k)."""
     p, v = call.ranks, _relative(rank, call)
     nxt = _absolute(v + 1, call) if v + 1 < p else None
-    for chunk, piece in enumerate(call.pieces(call.chunks)):
+    for chunk, piece in enumerate(non_empty(call.pieces(call.chunks))):
         if v:
             payload = yield net.recv(_absolute(v - 1, call), rank)
             call.put(rank, payload, piece)

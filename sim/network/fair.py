@@ -9,9 +9,10 @@ shared resources (the connected component of the flow-resource graph: max-min al
 decomposes over components, so the rest keep their rates and their scheduled ends). This is
 SimGrid's flow model (LV08/CM02) with its correction factors set to 1.
 
-Messages on one stream (src, dst, tag) move one after the other, as on one connection or one
-NCCL channel: k chunks sent back to back pipeline instead of merging into one burst that
-arrives all at once. A port's capacity is its rank's fastest link (ranks with one link have no
+Messages from one rank to another move one after the other, in the order they became ready,
+as on one connection (gloo's pair, an MPI queue pair, a TCP socket): k chunks sent back to back
+pipeline instead of merging into one burst that arrives all at once, and two messages between
+the same ranks take turns, as under fifo sharing. Flows to different ranks share fairly. A port's capacity is its rank's fastest link (ranks with one link have no
 separate port: the link is the port).
 
 Alone on its route a message takes exactly ``latency + n / bandwidth`` (the rate is the route's
@@ -72,7 +73,7 @@ class FairNetwork(Network):
         self._streams: dict[int, deque | None] = {}  # busy stream -> messages queued behind it
 
     def _transfer(self, event: Event, src: int, dst: int, nbytes: int, step: int, chunk: int, tag: int) -> None:
-        stream = src * self._nodes + dst + tag * self._pairs
+        stream = src * self._nodes + dst  # one connection per ordered pair, whatever the tag
         streams = self._streams
         if stream in streams:  # the stream is busy: go behind its current message
             queue = streams[stream]

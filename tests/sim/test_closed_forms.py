@@ -26,10 +26,17 @@ def _cases():
             yield op, algorithm, p
 
 
+# Empty messages go eagerly even under the default eager limit 0, so they race for the root's
+# port in these rooted reductions, which the closed forms (receives one after the other) exclude.
+RECEIVE_RACES = {("reduce", "linear"), ("reduce", "binomial"), ("all_reduce", "reduce_broadcast")}
+
+
+@pytest.mark.parametrize("sharing", ["fair", "fifo"])
 @pytest.mark.parametrize("op,algorithm,p", list(_cases()))
-def test_des_equals_closed_form(op, algorithm, p):
+def test_des_equals_closed_form(op, algorithm, p, sharing):
     chunk_options = (1, 4) if algorithm == "pipelined_chain" else (1,)
-    for (latency, bandwidth, reduce_bandwidth), chunks, elements in itertools.product(NETWORKS, chunk_options, (p * 4 * 250, 0)):
+    sizes = (p * 4 * 250,) if (op, algorithm) in RECEIVE_RACES else (p * 4 * 250, 0)
+    for (latency, bandwidth, reduce_bandwidth), chunks, elements in itertools.product(NETWORKS, chunk_options, sizes):
         scenario = CollectiveScenario(
             op=op,
             algorithm=algorithm,
@@ -40,6 +47,7 @@ def test_des_equals_closed_form(op, algorithm, p):
             reduce_bandwidth_Bps=reduce_bandwidth,
             chunks=chunks,
             overhead_s=1e-6,
+            sharing=sharing,
         )
         result = run_collective(scenario)
         gamma = 1 / reduce_bandwidth if reduce_bandwidth else 0.0
@@ -69,12 +77,16 @@ def test_pipelining_beats_unchunked_chain_for_large_messages():
     assert many < one / 3
 
 
-def test_non_power_of_two_binomial_reduce_is_below_the_power_of_two_form():
-    """For p = 6 the last partners' subtrees are small: the DES beats ceil(lg p)(a + nb + ng)."""
-    scenario = CollectiveScenario(
-        op="reduce", algorithm="binomial", ranks=6, size_bytes=4000, bandwidth_Bps=1e9, latency_s=1e-6, reduce_bandwidth_Bps=1e9
-    )
-    bound = 3 * (1e-6 + 4000 / 1e9 + 4000 / 1e9)
-    result = run_collective(scenario)
-    assert result.analytic_time_s is None
-    assert result.time_s < bound
+@pytest.mark.parametrize("sharing", ["fair", "fifo"])
+def test_binomial_reduce_at_odd_p_is_exact_with_rendezvous_and_faster_eagerly(sharing):
+    """With the default rendezvous the root receives from one child after the other, as MPICH's
+    binomial reduce: ceil(lg p)(a + nb + ng) at any p. Sent eagerly, the small last subtrees'
+    messages arrive while the root is still busy, and the DES beats the form (which is then None)."""
+    base = dict(op="reduce", algorithm="binomial", ranks=6, size_bytes=4000, bandwidth_Bps=1e9, latency_s=1e-6, reduce_bandwidth_Bps=1e9)
+    form = 3 * (1e-6 + 4000 / 1e9 + 4000 / 1e9)
+    rendezvous = run_collective(CollectiveScenario(**base, sharing=sharing))
+    assert rendezvous.analytic_time_s == pytest.approx(form, rel=1e-12)
+    assert rendezvous.time_s == pytest.approx(form, rel=1e-12)
+    eager = run_collective(CollectiveScenario(**base, sharing=sharing, eager_limit_bytes=1 << 20))
+    assert eager.analytic_time_s is None
+    assert eager.time_s < form
