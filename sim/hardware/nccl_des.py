@@ -1,4 +1,4 @@
-"""The DES runs NCCL's pick: rings with NCCL's channels, built from the existing ring steps.
+"""The DES runs NCCL's pick: rings and trees on NCCL's channels, built from the existing steps.
 
 ``nccl_ring`` (all_reduce, all_gather, reduce_scatter) cuts the buffer into ``chunks`` channel
 slices (the ``chunks`` field carries NCCL's channel count here) and runs one ring per slice at
@@ -10,8 +10,10 @@ every rank's block, one chunk a piece (NCCL's per-protocol chunk pipelining insi
 modelled; with the single-port model it changes only latency terms).
 
 :func:`scenario_for_pick` maps NCCL's choice to a scenario: Ring -> ``nccl_ring`` with the ring
-graph's channels; Tree -> ``double_binary_tree`` (one channel); NVLS, NVLSTree, CollNet and PAT
-have no DES counterpart yet (in-switch reductions), and the reason says so.
+graph's channels; Tree -> ``nccl_tree`` with the tree graph's channels (per channel a chain through
+each node's GPUs and NCCL's double binary tree over the nodes' heads, in NCCL's 512 KiB Simple
+tree chunks); NVLS, NVLSTree, CollNet and PAT have no DES counterpart yet (in-switch
+reductions), and the reason says so.
 """
 
 from __future__ import annotations
@@ -98,6 +100,52 @@ def nccl_ring_all_gather(net: Network, rank: int, call: Call) -> Generator:
     yield from _channels(net, rank, call, ("all_gather",))
 
 
+TREE_CHUNK_BYTES = (1 << 22) // 8  # Simple: DEFAULT_BUFFSIZE 4 MiB / NCCL_STEPS 8, chunkSteps 1 for trees (enqueue.cc)
+
+
+def channel_tree(ranks: int, gpus_per_node: int, rank: int, channel: int) -> tuple[int, list[int]]:
+    """(parent, children) of ``rank`` in channel ``channel``'s tree, as NCCL builds it: a chain
+    through each node's GPUs from local GPU ``channel`` (the node's head, on that NIC rail), and
+    NCCL's double binary tree over the nodes' heads (tree ``channel % 2``)."""
+    from sim.algorithms.dbtree import double_tree
+
+    gpus = gpus_per_node if gpus_per_node and ranks % gpus_per_node == 0 else ranks
+    nodes = ranks // gpus
+    order = [(channel + i) % gpus for i in range(gpus)]
+    node, local = divmod(rank, gpus)
+    position = order.index(local)
+    if position:
+        below = [node * gpus + order[position + 1]] if position + 1 < gpus else []
+        return node * gpus + order[position - 1], below
+    node_parent, node_children = double_tree(nodes, node, channel % 2)
+    parent = node_parent * gpus + order[0] if node_parent >= 0 else -1
+    below = [node * gpus + order[1]] if gpus > 1 else []
+    return parent, below + [child * gpus + order[0] for child in node_children]
+
+
+@register("all_reduce", "nccl_tree", chunked=True, splits=True)
+def nccl_tree_all_reduce(net: Network, rank: int, call: Call) -> Generator:
+    """NCCL's tree all-reduce on ``chunks`` channels: each channel reduces its slice up its tree
+    and broadcasts it down, pipelined in NCCL's Simple tree chunks (512 KiB)."""
+    from sim.algorithms.dbtree import _down, _up
+
+    if call.ranks == 1:
+        return
+    env = net.env
+    phases = []
+    for channel, piece in enumerate(call.pieces(call.chunks)):
+        if not piece[2]:
+            continue
+        parts = -(-piece[2] // TREE_CHUNK_BYTES)
+        pieces = tuple(chunk for chunk in call.pieces(parts, piece) if chunk[2])
+        tree = channel_tree(call.ranks, net.topology.gpus_per_node, rank, channel)
+        tag = 2 * (_TAG + call.chunks + channel)
+        phases.append(env.process(_up(net, rank, call, tree, pieces, tag)))
+        if tree[0] >= 0:
+            phases.append(env.process(_down(net, rank, call, tree, pieces, tag)))
+    yield env.all_of(phases)
+
+
 def scenario_for_pick(hardware: str, nodes: int, op: str, size_bytes: int, **fields):
     """(scenario, None) running NCCL's pick in the DES, or (None, reason) where there is no
     counterpart. ``fields`` override scenario fields (sharing, eager_limit, ...)."""
@@ -112,5 +160,6 @@ def scenario_for_pick(hardware: str, nodes: int, op: str, size_bytes: int, **fie
         channels = preset.nccl.graph("ring", nodes).n_channels
         return CollectiveScenario.from_dict({**base, "algorithm": "nccl_ring", "chunks": channels}), None
     if pick.nccl_algorithm == "Tree" and op == "all_reduce":
-        return CollectiveScenario.from_dict({**base, "algorithm": "double_binary_tree"}), None
+        channels = preset.nccl.graph("tree", nodes).n_channels
+        return CollectiveScenario.from_dict({**base, "algorithm": "nccl_tree", "chunks": channels}), None
     return None, f"NCCL picks {pick.nccl_algorithm}/{pick.nccl_protocol} for {op}; the DES has no {pick.nccl_algorithm} counterpart yet"

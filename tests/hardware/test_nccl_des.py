@@ -2,7 +2,7 @@
 
 import pytest
 
-from sim.hardware.nccl_des import channel_ring, scenario_for_pick
+from sim.hardware.nccl_des import channel_ring, channel_tree, scenario_for_pick
 from sim.hardware.nccl_model import predict
 from sim.runner import run_collective
 from sim.scenario import CollectiveScenario
@@ -42,3 +42,26 @@ def test_channels_use_every_nic_and_come_near_nccls_own_model():
 def test_no_counterpart_is_said():
     scenario, why = scenario_for_pick("hgx-h100-nvls", 1, "all_reduce", 2**30)
     assert scenario is None and "NVLS" in why
+
+
+@pytest.mark.parametrize("p, gpus, channels", [(1, 1, 1), (2, 1, 2), (5, 1, 3), (16, 8, 4), (32, 8, 8), (24, 4, 3)])
+def test_nccl_tree_verifies(p, gpus, channels):
+    data = {"op": "all_reduce", "algorithm": "nccl_tree", "ranks": p, "chunks": channels, "size_bytes": p * 4 * 7 + 4 * 3,
+            "bandwidth": "10GB/s", "verify": True, "topology": "two_level", "gpus_per_node": gpus}  # fmt: skip
+    assert run_collective(CollectiveScenario.from_dict(data)).verified
+
+
+def test_channel_tree_is_a_chain_in_each_node_and_a_binary_tree_over_heads():
+    trees = {rank: channel_tree(32, 8, rank, 0) for rank in range(32)}
+    assert trees[0] == (-1, [1, 16])  # root: node 0's head; its chain and node 2's head below
+    assert trees[16] == (0, [17, 8, 24])  # node 2's head: parent node 0, children node 1 and 3's heads
+    assert trees[7] == (6, [])  # the chain's tail
+    assert sum(len(children) for _, children in trees.values()) == 31  # a spanning tree
+    # channel 3: heads are local GPU 3, on tree 1 (mirrored): node 0 hangs below node 1's head, GPU 11
+    assert channel_tree(32, 8, 3, 3) == (11, [4])
+
+
+def test_tree_pick_runs_on_nccl_tree():
+    scenario, why = scenario_for_pick("dgx-h100", 2, "all_reduce", 2**20)
+    assert why is None and (scenario.algorithm, scenario.chunks) == ("nccl_tree", 8)
+    assert run_collective(scenario.replace(verify=True)).verified
