@@ -343,11 +343,19 @@ def run_torchrun(
             if on_result is not None:
                 on_result(body)
 
-    _init_group(config, rank, "env://")
+    import torch.distributed as dist
+
+    # One process group for the life of the torchrun processes: env:// cannot rendezvous again
+    # after destroy_process_group (a second init hangs), so repeated "launches" under torchrun
+    # are repetitions inside the same processes; the group is destroyed at exit.
+    if not dist.is_initialized():
+        _init_group(config, rank, "env://")
+        import atexit
+
+        atexit.register(_teardown)
     try:
         worker(RankContext(rank, world_size, config.backend, config.device, config.op_timeout_s, send), payload)
     except Exception as error:
-        raise LaunchError(f"rank {rank} failed in {operation[0]}: {type(error).__name__}: {error}", results) from error
-    finally:
         _teardown()
+        raise LaunchError(f"rank {rank} failed in {operation[0]}: {type(error).__name__}: {error}", results) from error
     return results

@@ -411,13 +411,15 @@ def noise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def resolution_sentence(summary_noise: dict[str, Any], host: dict[str, Any]) -> str:
-    spread = summary_noise.get("median_launch_spread_at_1MiB_up") or summary_noise.get("median_launch_spread")
+    large = summary_noise.get("median_launch_spread_at_1MiB_up")
+    spread = large if large is not None else summary_noise.get("median_launch_spread")
+    where = ">= 1 MiB" if large is not None else "all sizes"
     stall = summary_noise.get("stall_rate")
     if spread is None:
         return "One launch only: launch-to-launch spread unknown, so no error can be told apart from noise."
     return (
         f"On {host.get('host', 'this host')} ({host.get('cpu_count', '?')} cores) repeated launches of the same point differ by "
-        f"{spread:.0%} (median range over launches, >= 1 MiB) and {stall or 0:.1%} of calls stall (> 3x their median): "
+        f"{spread:.0%} (median range over launches, {where}) and {stall or 0:.1%} of calls stall (> 3x their median): "
         f"model errors smaller than about {spread / 2:.0%} cannot be resolved here, larger ones can."
     )
 
