@@ -348,3 +348,40 @@ def _crossover(key: str, sizes: tuple[int, ...], max_messages: int) -> tuple[dic
 
 def _row(algorithm: str, point: CollectiveScenario, time_s: float | None, method: str) -> dict[str, Any]:
     return {"algorithm": algorithm, "size_bytes": point.size_bytes, "time_s": time_s, "method": method, "why": ""}
+
+
+# --------------------------------------------------------------------------- side by side
+
+_HUGE_BANDWIDTH = 1e30  # makes n / bandwidth vanish while the scenario stays valid
+PARTS = ("latency", "bandwidth", "reduction", "overhead", "contention")
+
+
+def time_of(scenario: CollectiveScenario) -> float:
+    """One call's time: collapsed (closed form, replay, cached run) when the scenario allows it."""
+    if why_not_collapsed(scenario) is None:
+        return collective_time(scenario).time_s
+    return _plain(scenario.replace(record="aggregate")).time_s
+
+
+def decompose(scenario: CollectiveScenario) -> dict[str, float]:
+    """A call's time split into latency, bandwidth, reduction, overhead and contention.
+
+    Each of the first three is the time of the same call with only that cost switched on
+    (alpha alone, beta alone, gamma alone); overhead is ``o``; contention is what these do not
+    explain when they act together: waiting for shared links and ports (and, when negative,
+    costs that overlap). On ``switch(p)`` with a closed form the contention is zero."""
+    s = scenario.replace(repetitions=1, stragglers=(), jitter_s=0.0)
+    total = time_of(s)
+    fast = {"bandwidth_Bps": _HUGE_BANDWIDTH}
+    if s.intra_bandwidth_Bps is not None:
+        fast["intra_bandwidth_Bps"] = _HUGE_BANDWIDTH
+    still = {"latency_s": 0.0}
+    if s.intra_latency_s is not None:
+        still["intra_latency_s"] = 0.0
+    bare = {"overhead_s": 0.0, "reduce_bandwidth_Bps": None}
+    latency = time_of(s.replace(**fast, **bare))
+    bandwidth = time_of(s.replace(**still, **bare))
+    reduction = time_of(s.replace(**fast, **still, overhead_s=0.0)) if s.reduce_bandwidth_Bps else 0.0
+    parts = {"latency": latency, "bandwidth": bandwidth, "reduction": reduction, "overhead": s.overhead_s}
+    rest = total - sum(parts.values())
+    return {**parts, "contention": rest if abs(rest) > 1e-12 * max(total, 1e-30) else 0.0, "total": total}

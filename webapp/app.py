@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import dash
-from dash import Input, Output, State, dcc, html
+from dash import Input, Output, State, ctx, dcc, html
+from dash.exceptions import PreventUpdate
 
 from webapp import ids
 from webapp.pages import collectives, compare, ddp
@@ -27,6 +28,7 @@ def shell() -> html.Div:
     return html.Div(
         [
             dcc.Location(id=ids.URL, refresh=False),
+            dcc.Store(id=ids.URL_WRITTEN),
             html.Header(
                 [html.Span("collsim", className="brand"), html.Span("what-if explorer", className="tagline"), html.Nav(links, id=ids.NAV)],
                 className="header",
@@ -36,8 +38,21 @@ def shell() -> html.Div:
     )
 
 
-def route(pathname: str | None, search: str | None) -> object:
-    """The page for a path (unknown paths get a short 'not found' with links)."""
+def on_url(pathname: str | None, search: str | None, written: str | None) -> object:
+    """The routing callback: a change of the query alone rebuilds the page only when the page did
+    not write that query itself (it came from Back/Forward or an edited address)."""
+    search_only = bool(ctx.triggered_prop_ids) and all(key.endswith(".search") for key in ctx.triggered_prop_ids)
+    return route(pathname, search, written, search_only)
+
+
+def route(pathname: str | None, search: str | None, written: str | None = None, search_only: bool = False) -> object:
+    """The page for a path (unknown paths get a short 'not found' with links).
+
+    A page writes its inputs into the query string as they change (and the query it wrote into
+    ``written``); a query it did not write comes from Back/Forward or an edited address, and
+    rebuilds the page from it, so the inputs follow the browser's history."""
+    if search_only and (search or "") == (written or ""):
+        raise PreventUpdate
     try:
         return _route(pathname, search)
     except Exception as error:  # noqa: BLE001 - a broken page must not take the shell down
@@ -96,7 +111,7 @@ def create_app(db_path: str | None = None, background: bool = True) -> dash.Dash
     app._background_manager = manager  # the pages' background callbacks run through it
     app.server.config["COLLSIM_DB"] = db_path
     app.layout = shell()
-    app.callback(Output(ids.PAGE, "children"), Input(ids.URL, "pathname"), State(ids.URL, "search"))(route)
+    app.callback(Output(ids.PAGE, "children"), Input(ids.URL, "pathname"), Input(ids.URL, "search"), State(ids.URL_WRITTEN, "data"))(on_url)
     for page in PAGES:
         page.register(app)
     return app

@@ -385,7 +385,9 @@ def topology_layout(scenario: CollectiveScenario) -> dict[str, Any]:
     }
 
 
-def player_data(scenario: CollectiveScenario, result: CollectiveResult | None, frames: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
+def player_data(
+    scenario: CollectiveScenario, result: CollectiveResult | None, frames: list[dict[str, Any]] | None = None
+) -> dict[str, Any] | None:
     """Everything the step player draws, as JSON: layout, messages per step (each with the
     cells it carried, read from the buffer frames), phases, one sentence per step, frames."""
     if result is None or scenario.ranks > PLAYER_MAX_RANKS or result.truncated or not result.messages:

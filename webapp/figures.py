@@ -360,7 +360,9 @@ def utilisation_figure(
     return figure
 
 
-def rank_timeline(result_events: Callable[[], list], ranks: np.ndarray, starts: np.ndarray, ends: np.ndarray, color_by: str = "step") -> go.Figure:
+def rank_timeline(
+    result_events: Callable[[], list], ranks: np.ndarray, starts: np.ndarray, ends: np.ndarray, color_by: str = "step"
+) -> go.Figure:
     """Per-rank timeline: bars while drawable (``result_events()`` builds them), else the whole
     run as utilisation (sends and reductions in flight per rank) with each rank's busy fraction."""
     if len(starts) <= SEGMENT_BARS:
@@ -370,14 +372,14 @@ def rank_timeline(result_events: Callable[[], list], ranks: np.ndarray, starts: 
     return utilisation_figure(names, ranks, starts, ends, title, "operations in flight")
 
 
-def link_timeline(names: Sequence[str], lanes: np.ndarray, starts: np.ndarray, ends: np.ndarray, rows: Callable[[], list], color_by: str = "step") -> go.Figure:
+def link_timeline(
+    names: Sequence[str], lanes: np.ndarray, starts: np.ndarray, ends: np.ndarray, rows: Callable[[], list], color_by: str = "step"
+) -> go.Figure:
     """Per-link timeline: bars while drawable (``rows()`` builds them), else utilisation."""
     if len(starts) <= SEGMENT_BARS:
         return link_gantt(rows(), color_by)
     title = f"Per-link utilisation, whole run ({len(starts):,} link crossings; too many to draw one by one)"
     return utilisation_figure(names, lanes, starts, ends, title)
-
-
 
 
 def rank_gantt(events: Sequence[dict[str, Any]], color_by: str = "step", limit: int = GANTT_BARS) -> go.Figure:
@@ -402,11 +404,9 @@ def breakdown_figure(
         return note_figure(_wrap(note or "no simulation and no closed form for this scenario", 60), "Simulated vs closed form")
     factor, unit = time_unit(max(simulated_s or 0.0, analytic_s or 0.0))
     label = "closed form" if exact else "closed form (approx.)"
-    title = "Simulated vs closed form (alpha / beta / gamma)"
-    if note:
-        title += "<br><span style='font-size:11px;color:#8a5300'>" + _wrap(note, 70) + "</span>"
-    figure = _base(title, 320 + 14 * (_wrap(note, 70).count("<br>") + 1 if note else 0))
-    figure.update_layout(margin={"l": 60, "r": 20, "t": 48 + (18 * (_wrap(note, 70).count("<br>") + 1) if note else 0), "b": 48})
+    # the reason for an approximate or missing closed form is written beside the figure (the
+    # page's note) and in the bar's hover: text inside a plot lands on ticks and bars
+    figure = _base("Simulated vs closed form (alpha / beta / gamma)", 320)
     if simulated_s is not None:
         figure.add_trace(
             go.Bar(x=["simulated"], y=[simulated_s * factor], name="simulated", marker_color="#444",
@@ -422,9 +422,13 @@ def breakdown_figure(
     elif analytic_s is not None:
         figure.add_trace(go.Bar(x=[label], y=[analytic_s * factor], name=label, marker_color=COMPONENT_COLORS["alpha (latency)"]))
     else:
-        figure.add_trace(go.Bar(x=["closed form: none"], y=[0], name="no closed form", marker_color="#ccc", hovertext=[note], hoverinfo="text"))
+        figure.add_trace(
+            go.Bar(x=["closed form: none"], y=[0], name="no closed form", marker_color="#ccc", hovertext=[note], hoverinfo="text")
+        )
     if analytic_s is not None:
-        figure.add_annotation(text=("" if exact else "≈ ") + format_time(analytic_s), x=label, y=analytic_s * factor, yshift=10, showarrow=False)
+        figure.add_annotation(
+            text=("" if exact else "≈ ") + format_time(analytic_s), x=label, y=analytic_s * factor, yshift=10, showarrow=False
+        )
     figure.update_layout(barmode="stack", legend={"orientation": "h", "y": -0.2}, meta={"closed_exact": exact, "closed_note": note})
     figure.update_yaxes(title=f"time ({unit})", rangemode="tozero")
     return figure
@@ -634,7 +638,7 @@ def _arrow_labels(messages: list, where: dict[str, tuple[float, float]], label_t
 
 
 def step_title(player: dict[str, Any], position: int) -> str:
-    """"step 3 of 14 (reduce-scatter)": positions count from 1, the phase named when known."""
+    """ "step 3 of 14 (reduce-scatter)": positions count from 1, the phase named when known."""
     count = len(player["steps"])
     position = max(1, min(position, count))
     phases = player.get("phases") or []
@@ -953,4 +957,70 @@ def sim_vs_measured_figure(rows: Sequence[dict[str, Any]], title: str = "Simulat
     )
     figure.update_xaxes(type="log", title="message size (bytes)")
     figure.update_yaxes(type="log", title=f"time ({unit})")
+    return figure
+
+
+# ----------------------------------------------------------------------------- side by side
+
+PART_COLORS = {"latency": "#1f77b4", "bandwidth": "#ff7f0e", "reduction": "#2ca02c", "overhead": "#9467bd", "contention": "#d62728"}
+
+
+def side_by_side_figure(columns: Sequence[tuple[str, np.ndarray, np.ndarray, np.ndarray]]) -> go.Figure:
+    """Two runs' per-rank activity (operations in flight per time bin) stacked on one time axis:
+    ``columns`` holds (label, rank per interval, start, end) for each run."""
+    from plotly.subplots import make_subplots
+
+    span = max(float(ends.max()) for _, _, _, ends in columns if len(ends)) or 1.0
+    factor, unit = time_unit(span)
+    figure = make_subplots(rows=len(columns), cols=1, shared_xaxes=True, vertical_spacing=0.12, subplot_titles=[c[0] for c in columns])
+    figure.update_layout(template=TEMPLATE, margin={"l": 60, "r": 20, "t": 60, "b": 48})
+    centres = (np.arange(UTIL_BINS) + 0.5) * span / UTIL_BINS * factor
+    for row, (label, ranks, starts, ends) in enumerate(columns, start=1):
+        count = int(ranks.max()) + 1 if len(ranks) else 1
+        grid = in_flight(ranks, starts, ends, count, span)
+        figure.add_trace(
+            go.Heatmap(z=grid.astype(np.float32), x=centres, y=[f"rank {r}" for r in range(count)], colorscale="Blues", zmin=0,
+                       showscale=row == 1, colorbar={"title": {"text": "in flight"}, "thickness": 12},
+                       hovertemplate=f"{label}<br>%{{y}}, %{{x:.4g}} {unit}: %{{z:.2f}} in flight<extra></extra>", name=label),
+            row=row, col=1,
+        )  # fmt: skip
+        figure.update_yaxes(autorange="reversed", row=row, col=1, nticks=min(count, 12))
+        figure.add_vline(x=float(ends.max()) * factor if len(ends) else 0, line={"dash": "dot", "color": "#d62728"}, row=row, col=1)
+    figure.update_xaxes(title=f"time ({unit}), one axis for both", row=len(columns), col=1, range=[0, span * factor])
+    figure.update_layout(
+        title={"text": "Side by side: per-rank activity on one time axis", "x": 0.01, "font": {"size": 15}},
+        height=200 + 160 * len(columns),
+        meta={"columns": [c[0] for c in columns], "span_s": span},
+    )
+    return figure
+
+
+def parts_figure(labels: Sequence[str], parts: Sequence[dict[str, float]]) -> go.Figure:
+    """Each run's time split into latency, bandwidth, reduction, overhead and contention
+    (stacked), and in the title the difference and the part that explains most of it."""
+    if not parts:
+        return note_figure("nothing to compare", "Where the difference comes from")
+    factor, unit = time_unit(max(p["total"] for p in parts))
+    names = ["latency", "bandwidth", "reduction", "overhead", "contention"]
+    title = "Where the time goes"
+    if len(parts) == 2:
+        diff = {name: parts[1][name] - parts[0][name] for name in names}
+        main = max(diff, key=lambda name: abs(diff[name]))
+        total = parts[1]["total"] - parts[0]["total"]
+        sign = "+" if total >= 0 else "−"
+        title = f"{labels[1]} vs {labels[0]}: {sign}{format_time(abs(total))}, mostly {main} ({'+' if diff[main] >= 0 else '−'}{format_time(abs(diff[main]))})"
+    figure = _base("Where the time goes", 340)
+    for name in names:
+        values = [p[name] * factor for p in parts]
+        if any(values):
+            figure.add_trace(
+                go.Bar(x=list(labels), y=values, name=name, marker_color=PART_COLORS[name],
+                       hovertemplate=[f"{label}: {name} {format_time(p[name])}<extra></extra>" for label, p in zip(labels, parts)])
+            )  # fmt: skip
+    for label, p in zip(labels, parts):
+        figure.add_annotation(x=label, y=p["total"] * factor, text=format_time(p["total"]), yshift=10, showarrow=False)
+    figure.update_layout(
+        barmode="relative", legend={"orientation": "h", "y": -0.18}, meta={"parts": [dict(p) for p in parts], "summary": title}
+    )
+    figure.update_yaxes(title=f"time ({unit})")
     return figure

@@ -4,6 +4,7 @@
 URL = "url"
 PAGE = "page"
 NAV = "nav"
+URL_WRITTEN = "url-written"  # dcc.Store: the query a page last wrote (anything else in the URL is Back/Forward)
 
 # collectives page: form fields (each has an error slot next to it: error_id(field))
 COLL_FIELDS = (
@@ -65,6 +66,12 @@ COLL_PROGRESS = "coll-progress"  # the progress box (shown while a background ru
 COLL_PROGRESS_BAR = "coll-progress-bar"
 COLL_PROGRESS_TEXT = "coll-progress-text"
 COLL_CANCEL = "coll-cancel"
+COLL_CMP_FIELD = "coll-cmp-field"  # side by side: which input the second column changes
+COLL_CMP_VALUE = "coll-cmp-value"  # ... and to what (empty: no second column)
+COLL_CMP_TIMELINE = "coll-cmp-timeline"
+COLL_CMP_PARTS = "coll-cmp-parts"
+COLL_CMP_NOTE = "coll-cmp-note"
+COLL_INTRO = "coll-intro"
 
 # DDP page
 DDP_FIELDS = (

@@ -69,7 +69,7 @@ def test_landing_page_shows_a_simulated_collective(app_page: Page, live_server: 
     thumb = app_page.locator("#coll-step [role=slider]")
     for _ in range(3):
         thumb.press("ArrowRight")
-    expect(app_page.locator("#coll-step-label")).to_contain_text("step 2:")
+    expect(app_page.locator("#coll-step-label")).to_contain_text("Step 3 of 14 (reduce-scatter)")
     app_page.wait_for_timeout(400)
     shot("collectives", docs=True)
 
@@ -112,18 +112,19 @@ def test_algorithm_and_topology_dropdowns(app_page: Page, live_server: str):
 
 def test_step_player_plays_and_shows_buffers(app_page: Page, live_server: str):
     open_page(app_page, live_server + "/?ranks=4")
-    expect(app_page.locator("#coll-step-label")).to_contain_text("inputs: 6 steps")
+    expect(app_page.locator("#coll-step-label")).to_contain_text("6 steps to play")
     app_page.locator("#coll-step [role=slider]").press("ArrowRight")
-    expect(app_page.locator("#coll-step-label")).to_contain_text("step 0: 4 messages in flight")
+    expect(app_page.locator("#coll-step-label")).to_contain_text("Step 1 of 6 (reduce-scatter)")
+    expect(app_page.locator("#coll-step-label")).to_contain_text("4 messages of 16 MiB")
     assert meta(app_page, "coll-topology-graph") == {"step": 0, "in_flight": 4}
     assert meta(app_page, "coll-buffers-graph")["full_cells"] == 0
     app_page.locator("#coll-play").click()
     expect(app_page.locator("#coll-play")).to_have_text("Pause")
-    expect(app_page.locator("#coll-step-label")).to_contain_text("step 5:", timeout=15_000)
+    expect(app_page.locator("#coll-step-label")).to_contain_text("Step 6 of 6", timeout=15_000)
     app_page.locator("#coll-play").click()
     expect(app_page.locator("#coll-play")).to_have_text("Play")
     app_page.locator("#coll-step [role=slider]").press("End")
-    expect(app_page.locator("#coll-step-label")).to_contain_text("step 5:")
+    expect(app_page.locator("#coll-step-label")).to_contain_text("Step 6 of 6 (all-gather)")
     app_page.wait_for_function("() => document.querySelector('#coll-buffers-graph .js-plotly-plot').layout.meta.full_cells === 16")
 
 

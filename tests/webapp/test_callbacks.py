@@ -9,6 +9,7 @@ import pytest
 from dash import no_update
 from dash.exceptions import PreventUpdate
 
+from sim.runner import run_collective
 from webapp import collective as model
 from webapp import ids
 from webapp.pages import collectives as page
@@ -19,12 +20,32 @@ def values(**changes: str) -> list[str]:
 
 
 def test_validate_good_and_bad():
-    data, *messages, search = page.validate(*values(ranks="16"))
-    assert data["ranks"] == 16 and search == "?ranks=16" and not any(messages)
-    data, *messages, search = page.validate(*values(ranks="abc"))
+    data, *messages = page.validate(*values(ranks="16"))
+    assert data["ranks"] == 16 and not any(messages)
+    data, *messages = page.validate(*values(ranks="abc"))
     assert data is None
     assert messages[list(model.DEFAULTS).index("ranks")].startswith("ranks: expected a whole number")
-    assert search == "?ranks=abc"  # the URL keeps what was typed, so a shared link shows the same message
+
+
+def test_the_url_keeps_inputs_and_view_options():
+    search, written = page.url_query(*values(ranks="abc"), 0, "step", "algorithm", None)
+    assert search == written == "?ranks=abc"  # what was typed, so a shared link shows the same message
+    search, _ = page.url_query(*values(ranks="16"), 3, "chunk", "sharing", "fifo")
+    assert search == "?ranks=16&step=3&color=chunk&cmp=sharing%3Afifo"
+    assert page.url_query(*values(), 0, "step", "algorithm", None)[0] == ""
+
+
+def test_side_by_side_splits_the_difference():
+    data = page.validate(*values())[0]
+    options, value = page.compare_choices("algorithm", data, "double_binary_tree")
+    assert value == "double_binary_tree" and "ring" not in [option["value"] for option in options]
+    assert page.compare_choices("sharing", data, None)[0] == [{"label": "fifo", "value": "fifo"}]
+    timeline, parts, note = page.compare_panel("double_binary_tree", "algorithm", data)
+    assert timeline.layout.meta["columns"] == ["A: ring", "B: double_binary_tree"]
+    first, second = parts.layout.meta["parts"]
+    assert first["total"] == pytest.approx(run_collective(page._scenario(data)).time_s, rel=1e-9)
+    assert second["total"] > first["total"] and "mostly bandwidth" in note
+    assert note.startswith("B takes 2.83x the time of A")
 
 
 def test_simulate_fills_every_panel():
@@ -36,7 +57,7 @@ def test_simulate_fills_every_panel():
     assert topology.layout.meta["step"] is None and caption.startswith("Inputs, before any message. 14 steps")  # the player's first frame
     assert notice.startswith("Simulated all_reduce/ring on 8 ranks")
     assert cards[0].children[1].children == "5.355 ms"
-    assert player["steps"] == list(range(14)) and slider_max == 14 and slider_value == 0
+    assert player["steps"] == list(range(14)) and slider_max == 14 and slider_value is no_update  # already at 0
     assert rank_gantt.data and link_gantt.data and breakdown.data
 
 
@@ -239,3 +260,11 @@ def test_ddp_network_model_and_its_limit():
     assert messages[list(ddp_model.DEFAULTS).index("ranks")].startswith("ranks: simulating every bucket's all-reduce on 512 ranks")
     data, *messages, _ = ddp.validate(None, *ddp_values(strategy="naive"))
     assert "strategy naive" in ddp.simulate(data)[0]
+
+
+def test_route_rebuilds_only_for_queries_the_page_did_not_write():
+    from webapp.app import route
+
+    with pytest.raises(PreventUpdate):
+        route("/", "?ranks=16", "?ranks=16", search_only=True)  # the page's own write: keep the page
+    assert route("/", "?ranks=4", "?ranks=16", search_only=True) is not None  # Back/Forward: rebuild

@@ -74,10 +74,10 @@ def test_breakdown_stacks_alpha_beta_gamma():
     assert sum(trace.y[0] for trace in figure.data[1:]) == pytest.approx(2.51)
 
 
-def test_breakdown_without_closed_form_says_why_in_the_title_off_the_axes():
+def test_breakdown_without_closed_form_keeps_its_reason_off_the_plot():
     figure = figures.breakdown_figure(1e-3, None, {}, False, "no closed form is known for all_reduce/double_binary_tree")
-    assert "no closed form is known" in figure.layout.title.text and not figure.layout.annotations
-    assert figure.layout.margin.t > 48  # the note sits in the top margin, above the plot area
+    assert not figure.layout.annotations and [trace.x[0] for trace in figure.data] == ["simulated", "closed form: none"]
+    assert "no closed form is known" in figure.data[1].hovertext[0]
     approximate = figures.breakdown_figure(1e-3, 1e-3, {}, False, "approximate: uneven pieces")
     assert [trace.x[0] for trace in approximate.data] == ["simulated", "closed form (approx.)"]
     assert approximate.layout.annotations[0].text.startswith("≈ ")

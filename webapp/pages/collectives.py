@@ -17,11 +17,11 @@ from dash.exceptions import PreventUpdate
 from sim import explore
 from sim.errors import CollsimError
 from sim.registry import ops
-from sim.scenario import CollectiveScenario
+from sim.scenario import SHARING_MODES, CollectiveScenario
 from sim.topology import TOPOLOGIES
 from sim.units import format_bandwidth, format_size, format_time
 from webapp import collective as model
-from webapp import figures, ids
+from webapp import figures, ids, urlstate
 from webapp.components import field, graph, number_card
 
 PATH = "/"
@@ -47,6 +47,19 @@ LABELS = {
 }
 DROPDOWNS = ("op", "algorithm", "topology")
 TWO_LEVEL_ONLY = ("gpus_per_node", "intra_latency", "intra_bandwidth")
+VIEW_DEFAULTS = {"step": "0", "color": "step", "cmp": ""}  # view options kept in the URL beside the inputs
+COMPARE_FIELDS = {"algorithm": "another algorithm", "topology": "another topology", "sharing": "another sharing mode"}
+EXAMPLES = (
+    (
+        "Why ring is bandwidth-optimal, 1: a binomial tree broadcasts 5 MB to 8 ranks at 1 MB/s in 15 s",
+        "?op=broadcast&algorithm=binomial&ranks=8&size=5MB&latency=0us&bandwidth=1MB/s",
+    ),
+    (
+        "2: the same broadcast as scatter + ring all-gather, side by side (and every algorithm by size below)",
+        "?op=broadcast&algorithm=binomial&ranks=8&size=5MB&latency=0us&bandwidth=1MB/s&cmp=algorithm:scatter_allgather",
+    ),
+    ("How big should my DDP buckets be?", "/ddp?preset=gpt2&comm_model=ow"),
+)
 FIGURE_CHOICES = {
     ids.COLL_TOPOLOGY: "topology (player)",
     ids.COLL_BUFFERS: "buffers (player)",
@@ -73,7 +86,7 @@ def _input(name: str, value: str) -> Any:
         return dcc.Dropdown(id=ids.field_id(name), options=[], value=value, clearable=False)
     if name == "topology":
         return dcc.Dropdown(id=ids.field_id(name), options=[{"label": t, "value": t} for t in TOPOLOGIES], value=value, clearable=False)
-    return dcc.Input(id=ids.field_id(name), type="text", value=value, debounce=0.3, autoComplete="off", className="text-input")
+    return dcc.Input(id=ids.field_id(name), type="text", value=value, debounce=True, autoComplete="off", className="text-input")
 
 
 def form(values: dict[str, str]) -> html.Div:
@@ -90,12 +103,22 @@ def form(values: dict[str, str]) -> html.Div:
 
 def layout(search: str = "") -> html.Div:
     values = model.form_from_query(search)
+    view = urlstate.form_from_query(search, VIEW_DEFAULTS)
+    compare_field, _, compare_value = view["cmp"].partition(":")
+    compare_field = compare_field if compare_field in COMPARE_FIELDS else "algorithm"
     controls = html.Div(
         [
             html.Button("Play", id=ids.COLL_PLAY, n_clicks=0, className="button"),
             html.Div(
                 dcc.Slider(
-                    id=ids.COLL_STEP, min=0, max=1, step=1, value=0, marks=None, updatemode="drag", tooltip={"always_visible": False}
+                    id=ids.COLL_STEP,
+                    min=0,
+                    max=max(1, _int(view["step"])),
+                    step=1,
+                    value=_int(view["step"]),
+                    marks=None,
+                    updatemode="drag",
+                    tooltip={"always_visible": False},
                 ),
                 className="slider",
             ),
@@ -152,7 +175,7 @@ def layout(search: str = "") -> html.Div:
                     dcc.RadioItems(
                         id=ids.COLL_COLOR_BY,
                         options=[{"label": " step", "value": "step"}, {"label": " chunk", "value": "chunk"}],
-                        value="step",
+                        value=view["color"] if view["color"] in ("step", "chunk") else "step",
                         inline=True,
                     ),
                 ],
@@ -169,14 +192,83 @@ def layout(search: str = "") -> html.Div:
             html.Aside([html.H3("Scenario"), form(values), downloads], className="sidebar"),
             html.Section(
                 [
+                    intro(),
                     progress_box(),
                     dcc.Loading(results, type="default", delay_show=250, overlay_style={"visibility": "visible", "opacity": 0.5}),
+                    compare_section(compare_field, compare_value, values),
                     dcc.Loading(graph(ids.COLL_CROSSOVER, 400), type="dot", delay_show=250),
                 ],
                 className="content",
             ),
         ],
         className="layout",
+    )
+
+
+def _int(text: str) -> int:
+    return int(text) if str(text).isdigit() else 0
+
+
+def intro() -> html.Div:
+    """What the page shows, in two sentences, and the guided examples one click away."""
+    return html.Div(
+        [
+            html.P(
+                "Pick a collective and a network on the left: the simulator moves every message between ranks "
+                "(alpha-beta-gamma costs, one port per rank), and the panels show it step by step, against the "
+                "closed form, on a timeline, beside a second scenario, and across message sizes."
+            ),
+            html.Div([html.B("Start here: ")] + [dcc.Link(text, href=href, className="example-link") for text, href in EXAMPLES]),
+        ],
+        id=ids.COLL_INTRO,
+        className="intro",
+    )
+
+
+def compare_section(compare_field: str, compare_value: str, values: dict[str, str]) -> html.Div:
+    """A second scenario with the same inputs but another algorithm, topology or sharing mode:
+    both timelines on one time axis and the difference split by cost. The choices come with the
+    layout (a dropdown drops a value that is not among its options)."""
+    scenario, _ = model.parse_form(values)
+    options = compare_choices(compare_field, scenario.to_dict(), None)[0] if scenario else []
+    if compare_value and compare_value not in [option["value"] for option in options]:
+        options.append({"label": compare_value.replace("_", " "), "value": compare_value})
+    return html.Div(
+        [
+            html.Div(
+                [
+                    html.B("Side by side:"),
+                    html.Span("the same inputs with", className="muted"),
+                    dcc.Dropdown(
+                        id=ids.COLL_CMP_FIELD,
+                        options=[{"label": text, "value": key} for key, text in COMPARE_FIELDS.items()],
+                        value=compare_field,
+                        clearable=False,
+                        className="compare-pick",
+                    ),
+                    dcc.Dropdown(
+                        id=ids.COLL_CMP_VALUE,
+                        options=options,
+                        value=compare_value or None,
+                        placeholder="pick one to compare",
+                        className="compare-pick",
+                    ),  # fmt: skip
+                    html.Span(id=ids.COLL_CMP_NOTE, className="muted"),
+                ],
+                className="compare-bar",
+            ),
+            dcc.Loading(
+                html.Div(
+                    [
+                        html.Div(graph(ids.COLL_CMP_TIMELINE, 120), className="col wide"),
+                        html.Div(graph(ids.COLL_CMP_PARTS, 120), className="col narrow"),
+                    ],
+                    className="row",
+                ),
+                type="dot",
+                delay_show=250,
+            ),
+        ]
     )
 
 
@@ -211,12 +303,34 @@ def two_level_fields(topology: str) -> list[dict[str, str]]:
 
 
 def validate(*values: str) -> tuple:
-    """Form values (in ``DEFAULTS`` order) -> (scenario dict or None, one message per field...,
-    URL query)."""
+    """Form values (in ``DEFAULTS`` order) -> (scenario dict or None, one message per field...)."""
     form_values = dict(zip(model.DEFAULTS, values))
     scenario, errors = model.parse_form(form_values)
     messages = [errors.get(name, "") for name in model.DEFAULTS]
-    return (scenario.to_dict() if scenario else None), *messages, model.query_from_form(form_values)
+    return (scenario.to_dict() if scenario else None), *messages
+
+
+def url_query(*values: Any) -> tuple[str, str]:
+    """Form values (in ``DEFAULTS`` order), then step, colour-by, compare field and value ->
+    the URL query (twice: for the address bar and for the page's record of what it wrote).
+    Only what differs from the defaults is written, so shared links stay short."""
+    form_values = dict(zip(model.DEFAULTS, values))
+    step, color_by, compare_field, compare_value = values[len(model.DEFAULTS) :]
+    view = {"step": str(step or 0), "color": color_by or "step", "cmp": f"{compare_field}:{compare_value}" if compare_value else ""}
+    query = urlstate.query_from_form({**form_values, **view}, {**model.DEFAULTS, **VIEW_DEFAULTS})
+    return query, query
+
+
+def _written(function):
+    """A callback whose last output is the URL query, also recorded as the query the page wrote
+    (see :func:`webapp.app.route`: any other query comes from Back/Forward)."""
+
+    def wrapper(*args):
+        out = function(*args)
+        return (*out, out[-1])
+
+    wrapper.__name__ = function.__name__
+    return wrapper
 
 
 def _scenario(data: dict | None) -> CollectiveScenario | None:
@@ -248,7 +362,9 @@ def summary_cards(outcome: model.Outcome) -> list:
 def _closed_text(numbers: dict) -> str:
     if numbers["analytic_time_s"] is None:
         return "none"
-    return format_time(numbers["analytic_time_s"]) if numbers["analytic_exact"] else f"≈ {format_time(numbers['analytic_time_s'])} (approx.)"
+    return (
+        format_time(numbers["analytic_time_s"]) if numbers["analytic_exact"] else f"≈ {format_time(numbers['analytic_time_s'])} (approx.)"
+    )
 
 
 def simulate(data: dict | None, color_by: str, background: bool = True, position: int | None = None) -> tuple:
@@ -258,8 +374,8 @@ def simulate(data: dict | None, color_by: str, background: bool = True, position
     Scenarios up to ``MAX_SIM_MESSAGES`` are simulated here and now; larger ones up to
     ``BACKGROUND_MAX_MESSAGES`` become a job for :func:`simulate_in_background` (when the app has
     a background manager: ``background``); larger ones get the closed form or a refusal.
-    ``position``: the slider's current value; at 0 it is left alone (setting it would redraw the
-    player a second time)."""
+    ``position``: the slider's current value; the player stays at that step when the new run has
+    it (the slider is left alone then: setting it would draw the player a second time)."""
     if not data:
         return ("Fix the highlighted inputs; the figures show the last valid scenario.", *([no_update] * (KEEP + 1)))
     try:
@@ -277,15 +393,16 @@ def simulate(data: dict | None, color_by: str, background: bool = True, position
         outcome = model.run(scenario, estimate=estimate)
     except CollsimError as error:
         return (f"Cannot run this scenario: {error}", *([no_update] * (KEEP + 1)))
-    result = panels(outcome, color_by)
-    if position == 0:
+    result = panels(outcome, color_by, position or 0)
+    if result[7] == (position or 0):  # the slider stays: setting it would draw the player a second time
         result = (*result[:7], no_update, *result[8:])
     return (*result, no_update)
 
 
-def panels(outcome: model.Outcome, color_by: str) -> tuple:
+def panels(outcome: model.Outcome, color_by: str, position: int = 0) -> tuple:
     """An outcome -> notice, number cards, breakdown, rank and link timelines, player data,
-    slider max and position, and the player at position 0 (topology, buffers, caption)."""
+    slider max and position, and the player at ``position`` (clamped to the new run's steps):
+    topology, buffers, caption."""
     result = outcome.result
     scenario = outcome.scenario
     breakdown = figures.breakdown_figure(
@@ -294,6 +411,7 @@ def panels(outcome: model.Outcome, color_by: str) -> tuple:
     if result is None:
         note = figures.note_figure(outcome.note, "Timeline")
         return (outcome.note, summary_cards(outcome), breakdown, note, note, None, 1, 0, *show_step(0, None))
+    position = int(position or 0)
     rank_figure = figures.rank_timeline(result.events, *model.rank_intervals(result), color_by)
     names, lanes, starts, ends = model.link_intervals(result)
     link_figure = figures.link_timeline(names, lanes, starts, ends, lambda: model.link_events(result, figures.SEGMENT_BARS + 1), color_by)
@@ -303,7 +421,18 @@ def panels(outcome: model.Outcome, color_by: str) -> tuple:
         outcome.note or f"Simulated {scenario.op}/{scenario.algorithm} on {scenario.ranks} ranks ({scenario.topology}) message by message."
     )
     # the player's first frame comes with the run: no second round trip after the figures are drawn
-    return (notice, summary_cards(outcome), breakdown, rank_figure, link_figure, player, positions - 1, 0, *show_step(0, player))
+    position = max(0, min(position, positions - 1))
+    return (
+        notice,
+        summary_cards(outcome),
+        breakdown,
+        rank_figure,
+        link_figure,
+        player,
+        positions - 1,
+        position,
+        *show_step(position, player),
+    )
 
 
 def simulate_in_background(set_progress: Any, job: dict | None) -> tuple:
@@ -368,6 +497,44 @@ def crossover_panel(data: dict | None) -> Any:
     except CollsimError as error:
         return figures.note_figure(str(error), "Algorithm crossover")
     return figures.crossover_figure(rows, scenario.size_bytes, scenario.algorithm)
+
+
+def compare_choices(compare_field: str | None, data: dict | None, current: str | None) -> tuple[list[dict[str, str]], str | None]:
+    """The values the second column may take (all but the scenario's own); keeps the current one."""
+    if not data:
+        raise PreventUpdate
+    s = _scenario(data)
+    if compare_field == "topology":
+        values = [name for name in TOPOLOGIES if name != s.topology]
+    elif compare_field == "sharing":
+        values = [mode for mode in SHARING_MODES if mode != s.sharing]
+    else:
+        values = [name for name in model.algorithm_options(s.op) if name != s.algorithm]
+    return [{"label": value.replace("_", " "), "value": value} for value in values], current if current in values else None
+
+
+def compare_panel(value: str | None, compare_field: str | None, data: dict | None) -> tuple:
+    """Both runs on one time axis, and the time of each split into latency, bandwidth, reduction,
+    overhead and contention, with the difference named in words."""
+    if not data:
+        raise PreventUpdate
+    if not value:
+        text = "Pick another algorithm, topology or sharing mode to see both runs on one time axis."
+        return figures.note_figure(text, "Side by side", 200), figures.note_figure("", "Where the time goes", 200), ""
+    a = _scenario(data)
+    b = a.replace(**{compare_field or "algorithm": value})
+    for s in (a, b):
+        if model.estimate_cost(s) > model.MAX_SIM_MESSAGES:
+            text = f"{getattr(s, compare_field or 'algorithm')} is too large to simulate side by side here; use the command line"
+            return figures.note_figure(text, "Side by side", 200), figures.note_figure("", "Where the time goes", 200), text
+    labels = [f"A: {getattr(a, compare_field or 'algorithm')}", f"B: {value}"]
+    runs = [explore.run(s)[0] for s in (a, b)]
+    timeline = figures.side_by_side_figure([(label, *model.rank_intervals(run)) for label, run in zip(labels, runs)])
+    parts = [explore.decompose(s) for s in (a, b)]
+    ratio = runs[1].time_s / runs[0].time_s if runs[0].time_s else float("inf")
+    figure = figures.parts_figure(labels, parts)
+    note = f"B takes {ratio:.3g}x the time of A ({format_time(runs[1].time_s)} vs {format_time(runs[0].time_s)}); {figure.layout.meta['summary']}"
+    return timeline, figure, note
 
 
 def download(trigger: str | None, data: dict | None) -> tuple[Any, str]:
@@ -463,9 +630,40 @@ def register(app: Any) -> None:
     app.callback(
         Output(ids.COLL_SCENARIO, "data"),
         *[Output(ids.error_id(name), "children") for name in model.DEFAULTS],
-        Output(ids.URL, "search"),
         *fields,
-    )(_guarded(validate, lambda message: (None, message, *[""] * (len(model.DEFAULTS) - 1), no_update)))
+    )(_guarded(validate, lambda message: (None, message, *[""] * (len(model.DEFAULTS) - 1))))
+    # Two writers of one query: an input change is written at once (the view options as State),
+    # a view change (step, colour, comparison) too; one callback with all of them as Inputs
+    # would wait for the simulation, whose output the step is.
+    view = [(ids.COLL_STEP, "value"), (ids.COLL_COLOR_BY, "value"), (ids.COLL_CMP_FIELD, "value"), (ids.COLL_CMP_VALUE, "value")]
+    app.callback(
+        Output(ids.URL, "search"),
+        Output(ids.URL_WRITTEN, "data"),
+        *fields,
+        *[State(*item) for item in view],
+    )(_guarded(url_query, lambda message: (no_update, no_update)))
+    app.callback(
+        Output(ids.URL, "search", allow_duplicate=True),
+        Output(ids.URL_WRITTEN, "data", allow_duplicate=True),
+        *[State(ids.field_id(name), "value") for name in model.DEFAULTS],
+        *[Input(*item) for item in view],
+        prevent_initial_call=True,
+    )(_guarded(url_query, lambda message: (no_update, no_update)))
+    app.callback(
+        Output(ids.COLL_CMP_VALUE, "options"),
+        Output(ids.COLL_CMP_VALUE, "value"),
+        Input(ids.COLL_CMP_FIELD, "value"),
+        Input(ids.COLL_SCENARIO, "data"),
+        State(ids.COLL_CMP_VALUE, "value"),
+    )(compare_choices)
+    app.callback(
+        Output(ids.COLL_CMP_TIMELINE, "figure"),
+        Output(ids.COLL_CMP_PARTS, "figure"),
+        Output(ids.COLL_CMP_NOTE, "children"),
+        Input(ids.COLL_CMP_VALUE, "value"),
+        State(ids.COLL_CMP_FIELD, "value"),
+        Input(ids.COLL_SCENARIO, "data"),
+    )(_guarded(compare_panel, lambda message: (figures.note_figure(message, "Side by side", 200), no_update, message)))
     manager = getattr(app, "_background_manager", None)
     background = manager is not None
     app.callback(

@@ -16,7 +16,7 @@ from sim.units import format_bandwidth, format_size, format_time
 from webapp import compare_model as model
 from webapp import figures, ids
 from webapp.components import graph, number_card
-from webapp.pages.collectives import _guarded
+from webapp.pages.collectives import _guarded, _written
 
 PATH = "/compare"
 NAME = "compare"
@@ -220,6 +220,7 @@ def register(app: Any) -> None:
         Output(ids.CMP_TABLE, "children"),
         Output(ids.CMP_DDP, "figure"),
         Output(ids.URL, "search", allow_duplicate=True),
+        Output(ids.URL_WRITTEN, "data", allow_duplicate=True),
     ]
     app.callback(
         Output("cmp-algorithm", "options"), Output("cmp-algorithm", "value"), Input(ids.CMP_RUNS, "value"), prevent_initial_call=True
@@ -230,7 +231,7 @@ def register(app: Any) -> None:
         Input(ids.CMP_STAT, "value"),
         Input("cmp-algorithm", "value"),
         prevent_initial_call="initial_duplicate",
-    )(_guarded(update, lambda message: (message, no_update, no_update, no_update, no_update, no_update, no_update, no_update)))
+    )(_guarded(_written(update), lambda message: (message, *[no_update] * 8)))
     app.callback(Output("cmp-ddp-note", "children"), Output("cmp-ddp-overlay", "figure"), Input("cmp-ddp-config", "value"))(
         _guarded(overlay, lambda message: (message, figures.note_figure(message, "DDP timeline")))
     )

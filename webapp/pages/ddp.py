@@ -13,7 +13,7 @@ from sim.units import format_size, format_time
 from webapp import ddp_model as model
 from webapp import figures, ids
 from webapp.components import field, graph, number_card
-from webapp.pages.collectives import _guarded
+from webapp.pages.collectives import _guarded, _written
 
 PATH = "/ddp"
 NAME = "ddp"
@@ -265,10 +265,11 @@ def register(app: Any) -> None:
         Output(ids.DDP_SCENARIO, "data"),
         *[Output(ids.error_id(name, PAGE), "children") for name in names],
         Output(ids.URL, "search", allow_duplicate=True),
+        Output(ids.URL_WRITTEN, "data", allow_duplicate=True),
         Input(ids.DDP_UPLOAD_STORE, "data"),
         *[Input(fid(name), "value") for name in model.DEFAULTS],
         prevent_initial_call="initial_duplicate",
-    )(_guarded(validate, lambda message: (None, message, *[""] * (len(names) - 1), no_update)))
+    )(_guarded(_written(validate), lambda message: (None, message, *[""] * (len(names) - 1), no_update, no_update)))
     app.callback(
         Output(ids.DDP_NOTICE, "children"),
         Output(ids.DDP_SUMMARY, "children"),
