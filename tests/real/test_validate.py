@@ -292,3 +292,17 @@ def _rows(db) -> int:
         return sqlite3.connect(db, timeout=5).execute("SELECT COUNT(*) FROM collectives").fetchone()[0]
     except sqlite3.OperationalError:
         return 0
+
+
+def test_write_outputs_gives_a_calibration_the_simulator_reads(tmp_path):
+    pytest.importorskip("plotly")
+    from real.validate import write_outputs
+    from sim.calibration import calibrated_fields, load_calibration
+
+    o, w = 200e-6, 1e9
+    rows = rows_for(lambda n: o + n / w, noise_sigma=0.01)
+    paths = write_outputs(analyse(rows, [], [], "gloo", replicates=20), tmp_path, plotlyjs="cdn")
+    assert all(path.is_file() for path in paths.values())
+    fields = calibrated_fields(load_calibration(str(paths["calibration"])), "all_reduce", 2, "gloo")
+    assert fields["overhead_s"] == pytest.approx(o, rel=0.05)
+    assert fields["bandwidth_Bps"] == pytest.approx(w, rel=0.05)  # ring p=2: B = w 2(p-1)/p = w
