@@ -39,6 +39,14 @@ def _matches(entry: dict[str, Any], op: str, backend: str | None, device: str | 
     )
 
 
+def _need(entry: Any, key: str, where: str) -> Any:
+    """entry[key], or one error line naming what the calibration file lacks (canonical keys:
+    the file is written by ``collsim fit``, numbers in seconds and bytes per second)."""
+    if not isinstance(entry, dict) or key not in entry:
+        raise CollsimError(f"calibration file: {where} has no {key!r}; write it with 'collsim fit --calibration FILE'")
+    return entry[key]
+
+
 def _held(document: dict[str, Any]) -> str:
     held = sorted({f"{e.get('backend')}/{e.get('op')}/p={e.get('world_size')}" for e in document.get("collectives", [])})
     return ", ".join(held) or "no entries"
@@ -55,14 +63,17 @@ def calibrated_fields(
     for entry in document.get("collectives", []):
         if _matches(entry, op, backend, device) and entry.get("world_size") == world_size and "scenario" in entry:
             scenario = entry["scenario"]
-            return {key: scenario[key] for key in ("algorithm", "overhead_s", "latency_s", "bandwidth_Bps")}
+            return {
+                key: _need(scenario, key, "a collectives entry's scenario")
+                for key in ("algorithm", "overhead_s", "latency_s", "bandwidth_Bps")
+            }
     for entry in document.get("alpha_beta", []):
         if _matches(entry, op, backend, device):
             return {
-                "algorithm": entry["algorithm"],
-                "overhead_s": entry["call_overhead_s"],
-                "latency_s": entry["latency_s"],
-                "bandwidth_Bps": entry["bandwidth_Bps"],
+                "algorithm": _need(entry, "algorithm", "an alpha_beta entry"),
+                "overhead_s": _need(entry, "call_overhead_s", "an alpha_beta entry"),
+                "latency_s": _need(entry, "latency_s", "an alpha_beta entry"),
+                "bandwidth_Bps": _need(entry, "bandwidth_Bps", "an alpha_beta entry"),
             }
     raise CollsimError(f"calibration has nothing for {backend or 'any backend'}/{op}/p={world_size}; it holds {_held(document)}")
 
@@ -71,6 +82,6 @@ def calibrated_ow(document: dict[str, Any], world_size: int, backend: str | None
     """(o, w) of all_reduce at this world size: the fitted pair, else ring on the alpha-beta fit."""
     for entry in document.get("collectives", []):
         if _matches(entry, "all_reduce", backend, device) and entry.get("world_size") == world_size and entry.get("w_Bps"):
-            return float(entry["o_s"]), float(entry["w_Bps"])
+            return float(_need(entry, "o_s", "a collectives entry")), float(entry["w_Bps"])
     fields = calibrated_fields(document, "all_reduce", world_size, backend, device)
     return ow_for_ring(world_size, fields["latency_s"], fields["bandwidth_Bps"], fields["overhead_s"])

@@ -300,6 +300,17 @@ def test_item12_compare_spec_keys(tmp_path):
     assert_one_error_line(invoke("compare", str(path)), "compare spec", "'rank'", "did you mean 'ranks'")
 
 
+def test_item12_calibration_entry_without_canonical_keys(tmp_path):
+    """Item 12 (calibration files): an entry missing a key was a KeyError traceback."""
+    path = tmp_path / "cal.yaml"
+    path.write_text(
+        "kind: collsim-calibration\nversion: 1\ncollectives:\n"
+        "  - {op: all_reduce, backend: gloo, world_size: 2, scenario: {algorithm: ring, latency: 5us}}\n"
+    )
+    result = invoke(*COLLECTIVE, "--op", "all_reduce", "--ranks", "2", "--size", "1MiB", "--calibration", str(path))
+    assert_one_error_line(result, "calibration file", "overhead_s")
+
+
 @pytest.mark.parametrize(
     "args,kind",
     [
