@@ -128,6 +128,8 @@ def load_mapping(path: str | Path, kind: str = "scenario file") -> dict[str, Any
     import yaml  # only commands that read files pay for it
 
     path = Path(path)
+    if path.is_dir():
+        raise CollsimError(f"{kind} {str(path)!r} is a directory; give a YAML or JSON file")
     if not path.is_file():
         raise CollsimError(f"{kind} {str(path)!r} not found")
     try:

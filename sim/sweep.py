@@ -163,9 +163,12 @@ class Store:
     """The sweep's SQLite table; one row per finished point, written as it finishes."""
 
     def __init__(self, path: str | Path) -> None:
-        self.connection = sqlite3.connect(str(path), timeout=30)
-        self.connection.execute(_SCHEMA)
-        self.connection.commit()
+        try:
+            self.connection = sqlite3.connect(str(path), timeout=30)
+            self.connection.execute(_SCHEMA)
+            self.connection.commit()
+        except sqlite3.Error as error:  # a missing directory, a directory, a file that is not SQLite
+            raise CollsimError(f"--db: cannot use {str(path)!r} as the sweep's SQLite store ({error})") from None
 
     def done(self) -> set[str]:
         return {row[0] for row in self.connection.execute("SELECT point_id FROM sweep_points")}

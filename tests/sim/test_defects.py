@@ -168,6 +168,16 @@ def test_item8_write_errors_after_the_run_are_one_error_line(tmp_path):
         result.to_csv(tmp_path)
 
 
+def test_item8_sweep_store_and_directories_are_one_error_line(tmp_path):
+    """Item 8, the same trap elsewhere: an unusable --db for sweep, a directory as scenario file."""
+    grid = str(ROOT / "docs" / "examples" / "sweeps" / "crossover.yaml")
+    assert_one_error_line(invoke("sweep", grid, "--db", "/nonexistent/x.sqlite"), "--db", "SQLite")
+    not_sqlite = tmp_path / "grid.yaml"
+    not_sqlite.write_text("kind: collective\n")
+    assert_one_error_line(invoke("sweep", grid, "--db", str(not_sqlite)), "--db", "not a database")
+    assert_one_error_line(invoke(*COLLECTIVE, "--scenario", str(tmp_path)), "is a directory")
+
+
 @pytest.mark.parametrize("extra", [[], ["--jitter", "1us"]])
 def test_item10_negative_seed(extra):
     """Item 10: --seed -1 crashed in numpy's default_rng, with or without jitter."""
