@@ -51,12 +51,16 @@ def _optional(parse: Callable[[Any, str], Any]) -> Callable[[Any, str], Any]:
 
 
 def _stragglers(value: Any, what: str) -> tuple[tuple[int, float], ...]:
-    """{rank: delay} or [[rank, delay], ...] or "3:1ms,5:2ms"."""
+    """{rank: delay} or "3:1ms,5:2ms" (typed: delays need a unit) or [[rank, seconds], ...]
+    (the form ``to_dict`` writes: plain numbers are seconds)."""
     if isinstance(value, str):
         value = [item.split(":", 1) for item in value.split(",") if item.strip()]
         for item in value:  # typed by a person: "3:1" is not 1 s
             if len(item) == 2:
                 require_unit(item[1].strip(), f"{what} {':'.join(item).strip()!r}", "time")
+    if isinstance(value, dict):
+        for rank, delay in value.items():
+            require_unit(delay, f"{what} {rank}", "time")
     items = value.items() if isinstance(value, dict) else value
     try:
         pairs = tuple((_int(rank, what), parse_time(delay, what)) for rank, delay in items)

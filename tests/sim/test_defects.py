@@ -250,6 +250,11 @@ def test_item11_short_keys_in_files_need_units(tmp_path):
     assert_one_error_line(invoke(*COLLECTIVE, "--scenario", str(path)), "latency: '5' has no unit")
     with pytest.raises(CollsimError, match="bandwidth: '1000000000' has no unit"):
         CollectiveScenario.from_dict({"op": "all_reduce", "algorithm": "ring", "ranks": 4, "size": 64, "bandwidth": 1_000_000_000})
+    with pytest.raises(CollsimError, match="stragglers 3: '1' has no unit"):
+        CollectiveScenario.from_dict({"op": "all_reduce", "algorithm": "ring", "ranks": 4, "size": 64, "bandwidth": "1GB/s",
+                                      "stragglers": {3: 1}})  # fmt: skip
+    assert CollectiveScenario.from_dict({"op": "all_reduce", "algorithm": "ring", "ranks": 4, "size": 64, "bandwidth": "1GB/s",
+                                         "stragglers": {3: "1ms"}}).stragglers == ((3, 1e-3),)  # fmt: skip
     from sim.ddp import DDPScenario
 
     with pytest.raises(CollsimError, match="backward_time: '120' has no unit"):
