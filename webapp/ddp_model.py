@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from sim.errors import CollsimError
-from sim.units import parse_bandwidth, parse_size, parse_time
+from sim.units import format_size, format_time, parse_bandwidth, parse_size, parse_time
 from webapp import urlstate
 
 DEFAULTS: dict[str, str] = {
@@ -260,3 +260,53 @@ def measured_overheads(preset: str, store: Any = None) -> list[tuple[float, floa
         if row.get("bucket_bytes") and row.get("overhead_s") is not None and row.get("strategy") in (None, "bucketed"):
             points.setdefault(int(row["bucket_bytes"]), []).append(float(row["overhead_s"]))
     return [(size, sum(values) / len(values)) for size, values in sorted(points.items())]
+
+
+CURVE_CAPTIONS = {
+    "simulated": "simulated: this step with the model's own parameter list and backward profile, bucket by bucket "
+    "(the ground truth of the model)",
+    "closed form": "closed form: overhead(n_b) = max(d, n_b (d - c) + c), equal buckets ready at a uniform rate "
+    "(c = T / n_b of backward per bucket, d = o + s / (n_b w) of communication)",
+    "fitted": "fitted: that formula with o and w fitted to the simulated curve (what a measurement would give)",
+    "measured": "measured: overheads of this model in the results store",
+}
+
+
+def explanation(answer: dict[str, Any], scenario: Any) -> dict[str, Any]:
+    """Words beside the overhead figure: a caption per curve, what b* assumes, and why the
+    simulated best bucket differs from it (the bucket ready last and what it holds)."""
+    from sim.ddp import resolve_params
+
+    optimum, summary = answer["optimum"], answer["summary"]
+    curves = list(overhead_curves(optimum)) + (["measured"] if scenario.preset and measured_overheads(scenario.preset) else [])
+    captions = [CURVE_CAPTIONS[name] for name in curves if name in CURVE_CAPTIONS]
+    formula = optimum.get("best_bucket_bytes_formula")
+    assumes = ""
+    if scenario.comm == "ow" and formula:
+        assumes = (
+            f"b* = sqrt(s w o) = {format_size(formula)} assumes all s bytes split into equal buckets whose gradients are ready "
+            f"at a uniform rate during backward, each bucket's compute as long as its transfer (c = s / (n_b w))."
+        )
+    return {"captions": captions, "assumes": assumes, "why": _why_best_differs(summary, optimum, resolve_params(scenario))}
+
+
+def _why_best_differs(summary: dict[str, Any], optimum: dict[str, Any], params: list) -> str:
+    buckets = summary.get("buckets") or []
+    if not buckets:
+        return ""
+    last = max(buckets, key=lambda bucket: (bucket["ready_s"], bucket["index"]))
+    sizes = {param.name: param.numel * param.element_bytes for param in params}
+    biggest = max(last["params"], key=lambda name: sizes.get(name, 0))
+    share = sizes.get(biggest, 0) / max(summary["grad_bytes"], 1)
+    best = format_size(optimum["best_bucket_bytes_sim"])
+    tail = last["end_s"] - max(last["start_s"], summary["backward_end_s"])
+    text = (
+        f"The simulated best ({best}) differs because the buckets are neither equal nor ready at a uniform rate: "
+        f"the last one ({format_size(last['bytes'])}, {len(last['params'])} parameters) is ready only when backward ends"
+    )
+    if params and last["params"] and biggest == params[0].name and share > 0.05:
+        text += (
+            f", since the parameter registered first, {biggest} ({format_size(sizes[biggest])}, {share:.0%} of all gradients), "
+            "gets its gradient last (in GPT-2 the token embedding, tied to the output layer)"
+        )
+    return text + f"; its all-reduce ({format_time(tail)} after backward) overlaps no compute at any bucket size."

@@ -846,31 +846,32 @@ def overhead_figure(
         )
     if current:
         figure.add_vline(x=current, line={"dash": "dot", "color": "#888"})
-    figure.update_xaxes(type="log", title="bucket size (bytes)")
+    sizes = [x for curve in curves.values() for x, _ in curve] + [x for x, _ in measured]
+    figure.update_xaxes(type="log", title="bucket size", **byte_axis(min(sizes), max(sizes)))
     figure.update_yaxes(title=f"overhead ({unit})", rangemode="tozero")
     return figure
 
 
 def strategy_figure(times: dict[str, dict[str, float]]) -> go.Figure:
-    """Step time per strategy, split into backward and exposed communication."""
+    """Overhead per strategy (communication left after backward ends), one readable bar each:
+    backward is the same for every strategy, so stacking it would leave the overheads a few pixels."""
     if not times:
-        return note_figure("no strategies", "Strategy comparison")
-    factor, unit = time_unit(max(row["step_time_s"] for row in times.values()))
-    figure = _base("Strategy comparison", 340)
-    names = list(times)
-    figure.add_trace(go.Bar(x=names, y=[times[n]["backward_end_s"] * factor for n in names], name="backward", marker_color="#1f77b4"))
+        return note_figure("no strategies", "Overhead per strategy")
+    overheads = {name: max(row["step_time_s"] - row["backward_end_s"], 0.0) for name, row in times.items()}
+    names = sorted(overheads, key=overheads.get)
+    factor, unit = time_unit(max(overheads.values()) or 1e-9)
+    figure = _base("Overhead per strategy (after backward)", 340)
     figure.add_trace(
         go.Bar(
-            x=names,
-            y=[max(times[n]["step_time_s"] - times[n]["backward_end_s"], 0.0) * factor for n in names],
-            name="exposed communication",
-            marker_color="#ff7f0e",
-            text=[format_time(times[n]["step_time_s"]) for n in names],
-            textposition="outside",
+            y=names, x=[overheads[n] * factor for n in names], orientation="h", marker_color="#ff7f0e",
+            text=[format_time(overheads[n]) for n in names], textposition="auto", textfont={"size": 13},
+            hovertemplate=[f"{n}: overhead {format_time(overheads[n])}, step {format_time(times[n]['step_time_s'])}<extra></extra>" for n in names],
+            name="overhead",
         )
-    )
-    figure.update_layout(barmode="stack")
-    figure.update_yaxes(title=f"step time ({unit})")
+    )  # fmt: skip
+    figure.update_xaxes(title=f"overhead ({unit})", rangemode="tozero")
+    figure.update_yaxes(tickfont={"size": 13})
+    figure.update_layout(showlegend=False, meta={"overheads": overheads})
     return figure
 
 

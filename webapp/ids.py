@@ -97,6 +97,7 @@ DDP_SUMMARY = "ddp-summary"
 DDP_TIMELINE = "ddp-timeline"
 DDP_OVERHEAD = "ddp-overhead"
 DDP_STRATEGIES = "ddp-strategies"
+DDP_EXPLAIN = "ddp-explain"  # captions per curve, what b* assumes, why the simulated best differs
 DDP_DOWNLOAD = "ddp-download"
 DDP_DL_JSON = "ddp-dl-json"
 DDP_DL_CSV = "ddp-dl-csv"

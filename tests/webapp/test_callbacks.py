@@ -181,10 +181,16 @@ def test_ddp_validate_and_simulate():
         pytest.skip("sim.ddp not in this checkout")
     data, *messages, search = ddp.validate(None, *ddp_values())
     assert data is not None and not any(messages) and search == ""
-    notice, cards, timeline, overhead, strategies = ddp.simulate(data)
+    notice, cards, timeline, overhead, strategies, explain = ddp.simulate(data)
     assert "148 parameters" in notice
     assert [trace.name for trace in overhead.data][:1] == ["simulated"]
-    assert {bar for bar in strategies.data[0].x} == {"naive", "flat", "overlap", "bucketed"}
+    assert {bar for bar in strategies.data[0].y} == {"naive", "flat", "overlap", "bucketed"}
+    text = str(explain)
+    assert "equal buckets ready at a uniform rate" in text and "b* = sqrt(s w o)" in text
+    assert "transformer.wte.weight" in text and "gets its gradient last" in text
+    assert "ddp-bstar" in str(cards)
+    data, *_ = ddp.validate(None, *ddp_values(comm_model="network", preset="resnet18"))
+    assert "ddp-bstar" not in str(ddp.simulate(data)[1])  # o and w are no inputs there: no b* card
     data, *messages, _ = ddp.validate(None, *ddp_values(ranks="x", w="0"))
     assert data is None and any("ranks" in m for m in messages) and any(m.startswith("w:") for m in messages)
 

@@ -149,7 +149,8 @@ def test_ddp_figures():
     bars = figures.strategy_figure(
         {"flat": {"step_time_s": 0.2, "backward_end_s": 0.1}, "bucketed": {"step_time_s": 0.12, "backward_end_s": 0.1}}
     )
-    assert list(bars.data[1].y) == pytest.approx([100.0, 20.0])
+    assert list(bars.data[0].y) == ["bucketed", "flat"]  # overhead only, smallest first
+    assert list(bars.data[0].x) == pytest.approx([20.0, 100.0]) and bars.data[0].textfont.size >= 12
 
 
 def test_fit_and_comparison_figures():

@@ -75,7 +75,7 @@ def _input(name: str, value: str) -> Any:
                 html.Div(id="ddp-bucket-label", className="hint"),
             ]
         )
-    return dcc.Input(id=fid, type="text", value=value, debounce=0.3, autoComplete="off", className="text-input")
+    return dcc.Input(id=fid, type="text", value=value, debounce=True, autoComplete="off", className="text-input")
 
 
 def layout(search: str = "") -> html.Div:
@@ -124,12 +124,21 @@ def layout(search: str = "") -> html.Div:
     )
     content = html.Div(
         [
+            html.Div(
+                html.P(
+                    "A data-parallel training step: gradients become ready during backward (last layer first), DDP groups "
+                    "them into buckets and all-reduces each bucket as soon as it is full. The overhead is the communication "
+                    "left after backward ends; the bucket size trades per-call cost against overlap."
+                ),
+                className="intro",
+                id="ddp-intro",
+            ),
             html.Div(id=ids.DDP_NOTICE, className="notice"),
             html.Div(id=ids.DDP_SUMMARY, className="cards"),
             html.Div(graph(ids.DDP_TIMELINE, 340), className="col"),
             html.Div(
                 [
-                    html.Div(graph(ids.DDP_OVERHEAD, 380), className="col wide"),
+                    html.Div([graph(ids.DDP_OVERHEAD, 380), html.Div(id=ids.DDP_EXPLAIN, className="explain")], className="col wide"),
                     html.Div(graph(ids.DDP_STRATEGIES, 380), className="col narrow"),
                 ],
                 className="row",
@@ -193,12 +202,12 @@ def simulate(data: dict | None) -> tuple:
     from sim.ddp import DDPScenario
 
     if not data:
-        return ("Fix the highlighted inputs; the figures show the last valid scenario.", no_update, no_update, no_update, no_update)
+        return ("Fix the highlighted inputs; the figures show the last valid scenario.", *[no_update] * 5)
     try:
         scenario = DDPScenario.from_dict(data)
         answer = model.run(scenario)
     except CollsimError as error:
-        return (f"Cannot run this step: {error}", no_update, no_update, no_update, no_update)
+        return (f"Cannot run this step: {error}", *[no_update] * 5)
     summary, best = answer["summary"], answer["optimum"]
     cards = [
         number_card("Step time", format_time(summary["step_time_s"]), "ddp-step-time"),
@@ -209,12 +218,9 @@ def simulate(data: dict | None) -> tuple:
         number_card(
             "Best bucket (sim)", f"{format_size(best['best_bucket_bytes_sim'])}: {format_time(best['best_overhead_s'])}", "ddp-best"
         ),
-        number_card(
-            "b* = sqrt(s w o)",
-            format_size(best["best_bucket_bytes_formula"]) if best.get("best_bucket_bytes_formula") else "—",
-            "ddp-bstar",
-        ),
     ]
+    if scenario.comm == "ow" and best.get("best_bucket_bytes_formula"):  # o and w are inputs only here
+        cards.append(number_card("b* = sqrt(s w o)", format_size(best["best_bucket_bytes_formula"]), "ddp-bstar"))
     preset = scenario.preset or ""
     overhead = figures.overhead_figure(
         model.overhead_curves(best),
@@ -225,7 +231,10 @@ def simulate(data: dict | None) -> tuple:
     timeline = figures.ddp_timeline(answer["result"].events())
     strategies = figures.strategy_figure(answer["strategies"])
     notice = f"{summary['num_params']} parameters, {format_size(summary['grad_bytes'])} of gradients, strategy {summary['strategy']}, comm model {summary['comm']}."
-    return notice, cards, timeline, overhead, strategies
+    words = model.explanation(answer, scenario)
+    explain = [html.Ul([html.Li(text) for text in words["captions"]], className="captions")]
+    explain += [html.P(text) for text in (words["assumes"], words["why"]) if text]
+    return notice, cards, timeline, overhead, strategies, explain
 
 
 def download(trigger: str | None, data: dict | None) -> Any:
@@ -276,8 +285,9 @@ def register(app: Any) -> None:
         Output(ids.DDP_TIMELINE, "figure"),
         Output(ids.DDP_OVERHEAD, "figure"),
         Output(ids.DDP_STRATEGIES, "figure"),
+        Output(ids.DDP_EXPLAIN, "children"),
         Input(ids.DDP_SCENARIO, "data"),
-    )(_guarded(simulate, lambda message: (message, no_update, no_update, no_update, no_update)))
+    )(_guarded(simulate, lambda message: (message, *[no_update] * 5)))
     app.callback(
         Output(ids.DDP_DOWNLOAD, "data"),
         Input(ids.DDP_DL_JSON, "n_clicks"),
