@@ -25,8 +25,9 @@ def _lg(p: int) -> int:
 
 
 def _linear_reduce_eager(p: int, n: float, a: float, b: float, g: float, k: int) -> float:
-    # eager fifo: arrivals every (a + n b) on the root's port; the root combines each on arrival
-    return (a + n * b) + (p - 2) * max(a + n * b, n * g) + n * g
+    # eager fifo: arrivals every n b on the root's port (latency occupies no link), the first at
+    # a + n b; the root combines each on arrival
+    return (a + n * b + n * g) + (p - 2) * max(n * b, n * g)
 
 
 FORMS: dict[tuple[str, str], tuple[Form, bool]] = {
@@ -40,12 +41,13 @@ FORMS: dict[tuple[str, str], tuple[Form, bool]] = {
     ("reduce", "binomial"): (lambda p, n, a, b, g, k: _lg(p) * (a + n * b + n * g), False),
     ("reduce", "reduce_scatter_gather"): (lambda p, n, a, b, g, k: 2 * _lg(p) * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g, True),
     ("all_reduce", "reduce_broadcast"): (lambda p, n, a, b, g, k: _lg(p) * (2 * a + 2 * n * b + n * g), False),
-    ("all_reduce", "ring"): (lambda p, n, a, b, g, k: 2 * (p - 1) * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g, False),
+    # ring with k chunks: (p-1) k messages of n/(p k) bytes per rank and phase, one at a time
+    ("all_reduce", "ring"): (lambda p, n, a, b, g, k: 2 * (p - 1) * k * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g, False),
     ("all_reduce", "recursive_doubling"): (lambda p, n, a, b, g, k: _lg(p) * (a + n * b + n * g), True),
     ("all_reduce", "rabenseifner"): (lambda p, n, a, b, g, k: 2 * _lg(p) * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g, True),
-    ("all_gather", "ring"): (lambda p, n, a, b, g, k: (p - 1) * a + (p - 1) / p * n * b, False),
+    ("all_gather", "ring"): (lambda p, n, a, b, g, k: (p - 1) * k * a + (p - 1) / p * n * b, False),
     ("all_gather", "recursive_doubling"): (lambda p, n, a, b, g, k: _lg(p) * a + (p - 1) / p * n * b, True),
-    ("reduce_scatter", "ring"): (lambda p, n, a, b, g, k: (p - 1) * a + (p - 1) / p * n * b + (p - 1) / p * n * g, False),
+    ("reduce_scatter", "ring"): (lambda p, n, a, b, g, k: (p - 1) * k * a + (p - 1) / p * n * b + (p - 1) / p * n * g, False),
     ("reduce_scatter", "recursive_halving"): (lambda p, n, a, b, g, k: _lg(p) * a + (p - 1) / p * n * b + (p - 1) / p * n * g, True),
     ("gather", "binomial"): (lambda p, n, a, b, g, k: _lg(p) * a + (p - 1) / p * n * b, True),
     ("scatter", "binomial"): (lambda p, n, a, b, g, k: _lg(p) * a + (p - 1) / p * n * b, True),
@@ -57,19 +59,19 @@ FORMS: dict[tuple[str, str], tuple[Form, bool]] = {
 }
 
 # Forms that carry the chunk count k; every other form is for one chunk and None when k > 1.
-CHUNKED_FORMS = {("broadcast", "pipelined_chain")}
+CHUNKED_FORMS = {("broadcast", "pipelined_chain"), ("all_reduce", "ring"), ("all_gather", "ring"), ("reduce_scatter", "ring")}
 
 # Forms whose (p-1)/p n or n/k terms need an even split of the elements: into p pieces ("p")
-# or k chunks ("k"). The others move the whole message in every step.
+# k chunks ("k") or p pieces of k chunks each ("pk"). The others move the whole message in every step.
 _SPLIT_BY = {
     ("broadcast", "pipelined_chain"): "k",
     ("broadcast", "scatter_allgather"): "p",
     ("reduce", "reduce_scatter_gather"): "p",
-    ("all_reduce", "ring"): "p",
+    ("all_reduce", "ring"): "pk",
     ("all_reduce", "rabenseifner"): "p",
-    ("all_gather", "ring"): "p",
+    ("all_gather", "ring"): "pk",
     ("all_gather", "recursive_doubling"): "p",
-    ("reduce_scatter", "ring"): "p",
+    ("reduce_scatter", "ring"): "pk",
     ("reduce_scatter", "recursive_halving"): "p",
     ("gather", "binomial"): "p",
     ("scatter", "binomial"): "p",
@@ -95,7 +97,7 @@ def closed_form(op: str, algorithm: str, p: int, n: float, a: float, b: float, g
 def split_parts(op: str, algorithm: str, p: int, k: int) -> int:
     """Into how many equal pieces the closed form assumes the elements divide (1: no split)."""
     by = _SPLIT_BY.get((op, algorithm))
-    return {"p": p, "k": k}.get(by or "", 1)
+    return {"p": p, "k": k, "pk": p * k}.get(by or "", 1)
 
 
 def splits_evenly(op: str, algorithm: str, p: int, elements: int, k: int) -> bool:
@@ -148,7 +150,9 @@ def for_scenario(scenario) -> float | None:
     g = 1.0 / s.reduce_bandwidth_Bps if s.reduce_bandwidth_Bps else 0.0
     if (s.op, s.algorithm) == ("reduce", "linear") and s.ranks > 1 and s.size_bytes <= s.eager_limit_bytes:
         return s.overhead_s + _linear_reduce_eager(s.ranks, s.size_bytes, s.latency_s, 1.0 / s.bandwidth_Bps, g, 1)
-    return closed_form(s.op, s.algorithm, s.ranks, s.size_bytes, s.latency_s, 1.0 / s.bandwidth_Bps, g, s.chunks, s.overhead_s)
+    # chunks beyond the element count are not sent: k elements or fewer travel as that many chunks
+    chunks = min(s.chunks, max(1, s.elements))
+    return closed_form(s.op, s.algorithm, s.ranks, s.size_bytes, s.latency_s, 1.0 / s.bandwidth_Bps, g, chunks, s.overhead_s)
 
 
 # Rooted reductions whose closed forms assume each receive completes before the next is posted,

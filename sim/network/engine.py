@@ -12,14 +12,17 @@ larger one starts only when the receiver has posted the matching receive (rendez
 large-message protocol and NCCL's credit-based buffers): a sender cannot push data the receiver
 has no room for.
 
-**fifo sharing** (this class). A message holds its whole route from start to end (cut-through,
-as a wormhole or virtual-cut-through switch forwards a packet's head before its tail arrives, so
-a multi-hop message pays latency per hop but its bytes once, at the bottleneck bandwidth). It
-starts as soon as every resource on its route is free. Contenders are served in issue order and
-the queues are work-conserving: whenever resources free, the waiting messages are retried
-oldest first and each one whose route is now free starts, so a message that can start is never
-held back by an older one still waiting for some other resource (backfilling). No bandwidth is
-shared: two messages on one link take turns. See :mod:`sim.network.fair` for max-min fair
+**fifo sharing** (this class). A message holds every link and port of its route while its
+bytes pass, n / bandwidth (cut-through, as a wormhole or virtual-cut-through switch forwards a
+packet's head before its tail arrives: a multi-hop message pays every hop's latency but its
+bytes once, at the bottleneck bandwidth), and arrives ``latency`` later: latency is a pipeline
+delay that occupies no link, as L in LogGP. Messages between one pair of ranks go one at a time,
+each after the previous one has arrived (one connection per pair, as gloo's pairs and MPI's
+queue pairs). A message starts as soon as its route and its connection are free. Contenders
+are served in issue order and the queues are work-conserving: whenever resources free, the
+waiting messages are retried oldest first and each one whose route is now free starts, so a
+message that can start is never held back by an older one still waiting for some other
+resource (backfilling). No bandwidth is shared: two messages on one link take turns. See :mod:`sim.network.fair` for max-min fair
 sharing, the default, and docs/network-model.md for why.
 
 Speed (docs/scale.md): links are float "free at" times, not Resource objects; the messages (and
@@ -189,6 +192,7 @@ class Network:
         self._ports = self._port_resources(len(self.links))
         self.resource_count = len(self.links) + 2 * len(self._ports)
         self._free_at = [0.0] * self.resource_count
+        self._held: dict[int, tuple[int, ...]] = {}  # pair -> route resources + the pair's connection
         self._waiting: dict[int, list[tuple]] = {}  # resource -> transfers waiting for it to free
         self._wakes: dict[float, list[int]] = {}  # time -> resources whose waiters to retry then
         self._order = count()  # issue order of waiting transfers: their priority
@@ -369,23 +373,37 @@ class Network:
     # -- fifo sharing ------------------------------------------------------------------------
     def _transfer(self, event: Event, src: int, dst: int, nbytes: int, step: int, chunk: int, tag: int) -> None:
         """Start moving a message whose send and (for rendezvous) receive are both posted: now
-        if its whole route is free, else when it is (work-conserving, issue-order priority)."""
-        resources, latency, inverse_bandwidth = self._routes.get(src * self._nodes + dst) or self.route(src, dst)
+        if its route and its connection are free, else when they are (work-conserving,
+        issue-order priority among waiting messages)."""
+        pair = src * self._nodes + dst
+        resources, latency, inverse_bandwidth = self._routes.get(pair) or self.route(src, dst)
+        held = self._held.get(pair) or self._connection(pair, resources)
         free_at = self._free_at
         now = self.env._now
-        for index in resources:
+        for index in held:
             if free_at[index] > now:
-                self._hold((next(self._order), event, src, dst, nbytes, step, chunk, resources, latency + nbytes * inverse_bandwidth))
+                self._hold((next(self._order), event, src, dst, nbytes, step, chunk, held, nbytes * inverse_bandwidth, latency))
                 return
-        self._occupy(event, src, dst, nbytes, step, chunk, resources, now, latency + nbytes * inverse_bandwidth)
+        self._occupy(event, src, dst, nbytes, step, chunk, held, now, nbytes * inverse_bandwidth, latency)
 
-    def _occupy(self, event: Event, src: int, dst: int, nbytes: int, step: int, chunk: int, resources, start: float, duration: float) -> None:
-        end = start + duration
+    def _connection(self, pair: int, resources: tuple[int, ...]) -> tuple[int, ...]:
+        """The route's resources plus, last, the pair's connection (a resource of its own that
+        is busy from a message's start to its arrival: one message at a time per pair)."""
+        self._free_at.append(0.0)
+        held = self._held[pair] = (*resources, len(self._free_at) - 1)
+        return held
+
+    def _occupy(self, event: Event, src: int, dst: int, nbytes: int, step: int, chunk: int, held, start: float, transmit: float, latency: float) -> None:
+        """Links and ports are busy while the bytes pass (``transmit``); the message arrives
+        ``latency`` later, and its connection is free then."""
+        sent = start + transmit
+        end = sent + latency
         if self.jitter_s:
             end += self._draw_jitter()
         free_at = self._free_at
-        for index in resources:
-            free_at[index] = end
+        for index in held:
+            free_at[index] = sent
+        free_at[held[-1]] = end
         self._deliver_at(end, event)
         rows = self.message_table.buffer
         rows.append((src, dst, start, end, nbytes, step, chunk))
@@ -416,7 +434,7 @@ class Network:
         free_at = self._free_at
         for transfer in candidates:
             if all(free_at[index] <= now for index in transfer[7]):
-                self._occupy(*transfer[1:8], now, transfer[8])
+                self._occupy(*transfer[1:8], now, transfer[8], transfer[9])
             else:
                 self._hold(transfer)
 

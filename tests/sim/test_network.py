@@ -8,19 +8,21 @@ import simpy
 
 from sim import topology as topo
 from sim.errors import CollsimError
-from sim.network import Network
+from sim.network import make_network
 from sim.runner import run_collective
 from sim.scenario import CollectiveScenario
 
 
-def _deliveries(topology, messages, nbytes=1000):
-    """Issue every (src, dst) at t = 0; return each message's (start, end)."""
+def _deliveries(topology, messages, nbytes=1000, sharing="fifo", latency_s=None):
+    """Issue every (src, dst) at t = 0, eagerly; return each message's (start, end) in issue order."""
     env = simpy.Environment()
-    net = Network(env, topology)
-    for src, dst in messages:
-        net.send(src, dst, nbytes)
+    net = make_network(env, topology, sharing)
+    events = [net.send(src, dst, nbytes) for src, dst in messages]
     env.run()
-    return [(start, end) for _, _, start, end, *_ in net.messages]
+    rows = {}
+    for src, dst, start, end, *_ in net.messages:
+        rows.setdefault((src, dst), []).append((start, end))
+    return [rows[pair].pop(0) for pair in messages] if all(e.processed for e in events) else None
 
 
 def test_shared_nic_serializes_fifo_in_issue_order():
@@ -31,6 +33,85 @@ def test_shared_nic_serializes_fifo_in_issue_order():
     assert one_flow == [(0.0, pytest.approx(1e-6))]
     assert two_flows[0] == (0.0, pytest.approx(1e-6))
     assert two_flows[1] == (pytest.approx(1e-6), pytest.approx(2e-6))  # waits for the first: FIFO, not shared
+
+
+def test_shared_nic_is_shared_fairly():
+    two = topo.two_level(2, 2, 0.0, 100e9, 0.0, 1e9)
+    flows = _deliveries(two, [(0, 2), (1, 3)], sharing="fair")
+    assert flows == [(0.0, pytest.approx(2e-6)), (0.0, pytest.approx(2e-6))]  # each at half the NIC
+
+
+def test_fair_rates_follow_the_bottleneck_max_min():
+    """Progressive filling: three flows into rank 3 get a third of its downlink each; 2->1
+    shares rank 2's uplink with 2->3, which its bottleneck holds to 1/3, so 2->1 gets the other
+    2/3 (an equal split of the uplink would give it 1/2)."""
+    star = topo.switch(4, 0.0, 1e9)
+    flows = _deliveries(star, [(0, 3), (1, 3), (2, 3), (2, 1)], nbytes=1000, sharing="fair")
+    assert [end for _, end in flows] == pytest.approx([3e-6, 3e-6, 3e-6, 1.5e-6])
+
+
+def test_fair_rates_change_when_a_flow_ends():
+    """A short and a long flow share a link: after the short one ends, the long one speeds up."""
+    star = topo.switch(3, 0.0, 1e9)
+    env = simpy.Environment()
+    net = make_network(env, star, "fair")
+    net.send(0, 2, 1000)
+    net.send(1, 2, 3000)
+    env.run()
+    ends = {src: end for src, _, _, end, *_ in net.messages}
+    assert ends[0] == pytest.approx(2e-6)  # 1000 B at 0.5 GB/s
+    assert ends[1] == pytest.approx(4e-6)  # 1000 B shared, then 2000 B alone at 1 GB/s
+
+
+def test_fifo_backfills_past_a_message_waiting_for_another_resource():
+    """0->2 waits for rank 2's downlink (busy with 1->2); 0->3 issued later needs only rank 0's
+    uplink, which is free: it starts at once instead of queueing behind 0->2 (work-conserving)."""
+    star = topo.switch(4, 0.0, 1e9)
+    env = simpy.Environment()
+    net = make_network(env, star, "fifo")
+    net.send(1, 2, 4000)  # 0..4 us on 2's downlink
+    net.send(0, 2, 1000)  # waits until 4 us
+    net.send(0, 3, 1000)  # free route now: 0..1 us
+    env.run()
+    spans = {(src, dst): (start, end) for src, dst, start, end, *_ in net.messages}
+    assert spans[(0, 3)] == (0.0, pytest.approx(1e-6))
+    assert spans[(0, 2)] == (pytest.approx(4e-6), pytest.approx(5e-6))
+
+
+def test_latency_occupies_no_link_but_one_connection():
+    """A link is busy while the bytes pass; latency delays the arrival only. Two messages to
+    one rank from different senders overlap their latencies; two on one pair go one at a time."""
+    star = topo.switch(3, 10e-6, 1e9)
+    different = _deliveries(star, [(0, 2), (1, 2)])
+    assert different[1] == (pytest.approx(1e-6), pytest.approx(12e-6))  # behind the first's bytes only
+    same = _deliveries(star, [(0, 2), (0, 2)])
+    assert same[1] == (pytest.approx(11e-6), pytest.approx(22e-6))  # after the first has arrived
+
+
+@pytest.mark.parametrize("sharing", ["fifo", "fair"])
+def test_rendezvous_waits_for_the_receive(sharing):
+    env = simpy.Environment()
+    net = make_network(env, topo.switch(2, 0.0, 1e9), sharing, eager_limit_bytes=100)
+
+    def receiver():
+        yield env.timeout(5e-6)
+        yield net.recv(0, 1)
+        yield net.recv(0, 1)
+
+    net.send(0, 1, 1000)  # large: waits for the receive posted at 5 us
+    net.send(0, 1, 100)  # eager: travels at once (matched to the second receive, in order)
+    env.process(receiver())
+    env.run()
+    spans = {nbytes: (start, end) for _, _, start, end, nbytes, *_ in net.messages}
+    assert spans[1000] == (pytest.approx(5e-6), pytest.approx(6e-6))
+    assert spans[100] == (0.0, pytest.approx(1e-7))
+
+
+def test_rendezvous_message_never_received_is_a_deadlock():
+    scenario_net = make_network(simpy.Environment(), topo.switch(2, 0.0, 1e9), "fair", eager_limit_bytes=0)
+    scenario_net.send(0, 1, 10)
+    scenario_net.env.run()
+    assert scenario_net.pending() == [(0, 1, 0)]
 
 
 def test_intra_node_traffic_does_not_touch_the_nic():
@@ -45,8 +126,9 @@ def test_single_port_on_switch_serializes_a_ranks_sends():
 
 
 def test_full_duplex_send_and_receive_overlap():
-    flows = _deliveries(topo.switch(2, 0.0, 1e9), [(0, 1), (1, 0)])
-    assert [end for _, end in flows] == pytest.approx([1e-6, 1e-6])
+    for sharing in ("fifo", "fair"):
+        flows = _deliveries(topo.switch(2, 0.0, 1e9), [(0, 1), (1, 0)], sharing=sharing)
+        assert [end for _, end in flows] == pytest.approx([1e-6, 1e-6])
 
 
 def test_physical_ring_routes_over_hops_and_shares_links():
@@ -54,7 +136,20 @@ def test_physical_ring_routes_over_hops_and_shares_links():
     ((start, end),) = _deliveries(ring, [(0, 3)])
     assert end == pytest.approx(3 * 1e-6 + 1e-6)  # three hops of latency, bandwidth of one link
     flows = _deliveries(ring, [(0, 2), (1, 2)])  # both use link 1->2
-    assert flows[1][0] == pytest.approx(flows[0][1])
+    assert flows[1][0] == pytest.approx(flows[0][0] + 1e-6)  # once the first's bytes have passed
+
+
+def test_torus_ring_all_reduce_shares_no_link():
+    """The review's case: dimension-order routes give a 16-rank ring all-reduce on a 4x4 torus
+    disjoint links, 30 (2a + n/16 b) = 3.446 ms (mixed orders put 60 messages on 3->0: 6.891 ms)."""
+    for sharing in ("fifo", "fair"):
+        scenario = CollectiveScenario(
+            op="all_reduce", algorithm="ring", ranks=16, size_bytes=16 * 2**20, bandwidth_Bps=10e9, latency_s=5e-6,
+            topology="torus2d", sharing=sharing,
+        )  # fmt: skip
+        result = run_collective(scenario)
+        assert result.time_s == pytest.approx(30 * (2 * 5e-6 + 2**20 / 10e9), rel=1e-12)
+        assert max(stats.messages for stats in result.link_stats) == 30
 
 
 def test_ring_all_reduce_on_a_physical_ring_matches_the_switch():

@@ -1,0 +1,110 @@
+"""Engine speed by sharing semantics: the message rate of fifo and fair against the old engine.
+
+    python bench/sharing_speed.py               # 5 interleaved rounds
+    python bench/sharing_speed.py --rounds 9 --json out.json
+
+Each round runs every configuration once, each in a fresh subprocess, in the same order, so
+ratios compare numbers taken under the same load. Configurations:
+
+- ``old``: the engine before issue 9 (FIFO reservation of whole routes in global issue order,
+  eager sends), loaded from git commit ``OLD_COMMIT`` into the child and run by today's runner;
+- ``fifo`` and ``fair``: today's engine, ring all-reduce on switch(256) (no two flows share a
+  resource, the engine's best case);
+- ``fifo contended`` and ``fair contended``: ring all-reduce on 64 ranks, two_level 8 x 8 with
+  round_robin placement, so every ring hop crosses the NICs and flows share them.
+
+Prints medians with min..max per configuration and the same-round ratios' medians. A benchmark,
+not a test: it asserts nothing. Needs git (the old engine comes from the repository's history).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OLD_COMMIT = "7d3b6e2"  # main before the network model v2
+
+CHILD = r"""
+import gc, json, sys, time
+config = json.loads(sys.argv[1])
+if config["engine"] == "old":
+    sys.path.insert(0, config["old_dir"])
+    import old_network
+    import sim.runner as runner
+    def make_network(env, graph, sharing, **kw):
+        return old_network.Network(env, graph, kw["reduce_bandwidth_Bps"], kw["jitter_s"], kw["seed"], kw["max_events"])
+    runner.make_network = make_network
+from sim.runner import run_collective
+from sim.scenario import CollectiveScenario
+scenario = CollectiveScenario.from_dict(config["scenario"])
+gc.collect()
+start = time.perf_counter(); result = run_collective(scenario); wall = time.perf_counter() - start
+print(json.dumps({"wall_s": wall, "messages": result.message_count, "time_s": result.time_s}))
+"""
+
+
+def scenarios() -> dict[str, dict]:
+    switch = {"op": "all_reduce", "algorithm": "ring", "ranks": 256, "size": f"{256 * 4096}B", "latency": "5us", "bandwidth": "25GB/s"}
+    contended = {
+        "op": "all_reduce", "algorithm": "ring", "ranks": 64, "size": f"{64 * 16384}B", "latency": "5us", "bandwidth": "25GB/s",
+        "topology": "two_level", "gpus_per_node": 8, "intra_bandwidth": "300GB/s", "intra_latency": "1us", "placement": "round_robin",
+    }  # fmt: skip
+    return {
+        "old": {"engine": "old", "scenario": {**switch, "sharing": "fifo", "eager_limit": "1TiB"}},
+        "fifo": {"engine": "new", "scenario": {**switch, "sharing": "fifo"}},
+        "fair": {"engine": "new", "scenario": {**switch, "sharing": "fair"}},
+        "fifo contended": {"engine": "new", "scenario": {**contended, "sharing": "fifo"}},
+        "fair contended": {"engine": "new", "scenario": {**contended, "sharing": "fair"}},
+    }
+
+
+def old_engine(directory: Path) -> None:
+    source = subprocess.run(["git", "show", f"{OLD_COMMIT}:sim/network.py"], cwd=ROOT, capture_output=True, text=True, check=True)
+    (directory / "old_network.py").write_text(source.stdout)
+
+
+def child(config: dict) -> dict:
+    out = subprocess.run([sys.executable, "-c", CHILD, json.dumps(config)], cwd=ROOT, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--json", default=None, help="write the raw runs here")
+    args = parser.parse_args()
+    configs = scenarios()
+    runs: dict[str, list[dict]] = {name: [] for name in configs}
+    with tempfile.TemporaryDirectory() as directory:
+        old_engine(Path(directory))
+        for config in configs.values():
+            config["old_dir"] = directory
+        for _ in range(args.rounds):
+            for name, config in configs.items():
+                runs[name].append(child(config))
+    print(f"{time.strftime('%Y-%m-%d %H:%M')} {platform.node()} {platform.processor() or platform.machine()}, {args.rounds} rounds")
+    print(f"{'configuration':<16} {'messages':>9} {'wall median (min..max)':>26} {'messages/s median':>18} {'simulated time':>15}")
+    for name, rows in runs.items():
+        walls = [row["wall_s"] for row in rows]
+        rate = statistics.median(row["messages"] / row["wall_s"] for row in rows)
+        print(
+            f"{name:<16} {rows[0]['messages']:>9} {statistics.median(walls):>10.3f} s ({min(walls):.3f}..{max(walls):.3f})"
+            f" {rate:>18,.0f} {rows[0]['time_s'] * 1e3:>12.4f} ms"
+        )
+    for top, bottom in (("fifo", "old"), ("fair", "fifo"), ("fair contended", "fifo contended")):
+        ratios = [b["wall_s"] / t["wall_s"] for t, b in zip(runs[top], runs[bottom])]
+        print(f"rate {top} / {bottom}: median {statistics.median(ratios):.2f} (min {min(ratios):.2f}, max {max(ratios):.2f}), same-round pairs")
+    if args.json:
+        Path(args.json).write_text(json.dumps(runs, indent=1))
+
+
+if __name__ == "__main__":
+    main()
