@@ -37,6 +37,7 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -103,7 +104,42 @@ def cases() -> list[tuple[str, dict]]:
     for op in ("broadcast", "reduce"):
         out.append((f"binomial {op} two_level 2x4 round_robin", _two_level(8, 4, 16 * MiB, "round_robin", op, "binomial")))
         out.append((f"binomial {op} two_level 4x4 round_robin", _two_level(16, 4, 16 * MiB, "round_robin", op, "binomial")))
+    out += _all_to_all_cases()
     return out
+
+
+def _all_to_all_cases() -> list[tuple[str, dict]]:
+    """Many flows per port at once (direct), and exchanges (pairwise). On two_level, direct mixes
+    intra-node and inter-node flows on one GPU link: routes of unequal latency (see the doc)."""
+    out = []
+    for p in (5, 8):
+        for algorithm in ("pairwise", "direct"):
+            out.append((f"{algorithm} all_to_all switch({p})", _switch("all_to_all", algorithm, p, 16 * MiB)))
+    for placement in ("block", "round_robin"):
+        case = _two_level(8, 4, 16 * MiB, placement, "all_to_all", "direct")
+        out.append((f"direct all_to_all two_level 2x4 {placement}", case))
+    case = _two_level(8, 4, 16 * MiB, "block", "all_to_all", "direct")
+    case.update(latency_s=0.0, intra_latency_s=0.0)
+    out.append(("direct all_to_all two_level 2x4 block, zero latency", case))
+    for latency_s in (1 * US, 10 * US):
+        for algorithm in ("pairwise", "direct"):
+            case = _switch("all_to_all", algorithm, 4, 16 * MiB, topology=_dumbbell(latency_s))
+            out.append((f"{algorithm} all_to_all dumbbell, ranks 1, 3 links {latency_s / US:g} us", case))
+    return out
+
+
+def _dumbbell(far_latency_s: float) -> str:
+    """Ranks 0, 1 on switch A, ranks 2, 3 on switch B, one A-B link between them; every link
+    10 GB/s and 1 us except ranks 1 and 3's, which have ``far_latency_s``: the A-B link then
+    carries flows of unequal route latency at once (written as a collsim user graph file)."""
+    links = [{"source": "A", "target": "B", "bandwidth": 10 * GB, "latency": 1 * US}]
+    for rank, switch in ((0, "A"), (1, "A"), (2, "B"), (3, "B")):
+        links.append({"source": rank, "target": switch, "bandwidth": 10 * GB, "latency": far_latency_s if rank % 2 else 1 * US})
+    nodes = [{"id": node} for node in (0, 1, 2, 3, "A", "B")]
+    graph = {"directed": False, "multigraph": False, "graph": {}, "nodes": nodes, "links": links}
+    path = Path(tempfile.gettempdir()) / f"collsim_simgrid_check_dumbbell_{far_latency_s:g}.json"
+    path.write_text(json.dumps(graph))
+    return str(path)
 
 
 # -- the SimGrid side (runs in the child; simgrid and the standard library only) ---------------------
@@ -161,6 +197,36 @@ def _build_two_level(zone, case: dict) -> list:
     return hosts
 
 
+def _build_tree_graph(zone, case: dict) -> list:
+    """A user graph (collsim's JSON node-link file) that is a tree: one split-duplex link per
+    edge, each route the unique path (collsim's rule for trees: docs/routes-placement.md)."""
+    from simgrid import LinkInRoute
+
+    data = json.loads(Path(case["topology"]).read_text())
+    hosts = [zone.add_host(f"h{e}", case.get("reduce_bandwidth_Bps") or 1e9).seal() for e in range(case["ranks"])]
+    up, down = LinkInRoute.Direction.UP, LinkInRoute.Direction.DOWN
+    neighbours: dict[object, list] = {}
+    for index, edge in enumerate(data["links"]):
+        link = zone.add_split_duplex_link(f"edge{index}", float(edge["bandwidth"])).set_latency(float(edge.get("latency", 0))).seal()
+        neighbours.setdefault(edge["source"], []).append((edge["target"], LinkInRoute(link, up)))
+        neighbours.setdefault(edge["target"], []).append((edge["source"], LinkInRoute(link, down)))
+    for a in range(case["ranks"]):
+        came_from, frontier = {a: None}, [a]
+        for node in frontier:  # breadth first; in a tree every node is reached once
+            for other, hop in neighbours.get(node, []):
+                if other not in came_from:
+                    came_from[other] = (node, hop)
+                    frontier.append(other)
+        for b in range(case["ranks"]):
+            route, node = [], b
+            while came_from[node] is not None:
+                node, hop = came_from[node]
+                route.append(hop)
+            if a != b:
+                zone.add_route(hosts[a], hosts[b], route[::-1], False)
+    return hosts
+
+
 class Messages:
     """Point-to-point messages between ranks as SimGrid mailbox comms (rendezvous). Programs
     name ranks inside their group; ``members`` maps them to global ranks (one mailbox per global
@@ -176,6 +242,9 @@ class Messages:
 
     def recv(self, src: int, dst: int) -> None:
         self._mailbox(f"{self._members[src]}->{self._members[dst]}").get()
+
+    def recv_async(self, src: int, dst: int):
+        return self._mailbox(f"{self._members[src]}->{self._members[dst]}").get_async()
 
     def reduce(self, nbytes: int) -> None:
         if self._reduce and nbytes:
@@ -237,7 +306,33 @@ def sg_binomial_reduce(io: Messages, rank: int, case: dict) -> None:
         mask <<= 1
 
 
+def sg_pairwise_all_to_all(io: Messages, rank: int, case: dict) -> None:
+    """sim/algorithms/alltoall.py pairwise: per step send without waiting, receive, then wait
+    for the send."""
+    p = case["ranks"]
+    block = (case["size_bytes"] // case.get("element_bytes", 4) // p) * case.get("element_bytes", 4)
+    power_of_two = p & (p - 1) == 0
+    for step in range(1, p):
+        dst = rank ^ step if power_of_two else (rank + step) % p
+        src = rank ^ step if power_of_two else (rank - step) % p
+        sent = io.send(rank, dst, block)
+        io.recv(src, rank)
+        sent.wait()
+
+
+def sg_direct_all_to_all(io: Messages, rank: int, case: dict) -> None:
+    """sim/algorithms/alltoall.py direct: every send and receive posted at once."""
+    p = case["ranks"]
+    block = (case["size_bytes"] // case.get("element_bytes", 4) // p) * case.get("element_bytes", 4)
+    sends = [io.send(rank, (rank + offset) % p, block) for offset in range(1, p)]
+    receives = [io.recv_async((rank - offset) % p, rank) for offset in range(1, p)]
+    for comm in receives + sends:
+        comm.wait()
+
+
 SG_PROGRAMS = {
+    ("all_to_all", "pairwise"): sg_pairwise_all_to_all,
+    ("all_to_all", "direct"): sg_direct_all_to_all,
     ("all_reduce", "ring"): sg_ring_all_reduce,
     ("broadcast", "binomial"): sg_binomial_broadcast,
     ("reduce", "binomial"): sg_binomial_reduce,
@@ -253,7 +348,7 @@ def simgrid_run(case: dict, config: list[tuple[str, str]]) -> dict:
     args = ["simgrid_check"] + [f"--cfg={key}:{value}" for key, value in config] + ["--log=root.thres:warning"]
     engine = Engine(args)
     zone = engine.netzone_root
-    build = _build_two_level if case.get("topology") == "two_level" else _build_switch
+    build = {"switch": _build_switch, "two_level": _build_two_level}.get(case["topology"], _build_tree_graph)
     hosts = build(zone, case)
     zone.seal()
     program = SG_PROGRAMS[(case["op"], case["algorithm"])]
@@ -338,6 +433,12 @@ def main(argv: list[str] | None = None) -> int:
         default="1e-13",
         help="SimGrid's precision/timing in seconds (its own default is 1e-9: events closer than that coalesce); 'default' keeps SimGrid's",
     )
+    parser.add_argument(
+        "--simgrid-model",
+        choices=("raw", "LV08", "CM02"),
+        default="raw",
+        help="raw (default): the plain max-min model with every factor spelled out as 1; LV08 or CM02: that SimGrid model with its own defaults",
+    )
     parser.add_argument("--simgrid-case", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.simgrid_case:
@@ -358,7 +459,9 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    config = list(SIMGRID_CONFIG) + ([] if args.timing_precision == "default" else [("precision/timing", args.timing_precision)])
+    config = (list(SIMGRID_CONFIG) if args.simgrid_model == "raw" else [("network/model", args.simgrid_model)]) + (
+        [] if args.timing_precision == "default" else [("precision/timing", args.timing_precision)]
+    )
     print(f"SimGrid {version.stdout.strip()} ({', '.join(f'{k}:{v}' for k, v in config)}); collsim sharing {args.sharing}, eager_limit 0")
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.node()}, {platform.processor() or platform.machine()}")
     print()
