@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from sim import analytic
 from sim.cli import cli
+from sim.collapsed import run as run_in_mode
 from sim.errors import CollsimError
 from sim.runner import run_collective
 from sim.scenario import CollectiveScenario
@@ -52,16 +53,30 @@ def summary(*args: str) -> dict:
 
 
 def test_item1_ring_all_gather_closed_form_does_not_ignore_chunks():
-    """Item 1: with 64 chunks ring all_gather has no closed form, and collapsed mode gives the
-    full simulation's time (it used the one-chunk form: 5.063 ms against 6.953 ms)."""
+    """Item 1: with 64 chunks ring all_gather's closed form carries k, (p-1) k a + (p-1)/p n b,
+    and collapsed mode gives the full simulation's time (it used the one-chunk form: 5.063 ms
+    against 6.953 ms, below the port-occupancy bound)."""
     args = ["--op", "all_gather", "--algorithm", "ring", "--ranks", "4", "--size", "64MiB", "--bandwidth", "10GB/s",
             "--latency", "10us", "--chunks", "64"]  # fmt: skip
     full, collapsed = summary(*args), summary(*args, "--mode", "collapsed")
-    assert full["analytic_time_s"] is None and "chunk" in full["analytic_note"]
-    assert collapsed["analytic_time_s"] is None and collapsed["collapsed_source"] != "closed_form"
-    assert collapsed["time_s"] == pytest.approx(full["time_s"], rel=1e-12)
-    # the port-occupancy bound: each rank sends (p-1) k messages of n/(p k) bytes, one at a time
-    assert full["time_s"] >= 3 * 64 * 10e-6 + 3 / 4 * 64 * 2**20 / 10e9 - 1e-12
+    bound = 3 * 64 * 10e-6 + 3 / 4 * 64 * 2**20 / 10e9  # each rank sends (p-1) k messages of n/(p k) bytes, one at a time
+    assert full["time_s"] == pytest.approx(bound, rel=1e-9)
+    assert full["analytic_time_s"] == pytest.approx(bound, rel=1e-12)
+    assert collapsed["time_s"] == pytest.approx(full["time_s"], rel=1e-9)
+
+
+@pytest.mark.parametrize("op", ["all_reduce", "all_gather", "reduce_scatter"])
+@pytest.mark.parametrize("p,k", [(2, 3), (3, 2), (5, 4)])
+def test_item1_chunked_ring_forms_are_the_simulated_time(op, p, k):
+    """Item 1: the ring forms with k chunks equal the DES, with or without slow reductions;
+    where p k does not divide the elements there is no closed form, and the note says so."""
+    base = dict(op=op, algorithm="ring", ranks=p, bandwidth_Bps=1e9, latency_s=2e-6, reduce_bandwidth_Bps=0.5e9, chunks=k)
+    even = CollectiveScenario(size_bytes=4 * p * k * 25, **base)
+    assert run_collective(even).time_s == pytest.approx(analytic.for_scenario(even), rel=1e-9)
+    uneven = CollectiveScenario(size_bytes=4 * (p * k * 25 + 1), **base)
+    assert analytic.for_scenario(uneven) is None
+    assert f"does not split evenly into {p * k} pieces" in analytic.why_no_closed_form(uneven)
+    assert run_in_mode(uneven, "collapsed").time_s == pytest.approx(run_collective(uneven).time_s, rel=1e-12)
 
 
 @pytest.mark.parametrize("op,algorithm", sorted(analytic.FORMS))

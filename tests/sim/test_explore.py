@@ -98,8 +98,8 @@ def test_closed_form_exact_approximate_or_missing_with_the_true_reason():
     assert not uneven.exact and uneven.time_s is not None
     assert "do not divide into 12 equal pieces" in uneven.note
     assert run_collective(scenario(ranks=12)).time_s == pytest.approx(uneven.time_s, rel=1e-3)
-    chunked = explore.closed_form(scenario(chunks=4))
-    assert chunked.time_s is None and "one chunk" in chunked.note
+    chunked = explore.closed_form(scenario(chunks=4))  # the ring form carries k (issue 10 item 1)
+    assert chunked.exact and chunked.time_s == pytest.approx(run_collective(scenario(chunks=4)).time_s, rel=1e-9)
     ring = explore.closed_form(scenario(topology="ring"))
     assert ring.time_s is None and "on ring" in ring.note
     late = explore.closed_form(scenario(stragglers="3:1ms"))

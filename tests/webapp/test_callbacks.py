@@ -68,9 +68,9 @@ def test_simulate_keeps_the_last_figures_on_bad_input():
 
 
 def test_simulate_large_scenarios_say_how():
-    data = page.validate(*values(ranks="1024", chunks="4"))[0]  # above the background cap
+    data = page.validate(*values(ranks="1024", chunks="4", topology="ring"))[0]  # above the background cap
     notice, cards, *_, player, slider_max, _, topology, buffers, caption, job = page.simulate(data, "step")
-    assert "not simulated" in notice.lower() and "collsim sim collective" in notice  # ring with chunks: no closed form
+    assert "not simulated" in notice.lower() and "collsim sim collective" in notice  # physical ring topology: no closed form
     assert player is None and job is no_update
 
 
