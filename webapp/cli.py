@@ -16,7 +16,12 @@ def _check_port(ctx: click.Context, param: click.Parameter, value: int) -> int:
 @click.command("ui")
 @click.option("--host", default="127.0.0.1", show_default=True, help="address to bind; 0.0.0.0 exposes the app to your network")
 @click.option("--port", default=8050, show_default=True, type=int, callback=_check_port, help="TCP port (0: any free port)")
-@click.option("--db", "db_path", default=None, help="results store (SQLite) for the sim-vs-measured page; default: bundled sample data")
+@click.option(
+    "--db",
+    "db_path",
+    default=None,
+    help="results store (SQLite, or a `collsim validate` output folder) for the sim-vs-measured page; default: bundled sample data",
+)
 @click.option("--debug", is_flag=True, help="Dash debug mode: hot reload and the error overlay")
 def ui(host: str, port: int, debug: bool, db_path: str | None) -> None:
     """Serve the browser what-if explorer (Dash) on 127.0.0.1:8050."""
@@ -27,8 +32,10 @@ def ui(host: str, port: int, debug: bool, db_path: str | None) -> None:
     if db_path is not None:
         from pathlib import Path
 
+        if Path(db_path).is_dir() and (Path(db_path) / "results.sqlite").is_file():
+            db_path = str(Path(db_path) / "results.sqlite")  # a `collsim validate --out DIR` folder
         if not Path(db_path).is_file():
-            raise CollsimError(f"--db: results store {db_path!r} not found")
+            raise CollsimError(f"--db: results store {db_path!r} not found (give a SQLite store or a `collsim validate` output folder)")
     app = create_app(db_path)
     _exit_cleanly_on_sigterm()
     if debug:

@@ -90,6 +90,17 @@ def fit(rows: list[dict[str, Any]], stat: str) -> dict[str, Any]:
     }
 
 
+def stats_for(rows: list[dict[str, Any]]) -> list[str]:
+    """The statistics the rows carry at two or more sizes (published rows often give only a mean)."""
+    from real.fit import _value
+
+    available = []
+    for stat in STATS:
+        if len({row["size_bytes"] for row in rows if _value(row, stat) is not None}) >= 2:
+            available.append(stat)
+    return available
+
+
 def _dense(sizes: list[int]) -> list[float]:
     low, high = min(sizes), max(sizes)
     steps = 40
@@ -103,7 +114,12 @@ def sim_vs_measured(store: Any, key: str, stat: str, algorithm: str) -> dict[str
     source, backend, device, op, world_size = key.split("|")
     sizes = sorted({row["size_bytes"] for row in group_rows(store, key)})
     fields = {"op": op, "algorithm": algorithm, "ranks": int(world_size)}
-    extra = {"sizes": [str(size) for size in sizes], "backend": backend, "device": None if device == "None" else device}
+    extra = {
+        "sizes": [str(size) for size in sizes],
+        "backend": backend,
+        "device": None if device == "None" else device,
+        "source": "any" if source == "None" else source,  # the group's own rows: published, nccl-tests or measured
+    }
     report = compare_collective(fields, extra, store, stat)
     rows = [
         {

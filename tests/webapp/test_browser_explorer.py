@@ -153,3 +153,26 @@ def test_nothing_clips_in_a_small_window_and_the_sidebar_scrolls(browser, live_s
         assert clipped == []
     finally:
         page.close()
+
+
+def test_sim_vs_measured_works_on_every_group_it_offers(app_page: Page, live_server: str):
+    from webapp import compare_model
+
+    if compare_model.missing():
+        pytest.skip("real missing")
+    app_page.goto(live_server + "/compare")
+    expect(app_page.locator("#cmp-o")).to_be_visible(timeout=SLOW)
+    app_page.locator("#cmp-runs").click()
+    options = app_page.locator(".dash-dropdown-option").all_inner_texts()
+    published = [text for text in options if "published" in text]
+    app_page.keyboard.press("Escape")
+    if not published:
+        pytest.skip("no published groups in the sample data")
+    app_page.locator("#cmp-runs").click()
+    app_page.locator(".dash-dropdown-option", has_text=published[0]).first.click()
+    expect(app_page.locator("#cmp-notice")).to_contain_text("Simulated ring")
+    expect(app_page.locator("#cmp-runs")).to_contain_text("published")
+    expect(app_page).to_have_url(re.compile(r"group=published"))
+    expect(app_page.locator("#cmp-stat")).to_contain_text("mean")
+    expect(app_page.locator("#cmp-sim-vs-measured .scatterlayer .trace").first).to_be_attached()
+    assert app_page.locator("#cmp-error-table tr").count() >= 3

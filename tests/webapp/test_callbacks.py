@@ -229,9 +229,18 @@ def test_compare_update_on_the_sample_data():
         pytest.skip(f"no sample data: {error}")
     groups = compare_model.groups(store)
     key = compare_model.group_id(groups[0])
-    notice, cards, fit, residuals, sim, table, ddp_figure, search = compare.update(key, "mean", "ring")
+    notice, cards, fit, residuals, sim, table, ddp_figure, stats, stat, algorithms, algorithm, search = compare.update(key, "mean", "ring")
     assert "group=" in search and fit.data and residuals.data
     assert cards[0].children[1].children  # o with its interval
+    # every group the dropdown offers works with every statistic; dropdowns follow what is shown
+    for group in groups:
+        key = compare_model.group_id(group)
+        for asked in compare_model.STATS:
+            notice, *_, stats, stat, algorithms, algorithm, search = compare.update(key, asked, "ring")
+            assert stat in [option["value"] for option in stats] and f"stat={stat}" in search
+            assert "no measurements" not in notice and "Simulated ring" in notice
+            if stat != asked:
+                assert notice.startswith(f"These runs carry no {asked} time")
 
 
 def test_compare_ddp_overlay():

@@ -54,3 +54,12 @@ def test_collsim_ui_refuses_bad_flags(args, message):
     result = subprocess.run([sys.executable, "-m", "sim.cli", "ui", *args], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert message in result.stderr
+
+
+def test_collsim_ui_db_names_what_it_accepts(tmp_path):
+    from click.testing import CliRunner
+
+    from sim.cli import cli
+
+    out = CliRunner().invoke(cli, ["ui", "--db", str(tmp_path)])
+    assert out.exit_code == 2 and "collsim validate" in out.output

@@ -52,7 +52,8 @@ def layout(search: str = "") -> html.Div:
     options = [{"label": model.group_label(g), "value": model.group_id(g)} for g in groups]
     values = [option["value"] for option in options]
     chosen = query.get("group") if query.get("group") in values else values[0]
-    stat = query.get("stat") if query.get("stat") in model.STATS else "mean"
+    stats = model.stats_for(model.group_rows(store, chosen)) or list(model.STATS)
+    stat = query.get("stat") if query.get("stat") in stats else stats[0]
     algorithms = model.algorithms_for_group(chosen)
     algorithm = query.get("algorithm") if query.get("algorithm") in algorithms else algorithms[0]
     configs = model.ddp_configs(store)
@@ -68,7 +69,7 @@ def layout(search: str = "") -> html.Div:
             html.Div(
                 [
                     html.Label("Statistic", className="label"),
-                    dcc.Dropdown(id=ids.CMP_STAT, options=list(model.STATS), value=stat, clearable=False),
+                    dcc.Dropdown(id=ids.CMP_STAT, options=stats, value=stat, clearable=False),
                 ],
                 className="field",
             ),
@@ -161,11 +162,19 @@ def ddp_figure(points: list[dict[str, Any]]) -> go.Figure:
 
 
 def update(key: str, stat: str, algorithm: str) -> tuple:
-    """Everything on the page for one group of measurements."""
+    """Everything on the page for one group of measurements, and the statistic and algorithm
+    choices this group offers (set here, with the figures, so dropdowns and figures agree: a
+    statistic the group lacks falls back to one it has, and the notice says so)."""
     store = model.open_results(_db_path())
     rows = model.group_rows(store, key)
     if len({row["size_bytes"] for row in rows}) < 2:
         raise CollsimError("this group has fewer than two sizes: nothing to fit")
+    stats = model.stats_for(rows)
+    if not stats:
+        raise CollsimError("this group has no statistic measured at two or more sizes: nothing to fit")
+    asked, stat = stat, stat if stat in stats else stats[0]
+    algorithms = model.algorithms_for_group(key)
+    algorithm = algorithm if algorithm in algorithms else algorithms[0]
     fitted = model.fit(rows, stat)
     result = fitted["fit"]
     cards = [
@@ -194,8 +203,11 @@ def update(key: str, stat: str, algorithm: str) -> tuple:
         ddp_points = model.ddp_comparison(store)
     except CollsimError:
         ddp_points = []
+    if asked != stat:
+        notice = f"These runs carry no {asked} time at two or more sizes; showing {stat}. " + notice
     search = "?" + urlencode({"group": key, "stat": stat, "algorithm": algorithm})
-    return notice, cards, fit_figure, residuals, sim_figure, table, ddp_figure(ddp_points), search
+    choices = ([{"label": s, "value": s} for s in stats], stat, algorithms, algorithm)
+    return notice, cards, fit_figure, residuals, sim_figure, table, ddp_figure(ddp_points), *choices, search
 
 
 def overlay(config: str | None) -> tuple:
@@ -219,19 +231,20 @@ def register(app: Any) -> None:
         Output(ids.CMP_SIM_VS_MEASURED, "figure"),
         Output(ids.CMP_TABLE, "children"),
         Output(ids.CMP_DDP, "figure"),
+        Output(ids.CMP_STAT, "options"),
+        Output(ids.CMP_STAT, "value"),
+        Output("cmp-algorithm", "options"),
+        Output("cmp-algorithm", "value"),
         Output(ids.URL, "search", allow_duplicate=True),
         Output(ids.URL_WRITTEN, "data", allow_duplicate=True),
     ]
-    app.callback(
-        Output("cmp-algorithm", "options"), Output("cmp-algorithm", "value"), Input(ids.CMP_RUNS, "value"), prevent_initial_call=True
-    )(lambda key: (model.algorithms_for_group(key), model.algorithms_for_group(key)[0]))
     app.callback(
         *outputs,
         Input(ids.CMP_RUNS, "value"),
         Input(ids.CMP_STAT, "value"),
         Input("cmp-algorithm", "value"),
         prevent_initial_call="initial_duplicate",
-    )(_guarded(_written(update), lambda message: (message, *[no_update] * 8)))
+    )(_guarded(_written(update), lambda message: (message, *[no_update] * 12)))
     app.callback(Output("cmp-ddp-note", "children"), Output("cmp-ddp-overlay", "figure"), Input("cmp-ddp-config", "value"))(
         _guarded(overlay, lambda message: (message, figures.note_figure(message, "DDP timeline")))
     )
