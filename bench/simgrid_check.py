@@ -3,6 +3,7 @@
     python bench/simgrid_check.py                      # every case, a Markdown table
     python bench/simgrid_check.py --only ring          # cases whose name contains "ring"
     python bench/simgrid_check.py --sharing fifo       # collsim's other semantics in the same table
+    python bench/simgrid_check.py --simgrid-model LV08  # SimGrid's default model, factors and all
     SIMGRID_PYTHON=/path/to/python python bench/simgrid_check.py
 
 A one-off check (issue 9, item 8), not run by CI or pytest. collsim runs in this process; each
@@ -15,18 +16,23 @@ dict:
 
 - ``network/model:raw`` (SimGrid 4.1's "size/bw + lat with fair sharing" model) and, spelled out,
   latency and bandwidth factors 1, ``network/weight-S:0``, ``network/TCP-gamma:0`` (no window
-  limit) and ``network/crosstraffic:0`` (the default host model turns it on);
+  limit) and ``network/crosstraffic:0`` (the default host model turns it on); ``precision/timing``
+  1e-13 s (``--timing-precision``; SimGrid's 1e-9 s merges events less than 1 ns apart);
 - switch(p): each rank one split-duplex link (latency/2, bandwidth) into the switch; a route is
   the sender's link UP and the receiver's link DOWN, each direction its own SHARED resource;
 - two_level: each GPU a split-duplex link (intra latency/2, intra bandwidth) to its node, each
   node a split-duplex NIC link (latency/2, bandwidth) to the core; inter-node routes are
   GPU UP, NIC UP, NIC DOWN, GPU DOWN, as in sim/topology.py;
+- a user graph file that is a tree: one split-duplex link per edge, routes the unique paths;
 - messages are mailbox put/get pairs, one mailbox per (sender, receiver): a transfer starts only
   once both sides are posted, as collsim with ``eager_limit_bytes: 0``;
 - reductions (when ``reduce_bandwidth_Bps`` is set) are ``this_actor.execute(nbytes)`` on a host
   whose speed is the reduce bandwidth;
 - the algorithms send the same messages in the same order as sim/algorithms: ring all-reduce
-  with non-blocking sends, MPICH's binomial broadcast and reduce with blocking sends.
+  with non-blocking sends, MPICH's binomial broadcast and reduce with blocking sends, pairwise
+  and direct all-to-all.
+
+docs/simgrid-check.md has the table, how SimGrid was built, and why the differences arise.
 """
 
 from __future__ import annotations
