@@ -16,7 +16,7 @@ dict:
 
 - ``network/model:raw`` (SimGrid 4.1's "size/bw + lat with fair sharing" model) and, spelled out,
   latency and bandwidth factors 1, ``network/weight-S:0``, ``network/TCP-gamma:0`` (no window
-  limit) and ``network/crosstraffic:0`` (the default host model turns it on); ``precision/timing``
+  limit) and ``network/crosstraffic:0`` (no reverse ACK traffic); ``precision/timing``
   1e-13 s (``--timing-precision``; SimGrid's 1e-9 s merges events less than 1 ns apart);
 - switch(p): each rank one split-duplex link (latency/2, bandwidth) into the switch; a route is
   the sender's link UP and the receiver's link DOWN, each direction its own SHARED resource;
