@@ -8,8 +8,9 @@ ratios compare numbers taken under the same load. Configurations:
 
 - ``old``: the engine before issue 9 (FIFO reservation of whole routes in global issue order,
   eager sends), loaded from git commit ``OLD_COMMIT`` into the child and run by today's runner;
-- ``fifo`` and ``fair``: today's engine, ring all-reduce on switch(256) (no two flows share a
-  resource, the engine's best case);
+- ``fifo eager``: today's fifo engine with every message eager, like for like with ``old``;
+- ``fifo`` and ``fair``: today's engine with its defaults (rendezvous), ring all-reduce on
+  switch(256) (no two flows share a resource, the engine's best case);
 - ``fifo contended`` and ``fair contended``: ring all-reduce on 64 ranks, two_level 8 x 8 with
   round_robin placement, so every ring hop crosses the NICs and flows share them.
 
@@ -59,6 +60,7 @@ def scenarios() -> dict[str, dict]:
     }  # fmt: skip
     return {
         "old": {"engine": "old", "scenario": {**switch, "sharing": "fifo", "eager_limit": "1TiB"}},
+        "fifo eager": {"engine": "new", "scenario": {**switch, "sharing": "fifo", "eager_limit": "1TiB"}},
         "fifo": {"engine": "new", "scenario": {**switch, "sharing": "fifo"}},
         "fair": {"engine": "new", "scenario": {**switch, "sharing": "fair"}},
         "fifo contended": {"engine": "new", "scenario": {**contended, "sharing": "fifo"}},
@@ -99,7 +101,7 @@ def main() -> None:
             f"{name:<16} {rows[0]['messages']:>9} {statistics.median(walls):>10.3f} s ({min(walls):.3f}..{max(walls):.3f})"
             f" {rate:>18,.0f} {rows[0]['time_s'] * 1e3:>12.4f} ms"
         )
-    for top, bottom in (("fifo", "old"), ("fair", "fifo"), ("fair contended", "fifo contended")):
+    for top, bottom in (("fifo eager", "old"), ("fifo", "old"), ("fair", "fifo"), ("fair contended", "fifo contended")):
         ratios = [b["wall_s"] / t["wall_s"] for t, b in zip(runs[top], runs[bottom])]
         print(f"rate {top} / {bottom}: median {statistics.median(ratios):.2f} (min {min(ratios):.2f}, max {max(ratios):.2f}), same-round pairs")
     if args.json:

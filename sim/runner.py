@@ -43,7 +43,7 @@ class RankProcess(simpy.Process):
 
 
 def build_topology(scenario: CollectiveScenario) -> topo.Topology:
-    """The scenario's topology with its ranks placed (``placement``, docs/routes-placement.md)."""
+    """The scenario's topology with its ranks placed (``placement``, docs/network-model.md)."""
     built = _unplaced_topology(scenario)
     return built if scenario.placement == "block" else topo.place(built, scenario.placement)
 

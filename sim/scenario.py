@@ -222,7 +222,7 @@ class CollectiveScenario(ScenarioData):
     max_events: int = 2_000_000  # auto: above this many messages keep aggregates only
     sharing: str = "fair"  # fair: max-min fair flows | fifo: work-conserving FIFO queues (docs/network-model.md)
     eager_limit_bytes: int = 0  # messages above this wait for the matching receive (rendezvous)
-    placement: str = "block"  # block | round_robin | YAML/JSON file of each rank's endpoint (docs/routes-placement.md)
+    placement: str = "block"  # block | round_robin | YAML/JSON file of each rank's endpoint (docs/network-model.md)
     groups: tuple[tuple[int, ...], ...] = ()  # disjoint groups running the collective at once; (): one of all ranks
     hardware: str | None = None  # preset name (sim/hardware/presets): two_level with the preset's NICs (docs/hardware.md)
 

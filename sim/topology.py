@@ -8,7 +8,7 @@ bandwidth the smallest on the route.
 Builders keep the classic single-port model exact: on ``switch(p)`` each rank has one link into a
 non-blocking switch carrying half the latency, so a message costs exactly ``latency + n/bandwidth``.
 
-Routes (:meth:`Topology.path`) are deterministic, one per ordered pair (docs/routes-placement.md):
+Routes (:meth:`Topology.path`) are deterministic, one per ordered pair (docs/network-model.md):
 
 - trees (switch, two_level, any tree-shaped user graph): the unique path, up to the common
   ancestor and down (up/down routing);

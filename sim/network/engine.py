@@ -384,7 +384,22 @@ class Network:
             if free_at[index] > now:
                 self._hold((next(self._order), event, src, dst, nbytes, step, chunk, held, nbytes * inverse_bandwidth, latency))
                 return
-        self._occupy(event, src, dst, nbytes, step, chunk, held, now, nbytes * inverse_bandwidth, latency)
+        # _occupy, inlined: this is the hot path
+        sent = now + nbytes * inverse_bandwidth
+        end = sent + latency
+        if self.jitter_s:
+            end += self._draw_jitter()
+        for index in held:
+            free_at[index] = sent
+        free_at[held[-1]] = end
+        instant = self._instants.get(end)
+        if instant is None:
+            instant = self._open_instant(end)
+        instant.events.append(event)
+        rows = self.message_table.buffer
+        rows.append((src, dst, now, end, nbytes, step, chunk))
+        if len(rows) >= BUFFER_ROWS:
+            self.message_table.flush()
 
     def _connection(self, pair: int, resources: tuple[int, ...]) -> tuple[int, ...]:
         """The route's resources plus, last, the pair's connection (a resource of its own that
