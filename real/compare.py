@@ -356,8 +356,10 @@ def _ddp_comm(fields: dict[str, Any], extra: dict[str, Any], store: Any, backend
     from real.fit import fit_ow, load_calibration
 
     if "w_Bps" in fields or "w" in fields:
-        from sim.units import parse_bandwidth, parse_time
+        from sim.units import parse_bandwidth, parse_time, require_unit
 
+        require_unit(fields.get("o"), "o", "time")  # typed short keys need units (issue 10 item 11)
+        require_unit(fields.get("w"), "w", "bandwidth")
         return (
             parse_time(fields.pop("o_s", fields.pop("o", 0))),
             parse_bandwidth(fields.pop("w_Bps", fields.pop("w", None))),

@@ -276,6 +276,14 @@ def test_item11_short_keys_in_files_need_units(tmp_path):
         DDPScenario.from_dict({"preset": "small", "backward_time": 120, "o": "50us", "w": "10GB/s"})
 
 
+def test_item11_compare_spec_short_keys_need_units(tmp_path):
+    """Item 11: ``w: 10`` in a DDP compare spec was 10 B/s."""
+    pytest.importorskip("real.compare")
+    path = tmp_path / "spec.yaml"
+    path.write_text((ROOT / "real" / "data" / "compare_ddp_small.yaml").read_text() + "\no: 50us\nw: 10\n")
+    assert_one_error_line(invoke("compare", str(path)), "w: '10' has no unit")
+
+
 def test_item11_help_says_which_numbers_need_units():
     """Item 11: --help says sizes may be bare bytes and times/bandwidths need units."""
     text = " ".join(invoke(*COLLECTIVE, "--help").output.split())
