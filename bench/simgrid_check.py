@@ -429,6 +429,13 @@ HEADER = (
 )
 
 
+def _positive(text: str) -> bool:
+    try:
+        return float(text) > 0
+    except ValueError:
+        return False
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--simgrid-python", default=os.environ.get("SIMGRID_PYTHON", DEFAULT_SIMGRID_PYTHON))
@@ -451,6 +458,12 @@ def main(argv: list[str] | None = None) -> int:
         job = json.loads(args.simgrid_case)
         print(json.dumps(simgrid_run(job["case"], job["config"])))
         return 0
+    if args.timing_precision != "default" and not _positive(args.timing_precision):
+        print(
+            f"error: --timing-precision: must be a time in seconds > 0 such as 1e-13, or 'default'; got {args.timing_precision!r}",
+            file=sys.stderr,
+        )
+        return 2
     if not Path(args.simgrid_python).is_file():
         print(f"error: --simgrid-python: {args.simgrid_python} not found; give a Python that has the simgrid package", file=sys.stderr)
         return 2
@@ -474,7 +487,11 @@ def main(argv: list[str] | None = None) -> int:
     print(HEADER.format(sharing=args.sharing))
     for label, case in cases():
         if args.only in label:
-            print(row(label, case, args.sharing, args.simgrid_python, env, config), flush=True)
+            try:
+                print(row(label, case, args.sharing, args.simgrid_python, env, config), flush=True)
+            except RuntimeError as error:  # the SimGrid child failed: say which case and how
+                print(f"error: {label}: {error}", file=sys.stderr)
+                return 1
     return 0
 
 
