@@ -36,7 +36,7 @@ def assert_one_error_line(result, *fragments: str) -> str:
     """Exit 2 with one ``error:`` line (no traceback) that contains every fragment."""
     assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
     assert isinstance(result.exception, SystemExit), result.exception
-    lines = [line for line in result.output.splitlines() if line.strip()]
+    lines = [line for line in result.output.splitlines() if line.strip() and not line.startswith("# ")]  # "# " notes: which store
     assert len(lines) == 1 and lines[0].startswith("error"), result.output
     for fragment in fragments:
         assert fragment in lines[0], (fragment, lines[0])
