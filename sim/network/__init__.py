@@ -13,9 +13,10 @@ import simpy
 
 from sim.network.engine import Compute, Delivery, Instant, Message, Network, open_instants
 from sim.network.fair import FairNetwork
-from sim.topology import Topology
+from sim.network.fifo import FifoNetwork
+from sim.network.topology import Topology
 
-SHARING = {"fifo": Network, "fair": FairNetwork}
+SHARING = {"fifo": FifoNetwork, "fair": FairNetwork}
 
 
 def make_network(env: simpy.Environment, topology: Topology, sharing: str = "fair", **options: Any) -> Network:
@@ -23,4 +24,4 @@ def make_network(env: simpy.Environment, topology: Topology, sharing: str = "fai
     return SHARING[sharing](env, topology, **options)
 
 
-__all__ = ["Compute", "Delivery", "FairNetwork", "Instant", "Message", "Network", "SHARING", "make_network", "open_instants"]
+__all__ = ["Compute", "Delivery", "FairNetwork", "FifoNetwork", "Instant", "Message", "Network", "SHARING", "make_network", "open_instants"]

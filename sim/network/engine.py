@@ -1,4 +1,4 @@
-"""The message engine: mailboxes, rendezvous, and fifo sharing of links and ports.
+"""The message engine: routes, mailboxes, rendezvous, records; sharing is a subclass's.
 
 A message of n bytes from ``src`` to ``dst`` follows its topology route (``Topology.path``:
 dimension order on tori, up/down on trees). Its route is every directed link on that path plus,
@@ -12,18 +12,9 @@ larger one starts only when the receiver has posted the matching receive (rendez
 large-message protocol and NCCL's credit-based buffers): a sender cannot push data the receiver
 has no room for.
 
-**fifo sharing** (this class). A message holds every link and port of its route while its
-bytes pass, n / bandwidth (cut-through, as a wormhole or virtual-cut-through switch forwards a
-packet's head before its tail arrives: a multi-hop message pays every hop's latency but its
-bytes once, at the bottleneck bandwidth), and arrives ``latency`` later: latency is a pipeline
-delay that occupies no link, as L in LogGP. Messages between one pair of ranks go one at a time,
-each after the previous one has arrived (one connection per pair, as gloo's pairs and MPI's
-queue pairs). A message starts as soon as its route and its connection are free. Contenders
-are served in issue order and the queues are work-conserving: whenever resources free, the
-waiting messages are retried oldest first and each one whose route is now free starts, so a
-message that can start is never held back by an older one still waiting for some other
-resource (backfilling). No bandwidth is shared: two messages on one link take turns. See :mod:`sim.network.fair` for max-min fair
-sharing, the default, and docs/network-model.md for why.
+**Sharing.** What happens when messages meet on a link or port is a subclass's: see
+:mod:`sim.network.fifo` (work-conserving FIFO queues) and :mod:`sim.network.fair` (max-min fair
+flows, the default), and docs/network-model.md.
 
 Speed (docs/scale.md): links are float "free at" times, not Resource objects; the messages (and
 reductions) that end at one instant share one heap entry, an :class:`Instant`, and fire in issue
@@ -35,18 +26,16 @@ to bounded typed columns (:mod:`sim.records`).
 from __future__ import annotations
 
 from heapq import heappush
-from itertools import count
-from operator import itemgetter
 from typing import Any
 
 import networkx as nx
 import numpy as np
 import simpy
-from simpy.core import NORMAL, URGENT
+from simpy.core import NORMAL
 from simpy.events import PENDING, Event
 
-from sim.records import BUFFER_ROWS, COMPUTE_COLUMNS, MESSAGE_COLUMNS, RecordTable
-from sim.topology import Topology
+from sim.network.records import BUFFER_ROWS, COMPUTE_COLUMNS, MESSAGE_COLUMNS, RecordTable
+from sim.network.topology import Topology
 
 # A recorded message: (src, dst, start_s, end_s, nbytes, step, chunk)
 Message = tuple[int, int, float, float, int, int, int]
@@ -141,34 +130,14 @@ def _tree_index(graph: nx.Graph) -> tuple[dict, dict] | None:
     return parent, depth
 
 
-class _Wake(Event):
-    """A check of the transfers waiting for resources that free at this time (fifo sharing).
-
-    Scheduled URGENT, so it runs before the deliveries due at the same instant: transfers that
-    waited get the freed resources before messages issued by the processes those deliveries wake.
-    """
-
-    def __init__(self, net: Network) -> None:
-        self.env = net.env
-        self.callbacks = [_wake]
-        self._ok = True
-        self._value = None
-        self.net = net
-
-
-def _wake(event: _Wake) -> None:
-    event.net._retry()
-
-
 class Network:
-    """Runtime state of one simulation on a topology: mailboxes, link state, records.
+    """Runtime state of one simulation on a topology: routes, mailboxes, records.
 
-    This class shares links and ports ``fifo``: see the module docstring. Messages larger than
-    ``eager_limit_bytes`` wait for the matching receive before they start (rendezvous); ``None``
-    sends everything eagerly.
+    Messages larger than ``eager_limit_bytes`` wait for the matching receive before they start
+    (rendezvous); ``None`` sends everything eagerly. Subclasses say how messages share links.
     """
 
-    sharing = "fifo"
+    sharing = ""
 
     def __init__(
         self,
@@ -192,10 +161,6 @@ class Network:
         self._ports = self._port_resources(len(self.links))
         self.resource_count = len(self.links) + 2 * len(self._ports)
         self._free_at = [0.0] * self.resource_count
-        self._held: dict[int, tuple[int, ...]] = {}  # pair -> route resources + the pair's connection
-        self._waiting: dict[int, list[tuple]] = {}  # resource -> transfers waiting for it to free
-        self._wakes: dict[float, list[int]] = {}  # time -> resources whose waiters to retry then
-        self._order = count()  # issue order of waiting transfers: their priority
         self._routes: dict[int, tuple[tuple[int, ...], float, float]] = {}
         self._tree = None if hasattr(topology, "path") else _tree_index(topology.graph)
         # Per (src, dst, tag): messages sent but not yet received, or receives posted but not
@@ -370,88 +335,10 @@ class Network:
         else:
             self._mail[key] = queue[0] if len(queue) == 1 else queue
 
-    # -- fifo sharing ------------------------------------------------------------------------
     def _transfer(self, event: Event, src: int, dst: int, nbytes: int, step: int, chunk: int, tag: int) -> None:
-        """Start moving a message whose send and (for rendezvous) receive are both posted: now
-        if its route and its connection are free, else when they are (work-conserving,
-        issue-order priority among waiting messages)."""
-        pair = src * self._nodes + dst
-        resources, latency, inverse_bandwidth = self._routes.get(pair) or self.route(src, dst)
-        held = self._held.get(pair) or self._connection(pair, resources)
-        free_at = self._free_at
-        now = self.env._now
-        for index in held:
-            if free_at[index] > now:
-                self._hold((next(self._order), event, src, dst, nbytes, step, chunk, held, nbytes * inverse_bandwidth, latency))
-                return
-        # _occupy, inlined: this is the hot path
-        sent = now + nbytes * inverse_bandwidth
-        end = sent + latency
-        if self.jitter_s:
-            end += self._draw_jitter()
-        for index in held:
-            free_at[index] = sent
-        free_at[held[-1]] = end
-        instant = self._instants.get(end)
-        if instant is None:
-            instant = self._open_instant(end)
-        instant.events.append(event)
-        rows = self.message_table.buffer
-        rows.append((src, dst, now, end, nbytes, step, chunk))
-        if len(rows) >= BUFFER_ROWS:
-            self.message_table.flush()
-
-    def _connection(self, pair: int, resources: tuple[int, ...]) -> tuple[int, ...]:
-        """The route's resources plus, last, the pair's connection (a resource of its own that
-        is busy from a message's start to its arrival: one message at a time per pair)."""
-        self._free_at.append(0.0)
-        held = self._held[pair] = (*resources, len(self._free_at) - 1)
-        return held
-
-    def _occupy(self, event: Event, src: int, dst: int, nbytes: int, step: int, chunk: int, held, start: float, transmit: float, latency: float) -> None:
-        """Links and ports are busy while the bytes pass (``transmit``); the message arrives
-        ``latency`` later, and its connection is free then."""
-        sent = start + transmit
-        end = sent + latency
-        if self.jitter_s:
-            end += self._draw_jitter()
-        free_at = self._free_at
-        for index in held:
-            free_at[index] = sent
-        free_at[held[-1]] = end
-        self._deliver_at(end, event)
-        rows = self.message_table.buffer
-        rows.append((src, dst, start, end, nbytes, step, chunk))
-        if len(rows) >= BUFFER_ROWS:
-            self.message_table.flush()
-
-    def _hold(self, transfer: tuple) -> None:
-        """Park a transfer on the busy resource of its route that frees last; it is retried then."""
-        free_at = self._free_at
-        resource = max(transfer[7], key=free_at.__getitem__)
-        self._waiting.setdefault(resource, []).append(transfer)
-        time = free_at[resource]
-        due = self._wakes.get(time)
-        if due is None:
-            self._wakes[time] = [resource]
-            env = self.env
-            heappush(env._queue, (time, URGENT, next(env._eid), _Wake(self)))
-        elif resource not in due:
-            due.append(resource)
-
-    def _retry(self) -> None:
-        """Resources freed now: start the transfers waiting for them that can, oldest first."""
-        now = self.env._now
-        candidates = []
-        for resource in self._wakes.pop(now):
-            candidates.extend(self._waiting.pop(resource, ()))
-        candidates.sort(key=itemgetter(0))
-        free_at = self._free_at
-        for transfer in candidates:
-            if all(free_at[index] <= now for index in transfer[7]):
-                self._occupy(*transfer[1:8], now, transfer[8], transfer[9])
-            else:
-                self._hold(transfer)
+        """Move a message whose send and (for rendezvous) receive are both posted: the sharing
+        semantics (:mod:`sim.network.fifo`, :mod:`sim.network.fair`) decide when it ends."""
+        raise NotImplementedError("use make_network(..., sharing='fair' | 'fifo')")
 
     # -- shared helpers ----------------------------------------------------------------------
     def _deliver_at(self, time: float, event: Event) -> None:

@@ -29,8 +29,7 @@ import simpy
 from simpy.events import Event
 
 from sim.network.engine import BUFFER_ROWS, Network
-from sim.topology import Topology
-
+from sim.network.topology import Topology
 
 _new = object.__new__
 

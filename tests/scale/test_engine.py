@@ -8,7 +8,7 @@ import pytest
 import simpy
 
 from sim import topology as topo
-from sim.network import Network
+from sim.network import FifoNetwork as Network
 from sim.runner import run_collective
 from sim.scenario import CollectiveScenario
 

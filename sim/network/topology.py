@@ -1,0 +1,408 @@
+"""Topologies as networkx graphs.
+
+Ranks are the integer nodes ``0..p-1``; switches and NICs are string nodes. Every edge is a
+full-duplex link with ``bandwidth`` (bytes/s) and ``latency`` (s) attributes; each direction is
+its own resource. A message's latency is the sum of the link latencies on its route, its
+bandwidth the smallest on the route.
+
+Builders keep the classic single-port model exact: on ``switch(p)`` each rank has one link into a
+non-blocking switch carrying half the latency, so a message costs exactly ``latency + n/bandwidth``.
+
+Routes (:meth:`Topology.path`) are deterministic, one per ordered pair (docs/network-model.md):
+
+- trees (switch, two_level, any tree-shaped user graph): the unique path, up to the common
+  ancestor and down (up/down routing);
+- torus2d: dimension order, X first (X is the column index: along a row, rank r to r +- 1),
+  then Y (the row index); each dimension the shorter way round its ring, and the increasing
+  direction (with wrap-around) when both ways are equally long;
+- ring: the shorter way round, the increasing direction (i -> i+1) on a tie;
+- other user graphs: fewest hops, then the smallest summed latency (equal to 1e-9 relative
+  counts as a tie), then the lexicographically smallest node sequence (rank nodes, by number,
+  before named nodes, by name).
+
+Placement (:func:`place`) puts logical rank r on an endpoint: the builders number endpoints as
+ranks (``block``: rank r on endpoint r); a placed topology relabels its rank nodes so that node
+r is where rank r sits, and routes, nodes and node_of follow.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from heapq import heappop, heappush
+from pathlib import Path
+
+import networkx as nx
+
+from sim.errors import CollsimError
+from sim.units import parse_bandwidth, parse_time
+
+TOPOLOGIES = ("switch", "ring", "two_level", "torus2d")
+PLACEMENTS = ("block", "round_robin")  # or a YAML/JSON file listing each rank's endpoint
+_LATENCY_TIE = 1e-9  # relative: summed route latencies this close are equal (float sums differ by order)
+
+
+@dataclass(frozen=True)
+class Topology:
+    """A validated graph plus the number of ranks it connects."""
+
+    name: str
+    graph: nx.Graph
+    ranks: int
+    gpus_per_node: int = 0  # two_level only: endpoints e and f share a node when e // g == f // g
+    shape: tuple[int, int] = (0, 0)  # torus2d only: (rows, cols); endpoint = row * cols + col
+    endpoints: tuple[int, ...] = ()  # rank r sits on endpoint endpoints[r]; () is block: r on r
+    placement: str = "block"  # how endpoints were chosen: block, round_robin or a file name
+
+    def endpoint(self, rank: int) -> int:
+        """The endpoint (builder numbering) that logical ``rank`` sits on."""
+        return self.endpoints[rank] if self.endpoints else rank
+
+    def node_of(self, rank: int) -> int:
+        """The node (host) ``rank`` sits on; without nodes every rank is its own."""
+        endpoint = self.endpoint(rank)
+        return endpoint // self.gpus_per_node if self.gpus_per_node else endpoint
+
+    def node_ranks(self) -> list[list[int]]:
+        """The ranks on each node, nodes in order, each node's ranks in endpoint order."""
+        return [list(ranks) for ranks in self._node_ranks]
+
+    @cached_property
+    def _node_ranks(self) -> tuple[tuple[int, ...], ...]:
+        by_node: dict[int, list[int]] = {}
+        for rank in sorted(range(self.ranks), key=self.endpoint):
+            by_node.setdefault(self.node_of(rank), []).append(rank)
+        return tuple(tuple(by_node[node]) for node in sorted(by_node))
+
+    def links(self) -> list[tuple[object, object]]:
+        """Directed links (u, v), each a resource."""
+        return [(u, v) for u, v in self.graph.edges] + [(v, u) for u, v in self.graph.edges]
+
+    def path(self, src: object, dst: object) -> list[object]:
+        """The route from ``src`` to ``dst`` as a node sequence (both ends included); the rules
+        per topology are in the module docstring. Callers cache it per pair."""
+        if src == dst:
+            return [src]
+        if self.name == "torus2d" and self.shape[0] and _is_rank(src) and _is_rank(dst):
+            return self._torus_path(src, dst)
+        if self.name == "ring" and _is_rank(src) and _is_rank(dst):
+            return self._ring_path(src, dst)
+        if self._tree is not None:
+            return self._tree_path(src, dst)
+        return self._shortest_path(src, dst)
+
+    # -- routing -----------------------------------------------------------------------------
+    @cached_property
+    def _rank_at(self) -> dict[int, int]:
+        """Endpoint -> the rank sitting on it."""
+        return {self.endpoint(rank): rank for rank in range(self.ranks)}
+
+    def _torus_path(self, src: int, dst: int) -> list[object]:
+        rows, cols = self.shape
+        (row, col), (to_row, to_col) = divmod(self.endpoint(src), cols), divmod(self.endpoint(dst), cols)
+        endpoints = [row * cols + c for c in _ring_walk(col, to_col, cols)]  # X: along the row
+        endpoints += [r * cols + to_col for r in _ring_walk(row, to_row, rows)[1:]]  # then Y
+        return [self._rank_at[endpoint] for endpoint in endpoints]
+
+    def _ring_path(self, src: int, dst: int) -> list[object]:
+        walk = _ring_walk(self.endpoint(src), self.endpoint(dst), self.ranks)
+        return [self._rank_at[endpoint] for endpoint in walk]
+
+    @cached_property
+    def _tree(self) -> tuple[dict, dict] | None:
+        """(parent, depth) of every node when the graph is a tree, rooted at its busiest node;
+        None otherwise. A tree has one path between two nodes, so it is the route."""
+        graph = self.graph
+        if graph.number_of_nodes() < 2 or not nx.is_tree(graph):
+            return None
+        root = max(graph.nodes, key=graph.degree)
+        parent, depth = {root: root}, {root: 0}
+        frontier = [root]
+        while frontier:
+            following = []
+            for node in frontier:
+                for neighbour in graph.adj[node]:
+                    if neighbour not in depth:
+                        parent[neighbour], depth[neighbour] = node, depth[node] + 1
+                        following.append(neighbour)
+            frontier = following
+        return parent, depth
+
+    def _tree_path(self, src: object, dst: object) -> list[object]:
+        """Climb from both ends to the common ancestor (up/down). Searching the graph instead
+        would expand the switch's p neighbours for every route."""
+        parent, depth = self._tree
+        up, down = [src], [dst]
+        while depth[up[-1]] > depth[down[-1]]:
+            up.append(parent[up[-1]])
+        while depth[down[-1]] > depth[up[-1]]:
+            down.append(parent[down[-1]])
+        while up[-1] != down[-1]:
+            up.append(parent[up[-1]])
+            down.append(parent[down[-1]])
+        return up + down[-2::-1]
+
+    @cached_property
+    def _distances(self) -> dict[object, dict[object, tuple[int, float]]]:
+        return {}  # destination -> node -> (hops, latency) of its best route there, filled lazily
+
+    def _shortest_path(self, src: object, dst: object) -> list[object]:
+        """Fewest hops, then least latency, then the smallest node sequence: walk from ``src``,
+        each time to the smallest neighbour that lies on a best route to ``dst``."""
+        graph = self.graph
+        if dst not in self._distances:
+            self._distances[dst] = _hops_and_latency(graph, dst)
+        cost = self._distances[dst]
+        if src not in cost:
+            raise CollsimError(f"topology {self.name}: no route from {src} to {dst}")
+        path = [src]
+        while path[-1] != dst:
+            here = path[-1]
+            hops, latency = cost[here]
+            path.append(
+                min(
+                    (
+                        node
+                        for node, edge in graph.adj[here].items()
+                        if cost[node][0] == hops - 1 and _same(cost[node][1] + edge["latency"], latency)
+                    ),
+                    key=_node_key,
+                )
+            )
+        return path
+
+
+def _is_rank(node: object) -> bool:
+    return isinstance(node, int) and not isinstance(node, bool)
+
+
+def _node_key(node: object) -> tuple[int, int | str]:
+    """Rank nodes by number before named nodes by name: a total order for mixed labels."""
+    return (0, node) if _is_rank(node) else (1, str(node))
+
+
+def _same(a: float, b: float) -> bool:
+    return abs(a - b) <= _LATENCY_TIE * max(abs(a), abs(b))
+
+
+def _ring_walk(start: int, end: int, size: int) -> list[int]:
+    """Positions from ``start`` to ``end`` on a ring of ``size``: the shorter way round, the
+    increasing direction when both ways are equally long."""
+    forward = (end - start) % size
+    step = 1 if forward <= size - forward else -1
+    return [(start + step * i) % size for i in range((forward if step == 1 else size - forward) + 1)]
+
+
+def _hops_and_latency(graph: nx.Graph, dst: object) -> dict[object, tuple[int, float]]:
+    """(hops, summed latency) of every node's best route to ``dst``, ordered by hops then latency."""
+    best: dict[object, tuple[int, float]] = {}
+    heap: list[tuple[int, float, int, object]] = [(0, 0.0, 0, dst)]
+    counter = 1
+    while heap:
+        hops, latency, _, node = heappop(heap)
+        if node in best:
+            continue
+        best[node] = (hops, latency)
+        for neighbour, edge in graph.adj[node].items():
+            if neighbour not in best:
+                heappush(heap, (hops + 1, latency + edge["latency"], counter, neighbour))
+                counter += 1
+    return best
+
+
+def _link(graph: nx.Graph, u: object, v: object, latency_s: float, bandwidth_Bps: float) -> None:
+    graph.add_edge(u, v, latency=latency_s, bandwidth=bandwidth_Bps)
+
+
+def switch(p: int, latency_s: float, bandwidth_Bps: float) -> Topology:
+    """Every rank one full-duplex port into a non-blocking switch (the single-port model)."""
+    graph = nx.Graph()
+    graph.add_nodes_from(range(p))
+    for rank in range(p):
+        _link(graph, rank, "switch", latency_s / 2, bandwidth_Bps)
+    return Topology("switch", graph, p)
+
+
+def ring(p: int, latency_s: float, bandwidth_Bps: float) -> Topology:
+    """Ranks on a physical ring: rank i linked to i+1 mod p; other pairs route over hops."""
+    graph = nx.Graph()
+    graph.add_nodes_from(range(p))
+    for rank in range(p):
+        if p > 1 and not graph.has_edge(rank, (rank + 1) % p):
+            _link(graph, rank, (rank + 1) % p, latency_s, bandwidth_Bps)
+    return Topology("ring", graph, p)
+
+
+def two_level(
+    nodes: int,
+    gpus_per_node: int,
+    intra_latency_s: float,
+    intra_bandwidth_Bps: float,
+    inter_latency_s: float,
+    inter_bandwidth_Bps: float,
+) -> Topology:
+    """Fast links inside a node (through a node switch), one shared NIC per node across nodes.
+
+    Intra-node messages cost ``intra_latency + n/intra_bandwidth``; inter-node messages cross
+    the sender's NIC and the receiver's NIC and cost ``intra_latency + inter_latency +
+    n/min(intra, inter bandwidth)``. All of a node's inter-node traffic shares its NIC.
+    """
+    graph = nx.Graph()
+    graph.add_nodes_from(range(nodes * gpus_per_node))
+    for node in range(nodes):
+        for local in range(gpus_per_node):
+            _link(graph, node * gpus_per_node + local, f"node{node}", intra_latency_s / 2, intra_bandwidth_Bps)
+        if nodes > 1:
+            _link(graph, f"node{node}", "core", inter_latency_s / 2, inter_bandwidth_Bps)
+    return Topology("two_level", graph, nodes * gpus_per_node, gpus_per_node)
+
+
+def torus2d(rows: int, cols: int, latency_s: float, bandwidth_Bps: float) -> Topology:
+    """A rows x cols grid with wrap-around links; rank = row * cols + col."""
+    graph = nx.Graph()
+    graph.add_nodes_from(range(rows * cols))
+    for row in range(rows):
+        for col in range(cols):
+            rank = row * cols + col
+            for other in (row * cols + (col + 1) % cols, ((row + 1) % rows) * cols + col):
+                if other != rank and not graph.has_edge(rank, other):
+                    _link(graph, rank, other, latency_s, bandwidth_Bps)
+    return Topology("torus2d", graph, rows * cols, shape=(rows, cols))
+
+
+def torus_shape(p: int) -> tuple[int, int]:
+    """The most square rows x cols with rows * cols == p."""
+    rows = int(math.isqrt(p))
+    while p % rows:
+        rows -= 1
+    return rows, p // rows
+
+
+def place(topology: Topology, placement: str | Sequence[int]) -> Topology:
+    """``topology`` with logical rank r on endpoint ``endpoints[r]`` of the chosen placement.
+
+    ``block``: rank r on endpoint r. ``round_robin`` (two_level): consecutive ranks on different
+    nodes, rank r on node r % nodes (local slot r // nodes). A file (YAML or JSON) or a sequence
+    lists each rank's endpoint index. The rank nodes of the graph are relabelled so that node r
+    is where rank r sits; routes, :meth:`Topology.node_of` and :meth:`Topology.node_ranks` follow.
+    """
+    label = placement if isinstance(placement, str) else "explicit"
+    endpoints = placement_endpoints(topology, placement)
+    where = {topology.endpoint(rank): rank for rank in range(topology.ranks)}  # endpoint -> node now
+    mapping = {where[endpoint]: rank for rank, endpoint in enumerate(endpoints) if where[endpoint] != rank}
+    graph = nx.relabel_nodes(topology.graph, mapping, copy=True) if mapping else topology.graph
+    identity = all(rank == endpoint for rank, endpoint in enumerate(endpoints))
+    return dataclasses.replace(topology, graph=graph, endpoints=() if identity else tuple(endpoints), placement=label)
+
+
+def placement_endpoints(topology: Topology, placement: str | Sequence[int]) -> list[int]:
+    """Each rank's endpoint index under ``placement`` (see :func:`place`); CollsimError if invalid."""
+    p = topology.ranks
+    if placement == "block":
+        return list(range(p))
+    if placement == "round_robin":
+        if topology.name != "two_level" or not topology.gpus_per_node:
+            raise CollsimError(
+                f"placement: round_robin spreads consecutive ranks over the nodes of a two_level topology, not {topology.name}; "
+                "use block or a YAML/JSON file listing each rank's endpoint"
+            )
+        nodes = p // topology.gpus_per_node
+        return [(rank % nodes) * topology.gpus_per_node + rank // nodes for rank in range(p)]
+    endpoints = read_placement(placement) if isinstance(placement, str) else list(placement)
+    name = placement if isinstance(placement, str) else "placement"
+    if len(endpoints) != p or sorted(endpoints) != list(range(p)):
+        raise CollsimError(
+            f"placement {name}: must list, for each of the {p} ranks, a distinct endpoint index in 0..{p - 1}; got {endpoints[:16]}"
+        )
+    return endpoints
+
+
+def read_placement(path: str) -> list[int]:
+    """A placement file: a YAML/JSON list of endpoint indices (one per rank, in rank order), or
+    a mapping whose ``endpoints`` key holds that list."""
+    import yaml
+
+    file = Path(path)
+    if not file.is_file():
+        raise CollsimError(f"placement: give block, round_robin or a YAML/JSON file listing each rank's endpoint; {path!r} is not a file")
+    try:
+        data = yaml.safe_load(file.read_text())
+    except yaml.YAMLError as error:
+        raise CollsimError(f"placement file {path!r} is not valid YAML/JSON: {error}") from None
+    if isinstance(data, dict):
+        data = data.get("endpoints")
+    if not isinstance(data, list) or not all(_is_rank(item) for item in data):
+        raise CollsimError(f"placement file {path!r}: expected a list of endpoint indices (or a mapping with key 'endpoints')")
+    return data
+
+
+def _number(value: object, parse, what: str) -> float:
+    try:
+        return parse(value, what)
+    except CollsimError:
+        raise
+    except (TypeError, ValueError) as error:
+        raise CollsimError(f"{what}: {error}") from None
+
+
+def load_graph(path: str | Path) -> Topology:
+    """A user graph from GraphML or JSON node-link data.
+
+    Rank nodes are those whose id is an integer (or a string of one) or that have
+    ``kind: rank``; they must be numbered 0..p-1. Every edge needs ``bandwidth`` (bytes/s or a
+    unit string such as "25GB/s") and may have ``latency`` (s or "5us", default 0).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise CollsimError(f"topology file {str(path)!r} not found; give switch, ring, two_level, torus2d or a GraphML/JSON file")
+    try:
+        if path.suffix.lower() in (".graphml", ".xml"):
+            raw = nx.read_graphml(path)
+        else:
+            raw = nx.node_link_graph(json.loads(path.read_text()), edges="links")
+    except Exception as error:  # malformed files come in many shapes; name the file and why
+        raise CollsimError(f"topology file {str(path)!r} could not be read as GraphML or JSON node-link: {error}") from None
+    return _from_user_graph(nx.Graph(raw), path.name)
+
+
+def _rank_id(node: object, data: dict) -> int | None:
+    if isinstance(node, int) and not isinstance(node, bool):
+        return node
+    if isinstance(node, str) and node.strip().lstrip("-").isdigit():
+        return int(node)
+    if data.get("kind") == "rank" and "rank" in data:
+        return int(data["rank"])
+    return None
+
+
+def _from_user_graph(raw: nx.Graph, name: str) -> Topology:
+    mapping = {node: _rank_id(node, data) for node, data in raw.nodes(data=True)}
+    ranks = sorted(r for r in mapping.values() if r is not None)
+    if not ranks or ranks != list(range(len(ranks))):
+        raise CollsimError(f"topology {name}: rank nodes must be numbered 0..p-1, found {ranks[:10]}")
+    graph = nx.Graph()
+    for node in raw.nodes:
+        graph.add_node(mapping[node] if mapping[node] is not None else str(node))
+    for u, v, data in raw.edges(data=True):
+        if "bandwidth" not in data:
+            raise CollsimError(f"topology {name}: edge {u}-{v} has no 'bandwidth' attribute")
+        bandwidth = _number(data["bandwidth"], parse_bandwidth, f"topology {name} edge {u}-{v} bandwidth")
+        latency = _number(data.get("latency", 0.0), parse_time, f"topology {name} edge {u}-{v} latency")
+        if bandwidth <= 0 or latency < 0:
+            raise CollsimError(f"topology {name}: edge {u}-{v} needs bandwidth > 0 and latency >= 0")
+        a = mapping[u] if mapping[u] is not None else str(u)
+        b = mapping[v] if mapping[v] is not None else str(v)
+        _link(graph, a, b, latency, bandwidth)
+    if not nx.is_connected(graph):
+        raise CollsimError(f"topology {name}: the graph is not connected")
+    return Topology(name, graph, len(ranks))
+
+
+def save_graph(topology: Topology, path: str | Path) -> None:
+    """Write a topology as JSON node-link data that :func:`load_graph` reads back."""
+    data = nx.node_link_data(topology.graph, edges="links")
+    Path(path).write_text(json.dumps(data, indent=1, default=str))
