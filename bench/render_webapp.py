@@ -40,11 +40,27 @@ RESULT = """t0 => {
             requests: responses.length, plots: plots.map(p => p[0])};
 }"""
 CASES = {
-    # name: (field, value A, value B): the input alternates between A and B
-    "ranks 64<->63 (all panels)": ("ranks", "64", "63"),
-    "size 64MiB<->32MiB at 64 ranks": ("size", "32MiB", "64MiB"),
-    "step slider at 64 ranks": ("step", "", ""),
+    # name: (page query, field, value A, value B): the input alternates between A and B
+    "size 64MiB<->32MiB at 8 ranks": ("?ranks=8", "size", "32MiB", "64MiB"),
+    "ranks 8<->7 (all panels)": ("?ranks=8", "ranks", "7", "8"),
+    "size 64MiB<->32MiB at 64 ranks": ("?ranks=64", "size", "32MiB", "64MiB"),
+    "ranks 64<->63 (all panels)": ("?ranks=64", "ranks", "63", "64"),
+    "size on two_level, 16 ranks": ("?topology=two_level&ranks=16&gpus_per_node=4&algorithm=hierarchical", "size", "32MiB", "64MiB"),
+    "step slider at 64 ranks": ("?ranks=64", "step", "", ""),
 }
+PAGES = {"Collectives": "/", "DDP buckets": "/ddp", "Sim vs measured": "/compare"}
+# on a fresh page: hook every graph's plotly_afterplot as soon as it exists, to time first loads
+INIT = """window.__ap = []; setInterval(() => {
+    for (const g of document.querySelectorAll('.js-plotly-plot')) {
+        if (g.__benchHooked || !g.on) continue;
+        g.__benchHooked = true;
+        g.on('plotly_afterplot', () => window.__ap.push([g.parentElement.id, performance.now()]));
+    }
+}, 10);"""
+LOADED = """() => {
+    const responses = performance.getEntriesByType('resource').map(e => e.responseEnd);
+    return Math.max(...window.__ap.map(p => p[1]), ...responses);
+}"""
 
 
 def quiet(page, settle_ms: int = 1200, limit_s: float = 20.0) -> None:
@@ -60,7 +76,7 @@ def quiet(page, settle_ms: int = 1200, limit_s: float = 20.0) -> None:
 
 
 def measure(page, case: str, flip: bool) -> dict:
-    field, a, b = CASES[case]
+    _, field, a, b = CASES[case]
     page.evaluate(HOOK)
     page.evaluate("() => performance.clearResourceTimings()")
     if field == "step":
@@ -85,15 +101,16 @@ def run(urls: dict[str, str], repeats: int, chromium: str) -> None:
             executable_path=chromium, headless=True, args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
         )
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
-        pages = {}
-        for label, url in urls.items():
-            page = context.new_page()
-            page.goto(url + "/?ranks=64")
-            page.locator("#coll-sim-time").wait_for(timeout=30_000)
-            page.wait_for_timeout(1500)
-            page.evaluate(HOOK)
-            pages[label] = page
+        first_loads(context, urls, repeats)
         for case in CASES:
+            pages = {}
+            for label, url in urls.items():
+                page = context.new_page()
+                page.goto(url + "/" + CASES[case][0])
+                page.locator("#coll-sim-time").wait_for(timeout=30_000)
+                page.wait_for_timeout(1500)
+                page.evaluate(HOOK)
+                pages[label] = page
             samples: dict[str, list[dict]] = {label: [] for label in urls}
             for index in range(repeats + 1):
                 for label, page in pages.items():  # interleaved
@@ -115,7 +132,30 @@ def run(urls: dict[str, str], repeats: int, chromium: str) -> None:
                     f" {med([len(r['plots']) for r in rows]):.0f} redraws",
                     flush=True,
                 )
+            for page in pages.values():
+                page.close()
         browser.close()
+
+
+def first_loads(context, urls: dict[str, str], repeats: int) -> None:
+    """Per page: navigation start to the last figure drawn or response received, on a fresh tab
+    (the browser cache warm after the first round, as for a user's second visit)."""
+    import statistics
+
+    samples: dict[tuple[str, str], list[float]] = {}
+    for index in range(repeats + 1):
+        for name, path in PAGES.items():
+            for label, url in urls.items():  # interleaved
+                page = context.new_page()
+                page.add_init_script(INIT)
+                page.goto(url + path)
+                page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
+                quiet(page, settle_ms=700)
+                if index:
+                    samples.setdefault((name, label), []).append(page.evaluate(LOADED))
+                page.close()
+    for (name, label), values in samples.items():
+        print(f"first load {name:17s} {label:6s} {statistics.median(values):5.0f} ms [{min(values):.0f}-{max(values):.0f}]", flush=True)
 
 
 def serve(port: int) -> None:

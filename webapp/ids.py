@@ -71,6 +71,7 @@ COLL_CMP_VALUE = "coll-cmp-value"  # ... and to what (empty: no second column)
 COLL_CMP_TIMELINE = "coll-cmp-timeline"
 COLL_CMP_PARTS = "coll-cmp-parts"
 COLL_CMP_NOTE = "coll-cmp-note"
+COLL_CMP_ROW = "coll-cmp-row"  # the two side-by-side graphs (hidden until a second scenario is picked)
 COLL_INTRO = "coll-intro"
 
 # DDP page

@@ -40,7 +40,8 @@ def test_side_by_side_splits_the_difference():
     options, value = page.compare_choices("algorithm", data, "double_binary_tree")
     assert value == "double_binary_tree" and "ring" not in [option["value"] for option in options]
     assert page.compare_choices("sharing", data, None)[0] == [{"label": "fifo", "value": "fifo"}]
-    timeline, parts, note = page.compare_panel("double_binary_tree", "algorithm", data)
+    timeline, parts, note, style = page.compare_panel("double_binary_tree", "algorithm", data)
+    assert style == {} and page.compare_panel(None, "algorithm", data)[3] == {"display": "none"}
     assert timeline.layout.meta["columns"] == ["A: ring", "B: double_binary_tree"]
     first, second = parts.layout.meta["parts"]
     assert first["total"] == pytest.approx(run_collective(page._scenario(data)).time_s, rel=1e-9)

@@ -264,6 +264,8 @@ def compare_section(compare_field: str, compare_value: str, values: dict[str, st
                         html.Div(graph(ids.COLL_CMP_PARTS, 120), className="col narrow"),
                     ],
                     className="row",
+                    id=ids.COLL_CMP_ROW,
+                    style={} if compare_value else {"display": "none"},  # nothing to draw until a second scenario is picked
                 ),
                 type="dot",
                 delay_show=250,
@@ -519,14 +521,13 @@ def compare_panel(value: str | None, compare_field: str | None, data: dict | Non
     if not data:
         raise PreventUpdate
     if not value:
-        text = "Pick another algorithm, topology or sharing mode to see both runs on one time axis."
-        return figures.note_figure(text, "Side by side", 200), figures.note_figure("", "Where the time goes", 200), ""
+        return no_update, no_update, "", {"display": "none"}
     a = _scenario(data)
     b = a.replace(**{compare_field or "algorithm": value})
     for s in (a, b):
         if model.estimate_cost(s) > model.MAX_SIM_MESSAGES:
             text = f"{getattr(s, compare_field or 'algorithm')} is too large to simulate side by side here; use the command line"
-            return figures.note_figure(text, "Side by side", 200), figures.note_figure("", "Where the time goes", 200), text
+            return no_update, no_update, text, {"display": "none"}
     labels = [f"A: {getattr(a, compare_field or 'algorithm')}", f"B: {value}"]
     runs = [explore.run(s)[0] for s in (a, b)]
     timeline = figures.side_by_side_figure([(label, *model.rank_intervals(run)) for label, run in zip(labels, runs)])
@@ -534,7 +535,7 @@ def compare_panel(value: str | None, compare_field: str | None, data: dict | Non
     ratio = runs[1].time_s / runs[0].time_s if runs[0].time_s else float("inf")
     figure = figures.parts_figure(labels, parts)
     note = f"B takes {ratio:.3g}x the time of A ({format_time(runs[1].time_s)} vs {format_time(runs[0].time_s)}); {figure.layout.meta['summary']}"
-    return timeline, figure, note
+    return timeline, figure, note, {}
 
 
 def download(trigger: str | None, data: dict | None) -> tuple[Any, str]:
@@ -660,10 +661,11 @@ def register(app: Any) -> None:
         Output(ids.COLL_CMP_TIMELINE, "figure"),
         Output(ids.COLL_CMP_PARTS, "figure"),
         Output(ids.COLL_CMP_NOTE, "children"),
+        Output(ids.COLL_CMP_ROW, "style"),
         Input(ids.COLL_CMP_VALUE, "value"),
         State(ids.COLL_CMP_FIELD, "value"),
         Input(ids.COLL_SCENARIO, "data"),
-    )(_guarded(compare_panel, lambda message: (figures.note_figure(message, "Side by side", 200), no_update, message)))
+    )(_guarded(compare_panel, lambda message: (no_update, no_update, message, {"display": "none"})))
     manager = getattr(app, "_background_manager", None)
     background = manager is not None
     app.callback(
