@@ -55,7 +55,7 @@ class FifoNetwork(Network):
 
     def __init__(self, env: simpy.Environment, topology: Topology, *args: Any, **kwargs: Any) -> None:
         super().__init__(env, topology, *args, **kwargs)
-        self._held: dict[int, tuple[int, ...]] = {}  # pair -> route resources + the pair's connection
+        self._held: dict[int, tuple] = {}  # pair -> (route resources, connection, latency, 1/bandwidth)
         self._waiting: dict[int, list[tuple]] = {}  # resource -> transfers waiting for it to free
         self._wakes: dict[float, list[int]] = {}  # time -> resources whose waiters to retry then
         self._order = count()  # issue order of waiting transfers: their priority
@@ -65,22 +65,27 @@ class FifoNetwork(Network):
         if its route and its connection are free, else when they are (work-conserving,
         issue-order priority among waiting messages)."""
         pair = src * self._nodes + dst
-        resources, latency, inverse_bandwidth = self._routes.get(pair) or self.route(src, dst)
-        held = self._held.get(pair) or self._connection(pair, resources)
+        links, connection, latency, inverse_bandwidth = self._held.get(pair) or self._connection(pair)
         free_at = self._free_at
         now = self.env._now
-        for index in held:
-            if free_at[index] > now:
-                self._hold((next(self._order), event, src, dst, nbytes, step, chunk, held, nbytes * inverse_bandwidth, latency))
-                return
+        busy = free_at[connection] > now
+        if not busy:
+            for index in links:
+                if free_at[index] > now:
+                    busy = True
+                    break
+        if busy:
+            held = (*links, connection)
+            self._hold((next(self._order), event, src, dst, nbytes, step, chunk, held, nbytes * inverse_bandwidth, latency))
+            return
         # _occupy, inlined: this is the hot path
         sent = now + nbytes * inverse_bandwidth
         end = sent + latency
         if self.jitter_s:
             end += self._draw_jitter()
-        for index in held:
+        for index in links:
             free_at[index] = sent
-        free_at[held[-1]] = end
+        free_at[connection] = end
         instant = self._instants.get(end)
         if instant is None:
             instant = self._open_instant(end)
@@ -90,12 +95,14 @@ class FifoNetwork(Network):
         if len(rows) >= BUFFER_ROWS:
             self.message_table.flush()
 
-    def _connection(self, pair: int, resources: tuple[int, ...]) -> tuple[int, ...]:
-        """The route's resources plus, last, the pair's connection (a resource of its own that
-        is busy from a message's start to its arrival: one message at a time per pair)."""
+    def _connection(self, pair: int) -> tuple[tuple[int, ...], int, float, float]:
+        """(route resources, the pair's connection, latency, 1/bandwidth), cached. The connection
+        is a resource of its own, busy from a message's start to its arrival: one message at a
+        time per pair."""
+        resources, latency, inverse_bandwidth = self.route(*divmod(pair, self._nodes))
         self._free_at.append(0.0)
-        held = self._held[pair] = (*resources, len(self._free_at) - 1)
-        return held
+        entry = self._held[pair] = (resources, len(self._free_at) - 1, latency, inverse_bandwidth)
+        return entry
 
     def _occupy(
         self, event: Event, src: int, dst: int, nbytes: int, step: int, chunk: int, held, start: float, transmit: float, latency: float
