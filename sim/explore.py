@@ -84,20 +84,45 @@ def _counts(op: str, algorithm: str, p: int, k: int, gpus: int) -> tuple[int, in
         ("barrier", "dissemination"): (p * lg, p * lg, True),
         ("send_recv", "direct"): (1, 1, True),
     }
-    if (op, algorithm) in table:
-        return table[(op, algorithm)]
-    return 2 * ring * k, ring, False  # every pair, both ways, every chunk: a bound for anything new
+    return table.get((op, algorithm), (-1, -1, False))
 
 
 def work(scenario: CollectiveScenario) -> Work:
     """The messages and routes a per-message simulation of ``scenario`` needs, from the
-    algorithm's structure (no run): exact for the algorithms whose counts are closed, else an
-    upper bound (stated by ``exact=False``)."""
+    algorithm's structure (no run): exact message counts for the algorithms listed here (the
+    tests check them against runs), a bound on routes. An algorithm not listed is run at 8 and
+    16 ranks (one chunk, milliseconds) and its counts extrapolated with the growth exponent the
+    two give (``exact=False``); if even that fails, the bound of every pair, both ways, each chunk."""
     s = scenario
     k = s.chunks if algorithm_spec(s.op, s.algorithm) and algorithm_spec(s.op, s.algorithm).chunked else 1
     gpus = s.gpus_per_node_resolved if s.topology == "two_level" else s.ranks
     messages, pairs, exact = _counts(s.op, s.algorithm, s.ranks, k, gpus)
+    if messages < 0:
+        messages, pairs = _extrapolated(s)
     return Work(messages * s.repetitions, min(pairs, s.ranks * (s.ranks - 1)), exact)
+
+
+def _extrapolated(s: CollectiveScenario) -> tuple[int, int]:
+    p, ring, k = s.ranks, s.ranks * (s.ranks - 1), s.chunks
+    try:
+        probes = [_probe(s, ranks) for ranks in ((p,) if p <= 16 else (8, 16))]
+    except CollsimError:
+        return 2 * ring * k, ring
+    if len(probes) == 1:
+        return probes[0]
+    (m8, r8), (m16, r16) = probes
+    grow = lambda small, large: large * (p / 16) ** math.log2(large / small) if small > 0 and large > 0 else 2 * ring  # noqa: E731
+    return int(min(grow(m8, m16), 2 * ring * k)), int(min(grow(r8, r16), ring))
+
+
+def _probe(s: CollectiveScenario, ranks: int) -> tuple[int, int]:
+    """(messages, distinct sender-receiver pairs) of ``s`` at ``ranks`` ranks (its chunks kept)."""
+    changes: dict[str, Any] = {"ranks": ranks, "record": "aggregate", "stragglers": (), "root": 0, "repetitions": 1}
+    changes["size_bytes"] = ranks * s.chunks * s.element_bytes * 4
+    if s.topology == "two_level":
+        changes["gpus_per_node"] = min(s.gpus_per_node_resolved, ranks)
+    result = _plain(s.replace(**changes))
+    return result.message_count, len(result.network.overflow)
 
 
 # --------------------------------------------------------------------------- phases
