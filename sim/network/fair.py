@@ -7,7 +7,8 @@ goes to every unfrozen flow crossing it, and so on), each flow at most its route
 Rates change only when a flow starts or ends, and only for the flows connected to it through
 shared resources (the connected component of the flow-resource graph: max-min allocation
 decomposes over components, so the rest keep their rates and their scheduled ends). This is
-SimGrid's flow model (LV08/CM02) with its correction factors set to 1.
+SimGrid's flow model (LV08/CM02) with its correction factors set to 1, except that SimGrid
+weights shares by route latency and this model shares equally (docs/simgrid-check.md).
 
 Messages from one rank to another move one after the other, in the order they became ready,
 as on one connection (gloo's pair, an MPI queue pair, a TCP socket): k chunks sent back to back
