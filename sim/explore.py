@@ -102,23 +102,47 @@ def work(scenario: CollectiveScenario) -> Work:
     return Work(messages * s.repetitions, min(pairs, s.ranks * (s.ranks - 1)), exact)
 
 
+PROBE_MAX_BYTES = 16 * 2**20  # probes run at most this size (some algorithms cut messages into fixed-size pieces)
+
+
 def _extrapolated(s: CollectiveScenario) -> tuple[int, int]:
-    p, ring, k = s.ranks, s.ranks * (s.ranks - 1), s.chunks
+    """Messages and pairs of an algorithm not listed, from small runs: at 8 and 16 ranks for
+    the growth with ranks, and at two sizes for the growth with size (messages of fixed-size
+    pieces grow with n). Cached: a page asks again and again."""
+    p, n = s.ranks, s.size_bytes
+    base = min(n, PROBE_MAX_BYTES)
+    key = s.replace(size_bytes=s.element_bytes * s.ranks * s.chunks, stragglers=(), repetitions=1, record="aggregate", jitter_s=0.0)
+    return _extrapolated_cached(key, p, n, base)
+
+
+@lru_cache(maxsize=512)
+def _extrapolated_cached(s: CollectiveScenario, p: int, n: int, base: int) -> tuple[int, int]:
+    ring, k = p * (p - 1), s.chunks
     try:
-        probes = [_probe(s, ranks) for ranks in ((p,) if p <= 16 else (8, 16))]
+        if p <= 16:
+            messages, pairs = _probe(s, p, base)
+            by_size = _probe(s, p, max(base // 4, s.element_bytes * p * k))[0] if n > base else messages
+            return int(messages * _growth(by_size, messages, n / base, 4.0)), pairs
+        (m8, r8), (m16, r16) = _probe(s, 8, base), _probe(s, 16, base)
+        by_size = _probe(s, 8, max(base // 4, s.element_bytes * 8 * k))[0] if n > base else m8
     except CollsimError:
         return 2 * ring * k, ring
-    if len(probes) == 1:
-        return probes[0]
-    (m8, r8), (m16, r16) = probes
-    grow = lambda small, large: large * (p / 16) ** math.log2(large / small) if small > 0 and large > 0 else 2 * ring  # noqa: E731
-    return int(min(grow(m8, m16), 2 * ring * k)), int(min(grow(r8, r16), ring))
+    messages = m16 * _growth(m8, m16, p / 16) * _growth(by_size, m8, n / base, 4.0)
+    return int(min(messages, 1e12)), int(min(r16 * _growth(r8, r16, p / 16), ring))
 
 
-def _probe(s: CollectiveScenario, ranks: int) -> tuple[int, int]:
-    """(messages, distinct sender-receiver pairs) of ``s`` at ``ranks`` ranks (its chunks kept)."""
+def _growth(small: float, large: float, factor: float, apart: float = 2.0) -> float:
+    """``factor`` raised to the exponent seen between two probes ``apart`` times apart."""
+    if small <= 0 or large <= 0 or factor <= 1:
+        return 1.0 if factor <= 1 else factor**2
+    return factor ** (math.log(large / small) / math.log(apart)) if large >= small else 1.0
+
+
+def _probe(s: CollectiveScenario, ranks: int, nbytes: int) -> tuple[int, int]:
+    """(messages, distinct sender-receiver pairs) of ``s`` at ``ranks`` ranks and ``nbytes``."""
     changes: dict[str, Any] = {"ranks": ranks, "record": "aggregate", "stragglers": (), "root": 0, "repetitions": 1}
-    changes["size_bytes"] = ranks * s.chunks * s.element_bytes * 4
+    unit = ranks * s.chunks * s.element_bytes
+    changes["size_bytes"] = max(unit, nbytes - nbytes % unit)
     if s.topology == "two_level":
         changes["gpus_per_node"] = min(s.gpus_per_node_resolved, ranks)
     result = _plain(s.replace(**changes))
@@ -353,7 +377,6 @@ def _crossover(key: str, sizes: tuple[int, ...], max_messages: int) -> tuple[dic
         except CollsimError as error:
             rows.append({"algorithm": algorithm, "size_bytes": None, "time_s": None, "method": "n/a", "why": str(error)})
             continue
-        cost = work(mine).cost
         for index, nbytes in enumerate(sizes):
             point = mine.replace(size_bytes=max(nbytes - nbytes % element_bytes, element_bytes))
             closed = analytic.for_scenario(point)
@@ -361,7 +384,7 @@ def _crossover(key: str, sizes: tuple[int, ...], max_messages: int) -> tuple[dic
                 rows.append(_row(algorithm, point, closed, "closed form"))
             elif index % 2 and index != len(sizes) - 1 and len(sizes) > 4:
                 continue  # simulated curves: every other size shows the crossover at half the cost
-            elif cost > budget:
+            elif (cost := work(point).cost) > budget:  # per size: some algorithms cut big messages into pieces
                 rows.append({**_row(algorithm, point, None, "n/a"), "why": "too large to simulate here"})
             else:
                 budget -= cost
