@@ -96,7 +96,8 @@ def cli() -> None:
 @cli.group(
     cls=LazyGroup,
     lazy={
-        "ddp": ("sim.ddp_cli:ddp", "Simulate a DDP step: buckets, overlap, overhead, best bucket size."),
+        "ddp": ("sim.training.ddp_cli:ddp", "Simulate a DDP step: buckets, overlap, overhead, best bucket size."),
+        "fsdp": ("sim.training.fsdp_cli:fsdp", "Simulate an FSDP / ZeRO step: all-gathers, reduce-scatters, memory; --compare strategies."),
         "crossover": ("sim.explore_cli:crossover_command", "Time of every algorithm of an op over message size; the fastest per size."),
     },
 )

@@ -3,7 +3,7 @@
 A grid file names the kind of scenario, the fields every point shares, and lists of values to
 cross (any scenario field, canonical or short name, unit strings allowed)::
 
-    kind: collective          # or ddp (sim/ddp.py's DDPScenario)
+    kind: collective          # or ddp (sim/training/ddp.py's DDPScenario)
     mode: full                # collective only: full (per message) or collapsed
     base: {op: all_reduce, bandwidth: 25GB/s, latency: 5us}
     grid:
@@ -117,9 +117,9 @@ def _scenario_class(kind: str) -> Any:
 
         return CollectiveScenario
     try:
-        from sim.ddp import DDPScenario
+        from sim.training.ddp import DDPScenario
     except ImportError:
-        raise CollsimError("kind ddp: sim/ddp.py (DDPScenario) is not available in this installation") from None
+        raise CollsimError("kind ddp: sim/training/ddp.py (DDPScenario) is not available in this installation") from None
     return DDPScenario
 
 
@@ -149,7 +149,7 @@ def run_point(kind: str, mode: str, scenario: dict[str, Any]) -> dict[str, Any]:
 
             summary = summarize(run_in_mode(CollectiveScenario.from_dict(scenario), mode))
         else:
-            from sim.ddp import DDPScenario, run_ddp
+            from sim.training.ddp import DDPScenario, run_ddp
 
             summary = run_ddp(DDPScenario.from_dict(scenario)).summary()
         status, error = "ok", None

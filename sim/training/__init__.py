@@ -1,0 +1,2 @@
+"""Training-step models: DDP (``ddp``), FSDP / ZeRO (``fsdp``), parameter lists (``params``),
+the bucket overhead formula (``overhead``). See docs/ddp.md and docs/fsdp.md."""

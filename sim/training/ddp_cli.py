@@ -1,0 +1,251 @@
+"""``collsim sim ddp``: simulate a DDP step, sweep bucket sizes, find the best one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from sim.errors import CollsimError
+
+_PARAM_FLAGS = ("preset", "params_file", "param_bytes")
+_PROFILE_FLAGS = ("backward_time", "backward_rate", "profile_file", "layer_times", "flops_per_s")
+_SOURCE_FIELDS = {
+    "params": ("preset", "params_file", "param_bytes", "params"),
+    "profile": (
+        "backward_time",
+        "backward_time_s",
+        "backward_rate",
+        "backward_rate_Bps",
+        "profile",
+        "profile_file",
+        "layer_times",
+        "flops_per_s",
+        "tokens",
+    ),
+}
+
+
+def parse_flops(text: str, what: str = "--flops-per-s") -> float:
+    """FLOP/s from "312e12", "312T", "312TFLOPS" or "312 TFLOP/s"."""
+    cleaned = str(text).strip().upper().replace(" ", "").removesuffix("FLOP/S").removesuffix("FLOPS")
+    factor = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}.get(cleaned[-1:], 1.0)
+    number = cleaned[:-1] if factor != 1.0 else cleaned
+    try:
+        return float(number) * factor
+    except ValueError:
+        raise CollsimError(f"{what}: cannot read {text!r}; expected FLOP/s such as 312e12 or 312TFLOPS") from None
+
+
+def _layer_times(value: str) -> Any:
+    """A YAML/JSON file of {prefix: time}, or inline "layers.0:2ms,layers.1:2ms" (times with units)."""
+    from sim.scenario import load_mapping
+    from sim.units import require_unit
+
+    if Path(value).is_file():
+        mapping = load_mapping(value, "layer times file")
+        for prefix, time in mapping.items():
+            require_unit(time, f"--layer-times {prefix}", "time")
+        return mapping
+    for item in value.split(","):
+        if ":" in item:
+            require_unit(item.rsplit(":", 1)[1].strip(), f"--layer-times {item.strip()!r}", "time")
+    return value
+
+
+# Files a DDP scenario names, by the field that names them: checked up front so a missing one
+# is reported as what it is, not as a missing scenario file.
+_INPUT_FILES = {"params_file": "--params parameter list", "profile_file": "--profile profile", "profile": "--profile profile"}
+
+
+def _check_input_files(data: dict[str, Any]) -> None:
+    for key, kind in _INPUT_FILES.items():
+        path = data.get(key)
+        if isinstance(path, str) and not Path(path).is_file():
+            raise CollsimError(f"{kind} file {path!r} not found")
+
+
+def scenario_data(scenario_file: str | None, flags: dict[str, Any]) -> dict[str, Any]:
+    """The scenario file's fields overridden by the flags given; a flag that picks the
+    parameter source or the backward profile replaces the file's choice."""
+    from sim.scenario import load_mapping
+
+    data = load_mapping(scenario_file, "DDP scenario file") if scenario_file else {}
+    given = {key: value for key, value in flags.items() if value is not None and value is not False}
+    for group, flag_names in (("params", _PARAM_FLAGS), ("profile", _PROFILE_FLAGS)):
+        if any(name in given for name in flag_names):
+            for name in _SOURCE_FIELDS[group]:
+                data.pop(name, None)
+    if "layer_times" in given:
+        given["layer_times"] = _layer_times(given["layer_times"])
+    if "flops_per_s" in given:
+        given["flops_per_s"] = parse_flops(given["flops_per_s"])
+    data.update(given)
+    return data
+
+
+@click.command("ddp")
+@click.option("--scenario", "scenario_file", default=None, help="YAML/JSON DDP scenario file (flags given override it)")
+@click.option("--preset", default=None, help="model preset: small, medium, large, xl, 2.7B, cs336-tiny, resnet18, gpt2")
+@click.option("--params", "params_file", default=None, help="parameter list file (JSON/YAML, registration order)")
+@click.option("--param-bytes", default=None, help="tensor sizes in registration order, e.g. 4MiB,4MiB,16MiB")
+@click.option("--element-bytes", default=None, type=int, help="bytes per element for --param-bytes (default 4)")
+@click.option("--strategy", default=None, type=click.Choice(["naive", "flat", "overlap", "bucketed"]), help="default bucketed")
+@click.option("--bucket-size", default=None, help="bucket cap (DDP bucket_cap_mb), default 25MiB")
+@click.option("--first-bucket", default=None, help="first bucket cap, default 1MiB; 'none' for no smaller first bucket")
+@click.option("--rebuild", is_flag=True, default=None, help="fill buckets in observed gradient-ready order (DDP rebuild)")
+@click.option("--backward-time", default=None, help="total backward time, gradients ready uniformly by bytes, e.g. 120ms")
+@click.option("--backward-rate", default=None, help="gradient bytes produced per second, e.g. 2GB/s")
+@click.option("--profile", "profile_file", default=None, help="measured profile JSON written by 'collsim real' (replayed)")
+@click.option("--layer-times", default=None, help="per-layer backward times: FILE {prefix: time} or 'layers.0:2ms,...'")
+@click.option("--flops-per-s", default=None, help="compute throughput for FLOP-based backward, e.g. 100TFLOPS (needs --tokens)")
+@click.option("--tokens", default=None, type=int, help="tokens per micro-batch (FLOP-based backward: 4 x tokens x numel)")
+@click.option("--forward-time", default=None, help="forward time per micro-step, e.g. 40ms (default 0)")
+@click.option("--optimizer-time", default=None, help="optimizer step time, e.g. 5ms (default 0)")
+@click.option("--slowdown", default=None, type=float, help="compute slowdown factor while comm is in flight (default 1.0)")
+@click.option("--accumulation-steps", default=None, type=int, help="micro-steps per step; the first k-1 run under no_sync")
+@click.option("--comm", default=None, type=click.Choice(["ow", "network"]), help="ow: o + bytes/w per call; network: simulated all-reduce")
+@click.option("--o", default=None, help="ow: per-call overhead, e.g. 50us")
+@click.option("--w", default=None, help="ow: algorithm bandwidth (per-rank bytes / time), e.g. 10GB/s")
+@click.option("--algorithm", default=None, help="network: all-reduce algorithm, e.g. ring (default)")
+@click.option("--ranks", default=None, type=int, help="number of ranks (default 2)")
+@click.option("--latency", default=None, help="network: link latency, e.g. 5us")
+@click.option("--bandwidth", default=None, help="network: link bandwidth, e.g. 25GB/s")
+@click.option("--topology", default=None, help="network: switch | ring | two_level | torus2d | FILE")
+@click.option("--gpus-per-node", default=None, type=int, help="network two_level: ranks per node")
+@click.option("--intra-latency", default=None, help="network two_level: latency inside a node")
+@click.option("--intra-bandwidth", default=None, help="network two_level: bandwidth inside a node")
+@click.option("--reduce-bandwidth", default=None, help="network: reduction bandwidth 1/gamma")
+@click.option("--call-overhead", default=None, help="network: fixed cost per collective call, e.g. 20us")
+@click.option("--chunks", default=None, type=int, help="network: pipeline chunks")
+@click.option(
+    "--mode",
+    default=None,
+    type=click.Choice(["collapsed", "full"]),
+    help="network: collapsed (default; same times) or full message-by-message all-reduces",
+)
+@click.option("--calibration", default=None, help="calibration file from 'collsim fit --calibration': o and w of all_reduce at --ranks")
+@click.option("--backend", default=None, help="with --calibration: use this backend's entries (gloo, nccl)")
+@click.option("--sweep-bucket-sizes", "sweep", default=None, help="bucket caps to sweep: 1MiB,4MiB,16MiB or 1MiB:256MiB:x2")
+@click.option("--optimize", is_flag=True, help="find the best bucket cap by simulation, beside the formula's")
+@click.option("--trace", default=None, help="write a Chrome trace JSON of the step (open in Perfetto)")
+@click.option("--csv", "csv_path", default=None, help="write the event table as CSV")
+@click.option("--json", "as_json", is_flag=True, help="print JSON")
+def ddp(
+    scenario_file: str | None, sweep: str | None, optimize: bool, trace: str | None, csv_path: str | None, as_json: bool, **flags: Any
+) -> None:
+    """Simulate a DDP training step: when gradients are ready, how buckets all-reduce, what it costs.
+
+    Times and bandwidths need a unit (--backward-time 120ms, --o 50us, --w 10GB/s); a bare
+    number other than 0 is an error. Sizes may be bare bytes. In a --scenario file the short
+    keys (backward_time: 120ms) need units too; the canonical ones (backward_time_s: 0.12) do not.
+    """
+    from sim.results import check_output_path
+    from sim.training import ddp as model
+    from sim.units import parse_size_list
+
+    if sweep and optimize:
+        raise CollsimError("--sweep-bucket-sizes and --optimize: give one of them")
+    for path, what in ((trace, "--trace"), (csv_path, "--csv")):
+        if path:
+            check_output_path(path, what)
+    calibration, backend = flags.pop("calibration"), flags.pop("backend")
+    data = scenario_data(scenario_file, flags)
+    _check_input_files(data)
+    if calibration:
+        _apply_calibration(data, calibration, backend)
+    scenario = model.DDPScenario.from_dict(data)
+    if sweep:
+        rows = model.sweep_bucket_sizes(scenario, parse_size_list(sweep, "--sweep-bucket-sizes"))
+        click.echo(json.dumps(rows) if as_json else format_sweep(rows))
+        return
+    if optimize:
+        best = model.optimize(scenario)
+        click.echo(json.dumps(best) if as_json else format_optimum(best))
+        return
+    result = model.run_ddp(scenario)
+    if trace:
+        result.write_trace(trace)
+    if csv_path:
+        result.to_csv(csv_path)
+    click.echo(json.dumps(result.summary()) if as_json else format_summary(result.summary()))
+
+
+def _apply_calibration(data: dict[str, Any], path: str, backend: str | None) -> None:
+    """o and w from a calibration file for the ow model, unless given (flags and files win)."""
+    from sim.calibration import calibrated_ow, load_calibration
+
+    if data.get("comm", "ow") != "ow":
+        raise CollsimError("--calibration gives o and w: use it with --comm ow")
+    o_s, w_Bps = calibrated_ow(load_calibration(path), int(data.get("ranks", 2)), backend)
+    if not any(key in data for key in ("o", "o_s")):
+        data["o_s"] = o_s
+    if not any(key in data for key in ("w", "w_Bps")):
+        data["w_Bps"] = w_Bps
+
+
+def _time(seconds: float | None) -> str:
+    from sim.units import format_time
+
+    return "-" if seconds is None else format_time(seconds)
+
+
+def _rate(bytes_per_s: float) -> str:
+    from sim.units import format_bandwidth
+
+    return format_bandwidth(bytes_per_s) if bytes_per_s != float("inf") else "inf"
+
+
+def format_summary(summary: dict[str, Any], max_rows: int = 12) -> str:
+    from sim.units import format_size
+
+    lines = [
+        f"DDP step, {summary['strategy']}, {summary['num_params']} tensors, {format_size(summary['grad_bytes'])} of gradients, {summary['ranks']} ranks ({summary['comm']})",
+        f"  step time        {_time(summary['step_time_s'])}  (compute alone {_time(summary['compute_time_s'])})",
+        f"  backward end     {_time(summary['backward_end_s'])}",
+        f"  comm end         {_time(summary['comm_end_s'])}",
+        f"  overhead         {_time(summary['overhead_s'])}  (comm end - backward end; comm busy {_time(summary['comm_busy_s'])})",
+        f"  formula          {_time(summary['formula_overhead_s'])} exact uniform, {_time(summary['formula_simple_overhead_s'])} n_b o + s/(n_b w)  (o {_time(summary['o_s'])}, w {_rate(summary['w_Bps'])})",
+        f"  all-reduces      {summary['num_buckets']}",
+        "  #   bytes        params  ready        start        end",
+    ]
+    for bucket in summary["buckets"][:max_rows]:
+        lines.append(
+            f"  {bucket['index']:<3} {format_size(bucket['bytes']):<12} {bucket['num_params']:<7} {_time(bucket['ready_s']):<12} {_time(bucket['start_s']):<12} {_time(bucket['end_s'])}"
+        )
+    if len(summary["buckets"]) > max_rows:
+        lines.append(f"  ... {len(summary['buckets']) - max_rows} more (use --json)")
+    return "\n".join(lines)
+
+
+def format_sweep(rows: list[dict[str, Any]]) -> str:
+    from sim.units import format_size
+
+    lines = ["bucket cap    buckets  step time    overhead     formula (exact)  formula (simple)"]
+    for row in rows:
+        lines.append(
+            f"{format_size(row['bucket_cap_bytes']):<13} {row['num_buckets']:<8} {_time(row['step_time_s']):<12} {_time(row['overhead_s']):<12} {_time(row['formula_overhead_s']):<16} {_time(row['formula_simple_overhead_s'])}"
+        )
+    return "\n".join(lines)
+
+
+def format_optimum(best: dict[str, Any]) -> str:
+    from sim.units import format_size
+
+    inputs = best["formula_inputs"]
+    low, high = best["best_bucket_bytes_range"]
+    size = lambda nbytes: "-" if nbytes is None else format_size(nbytes)  # noqa: E731
+    lines = [
+        f"best bucket cap by simulation  {size(best['best_bucket_bytes_sim'])}: step {_time(best['best_step_time_s'])}, overhead {_time(best['best_overhead_s'])}, {best['num_buckets']} buckets",
+        f"  same step time for caps      {size(low)} .. {size(high)} (of the caps tried)",
+        f"formula b* = sqrt(s w o)       {size(best['best_bucket_bytes_formula'])}: step {_time(best['step_time_at_formula_s'])}, overhead {_time(best['overhead_at_formula_s'])}",
+        f"exact closed form optimum      {size(best['best_bucket_bytes_closed_form'])}",
+        f"  s = {format_size(inputs['s_bytes'])}, w = {_rate(inputs['w_Bps'])}, o = {_time(inputs['o_s'])}, T = {_time(inputs['backward_time_s'])}",
+    ]
+    for key, label in (("fit", "n_b o + s/(n_b w)"), ("fit_exact", "exact closed form")):
+        fit = best.get(key)
+        if fit:
+            lines.append(f"  {label} fitted to the sweep: o = {_time(fit['o_s'])}, w = {_rate(fit['w_Bps'])}, R^2 = {fit['r2']:.3f}")
+    return "\n".join(lines)

@@ -1,0 +1,559 @@
+"""FSDP / ZeRO step models beside DDP: per-unit all-gathers, reduce-scatters and memory per rank.
+
+One training step on one rank (every rank runs the same timeline). The model is split into FSDP
+units (a transformer block each by default; the parameters outside every block form the root
+unit). Strategies (docs/fsdp.md):
+
+- ``full_shard`` (ZeRO-3): all-gather a unit's parameters before its forward, free them after
+  forward (reshard; not the root), all-gather again before its backward, reduce-scatter the
+  gradients after its backward, free again. Backward prefetch ``pre`` (default, BACKWARD_PRE)
+  issues the next unit's all-gather before the current unit's backward compute.
+- ``shard_grad_op`` (ZeRO-2): parameters stay gathered from forward to the end of backward (no
+  second all-gather); gradients are reduce-scattered.
+- ``no_shard``: every unit's gradients are all-reduced after its backward (DDP-like, per unit).
+- ``hybrid_shard``: ``full_shard`` inside a shard group of ``shard_size`` ranks (default: a
+  node), then an all-reduce of the gradient shard across the ``ranks / shard_size`` replicas.
+- ``ddp``: :mod:`sim.training.ddp` (bucketed all-reduce) with the full optimizer.
+- ``zero1``: DDP + ZeroRedundancyOptimizer: the optimizer steps 1/N of the state, then the
+  updated parameters are all-gathered (torch broadcasts each rank's shard; same bytes).
+
+Streams: compute runs its ops in program order; collectives run one at a time, in the order the
+CPU issues them, on the process group's comm stream (NCCL serialises a group's collectives).
+The CPU runs ahead of the device (as with CUDA), so an op's only waits are its stream, the data
+it needs, and the all-gather rate limiter (``limit_all_gathers``: an all-gather waits until the
+unit gathered two all-gathers earlier has been freed, FSDP1's ``_free_event_queue`` of 2).
+Not modelled: activations and activation checkpointing, CPU-bound issue, mixed precision casts,
+compute slowdown under comm, the second process group of hybrid_shard (its all-reduces share
+the comm stream here).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sim.errors import CollsimError
+from sim.results import event_row
+from sim.scenario import _bool, _int, _optional
+from sim.training import ddp
+from sim.training.params import Param
+from sim.units import parse_size
+
+SHARDINGS = ("full_shard", "shard_grad_op", "no_shard", "hybrid_shard")
+STRATEGIES = ("ddp", "zero1", *SHARDINGS)
+BACKWARD_PREFETCH = ("pre", "post", "none")
+_BLOCK = re.compile(r"^(.*?(?:^|\.)(?:layers|h|blocks|block|layer\d*)\.\d+)\.")
+
+
+@dataclass(frozen=True)
+class FSDPScenario(ddp.DDPScenario):
+    """A DDP scenario (parameters, compute profile, comm model) plus the sharding strategy."""
+
+    sharding: str = "full_shard"
+    backward_prefetch: str = "pre"  # BACKWARD_PRE | BACKWARD_POST | None
+    limit_all_gathers: bool = True
+    shard_size: int | None = None  # hybrid_shard: ranks per shard group (default gpus_per_node)
+    units: str = "blocks"  # blocks | single | comma-separated name prefixes
+    optimizer_state_bytes: int = 8  # per parameter element: Adam's exp_avg and exp_avg_sq in fp32
+    overlap: bool = True  # False: every collective blocks compute (the no-overlap bound)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.sharding not in STRATEGIES:
+            raise CollsimError(f"sharding: unknown {self.sharding!r}; allowed: {', '.join(STRATEGIES)}")
+        if self.backward_prefetch not in BACKWARD_PREFETCH:
+            raise CollsimError(f"backward_prefetch: unknown {self.backward_prefetch!r}; allowed: {', '.join(BACKWARD_PREFETCH)}")
+        if self.optimizer_state_bytes < 0:
+            raise CollsimError(f"optimizer_state_bytes: must be >= 0 bytes per element, got {self.optimizer_state_bytes}")
+        if self.accumulation_steps != 1:
+            raise CollsimError("accumulation_steps: sim fsdp models one synchronised step; use 1")
+        if self.sharding == "hybrid_shard":
+            if self.shard_size is None and self.gpus_per_node is None:
+                raise CollsimError(
+                    "hybrid_shard: give --shard-size (ranks per shard group) or a two_level topology with --gpus-per-node / --hardware"
+                )
+            size = self.group_size
+            if size < 1 or self.ranks % size:
+                raise CollsimError(f"shard_size: must divide ranks ({self.ranks}), got {size}")
+
+    @property
+    def group_size(self) -> int:
+        """Ranks one parameter is sharded over."""
+        if self.sharding in ("full_shard", "shard_grad_op", "zero1"):
+            return self.ranks
+        if self.sharding == "hybrid_shard":
+            return self.shard_size or self.gpus_per_node or self.ranks
+        return 1
+
+
+FSDPScenario.PARSERS = {
+    **ddp.DDPScenario.PARSERS,
+    "limit_all_gathers": _bool,
+    "shard_size": _optional(_int),
+    "optimizer_state_bytes": lambda value, what: parse_size(value, what),
+    "overlap": _bool,
+}
+FSDPScenario.ALIASES = {**ddp.DDPScenario.ALIASES, "strategy_name": "sharding"}
+FSDPScenario.LABEL = "FSDP scenario"
+
+
+# --- units --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One FSDP unit: its parameters (indices), bytes, forward and backward compute."""
+
+    index: int
+    name: str
+    params: tuple[int, ...]
+    nbytes: int
+    numel: int
+    forward_s: float
+    backward_s: float
+    root: bool
+
+
+def unit_groups(params: Sequence[Param], units: str) -> list[tuple[str, list[int]]]:
+    """(name, parameter indices) in forward order: the root (parameters in no unit) first."""
+    if units == "single":
+        return [("model", list(range(len(params))))]
+    if units == "blocks":
+        prefixes: list[str] = []
+        for param in params:
+            match = _BLOCK.match(param.name)
+            if match and match.group(1) not in prefixes:
+                prefixes.append(match.group(1))
+    else:
+        prefixes = [prefix.strip() for prefix in units.split(",") if prefix.strip()]
+        if not prefixes:
+            raise CollsimError("units: give blocks, single or comma-separated parameter name prefixes")
+    groups: dict[str, list[int]] = {prefix: [] for prefix in prefixes}
+    root: list[int] = []
+    for index, param in enumerate(params):
+        owner = max((p for p in prefixes if param.name == p or param.name.startswith(p + ".")), key=len, default=None)
+        (groups[owner] if owner is not None else root).append(index)
+    empty = [prefix for prefix, members in groups.items() if not members]
+    if empty:
+        raise CollsimError(f"units: prefix(es) {empty[:3]} match no parameter")
+    ordered = sorted(groups.items(), key=lambda item: item[1][0])
+    return ([("root", root)] if root else []) + ordered
+
+
+def build_units(scenario: FSDPScenario, prepared: ddp.Prepared) -> list[Unit]:
+    """Units with per-unit compute: backward from the DDP profile's segments (each segment's
+    work goes to the unit of its parameters), forward spread over units by bytes."""
+    params = prepared.params
+    groups = unit_groups(params, scenario.units)
+    owner = {index: k for k, (_, members) in enumerate(groups) for index in members}
+    backward = [0.0] * len(groups)
+    for indices, work_s in prepared.backward.segments:
+        share = sum(params[i].nbytes for i in indices)
+        for i in indices:
+            backward[owner[i]] += work_s * params[i].nbytes / share
+    backward[0] += prepared.backward.tail_s  # compute after the last gradient (measured): the root's
+    total = prepared.grad_bytes
+    units = []
+    for k, (name, members) in enumerate(groups):
+        nbytes = sum(params[i].nbytes for i in members)
+        numel = sum(params[i].numel for i in members)
+        root = name == "root" or len(groups) == 1
+        units.append(Unit(k, name, tuple(members), nbytes, numel, prepared.forward_s * nbytes / total, backward[k], root))
+    return units
+
+
+# --- comm ---------------------------------------------------------------------------------
+
+
+class Comm:
+    """Seconds of one collective. ow: ``o + bytes/w`` for an all-reduce of ``bytes``, ``o +
+    bytes/(2w)`` for an all-gather or reduce-scatter whose full (unsharded) buffer has ``bytes``
+    (a ring moves half an all-reduce's data). network: the collapsed simulation of the op on
+    the scenario's network (a hybrid shard group on the intra-node links, replicas on the NICs)."""
+
+    def __init__(self, scenario: FSDPScenario, element_bytes: int) -> None:
+        self.scenario, self.element_bytes = scenario, element_bytes
+        self._cache: dict[tuple[str, str, int], float] = {}
+
+    def cost_s(self, op: str, nbytes: int, group: str = "world") -> float:
+        s = self.scenario
+        size = s.group_size if group == "shard" else (s.ranks // s.group_size if group == "replicate" else s.ranks)
+        if size <= 1 or nbytes == 0:
+            return 0.0
+        if s.comm == "ow":
+            return s.o_s + nbytes / s.w_Bps / (1.0 if op == "all_reduce" else 2.0)
+        key = (op, group, nbytes)
+        if key not in self._cache:
+            from sim.collapsed import collective_time
+
+            self._cache[key] = collective_time(self._collective(op, nbytes, group, size)).time_s
+        return self._cache[key]
+
+    def _collective(self, op: str, nbytes: int, group: str, size: int) -> Any:
+        from sim.scenario import CollectiveScenario
+
+        s = self.scenario
+        step = self.element_bytes * size
+        nbytes = max(step, -(-nbytes // step) * step)  # whole elements on every rank
+        fields = {"topology": s.topology, "gpus_per_node": s.gpus_per_node, "bandwidth_Bps": s.bandwidth_Bps, "latency_s": s.latency_s,
+                  "intra_bandwidth_Bps": s.intra_bandwidth_Bps, "intra_latency_s": s.intra_latency_s}  # fmt: skip
+        if group != "world":
+            inside = group == "shard" and s.topology == "two_level" and s.gpus_per_node and size <= s.gpus_per_node
+            bandwidth = (s.intra_bandwidth_Bps or s.bandwidth_Bps) if inside else s.bandwidth_Bps
+            latency = (s.intra_latency_s if s.intra_latency_s is not None else s.latency_s) if inside else s.latency_s
+            fields = {"topology": "switch", "bandwidth_Bps": bandwidth, "latency_s": latency}
+        algorithm = s.algorithm if op == "all_reduce" or s.algorithm in ("ring", "nccl_ring") else "ring"
+        return CollectiveScenario(
+            op=op, algorithm=algorithm, ranks=size, size_bytes=nbytes, reduce_bandwidth_Bps=s.reduce_bandwidth_Bps,
+            overhead_s=s.call_overhead_s, chunks=s.chunks, element_bytes=self.element_bytes, record="aggregate", **fields,
+        )  # fmt: skip
+
+
+# --- the step -----------------------------------------------------------------------------
+
+
+@dataclass
+class Op:
+    """One op of the step: ``stream`` compute or comm, in CPU program order."""
+
+    stream: str
+    kind: str  # forward backward optimizer | all_gather reduce_scatter all_reduce
+    unit: int
+    nbytes: int
+    duration_s: float
+    after: list[int]  # ops (by position) whose end this op waits for
+    start_s: float = math.nan
+    end_s: float = math.nan
+    phase: str = ""  # forward | backward | step
+
+
+class _Program:
+    """Builds the op list of one FSDP step and the memory events of unsharded buffers."""
+
+    def __init__(self, scenario: FSDPScenario, units: list[Unit], comm: Comm, optimizer_s: float) -> None:
+        self.s, self.units, self.comm = scenario, units, comm
+        self.ops: list[Op] = []
+        self.gathered: dict[int, int] = {}  # unit -> the all-gather op that made it resident
+        self.frees: list[tuple[int, int]] = []  # (unit, op after whose end it is freed)
+        self.gathers: list[int] = []  # all-gathers of units that will be freed, issue order
+        self.gather_frees: dict[int, int] = {}  # all-gather op -> op after which its unit is freed
+        self.build(optimizer_s)
+
+    def add(self, stream: str, kind: str, unit: int, nbytes: int, duration_s: float, after: list[int], phase: str) -> int:
+        self.ops.append(Op(stream, kind, unit, nbytes, duration_s, [a for a in after if a is not None], phase=phase))
+        return len(self.ops) - 1
+
+    def gather(self, unit: int, phase: str, freed: bool) -> int:
+        u, s = self.units[unit], self.s
+        after = []
+        if freed and s.limit_all_gathers and len(self.gathers) >= 2:
+            after.append(-1 - self.gathers[-2])  # resolved once the free op is known (see resolve)
+        op = self.add("comm", "all_gather", unit, u.nbytes, self.comm.cost_s("all_gather", u.nbytes, self._group), after, phase)
+        if freed:
+            self.gathers.append(op)
+        self.gathered[unit] = op
+        return op
+
+    @property
+    def _group(self) -> str:
+        return "shard" if self.s.sharding == "hybrid_shard" else "world"
+
+    def free(self, unit: int, after_op: int) -> None:
+        gather = self.gathered.pop(unit)
+        self.gather_frees[gather] = after_op
+        self.frees.append((unit, after_op))
+
+    def build(self, optimizer_s: float) -> None:
+        s, units = self.s, self.units
+        sharded = s.sharding in ("full_shard", "shard_grad_op", "hybrid_shard")
+        reshard_forward = s.sharding in ("full_shard", "hybrid_shard")
+        last_forward = None
+        for u in units:
+            # the rate limiter counts gathers whose free comes in program order: resharded ones
+            gather = self.gather(u.index, "forward", freed=reshard_forward and not u.root) if sharded else None
+            last_forward = self.add("compute", "forward", u.index, u.nbytes, u.forward_s, [gather, last_forward], "forward")
+            if reshard_forward and not u.root:
+                self.free(u.index, last_forward)
+        order = list(reversed(units))
+        compute, tail = last_forward, []
+        for position, u in enumerate(order):
+            following = order[position + 1] if position + 1 < len(order) else None
+            if sharded and u.index not in self.gathered:
+                self.gather(u.index, "backward", freed=True)
+            if sharded and s.backward_prefetch == "pre" and following and following.index not in self.gathered:
+                self.gather(following.index, "backward", freed=True)
+            compute = self.add("compute", "backward", u.index, u.nbytes, u.backward_s, [self.gathered.get(u.index), compute], "backward")
+            if sharded and s.backward_prefetch == "post" and following and following.index not in self.gathered:
+                self.gather(following.index, "backward", freed=True)
+            if s.sharding == "no_shard":
+                tail.append(
+                    self.add("comm", "all_reduce", u.index, u.nbytes, self.comm.cost_s("all_reduce", u.nbytes), [compute], "backward")
+                )
+                continue
+            rs = self.add(
+                "comm",
+                "reduce_scatter",
+                u.index,
+                u.nbytes,
+                self.comm.cost_s("reduce_scatter", u.nbytes, self._group),
+                [compute],
+                "backward",
+            )
+            tail.append(rs)
+            if s.sharding == "hybrid_shard":
+                shard = u.nbytes // s.group_size
+                tail.append(
+                    self.add("comm", "all_reduce", u.index, shard, self.comm.cost_s("all_reduce", shard, "replicate"), [rs], "backward")
+                )
+            self.free(u.index, compute)
+        self.add("compute", "optimizer", -1, 0, optimizer_s, [compute, *tail], "step")
+
+    def resolve(self) -> None:
+        """Turn rate-limiter placeholders (-1 - gather op) into the op that frees that unit."""
+        for op in self.ops:
+            op.after = [a if a >= 0 else self.gather_frees[-1 - a] for a in op.after]
+
+    def schedule(self) -> None:
+        """One pass in program order: an op starts when its stream is free and its inputs are done
+        (every input is earlier in program order). ``overlap=False``: one stream for both."""
+        self.resolve()
+        free = {"compute": 0.0, "comm": 0.0}
+        for position, op in enumerate(self.ops):
+            if any(a >= position for a in op.after):
+                raise AssertionError(f"op {position} ({op.kind}) waits for a later op {op.after}")
+            stream = op.stream if self.s.overlap else "compute"
+            op.start_s = max([free[stream], *(self.ops[a].end_s for a in op.after)])
+            op.end_s = op.start_s + op.duration_s
+            free[stream] = op.end_s
+
+
+# --- results ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FSDPResult:
+    """One simulated FSDP / ZeRO step (or DDP via :mod:`sim.training.ddp`)."""
+
+    scenario: FSDPScenario
+    units: tuple[Unit, ...]
+    ops: tuple[Op, ...]
+    memory: dict[str, int]
+    ddp_result: ddp.DDPResult | None = None
+    grad_bytes: int = 0
+    param_count: int = 0
+
+    @property
+    def compute_spans(self) -> list[tuple[float, float]]:
+        return [(op.start_s, op.end_s) for op in self.ops if op.stream == "compute"]
+
+    @property
+    def step_time_s(self) -> float:
+        return max(op.end_s for op in self.ops)
+
+    @property
+    def compute_time_s(self) -> float:
+        return sum(op.duration_s for op in self.ops if op.stream == "compute")
+
+    @property
+    def comm_busy_s(self) -> float:
+        return sum(op.duration_s for op in self.ops if op.stream == "comm")
+
+    @property
+    def exposed_comm_s(self) -> float:
+        """Step time not spent computing: the communication the compute stream waits for."""
+        return self.step_time_s - self.compute_time_s
+
+    def unit_rows(self) -> list[dict[str, Any]]:
+        """One row per unit: name, bytes, forward/backward compute spans and its collectives."""
+        rows = [{"index": u.index, "name": u.name, "bytes": u.nbytes, "num_params": len(u.params), "forward_s": u.forward_s,
+                 "backward_s": u.backward_s, "ops": []} for u in self.units]  # fmt: skip
+        for op in self.ops:
+            if op.unit >= 0:
+                rows[op.unit]["ops"].append(
+                    {"kind": op.kind, "phase": op.phase, "bytes": op.nbytes, "start_s": op.start_s, "end_s": op.end_s}
+                )
+        return rows
+
+    def summary(self) -> dict[str, Any]:
+        s = self.scenario
+        comm_by_kind: dict[str, float] = {}
+        for op in self.ops:
+            if op.stream == "comm":
+                comm_by_kind[op.kind] = comm_by_kind.get(op.kind, 0.0) + op.duration_s
+        compute, comm = self.compute_time_s, self.comm_busy_s
+        return {
+            "sharding": s.sharding,
+            "comm": s.comm,
+            "ranks": s.ranks,
+            "shard_group": s.group_size,
+            "num_units": len(self.units),
+            "param_count": self.param_count,
+            "grad_bytes": self.grad_bytes,
+            "step_time_s": self.step_time_s,
+            "exposed_comm_s": self.exposed_comm_s,
+            "compute_time_s": compute,
+            "comm_busy_s": comm,
+            "comm_by_kind_s": comm_by_kind,
+            "no_overlap_bound_s": compute + comm,
+            "perfect_overlap_bound_s": max(compute, comm),
+            "peak_memory_bytes": self.memory["peak_bytes"],
+            "memory": self.memory,
+            "units": self.unit_rows(),
+            "scenario": s.to_dict(),
+        }
+
+    def events(self) -> list[dict[str, Any]]:
+        """Rows in the core's event schema (sim/results.py), rank 0: resource ``compute:0`` or
+        ``comm:0``, kind forward/backward/optimizer/all_gather/reduce_scatter/all_reduce,
+        ``bucket`` = unit index, ``name`` = unit name (optimizer: "optimizer")."""
+        if self.ddp_result is not None:
+            return self.ddp_result.events() + [
+                event_row(0, -1, "comm:0", op.kind, op.start_s, op.end_s, op.nbytes, 0, -1, -1, op.kind) for op in self.ops if op.phase == "step" and op.stream == "comm"
+            ]  # fmt: skip
+        names = {u.index: u.name for u in self.units}
+        rows = [
+            event_row(0, -1, f"{op.stream}:0", op.kind, op.start_s, op.end_s, op.nbytes, 0, -1, op.unit, names.get(op.unit, op.kind))
+            for op in self.ops
+        ]
+        return sorted(rows, key=lambda row: (row["start_s"], row["end_s"], row["resource"]))
+
+    def chrome_trace(self) -> dict[str, Any]:
+        return ddp.ddp_chrome_trace(self.events())
+
+
+# --- memory -------------------------------------------------------------------------------
+
+
+def memory_per_rank(scenario: FSDPScenario, units: Sequence[Unit], ops: Sequence[Op], element_bytes: int) -> dict[str, int]:
+    """Bytes per rank: sharded (or full) parameters, gradients, optimizer state, and the peak of
+    unsharded buffers (gathered parameters from all-gather start to free, unsharded gradients
+    from a unit's backward start to the end of its reduction). Activations are not counted."""
+    s = scenario
+    numel = sum(u.numel for u in units)
+    total = sum(u.nbytes for u in units)
+    n = s.group_size
+    sharded = s.sharding in ("full_shard", "shard_grad_op", "hybrid_shard")
+    params = -(-total // n) if sharded else total
+    grads = params
+    optimizer = (
+        -(-(numel * s.optimizer_state_bytes) // n)
+        if s.sharding in ("full_shard", "shard_grad_op", "hybrid_shard", "zero1")
+        else numel * s.optimizer_state_bytes
+    )
+    changes: list[tuple[float, int]] = []
+    if sharded:
+        gathered: dict[int, float] = {}
+        for k, op in enumerate(ops):
+            if op.kind == "all_gather":
+                gathered[op.unit] = op.start_s
+                free = next(
+                    (o for o in ops[k + 1 :] if o.kind in ("forward", "backward") and o.unit == op.unit and _frees(s, o, units)), None
+                )
+                changes += [(op.start_s, op.nbytes), (free.end_s if free else ops[-1].end_s, -op.nbytes)]
+        for op in ops:
+            if op.kind == "backward":
+                done = max(o.end_s for o in ops if o.unit == op.unit and o.phase == "backward" and o.stream == "comm")
+                changes += [(op.start_s, units[op.unit].nbytes), (done, -units[op.unit].nbytes)]
+    changes.sort(key=lambda change: (change[0], change[1]))
+    level = peak = 0
+    for _, delta in changes:
+        level += delta
+        peak = max(peak, level)
+    largest = max(u.nbytes for u in units)
+    return {
+        "params_bytes": params,
+        "grads_bytes": grads,
+        "optimizer_bytes": optimizer,
+        "unsharded_peak_bytes": peak,
+        "largest_unit_bytes": largest,
+        "peak_bytes": params + grads + optimizer + peak,
+    }
+
+
+def _frees(s: FSDPScenario, op: Op, units: Sequence[Unit]) -> bool:
+    """Whether this compute op is the one after which its unit's gathered parameters are freed."""
+    if op.kind == "backward":
+        return True
+    return s.sharding in ("full_shard", "hybrid_shard") and not units[op.unit].root
+
+
+# --- entry points -------------------------------------------------------------------------
+
+
+def _ddp_scenario(scenario: FSDPScenario) -> ddp.DDPScenario:
+    own = {f.name for f in dataclasses.fields(FSDPScenario)} - {f.name for f in dataclasses.fields(ddp.DDPScenario)}
+    data = {f.name: getattr(scenario, f.name) for f in dataclasses.fields(scenario) if f.name not in own}
+    return ddp.DDPScenario(**data)
+
+
+def run_fsdp(scenario: FSDPScenario, prepared: ddp.Prepared | None = None) -> FSDPResult:
+    """Simulate one step of ``scenario.sharding``."""
+    prepared = prepared or ddp.prepare(_ddp_scenario(scenario))
+    element_bytes = prepared.comm.element_bytes
+    numel = sum(p.numel for p in prepared.params)
+    if scenario.sharding in ("ddp", "zero1"):
+        return _run_ddp(scenario, prepared, element_bytes, numel)
+    units = build_units(scenario, prepared)
+    n = scenario.group_size
+    optimizer_s = prepared.optimizer_s / n if scenario.sharding != "no_shard" else prepared.optimizer_s
+    program = _Program(scenario, units, Comm(scenario, element_bytes), optimizer_s)
+    program.schedule()
+    memory = memory_per_rank(scenario, units, program.ops, element_bytes)
+    return FSDPResult(scenario, tuple(units), tuple(program.ops), memory, None, prepared.grad_bytes, numel)
+
+
+def _run_ddp(scenario: FSDPScenario, prepared: ddp.Prepared, element_bytes: int, numel: int) -> FSDPResult:
+    """DDP (bucketed or the scenario's DDP strategy) and ZeRO-1 on top of it."""
+    zero = scenario.sharding == "zero1"
+    result = ddp.run_ddp(_ddp_scenario(scenario).replace(optimizer_time_s=0.0), prepared)
+    comm = Comm(scenario, element_bytes)
+    units = build_units(scenario.replace(units="single"), prepared)
+    ops = [Op("compute", "forward", 0, 0, prepared.forward_s, [], 0.0, prepared.forward_s, "forward")]
+    start, end = result.backward_start_s, result.backward_end_s
+    ops.append(Op("compute", "backward", 0, prepared.grad_bytes, end - start, [], start, end, "backward"))
+    for bucket in result.buckets:
+        ops.append(
+            Op(
+                "comm",
+                "all_reduce",
+                0,
+                bucket["bytes"],
+                bucket["end_s"] - bucket["start_s"],
+                [],
+                bucket["start_s"],
+                bucket["end_s"],
+                "backward",
+            )
+        )
+    t = result.optimizer_start_s
+    optimizer_s = prepared.optimizer_s / scenario.ranks if zero else prepared.optimizer_s
+    ops.append(Op("compute", "optimizer", -1, 0, optimizer_s, [], t, t + optimizer_s, "step"))
+    if zero:
+        gather_s = comm.cost_s("all_gather", prepared.grad_bytes)
+        ops.append(Op("comm", "all_gather", -1, prepared.grad_bytes, gather_s, [], t + optimizer_s, t + optimizer_s + gather_s, "step"))
+    memory = memory_per_rank(scenario, units, ops, element_bytes)
+    return FSDPResult(scenario, tuple(units), tuple(ops), memory, result, prepared.grad_bytes, numel)
+
+
+def compare(scenario: FSDPScenario, strategies: Sequence[str]) -> list[dict[str, Any]]:
+    """One compact summary per strategy, sharing the profile (the same files and comm cache)."""
+    unknown = [name for name in strategies if name not in STRATEGIES]
+    if unknown or not strategies:
+        raise CollsimError(f"--compare: unknown {', '.join(unknown) or '(empty)'}; allowed: {', '.join(STRATEGIES)}")
+    prepared = ddp.prepare(_ddp_scenario(scenario))
+    rows = []
+    for name in strategies:
+        variant = scenario.replace(sharding=name)
+        summary = run_fsdp(variant, prepared).summary()
+        rows.append({key: summary[key] for key in COMPARE_KEYS})
+    return rows
+
+
+COMPARE_KEYS = (
+    "sharding", "ranks", "shard_group", "step_time_s", "exposed_comm_s", "compute_time_s", "comm_busy_s",
+    "no_overlap_bound_s", "perfect_overlap_bound_s", "peak_memory_bytes", "memory",
+)  # fmt: skip

@@ -1,0 +1,159 @@
+"""``collsim sim fsdp``: simulate an FSDP / ZeRO step, or compare strategies side by side.
+
+The parameter, profile and comm flags are those of ``collsim sim ddp`` (the same option objects).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from sim.errors import CollsimError
+from sim.training import ddp_cli
+
+_DDP_ONLY = {
+    "sweep",
+    "optimize",
+    "strategy",
+    "accumulation_steps",
+    "rebuild",
+    "trace",
+    "csv_path",
+    "as_json",
+    "scenario_file",
+    "calibration",
+    "backend",
+}
+_SHARED = [param for param in ddp_cli.ddp.params if param.name not in _DDP_ONLY]
+_STRATEGIES = ("ddp", "zero1", "full_shard", "shard_grad_op", "no_shard", "hybrid_shard")
+
+
+def _run(
+    scenario_file: str | None,
+    compare: str | None,
+    trace: str | None,
+    csv_path: str | None,
+    as_json: bool,
+    hardware: str | None,
+    nodes: int | None,
+    **flags: Any,
+) -> None:
+    from sim.results import check_output_path, write_csv
+    from sim.training import fsdp as model
+
+    for path, what in ((trace, "--trace"), (csv_path, "--csv")):
+        if path:
+            check_output_path(path, what)
+    if compare and (trace or csv_path):
+        raise CollsimError("--compare prints a table; --trace and --csv need a single --sharding")
+    switches = {key: flags.pop(key) for key in ("overlap", "limit_all_gathers")}
+    data = ddp_cli.scenario_data(scenario_file, flags)
+    data.update({key: value for key, value in switches.items() if value is not None})
+    ddp_cli._check_input_files(data)
+    if hardware is not None or nodes is not None:
+        from sim.hardware.cli import apply_hardware
+
+        data.update({"hardware": hardware} if hardware else {})
+        data.update({"nodes": nodes} if nodes is not None else {})
+        apply_hardware(data, pick=False)
+        data.setdefault("comm", "network")
+    data.pop("hardware", None)
+    scenario = model.FSDPScenario.from_dict(data)
+    if compare:
+        rows = model.compare(scenario, [name.strip() for name in compare.split(",") if name.strip()])
+        click.echo(json.dumps(rows) if as_json else format_compare(rows))
+        return
+    result = model.run_fsdp(scenario)
+    if trace:
+        from pathlib import Path
+
+        Path(trace).write_text(json.dumps(result.chrome_trace()))
+    if csv_path:
+        write_csv(result.events(), csv_path)
+    summary = result.summary()
+    click.echo(json.dumps(summary) if as_json else format_summary(summary))
+
+
+def _time(seconds: float) -> str:
+    from sim.units import format_time
+
+    return format_time(seconds)
+
+
+def format_summary(summary: dict[str, Any], max_rows: int = 8) -> str:
+    from sim.units import format_size
+
+    memory = summary["memory"]
+    lines = [
+        f"{summary['sharding']} step, {summary['num_units']} units, {format_size(summary['grad_bytes'])} of parameters, {summary['ranks']} ranks (shard group {summary['shard_group']}, {summary['comm']})",
+        f"  step time        {_time(summary['step_time_s'])}  (compute {_time(summary['compute_time_s'])}, exposed comm {_time(summary['exposed_comm_s'])})",
+        f"  comm busy        {_time(summary['comm_busy_s'])}  "
+        + ", ".join(f"{k} {_time(v)}" for k, v in summary["comm_by_kind_s"].items()),
+        f"  bounds           no overlap {_time(summary['no_overlap_bound_s'])}, perfect overlap {_time(summary['perfect_overlap_bound_s'])}",
+        f"  memory per rank  {format_size(summary['peak_memory_bytes'])} peak: params {format_size(memory['params_bytes'])}, grads {format_size(memory['grads_bytes'])}, optimizer {format_size(memory['optimizer_bytes'])}, unsharded {format_size(memory['unsharded_peak_bytes'])}",
+        "  unit             bytes        ops (kind start-end)",
+    ]
+    for unit in summary["units"][:max_rows]:
+        ops = "  ".join(
+            f"{op['kind']} {_time(op['start_s'])}-{_time(op['end_s'])}" for op in unit["ops"] if op["kind"] not in ("forward", "backward")
+        )
+        lines.append(f"  {unit['name'][:16]:<16} {format_size(unit['bytes']):<12} {ops}")
+    if len(summary["units"]) > max_rows:
+        lines.append(f"  ... {len(summary['units']) - max_rows} more (use --json)")
+    return "\n".join(lines)
+
+
+def format_compare(rows: list[dict[str, Any]]) -> str:
+    from sim.units import format_size
+
+    lines = [
+        f"{'strategy':<14} {'step':>11} {'exposed comm':>13} {'comm busy':>11} {'peak memory':>12}  params / grads / optimizer / unsharded"
+    ]
+    for row in rows:
+        m = row["memory"]
+        parts = " / ".join(format_size(m[key]) for key in ("params_bytes", "grads_bytes", "optimizer_bytes", "unsharded_peak_bytes"))
+        lines.append(
+            f"{row['sharding']:<14} {_time(row['step_time_s']):>11} {_time(row['exposed_comm_s']):>13} {_time(row['comm_busy_s']):>11} {format_size(row['peak_memory_bytes']):>12}  {parts}"
+        )
+    return "\n".join(lines)
+
+
+fsdp = click.Command(
+    "fsdp",
+    callback=_run,
+    help="""Simulate an FSDP / ZeRO training step: per-unit all-gathers, reduce-scatters, memory per rank.
+
+    Strategies: full_shard (ZeRO-3), shard_grad_op (ZeRO-2), no_shard, hybrid_shard, and for
+    comparison ddp and zero1 (DDP + ZeroRedundancyOptimizer). Compute and comm flags as in
+    collsim sim ddp (times need a unit). See docs/fsdp.md.
+    """,
+    params=[
+        click.Option(["--scenario", "scenario_file"], default=None, help="YAML/JSON scenario file (flags given override it)"),
+        click.Option(["--sharding"], default=None, type=click.Choice(_STRATEGIES), help="default full_shard"),
+        click.Option(["--compare"], default=None, help="strategies side by side, e.g. ddp,zero1,shard_grad_op,full_shard"),
+        click.Option(["--backward-prefetch"], default=None, type=click.Choice(["pre", "post", "none"]), help="default pre (BACKWARD_PRE)"),
+        click.Option(
+            ["--limit-all-gathers/--no-limit-all-gathers"],
+            default=None,
+            help="FSDP rate limiter: at most 2 in-flight all-gathers (default on)",
+        ),
+        click.Option(["--shard-size"], default=None, type=int, help="hybrid_shard: ranks per shard group (default --gpus-per-node)"),
+        click.Option(
+            ["--units"], default=None, help="FSDP units: blocks (default: one per transformer block + root), single, or name prefixes"
+        ),
+        click.Option(["--optimizer-state-bytes"], default=None, help="optimizer state bytes per parameter element (default 8: Adam fp32)"),
+        click.Option(["--no-overlap", "overlap"], flag_value=False, default=None, help="collectives block compute (the no-overlap bound)"),
+        click.Option(
+            ["--hardware"],
+            default=None,
+            help="hardware preset (collsim hardware list): ranks, two_level topology, links; implies --comm network",
+        ),
+        click.Option(["--nodes"], default=None, type=int, help="with --hardware: number of nodes (default 1)"),
+        *_SHARED,
+        click.Option(["--trace"], default=None, help="write a Chrome trace JSON of the step (open in Perfetto)"),
+        click.Option(["--csv", "csv_path"], default=None, help="write the event table as CSV"),
+        click.Option(["--json", "as_json"], is_flag=True, help="print JSON"),
+    ],
+)
