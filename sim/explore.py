@@ -28,7 +28,7 @@ from sim.scenario import CollectiveScenario
 
 ROUTE_COST = 80  # finding a new (src, dst) route costs about as much as simulating 80 messages
 CROSSOVER_SIZES = tuple(4**k * 1024 for k in range(11))  # 1 KiB .. 1 GiB, x4
-CROSSOVER_MESSAGES = 150_000  # the per-message simulations of one crossover, all points together
+CROSSOVER_MESSAGES = 60_000  # the per-message simulations of one crossover, all points together (about 1 s here)
 FRAME_MAX_RANKS = 32  # per-rank buffer frames: one row per rank
 FRAME_MAX_CELLS = 256  # ranks * chunks columns at most
 
