@@ -331,6 +331,98 @@ def format_ddp_table(summary: list[dict[str, Any]], meta: dict[str, Any], spec: 
     return "\n".join(lines)
 
 
+@real.command("fsdp")
+@click.option("--model", default="small", show_default=True, help="built-in torch model: small (GPT-style LM) or mlp (tiny)")
+@click.option("--strategies", default="ddp,zero1,full_shard,shard_grad_op", show_default=True,
+              help="ddp, zero1, full_shard, shard_grad_op, no_shard, hybrid_shard")  # fmt: skip
+@click.option("--shard-size", default=None, type=int, help="hybrid_shard: ranks per shard group (default all ranks)")
+@click.option("--rounds", default=10, type=int, show_default=True, help="measured rounds (each: no-comm step, then every strategy)")
+@click.option("--warmup-rounds", default=2, type=int, show_default=True)
+@click.option("--check", is_flag=True, help="instead of timing: train 3 steps per strategy and compare weights with one process")
+@_launch_options
+def fsdp(model: str, strategies: str, shard_size: int | None, rounds: int, warmup_rounds: int, check: bool, backend: str, device: str | None,
+         ranks: int, timeout_s: float, op_timeout_s: float, threads: int, launches: int, db: str | None, no_db: bool, label: str | None,
+         as_json: bool) -> None:  # fmt: skip
+    """Time FSDP2 / ZeRO training steps per strategy beside sim fsdp (replaying the measured
+    no-communication phases, o and w fitted to all-reduces measured in the same launch)."""
+    from real.ddp import model_spec
+    from real.fsdp import STRATEGIES, check_equality, run_bench, summarize
+
+    model_spec(model)
+    names = [name.strip() for name in strategies.split(",") if name.strip()]
+    unknown = [name for name in names if name not in STRATEGIES]
+    if unknown or not names:
+        raise CollsimError(f"--strategies: unknown {', '.join(unknown) or '(empty)'}; allowed: {', '.join(STRATEGIES)}")
+    if rounds < 1 or warmup_rounds < 0:
+        raise CollsimError("--rounds must be >= 1 and --warmup-rounds >= 0")
+    config = _config(backend, device, ranks, timeout_s, op_timeout_s, threads)
+    if check:
+        rows = check_equality(config, model=model, strategies=tuple(names), shard_size=shard_size)
+        if as_json:
+            _echo_json(rows)
+        else:
+            for row in rows:
+                click.echo(f"{row['strategy']:<14} max |w - w_single| {row['max_abs_diff']:.3g}  allclose {row['allclose']}")
+        if not all(row["allclose"] for row in rows):
+            raise SystemExit(1)
+        return
+    rows = run_bench(model, names, config, rounds, warmup_rounds, shard_size=shard_size)
+    summary = summarize(rows, model, config.world_size, shard_size)
+    if as_json:
+        _echo_json(summary)
+        return
+    click.echo(f"# collsim real fsdp: {model}, {config.backend}/{config.device}, {config.world_size} ranks; step = max over ranks, median [p10, p90]")
+    click.echo(f"# sim: sim fsdp --comm ow, o {format_time(summary[0]['o_s'])}, w {summary[0]['w_Bps'] / 1e9:.3g} GB/s (fitted to this launch's all-reduces)")
+    for row in summary:
+        sim_text = "-" if row["simulated_s"] is None else format_time(row["simulated_s"])
+        spread = f"[{format_time(row['p10_s'])}, {format_time(row['p90_s'])}]"
+        click.echo(f"  {row['strategy']:<14} measured {format_time(row['median_s']):>10} {spread:>24}  simulated {sim_text}")
+
+
+@real.command("import-trace")
+@click.argument("trace")
+@click.option("--params", "params_path", default=None, help="parameter list (collsim real params / --params) to name the gradients")
+@click.option("--model", default=None, help="a built-in model (small, mlp) whose parameter list names the gradients")
+@click.option("-o", "--out", default=None, help="write the profile here (default: print it)")
+@click.option("--record", is_flag=True, help="first record TRACE: one profiled DDP step of --model (default small) on 2 gloo ranks")
+@click.option("--json", "as_json", is_flag=True, help="print the whole profile JSON (default: a summary, or the profile without --out)")
+def import_trace_command(trace: str, params_path: str | None, model: str | None, out: str | None, record: bool, as_json: bool) -> None:
+    """Read a torch.profiler (Kineto) Chrome trace of a training step and write a profile that
+    collsim sim ddp --profile and collsim sim fsdp --profile replay (what-if)."""
+    from real.trace import import_trace
+
+    if params_path and model:
+        raise CollsimError("--params and --model both name the parameters; give one")
+    if record:
+        from real.launcher import LaunchConfig
+        from real.trace import record_ddp_trace
+
+        record_ddp_trace(trace, LaunchConfig(2, timeout_s=300.0), model or "small")
+    params = None
+    if params_path:
+        from sim.training.params import load_params
+
+        params = [param.to_dict() for param in load_params(params_path)]
+    elif model:
+        from real.ddp import _fresh_model, export_params, model_spec
+
+        params = export_params(_fresh_model(model_spec(model), 0))
+    profile = import_trace(trace, params, model)
+    if out:
+        from pathlib import Path
+
+        Path(out).write_text(json.dumps(profile, indent=1))
+    if as_json or not out:
+        click.echo(json.dumps(profile))
+        return
+    info, ow = profile["trace"], profile["trace"]["ow"]
+    click.echo(f"# {trace}: {info['step']}, step {format_time(info['step_s'])}; forward {format_time(profile['forward_s'])}, backward compute "
+               f"{format_time(profile['backward_s'])}, optimizer {format_time(profile['optimizer_s'])}; {len(profile['params'])} gradients, "
+               f"{len(info['collectives'])} collective(s)")  # fmt: skip
+    if ow:
+        click.echo(f"# replay: collsim sim ddp --profile {out} --o {format_time(ow['o_s']).replace(' ', '')} --w {ow['w_Bps'] / 1e6:.4g}MB/s")
+
+
 def _read_store(db: str | None) -> Any:
     """--db FILE, else ./results.sqlite when present, else the bundled sample data (read-only)."""
     from real.store import open_store, read_only_copy

@@ -1,0 +1,74 @@
+"""collsim sim fsdp: JSON contract, --compare, --hardware, bad input, and the sim.* aliases."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from sim.cli import cli
+
+COMMON = ["--backward-time", "300ms", "--forward-time", "150ms", "--optimizer-time", "20ms"]
+
+
+def run(*args: str):
+    return CliRunner().invoke(cli, ["sim", "fsdp", *args], catch_exceptions=False)
+
+
+def test_json_has_the_contract_keys():
+    result = run("--preset", "xl", "--sharding", "full_shard", "--ranks", "64", "--comm", "ow", "--w", "10GB/s", *COMMON, "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    for key in ("step_time_s", "exposed_comm_s", "peak_memory_bytes", "units", "memory", "no_overlap_bound_s", "perfect_overlap_bound_s"):
+        assert key in data
+    assert data["num_units"] == 49 and data["units"][0]["name"] == "root"
+    assert data["perfect_overlap_bound_s"] <= data["step_time_s"] <= data["no_overlap_bound_s"]
+
+
+def test_compare_side_by_side_with_hardware():
+    result = run("--preset", "xl", "--hardware", "dgx-h100", "--nodes", "2", *COMMON, "--compare", "ddp,zero1,shard_grad_op,full_shard")
+    assert result.exit_code == 0, result.output
+    lines = result.output.strip().splitlines()
+    assert [line.split()[0] for line in lines[1:]] == ["ddp", "zero1", "shard_grad_op", "full_shard"]
+    rows = json.loads(
+        run("--preset", "xl", "--hardware", "dgx-h100", "--nodes", "2", *COMMON, "--compare", "ddp,full_shard", "--json").output
+    )
+    assert rows[0]["ranks"] == 16 and rows[1]["peak_memory_bytes"] < rows[0]["peak_memory_bytes"]
+
+
+def test_trace_and_csv(tmp_path):
+    trace, table = tmp_path / "t.json", tmp_path / "t.csv"
+    result = run("--preset", "small", "--ranks", "8", "--w", "10GB/s", *COMMON, "--trace", str(trace), "--csv", str(table))
+    assert result.exit_code == 0, result.output
+    assert any(event.get("cat") == "all_gather" for event in json.loads(trace.read_text())["traceEvents"])
+    assert table.read_text().splitlines()[0].startswith("rank,peer,resource,kind")
+
+
+def test_bad_input_is_one_error_line():
+    for args in (
+        ["--preset", "xl", "--compare", "ddp,zero9", "--w", "1GB/s", "--backward-time", "1s"],
+        ["--preset", "xl", "--sharding", "hybrid_shard", "--ranks", "6", "--shard-size", "4", "--w", "1GB/s", "--backward-time", "1s"],
+        ["--preset", "nope", "--w", "1GB/s", "--backward-time", "1s"],
+        ["--preset", "xl", "--w", "1GB/s", "--backward-time", "1s", "--hardware", "no-such-box"],
+    ):
+        result = CliRunner().invoke(cli, ["sim", "fsdp", *args])
+        assert result.exit_code == 2, (args, result.output)
+        assert "Traceback" not in result.output and "error" in result.output
+
+
+def test_old_module_names_are_the_moved_modules():
+    import sim.ddp
+    import sim.ddp_cli
+    import sim.overhead
+    import sim.params
+    import sim.training.ddp
+    import sim.training.ddp_cli
+    import sim.training.overhead
+    import sim.training.params
+
+    assert sim.ddp is sim.training.ddp and sim.params is sim.training.params
+    assert sim.overhead is sim.training.overhead and sim.ddp_cli is sim.training.ddp_cli
+    from sim.ddp import DDPScenario
+    from sim.training.ddp import DDPScenario as moved
+
+    assert DDPScenario is moved
