@@ -377,6 +377,7 @@ def _crossover(key: str, sizes: tuple[int, ...], max_messages: int) -> tuple[dic
         except CollsimError as error:
             rows.append({"algorithm": algorithm, "size_bytes": None, "time_s": None, "method": "n/a", "why": str(error)})
             continue
+        routed = False  # routes are found once per algorithm, not once per size
         for index, nbytes in enumerate(sizes):
             point = mine.replace(size_bytes=max(nbytes - nbytes % element_bytes, element_bytes))
             closed = analytic.for_scenario(point)
@@ -384,16 +385,22 @@ def _crossover(key: str, sizes: tuple[int, ...], max_messages: int) -> tuple[dic
                 rows.append(_row(algorithm, point, closed, "closed form"))
             elif index % 2 and index != len(sizes) - 1 and len(sizes) > 4:
                 continue  # simulated curves: every other size shows the crossover at half the cost
-            elif (cost := work(point).cost) > budget:  # per size: some algorithms cut big messages into pieces
+            elif (cost := _point_cost(point, routed)) > budget:  # per size: some algorithms cut big messages into pieces
                 rows.append({**_row(algorithm, point, None, "n/a"), "why": "too large to simulate here"})
             else:
                 budget -= cost
+                routed = True
                 if why_not_collapsed(point) is None:
                     timing = collective_time(point)
                     rows.append(_row(algorithm, point, timing.time_s, timing.source.replace("_", " ")))
                 else:
                     rows.append(_row(algorithm, point, _plain(point).time_s, "simulated"))
     return tuple(rows)
+
+
+def _point_cost(point: CollectiveScenario, routed: bool) -> int:
+    told = work(point)
+    return told.messages if routed else told.cost
 
 
 def _row(algorithm: str, point: CollectiveScenario, time_s: float | None, method: str) -> dict[str, Any]:

@@ -32,6 +32,7 @@ BUFFER_MAX_CELLS = explore.FRAME_MAX_CELLS  # ranks * chunks columns at most
 CROSSOVER_SIZES = explore.CROSSOVER_SIZES
 
 DEFAULTS: dict[str, str] = {
+    "hardware": "",  # a preset (sim/hardware): fills ranks, topology and links; "" sets them by hand
     "op": "all_reduce",
     "algorithm": "ring",
     "topology": "switch",
@@ -75,6 +76,7 @@ _ERROR_FIELDS = (
     ("latency", "latency", ""),
     ("overhead", "overhead", ""),
     ("topology", "topology", ""),
+    ("hardware", "hardware", ""),
 )
 
 
@@ -122,7 +124,56 @@ def scenario_fields(form: dict[str, Any]) -> dict[str, Any]:
     if fields["topology"] != "two_level":
         for key in ("gpus_per_node", "intra_latency", "intra_bandwidth"):
             fields.pop(key, None)
+    if data["hardware"]:
+        fields["hardware"] = data["hardware"]
     return fields
+
+
+def hardware_form(name: str | None, ranks: str | None) -> dict[str, str] | None:
+    """The form values a hardware preset sets (nodes from the ranks typed, at least one node),
+    or None for "no preset"."""
+    if not name:
+        return None
+    from sim.hardware.presets import load_preset, scenario_fields
+
+    gpus = load_preset(name).gpus_per_node
+    nodes = max(1, int(ranks) // gpus) if str(ranks or "").isdigit() else 1
+    fields = scenario_fields(name, nodes)
+    return {
+        "ranks": str(fields["ranks"]),
+        "topology": "two_level",
+        "gpus_per_node": str(fields["gpus_per_node"]),
+        "bandwidth": f"{fields['bandwidth_Bps'] / 1e9:.6g}GB/s",
+        "latency": f"{fields['latency_s'] * 1e6:.6g}us",
+        "intra_bandwidth": f"{fields['intra_bandwidth_Bps'] / 1e9:.6g}GB/s",
+        "intra_latency": f"{fields['intra_latency_s'] * 1e6:.6g}us",
+    }
+
+
+def hardware_options() -> list[str]:
+    try:
+        from sim.hardware.presets import list_presets
+    except ImportError:  # an older sim without presets: no picker choices
+        return []
+    return list_presets()
+
+
+def nccl_picks(scenario: CollectiveScenario, sizes: tuple[int, ...] = CROSSOVER_SIZES) -> list[dict[str, Any]]:
+    """What NCCL's own tuning model would pick at each size on the scenario's hardware preset
+    (algorithm/protocol and its predicted time); [] without a GPU preset or for other ops."""
+    if not scenario.hardware:
+        return []
+    from sim.hardware.nccl_model import predict
+
+    nodes = scenario.ranks // scenario.gpus_per_node_resolved
+    rows = []
+    for nbytes in sizes:
+        try:
+            pick = predict(scenario.hardware, nodes, scenario.op, nbytes)
+        except CollsimError:
+            return []
+        rows.append({"size_bytes": nbytes, "time_s": pick.time_s, "pick": f"{pick.nccl_algorithm}/{pick.nccl_protocol}"})
+    return rows
 
 
 def parse_form(form: dict[str, Any]) -> tuple[CollectiveScenario | None, dict[str, str]]:

@@ -440,8 +440,11 @@ def _wrap(text: str, width: int) -> str:
     return "<br>".join(textwrap.wrap(text, width)) if text else ""
 
 
-def crossover_figure(rows: Sequence[dict[str, Any]], size_bytes: int | None = None, algorithm: str | None = None) -> go.Figure:
-    """Time per algorithm over message size (log-log) and which one wins at each size."""
+def crossover_figure(
+    rows: Sequence[dict[str, Any]], size_bytes: int | None = None, algorithm: str | None = None, nccl: Sequence[dict[str, Any]] = ()
+) -> go.Figure:
+    """Time per algorithm over message size (log-log) and which one wins at each size; with
+    ``nccl`` rows (size_bytes, time_s, pick), what NCCL's tuning model would pick and its time."""
     points = [row for row in rows if row["time_s"] is not None]
     if not points:
         return note_figure("no algorithm of this op can run with these ranks / topology", "Algorithm crossover")
@@ -471,6 +474,15 @@ def crossover_figure(rows: Sequence[dict[str, Any]], size_bytes: int | None = No
                 ],
             )
         )
+    if nccl:
+        figure.add_trace(
+            go.Scatter(
+                x=[row["size_bytes"] for row in nccl], y=[row["time_s"] * factor for row in nccl], mode="lines+markers+text",
+                name="NCCL's pick (its model)", line={"color": "black", "dash": "dash", "width": 1.5}, marker={"symbol": "diamond"},
+                text=[row["pick"] if index % 2 == 0 else "" for index, row in enumerate(nccl)], textposition="top center",
+                textfont={"size": 9}, hovertemplate=[f"NCCL picks {row['pick']}: {format_time(row['time_s'])} at {format_size(row['size_bytes'])}<extra></extra>" for row in nccl],
+            )
+        )  # fmt: skip
     wins = winners(points)  # one trace (a trace per size costs the browser a layout pass each)
     figure.add_trace(
         go.Scatter(

@@ -176,3 +176,16 @@ def test_sim_vs_measured_works_on_every_group_it_offers(app_page: Page, live_ser
     expect(app_page.locator("#cmp-stat")).to_contain_text("mean")
     expect(app_page.locator("#cmp-sim-vs-measured .scatterlayer .trace").first).to_be_attached()
     assert app_page.locator("#cmp-error-table tr").count() >= 3
+
+
+def test_hardware_picker(app_page: Page, live_server: str):
+    if not model.hardware_options():
+        pytest.skip("no hardware presets in this checkout")
+    open_page(app_page, live_server + "/")
+    app_page.locator("#coll-hardware").click()
+    app_page.locator(".dash-dropdown-option", has_text="dgx-h100").first.click()
+    expect(app_page.locator("#coll-topology")).to_contain_text("two_level")
+    expect(app_page.locator("#coll-bandwidth")).to_have_value("50GB/s")
+    expect(app_page.locator("#coll-notice")).to_contain_text("on 8 ranks (two_level)")
+    expect(app_page.locator("#coll-crossover .legendtext", has_text="NCCL's pick")).to_be_visible()
+    expect(app_page).to_have_url(re.compile(r"hardware=dgx-h100"))

@@ -284,3 +284,20 @@ def test_route_rebuilds_only_for_queries_the_page_did_not_write():
     with pytest.raises(PreventUpdate):
         route("/", "?ranks=16", "?ranks=16", search_only=True)  # the page's own write: keep the page
     assert route("/", "?ranks=4", "?ranks=16", search_only=True) is not None  # Back/Forward: rebuild
+
+
+def test_hardware_picker_fills_the_network_and_the_crossover_shows_nccls_pick():
+    if not model.hardware_options():
+        pytest.skip("no hardware presets in this checkout")
+    filled = dict(zip(page.HARDWARE_FIELDS, page.apply_hardware("dgx-h100", "20")))
+    assert filled == {"ranks": "16", "topology": "two_level", "gpus_per_node": "8", "bandwidth": "50GB/s", "latency": "14us",
+                      "intra_bandwidth": "450GB/s", "intra_latency": "3.4us"}  # fmt: skip
+    data = page.validate(*values(hardware="dgx-h100", **filled))[0]
+    assert data["hardware"] == "dgx-h100"
+    figure = page.crossover_panel(data)
+    nccl = next(trace for trace in figure.data if trace.name == "NCCL's pick (its model)")
+    assert len(nccl.x) == len(model.CROSSOVER_SIZES) and nccl.text[0].split("/")[0] in ("Ring", "Tree", "NVLS", "CollNet")
+    with pytest.raises(PreventUpdate):
+        page.apply_hardware("", "8")
+    _, *messages = page.validate(*values(hardware="dgx-h100", **{**filled, "topology": "switch"}))
+    assert "builds two_level with 8 ranks per node" in messages[0]

@@ -30,6 +30,7 @@ TITLE = "Collectives"
 log = logging.getLogger(__name__)
 
 LABELS = {
+    "hardware": ("Hardware", "a preset fills ranks, topology and links (collsim hardware list)"),
     "op": ("Operation", "the collective to run"),
     "algorithm": ("Algorithm", "choices depend on the operation"),
     "topology": ("Topology", "switch: one port per rank into a non-blocking switch"),
@@ -45,7 +46,8 @@ LABELS = {
     "overhead": ("Per-call overhead o", "e.g. 10us"),
     "stragglers": ("Stragglers", "rank:delay pairs, e.g. 3:20us,5:1ms"),
 }
-DROPDOWNS = ("op", "algorithm", "topology")
+DROPDOWNS = ("hardware", "op", "algorithm", "topology")
+HARDWARE_FIELDS = ("ranks", "topology", "gpus_per_node", "bandwidth", "latency", "intra_bandwidth", "intra_latency")
 TWO_LEVEL_ONLY = ("gpus_per_node", "intra_latency", "intra_bandwidth")
 VIEW_DEFAULTS = {"step": "0", "color": "step", "cmp": ""}  # view options kept in the URL beside the inputs
 COMPARE_FIELDS = {"algorithm": "another algorithm", "topology": "another topology", "sharing": "another sharing mode"}
@@ -78,6 +80,9 @@ def _options(op: str) -> list[dict[str, str]]:
 
 
 def _input(name: str, value: str) -> Any:
+    if name == "hardware":
+        options = [{"label": "none: set the network below", "value": ""}] + [{"label": n, "value": n} for n in model.hardware_options()]
+        return dcc.Dropdown(id=ids.field_id(name), options=options, value=value, clearable=False)
     if name == "op":
         return dcc.Dropdown(
             id=ids.field_id(name), options=[{"label": op.replace("_", " "), "value": op} for op in ops()], value=value, clearable=False
@@ -300,6 +305,14 @@ def algorithms_for_op(op: str, current: str | None) -> tuple[list[dict[str, str]
     return options, current if current in names else (names[0] if names else None)
 
 
+def apply_hardware(name: str | None, ranks: str | None) -> tuple:
+    """A picked preset -> the form values it sets (ranks rounded to whole nodes)."""
+    values = model.hardware_form(name, ranks)
+    if values is None:
+        raise PreventUpdate
+    return tuple(values[key] for key in HARDWARE_FIELDS)
+
+
 def two_level_fields(topology: str) -> list[dict[str, str]]:
     return [{} if topology == "two_level" else {"display": "none"} for _ in TWO_LEVEL_ONLY]
 
@@ -498,7 +511,7 @@ def crossover_panel(data: dict | None) -> Any:
         rows = model.crossover(scenario)
     except CollsimError as error:
         return figures.note_figure(str(error), "Algorithm crossover")
-    return figures.crossover_figure(rows, scenario.size_bytes, scenario.algorithm)
+    return figures.crossover_figure(rows, scenario.size_bytes, scenario.algorithm, model.nccl_picks(scenario))
 
 
 def compare_choices(compare_field: str | None, data: dict | None, current: str | None) -> tuple[list[dict[str, str]], str | None]:
@@ -628,6 +641,12 @@ def register(app: Any) -> None:
         State(ids.field_id("algorithm"), "value"),
     )(algorithms_for_op)
     app.callback(*[Output(f"field-{name}", "style") for name in TWO_LEVEL_ONLY], Input(ids.field_id("topology"), "value"))(two_level_fields)
+    app.callback(
+        *[Output(ids.field_id(name), "value", allow_duplicate=True) for name in HARDWARE_FIELDS],
+        Input(ids.field_id("hardware"), "value"),
+        State(ids.field_id("ranks"), "value"),
+        prevent_initial_call=True,
+    )(_guarded(apply_hardware, lambda message: tuple(no_update for _ in HARDWARE_FIELDS)))
     app.callback(
         Output(ids.COLL_SCENARIO, "data"),
         *[Output(ids.error_id(name), "children") for name in model.DEFAULTS],
