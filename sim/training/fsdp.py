@@ -97,7 +97,7 @@ FSDPScenario.PARSERS = {
     "optimizer_state_bytes": lambda value, what: parse_size(value, what),
     "overlap": _bool,
 }
-FSDPScenario.ALIASES = {**ddp.DDPScenario.ALIASES, "strategy_name": "sharding"}
+FSDPScenario.ALIASES = dict(ddp.DDPScenario.ALIASES)
 FSDPScenario.LABEL = "FSDP scenario"
 
 
