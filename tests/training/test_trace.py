@@ -91,3 +91,29 @@ def test_bad_trace_is_one_clear_error(tmp_path):
     )
     with pytest.raises(CollsimError, match="autograd"):
         import_trace(empty_step)
+
+
+def test_gpu_kernels_are_preferred_to_their_cpu_launches(tmp_path):
+    """A hand-made GPU-style trace: NCCL kernels (with record_param_comms-style args) win over the
+    CPU annotations of the same calls; op names and bytes come from the kernel name and args."""
+
+    def op(name, ts, dur, cat="cpu_op", tid=1, **args):
+        return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "pid": 1, "tid": tid, "args": args}
+
+    events = [
+        op("ProfilerStep#0", 0, 1000, cat="user_annotation"),
+        op("autograd::engine::evaluate_function: MmBackward0", 100, 300),
+        op("torch::autograd::AccumulateGrad", 150, 10, **{"Input Dims": [[4, 4]]}),
+        op("torch::autograd::AccumulateGrad", 350, 10, **{"Input Dims": [[8]]}),
+        op("nccl:all_reduce", 360, 5, cat="user_annotation", **{"Input Dims": [[24]], "Input type": ["float"]}),
+        op("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 370, 200, cat="kernel", tid=7, **{"In msg nelems": 24, "dtype": "Float"}),
+        op("ncclDevKernel_AllGather_RING_LL", 600, 50, cat="kernel", tid=7, **{"In msg nelems": 8, "dtype": "BFloat16"}),
+        op("Optimizer.step#SGD.step", 700, 100),
+    ]
+    path = tmp_path / "gpu.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    profile = import_trace(path, params=[{"name": "w", "shape": [4, 4], "numel": 16}, {"name": "b", "shape": [8], "numel": 8}])
+    rows = profile["trace"]["collectives"]
+    assert [(row["op"], row["bytes"], row["device"]) for row in rows] == [("all_reduce", 96, "gpu"), ("all_gather", 16, "gpu")]
+    assert [row["name"] for row in profile["events"]] == ["w", "b"]
+    assert profile["forward_s"] == pytest.approx(100e-6) and profile["optimizer_s"] == pytest.approx(100e-6)
