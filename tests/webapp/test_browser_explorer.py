@@ -52,15 +52,17 @@ def test_side_by_side_on_one_time_axis_with_the_difference_split(app_page: Page,
     expect(app_page.locator("#coll-cmp-value")).to_contain_text("double binary tree")
     assert meta(app_page, "coll-cmp-timeline")["columns"] == ["A: ring", "B: double_binary_tree"]
     expect(app_page.locator("#coll-cmp-note")).to_contain_text("mostly bandwidth")
+    app_page.locator("#coll-cmp-field").scroll_into_view_if_needed()
+    app_page.wait_for_timeout(300)
+    shot("side-by-side", docs=True, full_page=False)
     app_page.locator("#coll-cmp-field").click()
     app_page.locator(".dash-dropdown-option", has_text="another sharing mode").click()
     app_page.locator("#coll-cmp-value").click()
     app_page.locator(".dash-dropdown-option", has_text="fifo").click()
     expect(app_page.locator("#coll-cmp-note")).to_contain_text("B takes 1x the time of A")
+    expect(app_page.locator("#coll-cmp-note")).to_contain_text("the same time, part for part")
     expect(app_page).to_have_url(re.compile(r"cmp=sharing%3Afifo"))
     assert meta(app_page, "coll-cmp-timeline")["columns"] == ["A: fair", "B: fifo"]
-    app_page.locator("#coll-cmp-timeline").scroll_into_view_if_needed()
-    shot("side-by-side", docs=True, full_page=False)
 
 
 def test_closed_form_is_marked_approximate_for_uneven_splits(app_page: Page, live_server: str):
@@ -68,10 +70,10 @@ def test_closed_form_is_marked_approximate_for_uneven_splits(app_page: Page, liv
     expect(app_page.locator("#coll-analytic-time")).to_contain_text("(approx.)")
     expect(app_page.locator("#coll-closed-note")).to_contain_text("do not divide into 12 equal pieces")
     expect(app_page.locator("#coll-breakdown .xtick", has_text="closed form (approx.)")).to_be_visible()
-    type_into(app_page, "ranks", "8")
-    type_into(app_page, "chunks", "4")
+    open_page(app_page, live_server + "/?algorithm=double_binary_tree")
     expect(app_page.locator("#coll-analytic-time")).to_have_text("none")
-    expect(app_page.locator("#coll-closed-note")).to_contain_text("the ring formula is for one chunk")
+    expect(app_page.locator("#coll-closed-note")).to_contain_text("no closed form is known for all_reduce/double_binary_tree")
+    expect(app_page.locator("#coll-breakdown .xtick", has_text="closed form: none")).to_be_visible()
     # the reason is written beside the figure, not inside it where it would cover ticks and bars
     assert not app_page.evaluate("() => (document.querySelector('#coll-breakdown .js-plotly-plot').layout.annotations || []).length > 1")
 
