@@ -923,7 +923,9 @@ def fit_figure(
                 line={"color": "#d62728"},
             )
         )
-    figure.update_xaxes(type="log", title="message size (bytes)")
+    figure.update_xaxes(
+        type="log", title="message size", **byte_axis(min(p["size_bytes"] for p in points), max(p["size_bytes"] for p in points))
+    )
     figure.update_yaxes(type="log", title=f"time ({unit})")
     return figure
 
@@ -942,7 +944,9 @@ def residual_figure(points: Sequence[dict[str, Any]], title: str = "Residuals (m
         )
     )
     figure.add_hline(y=0, line={"color": "#888"})
-    figure.update_xaxes(type="log", title="message size (bytes)")
+    figure.update_xaxes(
+        type="log", title="message size", **byte_axis(min(p["size_bytes"] for p in points), max(p["size_bytes"] for p in points))
+    )
     figure.update_yaxes(title="residual (%)")
     return figure
 
@@ -968,7 +972,9 @@ def sim_vs_measured_figure(rows: Sequence[dict[str, Any]], title: str = "Simulat
             line={"color": "#d62728", "dash": "dash"},
         )
     )
-    figure.update_xaxes(type="log", title="message size (bytes)")
+    figure.update_xaxes(
+        type="log", title="message size", **byte_axis(min(p["size_bytes"] for p in rows), max(p["size_bytes"] for p in rows))
+    )
     figure.update_yaxes(type="log", title=f"time ({unit})")
     return figure
 
