@@ -23,8 +23,6 @@ _DDP_ONLY = {
     "csv_path",
     "as_json",
     "scenario_file",
-    "calibration",
-    "backend",
 }
 _SHARED = [param for param in ddp_cli.ddp.params if param.name not in _DDP_ONLY]
 _STRATEGIES = ("ddp", "zero1", "full_shard", "shard_grad_op", "no_shard", "hybrid_shard")
@@ -49,9 +47,12 @@ def _run(
     if compare and (trace or csv_path):
         raise CollsimError("--compare prints a table; --trace and --csv need a single --sharding")
     switches = {key: flags.pop(key) for key in ("overlap", "limit_all_gathers")}
+    calibration, backend = flags.pop("calibration"), flags.pop("backend")
     data = ddp_cli.scenario_data(scenario_file, flags)
     data.update({key: value for key, value in switches.items() if value is not None})
     ddp_cli._check_input_files(data)
+    if calibration:
+        ddp_cli._apply_calibration(data, calibration, backend)
     if hardware is not None or nodes is not None:
         from sim.hardware.cli import apply_hardware
 

@@ -72,3 +72,13 @@ def test_old_module_names_are_the_moved_modules():
     from sim.training.ddp import DDPScenario as moved
 
     assert DDPScenario is moved
+
+
+def test_calibration_fills_o_and_w():
+    from pathlib import Path
+
+    calibration = Path(__file__).resolve().parents[2] / "real" / "data" / "validate_example" / "calibration.yaml"
+    result = run("--preset", "small", "--backward-time", "100ms", "--calibration", str(calibration), "--json")
+    assert result.exit_code == 0, result.output
+    scenario = json.loads(result.output)["scenario"]
+    assert scenario["w_Bps"] > 0 and scenario["o_s"] >= 0
