@@ -109,6 +109,7 @@ def equality_worker(ctx: Any, payload: dict[str, Any]) -> None:
         got = full_weights(model)
         difference = max(float((mine - theirs).abs().max()) for mine, theirs in zip(got, expected))
         close = all(torch.allclose(mine, theirs, rtol=payload["rtol"], atol=payload["atol"]) for mine, theirs in zip(got, expected))
+        del model, optimizer
         if ctx.rank == 0:
             ctx.report(
                 {"strategy": strategy, "max_abs_diff": difference, "allclose": close, "num_tensors": len(got), "reference_moved": moved}
@@ -197,6 +198,17 @@ def bench_worker(ctx: Any, payload: dict[str, Any]) -> None:
     times = _allreduce_times(device, sizes, payload.get("allreduce_iters", 10))
     if ctx.rank == 0:
         ctx.report({"kind": "allreduce", "sizes": sizes, "times_s": times})
+    _release(configs)
+
+
+def _release(objects: list) -> None:
+    """Drop models and optimizers (their hooks, gloo work, FSDP state) while the process group is
+    alive, everyone at once: tearing down with them alive aborted a rank once under load."""
+    import gc
+
+    objects.clear()
+    gc.collect()
+    dist.barrier()
 
 
 def run_bench(model: str, strategies: list[str], launch_config: Any, rounds: int = 10, warmup_rounds: int = 2, seed: int = 0,

@@ -90,7 +90,7 @@ def collectives(events: list[dict[str, Any]], start: float, end: float) -> list[
     """Collectives in the step window: op, source event name, start/duration (s, from step start), bytes."""
     rows = []
     for event in _spans(events):
-        if not _inside(event, start, end):
+        if not start - 1e-3 <= float(event["ts"]) <= end:  # started in the step (a comm thread may record its end later)
             continue
         name, args = str(event.get("name", "")), event.get("args") or {}
         match, kernel = _COLLECTIVE.match(name), _KERNEL.match(name)
@@ -295,6 +295,7 @@ def trace_worker(ctx: Any, payload: dict[str, Any]) -> None:
     with profile(activities=activities, record_shapes=True) as prof:
         with record_function(f"ProfilerStep#{payload['warmup']}"):
             step(payload["warmup"])
+        torch.distributed.barrier()  # gloo's worker threads finish recording before the profiler stops
     if ctx.rank == 0:
         out = Path(payload["path"])
         if out.suffix == ".gz":
