@@ -8,6 +8,7 @@ URL_WRITTEN = "url-written"  # dcc.Store: the query a page last wrote (anything 
 
 # collectives page: form fields (each has an error slot next to it: error_id(field))
 COLL_FIELDS = (
+    "hardware",
     "op",
     "algorithm",
     "topology",

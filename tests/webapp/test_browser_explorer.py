@@ -103,8 +103,10 @@ def test_back_and_forward_restore_inputs_and_the_url_keeps_the_view(app_page: Pa
     open_page(app_page, live_server + "/")
     type_into(app_page, "ranks", "16")
     expect(app_page.locator("#coll-sim-time")).to_have_text(sim_time(ranks="16"))
+    expect(app_page).to_have_url(re.compile(r"\?ranks=16$"))
     type_into(app_page, "size", "1MiB")
     expect(app_page.locator("#coll-sim-time")).to_have_text(sim_time(ranks="16", size="1MiB"))
+    expect(app_page).to_have_url(re.compile(r"size=1MiB"))  # each change is a history entry
     app_page.go_back()
     expect(app_page.locator("#coll-size")).to_have_value("64MiB")
     expect(app_page.locator("#coll-ranks")).to_have_value("16")
@@ -132,6 +134,7 @@ def test_guided_examples_are_one_click_away(app_page: Page, live_server: str):
     expect(app_page.locator("#coll-cmp-note")).to_contain_text("B takes 0.583x the time of A (8.75 s vs 15 s)", timeout=SLOW)
     app_page.get_by_role("link", name=re.compile("How big should my DDP buckets be")).click()
     expect(app_page).to_have_url(re.compile(r"/ddp\?"))
+    expect(app_page.locator("#ddp-intro")).to_contain_text("A data-parallel training step")
 
 
 @pytest.mark.parametrize("size", [(1024, 768), (900, 700)])
@@ -164,6 +167,7 @@ def test_sim_vs_measured_works_on_every_group_it_offers(app_page: Page, live_ser
         pytest.skip("real missing")
     app_page.goto(live_server + "/compare")
     expect(app_page.locator("#cmp-o")).to_be_visible(timeout=SLOW)
+    expect(app_page.locator("#cmp-intro")).to_contain_text("the fit t = o + n / w")
     app_page.locator("#cmp-runs").click()
     options = app_page.locator(".dash-dropdown-option").all_inner_texts()
     published = [text for text in options if "published" in text]

@@ -38,7 +38,8 @@ def test_the_url_keeps_inputs_and_view_options():
 def test_side_by_side_splits_the_difference():
     data = page.validate(*values())[0]
     options, value = page.compare_choices("algorithm", data, "double_binary_tree")
-    assert value == "double_binary_tree" and "ring" not in [option["value"] for option in options]
+    assert value is no_update and "ring" not in [option["value"] for option in options]
+    assert page.compare_choices("algorithm", data, "ring")[1] is None  # no longer a choice: cleared
     assert page.compare_choices("sharing", data, None)[0] == [{"label": "fifo", "value": "fifo"}]
     timeline, parts, note, style = page.compare_panel("double_binary_tree", "algorithm", data)
     assert style == {} and page.compare_panel(None, "algorithm", data)[3] == {"display": "none"}

@@ -525,7 +525,10 @@ def compare_choices(compare_field: str | None, data: dict | None, current: str |
         values = [mode for mode in SHARING_MODES if mode != s.sharing]
     else:
         values = [name for name in model.algorithm_options(s.op) if name != s.algorithm]
-    return [{"label": value.replace("_", " "), "value": value} for value in values], current if current in values else None
+    options = [{"label": value.replace("_", " "), "value": value} for value in values]
+    # the value is set only when it must change: setting it (even to itself) fires the URL
+    # writer, which could push an old query after Back
+    return options, no_update if (current in values or current is None) else None
 
 
 def compare_panel(value: str | None, compare_field: str | None, data: dict | None) -> tuple:

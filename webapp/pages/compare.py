@@ -85,6 +85,16 @@ def layout(search: str = "") -> html.Div:
     )
     content = html.Div(
         [
+            html.Div(
+                html.P(
+                    "Measured collectives from a results store: the fit t = o + n / w with its interval, the simulator "
+                    "run with those constants beside the measurement and its spread, and DDP steps measured vs simulated. "
+                    "Pick a group of runs and a statistic above; `collsim ui --db` reads your own store or a "
+                    "`collsim validate` folder."
+                ),
+                className="intro",
+                id="cmp-intro",
+            ),
             html.Div(id=ids.CMP_NOTICE, className="notice"),
             html.Div(id="cmp-cards", className="cards"),
             html.Div(
