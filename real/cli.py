@@ -339,10 +339,11 @@ def format_ddp_table(summary: list[dict[str, Any]], meta: dict[str, Any], spec: 
 @click.option("--rounds", default=10, type=int, show_default=True, help="measured rounds (each: no-comm step, then every strategy)")
 @click.option("--warmup-rounds", default=2, type=int, show_default=True)
 @click.option("--check", is_flag=True, help="instead of timing: train 3 steps per strategy and compare weights with one process")
+@click.option("--save", "save_path", default=None, help="write the measured rows (every launch) to this JSON file for collsim compare (kind: fsdp)")
 @_launch_options
-def fsdp(model: str, strategies: str, shard_size: int | None, rounds: int, warmup_rounds: int, check: bool, backend: str, device: str | None,
-         ranks: int, timeout_s: float, op_timeout_s: float, threads: int, launches: int, db: str | None, no_db: bool, label: str | None,
-         as_json: bool) -> None:  # fmt: skip
+def fsdp(model: str, strategies: str, shard_size: int | None, rounds: int, warmup_rounds: int, check: bool, save_path: str | None, backend: str,
+         device: str | None, ranks: int, timeout_s: float, op_timeout_s: float, threads: int, launches: int, db: str | None, no_db: bool,
+         label: str | None, as_json: bool) -> None:  # fmt: skip
     """Time FSDP2 / ZeRO training steps per strategy beside sim fsdp (replaying the measured
     no-communication phases, o and w fitted to all-reduces measured in the same launch)."""
     from real.ddp import model_spec
@@ -366,8 +367,15 @@ def fsdp(model: str, strategies: str, shard_size: int | None, rounds: int, warmu
         if not all(row["allclose"] for row in rows):
             raise SystemExit(1)
         return
-    rows = run_bench(model, names, config, rounds, warmup_rounds, shard_size=shard_size)
+    if launches < 1:
+        raise CollsimError(f"--launches: must be >= 1, got {launches}")
+    per_launch = [run_bench(model, names, config, rounds, warmup_rounds, shard_size=shard_size) for _ in range(launches)]
+    if not _is_rank_zero():
+        return
+    rows = [row for launch_rows in per_launch for row in launch_rows]
     summary = summarize(rows, model, config.world_size, shard_size)
+    if save_path:
+        _save_fsdp_rows(save_path, per_launch, model, config, shard_size, label)
     if as_json:
         _echo_json(summary)
         return
@@ -377,6 +385,20 @@ def fsdp(model: str, strategies: str, shard_size: int | None, rounds: int, warmu
         sim_text = "-" if row["simulated_s"] is None else format_time(row["simulated_s"])
         spread = f"[{format_time(row['p10_s'])}, {format_time(row['p90_s'])}]"
         click.echo(f"  {row['strategy']:<14} measured {format_time(row['median_s']):>10} {spread:>24}  simulated {sim_text}")
+    if save_path:
+        click.echo(f"# wrote {save_path}; compare per strategy with: collsim compare SPEC (kind: fsdp, measured: {save_path})")
+
+
+def _save_fsdp_rows(path: str, per_launch: list[list[dict[str, Any]]], model: str, config: Any, shard_size: int | None, label: str | None) -> None:
+    """The rows of every launch, the parameter list and the run facts, for ``collsim compare`` (kind: fsdp)."""
+    from pathlib import Path
+
+    from real.compare import fsdp_document
+    from real.ddp import _fresh_model, export_params, model_spec
+
+    meta = _run_meta(config, "collsim real fsdp " + " ".join(sys.argv[3:]), label)
+    params = export_params(_fresh_model(model_spec(model), 0))
+    Path(path).write_text(json.dumps(fsdp_document(per_launch, model, config.world_size, params, meta, shard_size), indent=1))
 
 
 @real.command("import-trace")
@@ -594,7 +616,11 @@ def compare(scenario_file: str, db: str | None, calibration: str | None, stat: s
     from real.compare import _compare, format_report, split_file
 
     fields, extra = split_file(scenario_file)
-    if run_now:
+    if run_now and extra.get("kind") == "fsdp":
+        raise CollsimError("--run: not for kind: fsdp; measure with collsim real fsdp --launches 3 --save FILE and name FILE under 'measured'")
+    if extra.get("kind") == "fsdp":
+        store = None  # the spec names its rows file
+    elif run_now:
         store = _store(db, False)
         extra["run_ids"] = _measure_for_compare(fields, extra, store, launches, iters, rounds)
     else:
@@ -777,13 +803,14 @@ def params(model: str, output: str) -> None:
 @click.option("--db", default=None, help="results store the rows are appended to (default OUT/results.sqlite)")
 @click.option("--sizes", default=None, help="override the size grid (comma list or START:STOP:xFACTOR; 4 or more sizes)")
 @click.option("--launches", default=None, type=int, help="override the fresh launches per world size (>= 2 for the launch hold-out)")
-@click.option("--no-ddp", is_flag=True, help="collectives only (no DDP steps, no bucket-size optimum)")
+@click.option("--no-ddp", is_flag=True, help="collectives only (no DDP or FSDP steps, no bucket-size optimum)")
+@click.option("--no-fsdp", is_flag=True, help="no FSDP / ZeRO steps (measured vs sim fsdp per strategy, smallest world size)")
 @click.option("--plotlyjs", default="inline", show_default=True, type=click.Choice(["inline", "cdn"]),
               help="inline: report.html opens offline (~5 MB); cdn: small file that loads plotly.js from the web")  # fmt: skip
 @click.option("--threads", default=1, type=int, show_default=True, help="torch threads per rank (CPU)")
 @click.option("--op-timeout", "op_timeout_s", default=120.0, type=float, show_default=True, help="limit on every collective, s")
 def validate(backend: str, ranks: str, quick: bool, out_dir: str, db: str | None, sizes: str | None, launches: int | None, no_ddp: bool,
-             plotlyjs: str, threads: int, op_timeout_s: float) -> None:  # fmt: skip
+             no_fsdp: bool, plotlyjs: str, threads: int, op_timeout_s: float) -> None:  # fmt: skip
     """Measure collectives and DDP steps, fit o and w, predict held-out points and the best bucket size; write a report."""
     from dataclasses import replace
     from pathlib import Path
@@ -801,7 +828,9 @@ def validate(backend: str, ranks: str, quick: bool, out_dir: str, db: str | None
             raise CollsimError(f"--launches: must be >= 1, got {launches}")
         plan = replace(plan, launches=launches, ddp_launches=min(plan.ddp_launches, launches))
     if no_ddp:
-        plan = replace(plan, ddp_launches=0)
+        plan = replace(plan, ddp_launches=0, fsdp_launches=0)
+    if no_fsdp:
+        plan = replace(plan, fsdp_launches=0)
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise CollsimError(f"--out {out_dir!r} is a file; give a directory")
@@ -821,7 +850,7 @@ def validate(backend: str, ranks: str, quick: bool, out_dir: str, db: str | None
         raise CollsimError("interrupted before any point was measured; nothing to analyse")
     meta.update(world_sizes=list(plan.world_sizes), quick=plan.quick, interrupted=measured.interrupted, seconds=measured.seconds,
                 store=str(store.path) if store else None, run_ids=measured.run_ids, sizes=list(plan.sizes), launches=plan.launches)  # fmt: skip
-    summary = analyse(measured.collectives, measured.ddp_steps, measured.profiles, backend, meta)
+    summary = analyse(measured.collectives, measured.ddp_steps, measured.profiles, backend, meta, fsdp=measured.fsdp)
     paths = write_outputs(summary, out, plotlyjs)
     click.echo(format_text(summary_document(summary), paths, measured))
 

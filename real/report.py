@@ -131,6 +131,42 @@ def ddp_figures(document: dict[str, Any]) -> list[Any]:
     return [overhead, steps]
 
 
+def fsdp_figures(document: dict[str, Any]) -> list[Any]:
+    """FSDP / ZeRO step per strategy: measured (median, spread) as bars, sim fsdp as markers."""
+    rows = document.get("fsdp") or []
+    if not rows:
+        return []
+    go = _plotly()
+    figure = go.Figure()
+    labels = [row["strategy"] for row in rows]
+    figure.add_bar(x=labels, y=[row["measured_s"] * 1e3 for row in rows], name="measured step (median)",
+                   error_y={"type": "data", "symmetric": False, "array": [(row["spread_high_s"] - row["measured_s"]) * 1e3 for row in rows],
+                            "arrayminus": [(row["measured_s"] - row["spread_low_s"]) * 1e3 for row in rows]})  # fmt: skip
+    figure.add_scatter(x=labels, y=[row["predicted_s"] * 1e3 for row in rows], mode="markers", name="sim fsdp (measured no-comm step, o, w)",
+                       marker={"size": 10, "symbol": "x"})  # fmt: skip
+    figure.update_layout(title="FSDP / ZeRO step time per strategy: measured vs simulated", yaxis={"title": "step (ms)"}, height=420)
+    return [figure]
+
+
+def fsdp_section(document: dict[str, Any]) -> str:
+    """The FSDP table and the constants the simulation used; empty when FSDP was not measured."""
+    rows, detail = document.get("fsdp") or [], document.get("fsdp_detail") or {}
+    if not rows:
+        return f"<h2>FSDP / ZeRO</h2><p>Not analysed: {html.escape(detail['error'])}</p>" if detail.get("error") else ""
+    table = _table(["strategy", "measured (ms)", "spread (ms)", "simulated (ms)", "error", "within spread"],
+                   [[row["strategy"], _num(row["measured_s"], 1e3), f"[{_num(row['spread_low_s'], 1e3)}, {_num(row['spread_high_s'], 1e3)}]",
+                     _num(row["predicted_s"], 1e3), f"{row['error']:+.1%}", "yes" if row["within_spread"] else "NO"] for row in rows])  # fmt: skip
+    base = detail.get("baseline") or {}
+    note = (
+        f"<p>sim fsdp (comm ow) replays the no-communication step measured in the same rounds (forward {_num(base.get('forward_s'), 1e3)} ms, "
+        f"backward {_num(base.get('backward_s'), 1e3)} ms, optimizer {_num(base.get('optimizer_s'), 1e3)} ms); "
+        f"{html.escape(str(detail.get('source', '')))}. The simulator never sees the strategies' step times. Spread: "
+        f"{html.escape(str(detail.get('spread', '')))}. Ranking, fastest first: measured {html.escape(', '.join(detail.get('ranking_measured', [])))}; "
+        f"simulated {html.escape(', '.join(detail.get('ranking_simulated', [])))}.</p>"
+    )
+    return f"<h2>FSDP / ZeRO: step time per strategy, {detail.get('world_size', '?')} ranks</h2>" + table + note
+
+
 def _table(headers: list[str], rows: list[list[Any]]) -> str:
     head = "".join(f"<th>{html.escape(str(h))}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(str(cell))}</td>" for cell in row) + "</tr>" for row in rows)
@@ -193,7 +229,7 @@ def _size(value: Any) -> str:
 
 def write_report(document: dict[str, Any], path: Path, plotlyjs: str = "inline") -> None:
     """One HTML file; ``plotlyjs='inline'`` embeds plotly.js (opens offline, ~4.8 MB), ``'cdn'`` links it."""
-    figures = collective_figures(document) + [error_figure(document)] + ddp_figures(document)
+    figures = collective_figures(document) + [error_figure(document)] + ddp_figures(document) + fsdp_figures(document)
     include: Any = True if plotlyjs == "inline" else "cdn"
     parts = [figure.to_html(full_html=False, include_plotlyjs=include if index == 0 else False) for index, figure in enumerate(figures)]
     meta = document.get("meta") or {}
@@ -209,7 +245,7 @@ def write_report(document: dict[str, Any], path: Path, plotlyjs: str = "inline")
         "or by world size (link model fitted on the smallest world size only). Fits and link models are in-sample and labelled so.</p>"
     )
     style = "<style>body{font-family:sans-serif;max-width:1100px;margin:auto}table{border-collapse:collapse;font-size:12px}td,th{border:1px solid #ccc;padding:2px 6px}</style>"
-    body = head + "".join(f"<div>{part}</div>" for part in parts) + tables(document)
+    body = head + "".join(f"<div>{part}</div>" for part in parts) + tables(document) + fsdp_section(document)
     path.write_text(
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>collsim validate</title>{style}</head><body>{body}</body></html>"
     )

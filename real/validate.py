@@ -72,6 +72,9 @@ COLLECTIVE_KEYS = (
 FIT_KEYS = ("op", "world_size", "o_s", "o_low_s", "o_high_s", "w_Bps", "w_low_Bps", "w_high_Bps")
 DDP_KEYS = ("bucket_bytes", "overhead_s", "fitted_o_s", "fitted_w_Bps", "best_measured_bytes", "best_formula_bytes", "best_sim_bytes")
 SUMMARY_KEYS = {"collectives": COLLECTIVE_KEYS, "fits": FIT_KEYS, "ddp": DDP_KEYS}
+# Added after the three above (older summaries lack it): measured vs simulated FSDP / ZeRO step per strategy.
+FSDP_KEYS = ("strategy", "measured_s", "spread_low_s", "spread_high_s", "predicted_s", "error", "within_spread")
+FSDP_STRATEGIES = ("ddp", "zero1", "shard_grad_op", "full_shard", "no_shard", "hybrid_shard")
 HELD_OUT = ("size", "launch", "world_size")
 
 
@@ -96,6 +99,10 @@ class Plan:
     ddp_rounds: int = 6
     ddp_warmup: int = 1
     ddp_launches: int = 3
+    fsdp_strategies: tuple[str, ...] = FSDP_STRATEGIES
+    fsdp_rounds: int = 5
+    fsdp_warmup: int = 1
+    fsdp_launches: int = 2
     quick: bool = False
     op_timeout_s: float = 120.0
     extra: dict[str, Any] = field(default_factory=dict)
@@ -106,7 +113,8 @@ class Plan:
     def total_points(self) -> int:
         collectives = len(self.ops) * len(self.sizes) * self.launches
         ddp = (len(self.ddp_configs()) + 1) * self.ddp_rounds * self.ddp_launches
-        return (collectives + ddp) * len(self.world_sizes)
+        fsdp = (len(self.fsdp_strategies) + 1) * self.fsdp_rounds * self.fsdp_launches  # smallest world size only
+        return (collectives + ddp) * len(self.world_sizes) + fsdp
 
 
 def geometric(start: int, stop: int, factor: int) -> tuple[int, ...]:
@@ -125,7 +133,7 @@ def make_plan(backend: str, world_sizes: Iterable[int], quick: bool) -> Plan:
     caps = geometric(256 * 1024, 128 * MiB, 2)  # 10 caps
     if quick:
         return Plan(backend, world_sizes, geometric(4096, 16 * MiB, 4), iters=12, rounds=3, launches=3, bucket_caps=caps,
-                    ddp_rounds=4, ddp_launches=2, quick=True)  # fmt: skip
+                    ddp_rounds=4, ddp_launches=2, fsdp_rounds=3, fsdp_launches=1, quick=True)  # fmt: skip
     return Plan(backend, world_sizes, geometric(4096, 256 * MiB, 4), iters=20, rounds=4, launches=3, bucket_caps=caps,
                 ddp_rounds=8, ddp_launches=3)  # fmt: skip
 
@@ -141,6 +149,7 @@ class Measured:
     ddp_steps: list[dict[str, Any]] = field(default_factory=list)
     profiles: list[dict[str, Any]] = field(default_factory=list)
     run_ids: list[str] = field(default_factory=list)
+    fsdp: dict[str, Any] | None = None  # real.compare.fsdp_document of the FSDP launches
     interrupted: bool = False
     seconds: float = 0.0
     meta: dict[str, Any] = field(default_factory=dict)
@@ -177,10 +186,36 @@ def measure(plan: Plan, store: Any, config_for: Callable[[int], Any], meta: dict
                     0,
                     sink,
                 )
+        if plan.fsdp_launches and plan.fsdp_strategies:
+            _measure_fsdp(plan, config_for(plan.world_sizes[0]), meta, measured, tick)
     except KeyboardInterrupt:
         measured.interrupted = True
     measured.seconds = time.monotonic() - started
     return measured
+
+
+def _measure_fsdp(plan: Plan, config: Any, meta: dict[str, Any], measured: Measured, tick: Callable[[], None]) -> None:
+    """FSDP / ZeRO steps (``real.fsdp.run_bench``) at the smallest world size, one fresh launch at a
+    time; ``measured.fsdp`` always holds the launches completed so far (Ctrl-C keeps them)."""
+    from real.compare import fsdp_document
+    from real.ddp import _fresh_model, export_params, model_spec
+    from real.fsdp import run_bench
+
+    started = time.monotonic()
+    params = export_params(_fresh_model(model_spec(plan.model), 0))
+    launches: list[list[dict[str, Any]]] = []
+    for _ in range(plan.fsdp_launches):
+        rows = run_bench(plan.model, list(plan.fsdp_strategies), config, plan.fsdp_rounds, plan.fsdp_warmup)
+        if not rows:  # not rank 0 under torchrun
+            continue
+        launches.append(rows)
+        seconds = time.monotonic() - started  # what the FSDP section adds to the run
+        measured.fsdp = fsdp_document(
+            launches, plan.model, config.world_size, params, {**meta, "world_size": config.world_size, "seconds": seconds}
+        )
+        for row in rows:
+            if row.get("kind") == "step":
+                tick()
 
 
 def _new_run(store: Any, kind: str, meta: dict[str, Any], world_size: int, launch: int, run_id: str, measured: Measured) -> dict[str, Any]:
@@ -513,7 +548,7 @@ def _simulate_configs(
 
 
 def analyse(collectives: list[dict[str, Any]], ddp_steps: list[dict[str, Any]], profiles: list[dict[str, Any]], backend: str,
-            meta: dict[str, Any] | None = None, replicates: int = 200) -> dict[str, Any]:  # fmt: skip
+            meta: dict[str, Any] | None = None, replicates: int = 200, fsdp: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
     """Everything the report and summary.json hold, from measured rows (pure: no torch, no store)."""
     from real.fit import fit_ow
 
@@ -543,7 +578,31 @@ def analyse(collectives: list[dict[str, Any]], ddp_steps: list[dict[str, Any]], 
     summary["noise"]["sentence"] = resolution_sentence(summary["noise"], meta or {})
     summary["targets"] = targets(summary)
     summary["_owfits"] = owfits
+    summary["fsdp"], summary["fsdp_detail"] = fsdp_analysis(fsdp)
+    summary["_fsdp_document"] = fsdp
     return summary
+
+
+def fsdp_analysis(document: dict[str, Any] | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Rows {strategy, measured_s, spread, predicted_s, error, within_spread} of the FSDP launches
+    (``real.compare.fsdp_points``: sim fsdp replaying the measured no-communication step with (o, w)
+    from the all-reduces of the same launches, so every prediction is out of sample), and the detail
+    (o, w, the replayed phases, the spread's kind, rankings). No FSDP data: ([], {})."""
+    from real.compare import fsdp_points
+
+    if not document:
+        return [], {}
+    try:
+        points, model = fsdp_points(document)
+    except CollsimError as error:  # e.g. interrupted before a baseline round: say so, keep the rest
+        return [], {"error": str(error)}
+    rows = [{"strategy": p["strategy"], "measured_s": p["measured_s"], "spread_low_s": p["spread_low_s"], "spread_high_s": p["spread_high_s"],
+             "predicted_s": p["simulated_s"], "error": p["relative_error"], "within_spread": p["within_spread"]} for p in points]  # fmt: skip
+    detail = {**model, "spread": points[0]["spread"] if points else None, "world_size": document.get("world_size"),
+              "seconds": (document.get("meta") or {}).get("seconds"),
+              "ranking_measured": [r["strategy"] for r in sorted(rows, key=lambda r: r["measured_s"])],
+              "ranking_simulated": [r["strategy"] for r in sorted(rows, key=lambda r: r["predicted_s"])]}  # fmt: skip
+    return rows, detail
 
 
 def _fit_row(op: str, world_size: int, fit: Any) -> dict[str, Any]:
@@ -591,6 +650,7 @@ def summary_document(summary: dict[str, Any]) -> dict[str, Any]:
         "ddp": {key: ddp.get(key) for key in DDP_KEYS},
         "ddp_detail": ddp.get("extra", {}),
         "noise": summary["noise"], "targets": summary["targets"], "link_models": summary["link_models"], "meta": summary["meta"],
+        "fsdp": [{key: row[key] for key in FSDP_KEYS} for row in summary.get("fsdp") or []], "fsdp_detail": summary.get("fsdp_detail") or {},
     }  # fmt: skip
     return plain(document)
 
@@ -610,6 +670,9 @@ def write_outputs(summary: dict[str, Any], out: Path, plotlyjs: str = "inline") 
         calibration(owfits, fit_alpha_beta(owfits), {"bucket_overhead": formula} if formula else {}, {"validate": str(out)}),
         str(paths["calibration"]),
     )
+    if summary.get("_fsdp_document"):  # the rows, so collsim compare (kind: fsdp, measured: this file) can read them again
+        paths["fsdp"] = out / "fsdp_measured.json"
+        paths["fsdp"].write_text(json.dumps(summary["_fsdp_document"], indent=1))
     write_report(document, paths["report"], plotlyjs)
     return paths
 
@@ -667,6 +730,16 @@ def format_text(document: dict[str, Any], paths: dict[str, Path], measured: Meas
         lines.append(
             f"# best bucket cap: measured {format_size(ddp['best_measured_bytes'])}, formula sqrt(s w o) {formula}, simulator {sim}"
         )
+    fsdp, detail = document.get("fsdp") or [], document.get("fsdp_detail") or {}
+    if fsdp:
+        within = sum(1 for row in fsdp if row["within_spread"])
+        lines.append(
+            f"# fsdp/zero step, sim vs measured ({detail.get('spread')}): {within}/{len(fsdp)} within the spread, median |error| "
+            f"{statistics.median(abs(row['error']) for row in fsdp):.1%}; ranking measured {', '.join(detail['ranking_measured'])}, "
+            f"simulated {', '.join(detail['ranking_simulated'])}"
+        )
+    elif detail.get("error"):
+        lines.append(f"# fsdp/zero: not analysed: {detail['error']}")
     lines.append(f"# {document['noise']['sentence']}")
     lines += [f"# wrote {path}" for path in paths.values()]
     return "\n".join(lines)
