@@ -23,6 +23,7 @@ A comparison file is a scenario with a few extra keys::
     strategies: [ddp, zero1, shard_grad_op, full_shard]   # default: every measured strategy
     o: 1ms                       # optional: override o and w (default: fitted to the all-reduces
     w: 1GB/s                     #   measured in the same launches)
+    overlap: false               # optional: every collective blocks compute (the no-overlap bound)
 
     # DDP: a DDPScenario (sim.ddp) plus
     kind: ddp
@@ -460,7 +461,7 @@ def _percent(value: float | None) -> str:
 # ----------------------------------------------------------------------------- FSDP / ZeRO
 
 FSDP_MEASURED_KIND = "collsim-fsdp-measured"
-FSDP_SPEC_KEYS = ("kind", "measured", "model", "ranks", "strategies", "o", "w", "backward_prefetch", "limit_all_gathers")
+FSDP_SPEC_KEYS = ("kind", "measured", "model", "ranks", "strategies", "o", "w", "backward_prefetch", "limit_all_gathers", "overlap")
 FSDP_ORDER = ("ddp", "zero1", "shard_grad_op", "full_shard", "no_shard", "hybrid_shard")
 
 
@@ -595,8 +596,9 @@ def compare_fsdp(fields: dict[str, Any], base: Path | None = None) -> dict[str, 
     options: dict[str, Any] = {"_given": (o_s, w_Bps)}
     if "backward_prefetch" in fields:
         options["backward_prefetch"] = str(fields["backward_prefetch"])
-    if "limit_all_gathers" in fields:
-        options["limit_all_gathers"] = _bool(fields["limit_all_gathers"], "limit_all_gathers")
+    for key in ("limit_all_gathers", "overlap"):  # overlap: false gives the no-overlap bound
+        if key in fields:
+            options[key] = _bool(fields[key], key)
     points, model = fsdp_points(document, strategies, o_s, w_Bps, options)
     return {"kind": "fsdp", "stat": "median step", "calibration": model["source"], "model": {**model, "measured_file": str(path)},
             "points": points, "summary": summarize(points)}  # fmt: skip

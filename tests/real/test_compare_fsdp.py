@@ -68,6 +68,16 @@ def test_sharded_strategies_pay_for_their_collectives():
     assert slow[0]["simulated_s"] > fast[0]["simulated_s"] + 1e-3
 
 
+def test_no_overlap_spec_is_the_compute_plus_comm_bound(tmp_path):
+    path = tmp_path / "rows.json"
+    path.write_text(json.dumps(_document([_launch({"none": [0.035], "full_shard": [0.05]})])))
+    overlapped = compare_fsdp({"kind": "fsdp", "measured": str(path), "o": "1ms", "w": "100MB/s"})["points"][0]["simulated_s"]
+    serial = compare_fsdp({"kind": "fsdp", "measured": str(path), "o": "1ms", "w": "100MB/s", "overlap": False})["points"][0]["simulated_s"]
+    assert serial > overlapped
+    with pytest.raises(CollsimError, match="o: .*unit"):
+        compare_fsdp({"kind": "fsdp", "measured": str(path), "o": 0.001})
+
+
 def test_noisy_allreduce_fit_falls_back_to_the_mean_rate():
     document = _document([_launch({"none": [0.035], "ddp": [0.04]})])
     document["rows"][-1]["times_s"] = [0.004, 0.002, 0.003]  # time falling with size: no o + n/w fit
