@@ -826,7 +826,7 @@ def validate(backend: str, ranks: str, quick: bool, out_dir: str, db: str | None
     if launches is not None:
         if launches < 1:
             raise CollsimError(f"--launches: must be >= 1, got {launches}")
-        plan = replace(plan, launches=launches, ddp_launches=min(plan.ddp_launches, launches))
+        plan = replace(plan, launches=launches, ddp_launches=min(plan.ddp_launches, launches), fsdp_launches=min(plan.fsdp_launches, launches))
     if no_ddp:
         plan = replace(plan, ddp_launches=0, fsdp_launches=0)
     if no_fsdp:
