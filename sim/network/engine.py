@@ -28,7 +28,6 @@ from __future__ import annotations
 from heapq import heappush
 from typing import Any
 
-import networkx as nx
 import numpy as np
 import simpy
 from simpy.core import NORMAL
@@ -111,25 +110,6 @@ def open_instants(env: simpy.Environment) -> dict[float, Instant]:
     return instants
 
 
-def _tree_index(graph: nx.Graph) -> tuple[dict, dict] | None:
-    """(parent, depth) of every node when the graph is a tree, rooted at its busiest node; None
-    otherwise. In a tree the shortest path is unique, so routes equal nx.shortest_path's."""
-    if graph.number_of_nodes() < 2 or not nx.is_tree(graph):
-        return None
-    root = max(graph.nodes, key=graph.degree)
-    parent, depth = {root: root}, {root: 0}
-    frontier = [root]
-    while frontier:
-        following = []
-        for node in frontier:
-            for neighbour in graph.adj[node]:
-                if neighbour not in depth:
-                    parent[neighbour], depth[neighbour] = node, depth[node] + 1
-                    following.append(neighbour)
-        frontier = following
-    return parent, depth
-
-
 class Network:
     """Runtime state of one simulation on a topology: routes, mailboxes, records.
 
@@ -162,7 +142,6 @@ class Network:
         self.resource_count = len(self.links) + 2 * len(self._ports)
         self._free_at = [0.0] * self.resource_count
         self._routes: dict[int, tuple[tuple[int, ...], float, float]] = {}
-        self._tree = None if hasattr(topology, "path") else _tree_index(topology.graph)
         # Per (src, dst, tag): messages sent but not yet received, or receives posted but not
         # yet matched; never both at once. One event, or a list when several are outstanding.
         # Keys are ints, (src * ranks + dst) + tag * ranks**2: no tuple to build per message.
@@ -223,12 +202,7 @@ class Network:
         if cached is not None:
             return cached
         graph = self.topology.graph
-        if self._tree is None and hasattr(self.topology, "path"):
-            path = self.topology.path(src, dst)
-        elif self._tree is not None:
-            path = self._tree_path(src, dst)
-        else:
-            path = nx.shortest_path(graph, src, dst)
+        path = self.topology.path(src, dst)  # documented, deterministic: sim/network/topology.py
         hops = list(zip(path, path[1:]))
         resources = [self._link_index[hop] for hop in hops]
         if src in self._ports:
@@ -240,20 +214,6 @@ class Network:
         cached = (tuple(resources), latency, 1.0 / bandwidth)
         self._routes[src * self._nodes + dst] = cached
         return cached
-
-    def _tree_path(self, src: int, dst: int) -> list[object]:
-        """The one path between two nodes of a tree (switch, two_level): climb to the common
-        ancestor. nx.shortest_path would expand the switch's p neighbours for every route."""
-        parent, depth = self._tree
-        up, down = [src], [dst]
-        while depth[up[-1]] > depth[down[-1]]:
-            up.append(parent[up[-1]])
-        while depth[down[-1]] > depth[up[-1]]:
-            down.append(parent[down[-1]])
-        while up[-1] != down[-1]:
-            up.append(parent[up[-1]])
-            down.append(parent[down[-1]])
-        return up + down[-2::-1]
 
     # -- matching: the hot path --------------------------------------------------------------
     def send(self, src: int, dst: int, nbytes: int, payload: Any = None, step: int = -1, chunk: int = -1, tag: int = 0) -> simpy.Event:
