@@ -47,6 +47,9 @@ DEFAULTS: dict[str, str] = {
     "chunks": "1",
     "overhead": "0us",
     "stragglers": "",
+    "sharing": "fair",  # how messages that meet share links: fair (max-min) or fifo (docs/network-model.md)
+    "eager_limit": "0",  # larger messages wait for their receive (rendezvous)
+    "placement": "block",  # two_level: block or round_robin
 }
 
 REQUIRED = {
@@ -77,6 +80,9 @@ _ERROR_FIELDS = (
     ("overhead", "overhead", ""),
     ("topology", "topology", ""),
     ("hardware", "hardware", ""),
+    ("sharing", "sharing", ""),
+    ("eager_limit", "eager_limit", ""),
+    ("placement", "placement", ""),
 )
 
 
@@ -105,6 +111,8 @@ def _check_field(name: str, text: str) -> None:
     elif name in ("bandwidth", "reduce_bandwidth", "intra_bandwidth") and (text or name == "bandwidth"):
         if parse_bandwidth(text, name) <= 0:
             raise CollsimError(f"{name}: must be a positive rate such as 25GB/s, got {text!r}")
+    elif name == "eager_limit" and text:
+        parse_size(text, "eager_limit")
     elif name in ("latency", "overhead", "intra_latency") and text:
         if parse_time(text, name) < 0:
             raise CollsimError(f"{name}: must be a time >= 0 such as 5us, got {text!r}")
@@ -126,6 +134,10 @@ def scenario_fields(form: dict[str, Any]) -> dict[str, Any]:
             fields.pop(key, None)
     if data["hardware"]:
         fields["hardware"] = data["hardware"]
+    fields["sharing"] = data["sharing"] or DEFAULTS["sharing"]
+    fields["eager_limit"] = data["eager_limit"] or "0"
+    if fields["topology"] == "two_level" and data["placement"] not in ("", "block"):
+        fields["placement"] = data["placement"]
     return fields
 
 

@@ -23,6 +23,9 @@ COLL_FIELDS = (
     "chunks",
     "overhead",
     "stragglers",
+    "sharing",
+    "eager_limit",
+    "placement",
 )
 
 

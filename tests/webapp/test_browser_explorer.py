@@ -195,3 +195,25 @@ def test_hardware_picker(app_page: Page, live_server: str):
     expect(app_page.locator("#coll-notice")).to_contain_text("on 8 ranks (two_level)")
     expect(app_page.locator("#coll-crossover .legendtext", has_text="NCCL's pick")).to_be_visible()
     expect(app_page).to_have_url(re.compile(r"hardware=dgx-h100"))
+
+
+def test_sharing_placement_and_eager_limit_are_inputs(app_page: Page, live_server: str):
+    """The network model's own choices are on the form: rank placement (two_level), how flows
+    share links, and the eager limit; each changes the run, the URL keeps it, a bad value is named."""
+    base = dict(topology="two_level", ranks="16", gpus_per_node="4", size="16MiB")
+    open_page(app_page, live_server + "/?topology=two_level&ranks=16&gpus_per_node=4&size=16MiB&placement=round_robin")
+    expect(app_page.locator("#coll-placement")).to_contain_text("round robin")
+    round_robin = sim_time(**base, placement="round_robin")
+    assert round_robin != sim_time(**base)  # alternating nodes loads the NICs
+    expect(app_page.locator("#coll-sim-time")).to_have_text(round_robin)
+    app_page.locator("#coll-sharing").click()
+    app_page.locator(".dash-dropdown-option", has_text=re.compile("^fifo$")).first.click()
+    fifo = sim_time(**base, placement="round_robin", sharing="fifo")
+    assert fifo != round_robin
+    expect(app_page.locator("#coll-sim-time")).to_have_text(fifo)
+    expect(app_page).to_have_url(re.compile(r"sharing=fifo"))
+    type_into(app_page, "eager_limit", "lots")
+    expect(app_page.locator("#coll-eager_limit-error")).to_contain_text("eager_limit")
+    type_into(app_page, "eager_limit", "64KiB")
+    expect(app_page.locator("#coll-eager_limit-error")).to_have_text("")
+    expect(app_page).to_have_url(re.compile(r"eager_limit=64KiB"))

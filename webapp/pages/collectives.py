@@ -45,10 +45,13 @@ LABELS = {
     "chunks": ("Chunks k", "pipeline chunks (chunked algorithms)"),
     "overhead": ("Per-call overhead o", "e.g. 10us"),
     "stragglers": ("Stragglers", "rank:delay pairs, e.g. 3:20us,5:1ms"),
+    "sharing": ("Link sharing", "fair: flows that meet share a link (max-min); fifo: they queue"),
+    "eager_limit": ("Eager limit", "larger messages wait for their receive; 0: all wait (NCCL), 64KiB: MPI-like"),
+    "placement": ("Rank placement", "two_level: block fills a node first; round_robin alternates nodes"),
 }
-DROPDOWNS = ("hardware", "op", "algorithm", "topology")
+DROPDOWNS = ("hardware", "op", "algorithm", "topology", "sharing", "placement")
 HARDWARE_FIELDS = ("ranks", "topology", "gpus_per_node", "bandwidth", "latency", "intra_bandwidth", "intra_latency")
-TWO_LEVEL_ONLY = ("gpus_per_node", "intra_latency", "intra_bandwidth")
+TWO_LEVEL_ONLY = ("gpus_per_node", "intra_latency", "intra_bandwidth", "placement")
 VIEW_DEFAULTS = {"step": "0", "color": "step", "cmp": ""}  # view options kept in the URL beside the inputs
 COMPARE_FIELDS = {"algorithm": "another algorithm", "topology": "another topology", "sharing": "another sharing mode"}
 EXAMPLES = (
@@ -91,6 +94,11 @@ def _input(name: str, value: str) -> Any:
         return dcc.Dropdown(id=ids.field_id(name), options=[], value=value, clearable=False)
     if name == "topology":
         return dcc.Dropdown(id=ids.field_id(name), options=[{"label": t, "value": t} for t in TOPOLOGIES], value=value, clearable=False)
+    if name == "sharing":
+        return dcc.Dropdown(id=ids.field_id(name), options=[{"label": m, "value": m} for m in SHARING_MODES], value=value, clearable=False)
+    if name == "placement":
+        options = [{"label": m.replace("_", " "), "value": m} for m in ("block", "round_robin")]
+        return dcc.Dropdown(id=ids.field_id(name), options=options, value=value or "block", clearable=False)
     return dcc.Input(id=ids.field_id(name), type="text", value=value, debounce=True, autoComplete="off", className="text-input")
 
 
