@@ -2,6 +2,7 @@
 
     python bench/sharing_speed.py               # 5 interleaved rounds
     python bench/sharing_speed.py --rounds 9 --json out.json
+    python bench/sharing_speed.py --in-process --rounds 9   # old vs fifo alternated in one process
 
 Each round runs every configuration once, each in a fresh subprocess, in the same order, so
 ratios compare numbers taken under the same load. Configurations:
@@ -78,11 +79,55 @@ def child(config: dict) -> dict:
     return json.loads(out.stdout)
 
 
+def in_process(rounds: int) -> None:
+    """Old engine, fifo eager and fifo default alternated in this one process (warm caches,
+    no start-up): the same-round ratio of the old engine's wall time to each."""
+    import gc
+
+    with tempfile.TemporaryDirectory() as directory:
+        old_engine(Path(directory))
+        sys.path.insert(0, directory)
+        import old_network
+
+        import sim.runner as runner
+        from sim.scenario import CollectiveScenario
+
+        new = runner.make_network
+        configs = scenarios()
+        old_scenario = CollectiveScenario.from_dict(configs["old"]["scenario"])
+        eager = CollectiveScenario.from_dict(configs["fifo eager"]["scenario"])
+        default = CollectiveScenario.from_dict(configs["fifo"]["scenario"])
+
+        def make_old(env, graph, sharing, **kw):
+            return old_network.Network(env, graph, kw["reduce_bandwidth_Bps"], kw["jitter_s"], kw["seed"], kw["max_events"])
+
+        def timed(scenario) -> float:
+            gc.collect()
+            start = time.perf_counter()
+            runner.run_collective(scenario)
+            return time.perf_counter() - start
+
+        ratios: dict[str, list[float]] = {"fifo eager": [], "fifo": []}
+        for _ in range(rounds):
+            runner.make_network = make_old
+            base = timed(old_scenario)
+            runner.make_network = new
+            ratios["fifo eager"].append(base / timed(eager))
+            ratios["fifo"].append(base / timed(default))
+    print(f"{time.strftime('%Y-%m-%d %H:%M')} in one process, {rounds} rounds")
+    for name, values in ratios.items():
+        print(f"rate {name} / old: median {statistics.median(values):.2f} (min {min(values):.2f}, max {max(values):.2f})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--in-process", action="store_true", help="alternate old and fifo in this process instead")
     parser.add_argument("--json", default=None, help="write the raw runs here")
     args = parser.parse_args()
+    if args.in_process:
+        in_process(args.rounds)
+        return
     configs = scenarios()
     runs: dict[str, list[dict]] = {name: [] for name in configs}
     with tempfile.TemporaryDirectory() as directory:
