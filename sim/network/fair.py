@@ -73,6 +73,7 @@ class FairNetwork(Network):
         self._streams: dict[int, deque | None] = {}  # busy stream -> messages queued behind it
 
     def _transfer(self, event: Event, src: int, dst: int, nbytes: int, step: int, chunk: int, tag: int) -> None:
+        """Start a message's flow now, or queue it behind the message its pair is moving."""
         stream = src * self._nodes + dst  # one connection per ordered pair, whatever the tag
         streams = self._streams
         if stream in streams:  # the stream is busy: go behind its current message
@@ -82,7 +83,7 @@ class FairNetwork(Network):
             queue.append((event, src, dst, nbytes, step, chunk, tag))
             return
         streams[stream] = None
-        resources, latency, inverse_bandwidth = self._routes.get(src * self._nodes + dst) or self.route(src, dst)
+        resources, latency, inverse_bandwidth = self._routes.get(stream) or self.route(src, dst)
         flow = _new(Flow)
         flow.env = self.env
         flow.callbacks = [_joined]
