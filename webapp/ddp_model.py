@@ -21,6 +21,8 @@ from webapp import urlstate
 DEFAULTS: dict[str, str] = {
     "preset": "gpt2",
     "strategy": "bucketed",
+    "sharding": "full_shard",
+    "shard_size": "4",
     "comm_model": "ow",
     "ranks": "8",
     "backward": "120ms",
@@ -49,6 +51,13 @@ def presets() -> tuple[str, ...]:
 
 def strategies() -> tuple[str, ...]:
     from sim.ddp import STRATEGIES
+
+    return STRATEGIES
+
+
+def shardings() -> tuple[str, ...]:
+    """Training-step strategies: ddp, zero1 and the four FSDP shardings."""
+    from sim.training.fsdp import STRATEGIES
 
     return STRATEGIES
 
@@ -100,8 +109,13 @@ def _field_checks(form: dict[str, str]) -> dict[str, str]:
             None if parse_bandwidth(t, "bandwidth") > 0 else _raise(f"bandwidth: must be a positive rate such as 25GB/s, got {t!r}")
         ),
         "latency": lambda t: None if parse_time(t, "latency") >= 0 else _raise(f"latency: must be >= 0, got {t!r}"),
+        "sharding": lambda t: None if t in shardings() else _raise(f"sharding: unknown {t!r}; allowed: {', '.join(shardings())}"),
+        "shard_size": lambda t: (
+            None if t.isdigit() and int(t) >= 1 else _raise(f"shard_size: expected a whole number of ranks per shard group, got {t!r}")
+        ),
     }
-    relevant = ("ranks", "backward") + (("o", "w") if form["comm_model"] == "ow" else ("bandwidth", "latency"))
+    relevant = ("ranks", "backward", "sharding") + (("shard_size",) if form["sharding"] == "hybrid_shard" else ())
+    relevant += (("o", "w") if form["comm_model"] == "ow" else ("bandwidth", "latency"))
     for name in relevant:
         try:
             checks[name](form[name].strip())
@@ -225,6 +239,39 @@ def run(scenario: Any) -> dict[str, Any]:
         except CollsimError:
             continue
     return {"result": result, "summary": result.summary(), "optimum": best, "strategies": strategies}
+
+
+def training_scenario(ddp_data: dict[str, Any], form: dict[str, Any]) -> tuple[Any, dict[str, str]]:
+    """(FSDPScenario, {}) for the form's sharding on top of a valid DDP scenario dict, or
+    (None, {field: message}). ``shard_size`` is kept whenever it divides the ranks (the
+    comparison then shows hybrid_shard too); it is required only for hybrid_shard."""
+    from sim.training.fsdp import FSDPScenario
+
+    sharding = str(form.get("sharding") or DEFAULTS["sharding"])
+    text = str(form.get("shard_size") or "").strip()
+    ranks = int(ddp_data["ranks"])
+    size = int(text) if text.isdigit() and int(text) >= 1 and ranks % int(text) == 0 else None
+    if sharding == "hybrid_shard" and size is None:
+        return None, {"shard_size": f"shard_size: must be a whole number of ranks that divides ranks ({ranks}), got {text!r}"}
+    try:
+        return FSDPScenario.from_dict({**ddp_data, "sharding": sharding, "shard_size": size}), {}
+    except CollsimError as error:
+        message = str(error)
+        return None, {"shard_size" if message.startswith(("shard_size", "hybrid")) else "sharding": message}
+
+
+COMPARED = ("ddp", "zero1", "shard_grad_op", "full_shard", "no_shard", "hybrid_shard")
+
+
+def run_training(scenario: Any) -> dict[str, Any]:
+    """The chosen strategy's step and every strategy side by side (hybrid_shard only with a
+    shard group size)."""
+    from sim.training.fsdp import compare, run_fsdp
+
+    check_network_cost(scenario)
+    names = [name for name in COMPARED if name != "hybrid_shard" or scenario.shard_size]
+    result = run_fsdp(scenario)
+    return {"result": result, "summary": result.summary(), "compare": compare(scenario, names)}
 
 
 def overhead_curves(optimum: dict[str, Any]) -> dict[str, list[tuple[float, float]]]:

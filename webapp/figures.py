@@ -1045,3 +1045,121 @@ def parts_figure(labels: Sequence[str], parts: Sequence[dict[str, float]]) -> go
     )
     figure.update_yaxes(title=f"time ({unit})")
     return figure
+
+
+# ----------------------------------------------------------------------------- training step (FSDP / ZeRO)
+
+TRAINING_LANES = {
+    "forward": "compute",
+    "backward": "compute",
+    "optimizer": "compute",
+    "all_gather": "all-gather",
+    "reduce_scatter": "reduce-scatter",
+    "all_reduce": "all-reduce",
+    "comm": "all-reduce",  # ddp / zero1: sim.training.ddp's bucket all-reduces
+}
+MEMORY_PARTS = (
+    ("params_bytes", "params", "#1f77b4"),
+    ("grads_bytes", "grads", "#2ca02c"),
+    ("optimizer_bytes", "optimizer", "#9467bd"),
+    ("unsharded_peak_bytes", "unsharded (peak)", "#ff7f0e"),
+)
+
+
+def training_timeline(events: Sequence[dict[str, Any]], title: str = "Training step per unit") -> go.Figure:
+    """One rank's step from ``FSDPResult.events()``: lanes compute / all-gather / reduce-scatter
+    (and all-reduce where the strategy has them), bars coloured by unit, forward and optimizer
+    compute drawn lighter than backward."""
+    rows = [row for row in events if row.get("kind") in TRAINING_LANES and row["end_s"] > row["start_s"]]
+    if not rows:
+        return note_figure("no events", title)
+    order = ("compute", "all-gather", "reduce-scatter", "all-reduce")
+    lanes = [lane for lane in order if any(TRAINING_LANES[row["kind"]] == lane for row in rows)]
+    factor, unit = time_unit(max(row["end_s"] for row in rows))
+    figure = _base(title, max(240, 110 + 44 * len(lanes)))
+    for kind in dict.fromkeys(row["kind"] for row in rows):
+        mine = [row for row in rows if row["kind"] == kind]
+        lane = TRAINING_LANES[kind]
+        colors = [PALETTE[int(row.get("bucket", 0)) % len(PALETTE)] if int(row.get("bucket", -1)) >= 0 else "#7f7f7f" for row in mine]
+        figure.add_trace(
+            go.Bar(
+                y=[lane] * len(mine),
+                x=[(row["end_s"] - row["start_s"]) * factor for row in mine],
+                base=[row["start_s"] * factor for row in mine],
+                orientation="h",
+                name=kind,
+                opacity=0.55 if kind in ("forward", "optimizer") else 1.0,
+                marker={"color": colors, "line": {"width": 0.5, "color": "white"}},
+                hovertext=[
+                    f"{kind} {row.get('name') or ''} (unit {row.get('bucket')})<br>{format_size(row.get('bytes', 0))}<br>"
+                    f"{format_time(row['start_s'])} → {format_time(row['end_s'])} ({format_time(row['end_s'] - row['start_s'])})"
+                    for row in mine
+                ],
+                hoverinfo="text",
+            )
+        )
+    figure.update_xaxes(title=f"time ({unit})", rangemode="tozero")
+    figure.update_yaxes(autorange="reversed", categoryorder="array", categoryarray=lanes)
+    figure.update_layout(barmode="overlay", showlegend=False, meta={"lanes": lanes, "kinds": sorted({row["kind"] for row in rows})})
+    return figure
+
+
+def training_strategies_figure(rows: Sequence[dict[str, Any]], chosen: str | None = None) -> go.Figure:
+    """Step time and exposed communication per strategy (rows from ``sim.training.fsdp.compare``),
+    grouped horizontal bars; the chosen strategy's label is bold."""
+    title = "Step time and exposed comm per strategy"
+    if not rows:
+        return note_figure("no strategies", title)
+    names = [row["sharding"] for row in rows]
+    labels = [f"<b>{name}</b>" if name == chosen else name for name in names]
+    factor, unit = time_unit(max(row["step_time_s"] for row in rows))
+    figure = _base(title, max(300, 110 + 48 * len(rows)))
+    for key, name, colour in (("step_time_s", "step time", "#1f77b4"), ("exposed_comm_s", "exposed comm", "#ff7f0e")):
+        figure.add_trace(
+            go.Bar(
+                y=labels, x=[row[key] * factor for row in rows], orientation="h", name=name, marker_color=colour,
+                text=[format_time(row[key]) for row in rows], textposition="auto",
+                hovertemplate=[f"{n}: {name} {format_time(row[key])}<extra></extra>" for n, row in zip(names, rows)],
+            )
+        )  # fmt: skip
+    figure.update_xaxes(title=f"time ({unit})", rangemode="tozero")
+    figure.update_yaxes(autorange="reversed")
+    figure.update_layout(
+        barmode="group",
+        legend={"orientation": "h", "y": -0.2},
+        meta={"step_time_s": dict(zip(names, [r["step_time_s"] for r in rows])), "exposed_comm_s": dict(zip(names, [r["exposed_comm_s"] for r in rows]))},
+    )
+    return figure
+
+
+def training_memory_figure(rows: Sequence[dict[str, Any]], chosen: str | None = None) -> go.Figure:
+    """Memory per rank per strategy, stacked: parameters, gradients, optimizer state and the peak
+    of unsharded (gathered) buffers; activations are not modelled."""
+    title = "Memory per rank (no activations)"
+    if not rows:
+        return note_figure("no strategies", title)
+    names = [row["sharding"] for row in rows]
+    labels = [f"<b>{name}</b>" if name == chosen else name for name in names]
+    figure = _base(title, max(300, 110 + 48 * len(rows)))
+    gib = 2**30
+    for key, name, colour in MEMORY_PARTS:
+        figure.add_trace(
+            go.Bar(
+                y=labels, x=[row["memory"][key] / gib for row in rows], orientation="h", name=name, marker_color=colour,
+                hovertemplate=[f"{n}: {name} {format_size(row['memory'][key])}<extra></extra>" for n, row in zip(names, rows)],
+            )
+        )  # fmt: skip
+    figure.add_trace(
+        go.Scatter(
+            y=labels, x=[row["memory"]["peak_bytes"] / gib for row in rows], mode="text", name="peak",
+            text=[" " + format_size(row["memory"]["peak_bytes"]) for row in rows], textposition="middle right",
+            showlegend=False, hoverinfo="skip",
+        )
+    )  # fmt: skip
+    top = max(row["memory"]["peak_bytes"] for row in rows) / gib
+    figure.update_xaxes(title="GiB per rank", range=[0, top * 1.3 or 1])
+    figure.update_yaxes(autorange="reversed")
+    figure.update_layout(
+        barmode="stack", legend={"orientation": "h", "y": -0.2}, meta={"peak_bytes": {n: r["memory"]["peak_bytes"] for n, r in zip(names, rows)}}
+    )
+    return figure

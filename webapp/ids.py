@@ -82,6 +82,8 @@ COLL_INTRO = "coll-intro"
 DDP_FIELDS = (
     "preset",
     "strategy",
+    "sharding",
+    "shard_size",
     "comm_model",
     "ranks",
     "backward",
@@ -106,6 +108,14 @@ DDP_EXPLAIN = "ddp-explain"  # captions per curve, what b* assumes, why the simu
 DDP_DOWNLOAD = "ddp-download"
 DDP_DL_JSON = "ddp-dl-json"
 DDP_DL_CSV = "ddp-dl-csv"
+# DDP page, training-step section (FSDP / ZeRO strategies)
+TRAIN_SCENARIO = "ddp-train-scenario"
+TRAIN_NOTICE = "ddp-train-notice"
+TRAIN_SUMMARY = "ddp-train-summary"
+TRAIN_TIMELINE = "ddp-train-timeline"
+TRAIN_STRATEGIES = "ddp-train-strategies"
+TRAIN_MEMORY = "ddp-train-memory"
+TRAIN_CAPTION = "ddp-train-caption"
 
 # compare page
 CMP_NOTICE = "cmp-notice"

@@ -1,5 +1,6 @@
-"""DDP buckets: a training step's backward/communication timeline, overhead vs bucket size with
-its optimum, and the four strategies side by side."""
+"""DDP buckets and the training step: a DDP step's backward/communication timeline, overhead vs
+bucket size with its optimum, the four DDP strategies side by side; then the chosen FSDP / ZeRO
+sharding strategy's per-unit timeline and every training strategy's step time and memory."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ PAGE = "ddp"
 LABELS = {
     "preset": ("Model preset", "parameter list of a known model"),
     "strategy": ("Strategy", "naive, flat, overlap or bucketed (PyTorch DDP)"),
+    "sharding": ("Sharding strategy", "training step: ddp, zero1 (ZeRO-1), shard_grad_op (ZeRO-2), full_shard (ZeRO-3), no_shard, hybrid_shard"),
+    "shard_size": ("Shard group size", "hybrid_shard: ranks per shard group, divides ranks"),
     "comm_model": ("Comm model", "ow: o + bytes/w per call; network: simulated all-reduce"),
     "ranks": ("Ranks", "2 to 1024"),
     "backward": ("Backward compute", "total time (120ms) or gradient rate (4GB/s), uniform"),
@@ -43,6 +46,8 @@ def _input(name: str, value: str) -> Any:
         return dcc.Dropdown(id=fid, options=list(model.presets()), value=value, clearable=False)
     if name == "strategy":
         return dcc.Dropdown(id=fid, options=list(model.strategies()), value=value, clearable=False)
+    if name == "sharding":
+        return dcc.Dropdown(id=fid, options=list(model.shardings()), value=value, clearable=False)
     if name == "comm_model":
         return dcc.Dropdown(
             id=fid,
@@ -95,6 +100,7 @@ def layout(search: str = "") -> html.Div:
     rows = []
     for name in model.DEFAULTS:
         hidden = (name in OW_ONLY and values["comm_model"] != "ow") or (name in NETWORK_ONLY and values["comm_model"] != "network")
+        hidden = hidden or (name == "shard_size" and values["sharding"] != "hybrid_shard")
         label, hint = LABELS[name]
         rows.append(field(name, label, hint, _input(name, values[name]), page=PAGE, hidden=hidden))
     upload = html.Div(
@@ -143,11 +149,35 @@ def layout(search: str = "") -> html.Div:
                 ],
                 className="row",
             ),
+            html.H3("Training step: FSDP / ZeRO sharding", className="section"),
+            html.Div(
+                html.P(
+                    "The same model, backward and comm model under a sharding strategy (docs/fsdp.md). FSDP splits the model "
+                    "into units (one per transformer block, plus the root): full_shard all-gathers a unit's parameters before "
+                    "its forward and again before its backward and reduce-scatters its gradients; shard_grad_op keeps them "
+                    "gathered until backward ends; zero1 shards only the optimizer state; hybrid_shard shards within a group "
+                    "and all-reduces across groups."
+                ),
+                className="intro",
+                id="ddp-train-intro",
+            ),
+            html.Div(id=ids.TRAIN_NOTICE, className="notice"),
+            html.Div(id=ids.TRAIN_SUMMARY, className="cards"),
+            html.Div(
+                [
+                    html.Div(graph(ids.TRAIN_STRATEGIES, 380), className="col"),
+                    html.Div(graph(ids.TRAIN_MEMORY, 380), className="col"),
+                ],
+                className="row",
+            ),
+            html.Div(graph(ids.TRAIN_TIMELINE, 300), className="col"),
+            html.Div(id=ids.TRAIN_CAPTION, className="explain"),
         ]
     )
     return html.Div(
         [
             dcc.Store(id=ids.DDP_SCENARIO),
+            dcc.Store(id=ids.TRAIN_SCENARIO),
             dcc.Store(id=ids.DDP_UPLOAD_STORE),
             html.Aside([html.H3("DDP step"), html.Div(rows + [upload], className="form"), downloads], className="sidebar"),
             html.Section(
@@ -185,7 +215,8 @@ def upload(contents: str | None, filename: str | None) -> tuple[Any, str, str]:
     )
 
 
-def validate(uploaded: list | None, *values: str) -> tuple:
+def _validate(uploaded: list | None, values: tuple) -> tuple[dict | None, dict | None, dict[str, str], str]:
+    """(DDP scenario dict, training-step scenario dict, errors by field, URL query)."""
     form = dict(zip(model.DEFAULTS, values))
     scenario, errors = model.parse_form(form, uploaded)
     if scenario is not None:
@@ -193,9 +224,27 @@ def validate(uploaded: list | None, *values: str) -> tuple:
             model.check_network_cost(scenario)
         except CollsimError as error:
             scenario, errors = None, {"ranks": str(error)}
+    training = None
+    if scenario is not None:
+        training, errors = model.training_scenario(scenario.to_dict(), form)
     if "upload" in errors:  # the upload box shows its own message; a list that fails later goes by the preset
         errors["preset"] = errors.pop("upload")
-    return (scenario.to_dict() if scenario else None), *[errors.get(name, "") for name in model.DEFAULTS], model.query_from_form(form)
+    data = scenario.to_dict() if scenario is not None and training is not None else None
+    return data, (training.to_dict() if training is not None else None), errors, model.query_from_form(form)
+
+
+def validate(uploaded: list | None, *values: str) -> tuple:
+    data, _, errors, query = _validate(uploaded, values)
+    return data, *[errors.get(name, "") for name in model.DEFAULTS], query
+
+
+def validate_page(uploaded: list | None, *values: Any) -> tuple:
+    """The page's callback: :func:`validate` plus the training-step scenario; the DDP store is
+    left alone when only the sharding fields changed (its figures need no rerun)."""
+    *values, previous = values
+    data, training, errors, query = _validate(uploaded, tuple(values))
+    same = data is not None and data == previous
+    return (no_update if same else data), training, *[errors.get(name, "") for name in model.DEFAULTS], query
 
 
 def simulate(data: dict | None) -> tuple:
@@ -237,6 +286,57 @@ def simulate(data: dict | None) -> tuple:
     return notice, cards, timeline, overhead, strategies, explain
 
 
+def simulate_training(data: dict | None) -> tuple:
+    """Cards, strategy comparison, memory bars and per-unit timeline of the training step."""
+    from sim.training.fsdp import FSDPScenario
+
+    if not data:
+        return ("Fix the highlighted inputs; the figures show the last valid scenario.", *[no_update] * 5)
+    try:
+        scenario = FSDPScenario.from_dict(data)
+        answer = model.run_training(scenario)
+    except CollsimError as error:
+        return (f"Cannot run this training step: {error}", *[no_update] * 5)
+    summary, memory, chosen = answer["summary"], answer["summary"]["memory"], scenario.sharding
+    cards = [
+        number_card(f"Step time ({chosen})", format_time(summary["step_time_s"]), "ddp-train-step"),
+        number_card("Exposed comm", format_time(summary["exposed_comm_s"]), "ddp-train-exposed"),
+        number_card("Comm busy", format_time(summary["comm_busy_s"]), "ddp-train-comm"),
+        number_card("Peak memory / rank", format_size(memory["peak_bytes"]), "ddp-train-peak"),
+        number_card("Units", str(summary["num_units"]), "ddp-train-units"),
+    ]
+    group = f", shard group {summary['shard_group']} of {summary['ranks']} ranks" if chosen == "hybrid_shard" else ""
+    notice = f"Training step with {chosen}{group}: {summary['num_units']} units, {format_size(summary['grad_bytes'])} of gradients."
+    title = f"{chosen}: one rank's step, bars coloured by unit"
+    timeline = figures.training_timeline(answer["result"].events(), title)
+    strategies = figures.training_strategies_figure(answer["compare"], chosen)
+    memory_bars = figures.training_memory_figure(answer["compare"], chosen)
+    caption = html.Ul(
+        [
+            html.Li(
+                "Step time and exposed comm: the step's length and the part of it the compute stream spends waiting for "
+                "communication (step time minus compute), every strategy at the same inputs; the chosen one is bold."
+            ),
+            html.Li(
+                "Memory per rank: parameters, gradients and optimizer state as each strategy stores them (sharded over the "
+                "group or whole), plus the peak of unsharded buffers (gathered parameters, unsharded gradients); "
+                "activations are not counted."
+            ),
+            html.Li(
+                f"Timeline of {chosen}: compute (forward and optimizer light, backward solid), and the collectives on the "
+                "comm stream one at a time: all-gathers of unit parameters, reduce-scatters of unit gradients (all-reduces "
+                "for ddp, no_shard and across hybrid groups). Same colour, same unit; hover for names and sizes."
+            ),
+        ],
+        className="captions",
+    )
+    return notice, cards, strategies, memory_bars, timeline, caption
+
+
+def shard_size_field(sharding: str) -> dict[str, str]:
+    return {} if sharding == "hybrid_shard" else {"display": "none"}
+
+
 def download(trigger: str | None, data: dict | None) -> Any:
     from sim.ddp import DDPScenario, run_ddp
 
@@ -270,15 +370,27 @@ def register(app: Any) -> None:
         prevent_initial_call=True,
     )(_guarded(upload, lambda message: (None, message, "")))
     names = list(model.DEFAULTS)
+    app.callback(Output(f"{PAGE}-field-shard_size", "style"), Input(fid("sharding"), "value"))(shard_size_field)
     app.callback(
         Output(ids.DDP_SCENARIO, "data"),
+        Output(ids.TRAIN_SCENARIO, "data"),
         *[Output(ids.error_id(name, PAGE), "children") for name in names],
         Output(ids.URL, "search", allow_duplicate=True),
         Output(ids.URL_WRITTEN, "data", allow_duplicate=True),
         Input(ids.DDP_UPLOAD_STORE, "data"),
         *[Input(fid(name), "value") for name in model.DEFAULTS],
+        State(ids.DDP_SCENARIO, "data"),
         prevent_initial_call="initial_duplicate",
-    )(_guarded(_written(validate), lambda message: (None, message, *[""] * (len(names) - 1), no_update, no_update)))
+    )(_guarded(_written(validate_page), lambda message: (None, None, message, *[""] * (len(names) - 1), no_update, no_update)))
+    app.callback(
+        Output(ids.TRAIN_NOTICE, "children"),
+        Output(ids.TRAIN_SUMMARY, "children"),
+        Output(ids.TRAIN_STRATEGIES, "figure"),
+        Output(ids.TRAIN_MEMORY, "figure"),
+        Output(ids.TRAIN_TIMELINE, "figure"),
+        Output(ids.TRAIN_CAPTION, "children"),
+        Input(ids.TRAIN_SCENARIO, "data"),
+    )(_guarded(simulate_training, lambda message: (message, *[no_update] * 5)))
     app.callback(
         Output(ids.DDP_NOTICE, "children"),
         Output(ids.DDP_SUMMARY, "children"),

@@ -1,0 +1,89 @@
+"""The DDP page's training-step section: FSDP / ZeRO scenario from the form, figures, callbacks."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("sim.training.fsdp")
+
+from sim.training.fsdp import FSDPScenario, compare, run_fsdp  # noqa: E402
+from webapp import ddp_model, figures  # noqa: E402
+from webapp.pages import ddp  # noqa: E402
+
+
+def _form(**changes: str) -> dict[str, str]:
+    return {**ddp_model.DEFAULTS, **changes}
+
+
+def _scenario(**changes: str) -> FSDPScenario:
+    form = _form(**changes)
+    base, errors = ddp_model.parse_form(form)
+    assert not errors
+    scenario, errors = ddp_model.training_scenario(base.to_dict(), form)
+    assert not errors, errors
+    return scenario
+
+
+def test_training_scenario_carries_the_ddp_inputs_and_the_sharding():
+    scenario = _scenario(sharding="shard_grad_op", ranks="16", o="20us", w="5GB/s")
+    assert scenario.sharding == "shard_grad_op" and scenario.ranks == 16
+    assert scenario.o_s == pytest.approx(20e-6) and scenario.w_Bps == pytest.approx(5e9)
+    assert _scenario(sharding="hybrid_shard", shard_size="4").group_size == 4
+
+
+def test_training_scenario_errors_name_their_field():
+    base, _ = ddp_model.parse_form(_form())
+    scenario, errors = ddp_model.training_scenario(base.to_dict(), _form(sharding="hybrid_shard", shard_size="3"))
+    assert scenario is None and list(errors) == ["shard_size"] and "divides ranks (8)" in errors["shard_size"]
+    # a bad shard size matters only to hybrid_shard
+    assert ddp_model.training_scenario(base.to_dict(), _form(shard_size="3"))[0].shard_size is None
+    _, errors = ddp_model.parse_form(_form(sharding="zero3"))
+    assert "allowed: ddp, zero1" in errors["sharding"]
+    _, errors = ddp_model.parse_form(_form(sharding="hybrid_shard", shard_size="x"))
+    assert errors["shard_size"].startswith("shard_size:")
+
+
+def test_training_timeline_has_compute_all_gather_reduce_scatter_lanes():
+    result = run_fsdp(_scenario(sharding="full_shard"))
+    figure = figures.training_timeline(result.events())
+    assert figure.layout.meta["lanes"] == ["compute", "all-gather", "reduce-scatter"]
+    gathers = [trace for trace in figure.data if trace.name == "all_gather"][0]
+    # full_shard gathers every unit for forward and again (but the root) for backward
+    assert len(gathers.x) == 2 * len(result.units) - 1
+    ddp_figure = figures.training_timeline(run_fsdp(_scenario(sharding="ddp")).events())
+    assert ddp_figure.layout.meta["lanes"] == ["compute", "all-reduce"]
+    assert figures.training_timeline([]).layout.annotations[0].text == "no events"
+
+
+def test_strategy_and_memory_figures_follow_compare():
+    rows = compare(_scenario(sharding="full_shard"), ["ddp", "zero1", "shard_grad_op", "full_shard"])
+    times = figures.training_strategies_figure(rows, "full_shard")
+    assert [trace.name for trace in times.data] == ["step time", "exposed comm"]
+    assert times.layout.meta["step_time_s"]["ddp"] == pytest.approx(rows[0]["step_time_s"])
+    assert "<b>full_shard</b>" in list(times.data[0].y)
+    memory = figures.training_memory_figure(rows, "full_shard")
+    assert [trace.name for trace in memory.data][:4] == ["params", "grads", "optimizer", "unsharded (peak)"]
+    peaks = memory.layout.meta["peak_bytes"]
+    # ZeRO-1 shards the optimizer state only; full_shard shards parameters and gradients too
+    assert peaks["ddp"] > peaks["zero1"] > peaks["full_shard"]
+    stacked = sum(trace.x[3] for trace in memory.data[:4]) * 2**30
+    assert stacked == pytest.approx(peaks["full_shard"])
+
+
+def test_page_callbacks_run_the_training_step():
+    values = list(_form(sharding="hybrid_shard", shard_size="4").values())
+    data, training, *messages, search = ddp.validate_page(None, *values, None)
+    assert data and training["sharding"] == "hybrid_shard" and not any(messages)
+    assert "sharding=hybrid_shard" in search and "shard_size" not in search  # 4 is the default
+    again = ddp.validate_page(None, *values, data)
+    assert again[0] is ddp.no_update and again[1] == training  # only the training section reruns
+    notice, cards, strategies, memory, timeline, caption = ddp.simulate_training(training)
+    assert "hybrid_shard" in notice and "shard group 4 of 8 ranks" in notice
+    assert "hybrid_shard" in strategies.layout.meta["step_time_s"]
+    assert "ddp-train-peak" in str(cards) and "activations are not counted" in str(caption)
+    bad = list(_form(sharding="hybrid_shard", shard_size="3").values())
+    data, training, *messages, _ = ddp.validate_page(None, *bad, None)
+    assert data is None and training is None
+    assert any(m.startswith("shard_size:") for m in messages)
+    assert ddp.simulate_training(None)[0].startswith("Fix the highlighted inputs")
+    assert ddp.shard_size_field("full_shard") == {"display": "none"} and ddp.shard_size_field("hybrid_shard") == {}
