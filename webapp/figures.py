@@ -1099,8 +1099,8 @@ def training_timeline(events: Sequence[dict[str, Any]], title: str = "Training s
             )
         )
     figure.update_xaxes(title=f"time ({unit})", rangemode="tozero")
-    figure.update_yaxes(autorange="reversed", categoryorder="array", categoryarray=lanes)
-    figure.update_layout(barmode="overlay", showlegend=False, meta={"lanes": lanes, "kinds": sorted({row["kind"] for row in rows})})
+    figure.update_yaxes(autorange="reversed", categoryorder="array", categoryarray=lanes, automargin=True)
+    figure.update_layout(barmode="overlay", showlegend=False, margin={"l": 110}, meta={"lanes": lanes, "kinds": sorted({row["kind"] for row in rows})})
     return figure
 
 
@@ -1113,7 +1113,7 @@ def training_strategies_figure(rows: Sequence[dict[str, Any]], chosen: str | Non
     names = [row["sharding"] for row in rows]
     labels = [f"<b>{name}</b>" if name == chosen else name for name in names]
     factor, unit = time_unit(max(row["step_time_s"] for row in rows))
-    figure = _base(title, max(300, 110 + 48 * len(rows)))
+    figure = _base(title, max(340, 150 + 48 * len(rows)))
     for key, name, colour in (("step_time_s", "step time", "#1f77b4"), ("exposed_comm_s", "exposed comm", "#ff7f0e")):
         figure.add_trace(
             go.Bar(
@@ -1123,10 +1123,11 @@ def training_strategies_figure(rows: Sequence[dict[str, Any]], chosen: str | Non
             )
         )  # fmt: skip
     figure.update_xaxes(title=f"time ({unit})", rangemode="tozero")
-    figure.update_yaxes(autorange="reversed")
+    figure.update_yaxes(autorange="reversed", automargin=True)
     figure.update_layout(
         barmode="group",
-        legend={"orientation": "h", "y": -0.2},
+        margin={"l": 110, "b": 90},
+        legend={"orientation": "h", "y": -0.3, "traceorder": "normal"},
         meta={"step_time_s": dict(zip(names, [r["step_time_s"] for r in rows])), "exposed_comm_s": dict(zip(names, [r["exposed_comm_s"] for r in rows]))},
     )
     return figure
@@ -1140,7 +1141,7 @@ def training_memory_figure(rows: Sequence[dict[str, Any]], chosen: str | None = 
         return note_figure("no strategies", title)
     names = [row["sharding"] for row in rows]
     labels = [f"<b>{name}</b>" if name == chosen else name for name in names]
-    figure = _base(title, max(300, 110 + 48 * len(rows)))
+    figure = _base(title, max(340, 150 + 48 * len(rows)))
     gib = 2**30
     for key, name, colour in MEMORY_PARTS:
         figure.add_trace(
@@ -1158,8 +1159,8 @@ def training_memory_figure(rows: Sequence[dict[str, Any]], chosen: str | None = 
     )  # fmt: skip
     top = max(row["memory"]["peak_bytes"] for row in rows) / gib
     figure.update_xaxes(title="GiB per rank", range=[0, top * 1.3 or 1])
-    figure.update_yaxes(autorange="reversed")
+    figure.update_yaxes(autorange="reversed", automargin=True)
     figure.update_layout(
-        barmode="stack", legend={"orientation": "h", "y": -0.2}, meta={"peak_bytes": {n: r["memory"]["peak_bytes"] for n, r in zip(names, rows)}}
+        barmode="stack", margin={"l": 110, "b": 90}, legend={"orientation": "h", "y": -0.3, "traceorder": "normal"}, meta={"peak_bytes": {n: r["memory"]["peak_bytes"] for n, r in zip(names, rows)}}
     )
     return figure

@@ -325,7 +325,8 @@ def simulate_training(data: dict | None) -> tuple:
             html.Li(
                 f"Timeline of {chosen}: compute (forward and optimizer light, backward solid), and the collectives on the "
                 "comm stream one at a time: all-gathers of unit parameters, reduce-scatters of unit gradients (all-reduces "
-                "for ddp, no_shard and across hybrid groups). Same colour, same unit; hover for names and sizes."
+                "for ddp, no_shard and across hybrid groups). Same colour, same unit; hover for names and sizes. Forward takes "
+                "no time here (the page has no forward input), so the forward all-gathers run back to back at the start."
             ),
         ],
         className="captions",
