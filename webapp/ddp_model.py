@@ -115,7 +115,7 @@ def _field_checks(form: dict[str, str]) -> dict[str, str]:
         ),
     }
     relevant = ("ranks", "backward", "sharding") + (("shard_size",) if form["sharding"] == "hybrid_shard" else ())
-    relevant += (("o", "w") if form["comm_model"] == "ow" else ("bandwidth", "latency"))
+    relevant += ("o", "w") if form["comm_model"] == "ow" else ("bandwidth", "latency")
     for name in relevant:
         try:
             checks[name](form[name].strip())

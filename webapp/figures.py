@@ -1100,7 +1100,9 @@ def training_timeline(events: Sequence[dict[str, Any]], title: str = "Training s
         )
     figure.update_xaxes(title=f"time ({unit})", rangemode="tozero")
     figure.update_yaxes(autorange="reversed", categoryorder="array", categoryarray=lanes, automargin=True)
-    figure.update_layout(barmode="overlay", showlegend=False, margin={"l": 110}, meta={"lanes": lanes, "kinds": sorted({row["kind"] for row in rows})})
+    figure.update_layout(
+        barmode="overlay", showlegend=False, margin={"l": 110}, meta={"lanes": lanes, "kinds": sorted({row["kind"] for row in rows})}
+    )
     return figure
 
 
@@ -1128,7 +1130,10 @@ def training_strategies_figure(rows: Sequence[dict[str, Any]], chosen: str | Non
         barmode="group",
         margin={"l": 110, "b": 90},
         legend={"orientation": "h", "y": -0.3, "traceorder": "normal"},
-        meta={"step_time_s": dict(zip(names, [r["step_time_s"] for r in rows])), "exposed_comm_s": dict(zip(names, [r["exposed_comm_s"] for r in rows]))},
+        meta={
+            "step_time_s": dict(zip(names, [r["step_time_s"] for r in rows])),
+            "exposed_comm_s": dict(zip(names, [r["exposed_comm_s"] for r in rows])),
+        },
     )
     return figure
 
@@ -1161,6 +1166,9 @@ def training_memory_figure(rows: Sequence[dict[str, Any]], chosen: str | None = 
     figure.update_xaxes(title="GiB per rank", range=[0, top * 1.3 or 1])
     figure.update_yaxes(autorange="reversed", automargin=True)
     figure.update_layout(
-        barmode="stack", margin={"l": 110, "b": 90}, legend={"orientation": "h", "y": -0.3, "traceorder": "normal"}, meta={"peak_bytes": {n: r["memory"]["peak_bytes"] for n, r in zip(names, rows)}}
+        barmode="stack",
+        margin={"l": 110, "b": 90},
+        legend={"orientation": "h", "y": -0.3, "traceorder": "normal"},
+        meta={"peak_bytes": {n: r["memory"]["peak_bytes"] for n, r in zip(names, rows)}},
     )
     return figure

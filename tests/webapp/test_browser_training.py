@@ -24,7 +24,14 @@ def test_training_step_strategies_timeline_memory_and_url(app_page: Page, live_s
     for graph in ("ddp-train-strategies", "ddp-train-memory", "ddp-train-timeline"):
         expect(app_page.locator(f"#{graph} .main-svg").first).to_be_visible()
     assert meta(app_page, "ddp-train-timeline")["lanes"] == ["compute", "all-gather", "reduce-scatter"]
-    assert set(meta(app_page, "ddp-train-memory")["peak_bytes"]) == {"ddp", "zero1", "shard_grad_op", "full_shard", "no_shard", "hybrid_shard"}
+    assert set(meta(app_page, "ddp-train-memory")["peak_bytes"]) == {
+        "ddp",
+        "zero1",
+        "shard_grad_op",
+        "full_shard",
+        "no_shard",
+        "hybrid_shard",
+    }
     expect(app_page.locator("#ddp-train-caption")).to_contain_text("activations are not counted")
     expect(app_page.locator("#ddp-field-shard_size")).to_be_hidden()
     app_page.locator("#ddp-train-timeline").scroll_into_view_if_needed()
@@ -46,7 +53,9 @@ def test_training_step_strategies_timeline_memory_and_url(app_page: Page, live_s
 
     choose(app_page, "ddp-sharding", "ddp")
     expect(app_page.locator("#ddp-train-notice")).to_contain_text("Training step with ddp")
-    app_page.wait_for_function("() => (document.querySelector('#ddp-train-timeline .js-plotly-plot').layout.meta || {}).lanes?.includes('all-reduce')")
+    app_page.wait_for_function(
+        "() => (document.querySelector('#ddp-train-timeline .js-plotly-plot').layout.meta || {}).lanes?.includes('all-reduce')"
+    )
     assert meta(app_page, "ddp-train-timeline")["lanes"] == ["compute", "all-reduce"]
 
     # a shared link reopens the same strategy

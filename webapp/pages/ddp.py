@@ -24,7 +24,10 @@ PAGE = "ddp"
 LABELS = {
     "preset": ("Model preset", "parameter list of a known model"),
     "strategy": ("Strategy", "naive, flat, overlap or bucketed (PyTorch DDP)"),
-    "sharding": ("Sharding strategy", "training step: ddp, zero1 (ZeRO-1), shard_grad_op (ZeRO-2), full_shard (ZeRO-3), no_shard, hybrid_shard"),
+    "sharding": (
+        "Sharding strategy",
+        "training step: ddp, zero1 (ZeRO-1), shard_grad_op (ZeRO-2), full_shard (ZeRO-3), no_shard, hybrid_shard",
+    ),
     "shard_size": ("Shard group size", "hybrid_shard: ranks per shard group, divides ranks"),
     "comm_model": ("Comm model", "ow: o + bytes/w per call; network: simulated all-reduce"),
     "ranks": ("Ranks", "2 to 1024"),
