@@ -806,7 +806,7 @@ def ddp_timeline(events: Sequence[dict[str, Any]], title: str = "DDP step: backw
             )
         )
     figure.update_xaxes(title=f"time ({unit})")
-    figure.update_yaxes(autorange="reversed", categoryorder="array", categoryarray=kinds)
+    figure.update_yaxes(autorange="reversed", categoryorder="array", categoryarray=kinds, automargin=True)  # lane names whole
     figure.update_layout(barmode="overlay", showlegend=False, meta={"kinds": kinds})
     return figure
 

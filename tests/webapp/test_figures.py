@@ -199,3 +199,15 @@ def test_crossover_winners_are_one_trace():
     figure = figures.crossover_figure(rows, 4, "a")
     (fastest,) = [trace for trace in figure.data if trace.name == "fastest"]
     assert list(fastest.x) == [1, 4, 16, 64] and len(set(fastest.marker.color)) == 2
+
+
+def test_ddp_timeline_keeps_whole_lane_names():
+    """Lane names such as "measured optimizer" were clipped at the left edge: the axis now grows
+    its margin to fit them."""
+    rows = [
+        {"rank": 0, "kind": "measured optimizer", "start_s": 0.0, "end_s": 1e-3, "bucket": -1},
+        {"rank": 0, "kind": "simulated backward", "start_s": 0.0, "end_s": 2e-3, "bucket": -1},
+    ]
+    figure = figures.ddp_timeline(rows, "t")
+    assert figure.layout.yaxis.automargin is True
+    assert list(figure.layout.yaxis.categoryarray) == ["measured optimizer", "simulated backward"]
