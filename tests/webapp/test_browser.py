@@ -253,6 +253,19 @@ def test_downloads(app_page: Page, live_server: str, tmp_path):
     assert files["SVG"].read_text().lstrip().startswith("<svg")
 
 
+def settled(page: Page, read, quiet_ms: int = 600, timeout_ms: int = 15_000):
+    """``read()`` once it gives the same answer twice ``quiet_ms`` apart: twenty key presses on a
+    slider fire updates that land one after another, and the label and the URL follow the last."""
+    last = read()
+    for _ in range(timeout_ms // quiet_ms):
+        page.wait_for_timeout(quiet_ms)
+        now = read()
+        if now == last:
+            return now
+        last = now
+    raise AssertionError(f"still changing after {timeout_ms} ms: {last}")
+
+
 def test_ddp_page(app_page: Page, live_server: str, shot, tmp_path):
     from webapp import ddp_model
 
@@ -267,7 +280,7 @@ def test_ddp_page(app_page: Page, live_server: str, shot, tmp_path):
     expect(app_page.locator("#ddp-bucket-label")).not_to_have_text("bucket cap 25 MiB")
     expect(app_page.locator("#ddp-buckets")).not_to_have_text(before)
     assert "bucket=" in app_page.url
-    label = app_page.locator("#ddp-bucket-label").inner_text()
+    label = settled(app_page, lambda: (app_page.locator("#ddp-bucket-label").inner_text(), app_page.url))[0]
     shot("ddp", docs=True)
     app_page.reload()
     expect(app_page.locator("#ddp-bucket-label")).to_have_text(label)
