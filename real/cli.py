@@ -58,8 +58,7 @@ def _measured_launches(
     store: Any, kind: str, meta: dict[str, Any], launches: int, measure: Callable[[dict[str, Any], Callable], list]
 ) -> list:
     """Run ``measure`` ``launches`` times, each a run in the store, rows appended as they come."""
-    from real.launcher import LaunchError
-    from real.store import new_run_id
+    from real.store import new_run_id, recorded_run
 
     results: list = []
     for index in range(launches):
@@ -67,18 +66,11 @@ def _measured_launches(
         if store is not None:
             store.add_run(kind, run_meta)
         try:
-            results += measure(run_meta, lambda row: None)
+            results += recorded_run(store, run_meta, measure, run_meta, lambda row: None)
         except KeyboardInterrupt:
             if store is not None:
-                store.finish_run(run_meta["run_id"], "failed", "interrupted (Ctrl-C); the rows measured before are kept")
                 click.echo(f"\n# interrupted: rows measured so far are kept in {store.path}", err=True)
             raise
-        except LaunchError as error:
-            if store is not None:
-                store.finish_run(run_meta["run_id"], "failed", str(error))
-            raise
-        if store is not None:
-            store.finish_run(run_meta["run_id"], "ok")
     return results
 
 

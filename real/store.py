@@ -24,7 +24,7 @@ import csv
 import json
 import sqlite3
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -344,3 +344,23 @@ def read_only_copy(path: str | Path) -> Store:
 
 
 __all__ = ["Store", "open_store", "read_only_copy", "new_run_id", "sample_about", "sample_path", "TABLES"]
+
+
+def recorded_run(store: Any, run_meta: dict[str, Any], work: Callable[..., Any], *args: Any) -> Any:
+    """``work(*args)`` as one run of the store (``store`` may be None): marked ok, failed with the
+    launcher's message, or failed as interrupted on Ctrl-C (the rows measured before are kept)."""
+    from real.launcher import LaunchError
+
+    try:
+        result = work(*args)
+    except KeyboardInterrupt:
+        if store is not None:
+            store.finish_run(run_meta["run_id"], "failed", "interrupted (Ctrl-C); the rows measured before are kept")
+        raise
+    except LaunchError as error:
+        if store is not None:
+            store.finish_run(run_meta["run_id"], "failed", str(error))
+        raise
+    if store is not None:
+        store.finish_run(run_meta["run_id"], "ok")
+    return result

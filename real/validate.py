@@ -159,7 +159,7 @@ def measure(plan: Plan, store: Any, config_for: Callable[[int], Any], meta: dict
     """Run the plan; every row goes to ``store`` (may be None) as it arrives. Ctrl-C keeps what came."""
     from real.bench import BenchSpec, run_bench
     from real.ddp import run_ddp_bench
-    from real.store import new_run_id
+    from real.store import new_run_id, recorded_run
 
     measured = Measured(meta=dict(meta))
     started = time.monotonic()
@@ -169,11 +169,11 @@ def measure(plan: Plan, store: Any, config_for: Callable[[int], Any], meta: dict
             config = config_for(world_size)
             for launch in range(plan.launches):
                 run_meta = _new_run(store, "bench", meta, world_size, launch, new_run_id(), measured)
-                _finish(store, run_meta, run_bench, spec, config, run_meta, _bench_sink(store, measured, tick))
+                recorded_run(store, run_meta, run_bench, spec, config, run_meta, _bench_sink(store, measured, tick))
             for launch in range(plan.ddp_launches):
                 run_meta = _new_run(store, "ddp", {**meta, "model": plan.model}, world_size, launch, new_run_id(), measured)
                 sink = _ddp_sink(store, run_meta, measured, tick)
-                _finish(
+                recorded_run(
                     store,
                     run_meta,
                     run_ddp_bench,
@@ -224,24 +224,6 @@ def _new_run(store: Any, kind: str, meta: dict[str, Any], world_size: int, launc
     if store is not None:
         store.add_run(kind, run_meta)
     return run_meta
-
-
-def _finish(store: Any, run_meta: dict[str, Any], work: Callable[..., Any], *args: Any) -> None:
-    """``work(*args)`` as one run of the store: ok, failed with the launcher's message, or interrupted."""
-    from real.launcher import LaunchError
-
-    try:
-        work(*args)
-    except KeyboardInterrupt:
-        if store is not None:
-            store.finish_run(run_meta["run_id"], "failed", "interrupted (Ctrl-C); the rows measured before are kept")
-        raise
-    except LaunchError as error:
-        if store is not None:
-            store.finish_run(run_meta["run_id"], "failed", str(error))
-        raise
-    if store is not None:
-        store.finish_run(run_meta["run_id"], "ok")
 
 
 def _bench_sink(store: Any, measured: Measured, tick: Callable[[], None]) -> Callable[[dict[str, Any]], None]:
