@@ -3,7 +3,8 @@
 Format (YAML or JSON): ``kind: collsim-calibration``, ``version: 1``, ``collectives`` (one entry
 per backend/device/op/world size with ``o_s``, ``w_Bps`` and a ``scenario`` of CollectiveScenario
 fields that reproduce ``o + n/w`` on ring/switch), ``alpha_beta`` (latency and bandwidth fitted
-across world sizes) and ``ddp``. The simulator reads it with ``--calibration FILE``.
+across world sizes), ``ddp`` and, from ``--piecewise``, ``piecewise`` (read by people, not by
+the simulator). The simulator reads it with ``--calibration FILE``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from sim.analytic import ow_for_ring
 from sim.errors import CollsimError
 from sim.scenario import load_mapping, unknown_key
 
-TOP_LEVEL_KEYS = ("kind", "version", "created_at", "source", "collectives", "alpha_beta", "ddp")
+# piecewise: two (o, w) pieces per group from `collsim fit --piecewise`, kept for the record
+TOP_LEVEL_KEYS = ("kind", "version", "created_at", "source", "collectives", "alpha_beta", "ddp", "piecewise")
 
 
 def load_calibration(path: str) -> dict[str, Any]:

@@ -107,3 +107,15 @@ def test_ddp_takes_o_and_w(calibration):
 def test_missing_entry_is_a_clear_error(calibration):
     result = CliRunner().invoke(cli, ["sim", "collective", "--op", "broadcast", "--ranks", "2", "--calibration", calibration])
     assert result.exit_code == 2 and "calibration has nothing for" in result.output
+
+
+def test_a_piecewise_fit_reads_back(tmp_path):
+    """`collsim fit --piecewise --calibration` writes a top-level `piecewise` key; the simulator
+    refused its own file ("unknown key 'piecewise'")."""
+    pytest.importorskip("scipy", reason="collsim fit needs the real extra (scipy)")
+    path = tmp_path / "cal.yaml"
+    fitted = CliRunner().invoke(cli, ["fit", "--piecewise", "--calibration", str(path)])
+    assert fitted.exit_code == 0, fitted.output
+    assert "piecewise" in path.read_text()
+    data = _json(["sim", "collective", "--op", "all_reduce", "--ranks", "2", "--size", "16MiB", "--calibration", str(path), "--backend", "gloo", "--json"])
+    assert data["time_s"] > 0
