@@ -88,6 +88,9 @@ def test_timelines_cover_the_whole_run_at_scale_with_lanes_in_numeric_order(app_
     assert link["span_s"] == pytest.approx(run_collective(scenario).time_s, rel=1e-6)  # the whole run
     lanes = app_page.evaluate("() => document.querySelector('#coll-gantt-rank .js-plotly-plot').data[0].y.slice(0, 4)")
     assert lanes == ["rank 0", "rank 1", "rank 2", "rank 3"]
+    # the crossover is its own callback (simulations at 64 ranks, not cached in a fresh process):
+    # wait for its axis before reading the ticks
+    expect(app_page.locator("#coll-crossover .xtick", has_text=re.compile(r"^1 KiB$"))).to_have_count(1, timeout=SLOW)
     ticks = [tick.text_content() for tick in app_page.locator("#coll-crossover .xtick").all()]
     assert "1 KiB" in ticks and "1 GiB" in ticks or "256 MiB" in ticks
 
