@@ -43,7 +43,17 @@ def open_page(page: Page, url: str) -> None:
     expect(page.locator("#coll-sim-time, #ddp-step-time, #cmp-o, #cmp-notice").first).to_be_visible(timeout=SLOW)
 
 
+def drawn(page: Page, graph_id: str) -> None:
+    """Wait until the graph has been drawn once: graphs draw after the callbacks that fill them."""
+    page.wait_for_function(
+        "id => { const p = document.querySelector('#' + id + ' .js-plotly-plot'); return !!(p && p.layout && p.data); }",
+        arg=graph_id,
+        timeout=SLOW,
+    )
+
+
 def meta(page: Page, graph_id: str) -> dict:
+    drawn(page, graph_id)
     return page.evaluate("id => document.querySelector('#' + id + ' .js-plotly-plot').layout.meta", graph_id)
 
 

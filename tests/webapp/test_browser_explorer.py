@@ -13,7 +13,7 @@ from sim.runner import run_collective
 from sim.units import format_time
 from webapp import collective as model
 
-from .test_browser import SLOW, app_page, meta, open_page, type_into  # noqa: F401
+from .test_browser import SLOW, app_page, drawn, meta, open_page, type_into  # noqa: F401
 
 pytestmark = pytest.mark.browser
 
@@ -25,6 +25,7 @@ def sim_time(**changes: str) -> str:
 
 
 def graph_data(page: Page, graph_id: str) -> list:
+    drawn(page, graph_id)
     return page.evaluate(
         "id => document.querySelector('#' + id + ' .js-plotly-plot').data.map(t => ({name: t.name, text: t.text}))", graph_id
     )
