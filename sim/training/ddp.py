@@ -84,6 +84,7 @@ class DDPScenario(ScenarioData):
     intra_bandwidth_Bps: float | None = None
     reduce_bandwidth_Bps: float | None = None
     call_overhead_s: float = 0.0  # network: fixed cost per collective call
+    hardware: str | None = None  # network: a preset's two_level with its NIC rails, as sim collective --hardware
     chunks: int = 1
     # network: each bucket's all-reduce runs alone on the comm stream, so the collapsed mode
     # (closed form, exact ring replay or one cached simulation per size) gives the full times
@@ -171,7 +172,9 @@ class DDPScenario(ScenarioData):
         if self.comm == "network":
             if self.bandwidth_Bps is None:
                 raise CollsimError("bandwidth: the network comm model needs a link bandwidth (e.g. --bandwidth 25GB/s)")
-            self.collective(0)  # validates algorithm, ranks, topology
+            self.collective(0)  # validates algorithm, ranks, topology, hardware
+        elif self.hardware is not None:
+            raise CollsimError(f"hardware: {self.hardware} builds the network comm model's topology; with comm ow give o and w instead")
 
     def collective(self, nbytes: int, element_bytes: int = 1) -> Any:
         """The all-reduce of ``nbytes`` this scenario's network comm model simulates."""
@@ -181,7 +184,7 @@ class DDPScenario(ScenarioData):
             op="all_reduce", algorithm=self.algorithm, ranks=self.ranks, size_bytes=nbytes, bandwidth_Bps=self.bandwidth_Bps or 1.0,
             latency_s=self.latency_s, reduce_bandwidth_Bps=self.reduce_bandwidth_Bps, overhead_s=self.call_overhead_s, chunks=self.chunks,
             topology=self.topology, gpus_per_node=self.gpus_per_node, intra_latency_s=self.intra_latency_s,
-            intra_bandwidth_Bps=self.intra_bandwidth_Bps, element_bytes=element_bytes, record="aggregate",
+            intra_bandwidth_Bps=self.intra_bandwidth_Bps, element_bytes=element_bytes, record="aggregate", hardware=self.hardware,
         )  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
@@ -254,6 +257,7 @@ _DDP_PARSERS: dict[str, Callable[[Any, str], Any]] = {
     "reduce_bandwidth_Bps": _optional(parse_bandwidth),
     "call_overhead_s": parse_time,
     "chunks": _int,
+    "hardware": _optional(_choice),
 }
 _DDP_ALIASES = {
     "bucket_size": "bucket_cap_bytes",
