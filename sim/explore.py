@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -21,6 +21,8 @@ from sim import analytic
 from sim.call import split
 from sim.collapsed import collective_time, why_not_collapsed
 from sim.errors import CollsimError
+from sim.groups import group_closed_form
+from sim.hardware.nccl_des import TREE_CHUNK_BYTES
 from sim.registry import algorithm_spec, algorithms_for
 from sim.results import CollectiveResult
 from sim.runner import collect, no_gc, start_collective
@@ -280,23 +282,99 @@ def frames_possible(scenario: CollectiveScenario) -> bool:
 
 
 def run(scenario: CollectiveScenario, frames: bool = False) -> tuple[CollectiveResult, list[dict[str, Any]] | None]:
-    """Simulate ``scenario`` once; with ``frames`` (and a scenario small enough to show:
+    """Simulate ``scenario``; with ``frames`` (and a scenario small enough to show:
     ``frames_possible``) also each rank's buffer as bitmask cells at the end of every step.
 
-    Buffer frames need one element per (piece, chunk): the rank programs move bitmask payloads,
-    so when the scenario has more elements than that (the usual case), the run is made on a
-    copy with ``ranks * chunks`` elements and the time-scaled message sizes of the original, as
-    the same programs and the same steps; the timings come from that same run only when the
-    sizes agree, so the result returned is then a second, payload-free run."""
+    Buffer frames need one element per (piece, chunk): the rank programs move bitmask payloads
+    of ``ranks * chunks`` cells. **One run** gives both the result and the frames when
+    :func:`same_run_scale` finds the factor m with elements = m * ranks * chunks: the run is
+    made on ``ranks * chunks`` cells of m elements each (``element_bytes`` m times larger, the
+    same ``size_bytes``), which sends exactly the original's messages (same bytes, steps,
+    chunks and times) and reductions, and the result comes back carrying the original scenario.
+    That is the common case: a size that is a multiple of ranks * chunks elements (64 MiB on 2,
+    4, 8, 16 or 32 ranks, any power-of-two chunks), one repetition, no verify, no groups, record
+    full or auto, and an algorithm whose every split then falls on whole cells: all of them but
+    double_binary_tree on an odd number of ranks (its halves of p * k cells split into k
+    chunks unevenly) and nccl_tree when its 512 KiB tree chunks per channel do not divide ranks.
+
+    **Two runs** otherwise (sizes that do not divide, such as 64 MiB on 3, 5 or 12 ranks;
+    repetitions; verify; groups; record aggregate; the two cases above): the scenario runs
+    plainly for the result, and a miniature copy with ``ranks * chunks`` elements of the
+    original's ``element_bytes`` (one call, no overhead) gives the frames."""
     s = scenario
     if not (frames and frames_possible(s)):
         return _plain(s), None
+    scale = same_run_scale(s)
+    if scale is None:
+        return _plain(s), _with_frames(miniature(s))[1]
+    result, recorded = _with_frames(s.replace(element_bytes=s.element_bytes * scale))
+    if s.record == "auto" and max(result.message_count, len(result.network.computes)) > s.max_events:
+        return _plain(s), recorded  # the plain run aggregates past max_events: its records differ
+    analytic_time_s = group_closed_form(s) if s.groups else analytic.for_scenario(s)
+    return replace(result, scenario=s, analytic_time_s=analytic_time_s), recorded
+
+
+def miniature(scenario: CollectiveScenario) -> CollectiveScenario:
+    """The scenario on ``ranks * chunks`` elements, one call, no overhead: frames only."""
+    s = scenario
     cells = s.ranks * s.chunks
-    if s.elements == cells and s.repetitions == 1:
-        return _with_frames(s)
-    result = _plain(s)
-    small = s.replace(size_bytes=cells * s.element_bytes, repetitions=1, overhead_s=0.0, verify=False, record="full")
-    return result, _with_frames(small)[1]
+    return s.replace(size_bytes=cells * s.element_bytes, repetitions=1, overhead_s=0.0, verify=False, record="full")
+
+
+def _double_tree_halves_whole(s: CollectiveScenario) -> bool:
+    """Halves of p k cells, each cut into k chunks: p / 2 cells a chunk, whole when p is even."""
+    return s.ranks % 2 == 0 or s.ranks == 1
+
+
+def _nccl_tree_chunks_whole(s: CollectiveScenario) -> bool:
+    """A channel's slice (p cells) cut into ceil(slice bytes / TREE_CHUNK_BYTES) tree chunks."""
+    return s.ranks % -(-(s.size_bytes // s.chunks) // TREE_CHUNK_BYTES) == 0
+
+
+# Whether every split an algorithm's ranks make of ``ranks * chunks`` cells falls on whole
+# cells. A range of L cells cut into q parts gives pieces of m times the bytes of the original
+# range of m L elements cut into q parts exactly when q divides L (otherwise the cut pieces
+# differ by m elements, the original's by one). Splits into p blocks, into k chunks of a block,
+# into gpus and nodes (hierarchical: p = gpus * nodes), and all_to_all's p blocks always do.
+# An algorithm in neither table runs twice.
+_ALWAYS_WHOLE = {
+    "broadcast": ("linear", "binomial", "pipelined_chain", "scatter_allgather"),
+    "reduce": ("linear", "binomial", "reduce_scatter_gather"),
+    "all_reduce": ("ring", "hierarchical", "reduce_broadcast", "recursive_doubling", "rabenseifner", "nccl_ring"),
+    "all_gather": ("ring", "recursive_doubling", "nccl_ring"),
+    "reduce_scatter": ("ring", "recursive_halving", "nccl_ring"),
+    "all_to_all": ("pairwise", "direct", "bruck"),
+    "gather": ("binomial",),
+    "scatter": ("binomial",),
+    "send_recv": ("direct",),
+}
+_WHOLE_WHEN = {
+    ("all_reduce", "double_binary_tree"): _double_tree_halves_whole,
+    ("all_reduce", "nccl_tree"): _nccl_tree_chunks_whole,
+}
+
+
+def _whole_cells(s: CollectiveScenario) -> bool:
+    if s.algorithm in _ALWAYS_WHOLE.get(s.op, ()):
+        return True
+    condition = _WHOLE_WHEN.get((s.op, s.algorithm))
+    return condition is not None and condition(s)
+
+
+def same_run_scale(scenario: CollectiveScenario) -> int | None:
+    """The m for which ``ranks * chunks`` cells of m elements each send exactly the messages of
+    ``scenario``, so that one run records both its result and its buffer frames; None when
+    there is none (:func:`run` then runs twice)."""
+    s = scenario
+    cells = s.ranks * s.chunks
+    if s.elements == 0 or s.elements % cells:
+        return None
+    if s.repetitions != 1 or s.verify or s.record == "aggregate":
+        return None  # frames show one call on bitmasks, recorded in full
+    scale = s.elements // cells
+    if scale == 1:
+        return 1  # the scenario itself has one element per cell
+    return scale if not s.groups and _whole_cells(s) else None
 
 
 def _plain(s: CollectiveScenario) -> CollectiveResult:
