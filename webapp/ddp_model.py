@@ -15,10 +15,11 @@ from typing import Any
 import yaml
 
 from sim.errors import CollsimError
-from sim.units import format_size, format_time, parse_bandwidth, parse_size, parse_time
+from sim.units import format_bandwidth, format_size, format_time, parse_bandwidth, parse_size, parse_time
 from webapp import urlstate
 
 DEFAULTS: dict[str, str] = {
+    "hardware": "",  # a preset (sim/hardware): ranks in whole nodes, its network, o / w from NCCL's model; "" by hand
     "preset": "gpt2",
     "strategy": "bucketed",
     "sharding": "full_shard",
@@ -68,6 +69,188 @@ def form_from_query(search: str | None) -> dict[str, str]:
 
 def query_from_form(form: dict[str, Any]) -> str:
     return urlstate.query_from_form(form, DEFAULTS)
+
+
+# ----------------------------------------------------------------------------- hardware presets
+
+TYPICAL_BUCKET_BYTES = 25 * 2**20  # DDP's default bucket_cap_mb: where o / w meet NCCL's prediction
+HARDWARE_FIELDS = ("ranks", "bandwidth", "latency", "o", "w")  # what picking a preset fills
+
+
+def hardware_options() -> list[str]:
+    from webapp.collective import hardware_options as options
+
+    return options()
+
+
+def hardware_nodes(name: str, ranks_text: str) -> int:
+    """Whole nodes of preset ``name`` in ``ranks_text`` ranks; CollsimError naming ranks (or an
+    unknown preset) otherwise."""
+    from sim.hardware.presets import load_preset
+
+    preset = load_preset(name)
+    gpus, ranks = preset.gpus_per_node, int(ranks_text)
+    if ranks < gpus or ranks % gpus:
+        less = " (less than one node)" if ranks < gpus else ""
+        raise CollsimError(
+            f"ranks: {name} has {gpus} GPUs a node; give whole nodes ({gpus}, {2 * gpus}, {3 * gpus}, ...), got {ranks}{less}"
+        )
+    if preset.max_nodes is not None and ranks // gpus > preset.max_nodes:
+        raise CollsimError(
+            f"ranks: {name} has no NICs and runs on at most {preset.max_nodes} node(s) ({preset.max_nodes * gpus} ranks), got {ranks}"
+        )
+    return ranks // gpus
+
+
+def scenario_fields_for(name: str, nodes: int) -> dict[str, Any]:
+    from sim.hardware.presets import scenario_fields
+
+    return scenario_fields(name, nodes)
+
+
+def hardware_ow(name: str, nodes: int) -> dict[str, Any]:
+    """o and w of one all-reduce on ``nodes`` nodes of a preset, and where they come from.
+
+    DDP's o / w model charges every bucket ``o + bytes / w``, with w the algorithm bandwidth
+    (per-rank bytes / time, DESIGN §4; a bus bandwidth would overstate it by 2(p-1)/p). On a GPU
+    preset NCCL's own tuning model (sim.hardware.nccl_model) predicts each call: o is its time for
+    an empty all-reduce (the per-call latency of its small-message pick) and w the slope from there
+    to its time for a 25 MiB bucket (DDP's default), so the line meets NCCL's prediction at both
+    ends of the usual bucket sizes. NCCL picks per size, so between them the line is an
+    approximation. A preset without NCCL (gloo on CPUs) gets the ring all-reduce's closed form
+    on its links, exact on its one-NIC-per-host switch.
+    """
+    from sim.analytic import ow_for_ring
+    from sim.hardware.presets import load_preset
+
+    preset = load_preset(name)
+    ranks = nodes * preset.gpus_per_node
+    if preset.nccl is None:
+        latency, bandwidth = preset.inter_latency_s or 0.0, preset.nic_bandwidth_Bps or preset.intra_bandwidth_Bps or 0.0
+        o_s, w_Bps = ow_for_ring(ranks, latency, bandwidth)
+        how = (
+            f"ring all-reduce (gloo) on the preset's links: o = 2(p-1) x latency = 2 x {ranks - 1} x {format_time(latency)}, "
+            f"w = p B / (2(p-1)) with B = {format_bandwidth(bandwidth)} (collsim's closed form, exact on this switch)"
+        )
+        return {"o_s": o_s, "w_Bps": w_Bps, "how": how}
+    from sim.hardware.nccl_model import NCCL_VERSION, predict
+
+    empty = predict(preset, nodes, "all_reduce", 0)
+    bucket = predict(preset, nodes, "all_reduce", TYPICAL_BUCKET_BYTES)
+    o_s = empty.time_s
+    w_Bps = TYPICAL_BUCKET_BYTES / (bucket.time_s - o_s)
+    how = (
+        f"NCCL {NCCL_VERSION}'s tuning model for all-reduce on {nodes} node(s): o is its time for an empty call "
+        f"({empty.nccl_algorithm}/{empty.nccl_protocol}), w the slope up to its {format_time(bucket.time_s)} for a "
+        f"{format_size(TYPICAL_BUCKET_BYTES)} bucket ({bucket.nccl_algorithm}/{bucket.nccl_protocol}, algbw "
+        f"{bucket.algbw_GBps:.4g} GB/s, busbw {bucket.busbw_GBps:.4g} GB/s), so o + {format_size(TYPICAL_BUCKET_BYTES)} / w "
+        "is NCCL's own prediction"
+    )
+    return {"o_s": o_s, "w_Bps": w_Bps, "how": how}
+
+
+def _rate_text(bytes_per_s: float) -> str:
+    return f"{bytes_per_s / 1e9:.4g}GB/s"
+
+
+def _time_text(seconds: float) -> str:
+    return f"{seconds * 1e6:.4g}us"
+
+
+def hardware_form(name: str | None, ranks: str | None, pick: bool = True) -> dict[str, str] | None:
+    """The form values a preset sets, or None for "no preset".
+
+    ``pick`` (the preset was just chosen): ranks rounded down to whole nodes (at least one, at
+    most the preset's limit), the NIC's bandwidth and latency for the network model, o and w for
+    the o / w model. Otherwise (ranks changed under a chosen preset): o and w for the new node
+    count, or nothing while the ranks are not whole nodes (the ranks field says why)."""
+    if not name:
+        return None
+    from sim.hardware.presets import load_preset
+
+    preset = load_preset(name)
+    gpus = preset.gpus_per_node
+    text = str(ranks or "").strip()
+    if pick:
+        nodes = int(text) // gpus if text.isdigit() else 1
+        nodes = max(nodes, 1, -(-2 // gpus))  # the page takes 2 ranks or more
+        nodes = min(nodes, preset.max_nodes or nodes, 1024 // gpus)
+        fields = scenario_fields_for(name, nodes)
+        values = {
+            "ranks": str(fields["ranks"]),
+            "bandwidth": _rate_text(fields["bandwidth_Bps"]),
+            "latency": _time_text(fields["latency_s"]),
+        }
+    else:
+        try:
+            nodes = hardware_nodes(name, text) if text.isdigit() else 0
+        except CollsimError:
+            nodes = 0
+        if not nodes or nodes * gpus < 2:
+            return {}
+        values = {}
+    ow = hardware_ow(name, nodes)
+    return {**values, "o": _time_text(ow["o_s"]), "w": _rate_text(ow["w_Bps"])}
+
+
+_SOURCED = ("gpus_per_node", "intra_bandwidth", "intra_latency", "nics_per_node", "nic_bandwidth", "inter_latency")
+
+
+def hardware_caption(form: dict[str, Any]) -> dict[str, Any] | None:
+    """Words under the picker: the preset, the network or o / w it sets, and the sources of its
+    figures; None without a preset."""
+    from sim.hardware.presets import load_preset
+
+    name = str(form.get("hardware") or "").strip()
+    if not name:
+        return None
+    preset = load_preset(name)
+    ranks = str(form.get("ranks") or "").strip()
+    try:
+        nodes = hardware_nodes(name, ranks) if ranks.isdigit() else 0
+    except CollsimError:
+        nodes = 0
+    head = f"{name}: {preset.description}."
+    if not nodes:
+        return {"lines": [head, f"Ranks must be whole nodes of {preset.gpus_per_node} GPUs."], "sources": _sources(preset, [])}
+    lines = [f"{head} {nodes} node(s) x {preset.gpus_per_node} GPUs = {nodes * preset.gpus_per_node} ranks."]
+    if form.get("comm_model") == "network":
+        lines.append(_network_line(preset, nodes))
+        return {"lines": lines, "sources": _sources(preset, [])}
+    ow = hardware_ow(name, nodes)
+    lines.append(f"o = {format_time(ow['o_s'])}, w = {format_bandwidth(ow['w_Bps'])}: {ow['how']}.")
+    if _edited(form, ow):
+        lines.append("The o and w boxes hold other values now: the figures run with the boxes.")
+    return {"lines": lines, "sources": _sources(preset, ["nccl.graphs"] if preset.nccl else [])}
+
+
+def _network_line(preset: Any, nodes: int) -> str:
+    fields = scenario_fields_for(preset.name, nodes)
+    inside = (
+        f"inside a node {format_bandwidth(fields['intra_bandwidth_Bps'])} and {format_time(fields['intra_latency_s'])} "
+        f"a message through {preset.intra_fabric}"
+        if preset.gpus_per_node > 1
+        else "one rank a node"
+    )
+    between = (
+        f"between nodes {preset.nics_per_node} NIC(s) a node of {format_bandwidth(fields['bandwidth_Bps'])}, "
+        f"{format_time(fields['latency_s'])} (the link bandwidth and latency boxes; GPU g uses NIC g x NICs / GPUs)"
+        if nodes > 1
+        else "one node: no NIC in the way"
+    )
+    return f"Network: the preset's two_level, as collsim sim collective --hardware {preset.name} --nodes {nodes}: {inside}; {between}."
+
+
+def _edited(form: dict[str, Any], ow: dict[str, Any]) -> bool:
+    try:
+        o_s, w_Bps = parse_time(str(form.get("o")), "o"), parse_bandwidth(str(form.get("w")), "w")
+    except CollsimError:
+        return True
+    return not (math.isclose(o_s, ow["o_s"], rel_tol=1e-3, abs_tol=1e-9) and math.isclose(w_Bps, ow["w_Bps"], rel_tol=1e-3))
+
+
+def _sources(preset: Any, extra: list[str]) -> list[tuple[str, str]]:
+    return [(key, preset.sources[key]) for key in (*_SOURCED, *extra) if preset.sources.get(key)]
 
 
 def bucket_bytes_from_slider(log2_value: float | None) -> int:
@@ -129,6 +312,8 @@ def _raise(message: str) -> None:
 
 
 _ERROR_FIELDS = (
+    ("hardware", "hardware"),
+    ("gpus_per_node", "ranks"),
     ("ranks", "ranks"),
     ("algorithm", "algorithm"),
     ("preset", "preset"),
@@ -150,6 +335,12 @@ def parse_form(form: dict[str, Any], uploaded: list[dict[str, Any]] | None = Non
 
     form = {key: str(form.get(key) if form.get(key) is not None else DEFAULTS[key]) for key in DEFAULTS}
     errors = _field_checks(form)
+    hardware = form["hardware"].strip()
+    if hardware and "ranks" not in errors:
+        try:
+            hardware_nodes(hardware, form["ranks"])
+        except CollsimError as error:
+            errors["hardware" if str(error).startswith("hardware") else "ranks"] = str(error)
     if errors:
         return None, errors
     data: dict[str, Any] = {
@@ -168,6 +359,9 @@ def parse_form(form: dict[str, Any], uploaded: list[dict[str, Any]] | None = Non
         data.update(o=form["o"], w=form["w"])
     else:
         data.update(bandwidth=form["bandwidth"], latency=form["latency"], algorithm=form["algorithm"])
+        if hardware:  # the boxes are the NIC's (between nodes); inside a node the preset's fabric
+            fields = scenario_fields_for(hardware, hardware_nodes(hardware, form["ranks"]))
+            data.update({key: fields[key] for key in ("hardware", "topology", "gpus_per_node", "intra_bandwidth_Bps", "intra_latency_s")})
     try:
         return DDPScenario.from_dict(data), {}
     except CollsimError as error:

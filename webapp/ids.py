@@ -80,6 +80,7 @@ COLL_INTRO = "coll-intro"
 
 # DDP page
 DDP_FIELDS = (
+    "hardware",
     "preset",
     "strategy",
     "sharding",
@@ -104,6 +105,7 @@ DDP_SUMMARY = "ddp-summary"
 DDP_TIMELINE = "ddp-timeline"
 DDP_OVERHEAD = "ddp-overhead"
 DDP_STRATEGIES = "ddp-strategies"
+DDP_HARDWARE_CAPTION = "ddp-hardware-caption"  # the picked preset, what it sets, its sources
 DDP_EXPLAIN = "ddp-explain"  # captions per curve, what b* assumes, why the simulated best differs
 DDP_DOWNLOAD = "ddp-download"
 DDP_DL_JSON = "ddp-dl-json"

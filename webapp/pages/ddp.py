@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from dash import Input, Output, State, ctx, dcc, html, no_update
+from dash.exceptions import PreventUpdate
 
 from sim.errors import CollsimError
 from sim.units import format_size, format_time
@@ -22,6 +23,7 @@ TITLE = "DDP buckets"
 PAGE = "ddp"
 
 LABELS = {
+    "hardware": ("Hardware", "a preset sets ranks (whole nodes), the network and o / w (collsim hardware list)"),
     "preset": ("Model preset", "parameter list of a known model"),
     "strategy": ("Strategy", "naive, flat, overlap or bucketed (PyTorch DDP)"),
     "sharding": (
@@ -45,6 +47,9 @@ OW_ONLY, NETWORK_ONLY = ("o", "w"), ("bandwidth", "latency", "algorithm")
 
 def _input(name: str, value: str) -> Any:
     fid = ids.field_id(name, PAGE)
+    if name == "hardware":
+        options = [{"label": "none: set the network below", "value": ""}] + [{"label": n, "value": n} for n in model.hardware_options()]
+        return dcc.Dropdown(id=fid, options=options, value=value, clearable=False)
     if name == "preset":
         return dcc.Dropdown(id=fid, options=list(model.presets()), value=value, clearable=False)
     if name == "strategy":
@@ -106,6 +111,8 @@ def layout(search: str = "") -> html.Div:
         hidden = hidden or (name == "shard_size" and values["sharding"] != "hybrid_shard")
         label, hint = LABELS[name]
         rows.append(field(name, label, hint, _input(name, values[name]), page=PAGE, hidden=hidden))
+        if name == "hardware":
+            rows[-1].children.append(html.Div(id=ids.DDP_HARDWARE_CAPTION, className="hardware-caption"))
     upload = html.Div(
         [
             html.Label("Or upload a parameter list", className="label"),
@@ -206,6 +213,30 @@ def comm_fields(comm_model: str) -> list[dict[str, str]]:
     ]
 
 
+def apply_hardware(name: str | None, ranks: str | None, trigger: str | None = None) -> tuple:
+    """A picked preset fills ranks (whole nodes), the NIC's bandwidth and latency, o and w; a
+    change of ranks (``trigger``) under a picked preset refills o and w (NCCL's figures depend on
+    the nodes). Picking "none" leaves the boxes as they are."""
+    values = model.hardware_form(name, ranks, pick=trigger != ids.field_id("ranks", PAGE))
+    if values is None:
+        raise PreventUpdate
+    return tuple(values.get(key, no_update) for key in model.HARDWARE_FIELDS)
+
+
+CAPTION_FIELDS = ("hardware", "ranks", "comm_model", "o", "w")
+
+
+def hardware_caption(*values: str) -> list:
+    """The preset, what it sets, and the sources of its figures (nothing without a preset)."""
+    words = model.hardware_caption(dict(zip(CAPTION_FIELDS, values)))
+    if words is None:
+        return []
+    sources = html.Ul([html.Li(f"{key}: {text}") for key, text in words["sources"]])
+    return [html.P(line, className="hint") for line in words["lines"]] + [
+        html.Details([html.Summary("sources"), sources], className="hint")
+    ]
+
+
 def upload(contents: str | None, filename: str | None) -> tuple[Any, str, str]:
     params, message = model.parse_upload(contents, filename)
     if params is None:
@@ -283,6 +314,10 @@ def simulate(data: dict | None) -> tuple:
     timeline = figures.ddp_timeline(answer["result"].events())
     strategies = figures.strategy_figure(answer["strategies"])
     notice = f"{summary['num_params']} parameters, {format_size(summary['grad_bytes'])} of gradients, strategy {summary['strategy']}, comm model {summary['comm']}."
+    if scenario.comm == "network" and scenario.hardware:
+        notice += (
+            f" Network: {scenario.ranks // scenario.gpus_per_node} x {scenario.hardware} ({scenario.ranks} ranks, {scenario.algorithm})."
+        )
     words = model.explanation(answer, scenario)
     explain = [html.Ul([html.Li(text) for text in words["captions"]], className="captions")]
     explain += [html.P(text) for text in (words["assumes"], words["why"]) if text]
@@ -375,6 +410,20 @@ def register(app: Any) -> None:
     )(_guarded(upload, lambda message: (None, message, "")))
     names = list(model.DEFAULTS)
     app.callback(Output(f"{PAGE}-field-shard_size", "style"), Input(fid("sharding"), "value"))(shard_size_field)
+    app.callback(
+        *[Output(fid(name), "value") for name in model.HARDWARE_FIELDS],
+        Input(fid("hardware"), "value"),
+        Input(fid("ranks"), "value"),
+        prevent_initial_call=True,
+    )(
+        _guarded(
+            lambda name, ranks: apply_hardware(name, ranks, ctx.triggered_id),
+            lambda message: tuple(no_update for _ in model.HARDWARE_FIELDS),
+        )
+    )
+    app.callback(Output(ids.DDP_HARDWARE_CAPTION, "children"), *[Input(fid(name), "value") for name in CAPTION_FIELDS])(
+        _guarded(hardware_caption, lambda message: [html.P(message, className="error")])
+    )
     app.callback(
         Output(ids.DDP_SCENARIO, "data"),
         Output(ids.TRAIN_SCENARIO, "data"),

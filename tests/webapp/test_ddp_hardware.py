@@ -1,0 +1,136 @@
+"""The DDP page's hardware picker: what a preset fills, the scenario it builds, its caption, and
+the messages for ranks that are not whole nodes (callback level; the browser test is
+test_browser_ddp_hardware.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from webapp import ddp_model
+
+if ddp_model.missing():
+    pytest.skip("sim.ddp not in this checkout", allow_module_level=True)
+
+from dash import no_update  # noqa: E402
+from dash.exceptions import PreventUpdate  # noqa: E402
+
+from sim.analytic import ow_for_ring  # noqa: E402
+from sim.ddp import DDPScenario, run_ddp  # noqa: E402
+from sim.hardware.nccl_model import predict  # noqa: E402
+from sim.units import parse_bandwidth, parse_time  # noqa: E402
+from webapp.pages import ddp  # noqa: E402
+
+RANKS_ID = "ddp-ranks"
+MiB25 = 25 * 2**20
+
+
+def _form(**changes: str) -> dict[str, str]:
+    return {**ddp_model.DEFAULTS, **changes}
+
+
+def _picked(name: str, ranks: str = "8", **changes: str) -> dict[str, str]:
+    """The form after picking ``name`` with ``ranks`` typed, as the page's callback fills it."""
+    filled = dict(zip(ddp_model.HARDWARE_FIELDS, ddp.apply_hardware(name, ranks, "ddp-hardware")))
+    return _form(hardware=name, **{**filled, **changes})
+
+
+def _messages(form: dict[str, str]) -> tuple[dict | None, dict[str, str], str]:
+    data, _, *messages, search = ddp.validate_page(None, *form.values(), None)
+    return data, dict(zip(ddp_model.DEFAULTS, messages)), search
+
+
+def test_picking_a_preset_fills_whole_nodes_links_and_o_w():
+    ranks, bandwidth, latency, o, w = ddp.apply_hardware("dgx-h100", "20", "ddp-hardware")
+    assert (ranks, bandwidth, latency) == ("16", "50GB/s", "14us")  # 20 ranks: two whole nodes of 8
+    # o is NCCL's time for an empty all-reduce on 2 nodes, and o + 25 MiB / w its time for 25 MiB
+    assert parse_time(o, "o") == pytest.approx(predict("dgx-h100", 2, "all_reduce", 0).time_s, rel=1e-3)
+    at_bucket = parse_time(o, "o") + MiB25 / parse_bandwidth(w, "w")
+    assert at_bucket == pytest.approx(predict("dgx-h100", 2, "all_reduce", MiB25).time_s, rel=1e-3)
+    # fewer ranks than a node round up to one node; a one-node box caps there
+    assert ddp.apply_hardware("dgx-a100", "3", "ddp-hardware")[0] == "8"
+    assert ddp.apply_hardware("pcie-gen4-8gpu", "64", "ddp-hardware")[0] == "8"
+    with pytest.raises(PreventUpdate):  # "none" leaves the boxes as they are
+        ddp.apply_hardware("", "16", "ddp-hardware")
+
+
+def test_changing_ranks_refills_o_and_w_for_the_new_node_count():
+    one_node = ddp.apply_hardware("dgx-h100", "8", "ddp-hardware")
+    ranks, bandwidth, latency, o, w = ddp.apply_hardware("dgx-h100", "32", RANKS_ID)
+    assert (ranks, bandwidth, latency) == (no_update, no_update, no_update)  # the user's ranks stay
+    assert parse_time(o, "o") == pytest.approx(predict("dgx-h100", 4, "all_reduce", 0).time_s, rel=1e-3)
+    assert (o, w) != one_node[3:]
+    assert ddp.apply_hardware("dgx-h100", "12", RANKS_ID) == (no_update,) * 5  # not whole nodes: the field says why
+    with pytest.raises(PreventUpdate):
+        ddp.apply_hardware("", "12", RANKS_ID)
+
+
+def test_gloo_preset_gets_the_ring_closed_form():
+    form = _picked("cpu-ethernet-25g", "8")
+    o_s, w_Bps = ow_for_ring(8, 0.0, 25e9 / 8)
+    assert parse_time(form["o"], "o") == pytest.approx(o_s, abs=1e-12)
+    assert parse_bandwidth(form["w"], "w") == pytest.approx(w_Bps, rel=1e-3)
+    words = ddp_model.hardware_caption(form)
+    assert "ring all-reduce (gloo)" in words["lines"][1]
+
+
+def test_network_mode_runs_on_the_presets_two_level_network():
+    data, messages, search = _messages(_picked("dgx-h100", "16", comm_model="network", algorithm="hierarchical"))
+    assert not any(messages.values()), messages
+    scenario = DDPScenario.from_dict(data)
+    assert (scenario.hardware, scenario.topology, scenario.gpus_per_node, scenario.ranks) == ("dgx-h100", "two_level", 8, 16)
+    assert (scenario.intra_bandwidth_Bps, scenario.bandwidth_Bps) == (450e9, 50e9)  # NVLink inside, the NIC between
+    assert "hardware=dgx-h100" in search and "ranks=16" in search
+    notice = ddp.simulate(data)[0]
+    assert "Network: 2 x dgx-h100 (16 ranks, hierarchical)" in notice
+    # the preset's NIC rails: hierarchical's 8 inter-node all-reduces do not share one NIC a node
+    plain = run_ddp(scenario.replace(hardware=None)).summary()
+    assert run_ddp(scenario).summary()["comm_busy_s"] < plain["comm_busy_s"] / 2
+
+
+def test_ow_mode_keeps_o_and_w_from_the_boxes():
+    data, messages, search = _messages(_picked("dgx-h100", "16"))
+    assert not any(messages.values()) and data["comm"] == "ow" and data["hardware"] is None
+    assert data["o_s"] == pytest.approx(predict("dgx-h100", 2, "all_reduce", 0).time_s, rel=1e-3)
+    data, _, _ = _messages(_picked("dgx-h100", "16", o="1ms"))  # a user's o wins over the preset's
+    assert data["o_s"] == pytest.approx(1e-3)
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "text"),
+    [
+        ({"hardware": "dgx-h100", "ranks": "4"}, "ranks", "dgx-h100 has 8 GPUs a node; give whole nodes (8, 16, 24, ...), got 4 (less than one node)"),
+        ({"hardware": "dgx-h100", "ranks": "12", "comm_model": "network"}, "ranks", "give whole nodes (8, 16, 24, ...), got 12"),
+        ({"hardware": "pcie-gen4-8gpu", "ranks": "16"}, "ranks", "pcie-gen4-8gpu has no NICs and runs on at most 1 node(s) (8 ranks), got 16"),
+        ({"hardware": "dgx-z9"}, "hardware", "hardware: unknown preset 'dgx-z9'; allowed: cpu-ethernet-25g, dgx-a100"),
+        ({"hardware": "dgx-h100", "ranks": "x"}, "ranks", "ranks: expected a whole number from 2 to 1024"),
+    ],
+)  # fmt: skip
+def test_bad_combinations_get_a_message_in_their_field(changes, field, text):
+    data, messages, _ = _messages(_form(**changes))
+    assert data is None
+    assert text in messages[field]
+    assert [name for name, message in messages.items() if message] == [field]
+
+
+def test_caption_names_the_preset_what_it_sets_and_its_sources():
+    form = _picked("dgx-h100", "16")
+    children = ddp.hardware_caption(*[form[key] for key in ddp.CAPTION_FIELDS])
+    text = str(children)
+    assert "DGX H100, 8x H100 SXM5" in text and "2 node(s) x 8 GPUs = 16 ranks" in text
+    assert "NCCL 2.27.7-1's tuning model" in text and "busbw" in text
+    assert "NVIDIA ConnectX-7 product brief" in text and "nccl.graphs" in text  # sources
+    assert "hold other values" not in text
+    assert "hold other values" in str(ddp.hardware_caption("dgx-h100", "16", "ow", "1ms", form["w"]))
+    network = str(ddp.hardware_caption("dgx-h100", "16", "network", "", ""))
+    assert "inside a node 450 GB/s" in network and "8 NIC(s) a node of 50 GB/s, 14 us" in network
+    assert "whole nodes of 8 GPUs" in str(ddp.hardware_caption("dgx-h100", "12", "ow", "", ""))
+    assert ddp.hardware_caption("", "16", "ow", "", "") == []
+
+
+def test_url_keeps_the_preset_and_the_layout_restores_it():
+    form = ddp_model.form_from_query("?hardware=dgx-a100&ranks=16")
+    assert form["hardware"] == "dgx-a100" and form["ranks"] == "16"
+    assert "hardware" not in ddp_model.query_from_form(_form())  # none is the default: not written
+    layout = str(ddp.layout("?hardware=dgx-a100&ranks=16"))
+    assert "value='dgx-a100'" in layout and "ddp-hardware-caption" in layout
+    assert "ddp-hardware-caption" in str(ddp.layout("?hardware=dgx-z9"))  # an unknown name still builds
