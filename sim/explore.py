@@ -256,13 +256,18 @@ def _why_none(s: CollectiveScenario) -> str:
 
 
 def initial_masks(op: str, ranks: int, elements: int, root: int) -> list[np.ndarray]:
-    """Each rank's input as bitmasks (Python ints) of the ranks whose data an element holds.
+    """Each rank's input as bitmasks of the ranks whose data an element holds: the rows (views)
+    of one ranks x elements table, int64 up to 62 ranks (Python ints beyond).
 
     Algorithms only copy and add payloads, and a correct reduction adds each rank's data once,
     so a sum of distinct powers of two is exactly the set of ranks it combines."""
-    buffers = [np.zeros(elements, dtype=object) for _ in range(ranks)]
+    return list(_mask_table(op, ranks, elements, root))
+
+
+def _mask_table(op: str, ranks: int, elements: int, root: int) -> np.ndarray:
+    table = np.zeros((ranks, elements), dtype=np.int64 if ranks < 63 else object)
     blocks = split(elements, ranks)
-    for rank, buffer in enumerate(buffers):
+    for rank, buffer in enumerate(table):
         if op in ("all_gather", "gather"):
             buffer[blocks[rank][0] : blocks[rank][1]] = 1 << rank
         elif op in ("broadcast", "scatter"):
@@ -273,7 +278,7 @@ def initial_masks(op: str, ranks: int, elements: int, root: int) -> list[np.ndar
                 buffer[:] = 1
         else:
             buffer[:] = 1 << rank
-    return buffers
+    return table
 
 
 def frames_possible(scenario: CollectiveScenario) -> bool:
@@ -387,11 +392,17 @@ def _plain(s: CollectiveScenario) -> CollectiveResult:
 def _with_frames(s: CollectiveScenario) -> tuple[CollectiveResult, list[dict[str, Any]]]:
     """One run with bitmask payloads, the buffers copied each time simulated time moves on;
     afterwards each step keeps the copy at its last message's (or reduction's) end."""
-    elements = s.ranks * s.chunks
-    started = start_collective(s.replace(record="full", verify=False), buffers=initial_masks(s.op, s.ranks, elements, s.root))
+    table = _mask_table(s.op, s.ranks, s.ranks * s.chunks, s.root)
+    buffers = list(table)
+    started = start_collective(s.replace(record="full", verify=False), buffers=buffers)
     env, call = started.env, started.call
+
+    def snapshot() -> np.ndarray:  # the rows are views of ``table`` unless a program replaced one
+        intact = all(mine is theirs for mine, theirs in zip(call.buffers, buffers))
+        return table.copy() if intact else np.array(call.buffers)
+
     times: list[float] = [0.0]
-    copies: list[list[np.ndarray]] = [[buffer.copy() for buffer in call.buffers]]
+    copies: list[np.ndarray] = [table.copy()]
     with no_gc():
         while True:
             upcoming = env.peek()
@@ -399,24 +410,23 @@ def _with_frames(s: CollectiveScenario) -> tuple[CollectiveResult, list[dict[str
                 break
             if upcoming > env.now and env.now > times[-1]:
                 times.append(env.now)
-                copies.append([buffer.copy() for buffer in call.buffers])
+                copies.append(snapshot())
             try:
                 env.step()
             except EmptySchedule:
                 break
     times.append(env.now)
-    copies.append([buffer.copy() for buffer in call.buffers])
+    copies.append(snapshot())
     result = collect(started)
     ends: dict[int, float] = {}
     for message in result.network.messages:
         ends[message[5]] = max(ends.get(message[5], 0.0), message[3])
     for compute in result.network.computes:
         ends[compute[4]] = max(ends.get(compute[4], 0.0), compute[2])
-    inputs = initial_masks(s.op, s.ranks, elements, s.root)
-    frames = [{"step": -1, "cells": [[int(v) for v in buffer] for buffer in inputs]}]
+    frames = [{"step": -1, "cells": copies[0].tolist()}]
     for step in sorted(ends):
         index = int(np.searchsorted(times, ends[step], side="right")) - 1
-        frames.append({"step": step, "cells": [[int(v) for v in buffer] for buffer in copies[max(index, 0)]]})
+        frames.append({"step": step, "cells": copies[max(index, 0)].tolist()})
     return result, frames
 
 
