@@ -87,6 +87,17 @@ def test_network_mode_runs_on_the_presets_two_level_network():
     assert run_ddp(scenario).summary()["comm_busy_s"] < plain["comm_busy_s"] / 2
 
 
+def test_training_section_compares_every_strategy_on_one_network():
+    """sim.training.fsdp would build the rails for ddp only: the page leaves the preset out there."""
+    from sim.training.fsdp import FSDPScenario, compare
+
+    _, training, *_ = ddp.validate_page(None, *_picked("dgx-h100", "16", comm_model="network", algorithm="hierarchical").values(), None)
+    assert training["hardware"] is None and training["topology"] == "two_level" and training["gpus_per_node"] == 8
+    rows = {row["sharding"]: row for row in compare(FSDPScenario.from_dict(training), ["ddp", "no_shard"])}
+    assert rows["ddp"]["comm_busy_s"] == pytest.approx(rows["no_shard"]["comm_busy_s"], rel=1e-9)
+    assert "one shared NIC a node" in ddp.simulate_training(training)[0]
+
+
 def test_ow_mode_keeps_o_and_w_from_the_boxes():
     data, messages, search = _messages(_picked("dgx-h100", "16"))
     assert not any(messages.values()) and data["comm"] == "ow" and data["hardware"] is None
@@ -134,3 +145,12 @@ def test_url_keeps_the_preset_and_the_layout_restores_it():
     layout = str(ddp.layout("?hardware=dgx-a100&ranks=16"))
     assert "value='dgx-a100'" in layout and "ddp-hardware-caption" in layout
     assert "ddp-hardware-caption" in str(ddp.layout("?hardware=dgx-z9"))  # an unknown name still builds
+
+
+def test_a_strategy_the_algorithm_cannot_run_is_left_out_with_its_reason():
+    """hierarchical needs two_level; hybrid_shard's all-reduces across groups run on a switch."""
+    form = _picked("dgx-h100", "16", comm_model="network", algorithm="hierarchical", sharding="full_shard", shard_size="4")
+    _, training, *_ = ddp.validate_page(None, *form.values(), None)
+    notice, cards, strategies, memory, timeline, caption = ddp.simulate_training(training)
+    assert "Not compared: hybrid_shard (algorithm hierarchical needs topology two_level" in notice
+    assert set(strategies.layout.meta["step_time_s"]) == {"ddp", "zero1", "shard_grad_op", "full_shard", "no_shard"}
