@@ -299,13 +299,17 @@ def run(scenario: CollectiveScenario, frames: bool = False) -> tuple[CollectiveR
     That is the common case: a size that is a multiple of ranks * chunks elements (64 MiB on 2,
     4, 8, 16 or 32 ranks, any power-of-two chunks), one repetition, no verify, no groups, record
     full or auto, and an algorithm whose every split then falls on whole cells: all of them but
-    double_binary_tree on an odd number of ranks (its halves of p * k cells split into k
-    chunks unevenly) and nccl_tree when its 512 KiB tree chunks per channel do not divide ranks.
+    double_binary_tree on an odd number of ranks (its halves of p * k cells do not cut into k
+    chunks of whole cells) and nccl_tree when its 512 KiB tree chunks per channel do not
+    divide ranks. A frame is the buffers at its step's last end, so one-run frames follow the
+    scenario's own timing: where a later step's message ends first (binomial scatter of 48 MiB
+    on 12 ranks: 8 -> 9 before 0 -> 4), the frame shows it, as the timelines do.
 
     **Two runs** otherwise (sizes that do not divide, such as 64 MiB on 3, 5 or 12 ranks;
-    repetitions; verify; groups; record aggregate; the two cases above): the scenario runs
-    plainly for the result, and a miniature copy with ``ranks * chunks`` elements of the
-    original's ``element_bytes`` (one call, no overhead) gives the frames."""
+    repetitions; verify; groups unless elements = ranks * chunks; record aggregate, or auto
+    past ``max_events``; the two cases above): the scenario runs plainly for the result, and a
+    miniature copy with ``ranks * chunks`` elements of the original's ``element_bytes`` (one
+    call, no overhead) gives the frames (for record auto past ``max_events``, the scaled run's)."""
     s = scenario
     if not (frames and frames_possible(s)):
         return _plain(s), None
