@@ -77,6 +77,7 @@ def quiet(page, settle_ms: int = 1200, limit_s: float = 20.0) -> None:
 
 def measure(page, case: str, flip: bool) -> dict:
     _, field, a, b = CASES[case]
+    page.bring_to_front()  # a tab in the background has its animation frames throttled: +50 ms
     page.evaluate(HOOK)
     page.evaluate("() => performance.clearResourceTimings()")
     if field == "step":
@@ -93,7 +94,7 @@ def measure(page, case: str, flip: bool) -> dict:
     return page.evaluate(RESULT, t0)
 
 
-def run(urls: dict[str, str], repeats: int, chromium: str) -> None:
+def run(urls: dict[str, str], repeats: int, chromium: str, cases: list[str] | None = None, loads: bool = True) -> None:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -101,8 +102,9 @@ def run(urls: dict[str, str], repeats: int, chromium: str) -> None:
             executable_path=chromium, headless=True, args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
         )
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
-        first_loads(context, urls, repeats)
-        for case in CASES:
+        if loads:
+            first_loads(context, urls, repeats)
+        for case in [name for name in CASES if not cases or any(part in name for part in cases)]:
             pages = {}
             for label, url in urls.items():
                 page = context.new_page()
@@ -172,6 +174,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--url", action="append", default=[], help="LABEL=URL of a running app (repeat to compare)")
     parser.add_argument("-n", type=int, default=7, help="measurements per case and URL (median of these)")
     parser.add_argument("--chromium", default="/usr/bin/chromium")
+    parser.add_argument("--case", action="append", help="only the update cases whose name contains this (repeatable)")
+    parser.add_argument("--no-loads", action="store_true", help="skip the first-load measurements")
     args = parser.parse_args(argv)
     if args.serve:
         serve(args.serve)
@@ -179,7 +183,7 @@ def main(argv: list[str] | None = None) -> None:
     urls = dict(item.split("=", 1) for item in args.url)
     if not urls:
         sys.exit("give --url LABEL=URL (or --serve PORT to start a server)")
-    run(urls, args.n, args.chromium)
+    run(urls, args.n, args.chromium, args.case, not args.no_loads)
 
 
 if __name__ == "__main__":

@@ -126,3 +126,21 @@ def test_malformed_yaml_and_missing_files(tmp_path):
 def test_verify_refuses_payloads_that_would_not_fit_in_memory():
     with pytest.raises(CollsimError, match="verify: real payloads"):
         CollectiveScenario(**{**BASE, "ranks": 1024, "size_bytes": 64 * 2**20, "verify": True})
+
+
+def test_load_mapping_reads_json_as_json_and_yaml_with_libyaml(tmp_path):
+    """A .json file is read by the JSON parser (recorded profiles are megabytes); a .json file
+    that is really YAML still reads, and a broken file names itself."""
+    from sim.errors import CollsimError
+    from sim.scenario import load_mapping
+
+    profile = tmp_path / "profile.json"
+    profile.write_text('{"events": [{"kind": "backward", "start_s": 0.5}], "world_size": 2}')
+    assert load_mapping(profile, "profile") == {"events": [{"kind": "backward", "start_s": 0.5}], "world_size": 2}
+    yaml_inside = tmp_path / "scenario.json"
+    yaml_inside.write_text("op: all_reduce\nranks: 4\n")
+    assert load_mapping(yaml_inside) == {"op": "all_reduce", "ranks": 4}
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"op": [1, 2}')
+    with pytest.raises(CollsimError, match="broken.json.*not valid YAML/JSON"):
+        load_mapping(broken, "profile")

@@ -99,6 +99,31 @@ def test_changing_inputs_updates_numbers_and_url_and_reload_restores(app_page: P
     expect(app_page.locator("#coll-sim-time")).to_have_text(expected)
 
 
+def test_a_new_rank_count_draws_each_graph_once(app_page: Page, live_server: str):
+    """A figure with another height (more lanes, more buffer rows) changes its graph's size;
+    Dash asks Plotly to resize then, which would draw the whole figure a second time for a width
+    that did not change (webapp/assets/resize.js lets only a real width change through)."""
+    open_page(app_page, live_server + "/?ranks=8")
+    for graph in ("coll-buffers-graph", "coll-gantt-link"):
+        drawn(app_page, graph)
+    app_page.wait_for_timeout(500)
+    app_page.evaluate(
+        """() => { window.__draws = {};
+        for (const g of document.querySelectorAll('.js-plotly-plot')) {
+            g.on('plotly_afterplot', () => { const id = g.parentElement.id; window.__draws[id] = (window.__draws[id] || 0) + 1; });
+        } }"""
+    )
+    type_into(app_page, "ranks", "12")
+    expect(app_page.locator("#coll-notice")).to_contain_text("on 12 ranks")
+    app_page.wait_for_function("() => (window.__draws['coll-gantt-link'] || 0) >= 1 && (window.__draws['coll-buffers-graph'] || 0) >= 1")
+    app_page.wait_for_timeout(800)  # a resize redraw comes ~100 ms after the first drawing
+    draws = app_page.evaluate("() => window.__draws")
+    assert draws["coll-buffers-graph"] == 1 and draws["coll-gantt-link"] == 1, draws
+    # the graphs still follow a real width change
+    app_page.set_viewport_size({"width": 1100, "height": 900})
+    app_page.wait_for_function("() => window.__draws['coll-gantt-link'] >= 2", timeout=5_000)
+
+
 def test_a_shared_link_opens_the_same_view(app_page: Page, live_server: str):
     open_page(app_page, live_server + "/?op=broadcast&algorithm=binomial&ranks=16&size=4MiB")
     expect(app_page.locator("#coll-op")).to_contain_text("broadcast")

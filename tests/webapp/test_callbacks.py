@@ -245,6 +245,35 @@ def test_compare_update_on_the_sample_data():
                 assert notice.startswith(f"These runs carry no {asked} time")
 
 
+def test_compare_page_keeps_its_answers_until_the_store_file_changes(tmp_path):
+    """The bootstrap fits are kept per store contents: the same question is answered from the
+    cache, and a store file that changes (size or time) is read again."""
+    import json
+    import os
+
+    from webapp import compare_model
+
+    if compare_model.missing():
+        pytest.skip("real not in this checkout")
+    from real.store import SAMPLE_FILES, _data_file, open_store
+    from webapp.pages import compare
+
+    path = tmp_path / "results.sqlite"
+    store = open_store(path)
+    for name in SAMPLE_FILES:
+        store.load(json.loads(_data_file(name).read_text()))
+    store.connection.commit()
+    store.connection.close()
+    key = compare_model.group_id(compare_model.groups(compare_model.open_results(str(path)))[0])
+    first = compare._update(str(path), compare._stamp(str(path)), key, "mean", "ring")
+    assert compare._update(str(path), compare._stamp(str(path)), key, "mean", "ring") is first
+    info = os.stat(path)
+    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns + 10**9))  # the file changed
+    again = compare._update(str(path), compare._stamp(str(path)), key, "mean", "ring")
+    assert again is not first and again[0] == first[0]  # read again, same answer
+    assert compare._stamp(None) == ()
+
+
 def test_compare_ddp_overlay():
     from webapp import compare_model
 
