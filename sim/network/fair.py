@@ -69,7 +69,9 @@ class FairNetwork(Network):
     def __init__(self, env: simpy.Environment, topology: Topology, *args: Any, **kwargs: Any) -> None:
         super().__init__(env, topology, *args, **kwargs)
         self._capacity = self.capacities()
-        self._active: list[set[Flow]] = [set() for _ in range(self.resource_count)]
+        # flows per resource, in the order they joined: dicts as ordered sets, so shares, ends
+        # and ties come out the same on every run (a set's order follows memory addresses)
+        self._active: list[dict[Flow, None]] = [{} for _ in range(self.resource_count)]
         self._streams: dict[int, deque | None] = {}  # busy stream -> messages queued behind it
 
     def _transfer(self, event: Event, src: int, dst: int, nbytes: int, step: int, chunk: int, tag: int) -> None:
@@ -128,7 +130,7 @@ class FairNetwork(Network):
             bucket = active[index]
             if bucket:
                 shared = True
-            bucket.add(flow)
+            bucket[flow] = None
         now = flow.updated = self.env._now
         if shared:
             self._reallocate(self._component([flow]), now)
@@ -142,13 +144,13 @@ class FairNetwork(Network):
         flow.done = True
         now = self.env._now
         active = self._active
-        neighbours = None
+        neighbours: dict[Flow, None] | None = None
         for index in flow.resources:
             bucket = active[index]
-            bucket.discard(flow)
+            bucket.pop(flow, None)  # an empty message never joined
             if bucket:
                 if neighbours is None:
-                    neighbours = set(bucket)
+                    neighbours = dict(bucket)
                 else:
                     neighbours.update(bucket)
         queue = self._streams.pop(flow.stream)
@@ -168,20 +170,21 @@ class FairNetwork(Network):
         for callback in callbacks:
             callback(delivery)
 
-    def _component(self, seeds) -> set[Flow]:
-        """Every flow that shares a resource, directly or through other flows, with ``seeds``."""
+    def _component(self, seeds) -> dict[Flow, None]:
+        """Every flow that shares a resource, directly or through other flows, with ``seeds``
+        (an ordered set: the order depends on the run only, not on memory addresses)."""
         active = self._active
-        seen = set(seeds)
+        seen = dict.fromkeys(seeds)
         stack = list(seen)
         while stack:
             for index in stack.pop().resources:
                 for other in active[index]:
                     if other not in seen:
-                        seen.add(other)
+                        seen[other] = None
                         stack.append(other)
         return seen
 
-    def _reallocate(self, flows: set[Flow], now: float) -> None:
+    def _reallocate(self, flows: dict[Flow, None], now: float) -> None:
         """Progress every flow to ``now`` at its old rate, then give the component its max-min
         fair rates; flows whose rate changed get a new scheduled end."""
         for flow in flows:
@@ -196,7 +199,7 @@ class FairNetwork(Network):
             if rate > 0:
                 self._schedule_end(flow, now + flow.remaining / rate)
 
-    def _max_min(self, flows: set[Flow]) -> dict[Flow, float]:
+    def _max_min(self, flows: dict[Flow, None]) -> dict[Flow, float]:
         """Progressive filling over the flows' resources (each flow also capped at its route's
         bandwidth, the bandwidth of its slowest link, which is one of those resources)."""
         capacity, active = self._capacity, self._active

@@ -30,20 +30,28 @@ def test_rank_gantt_has_one_bar_per_event_in_ms(ring4):
     events = result.events()
     figure = figures.rank_gantt(events, "step")
     segments = [trace for trace in figure.data if trace.mode == "lines"]
-    assert sum(len(trace.x) for trace in segments) == 4 * len(events)  # start, middle, end, gap
+    assert sum(len(trace.x) for trace in segments) == 3 * len(events)  # start, end, gap
     assert figure.layout.meta["bars"] == len(events) and figure.layout.meta["kinds"] == ["reduce", "send"]
     assert figure.layout.xaxis.title.text == "time (ms)"
     assert list(figure.layout.yaxis.ticktext) == ["rank 0", "rank 1", "rank 2", "rank 3"]
-    ends = [x for trace in segments if trace.name == "send" for x in trace.x[2::4]]
+    ends = [x for trace in segments if trace.name == "send" for x in trace.x[1::3]]
     assert max(ends) == pytest.approx(max(e["end_s"] for e in events if e["kind"] == "send") * 1e3)
+    # hover: one invisible point per bar, at its middle, saying what it is
+    hover = {trace.name: trace for trace in figure.data if trace.mode == "markers" and trace.customdata is not None}
+    assert sorted(hover) == ["reduce", "send"] and sum(len(trace.x) for trace in hover.values()) == len(events)
+    sends = sorted((e for e in events if e["kind"] == "send"), key=lambda e: (e["start_s"], e["rank"]))
+    points = sorted(zip(hover["send"].x, hover["send"].customdata[:, 0]))
+    assert points[0][0] == pytest.approx((sends[0]["start_s"] + sends[0]["end_s"]) / 2 * 1e3)
+    assert "send %{customdata[0]:.0f}→%{customdata[1]:.0f}" in hover["send"].hovertemplate
+    assert all(trace.hoverinfo == "skip" for trace in segments)
 
 
 def test_gantt_colours_by_the_chosen_column(ring4):
     _, result, _ = ring4
     by_step = figures.rank_gantt(result.events(), "step")
     by_chunk = figures.rank_gantt(result.events(), "chunk")
-    assert len({trace.line.color for trace in by_step.data[:-1]}) == 6  # 6 steps, 6 colours
-    assert len({trace.line.color for trace in by_chunk.data[:-1]}) == 1  # one chunk
+    assert len({trace.line.color for trace in by_step.data if trace.mode == "lines"}) == 6  # 6 steps, 6 colours
+    assert len({trace.line.color for trace in by_chunk.data if trace.mode == "lines"}) == 1  # one chunk
     assert by_chunk.data[-1].marker.colorbar.title.text == "chunk"
 
 
