@@ -40,13 +40,17 @@ RESULT = """t0 => {
             requests: responses.length, plots: plots.map(p => p[0])};
 }"""
 CASES = {
-    # name: (page query, field, value A, value B): the input alternates between A and B
+    # name: (page query, field, value A, value B): the input alternates between A and B;
+    # (page query, field, values...): a new value each time
     "size 64MiB<->32MiB at 8 ranks": ("?ranks=8", "size", "32MiB", "64MiB"),
     "ranks 8<->7 (all panels)": ("?ranks=8", "ranks", "7", "8"),
     "size 64MiB<->32MiB at 64 ranks": ("?ranks=64", "size", "32MiB", "64MiB"),
     "ranks 64<->63 (all panels)": ("?ranks=64", "ranks", "63", "64"),
     "size on two_level, 16 ranks": ("?topology=two_level&ranks=16&gpus_per_node=4&algorithm=hierarchical", "size", "32MiB", "64MiB"),
     "step slider at 64 ranks": ("?ranks=64", "step", "", ""),
+    # a rank count the server has not seen: its crossover is computed, not read from the cache
+    "ranks 8->new count (uncached)": ("?ranks=8", "ranks", *[str(p) for p in range(9, 40)]),
+    "ranks 64->new count (uncached)": ("?ranks=64", "ranks", *[str(p) for p in range(65, 96)]),
 }
 PAGES = {"Collectives": "/", "DDP buckets": "/ddp", "Sim vs measured": "/compare"}
 # on a fresh page: hook every graph's plotly_afterplot as soon as it exists, to time first loads
@@ -75,8 +79,9 @@ def quiet(page, settle_ms: int = 1200, limit_s: float = 20.0) -> None:
         page.wait_for_timeout(settle_ms)
 
 
-def measure(page, case: str, flip: bool) -> dict:
-    _, field, a, b = CASES[case]
+def measure(page, case: str, flip: bool, index: int = 0) -> dict:
+    _, field, *values = CASES[case]
+    a, b = (values[0], values[1]) if len(values) == 2 else (values[index % len(values)],) * 2
     page.bring_to_front()  # a tab in the background has its animation frames throttled: +50 ms
     page.evaluate(HOOK)
     page.evaluate("() => performance.clearResourceTimings()")
@@ -116,7 +121,7 @@ def run(urls: dict[str, str], repeats: int, chromium: str, cases: list[str] | No
             samples: dict[str, list[dict]] = {label: [] for label in urls}
             for index in range(repeats + 1):
                 for label, page in pages.items():  # interleaved
-                    sample = measure(page, case, index % 2 == 0)
+                    sample = measure(page, case, index % 2 == 0, index)
                     if index:  # the first round warms up
                         samples[label].append(sample)
             for label, rows in samples.items():

@@ -60,6 +60,11 @@ def time_unit(seconds: float) -> tuple[float, str]:
     return 1e9, "ns"
 
 
+def _how(method: str) -> str:
+    """A crossover point's method in words for its hover."""
+    return "extrapolated from two smaller runs" if method == "extrapolated" else method
+
+
 def byte_axis(low: float, high: float) -> dict[str, Any]:
     """Log-axis ticks at powers of two written in binary units (1 KiB, 1 MiB), as the inputs are."""
     low, high = max(float(low or 1), 1.0), max(float(high or 1), 1.0)
@@ -475,7 +480,6 @@ def crossover_figure(
                 )
             )
             continue
-        method = mine[0]["method"]
         figure.add_trace(
             go.Scatter(
                 x=[row["size_bytes"] for row in mine],
@@ -484,7 +488,7 @@ def crossover_figure(
                 name=f"{name}" + (" (current)" if name == algorithm else ""),
                 line={"color": PALETTE[index % len(PALETTE)], "width": 3.5 if name == algorithm else 1.8},
                 hovertemplate=[
-                    f"{name}: {format_time(row['time_s'])} at {format_size(row['size_bytes'])} ({method})<extra></extra>" for row in mine
+                    f"{name}: {format_time(row['time_s'])} at {format_size(row['size_bytes'])} ({_how(row['method'])})<extra></extra>" for row in mine
                 ],
             )
         )

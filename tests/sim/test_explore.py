@@ -135,6 +135,21 @@ def test_crossover_is_cached_and_agrees_with_the_closed_form():
     assert {row["method"] for row in first if row["algorithm"] == "double_binary_tree"} <= {"simulated", "replayed"}
 
 
+@pytest.mark.parametrize("sharing, tolerance", [("fifo", 1e-9), ("fair", 1e-3)])
+def test_crossover_extends_a_big_chunked_point_from_two_smaller_runs(sharing, tolerance):
+    """NCCL's tree cuts 1 GiB into 512 KiB chunks (24,576 messages on 7 ranks): the crossover
+    runs it at two smaller sizes and extends the line, close to the direct run's time."""
+    s = scenario(ranks=7, algorithm="nccl_tree", sharing=sharing)
+    rows = explore.crossover(s, sizes=(1 << 20, 1 << 30))
+    big = next(row for row in rows if row["algorithm"] == "nccl_tree" and row["size_bytes"] == 1 << 30)
+    assert big["method"] == "extrapolated"
+    direct = explore.time_of(s.replace(size_bytes=1 << 30))
+    assert big["time_s"] == pytest.approx(direct, rel=tolerance)
+    ring = next(row for row in rows if row["algorithm"] == "ring" and row["size_bytes"] == 1 << 30)
+    assert ring["method"] != "extrapolated"  # only points that send more than POINT_MESSAGES are extended
+    assert explore._extended_point(s.replace(algorithm="ring", size_bytes=1 << 30), 10**6) is None  # 14 messages at any size
+
+
 def test_cli_crossover_prints_the_fastest_per_size():
     from click.testing import CliRunner
 
