@@ -74,6 +74,26 @@ def test_ring_replay_refuses_shared_hops() -> None:
     assert timing.time_s == pytest.approx(run_collective(scenario).time_s, rel=1e-12)
 
 
+def test_ring_replay_finds_the_ring_routes_once_per_network(monkeypatch) -> None:
+    """A DDP sweep replays one network at ~100 sizes: the hops' routes are found once."""
+    from sim import collapsed
+    from sim.network import engine
+
+    collapsed._ring_hops.cache_clear()  # another test may have met this network
+    collapsed._simulated.cache_clear()
+    calls = []
+    original = engine.Network.route
+    monkeypatch.setattr(engine.Network, "route", lambda self, *args: calls.append(args) or original(self, *args))
+    base = CollectiveScenario.from_dict(
+        {"op": "all_reduce", "algorithm": "ring", "ranks": 16, "topology": "two_level", "gpus_per_node": 4,
+         "size": "1MiB", "bandwidth": "12.5GB/s", "latency": "3us", "intra_bandwidth": "150GB/s", "intra_latency": "1us"}
+    )  # fmt: skip
+    times = [collective_time(base.replace(size_bytes=size)) for size in (1 << 20, 3 << 20, 5 << 21)]
+    assert {timing.source for timing in times} == {"replayed"}
+    assert len(calls) == 16  # one route per hop, for the first size only
+    assert times[2].time_s == run_collective(base.replace(size_bytes=5 << 21)).time_s  # still the DES's answer, bit for bit
+
+
 def test_asymmetric_scenarios_fall_back_to_full() -> None:
     scenario = CollectiveScenario(op="all_reduce", algorithm="ring", ranks=4, size_bytes=64, stragglers=((1, 1e-3),), **BASE)
     result = run(scenario, "collapsed")
