@@ -30,6 +30,7 @@ the comm stream here).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -169,15 +170,42 @@ def build_units(scenario: FSDPScenario, prepared: ddp.Prepared) -> list[Unit]:
 # --- comm ---------------------------------------------------------------------------------
 
 
+# NCCL's channel rings and trees (sim.hardware.nccl_des) read the topology's gpus_per_node, which
+# a group's view of the network (sim.groups.GroupTopology) does not have
+_WHOLE_JOB_ONLY = ("nccl_ring", "nccl_tree")
+
+
 class Comm:
     """Seconds of one collective. ow: ``o + bytes/w`` for an all-reduce of ``bytes``, ``o +
     bytes/(2w)`` for an all-gather or reduce-scatter whose full (unsharded) buffer has ``bytes``
-    (a ring moves half an all-reduce's data). network: the collapsed simulation of the op on
-    the scenario's network (a hybrid shard group on the intra-node links, replicas on the NICs)."""
+    (a ring moves half an all-reduce's data).
+
+    network: every strategy's collectives run on the one network of the job: the scenario's
+    topology, or with ``hardware`` the preset's two_level with its NIC rails (as
+    ``collsim sim collective --hardware`` and DDP's buckets). Collectives over all ranks take the
+    collapsed simulation (closed form, ring replay or cached DES). hybrid_shard's collectives run
+    as NCCL runs sub-communicators: every shard group (``ranks / S`` groups of ``S`` consecutive
+    ranks, a node's GPUs by default) does its all-gather or reduce-scatter at the same time, and
+    every replica group (ranks ``i, i+S, i+2S, ...``) its all-reduce, on the same physical links
+    (``groups``, sim/groups.py), simulated message by message; the time is the slowest group's.
+    So a shard group that fits in a node runs on the intra-node links, and replica groups cross
+    nodes on their GPUs' NICs: a rail each on a preset with a NIC per GPU, one NIC shared by the
+    node's replica groups on the plain two_level. On a switch groups share no port, so a switch
+    of the group's size gives the same time in one step. The algorithm is the scenario's for
+    all-reduces (ring for the other ops unless it is nccl_ring); where it cannot run on a group
+    (hierarchical on replica groups whose ranks sit unevenly on nodes: shard groups of 3 on nodes
+    of 8; nccl_ring and nccl_tree on any group, see ``_WHOLE_JOB_ONLY``) that group's collective
+    falls back to ring and ``notes`` says so."""
 
     def __init__(self, scenario: FSDPScenario, element_bytes: int) -> None:
         self.scenario, self.element_bytes = scenario, element_bytes
         self._cache: dict[tuple[str, str, int], float] = {}
+        self._notes: dict[tuple[str, str], str] = {}
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """One line per (op, group) whose algorithm fell back to ring."""
+        return tuple(self._notes.values())
 
     def cost_s(self, op: str, nbytes: int, group: str = "world") -> float:
         s = self.scenario
@@ -188,29 +216,63 @@ class Comm:
             return s.o_s + nbytes / s.w_Bps / (1.0 if op == "all_reduce" else 2.0)
         key = (op, group, nbytes)
         if key not in self._cache:
-            from sim.collapsed import collective_time
-
-            self._cache[key] = collective_time(self._collective(op, nbytes, group, size)).time_s
+            self._cache[key] = self._network_s(op, nbytes, group, size)
         return self._cache[key]
 
-    def _collective(self, op: str, nbytes: int, group: str, size: int) -> Any:
+    def _network_s(self, op: str, nbytes: int, group: str, size: int) -> float:
+        s = self.scenario
+        algorithm = s.algorithm if op == "all_reduce" or s.algorithm in ("ring", "nccl_ring") else "ring"
+        try:
+            if group != "world" and algorithm in _WHOLE_JOB_ONLY:
+                raise CollsimError(f"{algorithm} lays NCCL's channels over the whole job's nodes here, not over a group's")
+            return _time_s(self._collective(op, nbytes, group, size, algorithm))
+        except CollsimError as error:
+            if group == "world" or algorithm == "ring":
+                raise
+            where = f"{'replica' if group == 'replicate' else group} groups of {size} ranks"
+            self._notes.setdefault((op, group), f"{op} in {where}: ring instead of {algorithm}, which cannot run there ({error})")
+            return _time_s(self._collective(op, nbytes, group, size, "ring"))
+
+    def _collective(self, op: str, nbytes: int, group: str, size: int, algorithm: str) -> Any:
         from sim.scenario import CollectiveScenario
 
         s = self.scenario
         step = self.element_bytes * size
         nbytes = max(step, -(-nbytes // step) * step)  # whole elements on every rank
         fields = {"topology": s.topology, "gpus_per_node": s.gpus_per_node, "bandwidth_Bps": s.bandwidth_Bps, "latency_s": s.latency_s,
-                  "intra_bandwidth_Bps": s.intra_bandwidth_Bps, "intra_latency_s": s.intra_latency_s}  # fmt: skip
-        if group != "world":
-            inside = group == "shard" and s.topology == "two_level" and s.gpus_per_node and size <= s.gpus_per_node
-            bandwidth = (s.intra_bandwidth_Bps or s.bandwidth_Bps) if inside else s.bandwidth_Bps
-            latency = (s.intra_latency_s if s.intra_latency_s is not None else s.latency_s) if inside else s.latency_s
-            fields = {"topology": "switch", "bandwidth_Bps": bandwidth, "latency_s": latency}
-        algorithm = s.algorithm if op == "all_reduce" or s.algorithm in ("ring", "nccl_ring") else "ring"
+                  "intra_bandwidth_Bps": s.intra_bandwidth_Bps, "intra_latency_s": s.intra_latency_s, "hardware": s.hardware,
+                  "ranks": s.ranks, "groups": ()}  # fmt: skip
+        if group != "world" and s.topology == "switch" and s.hardware is None:
+            fields["ranks"] = size  # groups share no port: each takes a switch of its size
+        elif group != "world":
+            fields["groups"] = self._groups(group)
         return CollectiveScenario(
-            op=op, algorithm=algorithm, ranks=size, size_bytes=nbytes, reduce_bandwidth_Bps=s.reduce_bandwidth_Bps,
+            op=op, algorithm=algorithm, size_bytes=nbytes, reduce_bandwidth_Bps=s.reduce_bandwidth_Bps,
             overhead_s=s.call_overhead_s, chunks=s.chunks, element_bytes=self.element_bytes, record="aggregate", **fields,
         )  # fmt: skip
+
+    def _groups(self, group: str) -> tuple[tuple[int, ...], ...]:
+        """hybrid_shard's process groups: shard groups of consecutive ranks, replica groups strided."""
+        ranks, size = self.scenario.ranks, self.scenario.group_size
+        if group == "shard":
+            return tuple(tuple(range(first, first + size)) for first in range(0, ranks, size))
+        return tuple(tuple(range(index, ranks, size)) for index in range(size))
+
+
+def _time_s(collective: Any) -> float:
+    """One call's time: collapsed for a collective over all ranks, the cached DES for groups."""
+    if not collective.groups:
+        from sim.collapsed import collective_time
+
+        return collective_time(collective).time_s
+    return _groups_time_s(collective)
+
+
+@functools.lru_cache(maxsize=1024)
+def _groups_time_s(collective: Any) -> float:
+    from sim.runner import run_collective
+
+    return run_collective(collective).time_s
 
 
 # --- the step -----------------------------------------------------------------------------
@@ -345,6 +407,7 @@ class FSDPResult:
     ddp_result: ddp.DDPResult | None = None
     grad_bytes: int = 0
     param_count: int = 0
+    notes: tuple[str, ...] = ()  # collectives that fell back to ring on a group (Comm)
 
     @property
     def compute_spans(self) -> list[tuple[float, float]]:
@@ -403,6 +466,7 @@ class FSDPResult:
             "peak_memory_bytes": self.memory["peak_bytes"],
             "memory": self.memory,
             "units": self.unit_rows(),
+            "notes": list(self.notes),
             "scenario": s.to_dict(),
         }
 
@@ -500,10 +564,11 @@ def run_fsdp(scenario: FSDPScenario, prepared: ddp.Prepared | None = None) -> FS
     units = build_units(scenario, prepared)
     n = scenario.group_size
     optimizer_s = prepared.optimizer_s / n if scenario.sharding != "no_shard" else prepared.optimizer_s
-    program = _Program(scenario, units, Comm(scenario, element_bytes), optimizer_s)
+    comm = Comm(scenario, element_bytes)
+    program = _Program(scenario, units, comm, optimizer_s)
     program.schedule()
     memory = memory_per_rank(scenario, units, program.ops, element_bytes)
-    return FSDPResult(scenario, tuple(units), tuple(program.ops), memory, None, prepared.grad_bytes, numel)
+    return FSDPResult(scenario, tuple(units), tuple(program.ops), memory, None, prepared.grad_bytes, numel, comm.notes)
 
 
 def _run_ddp(scenario: FSDPScenario, prepared: ddp.Prepared, element_bytes: int, numel: int) -> FSDPResult:
@@ -555,5 +620,5 @@ def compare(scenario: FSDPScenario, strategies: Sequence[str]) -> list[dict[str,
 
 COMPARE_KEYS = (
     "sharding", "ranks", "shard_group", "step_time_s", "exposed_comm_s", "compute_time_s", "comm_busy_s",
-    "no_overlap_bound_s", "perfect_overlap_bound_s", "peak_memory_bytes", "memory",
+    "no_overlap_bound_s", "perfect_overlap_bound_s", "peak_memory_bytes", "memory", "notes",
 )  # fmt: skip

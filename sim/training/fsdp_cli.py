@@ -60,7 +60,6 @@ def _run(
         data.update({"nodes": nodes} if nodes is not None else {})
         apply_hardware(data, pick=False)
         data.setdefault("comm", "network")
-    data.pop("hardware", None)
     scenario = model.FSDPScenario.from_dict(data)
     if compare:
         rows = model.compare(scenario, [name.strip() for name in compare.split(",") if name.strip()])
@@ -103,6 +102,7 @@ def format_summary(summary: dict[str, Any], max_rows: int = 8) -> str:
         lines.append(f"  {unit['name'][:16]:<16} {format_size(unit['bytes']):<12} {ops}")
     if len(summary["units"]) > max_rows:
         lines.append(f"  ... {len(summary['units']) - max_rows} more (use --json)")
+    lines += [f"  note: {note}" for note in summary.get("notes", [])]
     return "\n".join(lines)
 
 
@@ -118,6 +118,7 @@ def format_compare(rows: list[dict[str, Any]]) -> str:
         lines.append(
             f"{row['sharding']:<14} {_time(row['step_time_s']):>11} {_time(row['exposed_comm_s']):>13} {_time(row['comm_busy_s']):>11} {format_size(row['peak_memory_bytes']):>12}  {parts}"
         )
+    lines += [f"note ({row['sharding']}): {note}" for row in rows for note in row.get("notes", [])]
     return "\n".join(lines)
 
 

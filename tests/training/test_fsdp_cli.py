@@ -36,6 +36,34 @@ def test_compare_side_by_side_with_hardware():
     assert rows[0]["ranks"] == 16 and rows[1]["peak_memory_bytes"] < rows[0]["peak_memory_bytes"]
 
 
+def test_hybrid_shard_with_hierarchical_runs_on_the_presets_network():
+    """hybrid_shard's all-reduces across replica groups used to run on a switch, where hierarchical
+    cannot run; the scenario keeps the preset, so every strategy runs on its NIC rails."""
+    preset = ["--preset", "small", "--hardware", "dgx-h100", "--nodes", "2", "--algorithm", "hierarchical", *COMMON]
+    result = run(*preset, "--sharding", "hybrid_shard", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["scenario"]["hardware"] == "dgx-h100" and data["shard_group"] == 8 and data["notes"] == []
+    assert data["comm_by_kind_s"]["all_reduce"] > 0
+    rows = {row["sharding"]: row for row in json.loads(run(*preset, "--compare", "ddp,no_shard,hybrid_shard", "--json").output)}
+    assert rows["hybrid_shard"]["comm_busy_s"] == data["comm_busy_s"]
+    from sim.hardware.presets import scenario_fields
+    from sim.training.fsdp import FSDPScenario, run_fsdp
+
+    times = {"backward_time": "300ms", "forward_time": "150ms", "optimizer_time": "20ms"}
+    fields = {**scenario_fields("dgx-h100", 2), "preset": "small", "comm": "network", "algorithm": "hierarchical", **times}
+    for name in ("ddp", "no_shard"):  # the CLI's scenario is the preset's (the flag used to be dropped: no NIC rails)
+        alone = run_fsdp(FSDPScenario.from_dict({**fields, "sharding": name})).summary()
+        assert rows[name]["comm_busy_s"] == alone["comm_busy_s"]
+
+
+def test_a_group_the_algorithm_cannot_split_runs_ring_and_says_so():
+    args = ["--preset", "small", "--hardware", "dgx-h100", "--nodes", "3", "--algorithm", "hierarchical", *COMMON]
+    result = run(*args, "--sharding", "hybrid_shard", "--shard-size", "3")
+    assert result.exit_code == 0, result.output
+    assert "note: all_reduce in replica groups of 8 ranks: ring instead of hierarchical" in result.output
+
+
 def test_trace_and_csv(tmp_path):
     trace, table = tmp_path / "t.json", tmp_path / "t.csv"
     result = run("--preset", "small", "--ranks", "8", "--w", "10GB/s", *COMMON, "--trace", str(trace), "--csv", str(table))

@@ -157,3 +157,68 @@ def test_events_and_unit_rows():
 def test_bad_input_is_one_clear_error(changes, message):
     with pytest.raises(CollsimError, match=message):
         run_fsdp(uniform(**changes))
+
+
+# --- network comm on a hardware preset: every strategy on the preset's network ------------------
+
+
+def on_preset(nodes: int = 2, **changes) -> FSDPScenario:
+    """The L uniform blocks on dgx-h100 x nodes: two_level with a NIC rail per GPU."""
+    from sim.hardware.presets import scenario_fields
+
+    params = tuple({"name": f"layers.{i}.weight", "numel": UNIT // 4} for i in range(L))
+    base = {**scenario_fields("dgx-h100", nodes), "params": params, "comm": "network", "backward_time_s": 0.05}
+    return FSDPScenario.from_dict({**base, **changes})
+
+
+@pytest.mark.parametrize("algorithm", ["hierarchical", "ring"])
+def test_no_shard_all_reduces_cost_what_ddp_pays_on_the_preset(algorithm):
+    """One unit per parameter (no_shard) and one all-reduce per parameter (ddp overlap): the same
+    all-reduces, so the same comm time, each as collsim sim collective --hardware runs it."""
+    from sim.collapsed import collective_time
+
+    s = on_preset(algorithm=algorithm, strategy="overlap", units=",".join(f"layers.{i}" for i in range(L)))
+    rows = {row["sharding"]: row for row in compare(s, ["ddp", "no_shard"])}
+    alone = collective_time(s.collective(UNIT, 4))
+    assert alone.time_s > 0 and s.collective(UNIT, 4).hardware == "dgx-h100"
+    assert rows["no_shard"]["comm_busy_s"] == pytest.approx(L * alone.time_s, rel=1e-12)
+    assert rows["ddp"]["comm_busy_s"] == pytest.approx(L * alone.time_s, rel=1e-12)
+
+
+@pytest.mark.parametrize("algorithm", ["hierarchical", "ring"])
+def test_hybrid_shard_on_the_preset_closed_forms(algorithm):
+    """Shard groups of 8 = a node's GPUs on NVLink: ring all-gather / reduce-scatter of a unit,
+    7 (a_intra + UNIT/8 / B_intra). Replica groups {i, i+8}: one rank a node on GPU i's own NIC
+    rail, a 2-rank all-reduce of the UNIT/8 shard, 2 a_inter + UNIT/8 / B_nic (hierarchical with one
+    rank a node is that ring)."""
+    s = on_preset(algorithm=algorithm, sharding="hybrid_shard")
+    summary = run_fsdp(s).summary()
+    gather = 7 * (s.intra_latency_s + UNIT / 8 / s.intra_bandwidth_Bps)
+    reduce = 2 * s.latency_s + UNIT / 8 / s.bandwidth_Bps
+    assert summary["shard_group"] == 8 and summary["notes"] == []
+    assert summary["comm_by_kind_s"] == {
+        "all_gather": pytest.approx(2 * L * gather, rel=1e-9),
+        "reduce_scatter": pytest.approx(L * gather, rel=1e-9),
+        "all_reduce": pytest.approx(L * reduce, rel=1e-9),
+    }
+
+
+def test_replica_groups_share_the_nodes_nic_on_the_plain_two_level():
+    """Without the preset's rails (two_level: one NIC a node) the 8 replica groups' all-reduces
+    run at once, as NCCL's sub-communicators do, and share each node's NIC 8 ways."""
+    s = on_preset(sharding="hybrid_shard", algorithm="hierarchical").replace(hardware=None)
+    all_reduce = run_fsdp(s).summary()["comm_by_kind_s"]["all_reduce"]
+    message_latency = s.intra_latency_s + s.latency_s  # GPU -> node switch -> NIC -> core and back down
+    assert all_reduce == pytest.approx(L * (2 * message_latency + 8 * (UNIT / 8) / s.bandwidth_Bps), rel=1e-9)
+
+
+def test_an_algorithm_that_cannot_run_on_a_group_falls_back_to_ring_with_a_note():
+    """Shard groups of 3 on nodes of 8: replica group {0, 3, 6, ..., 21} sits 3, 3, 2 to a node,
+    which hierarchical cannot split; that all-reduce runs as ring, and the result says so."""
+    hierarchical = run_fsdp(on_preset(3, sharding="hybrid_shard", shard_size=3, algorithm="hierarchical")).summary()
+    ring = run_fsdp(on_preset(3, sharding="hybrid_shard", shard_size=3, algorithm="ring")).summary()
+    assert hierarchical["comm_by_kind_s"] == ring["comm_by_kind_s"] and ring["notes"] == []
+    [note] = hierarchical["notes"]
+    assert note.startswith("all_reduce in replica groups of 8 ranks: ring instead of hierarchical") and "[2, 3] to a node" in note
+    nccl = run_fsdp(on_preset(sharding="hybrid_shard", algorithm="nccl_ring", chunks=2)).summary()
+    assert len(nccl["notes"]) == 3 and all("ring instead of nccl_ring" in note for note in nccl["notes"])
