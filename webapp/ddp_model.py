@@ -447,10 +447,7 @@ def training_scenario(ddp_data: dict[str, Any], form: dict[str, Any]) -> tuple[A
     size = int(text) if text.isdigit() and int(text) >= 1 and ranks % int(text) == 0 else None
     if sharding == "hybrid_shard" and size is None:
         return None, {"shard_size": f"shard_size: must be a whole number of ranks that divides ranks ({ranks}), got {text!r}"}
-    # sim.training.fsdp builds its all-gathers, reduce-scatters and non-ddp all-reduces on the plain
-    # two_level (one shared NIC a node) and only its ddp strategy would honour a preset's NIC
-    # rails: without the preset name every strategy here is compared on the same network.
-    data = {**ddp_data, "hardware": None, "sharding": sharding, "shard_size": size}
+    data = {**ddp_data, "sharding": sharding, "shard_size": size}  # a preset's network (NIC rails) for every strategy
     try:
         return FSDPScenario.from_dict(data), {}
     except CollsimError as error:
@@ -472,7 +469,7 @@ def run_training(scenario: Any) -> dict[str, Any]:
     skipped: dict[str, str] = {}
     try:
         rows = compare(scenario, names)
-    except CollsimError:  # e.g. hierarchical (on a preset) for hybrid_shard's all-reduces across groups
+    except CollsimError:  # one strategy the settings cannot run does not take the others with it
         rows = []
         for name in names:
             try:

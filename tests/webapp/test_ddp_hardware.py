@@ -87,15 +87,21 @@ def test_network_mode_runs_on_the_presets_two_level_network():
     assert run_ddp(scenario).summary()["comm_busy_s"] < plain["comm_busy_s"] / 2
 
 
-def test_training_section_compares_every_strategy_on_one_network():
-    """sim.training.fsdp would build the rails for ddp only: the page leaves the preset out there."""
+def test_training_section_compares_every_strategy_on_the_presets_network():
+    """Every strategy's collectives run on the preset's NIC rails, ddp's and the others' alike."""
     from sim.training.fsdp import FSDPScenario, compare
 
     _, training, *_ = ddp.validate_page(None, *_picked("dgx-h100", "16", comm_model="network", algorithm="hierarchical").values(), None)
-    assert training["hardware"] is None and training["topology"] == "two_level" and training["gpus_per_node"] == 8
-    rows = {row["sharding"]: row for row in compare(FSDPScenario.from_dict(training), ["ddp", "no_shard"])}
+    assert training["hardware"] == "dgx-h100" and training["topology"] == "two_level" and training["gpus_per_node"] == 8
+    scenario = FSDPScenario.from_dict(training)
+    rows = {row["sharding"]: row for row in compare(scenario, ["ddp", "no_shard"])}
+    plain = {row["sharding"]: row for row in compare(scenario.replace(hardware=None), ["ddp", "no_shard"])}
     assert rows["ddp"]["comm_busy_s"] == pytest.approx(rows["no_shard"]["comm_busy_s"], rel=1e-9)
-    assert "one shared NIC a node" in ddp.simulate_training(training)[0]
+    assert rows["no_shard"]["comm_busy_s"] < plain["no_shard"]["comm_busy_s"] / 2  # rails: 4.16 ms, one NIC a node: 12.96 ms
+    notice, cards, strategies, *_ = ddp.simulate_training(training)
+    assert "Every strategy on one network: 2 x dgx-h100, its links and NICs (hierarchical)." in notice and "shared NIC" not in notice
+    exposed = strategies.layout.meta["exposed_comm_s"]
+    assert exposed["no_shard"] == rows["no_shard"]["exposed_comm_s"] and exposed["ddp"] == rows["ddp"]["exposed_comm_s"]
 
 
 def test_ow_mode_keeps_o_and_w_from_the_boxes():
@@ -147,10 +153,17 @@ def test_url_keeps_the_preset_and_the_layout_restores_it():
     assert "ddp-hardware-caption" in str(ddp.layout("?hardware=dgx-z9"))  # an unknown name still builds
 
 
-def test_a_strategy_the_algorithm_cannot_run_is_left_out_with_its_reason():
-    """hierarchical needs two_level; hybrid_shard's all-reduces across groups run on a switch."""
+def test_hierarchical_hybrid_shard_is_compared_on_the_preset():
+    """hybrid_shard's shard and replica groups run on the preset's network, where hierarchical runs."""
     form = _picked("dgx-h100", "16", comm_model="network", algorithm="hierarchical", sharding="full_shard", shard_size="4")
     _, training, *_ = ddp.validate_page(None, *form.values(), None)
     notice, cards, strategies, memory, timeline, caption = ddp.simulate_training(training)
-    assert "Not compared: hybrid_shard (algorithm hierarchical needs topology two_level" in notice
-    assert set(strategies.layout.meta["step_time_s"]) == {"ddp", "zero1", "shard_grad_op", "full_shard", "no_shard"}
+    assert "Not compared" not in notice and "Note:" not in notice
+    assert set(strategies.layout.meta["step_time_s"]) == {"ddp", "zero1", "shard_grad_op", "full_shard", "no_shard", "hybrid_shard"}
+
+
+def test_a_group_the_algorithm_cannot_split_runs_ring_and_the_notice_says_so():
+    form = _picked("dgx-h100", "24", comm_model="network", algorithm="hierarchical", sharding="hybrid_shard", shard_size="3")
+    _, training, *_ = ddp.validate_page(None, *form.values(), None)
+    notice = ddp.simulate_training(training)[0]
+    assert "Note: all_reduce in replica groups of 8 ranks: ring instead of hierarchical, which cannot run there" in notice

@@ -345,11 +345,10 @@ def simulate_training(data: dict | None) -> tuple:
     ]
     group = f", shard group {summary['shard_group']} of {summary['ranks']} ranks" if chosen == "hybrid_shard" else ""
     notice = f"Training step with {chosen}{group}: {summary['num_units']} units, {format_size(summary['grad_bytes'])} of gradients."
-    # the page sets two_level only from a preset; its GPU presets have a NIC per GPU, so several
-    # GPUs a node across nodes is where the plain two_level (one NIC a node) differs from it
-    rails = scenario.topology == "two_level" and (scenario.gpus_per_node or 1) > 1 and scenario.ranks > scenario.gpus_per_node
-    if scenario.comm == "network" and rails:
-        notice += " Network: two_level with one shared NIC a node (this model does not build the preset's NIC rails)."
+    if scenario.comm == "network" and scenario.hardware:
+        nodes = scenario.ranks // scenario.gpus_per_node
+        notice += f" Every strategy on one network: {nodes} x {scenario.hardware}, its links and NICs ({scenario.algorithm})."
+    notice += "".join(f" Note: {note}." for note in summary["notes"])
     notice += "".join(f" Not compared: {name} ({reason})." for name, reason in answer["skipped"].items())
     title = f"{chosen}: one rank's step, bars coloured by unit"
     timeline = figures.training_timeline(answer["result"].events(), title)
