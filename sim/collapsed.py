@@ -72,6 +72,14 @@ def collective_time(scenario: CollectiveScenario) -> Timing:
     return _simulated(single)
 
 
+def replay_time(scenario: CollectiveScenario) -> Timing | None:
+    """One call's time by the vectorized ring replay (exact, no per-message simulation), or
+    None when the scenario cannot be replayed (another algorithm, shared hops, stragglers...)."""
+    if why_not_collapsed(scenario) is not None:
+        return None
+    return _ring_replay(scenario.replace(repetitions=1, verify=False, record="aggregate", seed=0))
+
+
 def _ring_counts(s: CollectiveScenario) -> tuple[int | None, int | None, int | None]:
     """(messages, bytes on the wire, steps) of the ring algorithms with an even split."""
     p, k, n = s.ranks, s.chunks, s.size_bytes

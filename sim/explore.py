@@ -19,7 +19,7 @@ from simpy.core import EmptySchedule
 
 from sim import analytic
 from sim.call import split
-from sim.collapsed import collective_time, why_not_collapsed
+from sim.collapsed import collective_time, replay_time, why_not_collapsed
 from sim.errors import CollsimError
 from sim.groups import group_closed_form
 from sim.hardware.nccl_des import TREE_CHUNK_BYTES
@@ -141,8 +141,10 @@ def _growth(small: float, large: float, factor: float, apart: float = 2.0) -> fl
     return factor ** (math.log(large / small) / math.log(apart)) if large >= small else 1.0
 
 
+@lru_cache(maxsize=1024)
 def _probe(s: CollectiveScenario, ranks: int, nbytes: int) -> tuple[int, int]:
-    """(messages, distinct sender-receiver pairs) of ``s`` at ``ranks`` ranks and ``nbytes``."""
+    """(messages, distinct sender-receiver pairs) of ``s`` at ``ranks`` ranks and ``nbytes``
+    (kept: every size above the probes' own asks the same two or three of them)."""
     changes: dict[str, Any] = {"ranks": ranks, "record": "aggregate", "stragglers": (), "root": 0, "repetitions": 1}
     unit = ranks * s.chunks * s.element_bytes
     changes["size_bytes"] = max(unit, nbytes - nbytes % unit)
@@ -461,21 +463,27 @@ def _crossover(key: str, sizes: tuple[int, ...], max_messages: int) -> tuple[dic
     rows: list[dict[str, Any]] = []
     budget = max_messages
     op, element_bytes = data["op"], int(data.get("element_bytes", 4))
-    for algorithm in algorithms_for(op):
+    names = algorithms_for(op)
+    scenarios: dict[str, CollectiveScenario] = {}
+    for algorithm in names:
         spec = algorithm_spec(op, algorithm)
         fields = {**data, "algorithm": algorithm, "size_bytes": element_bytes * int(data["ranks"]), "record": "aggregate"}
         fields["chunks"] = fields.get("chunks", 1) if spec.chunked else 1
         try:
-            mine = CollectiveScenario.from_dict(fields)
+            scenarios[algorithm] = CollectiveScenario.from_dict(fields)
         except CollsimError as error:
             rows.append({"algorithm": algorithm, "size_bytes": None, "time_s": None, "method": "n/a", "why": str(error)})
-            continue
+    # the cheapest algorithms first: the budget runs out on the costly ones, not before the rest
+    for algorithm in sorted(scenarios, key=lambda name: work(scenarios[name]).cost):
+        mine = scenarios[algorithm]
         routed = False  # routes are found once per algorithm, not once per size
         for index, nbytes in enumerate(sizes):
             point = mine.replace(size_bytes=max(nbytes - nbytes % element_bytes, element_bytes))
             closed = analytic.for_scenario(point)
             if closed is not None:
                 rows.append(_row(algorithm, point, closed, "closed form"))
+            elif (replayed := replay_time(point)) is not None:  # vectorized, no messages: costs no budget
+                rows.append(_row(algorithm, point, replayed.time_s, "replayed"))
             elif index % 2 and index != len(sizes) - 1 and len(sizes) > 4:
                 continue  # simulated curves: every other size shows the crossover at half the cost
             elif (cost := _point_cost(point, routed)) > POINT_MESSAGES and (extended := _extended_point(point, budget)) is not None:
@@ -492,7 +500,8 @@ def _crossover(key: str, sizes: tuple[int, ...], max_messages: int) -> tuple[dic
                     rows.append(_row(algorithm, point, timing.time_s, timing.source.replace("_", " ")))
                 else:
                     rows.append(_row(algorithm, point, _plain(point).time_s, "simulated"))
-    return tuple(rows)
+    order = {name: index for index, name in enumerate(names)}
+    return tuple(sorted(rows, key=lambda row: order[row["algorithm"]]))  # stable: sizes stay in order
 
 
 def _extended_point(point: CollectiveScenario, budget: int) -> tuple[float, int] | None:

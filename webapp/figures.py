@@ -521,6 +521,13 @@ def crossover_figure(
     figure.update_yaxes(type="log", title=f"time ({unit})", domain=[0.12, 1.0])
     figure.update_layout(yaxis2={"domain": [0, 0.06], "visible": False, "range": [-1, 1]}, legend={"title": {"text": "algorithm"}})
     figure.add_annotation(text="fastest:", x=0, y=0.03, xref="paper", yref="paper", xanchor="right", showarrow=False, font={"size": 11})
+    beyond = sorted({row["algorithm"] for row in rows if row["why"] == "too large to simulate here"}, key=algorithms.index)
+    if beyond:  # said where the points are missing, and where to get them
+        figure.add_annotation(
+            text=f"not simulated here (too many messages): some sizes of {', '.join(beyond)}; `collsim sim crossover` draws more",
+            x=1, y=1.02, xref="paper", yref="paper", xanchor="right", yanchor="bottom", showarrow=False, font={"size": 11, "color": "#a00"},
+        )  # fmt: skip
+    figure.update_layout(meta={"beyond_budget": beyond})
     return figure
 
 

@@ -237,3 +237,16 @@ def test_every_trace_type_is_in_the_served_plotly_bundle():
     for path in root.rglob("*.py"):
         used |= set(re.findall(r"\bgo\.([A-Z][A-Za-z0-9]+)\(", path.read_text()))
     assert used - {"Figure"} <= cartesian, used - cartesian
+
+
+def test_crossover_says_which_points_were_beyond_the_budget():
+    rows = [
+        {"algorithm": "ring", "size_bytes": 1024, "time_s": 1e-5, "method": "closed form", "why": ""},
+        {"algorithm": "nccl_tree", "size_bytes": 1024, "time_s": 2e-5, "method": "simulated", "why": ""},
+        {"algorithm": "nccl_tree", "size_bytes": 1 << 30, "time_s": None, "method": "n/a", "why": "too large to simulate here"},
+    ]
+    figure = figures.crossover_figure(rows, 1024, "ring")
+    assert figure.layout.meta["beyond_budget"] == ["nccl_tree"]
+    assert any("collsim sim crossover" in note.text and "nccl_tree" in note.text for note in figure.layout.annotations)
+    quiet = figures.crossover_figure(rows[:2], 1024, "ring")
+    assert quiet.layout.meta["beyond_budget"] == [] and not any("collsim sim crossover" in n.text for n in quiet.layout.annotations)
