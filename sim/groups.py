@@ -98,6 +98,17 @@ class GroupTopology:
     def node_of(self, rank: int) -> int:
         return self.topology.node_of(self.members[rank])
 
+    @property
+    def gpus_per_node(self) -> int | None:
+        """The group's ranks per node, when every node it uses holds the same number and local
+        rank r sits on the group's node r // that number (how NCCL lays out its rings and trees
+        over nodes); None otherwise, and NCCL's algorithms treat the group as one flat node."""
+        nodes = self._node_ranks
+        size = len(nodes[0]) if nodes else 0
+        if not size or any(sorted(ranks) != list(range(index * size, (index + 1) * size)) for index, ranks in enumerate(nodes)):
+            return None
+        return size
+
     def node_ranks(self) -> list[list[int]]:
         """The group's local ranks on each node it uses, nodes in order, ranks in endpoint order."""
         return [list(ranks) for ranks in self._node_ranks]

@@ -170,11 +170,6 @@ def build_units(scenario: FSDPScenario, prepared: ddp.Prepared) -> list[Unit]:
 # --- comm ---------------------------------------------------------------------------------
 
 
-# NCCL's channel rings and trees (sim.hardware.nccl_des) read the topology's gpus_per_node, which
-# a group's view of the network (sim.groups.GroupTopology) does not have
-_WHOLE_JOB_ONLY = ("nccl_ring", "nccl_tree")
-
-
 class Comm:
     """Seconds of one collective. ow: ``o + bytes/w`` for an all-reduce of ``bytes``, ``o +
     bytes/(2w)`` for an all-gather or reduce-scatter whose full (unsharded) buffer has ``bytes``
@@ -194,8 +189,8 @@ class Comm:
     of the group's size gives the same time in one step. The algorithm is the scenario's for
     all-reduces (ring for the other ops unless it is nccl_ring); where it cannot run on a group
     (hierarchical on replica groups whose ranks sit unevenly on nodes: shard groups of 3 on nodes
-    of 8; nccl_ring and nccl_tree on any group, see ``_WHOLE_JOB_ONLY``) that group's collective
-    falls back to ring and ``notes`` says so."""
+    of 8) that group's collective falls back to ring and ``notes`` says so. NCCL's rings and trees
+    lay their channels over the group's own nodes (``sim.groups.GroupTopology.gpus_per_node``)."""
 
     def __init__(self, scenario: FSDPScenario, element_bytes: int) -> None:
         self.scenario, self.element_bytes = scenario, element_bytes
@@ -223,8 +218,6 @@ class Comm:
         s = self.scenario
         algorithm = s.algorithm if op == "all_reduce" or s.algorithm in ("ring", "nccl_ring") else "ring"
         try:
-            if group != "world" and algorithm in _WHOLE_JOB_ONLY:
-                raise CollsimError(f"{algorithm} lays NCCL's channels over the whole job's nodes here, not over a group's")
             return _time_s(self._collective(op, nbytes, group, size, algorithm))
         except CollsimError as error:
             if group == "world" or algorithm == "ring":

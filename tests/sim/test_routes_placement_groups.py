@@ -270,3 +270,28 @@ def test_cli_placement_groups_and_errors():
     for args, message in [(("--groups", "3x5"), "groups: 3x5"), (("--placement", "round_robin"), "placement: round_robin")]:
         bad = _cli("--ranks", "16", *args)
         assert bad.returncode == 2 and bad.stderr.startswith("error: ") and message in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize("algorithm", ["nccl_ring", "nccl_tree"])
+def test_nccl_algorithms_run_on_groups(algorithm):
+    """NCCL's rings and trees lay ranks out by node; a group reports its own ranks per node (it
+    used to have none: AttributeError). Groups of one whole node each run as that node alone."""
+    from sim.hardware.presets import scenario_fields
+    from sim.runner import run_collective
+    from sim.scenario import CollectiveScenario
+
+    fields = {"op": "all_reduce", "algorithm": algorithm, "size": "1MiB"}
+    node_groups = run_collective(CollectiveScenario.from_dict({**scenario_fields("dgx-h100", 2), **fields, "groups": "2x8"}))
+    one_node = run_collective(CollectiveScenario.from_dict({**scenario_fields("dgx-h100", 1), **fields}))
+    assert node_groups.group_times_s == [pytest.approx(one_node.time_s, rel=1e-12)] * 2
+    across = run_collective(CollectiveScenario.from_dict({**scenario_fields("dgx-h100", 2), **fields, "groups": "strided:8"}))
+    assert len(across.group_times_s) == 8 and across.time_s > 0
+
+
+def test_a_group_reports_ranks_per_node_only_when_nodes_are_even_and_in_order():
+    from sim.groups import GroupTopology
+
+    two_level = topo.two_level(2, 8, 1e-6, 1e11, 5e-6, 1e10)
+    assert GroupTopology(two_level, range(16)).gpus_per_node == 8
+    assert GroupTopology(two_level, [0, 8]).gpus_per_node == 1
+    assert GroupTopology(two_level, [0, 1, 8]).gpus_per_node is None  # 2 on one node, 1 on the other

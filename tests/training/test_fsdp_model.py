@@ -220,5 +220,6 @@ def test_an_algorithm_that_cannot_run_on_a_group_falls_back_to_ring_with_a_note(
     assert hierarchical["comm_by_kind_s"] == ring["comm_by_kind_s"] and ring["notes"] == []
     [note] = hierarchical["notes"]
     assert note.startswith("all_reduce in replica groups of 8 ranks: ring instead of hierarchical") and "[2, 3] to a node" in note
+    # NCCL's rings lay their channels over a group's own nodes: they run on groups, no fallback
     nccl = run_fsdp(on_preset(sharding="hybrid_shard", algorithm="nccl_ring", chunks=2)).summary()
-    assert len(nccl["notes"]) == 3 and all("ring instead of nccl_ring" in note for note in nccl["notes"])
+    assert nccl["notes"] == [] and nccl["comm_busy_s"] > 0
