@@ -272,7 +272,7 @@ def _bar_hover(table: np.ndarray, lanes: np.ndarray, kind: str, width_px: float,
         x=(table[:, 5] + table[:, 6]) / 2,
         y=lanes,
         mode="markers",
-        marker={"size": max(6.0, width_px), "opacity": 0},
+        marker={"size": max(6.0, width_px), "opacity": 0, "maxdisplayed": 1},  # hover needs the points, not their SVG nodes
         customdata=table,
         hovertemplate=f"{kind} {verb}<br>%{{customdata[2]:,.0f}} bytes, step %{{customdata[3]:.0f}}, chunk %{{customdata[4]:.0f}}<br>%{{customdata[5]:.4g}} → %{{customdata[6]:.4g}} {unit}<extra></extra>",
         name=kind,

@@ -476,12 +476,17 @@ def simulate_in_background(set_progress: Any, job: dict | None) -> tuple:
     return panels(outcome, job.get("color_by") or "step")
 
 
-def _direct_simulate(data: dict | None, color_by: str, position: int | None) -> tuple:
-    return simulate(data, color_by, True, position)
+def _from_fields(background: bool):
+    """The simulation callback on the form's fields themselves (validated here as by
+    :func:`validate`), not on the scenario store: it starts with the input change instead of one
+    round trip later, while the store still feeds the crossover and the second column."""
 
+    def simulate_fields(*args: Any) -> tuple:
+        count = len(model.DEFAULTS)
+        color_by, position = args[count:]
+        return simulate(validate(*args[:count])[0], color_by, background, position)
 
-def _simulate_without_background(data: dict | None, color_by: str, position: int | None) -> tuple:
-    return simulate(data, color_by, False, position)
+    return simulate_fields
 
 
 def cancelled(clicks: int | None) -> str:
@@ -701,10 +706,10 @@ def register(app: Any) -> None:
     app.callback(
         *[Output(*output) for output in PANEL_OUTPUTS],
         Output(ids.COLL_JOB, "data"),
-        Input(ids.COLL_SCENARIO, "data"),
+        *fields,
         Input(ids.COLL_COLOR_BY, "value"),
         State(ids.COLL_STEP, "value"),
-    )(_guarded(_direct_simulate if background else _simulate_without_background, lambda message: (message, *([no_update] * (KEEP + 1)))))
+    )(_guarded(_from_fields(background), lambda message: (message, *([no_update] * (KEEP + 1)))))
     if background:
         app.callback(
             *[Output(*output, allow_duplicate=True) for output in PANEL_OUTPUTS],
