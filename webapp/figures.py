@@ -64,7 +64,12 @@ def byte_axis(low: float, high: float) -> dict[str, Any]:
 
 
 def _layout(title: str, height: int = 360, **more: Any) -> dict[str, Any]:
-    return {"title": {"text": title, "x": 0.01, "font": {"size": 15}}, "height": height, "margin": {"l": 60, "r": 20, "t": 48, "b": 48}, **more}
+    return {
+        "title": {"text": title, "x": 0.01, "font": {"size": 15}},
+        "height": height,
+        "margin": {"l": 60, "r": 20, "t": 48, "b": 48},
+        **more,
+    }
 
 
 def _base(title: str, height: int = 360) -> go.Figure:
@@ -483,7 +488,8 @@ def crossover_figure(
                 name=f"{name}" + (" (current)" if name == algorithm else ""),
                 line={"color": PALETTE[index % len(PALETTE)], "width": 3.5 if name == algorithm else 1.8},
                 hovertemplate=[
-                    f"{name}: {format_time(row['time_s'])} at {format_size(row['size_bytes'])} ({_how(row['method'])})<extra></extra>" for row in mine
+                    f"{name}: {format_time(row['time_s'])} at {format_size(row['size_bytes'])} ({_how(row['method'])})<extra></extra>"
+                    for row in mine
                 ],
             )
         )
