@@ -68,6 +68,7 @@ def _layout(title: str, height: int = 360, **more: Any) -> dict[str, Any]:
         "title": {"text": title, "x": 0.01, "font": {"size": 15}},
         "height": height,
         "margin": {"l": 60, "r": 20, "t": 48, "b": 48},
+        "template": {},  # none (plotly.py would otherwise attach its 7 kB default, another look)
         **more,
     }
 
@@ -1018,7 +1019,7 @@ def side_by_side_figure(columns: Sequence[tuple[str, np.ndarray, np.ndarray, np.
     span = max(float(ends.max()) for _, _, _, ends in columns if len(ends)) or 1.0
     factor, unit = time_unit(span)
     figure = make_subplots(rows=len(columns), cols=1, shared_xaxes=True, vertical_spacing=0.12, subplot_titles=[c[0] for c in columns])
-    figure.update_layout(margin={"l": 60, "r": 20, "t": 60, "b": 48})
+    figure.update_layout(margin={"l": 60, "r": 20, "t": 60, "b": 48}, template={})
     centres = (np.arange(UTIL_BINS) + 0.5) * span / UTIL_BINS * factor
     for row, (label, ranks, starts, ends) in enumerate(columns, start=1):
         count = int(ranks.max()) + 1 if len(ranks) else 1

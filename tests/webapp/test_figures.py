@@ -250,3 +250,20 @@ def test_crossover_says_which_points_were_beyond_the_budget():
     assert any("collsim sim crossover" in note.text and "nccl_tree" in note.text for note in figure.layout.annotations)
     quiet = figures.crossover_figure(rows[:2], 1024, "ring")
     assert quiet.layout.meta["beyond_budget"] == [] and not any("collsim sim crossover" in n.text for n in quiet.layout.annotations)
+
+
+def test_figures_carry_no_template(ring4):
+    """Figures are built unchecked from layout dicts: without an explicit empty template plotly.py
+    would attach its default (7 kB each, and a grey-blue plot area instead of the app's white)."""
+    import json
+
+    from plotly.utils import PlotlyJSONEncoder
+
+    _, result, _ = ring4
+    built = [
+        figures.rank_gantt(result.events(), "step"),
+        figures.note_figure("nothing", "Empty"),
+        figures.crossover_figure([{"algorithm": "ring", "size_bytes": 1024, "time_s": 1e-5, "method": "closed form", "why": ""}]),
+    ]
+    for figure in built:
+        assert json.loads(json.dumps(figure, cls=PlotlyJSONEncoder))["layout"]["template"] == {}
