@@ -60,7 +60,7 @@ def test_hardware_picker_fills_runs_explains_and_comes_back(app_page: Page, live
     expect(app_page.locator("#ddp-step-time")).to_have_text(step_time(ranks="16", comm_model="network"))
     caption.locator("summary").click()
     expect(caption.locator("details li", has_text="NVIDIA ConnectX-7 product brief")).to_be_visible()
-    shot("ddp-hardware")
+    shot("ddp-hardware", docs=True)
 
     app_page.reload()
     expect(app_page.locator("#ddp-hardware")).to_contain_text("dgx-h100")
