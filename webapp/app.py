@@ -1,8 +1,9 @@
 """The Dash app and its shell: a navigation bar, the URL, and the page container.
 
-Routing is one callback on the URL's path only, so a page may write its scenario into the
-query string (``?ranks=16&size=1MiB``) without being rebuilt; the query is read once, when the
-page is built, which is what makes reload and shared links restore the view.
+Routing: a page may write its scenario into the query string (``?ranks=16&size=1MiB``) without
+being rebuilt; the query is read when the page is built, which is what makes reload, shared
+links and Back/Forward restore the view. A query the page wrote itself stops in the browser
+(:data:`ROUTE_GATE_JS`), so an input change sends the server no routing request.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import dash
-from dash import Input, Output, State, ctx, dcc, html
+from dash import Input, Output, State, dcc, html
 from dash.exceptions import PreventUpdate
 
 from webapp import ids
@@ -29,6 +30,7 @@ def shell() -> html.Div:
         [
             dcc.Location(id=ids.URL, refresh=False),
             dcc.Store(id=ids.URL_WRITTEN),
+            dcc.Store(id=ids.ROUTE_REQUEST),
             html.Header(
                 [html.Span("collsim", className="brand"), html.Span("what-if explorer", className="tagline"), html.Nav(links, id=ids.NAV)],
                 className="header",
@@ -38,11 +40,24 @@ def shell() -> html.Div:
     )
 
 
-def on_url(pathname: str | None, search: str | None, written: str | None) -> object:
-    """The routing callback: a change of the query alone rebuilds the page only when the page did
-    not write that query itself (it came from Back/Forward or an edited address)."""
-    search_only = bool(ctx.triggered_prop_ids) and all(key.endswith(".search") for key in ctx.triggered_prop_ids)
-    return route(pathname, search, written, search_only)
+# The routing gate, in the browser: a query the page wrote itself (every input change writes one)
+# asks the server nothing; a new path, or a query from Back/Forward or the address bar, becomes a
+# route request (with a time, so the same request twice still builds the page again).
+ROUTE_GATE_JS = """
+function(pathname, search, written) {
+    const triggered = (dash_clientside.callback_context.triggered || []).map(t => t.prop_id);
+    const searchOnly = triggered.length > 0 && triggered.every(id => id.endsWith('.search'));
+    if (searchOnly && (search || '') === (written || '')) { return window.dash_clientside.no_update; }
+    return {pathname: pathname, search: search || '', at: Date.now()};
+}
+"""
+
+
+def on_route_request(request: dict | None) -> object:
+    """The routing callback behind the browser's gate (:data:`ROUTE_GATE_JS`)."""
+    if not request:
+        raise PreventUpdate
+    return route(request.get("pathname"), request.get("search"))
 
 
 def route(pathname: str | None, search: str | None, written: str | None = None, search_only: bool = False) -> object:
@@ -111,7 +126,14 @@ def create_app(db_path: str | None = None, background: bool = True) -> dash.Dash
     app._background_manager = manager  # the pages' background callbacks run through it
     app.server.config["COLLSIM_DB"] = db_path
     app.layout = shell()
-    app.callback(Output(ids.PAGE, "children"), Input(ids.URL, "pathname"), Input(ids.URL, "search"), State(ids.URL_WRITTEN, "data"))(on_url)
+    app.clientside_callback(
+        ROUTE_GATE_JS,
+        Output(ids.ROUTE_REQUEST, "data"),
+        Input(ids.URL, "pathname"),
+        Input(ids.URL, "search"),
+        State(ids.URL_WRITTEN, "data"),
+    )
+    app.callback(Output(ids.PAGE, "children"), Input(ids.ROUTE_REQUEST, "data"))(on_route_request)
     for page in PAGES:
         page.register(app)
     return app

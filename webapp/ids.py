@@ -5,6 +5,7 @@ URL = "url"
 PAGE = "page"
 NAV = "nav"
 URL_WRITTEN = "url-written"  # dcc.Store: the query a page last wrote (anything else in the URL is Back/Forward)
+ROUTE_REQUEST = "route-request"  # dcc.Store: a path and query the page container must be built for
 
 # collectives page: form fields (each has an error slot next to it: error_id(field))
 COLL_FIELDS = (
