@@ -137,10 +137,7 @@ def load_mapping(path: str | Path, kind: str = "scenario file") -> dict[str, Any
     if not path.is_file():
         raise CollsimError(f"{kind} {str(path)!r} not found")
     try:
-        text = path.read_text()
-        data = _json_mapping(text) if path.suffix.lower() == ".json" else None
-        if data is None:  # libyaml's parser when PyYAML has it: the pure-Python one reads ~1 MB/s
-            data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - a safe loader
+        data = parse_data(path.read_text(), path.suffix)
     except yaml.YAMLError as error:
         raise CollsimError(f"{kind} {str(path)!r} is not valid YAML/JSON: {error}") from None
     except (OSError, UnicodeDecodeError) as error:
@@ -150,15 +147,21 @@ def load_mapping(path: str | Path, kind: str = "scenario file") -> dict[str, Any
     return data
 
 
-def _json_mapping(text: str) -> Any:
-    """A .json file's data read as JSON (a recorded DDP profile is megabytes of it), or None
-    when it is not valid JSON, so the YAML reader gives the message."""
+def parse_data(text: str, suffix: str = "") -> Any:
+    """A JSON or YAML document's data. A ``.json`` text goes through the JSON parser (recorded
+    profiles and parameter lists are megabytes of it); any other text, or a ``.json`` one that
+    is not valid JSON, through PyYAML's safe loader, libyaml's when PyYAML has it (the
+    pure-Python parser reads ~1 MB/s). Raises ``yaml.YAMLError`` for text that is neither."""
     import json
 
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
+    import yaml
+
+    if suffix.lower() == ".json":
+        try:
+            return json.loads(text)
+        except ValueError:
+            pass  # the YAML reader says what is wrong (or reads YAML saved as .json)
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - a safe loader
 
 
 class ScenarioData:

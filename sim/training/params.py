@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from sim.errors import CollsimError
+from sim.scenario import parse_data
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,7 @@ def load_params(path: str | Path) -> list[Param]:
     if not path.is_file():
         raise CollsimError(f"params file {str(path)!r} not found")
     try:
-        data = yaml.safe_load(path.read_text())
+        data = parse_data(path.read_text(), path.suffix)
     except yaml.YAMLError as error:
         raise CollsimError(f"params file {str(path)!r} is not valid JSON/YAML: {error}") from None
     if not isinstance(data, dict) or "params" not in data:
