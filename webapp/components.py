@@ -31,11 +31,12 @@ def field(name: str, label: str, hint: str, component: Any, page: str = "coll", 
     )
 
 
-def graph(graph_id: str, height: int = 360) -> dcc.Graph:
-    """A graph whose height follows its figure's layout.height (``height`` until the first one)."""
-    return dcc.Graph(
-        id=graph_id, config=GRAPH_CONFIG, figure={"layout": {"height": height, "xaxis": {"visible": False}, "yaxis": {"visible": False}}}
-    )
+def graph(graph_id: str, height: int = 360, figure: Any = None) -> dcc.Graph:
+    """A graph whose height follows its figure's layout.height (``height`` until the first one,
+    when no ``figure`` is given)."""
+    if figure is None:
+        figure = {"layout": {"height": height, "xaxis": {"visible": False}, "yaxis": {"visible": False}}}
+    return dcc.Graph(id=graph_id, config=GRAPH_CONFIG, figure=figure)
 
 
 def number_card(title: str, value: str, card_id: str) -> html.Div:

@@ -71,6 +71,7 @@ COLL_PROGRESS = "coll-progress"  # the progress box (shown while a background ru
 COLL_PROGRESS_BAR = "coll-progress-bar"
 COLL_PROGRESS_TEXT = "coll-progress-text"
 COLL_CANCEL = "coll-cancel"
+COLL_STOP = "coll-stop"  # dcc.Store: set (in the browser) when a new scenario must stop a running background job
 COLL_CMP_FIELD = "coll-cmp-field"  # side by side: which input the second column changes
 COLL_CMP_VALUE = "coll-cmp-value"  # ... and to what (empty: no second column)
 COLL_CMP_TIMELINE = "coll-cmp-timeline"

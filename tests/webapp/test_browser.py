@@ -129,20 +129,30 @@ def test_a_shared_link_opens_the_same_view(app_page: Page, live_server: str):
     expect(app_page.locator("#coll-op")).to_contain_text("broadcast")
     expect(app_page.locator("#coll-algorithm")).to_contain_text("binomial")
     expect(app_page.locator("#coll-sim-time")).to_have_text(sim_time(op="broadcast", algorithm="binomial", ranks="16", size="4MiB"))
+    # an algorithm the op does not offer: the page opens on the op's first one (set in the layout)
+    open_page(app_page, live_server + "/?op=broadcast&algorithm=ring&ranks=16")
+    expect(app_page.locator("#coll-algorithm")).to_contain_text("linear")
+    expect(app_page.locator("#coll-sim-time")).to_have_text(sim_time(op="broadcast", algorithm="linear", ranks="16"))
+    expect(app_page).to_have_url(re.compile(r"algorithm=linear"))
 
 
 def test_algorithm_and_topology_dropdowns(app_page: Page, live_server: str):
     open_page(app_page, live_server + "/")
     choose(app_page, "coll-algorithm", "recursive doubling")
     expect(app_page.locator("#coll-sim-time")).to_have_text(sim_time(algorithm="recursive_doubling"))
+    expect(app_page.locator("#coll-gpus_per_node")).to_be_hidden()  # two_level only (shown in the browser)
     choose(app_page, "coll-topology", "two_level")
     expect(app_page.locator("#coll-gpus_per_node")).to_be_visible()
+    expect(app_page.locator("#coll-intra_latency")).to_be_visible()
     type_into(app_page, "ranks", "16")
     type_into(app_page, "gpus_per_node", "4")
     expect(app_page.locator("#coll-sim-time")).to_have_text(
         sim_time(algorithm="recursive_doubling", topology="two_level", ranks="16", gpus_per_node="4")
     )
     expect(app_page.locator("#coll-topology-graph .main-svg").first).to_contain_text("node3")
+    choose(app_page, "coll-topology", "ring")
+    expect(app_page.locator("#coll-gpus_per_node")).to_be_hidden()
+    expect(app_page.locator("#coll-placement")).to_be_hidden()
 
 
 def test_step_player_plays_and_shows_buffers(app_page: Page, live_server: str):

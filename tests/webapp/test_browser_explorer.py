@@ -103,6 +103,24 @@ def test_empty_required_field_gets_a_message(app_page: Page, live_server: str):
     expect(app_page.locator("#coll-notice")).to_contain_text("Fix the highlighted inputs")
 
 
+def test_the_url_holds_what_was_typed_and_only_what_differs(app_page: Page, live_server: str):
+    """The query is written in the browser (no request per change): only fields that differ from
+    the defaults, what was typed even when invalid, form-encoded so the server reads it back."""
+    open_page(app_page, live_server + "/")
+    type_into(app_page, "ranks", "abc")
+    expect(app_page.locator("#coll-ranks-error")).to_contain_text("ranks: expected a whole number")
+    expect(app_page).to_have_url(re.compile(r"/\?ranks=abc$"))  # a shared link shows the same message
+    type_into(app_page, "ranks", "16")
+    type_into(app_page, "stragglers", "3:20us, 5:1ms")
+    expect(app_page).to_have_url(re.compile(r"/\?ranks=16&stragglers=3%3A20us%2C\+5%3A1ms$"))
+    app_page.reload()
+    expect(app_page.locator("#coll-stragglers")).to_have_value("3:20us, 5:1ms")
+    expect(app_page.locator("#coll-ranks")).to_have_value("16")
+    type_into(app_page, "ranks", "8")
+    type_into(app_page, "stragglers", "")
+    expect(app_page).to_have_url(re.compile(r"/$"))  # all defaults: no query at all
+
+
 def test_back_and_forward_restore_inputs_and_the_url_keeps_the_view(app_page: Page, live_server: str):
     open_page(app_page, live_server + "/")
     type_into(app_page, "ranks", "16")

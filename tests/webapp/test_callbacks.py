@@ -27,14 +27,6 @@ def test_validate_good_and_bad():
     assert messages[list(model.DEFAULTS).index("ranks")].startswith("ranks: expected a whole number")
 
 
-def test_the_url_keeps_inputs_and_view_options():
-    search, written = page.url_query(*values(ranks="abc"), 0, "step", "algorithm", None)
-    assert search == written == "?ranks=abc"  # what was typed, so a shared link shows the same message
-    search, _ = page.url_query(*values(ranks="16"), 3, "chunk", "sharing", "fifo")
-    assert search == "?ranks=16&step=3&color=chunk&cmp=sharing%3Afifo"
-    assert page.url_query(*values(), 0, "step", "algorithm", None)[0] == ""
-
-
 def test_side_by_side_splits_the_difference():
     data = page.validate(*values())[0]
     options, value = page.compare_choices("algorithm", data, "double_binary_tree")
@@ -43,6 +35,11 @@ def test_side_by_side_splits_the_difference():
     assert page.compare_choices("sharing", data, None)[0] == [{"label": "fifo", "value": "fifo"}]
     timeline, parts, note, style = page.compare_panel("double_binary_tree", "algorithm", data)
     assert style == {} and page.compare_panel(None, "algorithm", data)[3] == {"display": "none"}
+    options, value, row, _, style = page.compare_update("algorithm", "ring", *values())  # ring is A itself: cleared
+    assert value is None and row == [] and style == {"display": "none"} and "ring" not in [o["value"] for o in options]
+    _, value, row, note, style = page.compare_update("algorithm", "double_binary_tree", *values())
+    assert value is no_update and style == {} and note.startswith("B takes")
+    assert [column.children.id for column in row] == ["coll-cmp-timeline", "coll-cmp-parts"]  # graphs only when shown
     assert timeline.layout.meta["columns"] == ["A: ring", "B: double_binary_tree"]
     first, second = parts.layout.meta["parts"]
     assert first["total"] == pytest.approx(run_collective(page._scenario(data)).time_s, rel=1e-9)

@@ -162,7 +162,11 @@ def test_crossover_covers_every_runnable_algorithm():
 
 def test_crossover_simulates_off_the_switch():
     rows = model.crossover(scenario(topology="ring", ranks="8"))
-    assert {row["method"] for row in rows if row["time_s"] is not None} <= {"simulated", "replayed", "extrapolated"}  # no closed form off the switch
+    assert {row["method"] for row in rows if row["time_s"] is not None} <= {
+        "simulated",
+        "replayed",
+        "extrapolated",
+    }  # no closed form off the switch
 
 
 def test_topology_layouts():

@@ -107,8 +107,8 @@ def form(values: dict[str, str]) -> html.Div:
     for name in model.DEFAULTS:
         label, hint = LABELS[name]
         component = _input(name, values[name])
-        if name == "algorithm":
-            component.options = _options(values["op"])
+        if name == "algorithm":  # the page comes with its op's choices: no callback at load
+            component.options, component.value = algorithms_for_op(values["op"], values["algorithm"])
         hidden = name in TWO_LEVEL_ONLY and values["topology"] != "two_level"
         rows.append(field(name, label, hint, component, hidden=hidden))
     return html.Div(rows, className="form")
@@ -202,6 +202,7 @@ def layout(search: str = "") -> html.Div:
             dcc.Store(id=ids.COLL_SCENARIO),
             dcc.Store(id=ids.COLL_PLAYER_STORE),
             dcc.Store(id=ids.COLL_JOB),
+            dcc.Store(id=ids.COLL_STOP),
             html.Aside([html.H3("Scenario"), form(values), downloads], className="sidebar"),
             html.Section(
                 [
@@ -270,19 +271,8 @@ def compare_section(compare_field: str, compare_value: str, values: dict[str, st
                 ],
                 className="compare-bar",
             ),
-            dcc.Loading(
-                html.Div(
-                    [
-                        html.Div(graph(ids.COLL_CMP_TIMELINE, 120), className="col wide"),
-                        html.Div(graph(ids.COLL_CMP_PARTS, 120), className="col narrow"),
-                    ],
-                    className="row",
-                    id=ids.COLL_CMP_ROW,
-                    style={} if compare_value else {"display": "none"},  # nothing to draw until a second scenario is picked
-                ),
-                type="dot",
-                delay_show=250,
-            ),
+            # the two graphs come with the comparison (compare_update): none to draw until one is picked
+            dcc.Loading(html.Div([], className="row", id=ids.COLL_CMP_ROW, style={"display": "none"}), type="dot", delay_show=250),
         ]
     )
 
@@ -321,10 +311,6 @@ def apply_hardware(name: str | None, ranks: str | None) -> tuple:
     return tuple(values[key] for key in HARDWARE_FIELDS)
 
 
-def two_level_fields(topology: str) -> list[dict[str, str]]:
-    return [{} if topology == "two_level" else {"display": "none"} for _ in TWO_LEVEL_ONLY]
-
-
 def validate(*values: str) -> tuple:
     """Form values (in ``DEFAULTS`` order) -> (scenario dict or None, one message per field...)."""
     form_values = dict(zip(model.DEFAULTS, values))
@@ -333,15 +319,34 @@ def validate(*values: str) -> tuple:
     return (scenario.to_dict() if scenario else None), *messages
 
 
-def url_query(*values: Any) -> tuple[str, str]:
-    """Form values (in ``DEFAULTS`` order), then step, colour-by, compare field and value ->
-    the URL query (twice: for the address bar and for the page's record of what it wrote).
-    Only what differs from the defaults is written, so shared links stay short."""
-    form_values = dict(zip(model.DEFAULTS, values))
-    step, color_by, compare_field, compare_value = values[len(model.DEFAULTS) :]
-    view = {"step": str(step or 0), "color": color_by or "step", "cmp": f"{compare_field}:{compare_value}" if compare_value else ""}
-    query = urlstate.query_from_form({**form_values, **view}, {**model.DEFAULTS, **VIEW_DEFAULTS})
-    return query, query
+def url_query_js(view_first: bool = False) -> str:
+    """The URL writer, in the browser (no request per input change): form values (in ``DEFAULTS``
+    order) and step, colour-by, compare field and value (first when ``view_first``, after the
+    form otherwise) -> the URL query, twice (for the address
+    bar and for the page's record of what it wrote, see :data:`webapp.app.ROUTE_GATE_JS`). Only
+    what differs from the defaults is written, as :func:`webapp.urlstate.query_from_form` does
+    (falsy values as empty; form-urlencoded, which :func:`webapp.urlstate.form_from_query` reads)."""
+    names = json.dumps(list(model.DEFAULTS))
+    defaults = json.dumps({**model.DEFAULTS, **VIEW_DEFAULTS})
+    return f"""
+function(...args) {{
+    const names = {names}, defaults = {defaults};
+    const form = {{}}, offset = {4 if view_first else 0};
+    names.forEach((name, i) => {{ form[name] = args[offset + i]; }});
+    const [step, color, cmpField, cmpValue] = {"args.slice(0, 4)" if view_first else "args.slice(names.length)"};
+    form.step = String(step || 0);
+    form.color = color || 'step';
+    form.cmp = cmpValue ? cmpField + ':' + cmpValue : '';
+    const query = new URLSearchParams();
+    for (const [key, fallback] of Object.entries(defaults)) {{
+        const value = form[key];
+        const text = (value === null || value === undefined || value === false || value === 0) ? '' : String(value);
+        if (text !== fallback) {{ query.append(key, text); }}
+    }}
+    const search = query.toString() ? '?' + query.toString() : '';
+    return [search, search];
+}}
+"""
 
 
 def _written(function):
@@ -567,6 +572,23 @@ def compare_panel(value: str | None, compare_field: str | None, data: dict | Non
     return timeline, figure, note, {}
 
 
+def compare_update(compare_field: str | None, value: str | None, *fields: str) -> tuple:
+    """The second column in one request, on the form's fields (validated as by :func:`validate`):
+    its choices (:func:`compare_choices`), then both runs (:func:`compare_panel`) for the value
+    kept, as the row's two graphs; the row is empty and hidden while none is picked."""
+    data = validate(*fields)[0]
+    options, new_value = compare_choices(compare_field, data, value)
+    kept = value if new_value is no_update else new_value
+    timeline, parts, note, style = compare_panel(kept, compare_field, data)
+    if style:  # nothing to compare (or too large): no graphs to draw
+        return options, new_value, [], note, style
+    row = [
+        html.Div(graph(ids.COLL_CMP_TIMELINE, figure=timeline), className="col wide"),
+        html.Div(graph(ids.COLL_CMP_PARTS, figure=parts), className="col narrow"),
+    ]
+    return options, new_value, row, note, style
+
+
 def download(trigger: str | None, data: dict | None) -> tuple[Any, str]:
     """The file for the pressed download button, or a message saying why there is none."""
     if not trigger:
@@ -655,8 +677,15 @@ def register(app: Any) -> None:
         Output(ids.field_id("algorithm"), "value"),
         Input(ids.field_id("op"), "value"),
         State(ids.field_id("algorithm"), "value"),
+        prevent_initial_call=True,  # the layout has them (one round trip less before the first run)
     )(algorithms_for_op)
-    app.callback(*[Output(f"field-{name}", "style") for name in TWO_LEVEL_ONLY], Input(ids.field_id("topology"), "value"))(two_level_fields)
+    app.clientside_callback(  # the two_level-only fields, shown for two_level (the layout sets them at load)
+        "function(topology) { const style = topology === 'two_level' ? {} : {display: 'none'};"
+        f" return Array({len(TWO_LEVEL_ONLY)}).fill(style); }}",
+        *[Output(f"field-{name}", "style") for name in TWO_LEVEL_ONLY],
+        Input(ids.field_id("topology"), "value"),
+        prevent_initial_call=True,
+    )
     app.callback(
         *[Output(ids.field_id(name), "value", allow_duplicate=True) for name in HARDWARE_FIELDS],
         Input(ids.field_id("hardware"), "value"),
@@ -668,39 +697,44 @@ def register(app: Any) -> None:
         *[Output(ids.error_id(name), "children") for name in model.DEFAULTS],
         *fields,
     )(_guarded(validate, lambda message: (None, message, *[""] * (len(model.DEFAULTS) - 1))))
-    # Two writers of one query: an input change is written at once (the view options as State),
-    # a view change (step, colour, comparison) too; one callback with all of them as Inputs
-    # would wait for the simulation, whose output the step is.
+    # Two writers of one query, both in the browser: an input change is written at once (the view
+    # options as State), a view change (step, colour, comparison) too; one callback with all of
+    # them as Inputs would wait for the simulation, whose output the step is.
     view = [(ids.COLL_STEP, "value"), (ids.COLL_COLOR_BY, "value"), (ids.COLL_CMP_FIELD, "value"), (ids.COLL_CMP_VALUE, "value")]
-    app.callback(
-        Output(ids.URL, "search"),
-        Output(ids.URL_WRITTEN, "data"),
-        *fields,
-        *[State(*item) for item in view],
-    )(_guarded(url_query, lambda message: (no_update, no_update)))
-    app.callback(
+    app.clientside_callback(
+        url_query_js(), Output(ids.URL, "search"), Output(ids.URL_WRITTEN, "data"), *fields, *[State(*item) for item in view]
+    )
+    app.clientside_callback(
+        url_query_js(view_first=True),
         Output(ids.URL, "search", allow_duplicate=True),
         Output(ids.URL_WRITTEN, "data", allow_duplicate=True),
-        *[State(ids.field_id(name), "value") for name in model.DEFAULTS],
         *[Input(*item) for item in view],
+        *[State(ids.field_id(name), "value") for name in model.DEFAULTS],
         prevent_initial_call=True,
-    )(_guarded(url_query, lambda message: (no_update, no_update)))
+    )
+    # The second column and the crossover take the fields themselves, as the simulation does: all
+    # three start with the input change, none waits one round trip for the scenario store.
     app.callback(
         Output(ids.COLL_CMP_VALUE, "options"),
         Output(ids.COLL_CMP_VALUE, "value"),
-        Input(ids.COLL_CMP_FIELD, "value"),
-        Input(ids.COLL_SCENARIO, "data"),
-        State(ids.COLL_CMP_VALUE, "value"),
-    )(compare_choices)
-    app.callback(
-        Output(ids.COLL_CMP_TIMELINE, "figure"),
-        Output(ids.COLL_CMP_PARTS, "figure"),
+        Output(ids.COLL_CMP_ROW, "children"),
         Output(ids.COLL_CMP_NOTE, "children"),
         Output(ids.COLL_CMP_ROW, "style"),
+        Input(ids.COLL_CMP_FIELD, "value"),
         Input(ids.COLL_CMP_VALUE, "value"),
-        State(ids.COLL_CMP_FIELD, "value"),
+        *fields,
+    )(_guarded(compare_update, lambda message: (no_update, no_update, [], message, {"display": "none"})))
+    # A new scenario (or colouring) stops a running background job; the signal is set in the
+    # browser only while one runs (the Cancel button is enabled), so an ordinary update sends no
+    # cancel request.
+    app.clientside_callback(
+        "function(scenario, color, idle) { return idle ? window.dash_clientside.no_update : Date.now(); }",
+        Output(ids.COLL_STOP, "data"),
         Input(ids.COLL_SCENARIO, "data"),
-    )(_guarded(compare_panel, lambda message: (no_update, no_update, message, {"display": "none"})))
+        Input(ids.COLL_COLOR_BY, "value"),
+        State(ids.COLL_CANCEL, "disabled"),
+        prevent_initial_call=True,
+    )
     manager = getattr(app, "_background_manager", None)
     background = manager is not None
     app.callback(
@@ -724,7 +758,7 @@ def register(app: Any) -> None:
                 (Output(ids.COLL_CANCEL, "disabled"), False, True),
             ],
             # Cancel, or any new scenario (which may be answered directly), stops the run
-            cancel=[Input(ids.COLL_CANCEL, "n_clicks"), Input(ids.COLL_SCENARIO, "data"), Input(ids.COLL_COLOR_BY, "value")],
+            cancel=[Input(ids.COLL_CANCEL, "n_clicks"), Input(ids.COLL_STOP, "data")],
             prevent_initial_call=True,
         )(_guarded(simulate_in_background, lambda message: (message, *([no_update] * KEEP))))
         app.callback(
@@ -752,8 +786,8 @@ def register(app: Any) -> None:
         State(ids.COLL_STEP, "max"),
         prevent_initial_call=True,
     )(tick)
-    app.callback(Output(ids.COLL_CROSSOVER, "figure"), Input(ids.COLL_SCENARIO, "data"))(
-        _guarded(crossover_panel, lambda message: figures.note_figure(message, "Algorithm crossover"))
+    app.callback(Output(ids.COLL_CROSSOVER, "figure"), *fields)(
+        _guarded(lambda *values: crossover_panel(validate(*values)[0]), lambda message: figures.note_figure(message, "Algorithm crossover"))
     )
     buttons = [ids.COLL_DL_YAML, ids.COLL_DL_JSON, ids.COLL_DL_CSV, ids.COLL_DL_TRACE]
     app.callback(

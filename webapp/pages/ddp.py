@@ -73,6 +73,7 @@ def _input(name: str, value: str) -> Any:
         )
     if name == "bucket":
         marks = {k: format_size(2**k).replace(" ", "") for k in range(model.MIN_BUCKET_LOG2, model.MAX_BUCKET_LOG2 + 1, 3)}
+        synced, label = sync_bucket(model.slider_from_bucket(value))
         return html.Div(
             [
                 dcc.Slider(
@@ -84,8 +85,9 @@ def _input(name: str, value: str) -> Any:
                     marks=marks,
                     updatemode="mouseup",
                 ),
-                dcc.Input(id=fid, type="text", value=value, style={"display": "none"}),
-                html.Div(id="ddp-bucket-label", className="hint"),
+                # the field and label as the slider sets them (sync_bucket), so nothing runs at load
+                dcc.Input(id=fid, type="text", value=synced, style={"display": "none"}),
+                html.Div(label, id="ddp-bucket-label", className="hint"),
             ]
         )
     return dcc.Input(id=fid, type="text", value=value, debounce=True, autoComplete="off", className="text-input")
@@ -112,7 +114,8 @@ def layout(search: str = "") -> html.Div:
         label, hint = LABELS[name]
         rows.append(field(name, label, hint, _input(name, values[name]), page=PAGE, hidden=hidden))
         if name == "hardware":
-            rows[-1].children.append(html.Div(id=ids.DDP_HARDWARE_CAPTION, className="hardware-caption"))
+            caption = _guarded(hardware_caption, lambda message: [html.P(message, className="error")])(*[values[k] for k in CAPTION_FIELDS])
+            rows[-1].children.append(html.Div(caption, id=ids.DDP_HARDWARE_CAPTION, className="hardware-caption"))
     upload = html.Div(
         [
             html.Label("Or upload a parameter list", className="label"),
@@ -401,10 +404,19 @@ def register(app: Any) -> None:
     if model.missing():
         return
     fid = lambda name: ids.field_id(name, PAGE)  # noqa: E731
-    app.callback(Output(fid("bucket"), "value"), Output("ddp-bucket-label", "children"), Input(ids.DDP_BUCKET_SLIDER, "value"))(sync_bucket)
-    app.callback(*[Output(f"{PAGE}-field-{name}", "style") for name in OW_ONLY + NETWORK_ONLY], Input(fid("comm_model"), "value"))(
-        comm_fields
-    )
+    # The layout sets what these set (bucket field and label, visible fields, the preset's caption):
+    # none runs at load, so the first simulation starts one round trip after the page arrives.
+    app.callback(
+        Output(fid("bucket"), "value"),
+        Output("ddp-bucket-label", "children"),
+        Input(ids.DDP_BUCKET_SLIDER, "value"),
+        prevent_initial_call=True,
+    )(sync_bucket)
+    app.callback(
+        *[Output(f"{PAGE}-field-{name}", "style") for name in OW_ONLY + NETWORK_ONLY],
+        Input(fid("comm_model"), "value"),
+        prevent_initial_call=True,
+    )(comm_fields)
     app.callback(
         Output(ids.DDP_UPLOAD_STORE, "data"),
         Output(ids.error_id("upload", PAGE), "children"),
@@ -414,7 +426,7 @@ def register(app: Any) -> None:
         prevent_initial_call=True,
     )(_guarded(upload, lambda message: (None, message, "")))
     names = list(model.DEFAULTS)
-    app.callback(Output(f"{PAGE}-field-shard_size", "style"), Input(fid("sharding"), "value"))(shard_size_field)
+    app.callback(Output(f"{PAGE}-field-shard_size", "style"), Input(fid("sharding"), "value"), prevent_initial_call=True)(shard_size_field)
     app.callback(
         *[Output(fid(name), "value") for name in model.HARDWARE_FIELDS],
         Input(fid("hardware"), "value"),
@@ -426,9 +438,9 @@ def register(app: Any) -> None:
             lambda message: tuple(no_update for _ in model.HARDWARE_FIELDS),
         )
     )
-    app.callback(Output(ids.DDP_HARDWARE_CAPTION, "children"), *[Input(fid(name), "value") for name in CAPTION_FIELDS])(
-        _guarded(hardware_caption, lambda message: [html.P(message, className="error")])
-    )
+    app.callback(
+        Output(ids.DDP_HARDWARE_CAPTION, "children"), *[Input(fid(name), "value") for name in CAPTION_FIELDS], prevent_initial_call=True
+    )(_guarded(hardware_caption, lambda message: [html.P(message, className="error")]))
     app.callback(
         Output(ids.DDP_SCENARIO, "data"),
         Output(ids.TRAIN_SCENARIO, "data"),
