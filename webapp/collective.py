@@ -6,8 +6,17 @@ call them directly. Nothing is cached between calls: every request carries its o
 
 from __future__ import annotations
 
+import atexit
+import json
+import logging
 import math
+import multiprocessing
+import os
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +30,8 @@ from sim.runner import build_topology, start_collective
 from sim.scenario import CollectiveScenario
 from sim.units import format_size, parse_bandwidth, parse_size, parse_time
 from webapp import urlstate
+
+log = logging.getLogger(__name__)
 
 MIN_RANKS, MAX_RANKS = 2, 1024
 MAX_SIM_MESSAGES = 120_000  # about a second of simulation (see estimate_cost): answered directly
@@ -391,8 +402,80 @@ CROSSOVER_MESSAGES = 30_000  # half the CLI's budget: an uncached crossover answ
 
 def crossover(scenario: CollectiveScenario, sizes: tuple[int, ...] = CROSSOVER_SIZES) -> list[dict[str, Any]]:
     """Every algorithm of the op over message size (:func:`sim.explore.crossover`, cached), on
-    the page's budget: points beyond it say "too large to simulate here" (the CLI draws more)."""
-    return explore.crossover(scenario, sizes, max_messages=CROSSOVER_MESSAGES)
+    the page's budget: points beyond it say "too large to simulate here" (the CLI draws more).
+
+    With :func:`start_helper` (the served app), a crossover not cached here is computed in a
+    helper process: its CPU then runs on the other core beside the same update's simulation,
+    where a thread would wait for the interpreter lock."""
+    data = scenario.to_dict()
+    # what the crossover does not depend on (it varies algorithm and size itself), as sim.explore keys it
+    same = {name: value for name, value in data.items() if name not in ("algorithm", "size_bytes", "record", "repetitions")}
+    key = (json.dumps(same, sort_keys=True, default=str), tuple(sizes))
+    with _crossover_lock:
+        rows = _crossover_cache.get(key)
+        if rows is not None:
+            _crossover_cache.move_to_end(key)
+    if rows is None:
+        rows = tuple(_crossover_in_helper(data, tuple(sizes)))
+        with _crossover_lock:
+            _crossover_cache[key] = rows
+            while len(_crossover_cache) > 256:
+                _crossover_cache.popitem(last=False)
+    return [dict(row) for row in rows]
+
+
+_crossover_cache: OrderedDict[tuple[str, tuple[int, ...]], tuple[dict[str, Any], ...]] = OrderedDict()
+_crossover_lock = threading.Lock()
+
+
+def _crossover_in_helper(data: dict[str, Any], sizes: tuple[int, ...]) -> list[dict[str, Any]]:
+    pool = _helper
+    if pool is not None:
+        try:
+            return pool.submit(_crossover_rows, data, sizes).result(timeout=HELPER_TIMEOUT_S)
+        except (BrokenProcessPool, RuntimeError, TimeoutError):  # the helper died or hangs: compute it here
+            log.warning("crossover helper process unavailable; computing in the server process", exc_info=True)
+            stop_helper()
+    return _crossover_rows(data, sizes)
+
+
+def _crossover_rows(data: dict[str, Any], sizes: tuple[int, ...]) -> list[dict[str, Any]]:
+    return explore.crossover(CollectiveScenario.from_dict(data), sizes, max_messages=CROSSOVER_MESSAGES)
+
+
+HELPER_TIMEOUT_S = 120.0
+_helper: ProcessPoolExecutor | None = None
+_helper_lock = threading.Lock()
+
+
+def start_helper() -> None:
+    """Start the crossover's helper process (one per server process; a fresh interpreter, so no
+    lock or thread of the server is copied into it) and warm it on the default scenario, so the
+    first page's crossover does not wait for it to start. Stopped at exit."""
+    global _helper
+    with _helper_lock:
+        if _helper is None:
+            _helper = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+            scenario, _ = parse_form(DEFAULTS)
+            if scenario is not None:
+                _helper.submit(_crossover_rows, scenario.to_dict(), CROSSOVER_SIZES)
+            atexit.register(stop_helper)
+
+
+def stop_helper() -> None:
+    global _helper
+    with _helper_lock:
+        pool, _helper = _helper, None
+    if pool is not None:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def helper_pid() -> int | None:
+    """The helper process's id (None when none runs): for tests and diagnostics."""
+    pool = _helper
+    if pool is None:
+        return None
+    return pool.submit(os.getpid).result(timeout=HELPER_TIMEOUT_S)
 
 
 # --------------------------------------------------------------------------- player

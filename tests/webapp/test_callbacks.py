@@ -328,3 +328,18 @@ def test_hardware_picker_fills_the_network_and_the_crossover_shows_nccls_pick():
         page.apply_hardware("", "8")
     _, *messages = page.validate(*values(hardware="dgx-h100", **{**filled, "topology": "switch"}))
     assert "builds two_level with 8 ranks per node" in messages[0]
+
+
+def test_the_page_is_served_without_babel_polyfill_but_with_regenerator_runtime():
+    """@babel/polyfill is dropped from the index (~0.1 s of a first load, and a slow
+    String.prototype.trim); the lazy loaders' regeneratorRuntime comes from the assets instead,
+    before dash-renderer and dcc. The browser tests load every page this way."""
+    from webapp.app import create_app
+
+    html = create_app(background=False).server.test_client().get("/").get_data(as_text=True)
+    assert "polyfill@" not in html
+    scripts = [line for line in html.splitlines() if "<script src=" in line]
+    runtime = next(i for i, line in enumerate(scripts) if "regenerator-runtime.js" in line)
+    renderer = next(i for i, line in enumerate(scripts) if "dash_renderer" in line)
+    core = next(i for i, line in enumerate(scripts) if "dash_core_components.v" in line)
+    assert runtime < renderer and runtime < core

@@ -180,3 +180,25 @@ def test_topology_layouts():
         ranks = [node for node in layout["nodes"] if node["rank"] is not None]
         assert len(ranks) == int(changes.get("ranks", "8"))
         assert len({(node["x"], node["y"]) for node in ranks}) == len(ranks)  # no two ranks on one spot
+
+
+def test_the_crossover_helper_process_gives_the_same_rows():
+    """The served app computes crossovers in a helper process (the other core, beside the
+    simulation); its rows are the in-process ones, and it really is another process."""
+    import os
+
+    from sim import explore
+
+    s = model.parse_form({**model.DEFAULTS, "ranks": "11", "size": "3MiB"})[0]
+    here = explore.crossover(s, model.CROSSOVER_SIZES, max_messages=model.CROSSOVER_MESSAGES)
+    model.start_helper()
+    try:
+        pid = model.helper_pid()
+        assert pid is not None and pid != os.getpid()
+        assert model.crossover(s) == here
+        cached = len(model._crossover_cache)
+        assert model.crossover(s.replace(size_bytes=2**20, algorithm="nccl_tree")) == here  # same network and ranks
+        assert len(model._crossover_cache) == cached
+    finally:
+        model.stop_helper()
+    assert model.helper_pid() is None
