@@ -520,7 +520,12 @@ def crossover_figure(
         figure.add_vline(x=size_bytes, line={"dash": "dot", "color": "#888"})
     sizes = [row["size_bytes"] for row in points]
     figure.update_xaxes(type="log", title="message size", **byte_axis(min(sizes), max(sizes)))
-    figure.update_yaxes(type="log", title=f"time ({unit})", domain=[0.12, 1.0])
+    # a label per power of ten, written out (Plotly's default labels the 2s and 5s between them
+    # and switches to SI prefixes: "100μ" ms); left to Plotly when the times span under two decades
+    times = [row["time_s"] * factor for row in points if row["time_s"]]
+    decades = math.log10(max(times) / min(times)) if times else 0.0
+    ticks = {"dtick": 1, "exponentformat": "none"} if decades >= 2 else {}
+    figure.update_yaxes(type="log", title=f"time ({unit})", domain=[0.12, 1.0], **ticks)
     figure.update_layout(yaxis2={"domain": [0, 0.06], "visible": False, "range": [-1, 1]}, legend={"title": {"text": "algorithm"}})
     figure.add_annotation(text="fastest:", x=0, y=0.03, xref="paper", yref="paper", xanchor="right", showarrow=False, font={"size": 11})
     beyond = sorted({row["algorithm"] for row in rows if row["why"] == "too large to simulate here"}, key=algorithms.index)

@@ -252,6 +252,20 @@ def test_crossover_says_which_points_were_beyond_the_budget():
     assert quiet.layout.meta["beyond_budget"] == [] and not any("collsim sim crossover" in n.text for n in quiet.layout.annotations)
 
 
+def test_crossover_time_axis_labels_powers_of_ten_written_out():
+    """Over two decades or more the time axis labels each power of ten as a plain number (Plotly
+    would also label the 2s and 5s between, and write 1e-4 ms as "100μ"); under two, Plotly's own."""
+    rows = [
+        {"algorithm": "ring", "size_bytes": 1024, "time_s": 1e-7, "method": "closed form", "why": ""},
+        {"algorithm": "ring", "size_bytes": 1 << 30, "time_s": 1e-2, "method": "closed form", "why": ""},
+    ]
+    wide = figures.crossover_figure(rows, 1024, "ring").layout.yaxis
+    assert wide.type == "log" and wide.dtick == 1 and wide.exponentformat == "none"
+    rows[1] = {**rows[1], "time_s": 5e-7}
+    narrow = figures.crossover_figure(rows, 1024, "ring").layout.yaxis
+    assert narrow.dtick is None and narrow.exponentformat is None
+
+
 def test_figures_carry_no_template(ring4):
     """Figures are built unchecked from layout dicts: without an explicit empty template plotly.py
     would attach its default (7 kB each, and a grey-blue plot area instead of the app's white)."""
