@@ -13,6 +13,7 @@ import math
 import multiprocessing
 import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -297,7 +298,6 @@ def run_with_progress(scenario: CollectiveScenario, report: Callable[[float, str
 
     The fraction is messages so far over the count :func:`sim.explore.work` tells (exact for
     the registered algorithms); it stays below 1 until the run ends."""
-    import time
 
     from simpy.core import EmptySchedule
 
@@ -455,11 +455,25 @@ def start_helper() -> None:
     global _helper
     with _helper_lock:
         if _helper is None:
-            _helper = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+            _helper = ProcessPoolExecutor(
+                max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_follow_parent, initargs=(os.getpid(),)
+            )
             scenario, _ = parse_form(DEFAULTS)
             if scenario is not None:
                 _helper.submit(_crossover_rows, scenario.to_dict(), CROSSOVER_SIZES)
             atexit.register(stop_helper)
+
+
+def _follow_parent(parent: int) -> None:
+    """In the helper: exit when the server is gone. A server killed by a signal runs no exit
+    handler, and the helper, which holds both ends of its task pipe, would wait forever."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True, name="collsim-follow-parent").start()
 
 
 def stop_helper() -> None:

@@ -202,3 +202,32 @@ def test_the_crossover_helper_process_gives_the_same_rows():
     finally:
         model.stop_helper()
     assert model.helper_pid() is None
+
+
+def test_the_crossover_helper_exits_when_its_server_is_killed():
+    """A server killed by a signal runs no exit handler: its helper process notices the parent
+    is gone and exits instead of waiting forever."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    code = "from webapp import collective as c; c.start_helper(); print(c.helper_pid(), flush=True); import time; time.sleep(60)"
+    server = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        helper = int(server.stdout.readline())
+        os.kill(helper, 0)  # alive
+        server.send_signal(signal.SIGKILL)
+        server.wait(timeout=10)
+        for _ in range(100):
+            try:
+                os.kill(helper, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        else:
+            os.kill(helper, signal.SIGKILL)
+            raise AssertionError("the helper outlived its server by 10 s")
+    finally:
+        server.kill()
