@@ -51,6 +51,8 @@ CASES = {
     # a rank count the server has not seen: its crossover is computed, not read from the cache
     "ranks 8->new count (uncached)": ("?ranks=8", "ranks", *[str(p) for p in range(9, 40)]),
     "ranks 64->new count (uncached)": ("?ranks=64", "ranks", *[str(p) for p in range(65, 96)]),
+    # a network the server has not seen (each bandwidth new): the crossover is computed too
+    "bandwidth at 8 ranks, new value (uncached)": ("?ranks=8", "bandwidth", *[f"{b}GB/s" for b in range(11, 49)]),
 }
 PAGES = {"Collectives": "/", "DDP buckets": "/ddp", "Sim vs measured": "/compare"}
 # on a fresh page: hook every graph's plotly_afterplot as soon as it exists, to time first loads
