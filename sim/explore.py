@@ -450,11 +450,22 @@ def crossover(
     can be collapsed and its work fits the budget; the answer is cached per scenario, so a
     page that redraws with the same network and ranks pays nothing. Rows: algorithm,
     size_bytes, time_s, method, why (time None where it could not run)."""
+    return [dict(row) for row in crossover_of(crossover_key(scenario), sizes, max_messages)]
+
+
+def crossover_key(scenario: CollectiveScenario) -> str:
+    """What a crossover depends on, as JSON: the scenario without the algorithm and size it
+    varies itself (nor what it records or repeats), so those changes share one answer."""
     data = scenario.to_dict()
     for name in ("algorithm", "size_bytes", "record", "repetitions"):
         data.pop(name, None)
-    key = json.dumps(data, sort_keys=True, default=str)
-    return [dict(row) for row in _crossover(key, tuple(sizes), max_messages)]
+    return json.dumps(data, sort_keys=True, default=str)
+
+
+def crossover_of(key: str, sizes: tuple[int, ...] = CROSSOVER_SIZES, max_messages: int = CROSSOVER_MESSAGES) -> tuple[dict[str, Any], ...]:
+    """:func:`crossover` of a :func:`crossover_key` (cached; rows shared between callers, not to
+    be changed): what another process can be sent instead of the scenario."""
+    return _crossover(key, tuple(sizes), max_messages)
 
 
 @lru_cache(maxsize=256)

@@ -7,18 +7,17 @@ call them directly. Nothing is cached between calls: every request carries its o
 from __future__ import annotations
 
 import atexit
-import json
 import logging
 import math
 import multiprocessing
 import os
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -407,40 +406,25 @@ def crossover(scenario: CollectiveScenario, sizes: tuple[int, ...] = CROSSOVER_S
     With :func:`start_helper` (the served app), a crossover not cached here is computed in a
     helper process: its CPU then runs on the other core beside the same update's simulation,
     where a thread would wait for the interpreter lock."""
-    data = scenario.to_dict()
-    # what the crossover does not depend on (it varies algorithm and size itself), as sim.explore keys it
-    same = {name: value for name, value in data.items() if name not in ("algorithm", "size_bytes", "record", "repetitions")}
-    key = (json.dumps(same, sort_keys=True, default=str), tuple(sizes))
-    with _crossover_lock:
-        rows = _crossover_cache.get(key)
-        if rows is not None:
-            _crossover_cache.move_to_end(key)
-    if rows is None:
-        rows = tuple(_crossover_in_helper(data, tuple(sizes)))
-        with _crossover_lock:
-            _crossover_cache[key] = rows
-            while len(_crossover_cache) > 256:
-                _crossover_cache.popitem(last=False)
-    return [dict(row) for row in rows]
+    return [dict(row) for row in _crossover(explore.crossover_key(scenario), tuple(sizes))]
 
 
-_crossover_cache: OrderedDict[tuple[str, tuple[int, ...]], tuple[dict[str, Any], ...]] = OrderedDict()
-_crossover_lock = threading.Lock()
-
-
-def _crossover_in_helper(data: dict[str, Any], sizes: tuple[int, ...]) -> list[dict[str, Any]]:
+@lru_cache(maxsize=256)
+def _crossover(key: str, sizes: tuple[int, ...]) -> tuple[dict[str, Any], ...]:
+    """Per network and ranks (:func:`sim.explore.crossover_key`), computed in the helper when
+    one runs, else here."""
     pool = _helper
     if pool is not None:
         try:
-            return pool.submit(_crossover_rows, data, sizes).result(timeout=HELPER_TIMEOUT_S)
+            return pool.submit(_crossover_rows, key, sizes).result(timeout=HELPER_TIMEOUT_S)
         except (BrokenProcessPool, RuntimeError, TimeoutError):  # the helper died or hangs: compute it here
             log.warning("crossover helper process unavailable; computing in the server process", exc_info=True)
             stop_helper()
-    return _crossover_rows(data, sizes)
+    return _crossover_rows(key, sizes)
 
 
-def _crossover_rows(data: dict[str, Any], sizes: tuple[int, ...]) -> list[dict[str, Any]]:
-    return explore.crossover(CollectiveScenario.from_dict(data), sizes, max_messages=CROSSOVER_MESSAGES)
+def _crossover_rows(key: str, sizes: tuple[int, ...]) -> tuple[dict[str, Any], ...]:
+    return explore.crossover_of(key, sizes, CROSSOVER_MESSAGES)
 
 
 HELPER_TIMEOUT_S = 120.0
@@ -460,7 +444,7 @@ def start_helper() -> None:
             )
             scenario, _ = parse_form(DEFAULTS)
             if scenario is not None:
-                _helper.submit(_crossover_rows, scenario.to_dict(), CROSSOVER_SIZES)
+                _helper.submit(_crossover_rows, explore.crossover_key(scenario), CROSSOVER_SIZES)
             atexit.register(stop_helper)
 
 

@@ -196,9 +196,9 @@ def test_the_crossover_helper_process_gives_the_same_rows():
         pid = model.helper_pid()
         assert pid is not None and pid != os.getpid()
         assert model.crossover(s) == here
-        cached = len(model._crossover_cache)
+        cached = model._crossover.cache_info().currsize
         assert model.crossover(s.replace(size_bytes=2**20, algorithm="nccl_tree")) == here  # same network and ranks
-        assert len(model._crossover_cache) == cached
+        assert model._crossover.cache_info().currsize == cached
     finally:
         model.stop_helper()
     assert model.helper_pid() is None
