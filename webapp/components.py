@@ -31,6 +31,12 @@ def field(name: str, label: str, hint: str, component: Any, page: str = "coll", 
     )
 
 
+def hardware_dropdown(field_id: str, value: str, names: list[str]) -> dcc.Dropdown:
+    """The hardware preset picker both pages share: "none" (the network set by hand) or a preset."""
+    options = [{"label": "none: set the network below", "value": ""}] + [{"label": name, "value": name} for name in names]
+    return dcc.Dropdown(id=field_id, options=options, value=value, clearable=False)
+
+
 def graph(graph_id: str, height: int = 360, figure: Any = None) -> dcc.Graph:
     """A graph whose height follows its figure's layout.height (``height`` until the first one,
     when no ``figure`` is given)."""

@@ -22,7 +22,7 @@ from sim.topology import TOPOLOGIES
 from sim.units import format_bandwidth, format_size, format_time
 from webapp import collective as model
 from webapp import figures, ids, urlstate
-from webapp.components import field, graph, number_card
+from webapp.components import field, graph, hardware_dropdown, number_card
 
 PATH = "/"
 NAME = "collectives"
@@ -84,8 +84,7 @@ def _options(op: str) -> list[dict[str, str]]:
 
 def _input(name: str, value: str) -> Any:
     if name == "hardware":
-        options = [{"label": "none: set the network below", "value": ""}] + [{"label": n, "value": n} for n in model.hardware_options()]
-        return dcc.Dropdown(id=ids.field_id(name), options=options, value=value, clearable=False)
+        return hardware_dropdown(ids.field_id(name), value, model.hardware_options())
     if name == "op":
         return dcc.Dropdown(
             id=ids.field_id(name), options=[{"label": op.replace("_", " "), "value": op} for op in ops()], value=value, clearable=False

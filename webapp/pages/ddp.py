@@ -14,7 +14,7 @@ from sim.errors import CollsimError
 from sim.units import format_size, format_time
 from webapp import ddp_model as model
 from webapp import figures, ids
-from webapp.components import field, graph, number_card
+from webapp.components import field, graph, hardware_dropdown, number_card
 from webapp.pages.collectives import _guarded, _written
 
 PATH = "/ddp"
@@ -48,8 +48,7 @@ OW_ONLY, NETWORK_ONLY = ("o", "w"), ("bandwidth", "latency", "algorithm")
 def _input(name: str, value: str) -> Any:
     fid = ids.field_id(name, PAGE)
     if name == "hardware":
-        options = [{"label": "none: set the network below", "value": ""}] + [{"label": n, "value": n} for n in model.hardware_options()]
-        return dcc.Dropdown(id=fid, options=options, value=value, clearable=False)
+        return hardware_dropdown(fid, value, model.hardware_options())
     if name == "preset":
         return dcc.Dropdown(id=fid, options=list(model.presets()), value=value, clearable=False)
     if name == "strategy":
