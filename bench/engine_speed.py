@@ -36,7 +36,7 @@ if kind == "bare":
     start = time.perf_counter(); env.run(); wall = time.perf_counter() - start
     print(json.dumps({"wall_s": wall, "events": arg["events"]}))
 else:
-    from sim.collapsed import run
+    from sim.collective.collapsed import run
     from sim.scenario import CollectiveScenario
     scenario = CollectiveScenario.from_dict(arg["scenario"])
     before = rss()
@@ -106,7 +106,7 @@ def main() -> None:
 
 DDP_CHILD = r"""
 import json, sys, time
-import sim.ddp as ddp
+import sim.training.ddp as ddp
 scenario = ddp.DDPScenario(preset="2.7B", strategy="bucketed", backward_time_s=0.5, comm="network", ranks=512, mode=sys.argv[1],
                            bandwidth_Bps=25e9, latency_s=5e-6, intra_bandwidth_Bps=150e9, topology="two_level", algorithm="ring")
 start = time.perf_counter(); result = ddp.run_ddp(scenario); wall = time.perf_counter() - start

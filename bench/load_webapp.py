@@ -75,7 +75,7 @@ def post(url: str, data: bytes) -> dict:
 
 
 def random_form(rng: random.Random) -> dict[str, str]:
-    from sim.registry import algorithm_spec, algorithms_for
+    from sim.algorithms.registry import algorithm_spec, algorithms_for
 
     op = rng.choice(["all_reduce", "all_reduce", "broadcast", "all_gather", "reduce_scatter", "reduce"])
     algorithm = rng.choice([a for a in algorithms_for(op) if not algorithm_spec(op, a).topology])

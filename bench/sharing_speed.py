@@ -40,11 +40,11 @@ config = json.loads(sys.argv[1])
 if config["engine"] == "old":
     sys.path.insert(0, config["old_dir"])
     import old_network
-    import sim.runner as runner
+    import sim.collective.runner as runner
     def make_network(env, graph, sharing, **kw):
         return old_network.Network(env, graph, kw["reduce_bandwidth_Bps"], kw["jitter_s"], kw["seed"], kw["max_events"])
     runner.make_network = make_network
-from sim.runner import run_collective
+from sim.collective.runner import run_collective
 from sim.scenario import CollectiveScenario
 scenario = CollectiveScenario.from_dict(config["scenario"])
 gc.collect()
@@ -89,7 +89,7 @@ def in_process(rounds: int) -> None:
         sys.path.insert(0, directory)
         import old_network
 
-        import sim.runner as runner
+        import sim.collective.runner as runner
         from sim.scenario import CollectiveScenario
 
         new = runner.make_network

@@ -22,7 +22,7 @@ dict:
   the sender's link UP and the receiver's link DOWN, each direction its own SHARED resource;
 - two_level: each GPU a split-duplex link (intra latency/2, intra bandwidth) to its node, each
   node a split-duplex NIC link (latency/2, bandwidth) to the core; inter-node routes are
-  GPU UP, NIC UP, NIC DOWN, GPU DOWN, as in sim/topology.py;
+  GPU UP, NIC UP, NIC DOWN, GPU DOWN, as in sim/network/topology.py;
 - a user graph file that is a tree: one split-duplex link per edge, routes the unique paths;
 - messages are mailbox put/get pairs, one mailbox per (sender, receiver): a transfer starts only
   once both sides are posted, as collsim with ``eager_limit_bytes: 0``;
@@ -153,7 +153,7 @@ def _dumbbell(far_latency_s: float) -> str:
 
 def split_bytes(size_bytes: int, element_bytes: int, parts: int) -> list[int]:
     """Byte sizes of ``parts`` near-equal element ranges, the first ones one element larger
-    (collsim's split rule, sim/call.py)."""
+    (collsim's split rule, sim/collective/call.py)."""
     base, extra = divmod(size_bytes // element_bytes, parts)
     return [(base + (1 if index < extra else 0)) * element_bytes for index in range(parts)]
 
@@ -377,7 +377,7 @@ def simgrid_run(case: dict, config: list[tuple[str, str]]) -> dict:
 
 
 def collsim_run(case: dict, sharing: str) -> dict:
-    from sim.runner import run_collective
+    from sim.collective.runner import run_collective
     from sim.scenario import CollectiveScenario
 
     scenario = CollectiveScenario.from_dict({**case, "sharing": sharing, "eager_limit_bytes": 0})

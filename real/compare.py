@@ -25,7 +25,7 @@ A comparison file is a scenario with a few extra keys::
     w: 1GB/s                     #   measured in the same launches)
     overlap: false               # optional: every collective blocks compute (the no-overlap bound)
 
-    # DDP: a DDPScenario (sim.ddp) plus
+    # DDP: a DDPScenario (sim.training.ddp) plus
     kind: ddp
     model: small                 # the built-in torch model measured by `collsim real ddp`
     configs: [naive, flat, overlap, bucketed:4MiB]   # default: every config in the store
@@ -104,7 +104,7 @@ def _check_keys(fields: dict[str, Any], kind: Any) -> None:
     from sim.scenario import CollectiveScenario, unknown_key
 
     if kind == "ddp":
-        from sim.ddp import DDPScenario as cls
+        from sim.training.ddp import DDPScenario as cls
     else:
         cls = CollectiveScenario
     names = {f.name for f in dataclasses.fields(cls)} | set(cls.ALIASES)
@@ -205,7 +205,7 @@ def _measured_rows(store: Any, fields: dict[str, Any], extra: dict[str, Any]) ->
 
 
 def _simulate(fields: dict[str, Any], model: dict[str, Any], size: int) -> float:
-    from sim.runner import run_collective
+    from sim.collective.runner import run_collective
     from sim.scenario import CollectiveScenario
 
     base = {key: value for key, value in fields.items() if key not in ("size", "size_bytes")}
@@ -278,7 +278,7 @@ def summarize(points: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def compare_ddp(fields: dict[str, Any], extra: dict[str, Any], store: Any) -> dict[str, Any]:
-    """Measured DDP steps (per config) against ``sim.ddp`` replaying the measured no-communication
+    """Measured DDP steps (per config) against ``sim.training.ddp`` replaying the measured no-communication
     profile, with (o, w) from the file, a calibration, or fitted from the store's all-reduces.
 
     Two quantities are judged: the step time, and the paired overhead (step minus the
@@ -339,7 +339,7 @@ def compare_ddp(fields: dict[str, Any], extra: dict[str, Any], store: Any) -> di
 
 
 def _simulated_step(data: dict[str, Any]) -> float:
-    from sim.ddp import DDPScenario, run_ddp
+    from sim.training.ddp import DDPScenario, run_ddp
 
     return run_ddp(DDPScenario.from_dict(data)).summary()["step_time_s"]
 

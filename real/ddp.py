@@ -1,14 +1,14 @@
 """Data-parallel training by hand: four gradient-synchronisation strategies as ``nn.Module``
 wrappers, hook timestamps in collsim's event schema, and parameter-list export.
 
-Strategies (DESIGN §5; the same names and rules as ``sim.ddp``):
+Strategies (DESIGN §5; the same names and rules as ``sim.training.ddp``):
 
 - ``NaiveDDP``: after backward, one blocking all-reduce per parameter, registration order;
 - ``FlatDDP``: after backward, one all-reduce of every gradient flattened into one buffer;
 - ``OverlapDDP``: an async all-reduce per parameter from ``register_post_accumulate_grad_hook``,
   i.e. as soon as its gradient is accumulated; waited for before the optimizer step;
 - ``BucketedDDP``: parameters in reverse registration order filled into buckets by
-  ``torch.distributed``'s own rule (``sim.ddp.compute_bucket_assignment_by_size``: a bucket closes
+  ``torch.distributed``'s own rule (``sim.training.ddp.compute_bucket_assignment_by_size``: a bucket closes
   once it reaches the cap), a bucket's async all-reduce starts when all its gradients are ready
   and every earlier bucket has started (so every rank issues the same collectives in the same
   order), waited for before the optimizer step.
@@ -77,7 +77,7 @@ class Recorder:
         return record
 
     def events(self, rank: int, params: list[tuple[str, int]], buckets: dict[str, int] | None = None) -> list[dict[str, Any]]:
-        """Rows in ``sim.results.EVENT_COLUMNS``, seconds since backward start (forward is negative)."""
+        """Rows in ``sim.collective.results.EVENT_COLUMNS``, seconds since backward start (forward is negative)."""
         origin = self.backward_start
         buckets = buckets or {}
         rows = []
@@ -98,7 +98,7 @@ class Recorder:
 
 
 def _event(rank: int, resource: str, kind: str, start: float, end: float, nbytes: int, bucket: int, name: str) -> dict[str, Any]:
-    from sim.results import event_row
+    from sim.collective.results import event_row
 
     return event_row(rank, -1, resource, kind, start, end, nbytes, -1, -1, bucket, name)
 
@@ -226,7 +226,7 @@ class BucketedDDP(_DataParallel):
         self._reset()
 
     def _assign(self, bucket_bytes: int, first_bucket_bytes: int | None) -> list[list[int]]:
-        from sim.ddp import compute_bucket_assignment_by_size
+        from sim.training.ddp import compute_bucket_assignment_by_size
 
         order = list(reversed(range(len(self.named))))
         sizes = [self.named[i][1].numel() * self.named[i][1].element_size() for i in order]
@@ -290,7 +290,7 @@ def wrap(module: nn.Module, strategy: str, bucket_bytes: int | None = None, reco
 
 
 def export_params(module: nn.Module) -> list[dict[str, Any]]:
-    """The module's trainable parameters in registration order, in ``sim.params``' file format."""
+    """The module's trainable parameters in registration order, in ``sim.training.params``' file format."""
     return [
         {"name": name, "shape": list(param.shape), "numel": param.numel(), "element_bytes": param.element_size()}
         for name, param in module.named_parameters()
@@ -299,9 +299,9 @@ def export_params(module: nn.Module) -> list[dict[str, Any]]:
 
 
 def save_params(module: nn.Module, path: str) -> None:
-    """Write ``{"params": [...]}`` (JSON, or YAML for .yaml/.yml) that ``sim.params.load_params`` reads."""
-    from sim.params import params_from_list
-    from sim.params import save_params as save
+    """Write ``{"params": [...]}`` (JSON, or YAML for .yaml/.yml) that ``sim.training.params.load_params`` reads."""
+    from sim.training.params import params_from_list
+    from sim.training.params import save_params as save
 
     save(params_from_list(export_params(module)), path)
 
@@ -662,7 +662,7 @@ def _report_profiles(ctx: Any, spec: ModelSpec, configs: list[_Config], warmup: 
 
 
 def make_profile(params: list[dict[str, Any]], events: list[dict[str, Any]], payload: dict[str, Any]) -> dict[str, Any]:
-    """A ``collsim-ddp-profile`` document ``sim.ddp`` replays; phase times are the max over ranks."""
+    """A ``collsim-ddp-profile`` document ``sim.training.ddp`` replays; phase times are the max over ranks."""
 
     def phase(kind: str) -> float:
         return max((row["end_s"] - row["start_s"] for row in events if row["kind"] == kind), default=0.0)

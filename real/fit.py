@@ -357,7 +357,7 @@ def compute_slowdown(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def fit_bucket_overhead(steps: list[dict[str, Any]], replicates: int = 400, seed: int = 0) -> dict[str, Any] | None:
-    """Fit ``overhead(n_b) = n_b o + s / (n_b w)`` (sim.overhead) to the bucketed steps' measured
+    """Fit ``overhead(n_b) = n_b o + s / (n_b w)`` (sim.training.overhead) to the bucketed steps' measured
     overhead (step minus the paired no-comm step, median per config) against their bucket count.
 
     o and 1/w are bounded to be >= 0 (``bounded_lstsq``); 95% intervals come from a bootstrap over
@@ -389,7 +389,7 @@ def fit_bucket_overhead(steps: list[dict[str, Any]], replicates: int = 400, seed
     identifiable = len(set(counts)) >= 3 and fitted["r2"] >= 0.5
     result = {**fitted, "intervals": {"o": [float(o_low), float(o_high)], "w": w_interval}, "points": table, "identifiable": identifiable}
     if identifiable and fitted["o_s"] > 0 and math.isfinite(fitted["w_Bps"]):
-        from sim.overhead import optimal_bucket_bytes, optimal_num_buckets
+        from sim.training.overhead import optimal_bucket_bytes, optimal_num_buckets
 
         result["optimal_buckets"] = optimal_num_buckets(total, fitted["w_Bps"], fitted["o_s"])
         result["optimal_bucket_bytes"] = optimal_bucket_bytes(total, fitted["w_Bps"], fitted["o_s"])

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from sim.analytic import closed_form
+from sim.collective.analytic import closed_form
 from sim.errors import CollsimError
 from sim.units import format_size
 
@@ -43,7 +43,7 @@ OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast")
 STAT = "median"
 MiB = 1 << 20
 
-# What each backend runs per op (closed form in sim.analytic); sources in docs/real.md.
+# What each backend runs per op (closed form in sim.collective.analytic); sources in docs/real.md.
 # gloo: ProcessGroupGloo leaves gloo's allreduce algorithm unset, and gloo runs ring for that;
 # all_gather_into_tensor is gloo's ring allgather; reduce_scatter_tensor is an all-reduce of the
 # whole input followed by a local copy of this rank's chunk; broadcast is gloo's binomial tree.
@@ -503,10 +503,10 @@ def _per_config(steps: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def _simulate_configs(
     per_config: dict[str, dict[str, Any]], profiles: list[dict[str, Any]], bench_ow: tuple[float, float]
 ) -> dict[str, float]:
-    """sim.ddp step time per config, replaying the measured no-communication profile with bench (o, w)."""
+    """sim.training.ddp step time per config, replaying the measured no-communication profile with bench (o, w)."""
     import tempfile
 
-    from sim.ddp import DDPScenario, run_ddp
+    from sim.training.ddp import DDPScenario, run_ddp
 
     baseline = [row for row in profiles if row["config"] == "none"]
     if not baseline:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sim.analytic import ow_for_ring
+from sim.collective.analytic import ow_for_ring
 from sim.errors import CollsimError
 from sim.scenario import load_mapping, unknown_key
 

@@ -98,7 +98,7 @@ def cli() -> None:
     lazy={
         "ddp": ("sim.training.ddp_cli:ddp", "Simulate a DDP step: buckets, overlap, overhead, best bucket size."),
         "fsdp": ("sim.training.fsdp_cli:fsdp", "Simulate an FSDP / ZeRO step: all-gathers, reduce-scatters, memory; --compare strategies."),
-        "crossover": ("sim.explore_cli:crossover_command", "Time of every algorithm of an op over message size; the fastest per size."),
+        "crossover": ("sim.collective.crossover_cli:crossover_command", "Time of every algorithm of an op over message size; the fastest per size."),
     },
 )
 def sim() -> None:
@@ -175,9 +175,9 @@ def collective(scenario_file: str | None, trace: str | None, csv_path: str | Non
     nccl-tests. In a --scenario file the same holds for the short keys (latency: 5us); the
     canonical keys carry their unit in the name and take plain numbers (latency_s: 5.0e-6).
     """
-    from sim.collapsed import run as run_in_mode
-    from sim.collapsed import summarize
-    from sim.results import check_output_path
+    from sim.collective.collapsed import run as run_in_mode
+    from sim.collective.collapsed import summarize
+    from sim.collective.results import check_output_path
     from sim.scenario import CollectiveScenario, check_keys, load_mapping
 
     for path, what in ((trace, "--trace"), (csv_path, "--csv")):

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.errors import CollsimError
-from sim.registry import algorithm_spec, algorithms_for, ops
+from sim.algorithms.registry import algorithm_spec, algorithms_for, ops
 from sim.units import parse_bandwidth, parse_size, parse_time, require_unit
 
 RECORD_MODES = ("auto", "full", "aggregate")
@@ -244,7 +244,7 @@ class CollectiveScenario(ScenarioData):
     hardware: str | None = None  # preset name (sim/hardware/presets): two_level with the preset's NICs (docs/hardware.md)
 
     def __post_init__(self) -> None:
-        from sim.groups import resolve_groups
+        from sim.collective.groups import resolve_groups
 
         object.__setattr__(self, "groups", resolve_groups(self.groups, self.ranks))  # "4x8", "strided:4" or lists
         self._check_numbers()
@@ -306,7 +306,7 @@ class CollectiveScenario(ScenarioData):
         if not 0 <= self.seed < 2**63:  # numpy's default_rng takes non-negative seeds only
             raise CollsimError(f"seed: must be a whole number from 0 to 2**63-1, got {self.seed}")
         if self.verify:
-            from sim.verify import VERIFY_LIMIT_BYTES, verify_bytes
+            from sim.collective.verify import VERIFY_LIMIT_BYTES, verify_bytes
 
             need = verify_bytes(self.ranks, self.elements)
             if need > VERIFY_LIMIT_BYTES:
@@ -353,7 +353,7 @@ class CollectiveScenario(ScenarioData):
         return [SimpleNamespace(**{**dataclasses.asdict(self), "ranks": size, "groups": ()}) for size in sizes]
 
     def _check_placement(self) -> None:
-        from sim.topology import PLACEMENTS
+        from sim.network.topology import PLACEMENTS
 
         if self.placement == "round_robin" and self.topology != "two_level":
             raise CollsimError(

@@ -143,8 +143,8 @@ def run_point(kind: str, mode: str, scenario: dict[str, Any]) -> dict[str, Any]:
     started = time.perf_counter()
     try:
         if kind == "collective":
-            from sim.collapsed import run as run_in_mode
-            from sim.collapsed import summarize
+            from sim.collective.collapsed import run as run_in_mode
+            from sim.collective.collapsed import summarize
             from sim.scenario import CollectiveScenario
 
             summary = summarize(run_in_mode(CollectiveScenario.from_dict(scenario), mode))

@@ -22,11 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from sim import explore
+from sim.collective import explore
 from sim.errors import CollsimError
-from sim.registry import algorithms_for, ops
-from sim.results import CollectiveResult, link_name
-from sim.runner import build_topology, start_collective
+from sim.algorithms.registry import algorithms_for, ops
+from sim.collective.results import CollectiveResult, link_name
+from sim.collective.runner import build_topology, start_collective
 from sim.scenario import CollectiveScenario
 from sim.units import format_size, parse_bandwidth, parse_size, parse_time
 from webapp import urlstate
@@ -292,15 +292,15 @@ PROGRESS_EVENTS = 32  # events between looks at the clock (one event can deliver
 
 
 def run_with_progress(scenario: CollectiveScenario, report: Callable[[float, str], None], messages_estimate: int | None = None) -> Outcome:
-    """Simulate ``scenario`` like :func:`sim.runner.run_collective`, in slices of events, calling
+    """Simulate ``scenario`` like :func:`sim.collective.runner.run_collective`, in slices of events, calling
     ``report(fraction, text)`` between slices (about every ``PROGRESS_EVERY_S``).
 
-    The fraction is messages so far over the count :func:`sim.explore.work` tells (exact for
+    The fraction is messages so far over the count :func:`sim.collective.explore.work` tells (exact for
     the registered algorithms); it stays below 1 until the run ends."""
 
     from simpy.core import EmptySchedule
 
-    from sim.runner import collect, no_gc
+    from sim.collective.runner import collect, no_gc
 
     s = scenario.replace(record="auto")
     closed = explore.closed_form(s)
@@ -400,7 +400,7 @@ CROSSOVER_MESSAGES = 30_000  # half the CLI's budget: an uncached crossover answ
 
 
 def crossover(scenario: CollectiveScenario, sizes: tuple[int, ...] = CROSSOVER_SIZES) -> list[dict[str, Any]]:
-    """Every algorithm of the op over message size (:func:`sim.explore.crossover`, cached), on
+    """Every algorithm of the op over message size (:func:`sim.collective.explore.crossover`, cached), on
     the page's budget: points beyond it say "too large to simulate here" (the CLI draws more).
 
     With :func:`start_helper` (the served app), a crossover not cached here is computed in a
@@ -411,7 +411,7 @@ def crossover(scenario: CollectiveScenario, sizes: tuple[int, ...] = CROSSOVER_S
 
 @lru_cache(maxsize=256)
 def _crossover(key: str, sizes: tuple[int, ...]) -> tuple[dict[str, Any], ...]:
-    """Per network and ranks (:func:`sim.explore.crossover_key`), computed in the helper when
+    """Per network and ranks (:func:`sim.collective.explore.crossover_key`), computed in the helper when
     one runs, else here."""
     pool = _helper
     if pool is not None:
@@ -497,7 +497,7 @@ def topology_layout(scenario: CollectiveScenario) -> dict[str, Any]:
             if not isinstance(node, int):
                 positions[node] = (0.0, 0.0)
     elif topology.name == "torus2d":
-        from sim.topology import torus_shape
+        from sim.network.topology import torus_shape
 
         rows, cols = torus_shape(p)
         for rank in range(p):

@@ -183,14 +183,14 @@ def _aligned(rows: list[dict[str, Any]], source: str) -> list[dict[str, Any]]:
 
 
 def ddp_overlay(store: Any, config: str) -> dict[str, Any]:
-    """The measured timeline of one DDP config beside ``sim.ddp`` replaying the measured
+    """The measured timeline of one DDP config beside ``sim.training.ddp`` replaying the measured
     no-communication profile with (o, w) fitted to the store's all-reduces (mean)."""
     import json
     import tempfile
     from pathlib import Path
 
     from real.fit import fit_ow
-    from sim.ddp import DDPScenario, run_ddp
+    from sim.training.ddp import DDPScenario, run_ddp
 
     measured = [row for row in store.ddp_profiles(config=config)]
     baseline = [row for row in store.ddp_profiles(config="none") if measured and row["model"] == measured[-1]["model"]]

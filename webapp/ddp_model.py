@@ -1,6 +1,6 @@
 """Plain functions behind the DDP page: form -> DDPScenario, runs, sweeps, uploads.
 
-``sim.ddp`` is imported inside the functions, so the page can say what is missing (rather than
+``sim.training.ddp`` is imported inside the functions, so the page can say what is missing (rather than
 fail) on a checkout without it.
 """
 
@@ -41,17 +41,17 @@ MAX_UPLOAD_PARAMS = 20_000
 
 def missing() -> list[str]:
     """Modules the page needs that this checkout lacks."""
-    return [name for name in ("sim.ddp", "sim.params", "sim.overhead") if importlib.util.find_spec(name) is None]
+    return [name for name in ("sim.training.ddp", "sim.training.params", "sim.training.overhead") if importlib.util.find_spec(name) is None]
 
 
 def presets() -> tuple[str, ...]:
-    from sim.params import PRESETS
+    from sim.training.params import PRESETS
 
     return PRESETS
 
 
 def strategies() -> tuple[str, ...]:
-    from sim.ddp import STRATEGIES
+    from sim.training.ddp import STRATEGIES
 
     return STRATEGIES
 
@@ -120,7 +120,7 @@ def hardware_ow(name: str, nodes: int) -> dict[str, Any]:
     approximation. A preset without NCCL (gloo on CPUs) gets the ring all-reduce's closed form
     on its links, exact on its one-NIC-per-host switch.
     """
-    from sim.analytic import ow_for_ring
+    from sim.collective.analytic import ow_for_ring
     from sim.hardware.presets import load_preset
 
     preset = load_preset(name)
@@ -331,7 +331,7 @@ _ERROR_FIELDS = (
 
 def parse_form(form: dict[str, Any], uploaded: list[dict[str, Any]] | None = None) -> tuple[Any, dict[str, str]]:
     """(DDPScenario, {}) or (None, {field: message})."""
-    from sim.ddp import DDPScenario
+    from sim.training.ddp import DDPScenario
 
     form = {key: str(form.get(key) if form.get(key) is not None else DEFAULTS[key]) for key in DEFAULTS}
     errors = _field_checks(form)
@@ -374,7 +374,7 @@ def parse_form(form: dict[str, Any], uploaded: list[dict[str, Any]] | None = Non
 
 def parse_upload(contents: str | None, filename: str | None) -> tuple[list[dict[str, Any]] | None, str]:
     """(params as dicts, "") from an uploaded JSON/YAML parameter list, or (None, message)."""
-    from sim.params import params_from_list
+    from sim.training.params import params_from_list
 
     if not contents:
         return None, ""
@@ -421,7 +421,7 @@ def check_network_cost(scenario: Any) -> None:
 def run(scenario: Any) -> dict[str, Any]:
     """The step at the chosen bucket size, the bucket-size sweep with its optimum and fits, and
     every strategy at the same settings."""
-    from sim.ddp import STRATEGIES, optimize, run_ddp
+    from sim.training.ddp import STRATEGIES, optimize, run_ddp
 
     check_network_cost(scenario)
     result = run_ddp(scenario)
@@ -481,7 +481,7 @@ def run_training(scenario: Any) -> dict[str, Any]:
 
 def overhead_curves(optimum: dict[str, Any]) -> dict[str, list[tuple[float, float]]]:
     """Simulated, closed-form and fitted overhead over bucket size, from an ``optimize`` answer."""
-    from sim import overhead as formula
+    from sim.training import overhead as formula
 
     rows = optimum["sweep"]
     curves = {"simulated": [(row["bucket_cap_bytes"], row["overhead_s"]) for row in rows]}
@@ -527,7 +527,7 @@ CURVE_CAPTIONS = {
 def explanation(answer: dict[str, Any], scenario: Any) -> dict[str, Any]:
     """Words beside the overhead figure: a caption per curve, what b* assumes, and why the
     simulated best bucket differs from it (the bucket ready last and what it holds)."""
-    from sim.ddp import resolve_params
+    from sim.training.ddp import resolve_params
 
     optimum, summary = answer["optimum"], answer["summary"]
     curves = list(overhead_curves(optimum)) + (["measured"] if scenario.preset and measured_overheads(scenario.preset) else [])

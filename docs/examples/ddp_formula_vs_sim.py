@@ -5,8 +5,8 @@ Run: python docs/examples/ddp_formula_vs_sim.py  (expected output: ddp_formula_v
 
 from __future__ import annotations
 
-from sim.ddp import DDPScenario, optimize, run_ddp, sweep_bucket_sizes
-from sim.overhead import optimal_bucket_bytes, overhead_simple, overhead_uniform
+from sim.training.ddp import DDPScenario, optimize, run_ddp, sweep_bucket_sizes
+from sim.training.overhead import optimal_bucket_bytes, overhead_simple, overhead_uniform
 from sim.units import format_size, format_time
 
 MiB = 2**20

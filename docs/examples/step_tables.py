@@ -5,8 +5,8 @@ Run: python docs/examples/step_tables.py  (its output is committed as step_table
 
 from collections import defaultdict
 
-from sim.registry import algorithm_spec, algorithms_for, ops
-from sim.runner import run_collective
+from sim.algorithms.registry import algorithm_spec, algorithms_for, ops
+from sim.collective.runner import run_collective
 from sim.scenario import CollectiveScenario
 
 

@@ -23,9 +23,9 @@ from collections.abc import Generator
 
 import numpy as np
 
-from sim.call import Call
+from sim.collective.call import Call
 from sim.network import Network
-from sim.registry import register
+from sim.algorithms.registry import register
 
 
 def _block(call: Call, index: int) -> tuple[int, int, int]:

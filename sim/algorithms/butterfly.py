@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Generator, Sequence
 
-from sim.call import Call
+from sim.collective.call import Call
 from sim.network import Network
-from sim.registry import register
+from sim.algorithms.registry import register
 
 
 def recursive_halving_steps(net: Network, rank: int, call: Call, group: Sequence[int], step0: int = 0) -> Generator:

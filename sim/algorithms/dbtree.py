@@ -17,9 +17,9 @@ from collections.abc import Generator
 
 import simpy
 
-from sim.call import Call, Piece
+from sim.collective.call import Call, Piece
 from sim.network import Network
-from sim.registry import register
+from sim.algorithms.registry import register
 
 Tree = tuple[int, list[int]]  # (parent or -1, children)
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Generator
 
-from sim.call import Call
+from sim.collective.call import Call
 from sim.network import Network
-from sim.registry import register
+from sim.algorithms.registry import register
 
 
 @register("barrier", "dissemination")

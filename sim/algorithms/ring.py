@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Generator, Sequence
 
-from sim.call import Call, Piece
+from sim.collective.call import Call, Piece
 from sim.errors import CollsimError
 from sim.network import Network
-from sim.registry import register
+from sim.algorithms.registry import register
 
 
 def _chunked(call: Call, parts: int, within: Piece) -> list[tuple[Piece, ...]]:

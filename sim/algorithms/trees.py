@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Generator
 
 from sim.algorithms.ring import non_empty, ring_all_gather_steps
-from sim.call import Call, Piece
+from sim.collective.call import Call, Piece
 from sim.network import Network
-from sim.registry import register
+from sim.algorithms.registry import register
 
 
 def _absolute(v: int, call: Call) -> int:

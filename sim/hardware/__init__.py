@@ -2,6 +2,6 @@
 topology they build, and NCCL's own tuning model (which algorithm and protocol NCCL would pick).
 
 - :mod:`sim.hardware.presets`: ``list_presets()``, ``load_preset(name)``, ``scenario_fields``.
-- :mod:`sim.hardware.topology`: ``build(preset, nodes, ...)``, rails of NICs across nodes.
+- :mod:`sim.hardware.cluster`: ``build(preset, nodes, ...)``, rails of NICs across nodes.
 - :mod:`sim.hardware.nccl_model`: ``predict(preset, nodes, op, size_bytes)``.
 """

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Generator
 
-from sim.call import Call
+from sim.collective.call import Call
 from sim.network import Network
-from sim.registry import register
+from sim.algorithms.registry import register
 
 _TAG = 1000  # channel c uses tag _TAG + c: its messages never match another channel's
 
@@ -38,7 +38,7 @@ def channel_ring(ranks: int, gpus_per_node: int, channel: int) -> list[int]:
 
 def _piece(call: Call, rank: int, channel: int) -> tuple[int, int, int]:
     """Channel ``channel``'s slice of rank ``rank``'s block: rank r owns block r in every channel,
-    as the collectives' definitions (sim.verify) say."""
+    as the collectives' definitions (sim.collective.verify) say."""
     return call.pieces(call.chunks, call.pieces(call.ranks)[rank])[channel]
 
 

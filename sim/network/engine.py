@@ -20,7 +20,7 @@ Speed (docs/scale.md): links are float "free at" times, not Resource objects; th
 reductions) that end at one instant share one heap entry, an :class:`Instant`, and fire in issue
 order. An instant stops taking deliveries as soon as anything else is scheduled for its time (the
 environment's ``schedule`` is wrapped to see that), so later deliveries go behind it. Records go
-to bounded typed columns (:mod:`sim.records`).
+to bounded typed columns (:mod:`sim.network.records`).
 """
 
 from __future__ import annotations

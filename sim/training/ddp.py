@@ -26,7 +26,7 @@ from typing import Any
 import simpy
 
 from sim.errors import CollsimError
-from sim.results import EVENT_COLUMNS, event_row, write_csv
+from sim.collective.results import EVENT_COLUMNS, event_row, write_csv
 from sim.scenario import ScenarioData, _bool, _int, _optional, load_mapping
 from sim.training import overhead as formula
 from sim.training.params import PRESETS, Param, load_params, params_from_bytes, params_from_list, preset
@@ -494,11 +494,11 @@ class CommModel:
         if cached is None:
             collective = s.collective(nbytes, self.element_bytes)
             if s.mode == "collapsed":
-                from sim.collapsed import collective_time
+                from sim.collective.collapsed import collective_time
 
                 cached = collective_time(collective).time_s
             else:
-                from sim.runner import run_collective
+                from sim.collective.runner import run_collective
 
                 cached = run_collective(collective).time_s
             self._cache[nbytes] = cached

@@ -142,7 +142,7 @@ def ddp(
     number other than 0 is an error. Sizes may be bare bytes. In a --scenario file the short
     keys (backward_time: 120ms) need units too; the canonical ones (backward_time_s: 0.12) do not.
     """
-    from sim.results import check_output_path
+    from sim.collective.results import check_output_path
     from sim.training import ddp as model
     from sim.units import parse_size_list
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sim.errors import CollsimError
-from sim.results import event_row
+from sim.collective.results import event_row
 from sim.scenario import _bool, _int, _optional
 from sim.training import ddp
 from sim.training.params import Param
@@ -182,7 +182,7 @@ class Comm:
     as NCCL runs sub-communicators: every shard group (``ranks / S`` groups of ``S`` consecutive
     ranks, a node's GPUs by default) does its all-gather or reduce-scatter at the same time, and
     every replica group (ranks ``i, i+S, i+2S, ...``) its all-reduce, on the same physical links
-    (``groups``, sim/groups.py), simulated message by message; the time is the slowest group's.
+    (``groups``, sim/collective/groups.py), simulated message by message; the time is the slowest group's.
     So a shard group that fits in a node runs on the intra-node links, and replica groups cross
     nodes on their GPUs' NICs: a rail each on a preset with a NIC per GPU, one NIC shared by the
     node's replica groups on the plain two_level. On a switch groups share no port, so a switch
@@ -190,7 +190,7 @@ class Comm:
     all-reduces (ring for the other ops unless it is nccl_ring); where it cannot run on a group
     (hierarchical on replica groups whose ranks sit unevenly on nodes: shard groups of 3 on nodes
     of 8) that group's collective falls back to ring and ``notes`` says so. NCCL's rings and trees
-    lay their channels over the group's own nodes (``sim.groups.GroupTopology.gpus_per_node``)."""
+    lay their channels over the group's own nodes (``sim.collective.groups.GroupTopology.gpus_per_node``)."""
 
     def __init__(self, scenario: FSDPScenario, element_bytes: int) -> None:
         self.scenario, self.element_bytes = scenario, element_bytes
@@ -255,7 +255,7 @@ class Comm:
 def _time_s(collective: Any) -> float:
     """One call's time: collapsed for a collective over all ranks, the cached DES for groups."""
     if not collective.groups:
-        from sim.collapsed import collective_time
+        from sim.collective.collapsed import collective_time
 
         return collective_time(collective).time_s
     return _groups_time_s(collective)
@@ -263,7 +263,7 @@ def _time_s(collective: Any) -> float:
 
 @functools.lru_cache(maxsize=1024)
 def _groups_time_s(collective: Any) -> float:
-    from sim.runner import run_collective
+    from sim.collective.runner import run_collective
 
     return run_collective(collective).time_s
 
@@ -464,7 +464,7 @@ class FSDPResult:
         }
 
     def events(self) -> list[dict[str, Any]]:
-        """Rows in the core's event schema (sim/results.py), rank 0: resource ``compute:0`` or
+        """Rows in the core's event schema (sim/collective/results.py), rank 0: resource ``compute:0`` or
         ``comm:0``, kind forward/backward/optimizer/all_gather/reduce_scatter/all_reduce,
         ``bucket`` = unit index, ``name`` = unit name (optimizer: "optimizer")."""
         if self.ddp_result is not None:

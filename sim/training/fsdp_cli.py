@@ -38,7 +38,7 @@ def _run(
     nodes: int | None,
     **flags: Any,
 ) -> None:
-    from sim.results import check_output_path, write_csv
+    from sim.collective.results import check_output_path, write_csv
     from sim.training import fsdp as model
 
     for path, what in ((trace, "--trace"), (csv_path, "--csv")):

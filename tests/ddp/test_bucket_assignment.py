@@ -4,8 +4,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sim.ddp import DDPScenario, assign_buckets, bucket_limits, compute_bucket_assignment_by_size, plan_calls, prepare
-from sim.params import Param
+from sim.training.ddp import DDPScenario, assign_buckets, bucket_limits, compute_bucket_assignment_by_size, plan_calls, prepare
+from sim.training.params import Param
 
 ELEMENT_BYTES_BY_DTYPE = {"float16": 2, "float32": 4, "float64": 8}
 

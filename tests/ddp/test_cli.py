@@ -8,8 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from sim.cli import cli
-from sim.ddp import DDPScenario
-from sim.params import preset
+from sim.training.ddp import DDPScenario
+from sim.training.params import preset
 
 OW = ["--comm", "ow", "--o", "50us", "--w", "10GB/s"]
 NETWORK = ["--comm", "network", "--algorithm", "ring", "--ranks", "8", "--latency", "5us", "--bandwidth", "25GB/s"]
@@ -165,7 +165,7 @@ def test_scenario_round_trips():
 
 
 def test_sim_ddp_imports_no_torch():
-    code = "import sim.ddp, sim.ddp_cli, sim.overhead, sim.params, sys; print(sorted(m for m in ('torch', 'scipy', 'dash', 'plotly') if m in sys.modules))"
+    code = "import sim.training.ddp, sim.training.ddp_cli, sim.training.overhead, sim.training.params, sys; print(sorted(m for m in ('torch', 'scipy', 'dash', 'plotly') if m in sys.modules))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == "[]", result.stderr
 

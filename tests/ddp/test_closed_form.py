@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.ddp import DDPScenario, run_ddp
-from sim.overhead import optimal_bucket_bytes, optimal_num_buckets_uniform, overhead_simple, overhead_uniform
+from sim.training.ddp import DDPScenario, run_ddp
+from sim.training.overhead import optimal_bucket_bytes, optimal_num_buckets_uniform, overhead_simple, overhead_uniform
 
 MiB = 2**20
 

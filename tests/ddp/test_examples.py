@@ -19,7 +19,7 @@ def test_example_output_is_current(script, expected):
 
 
 def test_scenario_files_load():
-    from sim.ddp import DDPScenario
+    from sim.training.ddp import DDPScenario
 
     for path in sorted((EXAMPLES / "ddp_scenarios").glob("*.yaml")):
         assert DDPScenario.load(path).to_dict()

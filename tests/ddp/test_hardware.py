@@ -3,8 +3,8 @@ two_level network with its NIC rails, the same network as ``collsim sim collecti
 
 import pytest
 
-from sim.collapsed import collective_time
-from sim.ddp import DDPScenario, run_ddp
+from sim.collective.collapsed import collective_time
+from sim.training.ddp import DDPScenario, run_ddp
 from sim.errors import CollsimError
 from sim.hardware.presets import scenario_fields
 from sim.scenario import CollectiveScenario

@@ -2,7 +2,7 @@
 
 import pytest
 
-from sim.ddp import DDPScenario, run_ddp
+from sim.training.ddp import DDPScenario, run_ddp
 
 BASE = dict(
     preset="cs336-tiny",

@@ -5,9 +5,9 @@ import math
 import numpy as np
 import pytest
 
-from sim.ddp import DDPScenario, optimize, run_ddp, sweep_bucket_sizes
+from sim.training.ddp import DDPScenario, optimize, run_ddp, sweep_bucket_sizes
 from sim.errors import CollsimError
-from sim.overhead import fit_overhead, fit_ow, overhead_simple, t_quantile_975
+from sim.training.overhead import fit_overhead, fit_ow, overhead_simple, t_quantile_975
 
 MiB = 2**20
 

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from sim.errors import CollsimError
-from sim.params import CS336_SIZES, CS336_VOCAB, PRESETS, Param, load_params, params_from_bytes, preset, save_params
+from sim.training.params import CS336_SIZES, CS336_VOCAB, PRESETS, Param, load_params, params_from_bytes, preset, save_params
 
 
 def cs336_count(d_model: int, d_ff: int, layers: int, vocab: int = CS336_VOCAB) -> int:

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from sim.ddp import DDPScenario, backward_flops, run_ddp
+from sim.training.ddp import DDPScenario, backward_flops, run_ddp
 from sim.errors import CollsimError
-from sim.params import Param, preset
+from sim.training.params import Param, preset
 
 
 def ready_by_name(result):

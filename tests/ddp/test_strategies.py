@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.ddp import DDPScenario, run_ddp
+from sim.training.ddp import DDPScenario, run_ddp
 
 KiB = 1024
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from sim.analytic import busbw_factor
-from sim.runner import run_collective
+from sim.collective.analytic import busbw_factor
+from sim.collective.runner import run_collective
 from sim.scenario import CollectiveScenario
 
 ALGORITHMS = ("pairwise", "bruck", "direct")

@@ -4,7 +4,7 @@ import pytest
 
 from sim.hardware.nccl_des import channel_ring, channel_tree, scenario_for_pick
 from sim.hardware.nccl_model import predict
-from sim.runner import run_collective
+from sim.collective.runner import run_collective
 from sim.scenario import CollectiveScenario
 
 

@@ -9,8 +9,8 @@ import yaml
 
 from sim.errors import CollsimError
 from sim.hardware.presets import HERE, list_presets, load_preset, parse_preset
-from sim.hardware.topology import build
-from sim.runner import run_collective
+from sim.hardware.cluster import build
+from sim.collective.runner import run_collective
 from sim.scenario import CollectiveScenario
 
 

@@ -31,8 +31,8 @@ def test_every_strategy_matches_single_process_training():
 
 def test_ddp_cli_rows_profiles_and_params(tmp_path):
     from real.store import open_store
-    from sim.ddp import load_profile
-    from sim.params import load_params
+    from sim.training.ddp import load_profile
+    from sim.training.params import load_params
 
     db, profiles, params = tmp_path / "r.sqlite", tmp_path / "profiles", tmp_path / "params.json"
     done = subprocess.run(
@@ -55,7 +55,7 @@ def test_ddp_cli_rows_profiles_and_params(tmp_path):
     assert {p["config"] for p in store.ddp_profiles()} == {"none", "naive", "bucketed:1KiB", "bucketed:16KiB"}
     listed = load_params(params)
     assert [p.name for p in listed] == ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "fc3.weight", "fc3.bias"]
-    measured = load_profile(profiles / "mlp-none.json")  # sim.ddp accepts what we wrote
+    measured = load_profile(profiles / "mlp-none.json")  # sim.training.ddp accepts what we wrote
     assert set(measured.ready_s) == {p.name for p in listed}
     # gradients become ready in reverse registration order
     assert measured.ready_s["fc3.weight"] <= measured.ready_s["fc1.weight"]

@@ -128,7 +128,7 @@ def test_alpha_beta_across_world_sizes():
 
 def test_calibration_file_drives_the_simulator(tmp_path):
     """The calibration's scenario fields make sim's ring all-reduce reproduce o + n/w."""
-    from sim.runner import run_collective
+    from sim.collective.runner import run_collective
     from sim.scenario import CollectiveScenario
 
     rows = [

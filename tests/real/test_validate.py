@@ -25,7 +25,7 @@ from real.validate import (
     noise,
     summary_document,
 )
-from sim.analytic import closed_form
+from sim.collective.analytic import closed_form
 from sim.errors import CollsimError
 
 SIZES = [4096 * 4**k for k in range(7)]  # 4 KiB .. 16 MiB

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from sim.collapsed import collective_time, run, summarize
-from sim.runner import run_collective
+from sim.collective.collapsed import collective_time, run, summarize
+from sim.collective.runner import run_collective
 from sim.scenario import CollectiveScenario
 
 BASE = dict(bandwidth_Bps=25e9, latency_s=5e-6, reduce_bandwidth_Bps=80e9)
@@ -76,7 +76,7 @@ def test_ring_replay_refuses_shared_hops() -> None:
 
 def test_ring_replay_finds_the_ring_routes_once_per_network(monkeypatch) -> None:
     """A DDP sweep replays one network at ~100 sizes: the hops' routes are found once."""
-    from sim import collapsed
+    from sim.collective import collapsed
     from sim.network import engine
 
     collapsed._ring_hops.cache_clear()  # another test may have met this network

@@ -116,7 +116,7 @@ def test_cli_sweep(grid_file: Path, tmp_path: Path) -> None:
 
 
 def test_ddp_grid(tmp_path: Path) -> None:
-    pytest.importorskip("sim.ddp")
+    pytest.importorskip("sim.training.ddp")
     path = tmp_path / "ddp.yaml"
     path.write_text(
         "kind: ddp\n"

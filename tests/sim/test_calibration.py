@@ -6,7 +6,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from sim.analytic import busbw_factor
+from sim.collective.analytic import busbw_factor
 from sim.cli import cli
 
 O_S, W_BPS, P = 1.5e-3, 0.8e9, 2

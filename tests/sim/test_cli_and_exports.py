@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from sim.cli import cli
-from sim.runner import run_collective
+from sim.collective.runner import run_collective
 from sim.scenario import CollectiveScenario
 
 CONTRACT = [
@@ -168,5 +168,5 @@ def test_link_utilisation_and_truncation():
 
 
 def test_import_sim_pulls_no_torch_dash_or_plotly():
-    code = "import sys, sim, sim.cli, sim.runner, sim.analytic; import sim.algorithms; print([m for m in ('torch', 'dash', 'plotly') if m in sys.modules])"
+    code = "import sys, sim, sim.cli, sim.collective.runner, sim.collective.analytic; import sim.algorithms; print([m for m in ('torch', 'dash', 'plotly') if m in sys.modules])"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout.strip() == "[]"

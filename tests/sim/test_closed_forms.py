@@ -4,8 +4,8 @@ import itertools
 
 import pytest
 
-from sim.analytic import FORMS, closed_form
-from sim.runner import run_collective
+from sim.collective.analytic import FORMS, closed_form
+from sim.collective.runner import run_collective
 from sim.scenario import CollectiveScenario
 
 NETWORKS = [

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from sim import analytic
+from sim.collective import analytic
 from sim.cli import cli
-from sim.collapsed import run as run_in_mode
+from sim.collective.collapsed import run as run_in_mode
 from sim.errors import CollsimError
-from sim.runner import run_collective
+from sim.collective.runner import run_collective
 from sim.scenario import CollectiveScenario
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -109,7 +109,7 @@ def _audit_cases():
 @pytest.mark.parametrize("op,algorithm,elements", list(_audit_cases()))
 def test_item2_a_closed_form_that_applies_is_the_simulated_time(op, algorithm, elements):
     """Item 2 audit: on switch(8), whatever the split, ``for_scenario`` is None or the DES's time."""
-    from sim.registry import algorithm_spec
+    from sim.algorithms.registry import algorithm_spec
 
     spec = algorithm_spec(op, algorithm)
     chunks = 3 if spec is not None and spec.chunked else 1
@@ -270,7 +270,7 @@ def test_item11_short_keys_in_files_need_units(tmp_path):
                                       "stragglers": {3: 1}})  # fmt: skip
     assert CollectiveScenario.from_dict({"op": "all_reduce", "algorithm": "ring", "ranks": 4, "size": 64, "bandwidth": "1GB/s",
                                          "stragglers": {3: "1ms"}}).stragglers == ((3, 1e-3),)  # fmt: skip
-    from sim.ddp import DDPScenario
+    from sim.training.ddp import DDPScenario
 
     with pytest.raises(CollsimError, match="backward_time: '120' has no unit"):
         DDPScenario.from_dict({"preset": "small", "backward_time": 120, "o": "50us", "w": "10GB/s"})

@@ -2,7 +2,7 @@
 
 import pytest
 
-from sim.runner import run_collective
+from sim.collective.runner import run_collective
 from sim.scenario import CollectiveScenario
 
 

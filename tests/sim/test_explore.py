@@ -1,13 +1,13 @@
-"""sim.explore: work told without running, frames recorded in one run, phases, honest closed
+"""sim.collective.explore: work told without running, frames recorded in one run, phases, honest closed
 forms, and the cached crossover."""
 
 from __future__ import annotations
 
 import pytest
 
-from sim import explore
-from sim.registry import algorithms_for, ops
-from sim.runner import run_collective
+from sim.collective import explore
+from sim.algorithms.registry import algorithms_for, ops
+from sim.collective.runner import run_collective
 from sim.scenario import CollectiveScenario
 
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sim.registry import algorithm_spec, algorithms_for, ops
-from sim.runner import run_collective
+from sim.algorithms.registry import algorithm_spec, algorithms_for, ops
+from sim.collective.runner import run_collective
 from sim.scenario import CollectiveScenario
 
 ROOTED = ("broadcast", "reduce", "gather", "scatter")

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim import topology as topo
+from sim.network import topology as topo
 from sim.errors import CollsimError
-from sim.runner import build_topology, run_collective
+from sim.collective.runner import build_topology, run_collective
 from sim.scenario import CollectiveScenario
 
 SHARING = ("fifo", "fair")
@@ -239,7 +239,7 @@ def test_groups_run_every_algorithm_and_verify():
 
 
 def test_collapsed_mode_sees_placement_and_runs_groups_in_full():
-    from sim.collapsed import run, summarize
+    from sim.collective.collapsed import run, summarize
 
     spread = _two_level(placement="round_robin", size="64KiB")
     assert run(spread, "collapsed").time_s == pytest.approx(run_collective(spread).time_s, rel=1e-9)
@@ -277,7 +277,7 @@ def test_nccl_algorithms_run_on_groups(algorithm):
     """NCCL's rings and trees lay ranks out by node; a group reports its own ranks per node (it
     used to have none: AttributeError). Groups of one whole node each run as that node alone."""
     from sim.hardware.presets import scenario_fields
-    from sim.runner import run_collective
+    from sim.collective.runner import run_collective
     from sim.scenario import CollectiveScenario
 
     fields = {"op": "all_reduce", "algorithm": algorithm, "size": "1MiB"}
@@ -289,7 +289,7 @@ def test_nccl_algorithms_run_on_groups(algorithm):
 
 
 def test_a_group_reports_ranks_per_node_only_when_nodes_are_even_and_in_order():
-    from sim.groups import GroupTopology
+    from sim.collective.groups import GroupTopology
 
     two_level = topo.two_level(2, 8, 1e-6, 1e11, 5e-6, 1e10)
     assert GroupTopology(two_level, range(16)).gpus_per_node == 8

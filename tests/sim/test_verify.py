@@ -3,8 +3,8 @@
 import pytest
 
 from sim.errors import CollsimError
-from sim.registry import algorithm_spec, algorithms_for, ops
-from sim.runner import run_collective
+from sim.algorithms.registry import algorithm_spec, algorithms_for, ops
+from sim.collective.runner import run_collective
 from sim.scenario import CollectiveScenario
 
 ROOTED = ("broadcast", "reduce", "gather", "scatter")
@@ -61,7 +61,7 @@ def test_uneven_splits_still_verify(op, algorithm):
 
 def test_verification_catches_a_wrong_algorithm(monkeypatch):
     """A broken reduction (dropping a received piece) must fail verification."""
-    from sim.call import Call
+    from sim.collective.call import Call
 
     original = Call.add
     calls = {"n": 0}

@@ -85,18 +85,18 @@ def test_bad_input_is_one_error_line():
 
 
 def test_old_module_names_are_the_moved_modules():
-    import sim.ddp
-    import sim.ddp_cli
-    import sim.overhead
-    import sim.params
+    import sim.training.ddp
+    import sim.training.ddp_cli
+    import sim.training.overhead
+    import sim.training.params
     import sim.training.ddp
     import sim.training.ddp_cli
     import sim.training.overhead
     import sim.training.params
 
-    assert sim.ddp is sim.training.ddp and sim.params is sim.training.params
-    assert sim.overhead is sim.training.overhead and sim.ddp_cli is sim.training.ddp_cli
-    from sim.ddp import DDPScenario
+    assert sim.training.ddp is sim.training.ddp and sim.training.params is sim.training.params
+    assert sim.training.overhead is sim.training.overhead and sim.training.ddp_cli is sim.training.ddp_cli
+    from sim.training.ddp import DDPScenario
     from sim.training.ddp import DDPScenario as moved
 
     assert DDPScenario is moved

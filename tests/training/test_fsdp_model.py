@@ -175,7 +175,7 @@ def on_preset(nodes: int = 2, **changes) -> FSDPScenario:
 def test_no_shard_all_reduces_cost_what_ddp_pays_on_the_preset(algorithm):
     """One unit per parameter (no_shard) and one all-reduce per parameter (ddp overlap): the same
     all-reduces, so the same comm time, each as collsim sim collective --hardware runs it."""
-    from sim.collapsed import collective_time
+    from sim.collective.collapsed import collective_time
 
     s = on_preset(algorithm=algorithm, strategy="overlap", units=",".join(f"layers.{i}" for i in range(L)))
     rows = {row["sharding"]: row for row in compare(s, ["ddp", "no_shard"])}

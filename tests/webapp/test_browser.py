@@ -12,7 +12,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from sim.runner import run_collective
+from sim.collective.runner import run_collective
 from sim.units import format_time
 from webapp import collective as model
 
@@ -239,7 +239,7 @@ def test_large_scenario_shows_progress_and_cancel_stops_it(app_page: Page, live_
     expect(app_page.locator("#coll-cancel")).to_be_enabled()
     expect(app_page.locator("#coll-progress-text")).to_contain_text(
         re.compile(r"[1-9]\d*% \(\d[\d,]* of 2,095,104 messages"), timeout=10_000
-    )  # the count sim.explore.work told
+    )  # the count sim.collective.explore.work told
     assert int(app_page.locator("#coll-progress-bar").get_attribute("value")) > 0
     assert _job_processes(before), "the run should be a separate process"
     shot("progress", full_page=False)
@@ -315,7 +315,7 @@ def test_ddp_page(app_page: Page, live_server: str, shot, tmp_path):
     from webapp import ddp_model
 
     if ddp_model.missing():
-        pytest.skip("sim.ddp missing")
+        pytest.skip("sim.training.ddp missing")
     open_page(app_page, live_server + "/ddp")
     expect(app_page.locator("#ddp-buckets")).not_to_be_empty()
     before = app_page.locator("#ddp-buckets").inner_text()

@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from sim.runner import run_collective
+from sim.collective.runner import run_collective
 from sim.units import format_time
 from webapp import collective as model
 

@@ -9,7 +9,7 @@ import pytest
 from dash import no_update
 from dash.exceptions import PreventUpdate
 
-from sim.runner import run_collective
+from sim.collective.runner import run_collective
 from webapp import collective as model
 from webapp import ids
 from webapp.pages import collectives as page
@@ -97,7 +97,7 @@ def job_for(data: dict) -> dict:
 
 
 def test_run_with_progress_matches_run_collective():
-    from sim.runner import run_collective
+    from sim.collective.runner import run_collective
 
     scenario, _ = model.parse_form({**model.DEFAULTS, "ranks": "64", "algorithm": "recursive_doubling"})
     seen = []
@@ -177,7 +177,7 @@ def test_ddp_validate_and_simulate():
     from webapp import ddp_model
 
     if ddp_model.missing():
-        pytest.skip("sim.ddp not in this checkout")
+        pytest.skip("sim.training.ddp not in this checkout")
     data, *messages, search = ddp.validate(None, *ddp_values())
     assert data is not None and not any(messages) and search == ""
     notice, cards, timeline, overhead, strategies, explain = ddp.simulate(data)
@@ -294,7 +294,7 @@ def test_ddp_network_model_and_its_limit():
     from webapp import ddp_model
 
     if ddp_model.missing():
-        pytest.skip("sim.ddp not in this checkout")
+        pytest.skip("sim.training.ddp not in this checkout")
     data, *messages, _ = ddp.validate(None, *ddp_values(comm_model="network", preset="resnet18"))
     assert data is not None and not any(messages)
     assert "comm model network" in ddp.simulate(data)[0]

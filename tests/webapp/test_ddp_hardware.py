@@ -9,13 +9,13 @@ import pytest
 from webapp import ddp_model
 
 if ddp_model.missing():
-    pytest.skip("sim.ddp not in this checkout", allow_module_level=True)
+    pytest.skip("sim.training.ddp not in this checkout", allow_module_level=True)
 
 from dash import no_update  # noqa: E402
 from dash.exceptions import PreventUpdate  # noqa: E402
 
-from sim.analytic import ow_for_ring  # noqa: E402
-from sim.ddp import DDPScenario, run_ddp  # noqa: E402
+from sim.collective.analytic import ow_for_ring  # noqa: E402
+from sim.training.ddp import DDPScenario, run_ddp  # noqa: E402
 from sim.hardware.nccl_model import predict  # noqa: E402
 from sim.units import parse_bandwidth, parse_time  # noqa: E402
 from webapp.pages import ddp  # noqa: E402

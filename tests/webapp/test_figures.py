@@ -5,7 +5,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import pytest
 
-from sim.runner import run_collective
+from sim.collective.runner import run_collective
 from webapp import collective as model
 from webapp import figures
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sim.runner import run_collective
+from sim.collective.runner import run_collective
 from sim.scenario import CollectiveScenario
 from webapp import collective as model
 
@@ -149,7 +149,7 @@ def test_player_is_skipped_for_large_runs():
 
 
 def test_crossover_covers_every_runnable_algorithm():
-    from sim.registry import algorithms_for
+    from sim.algorithms.registry import algorithms_for
 
     rows = model.crossover(scenario())
     names = {row["algorithm"] for row in rows}
@@ -187,7 +187,7 @@ def test_the_crossover_helper_process_gives_the_same_rows():
     simulation); its rows are the in-process ones, and it really is another process."""
     import os
 
-    from sim import explore
+    from sim.collective import explore
 
     s = model.parse_form({**model.DEFAULTS, "ranks": "11", "size": "3MiB"})[0]
     here = explore.crossover(s, model.CROSSOVER_SIZES, max_messages=model.CROSSOVER_MESSAGES)

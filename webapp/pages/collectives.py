@@ -14,11 +14,11 @@ from typing import Any
 from dash import Input, Output, State, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
-from sim import explore
+from sim.collective import explore
 from sim.errors import CollsimError
-from sim.registry import ops
+from sim.algorithms.registry import ops
 from sim.scenario import SHARING_MODES, CollectiveScenario
-from sim.topology import TOPOLOGIES
+from sim.network.topology import TOPOLOGIES
 from sim.units import format_bandwidth, format_size, format_time
 from webapp import collective as model
 from webapp import figures, ids, urlstate
@@ -612,7 +612,7 @@ def events_csv(result: Any) -> str:
     import csv
     import io
 
-    from sim.results import EVENT_COLUMNS
+    from sim.collective.results import EVENT_COLUMNS
 
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=EVENT_COLUMNS, extrasaction="ignore")

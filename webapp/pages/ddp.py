@@ -63,7 +63,7 @@ def _input(name: str, value: str) -> Any:
             clearable=False,
         )
     if name == "algorithm":
-        from sim.registry import algorithms_for
+        from sim.algorithms.registry import algorithms_for
 
         return dcc.Dropdown(id=fid, options=algorithms_for("all_reduce"), value=value, clearable=False)
     if name == "first_bucket":
@@ -284,7 +284,7 @@ def validate_page(uploaded: list | None, *values: Any) -> tuple:
 
 
 def simulate(data: dict | None) -> tuple:
-    from sim.ddp import DDPScenario
+    from sim.training.ddp import DDPScenario
 
     if not data:
         return ("Fix the highlighted inputs; the figures show the last valid scenario.", *[no_update] * 5)
@@ -384,7 +384,7 @@ def shard_size_field(sharding: str) -> dict[str, str]:
 
 
 def download(trigger: str | None, data: dict | None) -> Any:
-    from sim.ddp import DDPScenario, run_ddp
+    from sim.training.ddp import DDPScenario, run_ddp
 
     if not trigger or not data:
         return no_update

@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
 
-from sim.call import Call
+from sim.collective.call import Call
 from sim.errors import CollsimError
-from sim.verify import initial_buffers
+from sim.collective.verify import initial_buffers
 
 Groups = tuple[tuple[int, ...], ...]
 
@@ -176,6 +176,6 @@ def group_closed_form(scenario: Any) -> float | None:
     sizes = {len(group) for group in s.groups}
     if s.topology != "switch" or len(sizes) != 1 or s.stragglers:
         return None
-    from sim import analytic
+    from sim.collective import analytic
 
     return analytic.for_scenario(s.replace(ranks=sizes.pop(), groups=(), verify=False))

@@ -9,16 +9,16 @@ from dataclasses import dataclass
 
 import simpy
 
-from sim import analytic
-from sim import topology as topo
-from sim.call import Call
+from sim.collective import analytic
+from sim.network import topology as topo
+from sim.collective.call import Call
 from sim.errors import DeadlockError
-from sim.groups import group_closed_form, group_programs, group_times
+from sim.collective.groups import group_closed_form, group_programs, group_times
 from sim.network import Network, make_network
-from sim.registry import algorithm_spec
-from sim.results import CollectiveResult
+from sim.algorithms.registry import algorithm_spec
+from sim.collective.results import CollectiveResult
 from sim.scenario import CollectiveScenario
-from sim.verify import check, initial_buffers
+from sim.collective.verify import check, initial_buffers
 
 
 @contextmanager
@@ -53,7 +53,7 @@ def _unplaced_topology(scenario: CollectiveScenario) -> topo.Topology:
     s = scenario
     kind = s.topology
     if s.hardware:
-        from sim.hardware.topology import for_scenario
+        from sim.hardware.cluster import for_scenario
 
         return for_scenario(s)
     if kind == "switch":

@@ -15,7 +15,7 @@ from __future__ import annotations
 import networkx as nx
 
 from sim.hardware.presets import Preset
-from sim.topology import Topology
+from sim.network.topology import Topology
 
 
 def build(

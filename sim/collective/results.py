@@ -92,7 +92,7 @@ def write_csv(rows: Iterable[dict[str, Any]], path: str | Path) -> None:
 
 def summary_head(scenario: Any, time_s: float, analytic_time_s: float | None) -> dict[str, Any]:
     """The first keys of every collective summary, full or collapsed (the CLI contract)."""
-    from sim.analytic import why_no_closed_form
+    from sim.collective.analytic import why_no_closed_form
 
     s = scenario
     error = None if not analytic_time_s else (time_s - analytic_time_s) / analytic_time_s

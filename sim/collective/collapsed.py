@@ -3,7 +3,7 @@
 Where per-message detail is not needed (one call at a time, so no contention between concurrent
 collectives, and symmetric ranks: no stragglers, no jitter), a call's time comes from
 
-1. the closed form (:mod:`sim.analytic`) where the DES is known to reproduce it exactly
+1. the closed form (:mod:`sim.collective.analytic`) where the DES is known to reproduce it exactly
    (``analytic.for_scenario``: switch topology, an even split of the elements), else
 2. for ring all-reduce on a topology whose ring hops share no link (switch with any split, ring,
    two_level), a max-plus replay of the per-message recursion, vectorized over ranks with
@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from sim import analytic
-from sim.results import algbw_GBps, summary_head
+from sim.collective import analytic
+from sim.collective.results import algbw_GBps, summary_head
 from sim.scenario import CollectiveScenario
 
 MODES = ("full", "collapsed")
@@ -104,7 +104,7 @@ def _ring_replay(s: CollectiveScenario) -> Timing | None:
     """
     import numpy as np
 
-    from sim.call import Call
+    from sim.collective.call import Call
 
     p, k = s.ranks, s.chunks
     if s.op != "all_reduce" or s.algorithm != "ring" or p < 2 or s.jitter_s or s.stragglers:
@@ -162,7 +162,7 @@ def _ring_hops(s: CollectiveScenario) -> tuple[Any, Any] | None:
     import simpy
 
     from sim.network import Network
-    from sim.runner import build_topology
+    from sim.collective.runner import build_topology
 
     net = Network(simpy.Environment(), build_topology(s))
     routes = [net.route(j, (j + 1) % s.ranks) for j in range(s.ranks)]
@@ -178,7 +178,7 @@ def _ring_hops(s: CollectiveScenario) -> tuple[Any, Any] | None:
 
 @lru_cache(maxsize=4096)
 def _simulated(single: CollectiveScenario) -> Timing:
-    from sim.runner import run_collective
+    from sim.collective.runner import run_collective
 
     result = run_collective(single)
     return Timing(result.time_s, "simulated", result.message_count, result.bytes_sent, result.steps)
@@ -224,7 +224,7 @@ class CollapsedResult:
 
 def run(scenario: CollectiveScenario, mode: str = "full") -> Any:
     """Run ``scenario`` in ``mode``; collapsed falls back to full (and says why) where it cannot apply."""
-    from sim.runner import run_collective
+    from sim.collective.runner import run_collective
 
     if mode not in MODES:
         from sim.errors import CollsimError

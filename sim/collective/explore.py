@@ -17,15 +17,15 @@ from typing import Any
 import numpy as np
 from simpy.core import EmptySchedule
 
-from sim import analytic
-from sim.call import split
-from sim.collapsed import collective_time, replay_time, why_not_collapsed
+from sim.collective import analytic
+from sim.collective.call import split
+from sim.collective.collapsed import collective_time, replay_time, why_not_collapsed
 from sim.errors import CollsimError
-from sim.groups import group_closed_form
+from sim.collective.groups import group_closed_form
 from sim.hardware.nccl_des import TREE_CHUNK_BYTES
-from sim.registry import algorithm_spec, algorithms_for
-from sim.results import CollectiveResult
-from sim.runner import collect, no_gc, start_collective
+from sim.algorithms.registry import algorithm_spec, algorithms_for
+from sim.collective.results import CollectiveResult
+from sim.collective.runner import collect, no_gc, start_collective
 from sim.scenario import CollectiveScenario
 
 ROUTE_COST = 80  # finding a new (src, dst) route costs about as much as simulating 80 messages
@@ -445,7 +445,7 @@ def crossover(
 ) -> list[dict[str, Any]]:
     """Time of every algorithm of the scenario's op that accepts its ranks and topology, per size.
 
-    Each point is one collapsed call (:func:`sim.collapsed.collective_time`: the closed form
+    Each point is one collapsed call (:func:`sim.collective.collapsed.collective_time`: the closed form
     where the simulation reproduces it, a replay, or a cached simulation) when the scenario
     can be collapsed and its work fits the budget; the answer is cached per scenario, so a
     page that redraws with the same network and ranks pays nothing. Rows: algorithm,

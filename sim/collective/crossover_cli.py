@@ -13,7 +13,7 @@ from sim.errors import CollsimError
 
 
 def _sizes(text: str | None) -> tuple[int, ...]:
-    from sim.explore import CROSSOVER_SIZES
+    from sim.collective.explore import CROSSOVER_SIZES
     from sim.units import parse_size
 
     if not text:
@@ -43,11 +43,11 @@ def crossover_command(sizes: str | None, as_csv: bool, as_json: bool, **flags: A
 
     Closed forms where the simulation reproduces them exactly, else one collapsed call per
     point (replay or cached simulation)."""
-    from sim.explore import crossover
+    from sim.collective.explore import crossover
     from sim.scenario import CollectiveScenario
 
     data = {key: value for key, value in flags.items() if value is not None}
-    from sim.registry import algorithms_for, ops
+    from sim.algorithms.registry import algorithms_for, ops
 
     if data["op"] not in ops():
         raise CollsimError(f"op: choose one of {', '.join(ops())}, got {data['op']!r}")
