@@ -4,3 +4,5 @@
 only where a command needs it: ``real.store``, ``real.fit`` and ``real.nccl_tests`` work
 without torch, so the webapp can read measurements on a machine without it.
 """
+
+__all__ = ["bench", "cli", "compare", "ddp", "fit", "fsdp", "launcher", "nccl_tests", "report", "store", "trace", "validate"]

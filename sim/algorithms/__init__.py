@@ -6,3 +6,5 @@ from sim.algorithms import butterfly  # noqa: F401
 from sim.algorithms import dbtree  # noqa: F401
 from sim.algorithms import misc  # noqa: F401
 from sim.algorithms import alltoall  # noqa: F401
+
+__all__ = ["alltoall", "butterfly", "dbtree", "misc", "registry", "ring", "trees"]

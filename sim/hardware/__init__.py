@@ -5,3 +5,5 @@ topology they build, and NCCL's own tuning model (which algorithm and protocol N
 - :mod:`sim.hardware.cluster`: ``build(preset, nodes, ...)``, rails of NICs across nodes.
 - :mod:`sim.hardware.nccl_model`: ``predict(preset, nodes, op, size_bytes)``.
 """
+
+__all__ = ["cli", "cluster", "nccl_des", "nccl_model", "presets"]
