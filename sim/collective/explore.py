@@ -19,11 +19,11 @@ from simpy.core import EmptySchedule
 
 from sim.collective import analytic
 from sim.collective.call import split
+from sim.collective.narrative import description, phase_of, phase_starts  # noqa: F401  (kept public here)
 from sim.collective.collapsed import collective_time, replay_time, why_not_collapsed
 from sim.errors import CollsimError
 from sim.collective.groups import group_closed_form
-from sim.hardware.nccl_des import TREE_CHUNK_BYTES
-from sim.algorithms.registry import algorithm_spec, algorithms_for
+from sim.algorithms.registry import Shape, algorithm_spec, algorithms_for
 from sim.collective.results import CollectiveResult
 from sim.collective.runner import collect, no_gc, start_collective
 from sim.scenario import CollectiveScenario
@@ -57,49 +57,27 @@ class Work:
         return self.messages + ROUTE_COST * self.pairs
 
 
-def _lg(p: int) -> int:
-    return max(0, (p - 1).bit_length())
-
-
-def _counts(op: str, algorithm: str, p: int, k: int, gpus: int) -> tuple[int, int, bool]:
-    """(messages, pairs, exact) of one call on p ranks with k chunks."""
-    lg, ring = _lg(p), p * (p - 1)
-    table: dict[tuple[str, str], tuple[int, int, bool]] = {
-        ("broadcast", "linear"): (p - 1, p - 1, True),
-        ("broadcast", "binomial"): (p - 1, p - 1, True),
-        ("broadcast", "pipelined_chain"): ((p - 1) * k, p - 1, True),
-        ("broadcast", "scatter_allgather"): (p - 1 + ring, 2 * (p - 1) + p, True),
-        ("scatter", "binomial"): (p - 1, p - 1, True),
-        ("gather", "binomial"): (p - 1, p - 1, True),
-        ("reduce", "linear"): (p - 1, p - 1, True),
-        ("reduce", "binomial"): (p - 1, p - 1, True),
-        ("reduce", "reduce_scatter_gather"): (p * lg + p - 1, p * lg + p - 1, True),
-        ("all_reduce", "reduce_broadcast"): (2 * (p - 1), 2 * (p - 1), True),
-        ("all_reduce", "ring"): (2 * ring * k, p, True),
-        ("all_reduce", "recursive_doubling"): (p * lg, p * lg, True),
-        ("all_reduce", "rabenseifner"): (2 * p * lg, p * lg, True),
-        ("all_reduce", "double_binary_tree"): (4 * (p - 1) * k, 4 * (p - 1), True),
-        ("all_reduce", "hierarchical"): (2 * p * (gpus - 1) * k + 2 * p * (max(p // gpus, 1) - 1) * k, 2 * p, True),
-        ("all_gather", "ring"): (ring * k, p, True),
-        ("all_gather", "recursive_doubling"): (p * lg, p * lg, True),
-        ("reduce_scatter", "ring"): (ring * k, p, True),
-        ("reduce_scatter", "recursive_halving"): (p * lg, p * lg, True),
-        ("barrier", "dissemination"): (p * lg, p * lg, True),
-        ("send_recv", "direct"): (1, 1, True),
-    }
-    return table.get((op, algorithm), (-1, -1, False))
+def _counts(s: CollectiveScenario) -> tuple[int, int, bool]:
+    """(messages, pairs, exact) of one call, from the algorithm's record; (-1, -1, False) for
+    an algorithm whose record has no counts."""
+    spec = algorithm_spec(s.op, s.algorithm)
+    if spec is None or spec.counts is None:
+        return -1, -1, False
+    k = s.chunks if spec.chunked else 1
+    gpus = s.gpus_per_node_resolved if s.topology == "two_level" else s.ranks
+    messages, pairs = spec.counts(Shape(s.ranks, k, gpus, s.elements, s.element_bytes))
+    return messages, pairs, True
 
 
 def work(scenario: CollectiveScenario) -> Work:
     """The messages and routes a per-message simulation of ``scenario`` needs, from the
-    algorithm's structure (no run): exact message counts for the algorithms listed here (the
-    tests check them against runs), a bound on routes. An algorithm not listed is run at 8 and
-    16 ranks (one chunk, milliseconds) and its counts extrapolated with the growth exponent the
-    two give (``exact=False``); if even that fails, the bound of every pair, both ways, each chunk."""
+    algorithm's structure (no run): exact message counts from the algorithm's record (the
+    tests check them against runs), a bound on routes. An algorithm without counts is run at
+    8 and 16 ranks (one chunk, milliseconds) and its counts extrapolated with the growth
+    exponent the two give (``exact=False``); if even that fails, the bound of every pair, both
+    ways, each chunk."""
     s = scenario
-    k = s.chunks if algorithm_spec(s.op, s.algorithm) and algorithm_spec(s.op, s.algorithm).chunked else 1
-    gpus = s.gpus_per_node_resolved if s.topology == "two_level" else s.ranks
-    messages, pairs, exact = _counts(s.op, s.algorithm, s.ranks, k, gpus)
+    messages, pairs, exact = _counts(s)
     if messages < 0:
         messages, pairs = _extrapolated(s)
     return Work(messages * s.repetitions, min(pairs, s.ranks * (s.ranks - 1)), exact)
@@ -157,53 +135,6 @@ def _probe(s: CollectiveScenario, ranks: int, nbytes: int) -> tuple[int, int]:
 # --------------------------------------------------------------------------- phases
 
 
-def phase_starts(op: str, algorithm: str, p: int) -> list[tuple[int, str]]:
-    """(first step, name) of each phase of an algorithm, in order ([] when it has one phase)."""
-    rounds = _lg(p)
-    two = {
-        ("all_reduce", "ring"): (p - 1, "reduce-scatter", "all-gather"),
-        ("all_reduce", "rabenseifner"): (rounds, "reduce-scatter (recursive halving)", "all-gather (recursive doubling)"),
-        ("all_reduce", "reduce_broadcast"): (rounds, "reduce (up the tree)", "broadcast (down the tree)"),
-        ("broadcast", "scatter_allgather"): (rounds, "scatter (binomial)", "all-gather (ring)"),
-        ("reduce", "reduce_scatter_gather"): (rounds, "reduce-scatter (recursive halving)", "gather (binomial)"),
-    }
-    if (op, algorithm) in two:
-        split_at, first, second = two[(op, algorithm)]
-        return [(0, first), (split_at, second)]
-    single = {
-        ("all_gather", "ring"): "all-gather around the ring",
-        ("reduce_scatter", "ring"): "reduce-scatter around the ring",
-        ("all_gather", "recursive_doubling"): "all-gather (recursive doubling)",
-        ("reduce_scatter", "recursive_halving"): "reduce-scatter (recursive halving)",
-        ("broadcast", "binomial"): "broadcast down the binomial tree",
-        ("reduce", "binomial"): "reduce up the binomial tree",
-        ("scatter", "binomial"): "scatter down the binomial tree",
-        ("gather", "binomial"): "gather up the binomial tree",
-        ("broadcast", "pipelined_chain"): "chunks flow down the chain",
-        ("all_reduce", "recursive_doubling"): "pairwise exchange and combine",
-        ("all_reduce", "double_binary_tree"): "reduce up and broadcast down two trees",
-        ("all_reduce", "hierarchical"): "intra-node reduce-scatter, inter-node all-reduce, intra-node all-gather",
-        ("barrier", "dissemination"): "dissemination rounds",
-    }
-    return [(0, single[(op, algorithm)])] if (op, algorithm) in single else []
-
-
-def phase_of(op: str, algorithm: str, p: int, step: int) -> str:
-    """The name of the phase ``step`` belongs to ("" when the algorithm names none)."""
-    name = ""
-    for first, phase in phase_starts(op, algorithm, p):
-        if step >= first:
-            name = phase
-    return name
-
-
-def description(op: str, algorithm: str) -> str:
-    """The algorithm's own one-paragraph description (its docstring's first paragraph)."""
-    spec = algorithm_spec(op, algorithm)
-    text = (spec.program.__doc__ or "").strip() if spec else ""
-    return " ".join(text.split("\n\n")[0].split())
-
-
 # --------------------------------------------------------------------------- closed forms
 
 
@@ -245,10 +176,10 @@ def closed_form(scenario: CollectiveScenario) -> ClosedForm:
 
 
 def _why_none(s: CollectiveScenario) -> str:
-    if (s.op, s.algorithm) not in analytic.FORMS:
-        return f"no closed form is known for {s.op}/{s.algorithm} (only the simulation answers)"
-    power_of_two = analytic.FORMS[(s.op, s.algorithm)][1]
-    if power_of_two and s.ranks & (s.ranks - 1):
+    spec = algorithm_spec(s.op, s.algorithm)
+    if spec.closed_form is None:
+        return f"no closed form is known for {s.op}/{s.algorithm}: {spec.form}"
+    if spec.form_power_of_two and s.ranks & (s.ranks - 1):
         return f"the {s.algorithm} formula holds for a power-of-two number of ranks, not {s.ranks}"
     if s.op == "all_reduce" and s.algorithm == "ring" and s.chunks != 1:
         return "the ring formula is for one chunk; pipelined chunks have no closed form here"
@@ -333,44 +264,13 @@ def miniature(scenario: CollectiveScenario) -> CollectiveScenario:
     return s.replace(size_bytes=cells * s.element_bytes, repetitions=1, overhead_s=0.0, verify=False, record="full")
 
 
-def _double_tree_halves_whole(s: CollectiveScenario) -> bool:
-    """Halves of p k cells, each cut into k chunks: p / 2 cells a chunk, whole when p is even."""
-    return s.ranks % 2 == 0 or s.ranks == 1
-
-
-def _nccl_tree_chunks_whole(s: CollectiveScenario) -> bool:
-    """A channel's slice (p cells) cut into ceil(slice bytes / TREE_CHUNK_BYTES) tree chunks."""
-    return s.ranks % -(-(s.size_bytes // s.chunks) // TREE_CHUNK_BYTES) == 0
-
-
-# Whether every split an algorithm's ranks make of ``ranks * chunks`` cells falls on whole
-# cells. A range of L cells cut into q parts gives pieces of m times the bytes of the original
-# range of m L elements cut into q parts exactly when q divides L (otherwise the cut pieces
-# differ by m elements, the original's by one). Splits into p blocks, into k chunks of a block,
-# into gpus and nodes (hierarchical: p = gpus * nodes), and all_to_all's p blocks always do.
-# An algorithm in neither table runs twice.
-_ALWAYS_WHOLE = {
-    "broadcast": ("linear", "binomial", "pipelined_chain", "scatter_allgather"),
-    "reduce": ("linear", "binomial", "reduce_scatter_gather"),
-    "all_reduce": ("ring", "hierarchical", "reduce_broadcast", "recursive_doubling", "rabenseifner", "nccl_ring"),
-    "all_gather": ("ring", "recursive_doubling", "nccl_ring"),
-    "reduce_scatter": ("ring", "recursive_halving", "nccl_ring"),
-    "all_to_all": ("pairwise", "direct", "bruck"),
-    "gather": ("binomial",),
-    "scatter": ("binomial",),
-    "send_recv": ("direct",),
-}
-_WHOLE_WHEN = {
-    ("all_reduce", "double_binary_tree"): _double_tree_halves_whole,
-    ("all_reduce", "nccl_tree"): _nccl_tree_chunks_whole,
-}
-
-
 def _whole_cells(s: CollectiveScenario) -> bool:
-    if s.algorithm in _ALWAYS_WHOLE.get(s.op, ()):
-        return True
-    condition = _WHOLE_WHEN.get((s.op, s.algorithm))
-    return condition is not None and condition(s)
+    """Whether every split the algorithm's ranks make of ``ranks * chunks`` cells falls on whole
+    cells (its record's ``whole_cells``). A range of L cells cut into q parts gives pieces of m
+    times the bytes of the original range of m L elements cut into q parts exactly when q
+    divides L (otherwise the cut pieces differ by m elements, the original's by one)."""
+    whole = algorithm_spec(s.op, s.algorithm).whole_cells
+    return whole if isinstance(whole, bool) else bool(whole(s))
 
 
 def same_run_scale(scenario: CollectiveScenario) -> int | None:
