@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from sim.calibration import calibrated_fields, load_calibration  # noqa: F401  (re-exported: real writes, sim reads)
 from sim.algorithms.registry import algorithm_spec
+from sim.calibration import calibrated_fields, load_calibration  # noqa: F401  (re-exported: real writes, sim reads)
 from sim.collective.analytic import with_forms
 from sim.errors import CollsimError
 

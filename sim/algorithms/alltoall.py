@@ -23,9 +23,9 @@ from collections.abc import Generator
 
 import numpy as np
 
+from sim.algorithms.registry import Form, Phase, ceil_lg, register
 from sim.collective.call import Call
 from sim.network import Network
-from sim.algorithms.registry import Form, Phase, ceil_lg, register
 
 
 def _block(call: Call, index: int) -> tuple[int, int, int]:

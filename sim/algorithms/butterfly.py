@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Generator, Sequence
 
-from sim.collective.call import Call
-from sim.network import Network
 from sim.algorithms.phases import HALVING_THEN, RECURSIVE_DOUBLING_GATHER, RECURSIVE_HALVING, THEN_DOUBLING
 from sim.algorithms.registry import Form, Phase, ceil_lg, register
+from sim.collective.call import Call
+from sim.network import Network
 
 
 def recursive_halving_steps(net: Network, rank: int, call: Call, group: Sequence[int], step0: int = 0) -> Generator:

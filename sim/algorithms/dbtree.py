@@ -17,9 +17,9 @@ from collections.abc import Generator
 
 import simpy
 
+from sim.algorithms.registry import Phase, register
 from sim.collective.call import Call, Piece
 from sim.network import Network
-from sim.algorithms.registry import Phase, register
 
 Tree = tuple[int, list[int]]  # (parent or -1, children)
 

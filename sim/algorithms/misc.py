@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Generator
 
+from sim.algorithms.registry import Form, Phase, ceil_lg, register
 from sim.collective.call import Call
 from sim.network import Network
-from sim.algorithms.registry import Form, Phase, ceil_lg, register
 
 
 @register(

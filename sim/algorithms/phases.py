@@ -41,7 +41,9 @@ def after_rounds(p: int) -> int:
 
 # a whole algorithm of one phase
 RING_REDUCE_SCATTER = Phase("reduce-scatter around the ring", _RING_RS)
-RING_ALL_GATHER = Phase("all-gather around the ring", "each rank forwards the piece it received last to its right neighbour, which keeps it")
+RING_ALL_GATHER = Phase(
+    "all-gather around the ring", "each rank forwards the piece it received last to its right neighbour, which keeps it"
+)
 RECURSIVE_HALVING = Phase("reduce-scatter (recursive halving)", _HALVING)
 RECURSIVE_DOUBLING_GATHER = Phase("all-gather (recursive doubling)", _DOUBLING)
 BINOMIAL_BROADCAST = Phase("broadcast down the binomial tree", "every rank holding the data sends it to a rank that has none yet")

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Generator, Sequence
 
+from sim.algorithms.phases import RING_ALL_GATHER, RING_REDUCE_SCATTER, RS_THEN, THEN_AG
+from sim.algorithms.registry import Form, Phase, register
 from sim.collective.call import Call, Piece
 from sim.errors import CollsimError
 from sim.network import Network
-from sim.algorithms.phases import RING_ALL_GATHER, RING_REDUCE_SCATTER, RS_THEN, THEN_AG
-from sim.algorithms.registry import Form, Phase, register
 
 
 def _chunked(call: Call, parts: int, within: Piece) -> list[tuple[Piece, ...]]:

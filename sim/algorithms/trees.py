@@ -16,9 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Generator
 
-from sim.algorithms.ring import non_empty, ring_all_gather_steps
-from sim.collective.call import Call, Piece
-from sim.network import Network
 from sim.algorithms.phases import (
     BINOMIAL_BROADCAST,
     BINOMIAL_GATHER,
@@ -28,6 +25,9 @@ from sim.algorithms.phases import (
     after_rounds,
 )
 from sim.algorithms.registry import Form, Phase, ceil_lg, register
+from sim.algorithms.ring import non_empty, ring_all_gather_steps
+from sim.collective.call import Call, Piece
+from sim.network import Network
 
 
 def _absolute(v: int, call: Call) -> int:

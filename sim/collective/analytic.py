@@ -15,6 +15,7 @@ apply there, the (p-1)/p n and n/k terms assume n splits into p (or k) equal who
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from sim.algorithms.registry import AlgorithmSpec, Form, algorithm_spec, all_specs
 
@@ -105,6 +106,55 @@ def for_scenario(scenario) -> float | None:
     # chunks beyond the element count are not sent: k elements or fewer travel as that many chunks
     chunks = min(s.chunks, max(1, s.elements))
     return closed_form(s.op, s.algorithm, s.ranks, s.size_bytes, s.latency_s, 1.0 / s.bandwidth_Bps, g, chunks, s.overhead_s)
+
+
+@dataclass(frozen=True)
+class ClosedForm:
+    """The closed form's time for a scenario, whether the simulation should match it exactly,
+    and in words why it is approximate or missing."""
+
+    time_s: float | None
+    exact: bool
+    note: str
+
+
+def status(scenario) -> ClosedForm:
+    """The closed form with an honest status: exact (the DES reproduces it: ``for_scenario``),
+    approximate (an uneven split, stragglers, jitter, repetitions: the formula's assumptions
+    bend), or none with the reason. The one closed-form status; ``why_no_closed_form`` is its
+    exactness test."""
+    s = scenario
+    exact = for_scenario(s)
+    if exact is not None:
+        return ClosedForm(exact, True, "")
+    g = 1.0 / s.reduce_bandwidth_Bps if s.reduce_bandwidth_Bps else 0.0
+    time_s = closed_form(s.op, s.algorithm, s.ranks, s.size_bytes, s.latency_s, 1.0 / s.bandwidth_Bps, g, s.chunks, s.overhead_s)
+    if time_s is None:
+        return ClosedForm(None, False, _why_none(s))
+    if s.topology != "switch":
+        why = f"the closed forms assume one port per rank into a switch; on {s.topology} messages take other paths and share links"
+        return ClosedForm(None, False, why)
+    reasons = []
+    if s.stragglers:
+        reasons.append("stragglers start late")
+    if s.jitter_s:
+        reasons.append("jitter varies message times")
+    if s.repetitions != 1:
+        reasons.append(f"{s.repetitions} back-to-back calls may overlap")
+    if not splits_evenly(s.op, s.algorithm, s.ranks, s.elements, s.chunks):
+        parts = split_parts(s.op, s.algorithm, s.ranks, s.chunks)
+        reasons.append(f"{s.elements:,} elements do not divide into {parts} equal pieces, so pieces differ by one element")
+    return ClosedForm(time_s, False, "approximate: " + "; ".join(reasons or [why_no_closed_form(s) or ""]))
+
+
+def _why_none(s) -> str:
+    spec = algorithm_spec(s.op, s.algorithm)
+    if spec is None or spec.closed_form is None:
+        reason = spec.form if spec else "not a registered algorithm"
+        return f"no closed form is known for {s.op}/{s.algorithm}: {reason}"
+    if spec.form_power_of_two and s.ranks & (s.ranks - 1):
+        return f"the {s.algorithm} formula holds for a power-of-two number of ranks, not {s.ranks}"
+    return f"the {s.algorithm} formula is for one chunk; {s.chunks} pipelined chunks have no closed form"
 
 
 def _eager_race(s, spec: AlgorithmSpec) -> str | None:

@@ -161,8 +161,8 @@ def _ring_hops(s: CollectiveScenario) -> tuple[Any, Any] | None:
     import numpy as np
     import simpy
 
-    from sim.network import Network
     from sim.collective.runner import build_topology
+    from sim.network import Network
 
     net = Network(simpy.Environment(), build_topology(s))
     routes = [net.route(j, (j + 1) % s.ranks) for j in range(s.ranks)]
@@ -176,11 +176,21 @@ def _ring_hops(s: CollectiveScenario) -> tuple[Any, Any] | None:
     return latency, inverse_bandwidth
 
 
+def time_of(scenario: CollectiveScenario) -> float:
+    """One call's time: collapsed (closed form, replay, cached run) when the scenario allows it,
+    else one per-message run."""
+    from sim.collective.runner import run
+
+    if why_not_collapsed(scenario) is None:
+        return collective_time(scenario).time_s
+    return run(scenario.replace(record="aggregate")).time_s
+
+
 @lru_cache(maxsize=4096)
 def _simulated(single: CollectiveScenario) -> Timing:
-    from sim.collective.runner import run_collective
+    from sim.collective.runner import run
 
-    result = run_collective(single)
+    result = run(single)
     return Timing(result.time_s, "simulated", result.message_count, result.bytes_sent, result.steps)
 
 
@@ -224,7 +234,7 @@ class CollapsedResult:
 
 def run(scenario: CollectiveScenario, mode: str = "full") -> Any:
     """Run ``scenario`` in ``mode``; collapsed falls back to full (and says why) where it cannot apply."""
-    from sim.collective.runner import run_collective
+    from sim.collective.runner import run as run_full
 
     if mode not in MODES:
         from sim.errors import CollsimError
@@ -232,7 +242,7 @@ def run(scenario: CollectiveScenario, mode: str = "full") -> Any:
         raise CollsimError(f"mode: must be one of {', '.join(MODES)}, got {mode!r}")
     reason = why_not_collapsed(scenario) if mode == "collapsed" else None
     if mode == "full" or reason:
-        result = run_collective(scenario)
+        result = run_full(scenario)
         if reason:
             result.mode_note = f"collapsed mode not applicable ({reason}); ran full"
         return result

@@ -92,5 +92,7 @@ def test_narrative_reads_the_phases_of_the_record():
     assert narrative.step_phases(s, [0, 2]) == ["Bruck rounds", "Bruck rounds"]
     sentence = narrative.step_sentences(s, [0], [[512, 512]])[0]
     assert sentence.startswith("In round k every rank sends") and sentence.endswith("2 messages of 512 B.")
-    ring = CollectiveScenario.from_dict({"op": "all_reduce", "algorithm": "nccl_ring", "ranks": 4, "chunks": 2, "size_bytes": "8KiB", "bandwidth": "1GB/s"})
+    ring = CollectiveScenario.from_dict(
+        {"op": "all_reduce", "algorithm": "nccl_ring", "ranks": 4, "chunks": 2, "size_bytes": "8KiB", "bandwidth": "1GB/s"}
+    )
     assert narrative.step_phases(ring, [2, 3]) == ["reduce-scatter", "all-gather"]
