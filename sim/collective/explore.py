@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -269,15 +270,21 @@ _HUGE_BANDWIDTH = 1e30  # makes n / bandwidth vanish while the scenario stays va
 PARTS = ("latency", "bandwidth", "reduction", "overhead", "contention")
 
 
-def decompose(scenario: CollectiveScenario) -> dict[str, float]:
+def closed_form_time(scenario: CollectiveScenario) -> float | None:
+    """The closed form's time, exact or approximate (None where there is none)."""
+    return closed_form(scenario).time_s
+
+
+def decompose(scenario: CollectiveScenario, timing: Callable[[CollectiveScenario], float | None] = time_of) -> dict[str, float]:
     """A call's time split into latency, bandwidth, reduction, overhead and contention.
 
     Each of the first three is the time of the same call with only that cost switched on
     (alpha alone, beta alone, gamma alone); overhead is ``o``; contention is what these do not
     explain when they act together: waiting for shared links and ports (and, when negative,
-    costs that overlap). On ``switch(p)`` with a closed form the contention is zero."""
+    costs that overlap). On ``switch(p)`` with a closed form the contention is zero.
+    ``timing`` gives a scenario's time: a run (``time_of``, the default) or the closed form
+    (``closed_form_time``: the alpha/beta/gamma terms of the formula); {} where it has none."""
     s = scenario.replace(repetitions=1, stragglers=(), jitter_s=0.0)
-    total = time_of(s)
     fast = {"bandwidth_Bps": _HUGE_BANDWIDTH}
     if s.intra_bandwidth_Bps is not None:
         fast["intra_bandwidth_Bps"] = _HUGE_BANDWIDTH
@@ -285,9 +292,12 @@ def decompose(scenario: CollectiveScenario) -> dict[str, float]:
     if s.intra_latency_s is not None:
         still["intra_latency_s"] = 0.0
     bare = {"overhead_s": 0.0, "reduce_bandwidth_Bps": None}
-    latency = time_of(s.replace(**fast, **bare))
-    bandwidth = time_of(s.replace(**still, **bare))
-    reduction = time_of(s.replace(**fast, **still, overhead_s=0.0)) if s.reduce_bandwidth_Bps else 0.0
+    total = timing(s)
+    latency = timing(s.replace(**fast, **bare))
+    bandwidth = timing(s.replace(**still, **bare))
+    reduction = timing(s.replace(**fast, **still, overhead_s=0.0)) if s.reduce_bandwidth_Bps else 0.0
+    if None in (total, latency, bandwidth, reduction):
+        return {}
     parts = {"latency": latency, "bandwidth": bandwidth, "reduction": reduction, "overhead": s.overhead_s}
     rest = total - sum(parts.values())
     return {**parts, "contention": rest if abs(rest) > 1e-12 * max(total, 1e-30) else 0.0, "total": total}

@@ -42,3 +42,16 @@ def test_every_entry_point_gives_the_same_time():
     assert collapsed.run(s, "full").time_s == expected
     assert collapsed.time_of(s) == expected
     assert explore.time_of is collapsed.time_of
+
+
+def test_decompose_by_the_closed_form_gives_the_formula_terms():
+    s = scenario(ranks=8, size_bytes="8MiB", reduce_bandwidth="50GB/s", overhead="10us")
+    parts = explore.decompose(s, timing=explore.closed_form_time)
+    p, n = 8, 8 * 2**20
+    assert parts["latency"] == 2 * (p - 1) * 5e-6
+    assert abs(parts["bandwidth"] - 2 * (p - 1) / p * n / 25e9) < 1e-15
+    assert abs(parts["reduction"] - (p - 1) / p * n / 50e9) < 1e-15
+    assert parts["overhead"] == 10e-6 and parts["contention"] == 0.0
+    assert explore.decompose(scenario(algorithm="double_binary_tree"), timing=explore.closed_form_time) == {}
+    simulated = explore.decompose(s)  # on switch(p) the run and the formula agree
+    assert abs(simulated["total"] - parts["total"]) < 1e-9 * parts["total"]
