@@ -24,10 +24,18 @@ from sim.algorithms.phases import (
     HALVING_THEN,
     after_rounds,
 )
-from sim.algorithms.registry import Form, Phase, ceil_lg, register
+from sim.algorithms.registry import Form, Phase, Shape, ceil_lg, register
 from sim.algorithms.ring import non_empty, ring_all_gather_steps
 from sim.collective.call import Call, Piece
 from sim.network import Network
+
+def _one_per_rank(s: Shape) -> tuple[int, int]:
+    """Message counts: one message to or from every other rank, each its own pair."""
+    return s.p - 1, s.p - 1
+
+
+# scatter and gather: lg p rounds, and the root's port carries the (p-1)/p n bytes of the other ranks' blocks
+BINOMIAL_BLOCKS_FORM = Form(lambda p, n, a, b, g, k: ceil_lg(p) * a + (p - 1) / p * n * b, power_of_two=True, split="p")
 
 
 def _absolute(v: int, call: Call) -> int:
@@ -67,7 +75,7 @@ def _reduce_into(net: Network, rank: int, call: Call, payload, piece: Piece | No
 @register(
     "broadcast", "linear",
     form=Form(lambda p, n, a, b, g, k: (p - 1) * (a + n * b)),
-    counts=lambda s: (s.p - 1, s.p - 1),
+    counts=_one_per_rank,
     phases=(Phase("root sends to each rank in turn", "the root sends the whole buffer to the next rank"),),
 )  # fmt: skip
 def linear_broadcast(net: Network, rank: int, call: Call) -> Generator:
@@ -96,7 +104,7 @@ def binomial_broadcast_steps(net: Network, rank: int, call: Call, step0: int = 0
 @register(
     "broadcast", "binomial",
     form=Form(lambda p, n, a, b, g, k: ceil_lg(p) * (a + n * b)),
-    counts=lambda s: (s.p - 1, s.p - 1),
+    counts=_one_per_rank,
     phases=(BINOMIAL_BROADCAST,),
     runs=(("gloo", "broadcast"),),  # gloo's broadcast is a binomial tree
 )  # fmt: skip
@@ -142,12 +150,7 @@ def binomial_scatter_steps(net: Network, rank: int, call: Call, offset: int = 0)
         mask >>= 1
 
 
-@register(
-    "scatter", "binomial", splits=True,
-    form=Form(lambda p, n, a, b, g, k: ceil_lg(p) * a + (p - 1) / p * n * b, power_of_two=True, split="p"),
-    counts=lambda s: (s.p - 1, s.p - 1),
-    phases=(BINOMIAL_SCATTER,),
-)  # fmt: skip
+@register("scatter", "binomial", splits=True, form=BINOMIAL_BLOCKS_FORM, counts=_one_per_rank, phases=(BINOMIAL_SCATTER,))
 def binomial_scatter(net: Network, rank: int, call: Call) -> Generator:
     """Each round halves what is left to send: lg p a + (p-1)/p n b for power-of-two p.
     Rank r ends with block r."""
@@ -182,7 +185,7 @@ def scatter_allgather_broadcast(net: Network, rank: int, call: Call) -> Generato
         lambda p, n, a, b, g, k: (p - 1) * (a + n * b + n * g), rendezvous=True,
         eager=lambda p, n, a, b, g, k: (a + n * b + n * g) + (p - 2) * max(n * b, n * g),
     ),
-    counts=lambda s: (s.p - 1, s.p - 1),
+    counts=_one_per_rank,
     phases=(Phase("every rank sends to the root", "every rank sends its buffer to the root, which adds them in rank order"),),
 )  # fmt: skip
 def linear_reduce(net: Network, rank: int, call: Call) -> Generator:
@@ -213,7 +216,7 @@ def binomial_reduce_steps(net: Network, rank: int, call: Call) -> Generator:
 @register(
     "reduce", "binomial",
     form=Form(lambda p, n, a, b, g, k: ceil_lg(p) * (a + n * b + n * g), rendezvous=True),
-    counts=lambda s: (s.p - 1, s.p - 1),
+    counts=_one_per_rank,
     phases=(BINOMIAL_REDUCE,),
 )  # fmt: skip
 def binomial_reduce(net: Network, rank: int, call: Call) -> Generator:
@@ -238,12 +241,7 @@ def binomial_gather_steps(net: Network, rank: int, call: Call, step0: int = 0, o
         step += 1
 
 
-@register(
-    "gather", "binomial", splits=True,
-    form=Form(lambda p, n, a, b, g, k: ceil_lg(p) * a + (p - 1) / p * n * b, power_of_two=True, split="p"),
-    counts=lambda s: (s.p - 1, s.p - 1),
-    phases=(BINOMIAL_GATHER,),
-)  # fmt: skip
+@register("gather", "binomial", splits=True, form=BINOMIAL_BLOCKS_FORM, counts=_one_per_rank, phases=(BINOMIAL_GATHER,))
 def binomial_gather(net: Network, rank: int, call: Call) -> Generator:
     """Subtrees send their gathered blocks up: lg p a + (p-1)/p n b for power-of-two p.
     Rank r contributes block r."""
