@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from sim.algorithms.registry import Shape, algorithm_spec
 from sim.collective import analytic
 from sim.collective.results import algbw_GBps, summary_head
 from sim.scenario import CollectiveScenario
@@ -81,14 +82,15 @@ def replay_time(scenario: CollectiveScenario) -> Timing | None:
 
 
 def _ring_counts(s: CollectiveScenario) -> tuple[int | None, int | None, int | None]:
-    """(messages, bytes on the wire, steps) of the ring algorithms with an even split."""
-    p, k, n = s.ranks, s.chunks, s.size_bytes
+    """(messages, bytes on the wire, steps) of the ring algorithms with an even split: each of
+    the record's phases is p - 1 steps in which every rank sends 1/p of the buffer."""
+    p, n = s.ranks, s.size_bytes
     if s.algorithm != "ring" or p == 1:
         return None, None, None
-    phases = {"all_reduce": 2, "all_gather": 1, "reduce_scatter": 1}.get(s.op)
-    if phases is None:
-        return None, None, None
-    return phases * p * (p - 1) * k, phases * (p - 1) * n, phases * (p - 1)
+    spec = algorithm_spec(s.op, s.algorithm)
+    phases = len(spec.phases)
+    messages = spec.counts(Shape(p, s.chunks, p, s.elements, s.element_bytes))[0]
+    return messages, phases * (p - 1) * n, phases * (p - 1)
 
 
 def _ring_replay(s: CollectiveScenario) -> Timing | None:
