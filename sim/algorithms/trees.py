@@ -29,6 +29,7 @@ from sim.algorithms.ring import non_empty, ring_all_gather_steps
 from sim.collective.call import Call, Piece
 from sim.network import Network
 
+
 def _one_per_rank(s: Shape) -> tuple[int, int]:
     """Message counts: one message to or from every other rank, each its own pair."""
     return s.p - 1, s.p - 1

@@ -26,6 +26,21 @@ def form_of(op: str, algorithm: str) -> Form | None:
     return spec.closed_form if spec else None
 
 
+__all__ = [
+    "ClosedForm",
+    "busbw_factor",
+    "closed_form",
+    "for_scenario",
+    "form_of",
+    "ow_for_ring",
+    "split_parts",
+    "splits_evenly",
+    "status",
+    "why_no_closed_form",
+    "with_forms",
+]
+
+
 def with_forms() -> list[AlgorithmSpec]:
     """The records of every algorithm that has a closed form, in registry order."""
     return [spec for spec in all_specs() if spec.closed_form is not None]

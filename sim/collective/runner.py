@@ -23,6 +23,20 @@ from sim.network import Network, make_network
 from sim.network import topology as topo
 from sim.scenario import CollectiveScenario
 
+__all__ = [
+    "PROGRESS_EVENTS",
+    "PROGRESS_EVERY_S",
+    "Started",
+    "build_topology",
+    "collect",
+    "drive",
+    "make_call",
+    "no_gc",
+    "run",
+    "run_collective",
+    "start_collective",
+]
+
 
 @contextmanager
 def no_gc() -> Iterator[None]:

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Generator
 
-from sim.collective.call import Call
-from sim.network import Network
 from sim.algorithms.phases import RING_ALL_GATHER, RING_REDUCE_SCATTER, RS_THEN, THEN_AG
 from sim.algorithms.registry import Phase, register
+from sim.collective.call import Call
+from sim.network import Network
 
 _TAG = 1000  # channel c uses tag _TAG + c: its messages never match another channel's
 
