@@ -31,7 +31,9 @@ from typing import Any
 
 import numpy as np
 
+from sim.algorithms.registry import algorithm_spec
 from sim.calibration import calibrated_fields, load_calibration  # noqa: F401  (re-exported: real writes, sim reads)
+from sim.collective.analytic import with_forms
 from sim.errors import CollsimError
 
 STATS = {"mean": "time_s", "median": "median_s", "p10": "p10_s", "p90": "p90_s", "min": "min_s"}
@@ -282,22 +284,32 @@ def fit_ow_piecewise(rows: Iterable[dict[str, Any]], stat: str = "mean", replica
 
 # ----------------------------------------------------------------------------- (a, B) per algorithm
 
-# (op, algorithm) -> (latency terms per call as a function of p, bandwidth factor: w = B / factor)
-ALGORITHM_TERMS = {
-    ("all_reduce", "ring"): (lambda p: 2 * (p - 1), lambda p: 2 * (p - 1) / p),
-    ("all_reduce", "recursive_doubling"): (lambda p: math.log2(p), lambda p: math.log2(p)),
-    ("all_reduce", "rabenseifner"): (lambda p: 2 * math.log2(p), lambda p: 2 * (p - 1) / p),
-    ("all_gather", "ring"): (lambda p: p - 1, lambda p: (p - 1) / p),
-    ("reduce_scatter", "ring"): (lambda p: p - 1, lambda p: (p - 1) / p),
-    ("broadcast", "binomial"): (lambda p: math.ceil(math.log2(p)), lambda p: math.ceil(math.log2(p))),
-    ("reduce", "binomial"): (lambda p: math.ceil(math.log2(p)), lambda p: math.ceil(math.log2(p))),
-}
+
+def algorithm_terms(op: str, algorithm: str, world_size: int) -> tuple[float, float] | None:
+    """(latency terms L(p), bandwidth factor F(p)) of an algorithm, read off the closed form in
+    its record (``AlgorithmSpec.terms``): o_p = o_call + L(p) a and w_p = B / F(p). None where
+    the algorithm has no closed form."""
+    spec = algorithm_spec(op, algorithm)
+    return spec.terms(world_size) if spec else None
+
+
+# (op, algorithm) of every algorithm with (o, w) <-> (a, B) terms: those with a closed form
+ALGORITHM_TERMS = tuple((spec.op, spec.name) for spec in with_forms())
+
+
+def _with_terms(op: str) -> str:
+    return ", ".join(name for o, name in ALGORITHM_TERMS if o == op) or "none"
+
+
 DEFAULT_ALGORITHM = {"all_reduce": "ring", "all_gather": "ring", "reduce_scatter": "ring", "broadcast": "binomial", "reduce": "binomial"}
 
 
 def link_bandwidth(op: str, algorithm: str, world_size: int, w_Bps: float) -> float:
     """The link bandwidth B that gives algorithm bandwidth ``w`` on ``switch(p)``."""
-    return w_Bps * ALGORITHM_TERMS[(op, algorithm)][1](world_size)
+    terms = algorithm_terms(op, algorithm, world_size)
+    if terms is None:
+        raise CollsimError(f"algorithm: {op}/{algorithm} has no closed form, so no link bandwidth; use one of {_with_terms(op)}")
+    return w_Bps * terms[1]
 
 
 def fit_alpha_beta(fits: list[OWFit], algorithm: str | None = None) -> list[dict[str, Any]]:
@@ -315,13 +327,13 @@ def fit_alpha_beta(fits: list[OWFit], algorithm: str | None = None) -> list[dict
         name = algorithm or DEFAULT_ALGORITHM.get(op)
         if (op, name) not in ALGORITHM_TERMS:
             continue
-        steps, factor = ALGORITHM_TERMS[(op, name)]
         ps = np.array([fit.key["world_size"] for fit in members], dtype=float)
-        bandwidths = np.array([fit.w_Bps * factor(int(p)) for fit, p in zip(members, ps)])
+        terms = [algorithm_terms(op, name, int(p)) for p in ps]
+        bandwidths = np.array([fit.w_Bps * factor for fit, (_, factor) in zip(members, terms)])
         overheads = np.array([fit.o_s for fit in members])
         identifiable = len(set(ps)) >= 2
         if identifiable:  # o_p = o_call + L(p) a with o_call, a >= 0
-            latency, call = bounded_lstsq(np.column_stack([[steps(int(p)) for p in ps], np.ones_like(ps)]), overheads)
+            latency, call = bounded_lstsq(np.column_stack([[steps for steps, _ in terms], np.ones_like(ps)]), overheads)
         else:  # one world size cannot separate a from o_call: a is reported as not identifiable
             latency, call = 0.0, float(max(0.0, overheads.mean()))
         results.append({

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from sim.algorithms.registry import backend_algorithms
 from sim.collective.analytic import closed_form
 from sim.errors import CollsimError
 from sim.units import format_size
@@ -43,18 +44,9 @@ OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast")
 STAT = "median"
 MiB = 1 << 20
 
-# What each backend runs per op (closed form in sim.collective.analytic); sources in docs/real.md.
-# gloo: ProcessGroupGloo leaves gloo's allreduce algorithm unset, and gloo runs ring for that;
-# all_gather_into_tensor is gloo's ring allgather; reduce_scatter_tensor is an all-reduce of the
-# whole input followed by a local copy of this rank's chunk; broadcast is gloo's binomial tree.
-# nccl: ring for all four (NCCL's tree applies to all-reduce only, and on one node it picks ring
-# for large sizes); broadcast is the ring's pipelined chain.
-BACKEND_ALGORITHMS = {
-    "gloo": {"all_reduce": ("all_reduce", "ring"), "all_gather": ("all_gather", "ring"),
-             "reduce_scatter": ("all_reduce", "ring"), "broadcast": ("broadcast", "binomial")},
-    "nccl": {"all_reduce": ("all_reduce", "ring"), "all_gather": ("all_gather", "ring"),
-             "reduce_scatter": ("reduce_scatter", "ring"), "broadcast": ("broadcast", "pipelined_chain")},
-}  # fmt: skip
+# What each backend runs per op: backend -> op -> (op, algorithm), from the algorithms' records
+# (``runs``, beside each @register; sources in docs/real.md); their closed forms model the time.
+BACKEND_ALGORITHMS = backend_algorithms()
 NCCL_CHUNK_BYTES = 128 * 1024  # pipelined-chain chunk for NCCL broadcast (an approximation)
 
 COLLECTIVE_KEYS = (

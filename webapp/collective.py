@@ -22,13 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from sim.collective import explore
+from sim.collective import explore, narrative
 from sim.errors import CollsimError
 from sim.algorithms.registry import algorithms_for, ops
 from sim.collective.results import CollectiveResult, link_name
 from sim.collective.runner import build_topology, start_collective
 from sim.scenario import CollectiveScenario
-from sim.units import format_size, parse_bandwidth, parse_size, parse_time
+from sim.units import parse_bandwidth, parse_size, parse_time
 from webapp import urlstate
 
 log = logging.getLogger(__name__)
@@ -556,7 +556,6 @@ def player_data(
     if frames is not None and len(frames) != len(ordered) + 1:
         frames = None  # steps that do not line up with the frames: show messages only
     s = scenario
-    phases = [explore.phase_of(s.op, s.algorithm, s.ranks, step) for step in ordered]
     return {
         "op": s.op,
         "algorithm": s.algorithm,
@@ -566,9 +565,9 @@ def player_data(
         "layout": topology_layout(s),
         "steps": ordered,
         "messages": [_with_cells(steps[step][:512], frames, index, s.chunks) for index, step in enumerate(ordered)],
-        "phases": phases,
-        "sentences": [step_sentence(s, phase, steps[step]) for phase, step in zip(phases, ordered)],
-        "description": explore.description(s.op, s.algorithm),
+        "phases": narrative.step_phases(s, ordered),
+        "sentences": narrative.step_sentences(s, ordered, [[m[4] for m in steps[step]] for step in ordered]),
+        "description": narrative.description(s.op, s.algorithm),
         "routes": {f"{src}>{dst}": route for (src, dst), route in routes.items()},
         "buffers": frames,
     }
@@ -605,28 +604,6 @@ def _cells_text(cells: list[int], total: int, chunks: int) -> str:
     if len(cells) > 3:
         return f"{len(cells)} pieces"
     return ", ".join(cell_name(cell, chunks) for cell in cells)
-
-
-_PHASE_VERBS = {
-    "reduce-scatter": "each rank sends one piece to its right neighbour, which adds it to its own copy of that piece",
-    "all-gather": "each rank forwards a fully reduced piece to its right neighbour, which keeps it",
-    "reduce-scatter (recursive halving)": "partners at halving distance swap half of what they hold and add the half they keep",
-    "all-gather (recursive doubling)": "partners at doubling distance swap everything they hold, so each holds twice as much",
-    "reduce (up the tree)": "children send their partial sums to their parent, which adds them",
-    "broadcast (down the tree)": "every rank holding the result sends it to a child",
-    "scatter (binomial)": "ranks holding blocks hand half of them down the tree",
-    "all-gather (ring)": "each rank forwards a block to its right neighbour",
-    "gather (binomial)": "subtrees send the blocks they collected to their parent",
-}
-
-
-def step_sentence(scenario: CollectiveScenario, phase: str, messages: list[list]) -> str:
-    """One sentence for a step: the phase's move in words, and the sizes that moved."""
-    low, high = format_size(min(m[4] for m in messages)), format_size(max(m[4] for m in messages))
-    size = low if low == high else f"{low} to {high}"
-    move = _PHASE_VERBS.get(phase, "")
-    count = f"{len(messages)} message{'s' if len(messages) != 1 else ''} of {size}"
-    return f"{move[0].upper() + move[1:]}: {count}." if move else f"{count[0].upper() + count[1:]}."
 
 
 def message_array(result: CollectiveResult) -> np.ndarray:

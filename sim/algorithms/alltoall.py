@@ -23,9 +23,9 @@ from collections.abc import Generator
 
 import numpy as np
 
+from sim.algorithms.registry import Form, Phase, ceil_lg, register
 from sim.collective.call import Call
 from sim.network import Network
-from sim.algorithms.registry import register
 
 
 def _block(call: Call, index: int) -> tuple[int, int, int]:
@@ -33,7 +33,15 @@ def _block(call: Call, index: int) -> tuple[int, int, int]:
     return (index * size, (index + 1) * size, size * call.element_bytes)
 
 
-@register("all_to_all", "pairwise", splits=True)
+@register(
+    "all_to_all", "pairwise", splits=True,
+    # Thakur et al. 2005, section 4.4; n = bytes a rank holds (p blocks of n/p)
+    form=Form(lambda p, n, a, b, g, k: (p - 1) * a + (p - 1) / p * n * b, split="p"),
+    counts=lambda s: (s.p * (s.p - 1), s.p * (s.p - 1)),
+    phases=(
+        Phase("pairwise exchange of blocks", "every rank sends its block for the rank s places on and receives the one from s places back"),
+    ),
+)  # fmt: skip
 def pairwise_all_to_all(net: Network, rank: int, call: Call) -> Generator:
     p = call.ranks
     mine = call.take(rank)  # the blocks to send: snapshot before any arrives
@@ -49,7 +57,12 @@ def pairwise_all_to_all(net: Network, rank: int, call: Call) -> Generator:
             yield sent
 
 
-@register("all_to_all", "direct", splits=True)
+@register(
+    "all_to_all", "direct", splits=True,
+    form="every send is posted at once: the time depends on how the network shares ports and links",
+    counts=lambda s: (s.p * (s.p - 1), s.p * (s.p - 1)),
+    phases=(Phase("all blocks at once", "every rank sends each other rank its block at once, and the network shares the ports"),),
+)  # fmt: skip
 def direct_all_to_all(net: Network, rank: int, call: Call) -> Generator:
     p = call.ranks
     mine = call.take(rank)
@@ -67,7 +80,12 @@ def direct_all_to_all(net: Network, rank: int, call: Call) -> Generator:
             yield sent
 
 
-@register("all_to_all", "bruck", splits=True)
+@register(
+    "all_to_all", "bruck", splits=True,
+    form=Form(lambda p, n, a, b, g, k: ceil_lg(p) * (a + n / 2 * b), power_of_two=True, split="p"),
+    counts=lambda s: (s.p * ceil_lg(s.p), s.p * ceil_lg(s.p)),
+    phases=(Phase("Bruck rounds", "in round k every rank sends the blocks whose index has bit k set to the rank 2^k places on"),),
+)  # fmt: skip
 def bruck_all_to_all(net: Network, rank: int, call: Call) -> Generator:
     p = call.ranks
     size = call.elements // p  # elements a block

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Generator, Sequence
 
+from sim.algorithms.phases import HALVING_THEN, RECURSIVE_DOUBLING_GATHER, RECURSIVE_HALVING, THEN_DOUBLING
+from sim.algorithms.registry import Form, Phase, ceil_lg, register
 from sim.collective.call import Call
 from sim.network import Network
-from sim.algorithms.registry import register
 
 
 def recursive_halving_steps(net: Network, rank: int, call: Call, group: Sequence[int], step0: int = 0) -> Generator:
@@ -62,17 +63,32 @@ def recursive_doubling_gather_steps(net: Network, rank: int, call: Call, group: 
         step += 1
 
 
-@register("reduce_scatter", "recursive_halving", power_of_two=True, splits=True)
+@register(
+    "reduce_scatter", "recursive_halving", power_of_two=True, splits=True,
+    form=Form(lambda p, n, a, b, g, k: ceil_lg(p) * a + (p - 1) / p * n * b + (p - 1) / p * n * g, split="p"),
+    counts=lambda s: (s.p * ceil_lg(s.p), s.p * ceil_lg(s.p)),
+    phases=(RECURSIVE_HALVING,),
+)  # fmt: skip
 def recursive_halving_reduce_scatter(net: Network, rank: int, call: Call) -> Generator:
     yield from recursive_halving_steps(net, rank, call, range(call.ranks))
 
 
-@register("all_gather", "recursive_doubling", power_of_two=True, splits=True)
+@register(
+    "all_gather", "recursive_doubling", power_of_two=True, splits=True,
+    form=Form(lambda p, n, a, b, g, k: ceil_lg(p) * a + (p - 1) / p * n * b, split="p"),
+    counts=lambda s: (s.p * ceil_lg(s.p), s.p * ceil_lg(s.p)),
+    phases=(RECURSIVE_DOUBLING_GATHER,),
+)  # fmt: skip
 def recursive_doubling_all_gather(net: Network, rank: int, call: Call) -> Generator:
     yield from recursive_doubling_gather_steps(net, rank, call, range(call.ranks))
 
 
-@register("all_reduce", "recursive_doubling", power_of_two=True)
+@register(
+    "all_reduce", "recursive_doubling", power_of_two=True,
+    form=Form(lambda p, n, a, b, g, k: ceil_lg(p) * (a + n * b + n * g)),
+    counts=lambda s: (s.p * ceil_lg(s.p), s.p * ceil_lg(s.p)),
+    phases=(Phase("pairwise exchange and combine", "partners at doubling distance swap their whole buffers and add what they receive"),),
+)  # fmt: skip
 def recursive_doubling_all_reduce(net: Network, rank: int, call: Call) -> Generator:
     """lg p exchanges of the whole buffer, each followed by a combine: lg p (a + n b + n g)."""
     distance, step = 1, 0
@@ -89,7 +105,12 @@ def recursive_doubling_all_reduce(net: Network, rank: int, call: Call) -> Genera
         step += 1
 
 
-@register("all_reduce", "rabenseifner", power_of_two=True, splits=True)
+@register(
+    "all_reduce", "rabenseifner", power_of_two=True, splits=True,
+    form=Form(lambda p, n, a, b, g, k: 2 * ceil_lg(p) * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g, split="p"),
+    counts=lambda s: (2 * s.p * ceil_lg(s.p), s.p * ceil_lg(s.p)),
+    phases=(HALVING_THEN, THEN_DOUBLING),
+)  # fmt: skip
 def rabenseifner_all_reduce(net: Network, rank: int, call: Call) -> Generator:
     """Recursive-halving reduce-scatter, then recursive-doubling all-gather:
     2 lg p a + 2 (p-1)/p n b + (p-1)/p n g."""

@@ -17,9 +17,9 @@ from collections.abc import Generator
 
 import simpy
 
+from sim.algorithms.registry import Phase, register
 from sim.collective.call import Call, Piece
 from sim.network import Network
-from sim.algorithms.registry import register
 
 Tree = tuple[int, list[int]]  # (parent or -1, children)
 
@@ -83,7 +83,24 @@ def _down(net: Network, rank: int, call: Call, tree: Tree, pieces: tuple[Piece, 
             net.send(rank, child, piece[2], payload, 1, chunk, tag + 1)
 
 
-@register("all_reduce", "double_binary_tree", chunked=True, splits=True)
+def _halves_whole(s) -> bool:
+    """Buffer frames from one scaled run: halves of p k cells, each cut into k chunks, give p / 2
+    cells a chunk, whole when p is even."""
+    return s.ranks % 2 == 0 or s.ranks == 1
+
+
+@register(
+    "all_reduce", "double_binary_tree", chunked=True, splits=True,
+    form="two trees share the ranks' ports, each pipelining its half in chunks: the DES is the model",
+    counts=lambda s: (4 * (s.p - 1) * s.k, 4 * (s.p - 1)),
+    phases=(
+        Phase(
+            "reduce up and broadcast down two trees",
+            "each tree's ranks send partial sums of their half up and the reduced chunks back down, chunk by chunk",
+        ),
+    ),
+    whole_cells=_halves_whole,
+)  # fmt: skip
 def double_binary_tree_all_reduce(net: Network, rank: int, call: Call) -> Generator:
     p = call.ranks
     if p == 1:

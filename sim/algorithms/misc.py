@@ -8,12 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Generator
 
+from sim.algorithms.registry import Form, Phase, ceil_lg, register
 from sim.collective.call import Call
 from sim.network import Network
-from sim.algorithms.registry import register
 
 
-@register("barrier", "dissemination")
+@register(
+    "barrier", "dissemination",
+    form=Form(lambda p, n, a, b, g, k: ceil_lg(p) * a),
+    counts=lambda s: (s.p * ceil_lg(s.p), s.p * ceil_lg(s.p)),
+    phases=(Phase("dissemination rounds", "every rank signals the rank 2^k places on and waits for the one 2^k places back"),),
+)  # fmt: skip
 def dissemination_barrier(net: Network, rank: int, call: Call) -> Generator:
     p, distance, step = call.ranks, 1, 0
     while distance < p:
@@ -24,7 +29,12 @@ def dissemination_barrier(net: Network, rank: int, call: Call) -> Generator:
         step += 1
 
 
-@register("send_recv", "direct")
+@register(
+    "send_recv", "direct",
+    form=Form(lambda p, n, a, b, g, k: a + n * b),
+    counts=lambda s: (1, 1),
+    phases=(Phase("rank 0 sends to the last rank", "rank 0 sends its whole buffer to the last rank"),),
+)  # fmt: skip
 def send_recv(net: Network, rank: int, call: Call) -> Generator:
     """Rank 0 sends n bytes to rank p-1: a + n b."""
     last = call.ranks - 1

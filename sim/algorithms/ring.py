@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Generator, Sequence
 
+from sim.algorithms.phases import RING_ALL_GATHER, RING_REDUCE_SCATTER, RS_THEN, THEN_AG
+from sim.algorithms.registry import Form, Phase, register
 from sim.collective.call import Call, Piece
 from sim.errors import CollsimError
 from sim.network import Network
-from sim.algorithms.registry import register
 
 
 def _chunked(call: Call, parts: int, within: Piece) -> list[tuple[Piece, ...]]:
@@ -92,17 +93,41 @@ def ring_all_gather_steps(
                 send(rank, right, sub[2], payload, step0 + step + 1, chunk, tag)
 
 
-@register("reduce_scatter", "ring", chunked=True, splits=True)
+@register(
+    "reduce_scatter", "ring", chunked=True, splits=True,
+    form=Form(lambda p, n, a, b, g, k: (p - 1) * k * a + (p - 1) / p * n * b + (p - 1) / p * n * g, chunked=True, split="pk"),
+    counts=lambda s: (s.p * (s.p - 1) * s.k, s.p),
+    phases=(RING_REDUCE_SCATTER,),
+    runs=(("nccl", "reduce_scatter"),),
+)  # fmt: skip
 def ring_reduce_scatter(net: Network, rank: int, call: Call) -> Generator:
     yield from ring_reduce_scatter_steps(net, rank, call, range(call.ranks), call.whole())
 
 
-@register("all_gather", "ring", chunked=True, splits=True)
+@register(
+    "all_gather", "ring", chunked=True, splits=True,
+    form=Form(lambda p, n, a, b, g, k: (p - 1) * k * a + (p - 1) / p * n * b, chunked=True, split="pk"),
+    counts=lambda s: (s.p * (s.p - 1) * s.k, s.p),
+    phases=(RING_ALL_GATHER,),
+    runs=(("gloo", "all_gather"), ("nccl", "all_gather")),  # all_gather_into_tensor: gloo's ring allgather
+)  # fmt: skip
 def ring_all_gather(net: Network, rank: int, call: Call) -> Generator:
     yield from ring_all_gather_steps(net, rank, call, range(call.ranks), call.whole())
 
 
-@register("all_reduce", "ring", chunked=True, splits=True)
+@register(
+    "all_reduce", "ring", chunked=True, splits=True,
+    # k chunks: (p-1) k messages of n/(p k) bytes per rank and phase, one at a time
+    form=Form(
+        lambda p, n, a, b, g, k: 2 * (p - 1) * k * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g, chunked=True, split="pk"
+    ),
+    counts=lambda s: (2 * s.p * (s.p - 1) * s.k, s.p),
+    phases=(RS_THEN, THEN_AG),
+    # gloo: ProcessGroupGloo leaves the allreduce algorithm unset and gloo runs ring; its
+    # reduce_scatter_tensor is an all-reduce of the whole input and a local copy of this rank's
+    # chunk. nccl: ring (its tree is for all-reduce only, and on one node it picks ring for large sizes)
+    runs=(("gloo", "all_reduce"), ("gloo", "reduce_scatter"), ("nccl", "all_reduce")),
+)  # fmt: skip
 def ring_all_reduce(net: Network, rank: int, call: Call) -> Generator:
     """Reduce-scatter then all-gather around the ring: 2(p-1) steps of n/p bytes.
 
@@ -171,7 +196,17 @@ def _ring_all_reduce_plain(net: Network, rank: int, m: int, pieces: tuple[Piece,
             send(rank, right, pieces[(rank - step - 1) % m][2], None, step0 + step + 1, 0, 0)
 
 
-@register("all_reduce", "hierarchical", chunked=True, splits=True, topology="two_level")
+@register(
+    "all_reduce", "hierarchical", chunked=True, splits=True, topology="two_level",
+    form="its time depends on the two-level topology: rings inside nodes and across them on different links",
+    counts=lambda s: (2 * s.p * (s.gpus - 1) * s.k + 2 * s.p * (max(s.p // s.gpus, 1) - 1) * s.k, 2 * s.p),
+    phases=(
+        Phase(
+            "intra-node reduce-scatter, inter-node all-reduce, intra-node all-gather",
+            "ranks run a ring inside their node, then one across nodes among the ranks with the same local index, then one inside the node again",
+        ),
+    ),
+)  # fmt: skip
 def hierarchical_all_reduce(net: Network, rank: int, call: Call) -> Generator:
     """Intra-node ring reduce-scatter, inter-node ring all-reduce of each rank's piece among the
     ranks with the same local index, intra-node ring all-gather. Nodes and local indices come

@@ -16,10 +16,27 @@ from __future__ import annotations
 
 from collections.abc import Generator
 
+from sim.algorithms.phases import (
+    BINOMIAL_BROADCAST,
+    BINOMIAL_GATHER,
+    BINOMIAL_REDUCE,
+    BINOMIAL_SCATTER,
+    HALVING_THEN,
+    after_rounds,
+)
+from sim.algorithms.registry import Form, Phase, Shape, ceil_lg, register
 from sim.algorithms.ring import non_empty, ring_all_gather_steps
 from sim.collective.call import Call, Piece
 from sim.network import Network
-from sim.algorithms.registry import register
+
+
+def _one_per_rank(s: Shape) -> tuple[int, int]:
+    """Message counts: one message to or from every other rank, each its own pair."""
+    return s.p - 1, s.p - 1
+
+
+# scatter and gather: lg p rounds, and the root's port carries the (p-1)/p n bytes of the other ranks' blocks
+BINOMIAL_BLOCKS_FORM = Form(lambda p, n, a, b, g, k: ceil_lg(p) * a + (p - 1) / p * n * b, power_of_two=True, split="p")
 
 
 def _absolute(v: int, call: Call) -> int:
@@ -56,7 +73,12 @@ def _reduce_into(net: Network, rank: int, call: Call, payload, piece: Piece | No
 # -- broadcast ----------------------------------------------------------------------------------
 
 
-@register("broadcast", "linear")
+@register(
+    "broadcast", "linear",
+    form=Form(lambda p, n, a, b, g, k: (p - 1) * (a + n * b)),
+    counts=_one_per_rank,
+    phases=(Phase("root sends to each rank in turn", "the root sends the whole buffer to the next rank"),),
+)  # fmt: skip
 def linear_broadcast(net: Network, rank: int, call: Call) -> Generator:
     """The root sends the whole buffer to every other rank in turn: (p-1)(a + n b)."""
     if rank == call.root:
@@ -80,13 +102,25 @@ def binomial_broadcast_steps(net: Network, rank: int, call: Call, step0: int = 0
         mask >>= 1
 
 
-@register("broadcast", "binomial")
+@register(
+    "broadcast", "binomial",
+    form=Form(lambda p, n, a, b, g, k: ceil_lg(p) * (a + n * b)),
+    counts=_one_per_rank,
+    phases=(BINOMIAL_BROADCAST,),
+    runs=(("gloo", "broadcast"),),  # gloo's broadcast is a binomial tree
+)  # fmt: skip
 def binomial_broadcast(net: Network, rank: int, call: Call) -> Generator:
     """ceil(lg p) rounds; in round k every rank holding the data sends it once: ceil(lg p)(a + n b)."""
     yield from binomial_broadcast_steps(net, rank, call)
 
 
-@register("broadcast", "pipelined_chain", chunked=True, splits=True)
+@register(
+    "broadcast", "pipelined_chain", chunked=True, splits=True,
+    form=Form(lambda p, n, a, b, g, k: (p - 2 + k) * (a + n * b / k), chunked=True, split="k"),
+    counts=lambda s: ((s.p - 1) * s.k, s.p - 1),
+    phases=(Phase("chunks flow down the chain", "each rank forwards the chunk that just arrived to the next rank of the chain"),),
+    runs=(("nccl", "broadcast"),),  # NCCL's broadcast is its ring's pipelined chain
+)  # fmt: skip
 def pipelined_chain_broadcast(net: Network, rank: int, call: Call) -> Generator:
     """Chunks flow down the chain root -> root+1 -> ...; each rank forwards a chunk as soon as
     it arrives: (p - 2 + k)(a + n b / k)."""
@@ -117,14 +151,22 @@ def binomial_scatter_steps(net: Network, rank: int, call: Call, offset: int = 0)
         mask >>= 1
 
 
-@register("scatter", "binomial", splits=True)
+@register("scatter", "binomial", splits=True, form=BINOMIAL_BLOCKS_FORM, counts=_one_per_rank, phases=(BINOMIAL_SCATTER,))
 def binomial_scatter(net: Network, rank: int, call: Call) -> Generator:
     """Each round halves what is left to send: lg p a + (p-1)/p n b for power-of-two p.
     Rank r ends with block r."""
     yield from binomial_scatter_steps(net, rank, call, call.root)
 
 
-@register("broadcast", "scatter_allgather", splits=True)
+@register(
+    "broadcast", "scatter_allgather", splits=True,
+    form=Form(lambda p, n, a, b, g, k: (ceil_lg(p) + p - 1) * a + 2 * (p - 1) / p * n * b, power_of_two=True, split="p"),
+    counts=lambda s: (s.p - 1 + s.p * (s.p - 1), 2 * (s.p - 1) + s.p),
+    phases=(
+        Phase("scatter (binomial)", "ranks holding blocks hand half of them down the tree"),
+        Phase("all-gather (ring)", "each rank forwards a block to its right neighbour", after_rounds),
+    ),
+)  # fmt: skip
 def scatter_allgather_broadcast(net: Network, rank: int, call: Call) -> Generator:
     """van de Geijn: binomial scatter of blocks, then ring all-gather: (lg p + p - 1) a + 2 (p-1)/p n b."""
     yield from binomial_scatter_steps(net, rank, call)
@@ -135,7 +177,18 @@ def scatter_allgather_broadcast(net: Network, rank: int, call: Call) -> Generato
 # -- reduce and gather ----------------------------------------------------------------------------
 
 
-@register("reduce", "linear")
+@register(
+    "reduce", "linear",
+    # rendezvous: the root receives (a + n b) and combines (n g) from one rank after the other;
+    # eager fifo: arrivals every n b on the root's port (latency occupies no link), the first at
+    # a + n b; the root combines each on arrival
+    form=Form(
+        lambda p, n, a, b, g, k: (p - 1) * (a + n * b + n * g), rendezvous=True,
+        eager=lambda p, n, a, b, g, k: (a + n * b + n * g) + (p - 2) * max(n * b, n * g),
+    ),
+    counts=_one_per_rank,
+    phases=(Phase("every rank sends to the root", "every rank sends its buffer to the root, which adds them in rank order"),),
+)  # fmt: skip
 def linear_reduce(net: Network, rank: int, call: Call) -> Generator:
     """Every rank sends its buffer to the root, which combines them in rank order."""
     if rank != call.root:
@@ -161,7 +214,12 @@ def binomial_reduce_steps(net: Network, rank: int, call: Call) -> Generator:
         step += 1
 
 
-@register("reduce", "binomial")
+@register(
+    "reduce", "binomial",
+    form=Form(lambda p, n, a, b, g, k: ceil_lg(p) * (a + n * b + n * g), rendezvous=True),
+    counts=_one_per_rank,
+    phases=(BINOMIAL_REDUCE,),
+)  # fmt: skip
 def binomial_reduce(net: Network, rank: int, call: Call) -> Generator:
     """ceil(lg p) rounds of receive-and-combine: ceil(lg p)(a + n b + n g)."""
     yield from binomial_reduce_steps(net, rank, call)
@@ -184,14 +242,21 @@ def binomial_gather_steps(net: Network, rank: int, call: Call, step0: int = 0, o
         step += 1
 
 
-@register("gather", "binomial", splits=True)
+@register("gather", "binomial", splits=True, form=BINOMIAL_BLOCKS_FORM, counts=_one_per_rank, phases=(BINOMIAL_GATHER,))
 def binomial_gather(net: Network, rank: int, call: Call) -> Generator:
     """Subtrees send their gathered blocks up: lg p a + (p-1)/p n b for power-of-two p.
     Rank r contributes block r."""
     yield from binomial_gather_steps(net, rank, call, 0, call.root)
 
 
-@register("reduce", "reduce_scatter_gather", power_of_two=True, splits=True)
+@register(
+    "reduce", "reduce_scatter_gather", power_of_two=True, splits=True,
+    form=Form(
+        lambda p, n, a, b, g, k: 2 * ceil_lg(p) * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g, split="p"
+    ),
+    counts=lambda s: (s.p * ceil_lg(s.p) + s.p - 1, s.p * ceil_lg(s.p) + s.p - 1),
+    phases=(HALVING_THEN, Phase("gather (binomial)", "subtrees send the blocks they collected to their parent", after_rounds)),
+)  # fmt: skip
 def reduce_scatter_gather_reduce(net: Network, rank: int, call: Call) -> Generator:
     """Rabenseifner's reduce: recursive-halving reduce-scatter, then binomial gather to the root:
     2 lg p a + 2 (p-1)/p n b + (p-1)/p n g."""
@@ -202,7 +267,15 @@ def reduce_scatter_gather_reduce(net: Network, rank: int, call: Call) -> Generat
     yield from binomial_gather_steps(net, rank, call, _rounds(call.ranks))
 
 
-@register("all_reduce", "reduce_broadcast")
+@register(
+    "all_reduce", "reduce_broadcast",
+    form=Form(lambda p, n, a, b, g, k: ceil_lg(p) * (2 * a + 2 * n * b + n * g), rendezvous=True),
+    counts=lambda s: (2 * (s.p - 1), 2 * (s.p - 1)),
+    phases=(
+        Phase("reduce (up the tree)", "children send their partial sums to their parent, which adds them"),
+        Phase("broadcast (down the tree)", "every rank holding the result sends it to a child", after_rounds),
+    ),
+)  # fmt: skip
 def reduce_broadcast_all_reduce(net: Network, rank: int, call: Call) -> Generator:
     """Binomial reduce to the root, then binomial broadcast: ceil(lg p)(2a + 2 n b + n g)."""
     yield from binomial_reduce_steps(net, rank, call)

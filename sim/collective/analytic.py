@@ -4,100 +4,66 @@ Gropp (2005), "Optimization of Collective Communication Operations in MPICH".
 p ranks, n bytes (all_gather/gather: the gathered size; reduce_scatter: the input size),
 a = latency, b = 1/bandwidth, g = 1/reduce_bandwidth, k = chunks, o = per-call overhead.
 
-The DES reproduces each form exactly on ``switch(p)`` with no skew or jitter, when the form
-"applies": forms marked power-of-two only apply there, the (p-1)/p n and n/k terms assume n
-splits into p (or k) equal whole elements, and only forms that carry k (``CHUNKED_FORMS``) apply
-to more than one chunk. Where a form does not apply, ``for_scenario`` returns None and
+Each form is declared in its algorithm's record (``form=Form(...)`` in the ``@register`` call,
+sim.algorithms.registry); this module evaluates them. The DES reproduces each form exactly on
+``switch(p)`` with no skew or jitter, when the form "applies": forms marked power-of-two only
+apply there, the (p-1)/p n and n/k terms assume n splits into p (or k) equal whole elements
+(``Form.split``), and only forms that carry k (``Form.chunked``) apply to more than one chunk. Where a form does not apply, ``for_scenario`` returns None and
 ``why_no_closed_form`` says why.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from dataclasses import dataclass
 
-# (p, n, a, b, g, k) -> seconds
-Form = Callable[[int, float, float, float, float, int], float]
-
-
-def _lg(p: int) -> int:
-    return (p - 1).bit_length()  # ceil(lg p)
+from sim.algorithms.registry import AlgorithmSpec, Form, algorithm_spec, all_specs
 
 
-def _linear_reduce_eager(p: int, n: float, a: float, b: float, g: float, k: int) -> float:
-    # eager fifo: arrivals every n b on the root's port (latency occupies no link), the first at
-    # a + n b; the root combines each on arrival
-    return (a + n * b + n * g) + (p - 2) * max(n * b, n * g)
+def form_of(op: str, algorithm: str) -> Form | None:
+    """The algorithm's closed form from its record, None where it has none."""
+    spec = algorithm_spec(op, algorithm)
+    return spec.closed_form if spec else None
 
 
-FORMS: dict[tuple[str, str], tuple[Form, bool]] = {
-    # (op, algorithm): (form, needs power-of-two p)
-    ("broadcast", "linear"): (lambda p, n, a, b, g, k: (p - 1) * (a + n * b), False),
-    ("broadcast", "binomial"): (lambda p, n, a, b, g, k: _lg(p) * (a + n * b), False),
-    ("broadcast", "pipelined_chain"): (lambda p, n, a, b, g, k: (p - 2 + k) * (a + n * b / k), False),
-    ("broadcast", "scatter_allgather"): (lambda p, n, a, b, g, k: (_lg(p) + p - 1) * a + 2 * (p - 1) / p * n * b, True),
-    # rendezvous: the root receives (a + n b) and combines (n g) from one rank after the other
-    ("reduce", "linear"): (lambda p, n, a, b, g, k: (p - 1) * (a + n * b + n * g), False),
-    ("reduce", "binomial"): (lambda p, n, a, b, g, k: _lg(p) * (a + n * b + n * g), False),
-    ("reduce", "reduce_scatter_gather"): (lambda p, n, a, b, g, k: 2 * _lg(p) * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g, True),
-    ("all_reduce", "reduce_broadcast"): (lambda p, n, a, b, g, k: _lg(p) * (2 * a + 2 * n * b + n * g), False),
-    # ring with k chunks: (p-1) k messages of n/(p k) bytes per rank and phase, one at a time
-    ("all_reduce", "ring"): (lambda p, n, a, b, g, k: 2 * (p - 1) * k * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g, False),
-    ("all_reduce", "recursive_doubling"): (lambda p, n, a, b, g, k: _lg(p) * (a + n * b + n * g), True),
-    ("all_reduce", "rabenseifner"): (lambda p, n, a, b, g, k: 2 * _lg(p) * a + 2 * (p - 1) / p * n * b + (p - 1) / p * n * g, True),
-    ("all_gather", "ring"): (lambda p, n, a, b, g, k: (p - 1) * k * a + (p - 1) / p * n * b, False),
-    ("all_gather", "recursive_doubling"): (lambda p, n, a, b, g, k: _lg(p) * a + (p - 1) / p * n * b, True),
-    ("reduce_scatter", "ring"): (lambda p, n, a, b, g, k: (p - 1) * k * a + (p - 1) / p * n * b + (p - 1) / p * n * g, False),
-    ("reduce_scatter", "recursive_halving"): (lambda p, n, a, b, g, k: _lg(p) * a + (p - 1) / p * n * b + (p - 1) / p * n * g, True),
-    ("gather", "binomial"): (lambda p, n, a, b, g, k: _lg(p) * a + (p - 1) / p * n * b, True),
-    ("scatter", "binomial"): (lambda p, n, a, b, g, k: _lg(p) * a + (p - 1) / p * n * b, True),
-    ("barrier", "dissemination"): (lambda p, n, a, b, g, k: _lg(p) * a, False),
-    ("send_recv", "direct"): (lambda p, n, a, b, g, k: a + n * b, False),
-    # Thakur et al. 2005, section 4.4; n = bytes a rank holds (p blocks of n/p)
-    ("all_to_all", "pairwise"): (lambda p, n, a, b, g, k: (p - 1) * a + (p - 1) / p * n * b, False),
-    ("all_to_all", "bruck"): (lambda p, n, a, b, g, k: _lg(p) * (a + n / 2 * b), True),
-}
+__all__ = [
+    "ClosedForm",
+    "busbw_factor",
+    "closed_form",
+    "for_scenario",
+    "form_of",
+    "ow_for_ring",
+    "split_parts",
+    "splits_evenly",
+    "status",
+    "why_no_closed_form",
+    "with_forms",
+]
 
-# Forms that carry the chunk count k; every other form is for one chunk and None when k > 1.
-CHUNKED_FORMS = {("broadcast", "pipelined_chain"), ("all_reduce", "ring"), ("all_gather", "ring"), ("reduce_scatter", "ring")}
 
-# Forms whose (p-1)/p n or n/k terms need an even split of the elements: into p pieces ("p")
-# k chunks ("k") or p pieces of k chunks each ("pk"). The others move the whole message in every step.
-_SPLIT_BY = {
-    ("broadcast", "pipelined_chain"): "k",
-    ("broadcast", "scatter_allgather"): "p",
-    ("reduce", "reduce_scatter_gather"): "p",
-    ("all_reduce", "ring"): "pk",
-    ("all_reduce", "rabenseifner"): "p",
-    ("all_gather", "ring"): "pk",
-    ("all_gather", "recursive_doubling"): "p",
-    ("reduce_scatter", "ring"): "pk",
-    ("reduce_scatter", "recursive_halving"): "p",
-    ("gather", "binomial"): "p",
-    ("scatter", "binomial"): "p",
-    ("all_to_all", "pairwise"): "p",
-    ("all_to_all", "bruck"): "p",
-}
+def with_forms() -> list[AlgorithmSpec]:
+    """The records of every algorithm that has a closed form, in registry order."""
+    return [spec for spec in all_specs() if spec.closed_form is not None]
 
 
 def closed_form(op: str, algorithm: str, p: int, n: float, a: float, b: float, g: float = 0.0, k: int = 1, o: float = 0.0) -> float | None:
     """Time of one call by the closed form, or None where there is none (or it does not apply:
     a power-of-two form on other p, or a one-chunk form asked for k > 1 chunks)."""
-    entry = FORMS.get((op, algorithm))
-    if entry is None or (k != 1 and (op, algorithm) not in CHUNKED_FORMS):
+    spec = algorithm_spec(op, algorithm)
+    form = spec.closed_form if spec else None
+    if form is None or (k != 1 and not form.chunked):
         return None
-    form, power_of_two = entry
-    if power_of_two and p & (p - 1):
+    if spec.form_power_of_two and p & (p - 1):
         return None
     if p == 1:
         return o
-    return o + form(p, n, a, b, g, k)
+    return o + form.time(p, n, a, b, g, k)
 
 
 def split_parts(op: str, algorithm: str, p: int, k: int) -> int:
     """Into how many equal pieces the closed form assumes the elements divide (1: no split)."""
-    by = _SPLIT_BY.get((op, algorithm))
-    return {"p": p, "k": k, "pk": p * k}.get(by or "", 1)
+    form = form_of(op, algorithm)
+    return {"p": p, "k": k, "pk": p * k}.get(form.split if form else "", 1)
 
 
 def splits_evenly(op: str, algorithm: str, p: int, elements: int, k: int) -> bool:
@@ -109,12 +75,13 @@ def why_no_closed_form(scenario) -> str | None:
     """None when ``for_scenario`` gives a time the DES reproduces exactly, else the reason, in
     words a user can act on (shown as ``analytic_note``)."""
     s = scenario
-    key = (s.op, s.algorithm)
-    if key not in FORMS:
+    spec = algorithm_spec(s.op, s.algorithm)
+    form = spec.closed_form if spec else None
+    if form is None:
         return f"no closed form for {s.op}/{s.algorithm}; the simulation is the answer"
-    if FORMS[key][1] and s.ranks & (s.ranks - 1):
+    if spec.form_power_of_two and s.ranks & (s.ranks - 1):
         return f"the {s.op}/{s.algorithm} closed form holds for a power-of-two number of ranks, not {s.ranks}"
-    if s.chunks != 1 and key not in CHUNKED_FORMS:
+    if s.chunks != 1 and not form.chunked:
         return f"the {s.op}/{s.algorithm} closed form is for one chunk; {s.chunks} pipelined chunks have none"
     if s.topology != "switch":
         return f"closed forms assume one port per rank into a switch, not the {s.topology} topology"
@@ -124,7 +91,7 @@ def why_no_closed_form(scenario) -> str | None:
         return "jitter varies message times; closed forms assume fixed costs"
     if s.repetitions != 1:
         return f"{s.repetitions} back-to-back calls may overlap; the closed form is for one call"
-    eager = _eager_race(s)
+    eager = _eager_race(s, spec)
     if eager:
         return eager
     parts = split_parts(s.op, s.algorithm, s.ranks, s.chunks) if s.ranks > 1 else 1
@@ -148,23 +115,71 @@ def for_scenario(scenario) -> float | None:
     if why_no_closed_form(s) is not None:
         return None
     g = 1.0 / s.reduce_bandwidth_Bps if s.reduce_bandwidth_Bps else 0.0
-    if (s.op, s.algorithm) == ("reduce", "linear") and s.ranks > 1 and s.size_bytes <= s.eager_limit_bytes:
-        return s.overhead_s + _linear_reduce_eager(s.ranks, s.size_bytes, s.latency_s, 1.0 / s.bandwidth_Bps, g, 1)
+    eager = form_of(s.op, s.algorithm).eager
+    if eager is not None and s.ranks > 1 and s.size_bytes <= s.eager_limit_bytes:
+        return s.overhead_s + eager(s.ranks, s.size_bytes, s.latency_s, 1.0 / s.bandwidth_Bps, g, 1)
     # chunks beyond the element count are not sent: k elements or fewer travel as that many chunks
     chunks = min(s.chunks, max(1, s.elements))
     return closed_form(s.op, s.algorithm, s.ranks, s.size_bytes, s.latency_s, 1.0 / s.bandwidth_Bps, g, chunks, s.overhead_s)
 
 
-# Rooted reductions whose closed forms assume each receive completes before the next is posted,
-# as under rendezvous (the default). Sent eagerly, messages race for the root's port instead.
-_RECEIVE_RACES = {("reduce", "linear"), ("reduce", "binomial"), ("all_reduce", "reduce_broadcast")}
+@dataclass(frozen=True)
+class ClosedForm:
+    """The closed form's time for a scenario, whether the simulation should match it exactly,
+    and in words why it is approximate or missing."""
+
+    time_s: float | None
+    exact: bool
+    note: str
 
 
-def _eager_race(s) -> str | None:
-    """Why an eager rooted reduction has no exact closed form, or None when it has one."""
-    if (s.op, s.algorithm) not in _RECEIVE_RACES or s.ranks == 1 or s.size_bytes > s.eager_limit_bytes:
+def status(scenario) -> ClosedForm:
+    """The closed form with an honest status: exact (the DES reproduces it: ``for_scenario``),
+    approximate (an uneven split, stragglers, jitter, repetitions: the formula's assumptions
+    bend), or none with the reason. The one closed-form status; ``why_no_closed_form`` is its
+    exactness test."""
+    s = scenario
+    exact = for_scenario(s)
+    if exact is not None:
+        return ClosedForm(exact, True, "")
+    g = 1.0 / s.reduce_bandwidth_Bps if s.reduce_bandwidth_Bps else 0.0
+    time_s = closed_form(s.op, s.algorithm, s.ranks, s.size_bytes, s.latency_s, 1.0 / s.bandwidth_Bps, g, s.chunks, s.overhead_s)
+    if time_s is None:
+        return ClosedForm(None, False, _why_none(s))
+    if s.topology != "switch":
+        why = f"the closed forms assume one port per rank into a switch; on {s.topology} messages take other paths and share links"
+        return ClosedForm(None, False, why)
+    reasons = []
+    if s.stragglers:
+        reasons.append("stragglers start late")
+    if s.jitter_s:
+        reasons.append("jitter varies message times")
+    if s.repetitions != 1:
+        reasons.append(f"{s.repetitions} back-to-back calls may overlap")
+    if not splits_evenly(s.op, s.algorithm, s.ranks, s.elements, s.chunks):
+        parts = split_parts(s.op, s.algorithm, s.ranks, s.chunks)
+        reasons.append(f"{s.elements:,} elements do not divide into {parts} equal pieces, so pieces differ by one element")
+    return ClosedForm(time_s, False, "approximate: " + "; ".join(reasons or [why_no_closed_form(s) or ""]))
+
+
+def _why_none(s) -> str:
+    spec = algorithm_spec(s.op, s.algorithm)
+    if spec is None or spec.closed_form is None:
+        reason = spec.form if spec else "not a registered algorithm"
+        return f"no closed form is known for {s.op}/{s.algorithm}: {reason}"
+    if spec.form_power_of_two and s.ranks & (s.ranks - 1):
+        return f"the {s.algorithm} formula holds for a power-of-two number of ranks, not {s.ranks}"
+    return f"the {s.algorithm} formula is for one chunk; {s.chunks} pipelined chunks have no closed form"
+
+
+def _eager_race(s, spec: AlgorithmSpec) -> str | None:
+    """Why an eager rooted reduction has no exact closed form, or None when it has one: forms
+    marked ``rendezvous`` assume each receive completes before the next is posted, as under
+    rendezvous (the default); sent eagerly, messages race for the root's port instead."""
+    form = spec.closed_form
+    if not form.rendezvous or s.ranks == 1 or s.size_bytes > s.eager_limit_bytes:
         return None
-    if s.algorithm == "linear":
+    if form.eager is not None:
         if s.sharing == "fifo":
             return None  # its own form: arrivals every a + n b, combined on arrival
         return "eager sends share the root's port under fair sharing; the closed form assumes rendezvous (eager_limit below the size)"

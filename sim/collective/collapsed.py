@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from sim.algorithms.registry import Shape, algorithm_spec
 from sim.collective import analytic
 from sim.collective.results import algbw_GBps, summary_head
 from sim.scenario import CollectiveScenario
@@ -81,14 +82,15 @@ def replay_time(scenario: CollectiveScenario) -> Timing | None:
 
 
 def _ring_counts(s: CollectiveScenario) -> tuple[int | None, int | None, int | None]:
-    """(messages, bytes on the wire, steps) of the ring algorithms with an even split."""
-    p, k, n = s.ranks, s.chunks, s.size_bytes
+    """(messages, bytes on the wire, steps) of the ring algorithms with an even split: each of
+    the record's phases is p - 1 steps in which every rank sends 1/p of the buffer."""
+    p, n = s.ranks, s.size_bytes
     if s.algorithm != "ring" or p == 1:
         return None, None, None
-    phases = {"all_reduce": 2, "all_gather": 1, "reduce_scatter": 1}.get(s.op)
-    if phases is None:
-        return None, None, None
-    return phases * p * (p - 1) * k, phases * (p - 1) * n, phases * (p - 1)
+    spec = algorithm_spec(s.op, s.algorithm)
+    phases = len(spec.phases)
+    messages = spec.counts(Shape(p, s.chunks, p, s.elements, s.element_bytes))[0]
+    return messages, phases * (p - 1) * n, phases * (p - 1)
 
 
 def _ring_replay(s: CollectiveScenario) -> Timing | None:
@@ -161,8 +163,8 @@ def _ring_hops(s: CollectiveScenario) -> tuple[Any, Any] | None:
     import numpy as np
     import simpy
 
-    from sim.network import Network
     from sim.collective.runner import build_topology
+    from sim.network import Network
 
     net = Network(simpy.Environment(), build_topology(s))
     routes = [net.route(j, (j + 1) % s.ranks) for j in range(s.ranks)]
@@ -176,11 +178,21 @@ def _ring_hops(s: CollectiveScenario) -> tuple[Any, Any] | None:
     return latency, inverse_bandwidth
 
 
+def time_of(scenario: CollectiveScenario) -> float:
+    """One call's time: collapsed (closed form, replay, cached run) when the scenario allows it,
+    else one per-message run."""
+    from sim.collective.runner import run
+
+    if why_not_collapsed(scenario) is None:
+        return collective_time(scenario).time_s
+    return run(scenario.replace(record="aggregate")).time_s
+
+
 @lru_cache(maxsize=4096)
 def _simulated(single: CollectiveScenario) -> Timing:
-    from sim.collective.runner import run_collective
+    from sim.collective.runner import run
 
-    result = run_collective(single)
+    result = run(single)
     return Timing(result.time_s, "simulated", result.message_count, result.bytes_sent, result.steps)
 
 
@@ -224,7 +236,7 @@ class CollapsedResult:
 
 def run(scenario: CollectiveScenario, mode: str = "full") -> Any:
     """Run ``scenario`` in ``mode``; collapsed falls back to full (and says why) where it cannot apply."""
-    from sim.collective.runner import run_collective
+    from sim.collective.runner import run as run_full
 
     if mode not in MODES:
         from sim.errors import CollsimError
@@ -232,7 +244,7 @@ def run(scenario: CollectiveScenario, mode: str = "full") -> Any:
         raise CollsimError(f"mode: must be one of {', '.join(MODES)}, got {mode!r}")
     reason = why_not_collapsed(scenario) if mode == "collapsed" else None
     if mode == "full" or reason:
-        result = run_collective(scenario)
+        result = run_full(scenario)
         if reason:
             result.mode_note = f"collapsed mode not applicable ({reason}); ran full"
         return result

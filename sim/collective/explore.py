@@ -10,30 +10,26 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-import numpy as np
-from simpy.core import EmptySchedule
-
-from sim.collective import analytic
-from sim.collective.call import split
-from sim.collective.collapsed import collective_time, replay_time, why_not_collapsed
-from sim.errors import CollsimError
-from sim.collective.groups import group_closed_form
-from sim.hardware.nccl_des import TREE_CHUNK_BYTES
-from sim.algorithms.registry import algorithm_spec, algorithms_for
+from sim.algorithms.registry import Shape, algorithm_spec, algorithms_for
+from sim.collective import analytic, runner
+from sim.collective.analytic import ClosedForm  # noqa: F401  (public here too)
+from sim.collective.analytic import status as closed_form  # noqa: F401  (public here too)
+from sim.collective.collapsed import collective_time, replay_time, time_of, why_not_collapsed
+from sim.collective.frames import FRAME_MAX_CELLS, FRAME_MAX_RANKS, frames_possible, miniature, same_run_scale  # noqa: F401  (public here too)
+from sim.collective.narrative import description, phase_of, phase_starts  # noqa: F401  (kept public here)
 from sim.collective.results import CollectiveResult
-from sim.collective.runner import collect, no_gc, start_collective
+from sim.errors import CollsimError
 from sim.scenario import CollectiveScenario
 
 ROUTE_COST = 80  # finding a new (src, dst) route costs about as much as simulating 80 messages
 CROSSOVER_SIZES = tuple(4**k * 1024 for k in range(11))  # 1 KiB .. 1 GiB, x4
 CROSSOVER_MESSAGES = 60_000  # the per-message simulations of one crossover, all points together (about 1 s here)
 POINT_MESSAGES = 3_000  # a crossover point whose run sends more is extrapolated from two smaller runs
-FRAME_MAX_RANKS = 32  # per-rank buffer frames: one row per rank
-FRAME_MAX_CELLS = 256  # ranks * chunks columns at most
 
 
 # --------------------------------------------------------------------------- work
@@ -57,49 +53,27 @@ class Work:
         return self.messages + ROUTE_COST * self.pairs
 
 
-def _lg(p: int) -> int:
-    return max(0, (p - 1).bit_length())
-
-
-def _counts(op: str, algorithm: str, p: int, k: int, gpus: int) -> tuple[int, int, bool]:
-    """(messages, pairs, exact) of one call on p ranks with k chunks."""
-    lg, ring = _lg(p), p * (p - 1)
-    table: dict[tuple[str, str], tuple[int, int, bool]] = {
-        ("broadcast", "linear"): (p - 1, p - 1, True),
-        ("broadcast", "binomial"): (p - 1, p - 1, True),
-        ("broadcast", "pipelined_chain"): ((p - 1) * k, p - 1, True),
-        ("broadcast", "scatter_allgather"): (p - 1 + ring, 2 * (p - 1) + p, True),
-        ("scatter", "binomial"): (p - 1, p - 1, True),
-        ("gather", "binomial"): (p - 1, p - 1, True),
-        ("reduce", "linear"): (p - 1, p - 1, True),
-        ("reduce", "binomial"): (p - 1, p - 1, True),
-        ("reduce", "reduce_scatter_gather"): (p * lg + p - 1, p * lg + p - 1, True),
-        ("all_reduce", "reduce_broadcast"): (2 * (p - 1), 2 * (p - 1), True),
-        ("all_reduce", "ring"): (2 * ring * k, p, True),
-        ("all_reduce", "recursive_doubling"): (p * lg, p * lg, True),
-        ("all_reduce", "rabenseifner"): (2 * p * lg, p * lg, True),
-        ("all_reduce", "double_binary_tree"): (4 * (p - 1) * k, 4 * (p - 1), True),
-        ("all_reduce", "hierarchical"): (2 * p * (gpus - 1) * k + 2 * p * (max(p // gpus, 1) - 1) * k, 2 * p, True),
-        ("all_gather", "ring"): (ring * k, p, True),
-        ("all_gather", "recursive_doubling"): (p * lg, p * lg, True),
-        ("reduce_scatter", "ring"): (ring * k, p, True),
-        ("reduce_scatter", "recursive_halving"): (p * lg, p * lg, True),
-        ("barrier", "dissemination"): (p * lg, p * lg, True),
-        ("send_recv", "direct"): (1, 1, True),
-    }
-    return table.get((op, algorithm), (-1, -1, False))
+def _counts(s: CollectiveScenario) -> tuple[int, int, bool]:
+    """(messages, pairs, exact) of one call, from the algorithm's record; (-1, -1, False) for
+    an algorithm whose record has no counts."""
+    spec = algorithm_spec(s.op, s.algorithm)
+    if spec is None or spec.counts is None:
+        return -1, -1, False
+    k = s.chunks if spec.chunked else 1
+    gpus = s.gpus_per_node_resolved if s.topology == "two_level" else s.ranks
+    messages, pairs = spec.counts(Shape(s.ranks, k, gpus, s.elements, s.element_bytes))
+    return messages, pairs, True
 
 
 def work(scenario: CollectiveScenario) -> Work:
     """The messages and routes a per-message simulation of ``scenario`` needs, from the
-    algorithm's structure (no run): exact message counts for the algorithms listed here (the
-    tests check them against runs), a bound on routes. An algorithm not listed is run at 8 and
-    16 ranks (one chunk, milliseconds) and its counts extrapolated with the growth exponent the
-    two give (``exact=False``); if even that fails, the bound of every pair, both ways, each chunk."""
+    algorithm's structure (no run): exact message counts from the algorithm's record (the
+    tests check them against runs), a bound on routes. An algorithm without counts is run at
+    8 and 16 ranks (one chunk, milliseconds) and its counts extrapolated with the growth
+    exponent the two give (``exact=False``); if even that fails, the bound of every pair, both
+    ways, each chunk."""
     s = scenario
-    k = s.chunks if algorithm_spec(s.op, s.algorithm) and algorithm_spec(s.op, s.algorithm).chunked else 1
-    gpus = s.gpus_per_node_resolved if s.topology == "two_level" else s.ranks
-    messages, pairs, exact = _counts(s.op, s.algorithm, s.ranks, k, gpus)
+    messages, pairs, exact = _counts(s)
     if messages < 0:
         messages, pairs = _extrapolated(s)
     return Work(messages * s.repetitions, min(pairs, s.ranks * (s.ranks - 1)), exact)
@@ -150,291 +124,23 @@ def _probe(s: CollectiveScenario, ranks: int, nbytes: int) -> tuple[int, int]:
     changes["size_bytes"] = max(unit, nbytes - nbytes % unit)
     if s.topology == "two_level":
         changes["gpus_per_node"] = min(s.gpus_per_node_resolved, ranks)
-    result = _plain(s.replace(**changes))
+    result = runner.run(s.replace(**changes))
     return result.message_count, len(result.network.overflow)
 
 
 # --------------------------------------------------------------------------- phases
 
 
-def phase_starts(op: str, algorithm: str, p: int) -> list[tuple[int, str]]:
-    """(first step, name) of each phase of an algorithm, in order ([] when it has one phase)."""
-    rounds = _lg(p)
-    two = {
-        ("all_reduce", "ring"): (p - 1, "reduce-scatter", "all-gather"),
-        ("all_reduce", "rabenseifner"): (rounds, "reduce-scatter (recursive halving)", "all-gather (recursive doubling)"),
-        ("all_reduce", "reduce_broadcast"): (rounds, "reduce (up the tree)", "broadcast (down the tree)"),
-        ("broadcast", "scatter_allgather"): (rounds, "scatter (binomial)", "all-gather (ring)"),
-        ("reduce", "reduce_scatter_gather"): (rounds, "reduce-scatter (recursive halving)", "gather (binomial)"),
-    }
-    if (op, algorithm) in two:
-        split_at, first, second = two[(op, algorithm)]
-        return [(0, first), (split_at, second)]
-    single = {
-        ("all_gather", "ring"): "all-gather around the ring",
-        ("reduce_scatter", "ring"): "reduce-scatter around the ring",
-        ("all_gather", "recursive_doubling"): "all-gather (recursive doubling)",
-        ("reduce_scatter", "recursive_halving"): "reduce-scatter (recursive halving)",
-        ("broadcast", "binomial"): "broadcast down the binomial tree",
-        ("reduce", "binomial"): "reduce up the binomial tree",
-        ("scatter", "binomial"): "scatter down the binomial tree",
-        ("gather", "binomial"): "gather up the binomial tree",
-        ("broadcast", "pipelined_chain"): "chunks flow down the chain",
-        ("all_reduce", "recursive_doubling"): "pairwise exchange and combine",
-        ("all_reduce", "double_binary_tree"): "reduce up and broadcast down two trees",
-        ("all_reduce", "hierarchical"): "intra-node reduce-scatter, inter-node all-reduce, intra-node all-gather",
-        ("barrier", "dissemination"): "dissemination rounds",
-    }
-    return [(0, single[(op, algorithm)])] if (op, algorithm) in single else []
-
-
-def phase_of(op: str, algorithm: str, p: int, step: int) -> str:
-    """The name of the phase ``step`` belongs to ("" when the algorithm names none)."""
-    name = ""
-    for first, phase in phase_starts(op, algorithm, p):
-        if step >= first:
-            name = phase
-    return name
-
-
-def description(op: str, algorithm: str) -> str:
-    """The algorithm's own one-paragraph description (its docstring's first paragraph)."""
-    spec = algorithm_spec(op, algorithm)
-    text = (spec.program.__doc__ or "").strip() if spec else ""
-    return " ".join(text.split("\n\n")[0].split())
-
-
-# --------------------------------------------------------------------------- closed forms
-
-
-@dataclass(frozen=True)
-class ClosedForm:
-    """The closed form's time for a scenario, whether the simulation should match it exactly,
-    and in words why it is approximate or missing."""
-
-    time_s: float | None
-    exact: bool
-    note: str
-
-
-def closed_form(scenario: CollectiveScenario) -> ClosedForm:
-    """The closed form with an honest status: exact (the DES reproduces it), approximate (an
-    uneven split: the formula assumes n divides into equal pieces), or none with the reason."""
-    s = scenario
-    exact = analytic.for_scenario(s)
-    if exact is not None:
-        return ClosedForm(exact, True, "")
-    g = 1.0 / s.reduce_bandwidth_Bps if s.reduce_bandwidth_Bps else 0.0
-    time_s = analytic.closed_form(s.op, s.algorithm, s.ranks, s.size_bytes, s.latency_s, 1.0 / s.bandwidth_Bps, g, s.chunks, s.overhead_s)
-    if time_s is None:
-        return ClosedForm(None, False, _why_none(s))
-    if s.topology != "switch":
-        why = f"the closed forms assume one port per rank into a switch; on {s.topology} messages take other paths and share links"
-        return ClosedForm(None, False, why)
-    reasons = []
-    if s.stragglers:
-        reasons.append("stragglers start late")
-    if s.jitter_s:
-        reasons.append("jitter varies message times")
-    if s.repetitions != 1:
-        reasons.append(f"{s.repetitions} back-to-back calls may overlap")
-    if not analytic.splits_evenly(s.op, s.algorithm, s.ranks, s.elements, s.chunks):
-        parts = s.ranks * (s.chunks if s.algorithm == "ring" else 1)
-        reasons.append(f"{s.elements:,} elements do not divide into {parts} equal pieces, so pieces differ by one element")
-    return ClosedForm(time_s, False, "approximate: " + "; ".join(reasons))
-
-
-def _why_none(s: CollectiveScenario) -> str:
-    if (s.op, s.algorithm) not in analytic.FORMS:
-        return f"no closed form is known for {s.op}/{s.algorithm} (only the simulation answers)"
-    power_of_two = analytic.FORMS[(s.op, s.algorithm)][1]
-    if power_of_two and s.ranks & (s.ranks - 1):
-        return f"the {s.algorithm} formula holds for a power-of-two number of ranks, not {s.ranks}"
-    if s.op == "all_reduce" and s.algorithm == "ring" and s.chunks != 1:
-        return "the ring formula is for one chunk; pipelined chunks have no closed form here"
-    return f"no closed form for {s.op}/{s.algorithm} with these inputs"
-
-
 # --------------------------------------------------------------------------- run with frames
-
-
-def initial_masks(op: str, ranks: int, elements: int, root: int) -> list[np.ndarray]:
-    """Each rank's input as bitmasks of the ranks whose data an element holds: the rows (views)
-    of one ranks x elements table, int64 up to 62 ranks (Python ints beyond).
-
-    Algorithms only copy and add payloads, and a correct reduction adds each rank's data once,
-    so a sum of distinct powers of two is exactly the set of ranks it combines."""
-    return list(_mask_table(op, ranks, elements, root))
-
-
-def _mask_table(op: str, ranks: int, elements: int, root: int) -> np.ndarray:
-    table = np.zeros((ranks, elements), dtype=np.int64 if ranks < 63 else object)
-    blocks = split(elements, ranks)
-    for rank, buffer in enumerate(table):
-        if op in ("all_gather", "gather"):
-            buffer[blocks[rank][0] : blocks[rank][1]] = 1 << rank
-        elif op in ("broadcast", "scatter"):
-            if rank == root:
-                buffer[:] = 1 << rank
-        elif op == "send_recv":
-            if rank == 0:
-                buffer[:] = 1
-        else:
-            buffer[:] = 1 << rank
-    return table
-
-
-def frames_possible(scenario: CollectiveScenario) -> bool:
-    s = scenario
-    return s.ranks <= FRAME_MAX_RANKS and s.ranks * s.chunks <= FRAME_MAX_CELLS and s.op != "barrier"
 
 
 def run(scenario: CollectiveScenario, frames: bool = False) -> tuple[CollectiveResult, list[dict[str, Any]] | None]:
     """Simulate ``scenario``; with ``frames`` (and a scenario small enough to show:
-    ``frames_possible``) also each rank's buffer as bitmask cells at the end of every step.
-
-    Buffer frames need one element per (piece, chunk): the rank programs move bitmask payloads
-    of ``ranks * chunks`` cells. **One run** gives both the result and the frames when
-    :func:`same_run_scale` finds the factor m with elements = m * ranks * chunks: the run is
-    made on ``ranks * chunks`` cells of m elements each (``element_bytes`` m times larger, the
-    same ``size_bytes``), which sends exactly the original's messages (same bytes, steps,
-    chunks and times) and reductions, and the result comes back carrying the original scenario.
-    That is the common case: a size that is a multiple of ranks * chunks elements (64 MiB on 2,
-    4, 8, 16 or 32 ranks, any power-of-two chunks), one repetition, no verify, no groups, record
-    full or auto, and an algorithm whose every split then falls on whole cells: all of them but
-    double_binary_tree on an odd number of ranks (its halves of p * k cells do not cut into k
-    chunks of whole cells) and nccl_tree when its 512 KiB tree chunks per channel do not
-    divide ranks. A frame is the buffers at its step's last end, so one-run frames follow the
-    scenario's own timing: where a later step's message ends first (binomial scatter of 48 MiB
-    on 12 ranks: 8 -> 9 before 0 -> 4), the frame shows it, as the timelines do.
-
-    **Two runs** otherwise (sizes that do not divide, such as 64 MiB on 3, 5 or 12 ranks;
-    repetitions; verify; groups unless elements = ranks * chunks; record aggregate, or auto
-    past ``max_events``; the two cases above): the scenario runs plainly for the result, and a
-    miniature copy with ``ranks * chunks`` elements of the original's ``element_bytes`` (one
-    call, no overhead) gives the frames (for record auto past ``max_events``, the scaled run's)."""
-    s = scenario
-    if not (frames and frames_possible(s)):
-        return _plain(s), None
-    scale = same_run_scale(s)
-    if scale is None:
-        return _plain(s), _with_frames(miniature(s))[1]
-    result, recorded = _with_frames(s.replace(element_bytes=s.element_bytes * scale))
-    if s.record == "auto" and max(result.message_count, len(result.network.computes)) > s.max_events:
-        return _plain(s), recorded  # the plain run aggregates past max_events: its records differ
-    analytic_time_s = group_closed_form(s) if s.groups else analytic.for_scenario(s)
-    return replace(result, scenario=s, analytic_time_s=analytic_time_s), recorded
-
-
-def miniature(scenario: CollectiveScenario) -> CollectiveScenario:
-    """The scenario on ``ranks * chunks`` elements, one call, no overhead: frames only."""
-    s = scenario
-    cells = s.ranks * s.chunks
-    return s.replace(size_bytes=cells * s.element_bytes, repetitions=1, overhead_s=0.0, verify=False, record="full")
-
-
-def _double_tree_halves_whole(s: CollectiveScenario) -> bool:
-    """Halves of p k cells, each cut into k chunks: p / 2 cells a chunk, whole when p is even."""
-    return s.ranks % 2 == 0 or s.ranks == 1
-
-
-def _nccl_tree_chunks_whole(s: CollectiveScenario) -> bool:
-    """A channel's slice (p cells) cut into ceil(slice bytes / TREE_CHUNK_BYTES) tree chunks."""
-    return s.ranks % -(-(s.size_bytes // s.chunks) // TREE_CHUNK_BYTES) == 0
-
-
-# Whether every split an algorithm's ranks make of ``ranks * chunks`` cells falls on whole
-# cells. A range of L cells cut into q parts gives pieces of m times the bytes of the original
-# range of m L elements cut into q parts exactly when q divides L (otherwise the cut pieces
-# differ by m elements, the original's by one). Splits into p blocks, into k chunks of a block,
-# into gpus and nodes (hierarchical: p = gpus * nodes), and all_to_all's p blocks always do.
-# An algorithm in neither table runs twice.
-_ALWAYS_WHOLE = {
-    "broadcast": ("linear", "binomial", "pipelined_chain", "scatter_allgather"),
-    "reduce": ("linear", "binomial", "reduce_scatter_gather"),
-    "all_reduce": ("ring", "hierarchical", "reduce_broadcast", "recursive_doubling", "rabenseifner", "nccl_ring"),
-    "all_gather": ("ring", "recursive_doubling", "nccl_ring"),
-    "reduce_scatter": ("ring", "recursive_halving", "nccl_ring"),
-    "all_to_all": ("pairwise", "direct", "bruck"),
-    "gather": ("binomial",),
-    "scatter": ("binomial",),
-    "send_recv": ("direct",),
-}
-_WHOLE_WHEN = {
-    ("all_reduce", "double_binary_tree"): _double_tree_halves_whole,
-    ("all_reduce", "nccl_tree"): _nccl_tree_chunks_whole,
-}
-
-
-def _whole_cells(s: CollectiveScenario) -> bool:
-    if s.algorithm in _ALWAYS_WHOLE.get(s.op, ()):
-        return True
-    condition = _WHOLE_WHEN.get((s.op, s.algorithm))
-    return condition is not None and condition(s)
-
-
-def same_run_scale(scenario: CollectiveScenario) -> int | None:
-    """The m for which ``ranks * chunks`` cells of m elements each send exactly the messages of
-    ``scenario``, so that one run records both its result and its buffer frames; None when
-    there is none (:func:`run` then runs twice)."""
-    s = scenario
-    cells = s.ranks * s.chunks
-    if s.elements == 0 or s.elements % cells:
-        return None
-    if s.repetitions != 1 or s.verify or s.record == "aggregate":
-        return None  # frames show one call on bitmasks, recorded in full
-    scale = s.elements // cells
-    if scale == 1:
-        return 1  # the scenario itself has one element per cell
-    return scale if not s.groups and _whole_cells(s) else None
-
-
-def _plain(s: CollectiveScenario) -> CollectiveResult:
-    started = start_collective(s)
-    with no_gc():
-        started.env.run()
-    return collect(started)
-
-
-def _with_frames(s: CollectiveScenario) -> tuple[CollectiveResult, list[dict[str, Any]]]:
-    """One run with bitmask payloads, the buffers copied each time simulated time moves on;
-    afterwards each step keeps the copy at its last message's (or reduction's) end."""
-    table = _mask_table(s.op, s.ranks, s.ranks * s.chunks, s.root)
-    buffers = list(table)
-    started = start_collective(s.replace(record="full", verify=False), buffers=buffers)
-    env, call = started.env, started.call
-
-    def snapshot() -> np.ndarray:  # the rows are views of ``table`` unless a program replaced one
-        intact = all(mine is theirs for mine, theirs in zip(call.buffers, buffers))
-        return table.copy() if intact else np.array(call.buffers)
-
-    times: list[float] = [0.0]
-    copies: list[np.ndarray] = [table.copy()]
-    with no_gc():
-        while True:
-            upcoming = env.peek()
-            if upcoming == math.inf:
-                break
-            if upcoming > env.now and env.now > times[-1]:
-                times.append(env.now)
-                copies.append(snapshot())
-            try:
-                env.step()
-            except EmptySchedule:
-                break
-    times.append(env.now)
-    copies.append(snapshot())
-    result = collect(started)
-    ends: dict[int, float] = {}
-    for message in result.network.messages:
-        ends[message[5]] = max(ends.get(message[5], 0.0), message[3])
-    for compute in result.network.computes:
-        ends[compute[4]] = max(ends.get(compute[4], 0.0), compute[2])
-    frames = [{"step": -1, "cells": copies[0].tolist()}]
-    for step in sorted(ends):
-        index = int(np.searchsorted(times, ends[step], side="right")) - 1
-        frames.append({"step": step, "cells": copies[max(index, 0)].tolist()})
-    return result, frames
+    ``frames_possible``) also each rank's buffer as bitmask cells at the end of every step
+    (:func:`sim.collective.runner.run`, :mod:`sim.collective.frames`)."""
+    recorded: list[dict[str, Any]] = []
+    result = runner.run(scenario, frames=recorded if frames else None)
+    return result, recorded or None
 
 
 # --------------------------------------------------------------------------- crossover
@@ -510,7 +216,7 @@ def _crossover(key: str, sizes: tuple[int, ...], max_messages: int) -> tuple[dic
                     timing = collective_time(point)
                     rows.append(_row(algorithm, point, timing.time_s, timing.source.replace("_", " ")))
                 else:
-                    rows.append(_row(algorithm, point, _plain(point).time_s, "simulated"))
+                    rows.append(_row(algorithm, point, runner.run(point).time_s, "simulated"))
     order = {name: index for index, name in enumerate(names)}
     return tuple(sorted(rows, key=lambda row: order[row["algorithm"]]))  # stable: sizes stay in order
 
@@ -564,22 +270,21 @@ _HUGE_BANDWIDTH = 1e30  # makes n / bandwidth vanish while the scenario stays va
 PARTS = ("latency", "bandwidth", "reduction", "overhead", "contention")
 
 
-def time_of(scenario: CollectiveScenario) -> float:
-    """One call's time: collapsed (closed form, replay, cached run) when the scenario allows it."""
-    if why_not_collapsed(scenario) is None:
-        return collective_time(scenario).time_s
-    return _plain(scenario.replace(record="aggregate")).time_s
+def closed_form_time(scenario: CollectiveScenario) -> float | None:
+    """The closed form's time, exact or approximate (None where there is none)."""
+    return closed_form(scenario).time_s
 
 
-def decompose(scenario: CollectiveScenario) -> dict[str, float]:
+def decompose(scenario: CollectiveScenario, timing: Callable[[CollectiveScenario], float | None] = time_of) -> dict[str, float]:
     """A call's time split into latency, bandwidth, reduction, overhead and contention.
 
     Each of the first three is the time of the same call with only that cost switched on
     (alpha alone, beta alone, gamma alone); overhead is ``o``; contention is what these do not
     explain when they act together: waiting for shared links and ports (and, when negative,
-    costs that overlap). On ``switch(p)`` with a closed form the contention is zero."""
+    costs that overlap). On ``switch(p)`` with a closed form the contention is zero.
+    ``timing`` gives a scenario's time: a run (``time_of``, the default) or the closed form
+    (``closed_form_time``: the alpha/beta/gamma terms of the formula); {} where it has none."""
     s = scenario.replace(repetitions=1, stragglers=(), jitter_s=0.0)
-    total = time_of(s)
     fast = {"bandwidth_Bps": _HUGE_BANDWIDTH}
     if s.intra_bandwidth_Bps is not None:
         fast["intra_bandwidth_Bps"] = _HUGE_BANDWIDTH
@@ -587,9 +292,12 @@ def decompose(scenario: CollectiveScenario) -> dict[str, float]:
     if s.intra_latency_s is not None:
         still["intra_latency_s"] = 0.0
     bare = {"overhead_s": 0.0, "reduce_bandwidth_Bps": None}
-    latency = time_of(s.replace(**fast, **bare))
-    bandwidth = time_of(s.replace(**still, **bare))
-    reduction = time_of(s.replace(**fast, **still, overhead_s=0.0)) if s.reduce_bandwidth_Bps else 0.0
+    total = timing(s)
+    latency = timing(s.replace(**fast, **bare))
+    bandwidth = timing(s.replace(**still, **bare))
+    reduction = timing(s.replace(**fast, **still, overhead_s=0.0)) if s.reduce_bandwidth_Bps else 0.0
+    if None in (total, latency, bandwidth, reduction):
+        return {}
     parts = {"latency": latency, "bandwidth": bandwidth, "reduction": reduction, "overhead": s.overhead_s}
     rest = total - sum(parts.values())
     return {**parts, "contention": rest if abs(rest) > 1e-12 * max(total, 1e-30) else 0.0, "total": total}

@@ -3,22 +3,39 @@
 from __future__ import annotations
 
 import gc
-from collections.abc import Generator, Iterator
+import math
+import time
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import simpy
 
-from sim.collective import analytic
-from sim.network import topology as topo
-from sim.collective.call import Call
-from sim.errors import DeadlockError
-from sim.collective.groups import group_closed_form, group_programs, group_times
-from sim.network import Network, make_network
 from sim.algorithms.registry import algorithm_spec
+from sim.collective import analytic
+from sim.collective.call import Call
+from sim.collective.groups import group_closed_form, group_programs, group_times
 from sim.collective.results import CollectiveResult
-from sim.scenario import CollectiveScenario
 from sim.collective.verify import check, initial_buffers
+from sim.errors import DeadlockError
+from sim.network import Network, make_network
+from sim.network import topology as topo
+from sim.scenario import CollectiveScenario
+
+__all__ = [
+    "PROGRESS_EVENTS",
+    "PROGRESS_EVERY_S",
+    "Started",
+    "build_topology",
+    "collect",
+    "drive",
+    "make_call",
+    "no_gc",
+    "run",
+    "run_collective",
+    "start_collective",
+]
 
 
 @contextmanager
@@ -109,7 +126,7 @@ def start_collective(scenario: CollectiveScenario, topology: topo.Topology | Non
     net = make_network(
         env, graph, s.sharing, reduce_bandwidth_Bps=s.reduce_bandwidth_Bps, jitter_s=s.jitter_s, seed=s.seed,
         max_events=max_events, eager_limit_bytes=s.eager_limit_bytes,
-    )
+    )  # fmt: skip
     program = algorithm_spec(s.op, s.algorithm).program
     call = make_call(s)
     if buffers is not None:
@@ -154,14 +171,56 @@ def start_collective(scenario: CollectiveScenario, topology: topo.Topology | Non
     return Started(s, env, net, call, [start(rank) for rank in range(s.ranks)], ends, calls)
 
 
-def run_collective(scenario: CollectiveScenario, topology: topo.Topology | None = None) -> CollectiveResult:
-    """Simulate ``scenario`` message by message and return its result."""
-    s = scenario
-    started = start_collective(s, topology)
-    env = started.env
-    with no_gc():
-        env.run()
+Progress = Callable[[int, float], None]  # (messages so far, simulated time so far)
+PROGRESS_EVERY_S = 0.15  # wall time between progress reports
+PROGRESS_EVENTS = 32  # events between looks at the clock (one event can deliver hundreds of messages)
+
+
+def run(
+    scenario: CollectiveScenario,
+    on_progress: Progress | None = None,
+    frames: list[dict[str, Any]] | None = None,
+    topology: topo.Topology | None = None,
+) -> CollectiveResult:
+    """Simulate ``scenario`` message by message: the one way to run a collective.
+
+    ``on_progress(messages, now_s)`` is called about every ``PROGRESS_EVERY_S`` of wall time
+    while the run goes; ``frames``, a list, receives each rank's buffer as bitmask cells at
+    the end of every step (:mod:`sim.collective.frames`; nothing when the scenario is too
+    large to show). ``topology`` replaces the one the scenario builds."""
+    if frames is not None:
+        from sim.collective.frames import run_with_frames
+
+        return run_with_frames(scenario, frames, on_progress)
+    started = start_collective(scenario, topology)
+    drive(started, on_progress)
     return collect(started)
+
+
+def run_collective(scenario: CollectiveScenario, topology: topo.Topology | None = None) -> CollectiveResult:
+    """Simulate ``scenario`` message by message and return its result (:func:`run`)."""
+    return run(scenario, topology=topology)
+
+
+def drive(started: Started, on_progress: Progress | None = None, on_advance: Callable[[float], None] | None = None) -> None:
+    """Run a started collective to its end: in one go, or event by event calling
+    ``on_progress`` (see :func:`run`) and ``on_advance(now_s)`` each time simulated time is
+    about to move on. The same events in the same order either way."""
+    env, net = started.env, started.net
+    with no_gc():
+        if on_progress is None and on_advance is None:
+            env.run()
+            return
+        step, peek, clock = env.step, env.peek, time.perf_counter
+        next_report, events = clock() + PROGRESS_EVERY_S, 0
+        while (upcoming := peek()) != math.inf:
+            if on_advance is not None and upcoming > env.now:
+                on_advance(env.now)
+            step()
+            events += 1
+            if on_progress is not None and events % PROGRESS_EVENTS == 0 and clock() >= next_report:
+                on_progress(net.message_count, env.now)
+                next_report = clock() + PROGRESS_EVERY_S
 
 
 def collect(started: Started) -> CollectiveResult:

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Generator
 
+from sim.algorithms.phases import RING_ALL_GATHER, RING_REDUCE_SCATTER, RS_THEN, THEN_AG
+from sim.algorithms.registry import Phase, register
 from sim.collective.call import Call
 from sim.network import Network
-from sim.algorithms.registry import register
 
 _TAG = 1000  # channel c uses tag _TAG + c: its messages never match another channel's
 
@@ -85,17 +86,26 @@ def _channels(net: Network, rank: int, call: Call, phases: tuple[str, ...]) -> G
     yield env.all_of(processes)
 
 
-@register("all_reduce", "nccl_ring", chunked=True, splits=True)
+@register(
+    "all_reduce", "nccl_ring", chunked=True, splits=True, form="the channels' rings share every rank's port, one slice each: the DES is the model",
+    counts=lambda s: (2 * s.p * (s.p - 1) * s.k, s.p * s.k), phases=(RS_THEN, THEN_AG),
+)  # fmt: skip
 def nccl_ring_all_reduce(net: Network, rank: int, call: Call) -> Generator:
     yield from _channels(net, rank, call, ("reduce_scatter", "all_gather"))
 
 
-@register("reduce_scatter", "nccl_ring", chunked=True, splits=True)
+@register(
+    "reduce_scatter", "nccl_ring", chunked=True, splits=True, form="the channels' rings share every rank's port, one slice each: the DES is the model",
+    counts=lambda s: (s.p * (s.p - 1) * s.k, s.p * s.k), phases=(RING_REDUCE_SCATTER,),
+)  # fmt: skip
 def nccl_ring_reduce_scatter(net: Network, rank: int, call: Call) -> Generator:
     yield from _channels(net, rank, call, ("reduce_scatter",))
 
 
-@register("all_gather", "nccl_ring", chunked=True, splits=True)
+@register(
+    "all_gather", "nccl_ring", chunked=True, splits=True, form="the channels' rings share every rank's port, one slice each: the DES is the model",
+    counts=lambda s: (s.p * (s.p - 1) * s.k, s.p * s.k), phases=(RING_ALL_GATHER,),
+)  # fmt: skip
 def nccl_ring_all_gather(net: Network, rank: int, call: Call) -> Generator:
     yield from _channels(net, rank, call, ("all_gather",))
 
@@ -123,7 +133,18 @@ def channel_tree(ranks: int, gpus_per_node: int, rank: int, channel: int) -> tup
     return parent, below + [child * gpus + order[0] for child in node_children]
 
 
-@register("all_reduce", "nccl_tree", chunked=True, splits=True)
+@register(
+    "all_reduce", "nccl_tree", chunked=True, splits=True,
+    form="each channel pipelines its slice in 512 KiB chunks through a chain and a tree: the DES is the model",
+    # per channel (slice of e elements): every non-root rank sends each non-empty tree chunk up and receives it back down
+    counts=lambda s: (
+        2 * (s.p - 1) * sum(min(-(-e * s.element_bytes // TREE_CHUNK_BYTES), e) for e in (s.elements // s.k + (c < s.elements % s.k) for c in range(s.k))),
+        2 * (s.p - 1) * s.k,
+    ),
+    phases=(Phase("reduce up and broadcast down the channels' trees", "each channel's ranks send partial sums of their slice up the tree and the reduced chunks back down"),),
+    # buffer frames from one scaled run: a channel's slice (p cells) cut into whole tree chunks
+    whole_cells=lambda s: s.ranks % -(-(s.size_bytes // s.chunks) // TREE_CHUNK_BYTES) == 0,
+)  # fmt: skip
 def nccl_tree_all_reduce(net: Network, rank: int, call: Call) -> Generator:
     """NCCL's tree all-reduce on ``chunks`` channels: each channel reduces its slice up its tree
     and broadcasts it down, pipelined in NCCL's Simple tree chunks (512 KiB)."""

@@ -4,7 +4,7 @@ import itertools
 
 import pytest
 
-from sim.collective.analytic import FORMS, closed_form
+from sim.collective.analytic import closed_form, with_forms
 from sim.collective.runner import run_collective
 from sim.scenario import CollectiveScenario
 
@@ -19,16 +19,16 @@ RANKS = (2, 3, 4, 5, 7, 8, 12, 16, 33)
 
 
 def _cases():
-    for (op, algorithm), (_, power_of_two) in FORMS.items():
+    for spec in with_forms():
         for p in RANKS:
-            if power_of_two and p & (p - 1):
+            if spec.form_power_of_two and p & (p - 1):
                 continue
-            yield op, algorithm, p
+            yield spec.op, spec.name, p
 
 
 # Empty messages go eagerly even under the default eager limit 0, so they race for the root's
 # port in these rooted reductions, which the closed forms (receives one after the other) exclude.
-RECEIVE_RACES = {("reduce", "linear"), ("reduce", "binomial"), ("all_reduce", "reduce_broadcast")}
+RECEIVE_RACES = {(spec.op, spec.name) for spec in with_forms() if spec.closed_form.rendezvous}
 
 
 @pytest.mark.parametrize("sharing", ["fair", "fifo"])

@@ -79,12 +79,12 @@ def test_item1_chunked_ring_forms_are_the_simulated_time(op, p, k):
     assert run_in_mode(uneven, "collapsed").time_s == pytest.approx(run_collective(uneven).time_s, rel=1e-12)
 
 
-@pytest.mark.parametrize("op,algorithm", sorted(analytic.FORMS))
+@pytest.mark.parametrize("op,algorithm", sorted((spec.op, spec.name) for spec in analytic.with_forms()))
 def test_item1_every_closed_form_carries_chunks_or_is_none(op, algorithm):
     """Item 1: a form without a k term gives None for k > 1; a form with one changes with k."""
     one = analytic.closed_form(op, algorithm, 4, 4096.0, 1e-6, 1e-9, 0.0, 1)
     two = analytic.closed_form(op, algorithm, 4, 4096.0, 1e-6, 1e-9, 0.0, 2)
-    if (op, algorithm) in analytic.CHUNKED_FORMS:
+    if analytic.form_of(op, algorithm).chunked:
         assert two is not None and two != one
     else:
         assert two is None
@@ -101,7 +101,7 @@ def test_item2_recursive_doubling_all_gather_uneven_split_has_no_closed_form():
 
 
 def _audit_cases():
-    for op, algorithm in sorted(analytic.FORMS):
+    for op, algorithm in sorted((spec.op, spec.name) for spec in analytic.with_forms()):
         for elements in (8 * 5 + 3, 8 * 6):  # uneven and even over 8 ranks (and over 3 chunks)
             yield op, algorithm, elements
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from sim.collective import explore
+from sim.collective import explore, runner
+from sim.collective import frames as buffer_frames
 from sim.algorithms.registry import algorithm_spec, algorithms_for, ops
 from sim.scenario import CollectiveScenario
 
@@ -105,7 +106,7 @@ def test_frames_come_with_the_plain_runs_result(op, algorithm):
             mine, theirs = getattr(result, name), getattr(plain, name)
             assert mine == theirs or (not exact and theirs is not None and mine == pytest.approx(theirs, rel=1e-12)), (name, where)
         assert result.scenario == s
-        small, before = explore._with_frames(miniature(s))
+        small, before = buffer_frames.recorded(miniature(s))
         assert [frame["step"] for frame in frames] == [frame["step"] for frame in before], where
         assert frames[-1] == before[-1], where
         if _done_by_step_end(small) == _done_by_step_end(result):
@@ -117,13 +118,13 @@ def test_frames_come_with_the_plain_runs_result(op, algorithm):
 
 def _count_runs(monkeypatch) -> list[int]:
     calls = [0]
-    start = explore.start_collective
+    start = runner.start_collective
 
     def counted(*args, **kwargs):
         calls[0] += 1
         return start(*args, **kwargs)
 
-    monkeypatch.setattr(explore, "start_collective", counted)
+    monkeypatch.setattr(runner, "start_collective", counted)  # every run starts here
     return calls
 
 
@@ -187,5 +188,5 @@ def test_frames_follow_the_scenarios_own_timing():
     assert step1[9][9] == 1
     ends = {(m[0], m[1]): m[3] for m in result.network.messages}
     assert ends[(8, 9)] < ends[(0, 4)]
-    before = explore._with_frames(miniature(s))[1]
+    before = buffer_frames.recorded(miniature(s))[1]
     assert next(frame["cells"] for frame in before if frame["step"] == 1)[9][9] == 0
