@@ -28,6 +28,7 @@ import simpy
 from sim.errors import CollsimError
 from sim.collective.results import EVENT_COLUMNS, event_row, write_csv
 from sim.scenario import ScenarioData, _bool, _int, _optional, load_mapping
+from sim.training import comm
 from sim.training import overhead as formula
 from sim.training.params import PRESETS, Param, load_params, params_from_bytes, params_from_list, preset
 from sim.units import parse_bandwidth, parse_size, parse_time
@@ -73,8 +74,8 @@ class DDPScenario(ScenarioData):
     # comm model
     comm: str = "ow"
     o_s: float = 0.0  # ow: per-call overhead
-    w_Bps: float | None = None  # ow: algorithm bandwidth (per-rank bytes / time)
-    algorithm: str = "ring"
+    w_Bps: float | None = None  # ow: algorithm bandwidth (per-rank bytes / time); with hardware: fitted (sim.training.comm)
+    algorithm: str | None = None  # network: None is NCCL's pick ("nccl") on a GPU preset, else ring
     ranks: int = 2
     latency_s: float = 0.0
     bandwidth_Bps: float | None = None
@@ -91,6 +92,8 @@ class DDPScenario(ScenarioData):
     mode: str = "collapsed"  # collapsed | full (message by message)
 
     def __post_init__(self) -> None:
+        if self.algorithm is None:  # no explicit algorithm: NCCL's pick on a GPU preset, ring elsewhere
+            object.__setattr__(self, "algorithm", comm.NCCL if comm.uses_nccl(self.hardware) else "ring")
         self._check_sources()
         self._check_strategy()
         self._check_times()
@@ -167,25 +170,65 @@ class DDPScenario(ScenarioData):
             raise CollsimError(f"mode: must be collapsed or full, got {self.mode!r}")
         if self.comm not in COMM_MODELS:
             raise CollsimError(f"comm: unknown {self.comm!r}; allowed: ow (o + bytes/w per call), network (simulated all-reduce)")
-        if self.comm == "ow" and self.w_Bps is None:
-            raise CollsimError("w: the ow comm model needs the algorithm bandwidth w (e.g. --w 10GB/s)")
-        if self.comm == "network":
+        if self.comm == "ow" and self.w_Bps is None and self.hardware is None:
+            raise CollsimError("w: the ow comm model needs the algorithm bandwidth w (e.g. --w 10GB/s), or a hardware preset (--hardware)")
+        if self.algorithm == comm.NCCL and not comm.uses_nccl(self.hardware):
+            raise CollsimError("algorithm: nccl (NCCL's pick) needs a GPU hardware preset (--hardware, collsim hardware list)")
+        if self.comm == "network" or self.hardware is not None:
             if self.bandwidth_Bps is None:
                 raise CollsimError("bandwidth: the network comm model needs a link bandwidth (e.g. --bandwidth 25GB/s)")
             self.collective(0)  # validates algorithm, ranks, topology, hardware
-        elif self.hardware is not None:
-            raise CollsimError(f"hardware: {self.hardware} builds the network comm model's topology; with comm ow give o and w instead")
+
+    @property
+    def nodes(self) -> int:
+        """Nodes of the hardware preset (ranks / its GPUs a node)."""
+        from sim.hardware.presets import load_preset
+
+        return self.ranks // load_preset(self.hardware).gpus_per_node
+
+    def pick_fields(self, element_bytes: int = 1) -> tuple[tuple[str, Any], ...]:
+        """Collective-scenario fields this scenario sets over its preset's (link figures as given,
+        element size, reduction rate, per-call cost), for :func:`sim.training.comm.pick_time`."""
+        fields = {"bandwidth_Bps": self.bandwidth_Bps, "latency_s": self.latency_s, "intra_bandwidth_Bps": self.intra_bandwidth_Bps,
+                  "intra_latency_s": self.intra_latency_s, "reduce_bandwidth_Bps": self.reduce_bandwidth_Bps,
+                  "overhead_s": self.call_overhead_s, "element_bytes": element_bytes, "record": "aggregate"}  # fmt: skip
+        return tuple(sorted((key, value) for key, value in fields.items() if value is not None))
+
+    def ow_fit(self, element_bytes: int = 1) -> Any:
+        """With a hardware preset and no w given: o and w fitted to the network comm model's
+        all-reduce times (:func:`sim.training.comm.hardware_ow`); None otherwise."""
+        if self.hardware is None or self.w_Bps is not None:
+            return None
+        return comm.hardware_ow(self.hardware, self.nodes, self.pick_fields(element_bytes))
+
+    def ow_params(self, element_bytes: int = 1) -> tuple[float, float]:
+        """(o, w) of the ow comm model: as given, or fitted on the hardware preset."""
+        fit = self.ow_fit(element_bytes)
+        return (self.o_s, self.w_Bps) if fit is None else (fit.o_s, fit.w_Bps)
 
     def collective(self, nbytes: int, element_bytes: int = 1) -> Any:
-        """The all-reduce of ``nbytes`` this scenario's network comm model simulates."""
+        """The all-reduce of ``nbytes`` this scenario's network comm model simulates (NCCL's
+        pick: the scenario it runs, or ring on NCCL's ring channels where the DES has none)."""
         from sim.scenario import CollectiveScenario
 
+        algorithm, chunks = self.algorithm, self.chunks
+        if algorithm == comm.NCCL:
+            algorithm, chunks = self._nccl_collective(nbytes)
         return CollectiveScenario(
-            op="all_reduce", algorithm=self.algorithm, ranks=self.ranks, size_bytes=nbytes, bandwidth_Bps=self.bandwidth_Bps or 1.0,
-            latency_s=self.latency_s, reduce_bandwidth_Bps=self.reduce_bandwidth_Bps, overhead_s=self.call_overhead_s, chunks=self.chunks,
+            op="all_reduce", algorithm=algorithm, ranks=self.ranks, size_bytes=nbytes, bandwidth_Bps=self.bandwidth_Bps or 1.0,
+            latency_s=self.latency_s, reduce_bandwidth_Bps=self.reduce_bandwidth_Bps, overhead_s=self.call_overhead_s, chunks=chunks,
             topology=self.topology, gpus_per_node=self.gpus_per_node, intra_latency_s=self.intra_latency_s,
             intra_bandwidth_Bps=self.intra_bandwidth_Bps, element_bytes=element_bytes, record="aggregate", hardware=self.hardware,
         )  # fmt: skip
+
+    def _nccl_collective(self, nbytes: int) -> tuple[str, int]:
+        from sim.hardware.nccl_des import scenario_for_pick
+        from sim.hardware.presets import load_preset
+
+        scenario, _ = scenario_for_pick(self.hardware, self.nodes, "all_reduce", nbytes)
+        if scenario is not None:
+            return scenario.algorithm, scenario.chunks
+        return "nccl_ring", load_preset(self.hardware).nccl.graph("ring", self.nodes).n_channels
 
     def to_dict(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -257,6 +300,7 @@ _DDP_PARSERS: dict[str, Callable[[Any, str], Any]] = {
     "reduce_bandwidth_Bps": _optional(parse_bandwidth),
     "call_overhead_s": parse_time,
     "chunks": _int,
+    "algorithm": _optional(_choice),
     "hardware": _optional(_choice),
 }
 _DDP_ALIASES = {
@@ -479,36 +523,51 @@ def measured_backward(params: Sequence[Param], profile: MeasuredProfile) -> Back
 
 
 class CommModel:
-    """Seconds one all-reduce of n bytes takes; ``network`` results are cached by size."""
+    """Seconds one all-reduce of n bytes takes; ``network`` results are cached by size. On a GPU
+    preset without an explicit algorithm each all-reduce is NCCL's pick on its channels, and
+    ``ow`` without w takes o and w fitted to those times (:mod:`sim.training.comm`)."""
 
     def __init__(self, scenario: DDPScenario, element_bytes: int) -> None:
         self.scenario = scenario
         self.element_bytes = element_bytes
         self._cache: dict[int, float] = {}
+        self.picks: dict[int, comm.PickTime] = {}  # NCCL's pick per all-reduce size (algorithm nccl)
+
+    @cached_property
+    def ow_fit(self) -> comm.OwFit | None:
+        return self.scenario.ow_fit(self.element_bytes) if self.scenario.comm == "ow" else None
 
     def cost_s(self, nbytes: int) -> float:
         s = self.scenario
         if s.comm == "ow":
+            if self.ow_fit is not None:
+                return self.ow_fit.o_s + nbytes / self.ow_fit.w_Bps
             return s.o_s + nbytes / s.w_Bps
         cached = self._cache.get(nbytes)
         if cached is None:
-            collective = s.collective(nbytes, self.element_bytes)
-            if s.mode == "collapsed":
-                from sim.collective.collapsed import collective_time
-
-                cached = collective_time(collective).time_s
+            if s.algorithm == comm.NCCL:
+                pick = comm.pick_time(s.hardware, s.nodes, "all_reduce", nbytes, s.pick_fields(self.element_bytes), s.mode)
+                self.picks[nbytes] = pick
+                cached = pick.time_s
             else:
-                from sim.collective.runner import run_collective
-
-                cached = run_collective(collective).time_s
+                cached = self._simulate(s.collective(nbytes, self.element_bytes))
             self._cache[nbytes] = cached
         return cached
+
+    def _simulate(self, collective: Any) -> float:
+        if self.scenario.mode == "collapsed":
+            from sim.collective.collapsed import collective_time
+
+            return collective_time(collective).time_s
+        from sim.collective.runner import run_collective
+
+        return run_collective(collective).time_s
 
     def ow(self, total_nbytes: int) -> tuple[float, float]:
         """(o, w) of this model: exact for ow, a least-squares line through simulated sizes for network."""
         s = self.scenario
         if s.comm == "ow":
-            return s.o_s, s.w_Bps
+            return (self.ow_fit.o_s, self.ow_fit.w_Bps) if self.ow_fit is not None else (s.o_s, s.w_Bps)
         step = self.element_bytes * max(1, s.ranks)
         sizes = sorted({max(step, (total_nbytes >> shift) // step * step) for shift in range(0, 12)})
         if len(sizes) < 2:
@@ -804,7 +863,21 @@ class DDPResult:
             **self.formula(),
             "buckets": self.buckets,
             "scenario": s.to_dict(),
+            **({"hardware_comm": self.hardware_comm()} if s.hardware else {}),
         }
+
+    def hardware_comm(self) -> dict[str, Any]:
+        """On a hardware preset: what each all-reduce ran (NCCL's pick, the DES algorithm and
+        channels, or why NCCL's model answered) and, for ow, how o and w were fitted."""
+        s, model = self.scenario, self.prepared.comm
+        sizes = sorted({call.nbytes for call in self.calls})
+        picks = [
+            {"bytes": n, "time_s": pick.time_s, "nccl_pick": pick.nccl_pick, "algorithm": pick.algorithm, "channels": pick.chunks, "why": pick.why}
+            for n, pick in ((n, model.picks.get(n)) for n in sizes) if pick is not None
+        ]  # fmt: skip
+        fit = model.ow_fit
+        return {"hardware": s.hardware, "nodes": s.nodes, "algorithm": s.algorithm if s.comm == "network" else None,
+                "picks": picks, "ow_fit": fit.to_dict() if fit is not None else None}  # fmt: skip
 
     def events(self) -> list[dict[str, Any]]:
         """Rows in the core's event schema (rank 0; every rank runs the same timeline)."""
