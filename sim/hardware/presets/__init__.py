@@ -103,7 +103,13 @@ def list_presets() -> list[str]:
 
 
 def load_preset(name: str) -> Preset:
-    """The preset called ``name`` (see :func:`list_presets`); CollsimError for an unknown name."""
+    """The preset called ``name`` (see :func:`list_presets`); CollsimError for an unknown name.
+    ``NAME:NICSxRATE`` (dgx-h100:16x200Gbps) is NAME with its NICs replaced (sim.hardware.cluster)."""
+    if ":" in name:
+        from sim.hardware.cluster import with_nics
+
+        base, _, spec = name.partition(":")
+        return with_nics(load_preset(base), spec)
     if name not in list_presets():
         raise CollsimError(f"hardware: unknown preset {name!r}; allowed: {', '.join(list_presets())}")
     return _load(name)
