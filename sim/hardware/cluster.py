@@ -9,6 +9,10 @@ non-blocking core switch carrying half the inter latency, so a message between n
 through them. The GPU-to-NIC link (PCIe, beside the NIC) costs no latency and has the NIC's
 bandwidth. Where a node has more NICs than GPUs (clouds with 16 x 200G on 8 GPUs), each GPU's
 NICs are one link of their summed bandwidth: NCCL spreads its channels over them. A rail-optimized fat tree is non-blocking, so one core switch stands for it.
+
+A preset whose NVLink domain spans several nodes (GB200 NVL72: 18 trays of 4 GPUs) links every
+GPU of a domain into one fabric; NICs carry only traffic between domains, and the topology's
+``gpus_per_node`` is the domain's GPUs (NCCL's channels are laid out per domain, as NCCL's MNNVL).
 """
 
 from __future__ import annotations
@@ -36,19 +40,20 @@ def build(
     gpus, nics = preset.gpus_per_node, max(preset.nics_per_node, 1)
     if nics > gpus:  # several NICs a GPU (16 x 200G on 8 GPUs): NCCL spreads channels over them; one link of their sum
         nic_bandwidth_Bps, nics = nic_bandwidth_Bps * nics / gpus, gpus
+    domains, domain_gpus = preset.nccl_nodes(nodes)  # an NVLink domain may span nodes (GB200 NVL72 trays)
     graph = nx.Graph()
     graph.add_nodes_from(range(nodes * gpus))
     for node in range(nodes):
         for local in range(gpus):
             rank = node * gpus + local
-            if gpus > 1:
-                graph.add_edge(rank, f"node{node}", latency=intra_latency_s / 2, bandwidth=intra_bandwidth_Bps)
-            if nodes > 1:
+            if domain_gpus > 1:
+                graph.add_edge(rank, f"node{rank // domain_gpus}", latency=intra_latency_s / 2, bandwidth=intra_bandwidth_Bps)
+            if domains > 1:
                 graph.add_edge(rank, f"nic{node}.{local * nics // gpus}", latency=0.0, bandwidth=nic_bandwidth_Bps)
-        if nodes > 1:
+        if domains > 1:
             for nic in range(nics):
                 graph.add_edge(f"nic{node}.{nic}", "core", latency=inter_latency_s / 2, bandwidth=nic_bandwidth_Bps)
-    return Topology("two_level", graph, nodes * gpus, gpus)
+    return Topology("two_level", graph, nodes * gpus, domain_gpus)
 
 
 def for_scenario(scenario) -> Topology:
