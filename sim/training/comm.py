@@ -9,8 +9,8 @@ Where the DES has no counterpart of the pick yet (NVLS, NVLSTree, ...), NCCL's o
 answers and ``why`` says so. A preset without NCCL (gloo on CPUs) runs ``ring``.
 
 :func:`hardware_ow` derives the ``ow`` comm model's o and w from the same times: the line
-``o + n / w`` closest, in relative error, to :func:`pick_time` over DDP's bucket sizes
-(:data:`OW_SIZES`), so the two comm models answer alike (docs/ddp.md, "Hardware presets").
+``o + n / w`` closest, in relative error, to :func:`pick_time` at a step's bucket sizes (each
+all-reduce one point), so the two comm models answer alike (docs/ddp.md, "Hardware presets").
 """
 
 from __future__ import annotations
@@ -105,31 +105,51 @@ def _run(scenario: Any, mode: str) -> float:
     return collective_time(scenario).time_s
 
 
-def hardware_ow(hardware: str, nodes: int, fields: tuple[tuple[str, Any], ...] = ()) -> OwFit:
-    """o and w of the all-reduce on ``nodes`` nodes of ``hardware``: the line ``o + n / w``
-    fitted to :func:`pick_time` at :data:`OW_SIZES`, minimising the relative error (o >= 0)."""
-    return _hardware_ow(hardware, nodes, tuple(sorted(fields)))
+def hardware_ow(
+    hardware: str,
+    nodes: int,
+    fields: tuple[tuple[str, Any], ...] = (),
+    buckets: tuple[tuple[int, int], ...] | None = None,
+    last: int | None = None,
+) -> OwFit:
+    """o and w of the all-reduce on ``nodes`` nodes of ``hardware`` from :func:`pick_time`.
+
+    With a step's ``buckets`` ((size, number of calls) pairs) and the size of the call issued
+    ``last``: the line that gives the same total comm time over the step's calls and the same
+    time for the last call (so ``ow`` and ``network`` keep the comm stream equally busy and end
+    alike once backward is over). Otherwise, or where that line has o < 0 or w <= 0: the line
+    closest in relative error (each call one point; :data:`OW_SIZES` without buckets), o >= 0."""
+    buckets = tuple(sorted(buckets)) if buckets else tuple((size, 1) for size in OW_SIZES)
+    return _hardware_ow(hardware, nodes, tuple(sorted(fields)), buckets, last)
 
 
 @lru_cache(maxsize=256)
-def _hardware_ow(hardware: str, nodes: int, fields: tuple[tuple[str, Any], ...]) -> OwFit:
+def _hardware_ow(
+    hardware: str, nodes: int, fields: tuple[tuple[str, Any], ...], buckets: tuple[tuple[int, int], ...], last: int | None
+) -> OwFit:
     from sim.units import format_bandwidth, format_size, format_time
 
     element = dict(fields).get("element_bytes", 1)
-    ranks = nodes * _gpus_per_node(hardware)
-    step = element * ranks
-    sizes = tuple(max(step, size // step * step) for size in OW_SIZES)
+    step = element * nodes * _gpus_per_node(hardware)
+    sizes = tuple(max(step, size // step * step) for size, _ in buckets)
+    counts = np.array([count for _, count in buckets], dtype=float)
     picks = [pick_time(hardware, nodes, "all_reduce", size, fields) for size in sizes]
     times = np.array([pick.time_s for pick in picks])
-    if ranks == 1 or not np.all(times > 0):
+    if not np.all(times > 0):
         return OwFit(0.0, math.inf, sizes, tuple(times), 0.0, "one rank: communication is free")
-    o_s, w_Bps = _relative_fit(np.array(sizes, dtype=float), times)
+    if len(set(sizes)) == 1:  # one bucket size: the line through it with the DES's own latency
+        o_s = pick_time(hardware, nodes, "all_reduce", step, fields).time_s
+        o_s, w_Bps = (o_s, sizes[0] / (times[0] - o_s)) if times[0] > o_s else (0.0, sizes[0] / times[0])
+    else:
+        o_s, w_Bps = _total_and_last_fit(np.array(sizes, dtype=float), times, counts, last) or _relative_fit(
+            np.array(sizes, dtype=float), times, counts
+        )
     worst = float(np.max(np.abs(o_s + np.array(sizes) / w_Bps - times) / times))
     ran = sorted({f"{pick.algorithm} on {pick.chunks} channel(s)" if pick.algorithm else f"NCCL's model ({pick.nccl_pick})" for pick in picks})
     how = (
-        f"o + n / w fitted to the network comm model's all-reduce times on {nodes} x {hardware} "
-        f"({format_size(sizes[0])} to {format_size(sizes[-1])}; {', '.join(ran)}): o = {format_time(o_s)}, "
-        f"w = {format_bandwidth(w_Bps)}, within {worst:.1%} of every one"
+        f"o + n / w fitted to the network comm model's all-reduce times on {nodes} x {hardware} at "
+        f"{len(sizes)} bucket size(s), {format_size(min(sizes))} to {format_size(max(sizes))} ({', '.join(ran)}): "
+        f"o = {format_time(o_s)}, w = {format_bandwidth(w_Bps)}, within {worst:.1%} of each"
     )
     return OwFit(o_s, w_Bps, sizes, tuple(float(t) for t in times), worst, how)
 
@@ -140,12 +160,28 @@ def _gpus_per_node(hardware: str) -> int:
     return load_preset(hardware).gpus_per_node
 
 
-def _relative_fit(sizes: np.ndarray, times: np.ndarray) -> tuple[float, float]:
-    """(o, w) minimising sum(((o + n/w) - t) / t)^2, o >= 0."""
-    design = np.column_stack([np.ones_like(sizes), sizes]) / times[:, None]
-    (o_s, inverse_w), *_ = np.linalg.lstsq(design, np.ones_like(times), rcond=None)
+def _total_and_last_fit(sizes: np.ndarray, times: np.ndarray, counts: np.ndarray, last: int | None) -> tuple[float, float] | None:
+    """(o, w) with sum(count (o + n/w)) = sum(count t) and o + n_last/w = t_last; None when
+    there is no last call among the sizes or the line has o < 0 or w <= 0."""
+    if last is None:
+        return None
+    index = int(np.argmin(np.abs(sizes - last)))
+    system = np.array([[counts.sum(), (counts * sizes).sum()], [1.0, sizes[index]]])
+    try:
+        o_s, inverse_w = np.linalg.solve(system, np.array([(counts * times).sum(), times[index]]))
+    except np.linalg.LinAlgError:
+        return None
+    return (float(o_s), float(1.0 / inverse_w)) if o_s >= 0 and inverse_w > 0 else None
+
+
+def _relative_fit(sizes: np.ndarray, times: np.ndarray, counts: np.ndarray) -> tuple[float, float]:
+    """(o, w) minimising sum(count ((o + n/w) - t) / t)^2), o >= 0."""
+    weights = np.sqrt(counts) / times
+    design = np.column_stack([np.ones_like(sizes), sizes]) * weights[:, None]
+    (o_s, inverse_w), *_ = np.linalg.lstsq(design, times * weights, rcond=None)
     if o_s < 0:
-        o_s, inverse_w = 0.0, float(np.sum(sizes / times) / np.sum((sizes / times) ** 2))
+        x = sizes * weights
+        o_s, inverse_w = 0.0, float(np.sum(x * times * weights) / np.sum(x**2))
     if inverse_w <= 0:
         raise CollsimError(f"hardware: the all-reduce times do not grow with size ({times.tolist()}); no o + n / w fits them")
     return float(o_s), float(1.0 / inverse_w)

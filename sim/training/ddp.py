@@ -194,16 +194,17 @@ class DDPScenario(ScenarioData):
                   "overhead_s": self.call_overhead_s, "element_bytes": element_bytes, "record": "aggregate"}  # fmt: skip
         return tuple(sorted((key, value) for key, value in fields.items() if value is not None))
 
-    def ow_fit(self, element_bytes: int = 1) -> Any:
+    def ow_fit(self, element_bytes: int = 1, buckets: tuple[tuple[int, int], ...] | None = None, last: int | None = None) -> Any:
         """With a hardware preset and no w given: o and w fitted to the network comm model's
-        all-reduce times (:func:`sim.training.comm.hardware_ow`); None otherwise."""
+        all-reduce times at ``buckets`` ((size, calls) pairs; :func:`sim.training.comm.hardware_ow`);
+        None otherwise."""
         if self.hardware is None or self.w_Bps is not None:
             return None
-        return comm.hardware_ow(self.hardware, self.nodes, self.pick_fields(element_bytes))
+        return comm.hardware_ow(self.hardware, self.nodes, self.pick_fields(element_bytes), buckets, last)
 
-    def ow_params(self, element_bytes: int = 1) -> tuple[float, float]:
+    def ow_params(self, element_bytes: int = 1, buckets: tuple[tuple[int, int], ...] | None = None) -> tuple[float, float]:
         """(o, w) of the ow comm model: as given, or fitted on the hardware preset."""
-        fit = self.ow_fit(element_bytes)
+        fit = self.ow_fit(element_bytes, buckets)
         return (self.o_s, self.w_Bps) if fit is None else (fit.o_s, fit.w_Bps)
 
     def collective(self, nbytes: int, element_bytes: int = 1) -> Any:
@@ -532,10 +533,14 @@ class CommModel:
         self.element_bytes = element_bytes
         self._cache: dict[int, float] = {}
         self.picks: dict[int, comm.PickTime] = {}  # NCCL's pick per all-reduce size (algorithm nccl)
+        self.buckets: tuple[tuple[int, int], ...] | None = None  # (size, calls) of the step: where ow's line is fitted
+        self.last_bytes: int | None = None  # the step's last all-reduce
 
     @cached_property
     def ow_fit(self) -> comm.OwFit | None:
-        return self.scenario.ow_fit(self.element_bytes) if self.scenario.comm == "ow" else None
+        if self.scenario.comm != "ow":
+            return None
+        return self.scenario.ow_fit(self.element_bytes, self.buckets, self.last_bytes)
 
     def cost_s(self, nbytes: int) -> float:
         s = self.scenario
@@ -631,7 +636,12 @@ def prepare(scenario: DDPScenario) -> Prepared:
     element_bytes = reduce(math.gcd, (param.element_bytes for param in params))
     forward_s = s.forward_time_s if s.forward_time_s is not None else (profile.forward_s if profile else 0.0)
     optimizer_s = s.optimizer_time_s if s.optimizer_time_s is not None else (profile.optimizer_s if profile else 0.0)
-    return Prepared(tuple(params), _backward(s, params, profile), forward_s, optimizer_s, CommModel(s, element_bytes))
+    prepared = Prepared(tuple(params), _backward(s, params, profile), forward_s, optimizer_s, CommModel(s, element_bytes))
+    if s.hardware is not None and s.comm == "ow" and s.w_Bps is None:  # o and w fitted where this step's all-reduces are
+        sizes = [call.nbytes for call in plan_calls(s, prepared)]
+        prepared.comm.buckets = tuple((size, sizes.count(size)) for size in sorted(set(sizes)))
+        prepared.comm.last_bytes = sizes[-1]
+    return prepared
 
 
 @dataclass(frozen=True)
