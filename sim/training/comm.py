@@ -91,7 +91,7 @@ def _pick_time(hardware: str, nodes: int, op: str, nbytes: int, fields: tuple[tu
     name = f"{pick.nccl_algorithm}/{pick.nccl_protocol}"
     scenario, why = scenario_for_pick(hardware, nodes, op, nbytes, **dict(fields))
     if scenario is None:
-        return PickTime(pick.time_s, name, None, 0, f"{why}: NCCL's own model's time is used")
+        return PickTime(pick.time_s, name, None, 0, f"{why.split('; ', 1)[-1]}; NCCL's own model's time is used")
     return PickTime(_run(scenario, mode), name, scenario.algorithm, scenario.chunks)
 
 
@@ -141,16 +141,22 @@ def _hardware_ow(
         o_s = pick_time(hardware, nodes, "all_reduce", step, fields).time_s
         o_s, w_Bps = (o_s, sizes[0] / (times[0] - o_s)) if times[0] > o_s else (0.0, sizes[0] / times[0])
     else:
-        o_s, w_Bps = _total_and_last_fit(np.array(sizes, dtype=float), times, counts, last) or _relative_fit(
-            np.array(sizes, dtype=float), times, counts
-        )
+        kept = _total_and_last_fit(np.array(sizes, dtype=float), times, counts, last)
+        o_s, w_Bps = kept or _relative_fit(np.array(sizes, dtype=float), times, counts)
     worst = float(np.max(np.abs(o_s + np.array(sizes) / w_Bps - times) / times))
     ran = sorted({f"{pick.algorithm} on {pick.chunks} channel(s)" if pick.algorithm else f"NCCL's model ({pick.nccl_pick})" for pick in picks})
     how = (
         f"o + n / w fitted to the network comm model's all-reduce times on {nodes} x {hardware} at "
         f"{len(sizes)} bucket size(s), {format_size(min(sizes))} to {format_size(max(sizes))} ({', '.join(ran)}): "
-        f"o = {format_time(o_s)}, w = {format_bandwidth(w_Bps)}, within {worst:.1%} of each"
+        f"o = {format_time(o_s)}, w = {format_bandwidth(w_Bps)}"
     )
+    if len(set(sizes)) > 1 and kept:
+        how += f"; the line keeps the step's total comm time and its last all-reduce's time exactly"
+    if worst > 0.10:
+        how += (
+            f"; at single sizes it is off by up to {worst:.0%}: NCCL picks another algorithm or protocol per size, "
+            "and no one line follows every pick"
+        )
     return OwFit(o_s, w_Bps, sizes, tuple(float(t) for t in times), worst, how)
 
 

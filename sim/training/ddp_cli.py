@@ -251,7 +251,23 @@ def format_summary(summary: dict[str, Any], max_rows: int = 12) -> str:
         )
     if len(summary["buckets"]) > max_rows:
         lines.append(f"  ... {len(summary['buckets']) - max_rows} more (use --json)")
-    return "\n".join(lines)
+    return "\n".join(lines + hardware_lines(summary.get("hardware_comm")))
+
+
+def hardware_lines(hardware: dict[str, Any] | None, max_rows: int = 6) -> list[str]:
+    """What each all-reduce ran on the preset (NCCL's pick, or NCCL's model and why), and how
+    o and w were fitted under ow."""
+    from sim.units import format_size
+
+    if not hardware:
+        return []
+    lines = [f"  hardware         {hardware['nodes']} x {hardware['hardware']}"]
+    for pick in hardware["picks"][:max_rows]:
+        ran = f"{pick['algorithm']} on {pick['channels']} channels (DES)" if pick["algorithm"] else f"NCCL's model ({pick['why']})"
+        lines.append(f"    {format_size(pick['bytes']):<12} NCCL picks {pick['nccl_pick'] or '-'}: {ran}, {_time(pick['time_s'])}")
+    if hardware["ow_fit"]:
+        lines.append(f"  o and w          {hardware['ow_fit']['how']}")
+    return lines
 
 
 def format_sweep(rows: list[dict[str, Any]]) -> str:
