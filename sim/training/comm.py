@@ -151,7 +151,7 @@ def _hardware_ow(
         f"o = {format_time(o_s)}, w = {format_bandwidth(w_Bps)}"
     )
     if len(set(sizes)) > 1 and kept:
-        how += f"; the line keeps the step's total comm time and its last all-reduce's time exactly"
+        how += "; the line keeps the step's total comm time and its last all-reduce's time exactly"
     if worst > 0.10:
         how += (
             f"; at single sizes it is off by up to {worst:.0%}: NCCL picks another algorithm or protocol per size, "

@@ -25,8 +25,8 @@ from typing import Any
 
 import simpy
 
-from sim.errors import CollsimError
 from sim.collective.results import EVENT_COLUMNS, event_row, write_csv
+from sim.errors import CollsimError
 from sim.scenario import ScenarioData, _bool, _int, _optional, load_mapping
 from sim.training import comm
 from sim.training import overhead as formula

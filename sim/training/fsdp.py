@@ -37,8 +37,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sim.errors import CollsimError
 from sim.collective.results import event_row
+from sim.errors import CollsimError
 from sim.scenario import _bool, _int, _optional
 from sim.training import comm, ddp
 from sim.training.params import Param
