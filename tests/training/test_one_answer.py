@@ -55,3 +55,22 @@ def test_cli_ddp_fsdp_and_explorer_give_one_number():
     assert _ddp_time() == pytest.approx(cli_s, rel=1e-12)
     assert _fsdp_time() == pytest.approx(cli_s, rel=1e-12)
     assert _explorer_time() == pytest.approx(cli_s, rel=1e-12)
+
+
+@pytest.mark.slow
+def test_crossover_row_of_nccls_pick_is_the_same_number():
+    args = ["sim", "crossover", "--op", "all_reduce", "--hardware", HARDWARE, "--nodes", str(NODES), "--sizes", "25MiB", "--json"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    (row,) = [row for row in json.loads(result.output) if row["algorithm"] == "nccl"]
+    assert row["time_s"] == pytest.approx(_cli_time(), rel=1e-12) and row["method"] == "des (nccl_ring x8)"
+
+
+def test_cli_ddp_with_hardware_and_nic_overrides():
+    base = ["sim", "ddp", "--preset", "gpt2", "--backward-time", "120ms", "--hardware", HARDWARE, "--nodes", str(NODES), "--json"]
+    summary = json.loads(CliRunner().invoke(cli, base).output)
+    assert (summary["comm"], summary["ranks"], summary["scenario"]["algorithm"]) == ("network", 16, "nccl")
+    slower = json.loads(CliRunner().invoke(cli, base + ["--nics-per-node", "16", "--nic-bandwidth", "100Gbps"]).output)
+    assert slower["scenario"]["hardware"] == "dgx-h100:16x100Gbps" and slower["comm_busy_s"] > summary["comm_busy_s"]
+    bad = CliRunner().invoke(cli, ["sim", "ddp", "--preset", "gpt2", "--backward-time", "120ms", "--nodes", "2"])
+    assert bad.exit_code != 0 and "--nodes needs --hardware NAME" in bad.output
