@@ -99,6 +99,10 @@ def hardware_nodes(name: str, ranks_text: str) -> int:
         raise CollsimError(
             f"ranks: {name} has no NICs and runs on at most {preset.max_nodes} node(s) ({preset.max_nodes * gpus} ranks), got {ranks}"
         )
+    try:
+        preset.check_nodes(ranks // gpus)  # e.g. GB200 trays that do not spread evenly over NVLink domains
+    except CollsimError as error:
+        raise CollsimError(f"ranks: {ranks} ranks = {ranks // gpus} nodes; {error}") from None
     return ranks // gpus
 
 
