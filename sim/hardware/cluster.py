@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from functools import cache
 
 import networkx as nx
 
@@ -101,6 +102,14 @@ def variant_name(name: str, nics_per_node: int | None = None, nic_bandwidth: str
     if not (rate > 0 and math.isfinite(rate)):
         raise CollsimError(f"--nic-bandwidth: must be a positive rate such as 200Gbps, got {nic_bandwidth!r}")
     return f"{preset.name}:{nics}x{rate * 8 / 1e9:.6g}Gbps"
+
+
+@cache
+def load_variant(name: str, spec: str) -> Preset:
+    """Preset ``name`` with NICs ``spec`` ("16x200Gbps"), built once (NCCL's tables are cached per preset)."""
+    from sim.hardware.presets import load_preset
+
+    return with_nics(load_preset(name), spec)
 
 
 def with_nics(preset: Preset, spec: str) -> Preset:

@@ -120,10 +120,9 @@ def load_preset(name: str) -> Preset:
     """The preset called ``name`` (see :func:`list_presets`); CollsimError for an unknown name.
     ``NAME:NICSxRATE`` (dgx-h100:16x200Gbps) is NAME with its NICs replaced (sim.hardware.cluster)."""
     if ":" in name:
-        from sim.hardware.cluster import with_nics
+        from sim.hardware.cluster import load_variant
 
-        base, _, spec = name.partition(":")
-        return with_nics(load_preset(base), spec)
+        return load_variant(*name.split(":", 1))
     if name not in list_presets():
         raise CollsimError(f"hardware: unknown preset {name!r}; allowed: {', '.join(list_presets())}")
     return _load(name)
