@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from sim.errors import CollsimError
-from sim.units import format_bandwidth, format_size, format_time, parse_bandwidth, parse_size, parse_time
+from sim.units import parse_bandwidth, parse_size, parse_time
 from webapp import urlstate
 
 DEFAULTS: dict[str, str] = {

@@ -69,7 +69,9 @@ def uses_nccl(hardware: str | None) -> bool:
     return load_preset(hardware).nccl is not None
 
 
-def pick_time(hardware: str, nodes: int, op: str, nbytes: int, fields: tuple[tuple[str, Any], ...] = (), mode: str = "collapsed") -> PickTime:
+def pick_time(
+    hardware: str, nodes: int, op: str, nbytes: int, fields: tuple[tuple[str, Any], ...] = (), mode: str = "collapsed"
+) -> PickTime:
     """Seconds of one ``op`` of ``nbytes`` on ``nodes`` nodes of ``hardware`` as NCCL would run
     it; ``fields`` override the preset's scenario fields (link rates, element_bytes, ...);
     ``mode`` collapsed (one cached simulation) or full (message by message, same time)."""
@@ -85,7 +87,9 @@ def _pick_time(hardware: str, nodes: int, op: str, nbytes: int, fields: tuple[tu
 
     if not uses_nccl(hardware) or op not in PICK_OPS:
         algorithm = "ring"
-        scenario = CollectiveScenario.from_dict({**scenario_fields(hardware, nodes), "op": op, "algorithm": algorithm, "size_bytes": nbytes, **dict(fields)})
+        scenario = CollectiveScenario.from_dict(
+            {**scenario_fields(hardware, nodes), "op": op, "algorithm": algorithm, "size_bytes": nbytes, **dict(fields)}
+        )
         return PickTime(_run(scenario, mode), "", algorithm, scenario.chunks)
     pick = predict(load_preset(hardware), nodes, op, nbytes)
     name = f"{pick.nccl_algorithm}/{pick.nccl_protocol}"
@@ -144,7 +148,9 @@ def _hardware_ow(
         kept = _total_and_last_fit(np.array(sizes, dtype=float), times, counts, last)
         o_s, w_Bps = kept or _relative_fit(np.array(sizes, dtype=float), times, counts)
     worst = float(np.max(np.abs(o_s + np.array(sizes) / w_Bps - times) / times))
-    ran = sorted({f"{pick.algorithm} on {pick.chunks} channel(s)" if pick.algorithm else f"NCCL's model ({pick.nccl_pick})" for pick in picks})
+    ran = sorted(
+        {f"{pick.algorithm} on {pick.chunks} channel(s)" if pick.algorithm else f"NCCL's model ({pick.nccl_pick})" for pick in picks}
+    )
     how = (
         f"o + n / w fitted to the network comm model's all-reduce times on {nodes} x {hardware} at "
         f"{len(sizes)} bucket size(s), {format_size(min(sizes))} to {format_size(max(sizes))} ({', '.join(ran)}): "

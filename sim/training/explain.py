@@ -147,9 +147,8 @@ def network_line(preset: Any, nodes: int) -> str:
         else "one node: no NIC in the way"
     )
     pick = " Algorithm nccl: each bucket runs what NCCL would pick (Ring or Tree on its channels, as collsim sim collective --hardware)."
-    return (
-        f"Network: the preset's two_level, as collsim sim collective --hardware {preset.name} --nodes {nodes}: {inside}; {between}."
-        + (pick if preset.nccl is not None else "")
+    return f"Network: the preset's two_level, as collsim sim collective --hardware {preset.name} --nodes {nodes}: {inside}; {between}." + (
+        pick if preset.nccl is not None else ""
     )
 
 
@@ -161,7 +160,14 @@ def hardware_notice(summary: dict[str, Any]) -> str:
     if hardware["ow_fit"]:
         return f" o and w: {hardware['ow_fit']['how']}."
     picks = hardware["picks"]
-    ran = sorted({f"{p['nccl_pick']} as {p['algorithm']} on {p['channels']} channels" if p["algorithm"] else f"{p['nccl_pick']} (NCCL's model: {p['why']})" for p in picks})
+    ran = sorted(
+        {
+            f"{p['nccl_pick']} as {p['algorithm']} on {p['channels']} channels"
+            if p["algorithm"]
+            else f"{p['nccl_pick']} (NCCL's model: {p['why']})"
+            for p in picks
+        }
+    )
     return f" Buckets run NCCL's pick: {'; '.join(ran)}." if ran else ""
 
 
