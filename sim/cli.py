@@ -148,6 +148,8 @@ def _unit(parse):
 @click.option("--groups", default=None, help="run the collective at once on disjoint groups: 4x8, strided:4 or 0,1;2,3")
 @click.option("--hardware", default=None, help="hardware preset (collsim hardware list): fills ranks, topology and links; flags override")
 @click.option("--nodes", default=None, type=int, help="with --hardware: number of nodes (default 1)")
+@click.option("--nics-per-node", default=None, type=int, help="with --hardware: NICs a node instead of the preset's (e.g. 16)")
+@click.option("--nic-bandwidth", default=None, help="with --hardware: bandwidth of each NIC instead of the preset's (e.g. 200Gbps)")
 @click.option(
     "--model",
     default="des",
@@ -188,6 +190,12 @@ def collective(scenario_file: str | None, trace: str | None, csv_path: str | Non
     check_keys(CollectiveScenario, data)  # a misspelt key is named before "missing --ranks"
     model = flags.pop("model")
     data.update(_scenario_fields(flags))
+    if "nics_per_node" in data or "nic_bandwidth" in data:  # NIC overrides: a preset variant (sim.hardware.cluster)
+        from sim.hardware.cluster import variant_name
+
+        if data.get("hardware") is None:
+            raise CollsimError("--nics-per-node and --nic-bandwidth change a hardware preset's NICs: give --hardware NAME too")
+        data["hardware"] = variant_name(data["hardware"], data.pop("nics_per_node", None), data.pop("nic_bandwidth", None))
     if "hardware" in data or "nodes" in data:
         from sim.hardware.cli import apply_hardware
 

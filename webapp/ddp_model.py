@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from sim.errors import CollsimError
-from sim.units import format_bandwidth, format_size, format_time, parse_bandwidth, parse_size, parse_time
+from sim.units import parse_bandwidth, parse_size, parse_time
 from webapp import urlstate
 
 DEFAULTS: dict[str, str] = {
@@ -74,7 +74,7 @@ def query_from_form(form: dict[str, Any]) -> str:
 # ----------------------------------------------------------------------------- hardware presets
 
 TYPICAL_BUCKET_BYTES = 25 * 2**20  # DDP's default bucket_cap_mb: where o / w meet NCCL's prediction
-HARDWARE_FIELDS = ("ranks", "bandwidth", "latency", "o", "w")  # what picking a preset fills
+HARDWARE_FIELDS = ("ranks", "bandwidth", "latency", "o", "w", "algorithm")  # what picking a preset fills
 
 
 def hardware_options() -> list[str]:
@@ -99,6 +99,10 @@ def hardware_nodes(name: str, ranks_text: str) -> int:
         raise CollsimError(
             f"ranks: {name} has no NICs and runs on at most {preset.max_nodes} node(s) ({preset.max_nodes * gpus} ranks), got {ranks}"
         )
+    try:
+        preset.check_nodes(ranks // gpus)  # e.g. GB200 trays that do not spread evenly over NVLink domains
+    except CollsimError as error:
+        raise CollsimError(f"ranks: {ranks} ranks = {ranks // gpus} nodes; {error}") from None
     return ranks // gpus
 
 
@@ -109,44 +113,10 @@ def scenario_fields_for(name: str, nodes: int) -> dict[str, Any]:
 
 
 def hardware_ow(name: str, nodes: int) -> dict[str, Any]:
-    """o and w of one all-reduce on ``nodes`` nodes of a preset, and where they come from.
+    """o and w on ``nodes`` nodes of a preset (sim.training.explain.hardware_ow)."""
+    from sim.training.explain import hardware_ow as fitted
 
-    DDP's o / w model charges every bucket ``o + bytes / w``, with w the algorithm bandwidth
-    (per-rank bytes / time, DESIGN §4; a bus bandwidth would overstate it by 2(p-1)/p). On a GPU
-    preset NCCL's own tuning model (sim.hardware.nccl_model) predicts each call: o is its time for
-    an empty all-reduce (the per-call latency of its small-message pick) and w the slope from there
-    to its time for a 25 MiB bucket (DDP's default), so the line meets NCCL's prediction at both
-    ends of the usual bucket sizes. NCCL picks per size, so between them the line is an
-    approximation. A preset without NCCL (gloo on CPUs) gets the ring all-reduce's closed form
-    on its links, exact on its one-NIC-per-host switch.
-    """
-    from sim.collective.analytic import ow_for_ring
-    from sim.hardware.presets import load_preset
-
-    preset = load_preset(name)
-    ranks = nodes * preset.gpus_per_node
-    if preset.nccl is None:
-        latency, bandwidth = preset.inter_latency_s or 0.0, preset.nic_bandwidth_Bps or preset.intra_bandwidth_Bps or 0.0
-        o_s, w_Bps = ow_for_ring(ranks, latency, bandwidth)
-        how = (
-            f"ring all-reduce (gloo) on the preset's links: o = 2(p-1) x latency = 2 x {ranks - 1} x {format_time(latency)}, "
-            f"w = p B / (2(p-1)) with B = {format_bandwidth(bandwidth)} (collsim's closed form, exact on this switch)"
-        )
-        return {"o_s": o_s, "w_Bps": w_Bps, "how": how}
-    from sim.hardware.nccl_model import NCCL_VERSION, predict
-
-    empty = predict(preset, nodes, "all_reduce", 0)
-    bucket = predict(preset, nodes, "all_reduce", TYPICAL_BUCKET_BYTES)
-    o_s = empty.time_s
-    w_Bps = TYPICAL_BUCKET_BYTES / (bucket.time_s - o_s)
-    how = (
-        f"NCCL {NCCL_VERSION}'s tuning model for all-reduce on {nodes} node(s): o is its time for an empty call "
-        f"({empty.nccl_algorithm}/{empty.nccl_protocol}), w the slope up to its {format_time(bucket.time_s)} for a "
-        f"{format_size(TYPICAL_BUCKET_BYTES)} bucket ({bucket.nccl_algorithm}/{bucket.nccl_protocol}, algbw "
-        f"{bucket.algbw_GBps:.4g} GB/s, busbw {bucket.busbw_GBps:.4g} GB/s), so o + {format_size(TYPICAL_BUCKET_BYTES)} / w "
-        "is NCCL's own prediction"
-    )
-    return {"o_s": o_s, "w_Bps": w_Bps, "how": how}
+    return fitted(name, nodes)
 
 
 def _rate_text(bytes_per_s: float) -> str:
@@ -162,7 +132,8 @@ def hardware_form(name: str | None, ranks: str | None, pick: bool = True) -> dic
 
     ``pick`` (the preset was just chosen): ranks rounded down to whole nodes (at least one, at
     most the preset's limit), the NIC's bandwidth and latency for the network model, o and w for
-    the o / w model. Otherwise (ranks changed under a chosen preset): o and w for the new node
+    the o / w model (fitted to the network model's times), algorithm nccl (NCCL's pick) on a GPU
+    preset. Otherwise (ranks changed under a chosen preset): o and w for the new node
     count, or nothing while the ranks are not whole nodes (the ranks field says why)."""
     if not name:
         return None
@@ -180,6 +151,7 @@ def hardware_form(name: str | None, ranks: str | None, pick: bool = True) -> dic
             "ranks": str(fields["ranks"]),
             "bandwidth": _rate_text(fields["bandwidth_Bps"]),
             "latency": _time_text(fields["latency_s"]),
+            "algorithm": "nccl" if preset.nccl is not None else "ring",  # NCCL's pick on its channels
         }
     else:
         try:
@@ -193,64 +165,27 @@ def hardware_form(name: str | None, ranks: str | None, pick: bool = True) -> dic
     return {**values, "o": _time_text(ow["o_s"]), "w": _rate_text(ow["w_Bps"])}
 
 
-_SOURCED = ("gpus_per_node", "intra_bandwidth", "intra_latency", "nics_per_node", "nic_bandwidth", "inter_latency")
-
-
 def hardware_caption(form: dict[str, Any]) -> dict[str, Any] | None:
-    """Words under the picker: the preset, the network or o / w it sets, and the sources of its
-    figures; None without a preset."""
-    from sim.hardware.presets import load_preset
+    """Words under the picker (sim.training.explain.hardware_words); None without a preset."""
+    from sim.training.explain import hardware_words
 
     name = str(form.get("hardware") or "").strip()
     if not name:
         return None
-    preset = load_preset(name)
     ranks = str(form.get("ranks") or "").strip()
     try:
         nodes = hardware_nodes(name, ranks) if ranks.isdigit() else 0
     except CollsimError:
         nodes = 0
-    head = f"{name}: {preset.description}."
-    if not nodes:
-        return {"lines": [head, f"Ranks must be whole nodes of {preset.gpus_per_node} GPUs."], "sources": _sources(preset, [])}
-    lines = [f"{head} {nodes} node(s) x {preset.gpus_per_node} GPUs = {nodes * preset.gpus_per_node} ranks."]
-    if form.get("comm_model") == "network":
-        lines.append(_network_line(preset, nodes))
-        return {"lines": lines, "sources": _sources(preset, [])}
-    ow = hardware_ow(name, nodes)
-    lines.append(f"o = {format_time(ow['o_s'])}, w = {format_bandwidth(ow['w_Bps'])}: {ow['how']}.")
-    if _edited(form, ow):
-        lines.append("The o and w boxes hold other values now: the figures run with the boxes.")
-    return {"lines": lines, "sources": _sources(preset, ["nccl.graphs"] if preset.nccl else [])}
+    o_s, w_Bps = _boxes(form)
+    return hardware_words(name, nodes, str(form.get("comm_model") or "ow"), o_s, w_Bps)
 
 
-def _network_line(preset: Any, nodes: int) -> str:
-    fields = scenario_fields_for(preset.name, nodes)
-    inside = (
-        f"inside a node {format_bandwidth(fields['intra_bandwidth_Bps'])} and {format_time(fields['intra_latency_s'])} "
-        f"a message through {preset.intra_fabric}"
-        if preset.gpus_per_node > 1
-        else "one rank a node"
-    )
-    between = (
-        f"between nodes {preset.nics_per_node} NIC(s) a node of {format_bandwidth(fields['bandwidth_Bps'])}, "
-        f"{format_time(fields['latency_s'])} (the link bandwidth and latency boxes; GPU g uses NIC g x NICs / GPUs)"
-        if nodes > 1
-        else "one node: no NIC in the way"
-    )
-    return f"Network: the preset's two_level, as collsim sim collective --hardware {preset.name} --nodes {nodes}: {inside}; {between}."
-
-
-def _edited(form: dict[str, Any], ow: dict[str, Any]) -> bool:
+def _boxes(form: dict[str, Any]) -> tuple[float | None, float | None]:
     try:
-        o_s, w_Bps = parse_time(str(form.get("o")), "o"), parse_bandwidth(str(form.get("w")), "w")
+        return parse_time(str(form.get("o")), "o"), parse_bandwidth(str(form.get("w")), "w")
     except CollsimError:
-        return True
-    return not (math.isclose(o_s, ow["o_s"], rel_tol=1e-3, abs_tol=1e-9) and math.isclose(w_Bps, ow["w_Bps"], rel_tol=1e-3))
-
-
-def _sources(preset: Any, extra: list[str]) -> list[tuple[str, str]]:
-    return [(key, preset.sources[key]) for key in (*_SOURCED, *extra) if preset.sources.get(key)]
+        return None, None
 
 
 def bucket_bytes_from_slider(log2_value: float | None) -> int:
@@ -355,13 +290,16 @@ def parse_form(form: dict[str, Any], uploaded: list[dict[str, Any]] | None = Non
         data["params"] = uploaded
     else:
         data["preset"] = form["preset"]
-    if form["comm_model"] == "ow":
+    nodes = hardware_nodes(hardware, form["ranks"]) if hardware else 0
+    if form["comm_model"] == "ow" and not (hardware and _preset_ow(form, hardware, nodes)):
         data.update(o=form["o"], w=form["w"])
-    else:
+    if hardware:  # the network of both comm models; its boxes are the NIC's, inside a node the preset's fabric
+        fields = scenario_fields_for(hardware, nodes)
+        data.update({key: fields[key] for key in ("hardware", "topology", "gpus_per_node", "intra_bandwidth_Bps", "intra_latency_s")})
+        data.update({"bandwidth_Bps": fields["bandwidth_Bps"], "latency_s": fields["latency_s"]})
+    if form["comm_model"] == "network":
         data.update(bandwidth=form["bandwidth"], latency=form["latency"], algorithm=form["algorithm"])
-        if hardware:  # the boxes are the NIC's (between nodes); inside a node the preset's fabric
-            fields = scenario_fields_for(hardware, hardware_nodes(hardware, form["ranks"]))
-            data.update({key: fields[key] for key in ("hardware", "topology", "gpus_per_node", "intra_bandwidth_Bps", "intra_latency_s")})
+        data.pop("bandwidth_Bps", None), data.pop("latency_s", None)
     try:
         return DDPScenario.from_dict(data), {}
     except CollsimError as error:
@@ -370,6 +308,14 @@ def parse_form(form: dict[str, Any], uploaded: list[dict[str, Any]] | None = Non
         if "power-of-two" in message:
             name = "ranks"
         return None, {name: message}
+
+
+def _preset_ow(form: dict[str, str], hardware: str, nodes: int) -> bool:
+    """Whether the o and w boxes hold the preset's values (then the run fits them at its own
+    buckets, sim.training.comm) rather than the user's."""
+    from sim.training.explain import edited
+
+    return not edited(*_boxes(form), hardware_ow(hardware, nodes))
 
 
 def parse_upload(contents: str | None, filename: str | None) -> tuple[list[dict[str, Any]] | None, str]:
@@ -401,38 +347,17 @@ def parse_upload(contents: str | None, filename: str | None) -> tuple[list[dict[
     return [param.to_dict() for param in params], ""
 
 
-MAX_NETWORK_CALL_COST = 16_000  # message-equivalents per simulated all-reduce (64-rank ring fits)
-
-
 def check_network_cost(scenario: Any) -> None:
-    """Refuse network-model steps whose all-reduces are too big to sweep in the browser."""
-    from webapp.collective import estimate_cost
+    from sim.training.explain import check_network_cost as check
 
-    if scenario.comm != "network":
-        return
-    cost = estimate_cost(scenario.collective(4 * 2**20, 4))
-    if cost > MAX_NETWORK_CALL_COST:
-        raise CollsimError(
-            f"ranks: simulating every bucket's all-reduce on {scenario.ranks} ranks ({cost:,} message-equivalents each) "
-            f"is too slow for the page; use the o / w comm model, or collsim sim ddp on the command line"
-        )
+    check(scenario)
 
 
 def run(scenario: Any) -> dict[str, Any]:
-    """The step at the chosen bucket size, the bucket-size sweep with its optimum and fits, and
-    every strategy at the same settings."""
-    from sim.training.ddp import STRATEGIES, optimize, run_ddp
+    """The DDP figures' data (sim.training.explain.explore_step)."""
+    from sim.training.explain import explore_step
 
-    check_network_cost(scenario)
-    result = run_ddp(scenario)
-    best = optimize(scenario.replace(strategy="bucketed"), refine_rounds=1, refine_points=9)
-    strategies = {}
-    for strategy in STRATEGIES:
-        try:
-            strategies[strategy] = run_ddp(scenario.replace(strategy=strategy)).summary()
-        except CollsimError:
-            continue
-    return {"result": result, "summary": result.summary(), "optimum": best, "strategies": strategies}
+    return explore_step(scenario)
 
 
 def training_scenario(ddp_data: dict[str, Any], form: dict[str, Any]) -> tuple[Any, dict[str, str]]:
@@ -455,46 +380,17 @@ def training_scenario(ddp_data: dict[str, Any], form: dict[str, Any]) -> tuple[A
         return None, {"shard_size" if message.startswith(("shard_size", "hybrid")) else "sharding": message}
 
 
-COMPARED = ("ddp", "zero1", "shard_grad_op", "full_shard", "no_shard", "hybrid_shard")
-
-
 def run_training(scenario: Any) -> dict[str, Any]:
-    """The chosen strategy's step and every strategy side by side (hybrid_shard only with a
-    shard group size)."""
-    from sim.training.fsdp import compare, run_fsdp
+    """The training section's data (sim.training.explain.compare_training)."""
+    from sim.training.explain import compare_training
 
-    check_network_cost(scenario)
-    names = [name for name in COMPARED if name != "hybrid_shard" or scenario.shard_size]
-    result = run_fsdp(scenario)
-    skipped: dict[str, str] = {}
-    try:
-        rows = compare(scenario, names)
-    except CollsimError:  # one strategy the settings cannot run does not take the others with it
-        rows = []
-        for name in names:
-            try:
-                rows += compare(scenario, [name])
-            except CollsimError as error:
-                skipped[name] = str(error)
-    return {"result": result, "summary": result.summary(), "compare": rows, "skipped": skipped}
+    return compare_training(scenario)
 
 
 def overhead_curves(optimum: dict[str, Any]) -> dict[str, list[tuple[float, float]]]:
-    """Simulated, closed-form and fitted overhead over bucket size, from an ``optimize`` answer."""
-    from sim.training import overhead as formula
+    from sim.training.explain import overhead_curves as curves
 
-    rows = optimum["sweep"]
-    curves = {"simulated": [(row["bucket_cap_bytes"], row["overhead_s"]) for row in rows]}
-    closed = [(row["bucket_cap_bytes"], row["formula_overhead_s"]) for row in rows if row.get("formula_overhead_s") is not None]
-    if closed:
-        curves["closed form"] = closed
-    fit = optimum.get("fit")
-    if fit and fit.get("w_Bps"):
-        s = optimum["formula_inputs"]["s_bytes"]
-        curves["fitted"] = [
-            (row["bucket_cap_bytes"], formula.overhead_simple(s, row["num_buckets"], fit["o_s"], fit["w_Bps"])) for row in rows
-        ]
-    return curves
+    return curves(optimum)
 
 
 def measured_overheads(preset: str, store: Any = None) -> list[tuple[float, float]]:
@@ -514,51 +410,9 @@ def measured_overheads(preset: str, store: Any = None) -> list[tuple[float, floa
     return [(size, sum(values) / len(values)) for size, values in sorted(points.items())]
 
 
-CURVE_CAPTIONS = {
-    "simulated": "simulated: this step with the model's own parameter list and backward profile, bucket by bucket "
-    "(the ground truth of the model)",
-    "closed form": "closed form: overhead(n_b) = max(d, n_b (d - c) + c), equal buckets ready at a uniform rate "
-    "(c = T / n_b of backward per bucket, d = o + s / (n_b w) of communication)",
-    "fitted": "fitted: that formula with o and w fitted to the simulated curve (what a measurement would give)",
-    "measured": "measured: overheads of this model in the results store",
-}
-
-
 def explanation(answer: dict[str, Any], scenario: Any) -> dict[str, Any]:
-    """Words beside the overhead figure: a caption per curve, what b* assumes, and why the
-    simulated best bucket differs from it (the bucket ready last and what it holds)."""
-    from sim.training.ddp import resolve_params
+    """Words beside the overhead figure (sim.training.explain.explanation), with the store's
+    measured points when it has any for this model."""
+    from sim.training.explain import explanation as words
 
-    optimum, summary = answer["optimum"], answer["summary"]
-    curves = list(overhead_curves(optimum)) + (["measured"] if scenario.preset and measured_overheads(scenario.preset) else [])
-    captions = [CURVE_CAPTIONS[name] for name in curves if name in CURVE_CAPTIONS]
-    formula = optimum.get("best_bucket_bytes_formula")
-    assumes = ""
-    if scenario.comm == "ow" and formula:
-        assumes = (
-            f"b* = sqrt(s w o) = {format_size(formula)} assumes all s bytes split into equal buckets whose gradients are ready "
-            f"at a uniform rate during backward, each bucket's compute as long as its transfer (c = s / (n_b w))."
-        )
-    return {"captions": captions, "assumes": assumes, "why": _why_best_differs(summary, optimum, resolve_params(scenario))}
-
-
-def _why_best_differs(summary: dict[str, Any], optimum: dict[str, Any], params: list) -> str:
-    buckets = summary.get("buckets") or []
-    if not buckets:
-        return ""
-    last = max(buckets, key=lambda bucket: (bucket["ready_s"], bucket["index"]))
-    sizes = {param.name: param.numel * param.element_bytes for param in params}
-    biggest = max(last["params"], key=lambda name: sizes.get(name, 0))
-    share = sizes.get(biggest, 0) / max(summary["grad_bytes"], 1)
-    best = format_size(optimum["best_bucket_bytes_sim"])
-    tail = last["end_s"] - max(last["start_s"], summary["backward_end_s"])
-    text = (
-        f"The simulated best ({best}) differs because the buckets are neither equal nor ready at a uniform rate: "
-        f"the last one ({format_size(last['bytes'])}, {len(last['params'])} parameters) is ready only when backward ends"
-    )
-    if params and last["params"] and biggest == params[0].name and share > 0.05:
-        text += (
-            f", since the parameter registered first, {biggest} ({format_size(sizes[biggest])}, {share:.0%} of all gradients), "
-            "gets its gradient last (in GPT-2 the token embedding, tied to the output layer)"
-        )
-    return text + f"; its all-reduce ({format_time(tail)} after backward) overlaps no compute at any bucket size."
+    return words(answer, scenario, measured=bool(scenario.preset and measured_overheads(scenario.preset)))

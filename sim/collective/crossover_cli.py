@@ -26,8 +26,8 @@ def _sizes(text: str | None) -> tuple[int, ...]:
 
 @click.command("crossover")
 @click.option("--op", required=True, help="all_reduce, broadcast, reduce, all_gather, reduce_scatter, ...")
-@click.option("--ranks", required=True, type=int, help="number of ranks p")
-@click.option("--bandwidth", required=True, help="link bandwidth B, e.g. 25GB/s")
+@click.option("--ranks", default=None, type=int, help="number of ranks p (required without --hardware)")
+@click.option("--bandwidth", default=None, help="link bandwidth B, e.g. 25GB/s (required without --hardware)")
 @click.option("--latency", default="0", help="link latency alpha, e.g. 5us")
 @click.option("--reduce-bandwidth", default=None, help="reduction bandwidth 1/gamma (default: free)")
 @click.option("--overhead", default=None, help="per-call overhead o, e.g. 10us")
@@ -36,6 +36,10 @@ def _sizes(text: str | None) -> tuple[int, ...]:
 @click.option("--chunks", default=None, type=int, help="pipeline chunks for chunked algorithms")
 @click.option("--sharing", default=None, help="fair | fifo")
 @click.option("--sizes", default=None, help="comma-separated message sizes (default 1KiB..1GiB, x4)")
+@click.option("--hardware", default=None, help="hardware preset: its network, plus a row of NCCL's pick run in the DES")
+@click.option("--nodes", default=None, type=int, help="with --hardware: number of nodes (default 1)")
+@click.option("--nics-per-node", default=None, type=int, help="with --hardware: NICs a node instead of the preset's")
+@click.option("--nic-bandwidth", default=None, help="with --hardware: bandwidth of each NIC instead of the preset's")
 @click.option("--csv", "as_csv", is_flag=True, help="print CSV rows: algorithm,size_bytes,time_s,method,why")
 @click.option("--json", "as_json", is_flag=True, help="print the rows as one JSON list")
 def crossover_command(sizes: str | None, as_csv: bool, as_json: bool, **flags: Any) -> None:
@@ -48,6 +52,13 @@ def crossover_command(sizes: str | None, as_csv: bool, as_json: bool, **flags: A
 
     data = {key: value for key, value in flags.items() if value is not None}
     from sim.algorithms.registry import algorithms_for, ops
+    from sim.training.ddp_cli import apply_hardware_flags
+
+    apply_hardware_flags(data)  # --hardware: the preset's ranks and network (sim.training.comm answers its pick)
+    data.pop("comm", None)
+    missing = [flag for flag, key in (("--ranks", "ranks"), ("--bandwidth", "bandwidth")) if key not in data and key + "_Bps" not in data]
+    if missing:
+        raise CollsimError(f"missing {', '.join(missing)} (or give --hardware NAME)")
 
     if data["op"] not in ops():
         raise CollsimError(f"op: choose one of {', '.join(ops())}, got {data['op']!r}")
@@ -60,7 +71,7 @@ def crossover_command(sizes: str | None, as_csv: bool, as_json: bool, **flags: A
             why = str(error)
     if scenario is None:
         raise CollsimError(why)
-    rows = crossover(scenario, _sizes(sizes))
+    rows = crossover(scenario, _sizes(sizes)) + _nccl_rows(scenario, _sizes(sizes))
     if as_json:
         click.echo(json.dumps(rows))
     elif as_csv:
@@ -69,6 +80,21 @@ def crossover_command(sizes: str | None, as_csv: bool, as_json: bool, **flags: A
         writer.writerows(rows)
     else:
         click.echo(format_table(rows))
+
+
+def _nccl_rows(scenario: Any, sizes: tuple[int, ...]) -> list[dict[str, Any]]:
+    """On a GPU preset: NCCL's pick at each size, run in the DES as every surface runs it."""
+    from sim.training.comm import PICK_OPS, pick_time, uses_nccl
+
+    if not uses_nccl(scenario.hardware) or scenario.op not in PICK_OPS:
+        return []
+    nodes = scenario.ranks // scenario.gpus_per_node_resolved
+    picks = [(size, pick_time(scenario.hardware, nodes, scenario.op, size)) for size in sizes]
+    return [
+        {"algorithm": "nccl", "size_bytes": size, "time_s": pick.time_s,
+         "method": f"des ({pick.algorithm} x{pick.chunks})" if pick.algorithm else "nccl model", "why": pick.nccl_pick}
+        for size, pick in picks
+    ]  # fmt: skip
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:

@@ -178,9 +178,9 @@ def scenario_for_pick(hardware: str, nodes: int, op: str, size_bytes: int, **fie
     pick = predict(preset, nodes, op, size_bytes)
     base = {**scenario_fields(hardware, nodes), "op": op, "size_bytes": size_bytes, **fields}
     if pick.nccl_algorithm == "Ring" and op in ("all_reduce", "all_gather", "reduce_scatter"):
-        channels = preset.nccl.graph("ring", nodes).n_channels
+        channels = preset.nccl.graph("ring", preset.nccl_nodes(nodes)[0]).n_channels
         return CollectiveScenario.from_dict({**base, "algorithm": "nccl_ring", "chunks": channels}), None
     if pick.nccl_algorithm == "Tree" and op == "all_reduce":
-        channels = preset.nccl.graph("tree", nodes).n_channels
+        channels = preset.nccl.graph("tree", preset.nccl_nodes(nodes)[0]).n_channels
         return CollectiveScenario.from_dict({**base, "algorithm": "nccl_tree", "chunks": channels}), None
     return None, f"NCCL picks {pick.nccl_algorithm}/{pick.nccl_protocol} for {op}; the DES has no {pick.nccl_algorithm} counterpart yet"

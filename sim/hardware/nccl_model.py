@@ -371,7 +371,7 @@ _TABLES: dict[tuple[int, int], tuple[Preset, Tables]] = {}  # (id(preset), nodes
 def _tables(preset: Preset, nodes: int) -> Tables:
     key = (id(preset), nodes)
     if key not in _TABLES:
-        _TABLES[key] = (preset, tune(preset.nccl, nodes, preset.gpus_per_node))
+        _TABLES[key] = (preset, tune(preset.nccl, *preset.nccl_nodes(nodes)))  # NVLink domains are NCCL's nodes
     return _TABLES[key][1]
 
 

@@ -121,6 +121,14 @@ def scenario_data(scenario_file: str | None, flags: dict[str, Any]) -> dict[str,
 @click.option("--call-overhead", default=None, help="network: fixed cost per collective call, e.g. 20us")
 @click.option("--chunks", default=None, type=int, help="network: pipeline chunks")
 @click.option(
+    "--hardware",
+    default=None,
+    help="hardware preset (collsim hardware list): ranks, network, NCCL's pick per all-reduce; implies --comm network; with --comm ow, o and w fitted to the same times",
+)
+@click.option("--nodes", default=None, type=int, help="with --hardware: number of nodes (default 1)")
+@click.option("--nics-per-node", default=None, type=int, help="with --hardware: NICs a node instead of the preset's (e.g. 16)")
+@click.option("--nic-bandwidth", default=None, help="with --hardware: bandwidth of each NIC instead of the preset's (e.g. 200Gbps)")
+@click.option(
     "--mode",
     default=None,
     type=click.Choice(["collapsed", "full"]),
@@ -156,6 +164,7 @@ def ddp(
     _check_input_files(data)
     if calibration:
         _apply_calibration(data, calibration, backend)
+    apply_hardware_flags(data)
     scenario = model.DDPScenario.from_dict(data)
     if sweep:
         rows = model.sweep_bucket_sizes(scenario, parse_size_list(sweep, "--sweep-bucket-sizes"))
@@ -171,6 +180,31 @@ def ddp(
     if csv_path:
         result.to_csv(csv_path)
     click.echo(json.dumps(result.summary()) if as_json else format_summary(result.summary()))
+
+
+def apply_hardware_flags(data: dict[str, Any]) -> None:
+    """--hardware, --nodes, --nics-per-node, --nic-bandwidth (flags or scenario file): the
+    preset's ranks and network (NIC overrides as a preset variant, sim.hardware.cluster), comm
+    network unless given. No algorithm given: NCCL's pick per all-reduce (sim.training.comm)."""
+    from sim.hardware.cluster import variant_name
+
+    nics, rate = data.pop("nics_per_node", None), data.pop("nic_bandwidth", None)
+    if data.get("hardware") is None:
+        if nics is not None or rate is not None:
+            raise CollsimError("--nics-per-node and --nic-bandwidth change a hardware preset's NICs: give --hardware NAME too")
+        if data.get("nodes") is not None:
+            raise CollsimError("--nodes needs --hardware NAME (collsim hardware list)")
+        data.pop("nodes", None)
+        return
+    from sim.hardware.cli import apply_hardware
+
+    data["hardware"] = variant_name(str(data["hardware"]), nics, rate)
+    if data.get("nodes") is None and data.get("ranks") is not None:  # a saved scenario names ranks, not nodes
+        from sim.hardware.presets import load_preset
+
+        data["nodes"] = max(1, int(data["ranks"]) // load_preset(data["hardware"]).gpus_per_node)
+    apply_hardware(data, pick=False)
+    data.setdefault("comm", "network")
 
 
 def _apply_calibration(data: dict[str, Any], path: str, backend: str | None) -> None:
@@ -217,7 +251,23 @@ def format_summary(summary: dict[str, Any], max_rows: int = 12) -> str:
         )
     if len(summary["buckets"]) > max_rows:
         lines.append(f"  ... {len(summary['buckets']) - max_rows} more (use --json)")
-    return "\n".join(lines)
+    return "\n".join(lines + hardware_lines(summary.get("hardware_comm")))
+
+
+def hardware_lines(hardware: dict[str, Any] | None, max_rows: int = 6) -> list[str]:
+    """What each all-reduce ran on the preset (NCCL's pick, or NCCL's model and why), and how
+    o and w were fitted under ow."""
+    from sim.units import format_size
+
+    if not hardware:
+        return []
+    lines = [f"  hardware         {hardware['nodes']} x {hardware['hardware']}"]
+    for pick in hardware["picks"][:max_rows]:
+        ran = f"{pick['algorithm']} on {pick['channels']} channels (DES)" if pick["algorithm"] else f"NCCL's model ({pick['why']})"
+        lines.append(f"    {format_size(pick['bytes']):<12} NCCL picks {pick['nccl_pick'] or '-'}: {ran}, {_time(pick['time_s'])}")
+    if hardware["ow_fit"]:
+        lines.append(f"  o and w          {hardware['ow_fit']['how']}")
+    return lines
 
 
 def format_sweep(rows: list[dict[str, Any]]) -> str:

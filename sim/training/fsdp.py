@@ -37,10 +37,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sim.errors import CollsimError
 from sim.collective.results import event_row
+from sim.errors import CollsimError
 from sim.scenario import _bool, _int, _optional
-from sim.training import ddp
+from sim.training import comm, ddp
 from sim.training.params import Param
 from sim.units import parse_size
 
@@ -208,7 +208,8 @@ class Comm:
         if size <= 1 or nbytes == 0:
             return 0.0
         if s.comm == "ow":
-            return s.o_s + nbytes / s.w_Bps / (1.0 if op == "all_reduce" else 2.0)
+            o_s, w_Bps = s.ow_params(self.element_bytes)  # as given, or fitted on the hardware preset
+            return o_s + nbytes / w_Bps / (1.0 if op == "all_reduce" else 2.0)
         key = (op, group, nbytes)
         if key not in self._cache:
             self._cache[key] = self._network_s(op, nbytes, group, size)
@@ -216,7 +217,13 @@ class Comm:
 
     def _network_s(self, op: str, nbytes: int, group: str, size: int) -> float:
         s = self.scenario
+        if s.algorithm == comm.NCCL and group == "world":  # NCCL's pick on its channels, as sim collective --hardware
+            step = self.element_bytes * s.ranks
+            nbytes = max(step, -(-nbytes // step) * step)
+            return comm.pick_time(s.hardware, s.nodes, op, nbytes, s.pick_fields(self.element_bytes), "collapsed").time_s
         algorithm = s.algorithm if op == "all_reduce" or s.algorithm in ("ring", "nccl_ring") else "ring"
+        if algorithm == comm.NCCL:  # a sub-communicator: NCCL's rings on the preset's ring channels
+            algorithm = "nccl_ring"
         try:
             return _time_s(self._collective(op, nbytes, group, size, algorithm))
         except CollsimError as error:
@@ -239,9 +246,15 @@ class Comm:
             fields["ranks"] = size  # groups share no port: each takes a switch of its size
         elif group != "world":
             fields["groups"] = self._groups(group)
+        chunks = s.chunks
+        if algorithm == "nccl_ring" and s.algorithm == comm.NCCL:
+            from sim.hardware.presets import load_preset
+
+            preset = load_preset(s.hardware)
+            chunks = preset.nccl.graph("ring", preset.nccl_nodes(s.nodes)[0]).n_channels
         return CollectiveScenario(
             op=op, algorithm=algorithm, size_bytes=nbytes, reduce_bandwidth_Bps=s.reduce_bandwidth_Bps,
-            overhead_s=s.call_overhead_s, chunks=s.chunks, element_bytes=self.element_bytes, record="aggregate", **fields,
+            overhead_s=s.call_overhead_s, chunks=chunks, element_bytes=self.element_bytes, record="aggregate", **fields,
         )  # fmt: skip
 
     def _groups(self, group: str) -> tuple[tuple[int, ...], ...]:

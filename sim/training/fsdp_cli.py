@@ -34,8 +34,6 @@ def _run(
     trace: str | None,
     csv_path: str | None,
     as_json: bool,
-    hardware: str | None,
-    nodes: int | None,
     **flags: Any,
 ) -> None:
     from sim.collective.results import check_output_path, write_csv
@@ -53,13 +51,7 @@ def _run(
     ddp_cli._check_input_files(data)
     if calibration:
         ddp_cli._apply_calibration(data, calibration, backend)
-    if hardware is not None or nodes is not None:
-        from sim.hardware.cli import apply_hardware
-
-        data.update({"hardware": hardware} if hardware else {})
-        data.update({"nodes": nodes} if nodes is not None else {})
-        apply_hardware(data, pick=False)
-        data.setdefault("comm", "network")
+    ddp_cli.apply_hardware_flags(data)
     scenario = model.FSDPScenario.from_dict(data)
     if compare:
         rows = model.compare(scenario, [name.strip() for name in compare.split(",") if name.strip()])
@@ -147,12 +139,6 @@ fsdp = click.Command(
         ),
         click.Option(["--optimizer-state-bytes"], default=None, help="optimizer state bytes per parameter element (default 8: Adam fp32)"),
         click.Option(["--no-overlap", "overlap"], flag_value=False, default=None, help="collectives block compute (the no-overlap bound)"),
-        click.Option(
-            ["--hardware"],
-            default=None,
-            help="hardware preset (collsim hardware list): ranks, two_level topology, links; implies --comm network",
-        ),
-        click.Option(["--nodes"], default=None, type=int, help="with --hardware: number of nodes (default 1)"),
         *_SHARED,
         click.Option(["--trace"], default=None, help="write a Chrome trace JSON of the step (open in Perfetto)"),
         click.Option(["--csv", "csv_path"], default=None, help="write the event table as CSV"),

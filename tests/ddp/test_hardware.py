@@ -46,8 +46,8 @@ def test_bad_hardware_is_named():
         DDPScenario(**BASE, **{**_network("dgx-h100", 1), "hardware": "dgx-z9"})
     with pytest.raises(CollsimError, match=r"^gpus_per_node: must divide ranks \(12\)"):
         DDPScenario(**BASE, **{**_network("dgx-h100", 1), "ranks": 12})
-    with pytest.raises(CollsimError, match="^hardware: .* with comm ow give o and w"):
-        DDPScenario(preset="cs336-tiny", backward_time_s=0.05, o_s=5e-5, w_Bps=1e10, hardware="dgx-h100")
+    with pytest.raises(CollsimError, match="^algorithm: nccl .* needs a GPU hardware preset"):
+        DDPScenario(**BASE, **_network("cpu-ethernet-25g", 2), algorithm="nccl")
 
 
 def test_round_trips_through_dict():

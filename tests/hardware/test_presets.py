@@ -16,6 +16,7 @@ from sim.scenario import CollectiveScenario
 
 def test_required_presets_load_with_sources():
     assert {"dgx-a100", "dgx-h100", "hgx-h100-nvls", "pcie-gen4-8gpu", "cpu-ethernet-25g"} <= set(list_presets())
+    assert {"hgx-h200", "hgx-b200", "gb200-nvl72"} <= set(list_presets())
     for name in list_presets():
         preset = load_preset(name)
         assert preset.name == name
@@ -27,6 +28,27 @@ def test_an_uncited_value_is_refused():
     del raw["sources"]["nic_bandwidth"]
     with pytest.raises(CollsimError, match="uncited: nic_bandwidth"):
         parse_preset(raw, "edited")
+
+
+def test_an_uncited_nvlink_domain_is_refused():
+    raw = yaml.safe_load((HERE / "gb200-nvl72.yaml").read_text())
+    assert parse_preset(raw, "gb200").nvlink_domain_nodes == 18
+    del raw["sources"]["nvlink_domain_nodes"]
+    with pytest.raises(CollsimError, match="uncited: nvlink_domain_nodes"):
+        parse_preset(raw, "edited")
+
+
+@pytest.mark.parametrize("name, nodes, graph", [("hgx-h200", 2, (8, 45.0)), ("hgx-b200", 2, (8, 48.0)), ("gb200-nvl72", 36, (16, 45.1))])
+def test_new_presets_multi_node_rings_follow_nccls_search(name, nodes, graph):
+    """The hand-derived multi-node ring graphs equal what sim.hardware.cluster.net_graph derives
+    from the preset's NICs with NCCL's search rules (search.cc speed arrays, DupChannels)."""
+    from sim.hardware.cluster import net_graph
+
+    preset = load_preset(name)
+    ring = preset.nccl.graph("ring", preset.nccl_nodes(nodes)[0])
+    assert (ring.n_channels, ring.bw_inter) == graph
+    if name != "gb200-nvl72":  # a rack's 72 NICs: more than the 16 channels NCCL searches for
+        assert net_graph(preset.nccl, preset.nics_per_node, preset.nic_bandwidth_Bps / 1e9) == ring
 
 
 def test_rails_one_nic_per_gpu():

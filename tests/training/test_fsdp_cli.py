@@ -89,10 +89,6 @@ def test_old_module_names_are_the_moved_modules():
     import sim.training.ddp_cli
     import sim.training.overhead
     import sim.training.params
-    import sim.training.ddp
-    import sim.training.ddp_cli
-    import sim.training.overhead
-    import sim.training.params
 
     assert sim.training.ddp is sim.training.ddp and sim.training.params is sim.training.params
     assert sim.training.overhead is sim.training.overhead and sim.training.ddp_cli is sim.training.ddp_cli

@@ -36,9 +36,9 @@ def test_hardware_picker_fills_runs_explains_and_comes_back(app_page: Page, live
 
     choose(app_page, "ddp-hardware", "dgx-h100")
     expect(app_page).to_have_url(re.compile(r"hardware=dgx-h100"))
-    expect(app_page.locator("#ddp-o")).to_have_value("15us")  # NCCL's empty all-reduce on one node
+    expect(app_page.locator("#ddp-o")).to_have_value(ddp_model.hardware_form("dgx-h100", "8")["o"])  # fitted to the network model
     expect(caption).to_contain_text("DGX H100, 8x H100 SXM5")
-    expect(caption).to_contain_text("NCCL 2.27.7-1's tuning model for all-reduce on 1 node(s)")
+    expect(caption).to_contain_text("fitted to the network comm model's all-reduce times on 1 x dgx-h100")
     expect(app_page.locator("#ddp-step-time")).to_have_text(step_time(ranks="8"))
 
     ranks = app_page.locator("#ddp-ranks")
@@ -49,13 +49,13 @@ def test_hardware_picker_fills_runs_explains_and_comes_back(app_page: Page, live
     ranks.fill("16")
     ranks.press("Enter")
     expect(app_page.locator("#ddp-ranks-error")).to_be_empty()
-    expect(app_page.locator("#ddp-o")).to_have_value("25.2us")  # refilled for two nodes
+    expect(app_page.locator("#ddp-o")).to_have_value(ddp_model.hardware_form("dgx-h100", "16")["o"])  # refilled for two nodes
     expect(caption).to_contain_text("2 node(s) x 8 GPUs = 16 ranks")
     expect(app_page.locator("#ddp-step-time")).to_have_text(step_time(ranks="16"))
 
     choose(app_page, "ddp-comm_model", "network (simulated)")
     expect(app_page.locator("#ddp-bandwidth")).to_have_value("50GB/s")  # the NIC between nodes
-    expect(app_page.locator("#ddp-notice")).to_contain_text("Network: 2 x dgx-h100 (16 ranks, ring)")
+    expect(app_page.locator("#ddp-notice")).to_contain_text("Network: 2 x dgx-h100 (16 ranks, nccl)")  # NCCL's pick
     expect(caption).to_contain_text("inside a node 450 GB/s")
     expect(app_page.locator("#ddp-step-time")).to_have_text(step_time(ranks="16", comm_model="network"))
     caption.locator("summary").click()
@@ -64,11 +64,11 @@ def test_hardware_picker_fills_runs_explains_and_comes_back(app_page: Page, live
 
     app_page.reload()
     expect(app_page.locator("#ddp-hardware")).to_contain_text("dgx-h100")
-    expect(app_page.locator("#ddp-notice")).to_contain_text("Network: 2 x dgx-h100 (16 ranks, ring)")
+    expect(app_page.locator("#ddp-notice")).to_contain_text("Network: 2 x dgx-h100 (16 ranks, nccl)")
     expect(caption).to_contain_text("inside a node 450 GB/s")
 
     app_page.go_back()  # before the comm model changed: o / w on two nodes
-    expect(app_page.locator("#ddp-o")).to_have_value("25.2us")
+    expect(app_page.locator("#ddp-o")).to_have_value(ddp_model.hardware_form("dgx-h100", "16")["o"])
     expect(app_page.locator("#ddp-hardware")).to_contain_text("dgx-h100")
     expect(app_page.locator("#ddp-step-time")).to_have_text(step_time(ranks="16"))
-    expect(caption).to_contain_text("NCCL 2.27.7-1's tuning model for all-reduce on 2 node(s)")
+    expect(caption).to_contain_text("fitted to the network comm model's all-reduce times on 2 x dgx-h100")

@@ -16,7 +16,7 @@ from dash.exceptions import PreventUpdate  # noqa: E402
 
 from sim.collective.analytic import ow_for_ring  # noqa: E402
 from sim.training.ddp import DDPScenario, run_ddp  # noqa: E402
-from sim.hardware.nccl_model import predict  # noqa: E402
+from sim.training.comm import hardware_ow  # noqa: E402
 from sim.units import parse_bandwidth, parse_time  # noqa: E402
 from webapp.pages import ddp  # noqa: E402
 
@@ -40,12 +40,11 @@ def _messages(form: dict[str, str]) -> tuple[dict | None, dict[str, str], str]:
 
 
 def test_picking_a_preset_fills_whole_nodes_links_and_o_w():
-    ranks, bandwidth, latency, o, w = ddp.apply_hardware("dgx-h100", "20", "ddp-hardware")
-    assert (ranks, bandwidth, latency) == ("16", "50GB/s", "14us")  # 20 ranks: two whole nodes of 8
-    # o is NCCL's time for an empty all-reduce on 2 nodes, and o + 25 MiB / w its time for 25 MiB
-    assert parse_time(o, "o") == pytest.approx(predict("dgx-h100", 2, "all_reduce", 0).time_s, rel=1e-3)
-    at_bucket = parse_time(o, "o") + MiB25 / parse_bandwidth(w, "w")
-    assert at_bucket == pytest.approx(predict("dgx-h100", 2, "all_reduce", MiB25).time_s, rel=1e-3)
+    ranks, bandwidth, latency, o, w, algorithm = ddp.apply_hardware("dgx-h100", "20", "ddp-hardware")
+    assert (ranks, bandwidth, latency, algorithm) == ("16", "50GB/s", "14us", "nccl")  # 20 ranks: two whole nodes of 8
+    # o and w: the line through the network model's all-reduce times (NCCL's pick in the DES), 1 MiB to 1 GiB
+    fit = hardware_ow("dgx-h100", 2, (("element_bytes", 4),))
+    assert parse_time(o, "o") == pytest.approx(fit.o_s, rel=1e-3) and parse_bandwidth(w, "w") == pytest.approx(fit.w_Bps, rel=1e-3)
     # fewer ranks than a node round up to one node; a one-node box caps there
     assert ddp.apply_hardware("dgx-a100", "3", "ddp-hardware")[0] == "8"
     assert ddp.apply_hardware("pcie-gen4-8gpu", "64", "ddp-hardware")[0] == "8"
@@ -55,11 +54,11 @@ def test_picking_a_preset_fills_whole_nodes_links_and_o_w():
 
 def test_changing_ranks_refills_o_and_w_for_the_new_node_count():
     one_node = ddp.apply_hardware("dgx-h100", "8", "ddp-hardware")
-    ranks, bandwidth, latency, o, w = ddp.apply_hardware("dgx-h100", "32", RANKS_ID)
-    assert (ranks, bandwidth, latency) == (no_update, no_update, no_update)  # the user's ranks stay
-    assert parse_time(o, "o") == pytest.approx(predict("dgx-h100", 4, "all_reduce", 0).time_s, rel=1e-3)
-    assert (o, w) != one_node[3:]
-    assert ddp.apply_hardware("dgx-h100", "12", RANKS_ID) == (no_update,) * 5  # not whole nodes: the field says why
+    ranks, bandwidth, latency, o, w, algorithm = ddp.apply_hardware("dgx-h100", "32", RANKS_ID)
+    assert (ranks, bandwidth, latency, algorithm) == (no_update,) * 4  # the user's ranks stay
+    assert parse_time(o, "o") == pytest.approx(hardware_ow("dgx-h100", 4, (("element_bytes", 4),)).o_s, rel=1e-3)
+    assert (o, w) != one_node[3:5]
+    assert ddp.apply_hardware("dgx-h100", "12", RANKS_ID) == (no_update,) * 6  # not whole nodes: the field says why
     with pytest.raises(PreventUpdate):
         ddp.apply_hardware("", "12", RANKS_ID)
 
@@ -70,7 +69,8 @@ def test_gloo_preset_gets_the_ring_closed_form():
     assert parse_time(form["o"], "o") == pytest.approx(o_s, abs=1e-12)
     assert parse_bandwidth(form["w"], "w") == pytest.approx(w_Bps, rel=1e-3)
     words = ddp_model.hardware_caption(form)
-    assert "ring all-reduce (gloo)" in words["lines"][1]
+    assert "fitted to the network comm model's all-reduce times" in words["lines"][1] and "ring on" in words["lines"][1]
+    assert form["algorithm"] == "ring"  # gloo: no NCCL pick
 
 
 def test_network_mode_runs_on_the_presets_two_level_network():
@@ -104,12 +104,15 @@ def test_training_section_compares_every_strategy_on_the_presets_network():
     assert exposed["no_shard"] == rows["no_shard"]["exposed_comm_s"] and exposed["ddp"] == rows["ddp"]["exposed_comm_s"]
 
 
-def test_ow_mode_keeps_o_and_w_from_the_boxes():
+def test_ow_mode_fits_o_and_w_unless_the_boxes_are_edited():
+    """Untouched boxes: the run fits o and w at its own buckets, so ow and network agree."""
     data, messages, search = _messages(_picked("dgx-h100", "16"))
-    assert not any(messages.values()) and data["comm"] == "ow" and data["hardware"] is None
-    assert data["o_s"] == pytest.approx(predict("dgx-h100", 2, "all_reduce", 0).time_s, rel=1e-3)
+    assert not any(messages.values()) and data["comm"] == "ow" and data["hardware"] == "dgx-h100" and data["w_Bps"] is None
+    ow = run_ddp(DDPScenario.from_dict(data)).summary()
+    network = run_ddp(DDPScenario.from_dict({**data, "comm": "network"})).summary()
+    assert ow["overhead_s"] == pytest.approx(network["overhead_s"], rel=0.10)
     data, _, _ = _messages(_picked("dgx-h100", "16", o="1ms"))  # a user's o wins over the preset's
-    assert data["o_s"] == pytest.approx(1e-3)
+    assert data["o_s"] == pytest.approx(1e-3) and data["w_Bps"] is not None
 
 
 @pytest.mark.parametrize(
@@ -134,7 +137,7 @@ def test_caption_names_the_preset_what_it_sets_and_its_sources():
     children = ddp.hardware_caption(*[form[key] for key in ddp.CAPTION_FIELDS])
     text = str(children)
     assert "DGX H100, 8x H100 SXM5" in text and "2 node(s) x 8 GPUs = 16 ranks" in text
-    assert "NCCL 2.27.7-1's tuning model" in text and "busbw" in text
+    assert "fitted to the network comm model's all-reduce times on 2 x dgx-h100" in text and "nccl_ring on 8 channel(s)" in text
     assert "NVIDIA ConnectX-7 product brief" in text and "nccl.graphs" in text  # sources
     assert "hold other values" not in text
     assert "hold other values" in str(ddp.hardware_caption("dgx-h100", "16", "ow", "1ms", form["w"]))

@@ -12,6 +12,7 @@ from dash.exceptions import PreventUpdate
 
 from sim.errors import CollsimError
 from sim.units import format_size, format_time
+from sim.training import explain
 from webapp import ddp_model as model
 from webapp import figures, ids
 from webapp.components import field, graph, hardware_dropdown, number_card
@@ -65,7 +66,8 @@ def _input(name: str, value: str) -> Any:
     if name == "algorithm":
         from sim.algorithms.registry import algorithms_for
 
-        return dcc.Dropdown(id=fid, options=algorithms_for("all_reduce"), value=value, clearable=False)
+        options = [{"label": "nccl (NCCL's pick, a preset)", "value": "nccl"}] + algorithms_for("all_reduce")
+        return dcc.Dropdown(id=fid, options=options, value=value, clearable=False)
     if name == "first_bucket":
         return dcc.RadioItems(
             id=fid, options=[{"label": " 1 MiB", "value": "on"}, {"label": " none", "value": "off"}], value=value, inline=True
@@ -216,7 +218,8 @@ def comm_fields(comm_model: str) -> list[dict[str, str]]:
 
 
 def apply_hardware(name: str | None, ranks: str | None, trigger: str | None = None) -> tuple:
-    """A picked preset fills ranks (whole nodes), the NIC's bandwidth and latency, o and w; a
+    """A picked preset fills ranks (whole nodes), the NIC's bandwidth and latency, o and w and
+    the algorithm (NCCL's pick); a
     change of ranks (``trigger``) under a picked preset refills o and w (NCCL's figures depend on
     the nodes). Picking "none" leaves the boxes as they are."""
     values = model.hardware_form(name, ranks, pick=trigger != ids.field_id("ranks", PAGE))
@@ -320,10 +323,11 @@ def simulate(data: dict | None) -> tuple:
         notice += (
             f" Network: {scenario.ranks // scenario.gpus_per_node} x {scenario.hardware} ({scenario.ranks} ranks, {scenario.algorithm})."
         )
+    notice += explain.hardware_notice(summary)
     words = model.explanation(answer, scenario)
-    explain = [html.Ul([html.Li(text) for text in words["captions"]], className="captions")]
-    explain += [html.P(text) for text in (words["assumes"], words["why"]) if text]
-    return notice, cards, timeline, overhead, strategies, explain
+    caption = [html.Ul([html.Li(text) for text in words["captions"]], className="captions")]
+    caption += [html.P(text) for text in (words["assumes"], words["why"]) if text]
+    return notice, cards, timeline, overhead, strategies, caption
 
 
 def simulate_training(data: dict | None) -> tuple:

@@ -77,12 +77,26 @@ class Preset:
     max_nodes: int | None
     nccl: NcclSystem | None
     sources: dict[str, str] = field(default_factory=dict)
+    nvlink_domain_nodes: int = 1  # nodes (trays) one NVLink domain spans (GB200 NVL72: 18)
 
     def check_nodes(self, nodes: int) -> None:
         if nodes < 1:
             raise CollsimError(f"nodes: must be >= 1, got {nodes}")
         if self.max_nodes is not None and nodes > self.max_nodes:
             raise CollsimError(f"nodes: hardware {self.name} has no NICs and runs on at most {self.max_nodes} node(s), got {nodes}")
+        self.nccl_nodes(nodes)
+
+    def nccl_nodes(self, nodes: int) -> tuple[int, int]:
+        """(NVLink domains, GPUs a domain) of ``nodes`` nodes: what NCCL counts as nodes and local
+        ranks, since it treats a multi-node NVLink domain as one node (MNNVL). Nodes fill as few
+        domains as they need, spread evenly (32 GB200 trays: 2 racks of 16)."""
+        per = self.nvlink_domain_nodes
+        domains = -(-nodes // per)
+        if nodes % domains:
+            raise CollsimError(
+                f"nodes: {self.name} puts up to {per} nodes in one NVLink domain; {nodes} nodes do not spread evenly over {domains} domains (give a multiple of {domains})"
+            )
+        return domains, nodes // domains * self.gpus_per_node
 
     def to_dict(self) -> dict[str, Any]:
         """The preset as plain data (rates in bytes/s, times in s), for --json and the webapp."""
@@ -103,7 +117,12 @@ def list_presets() -> list[str]:
 
 
 def load_preset(name: str) -> Preset:
-    """The preset called ``name`` (see :func:`list_presets`); CollsimError for an unknown name."""
+    """The preset called ``name`` (see :func:`list_presets`); CollsimError for an unknown name.
+    ``NAME:NICSxRATE`` (dgx-h100:16x200Gbps) is NAME with its NICs replaced (sim.hardware.cluster)."""
+    if ":" in name:
+        from sim.hardware.cluster import load_variant
+
+        return load_variant(*name.split(":", 1))
     if name not in list_presets():
         raise CollsimError(f"hardware: unknown preset {name!r}; allowed: {', '.join(list_presets())}")
     return _load(name)
@@ -121,7 +140,7 @@ def parse_preset(raw: Any, label: str) -> Preset:
         raise CollsimError(f"hardware preset {label}: expected a mapping")
     sources = raw.get("sources") or {}
     missing = [key for key in _FIELDS if key not in raw]
-    unknown = sorted(set(raw) - set(_FIELDS) - {"sources"})
+    unknown = sorted(set(raw) - set(_FIELDS) - {"sources", "nvlink_domain_nodes"})
     if missing or unknown:
         raise CollsimError(f"hardware preset {label}: missing fields {missing}, unknown fields {unknown}")
     _check_cited(raw, sources, label)
@@ -148,11 +167,12 @@ def parse_preset(raw: Any, label: str) -> Preset:
         max_nodes=None if raw["max_nodes"] is None else int(raw["max_nodes"]),
         nccl=_nccl(raw["nccl"], label),
         sources={str(key): str(value) for key, value in sources.items()},
+        nvlink_domain_nodes=int(raw.get("nvlink_domain_nodes", 1)),
     )
 
 
 def _check_cited(raw: dict, sources: dict, label: str) -> None:
-    wanted = [key for key in _FIELDS if key not in ("name", "description")]
+    wanted = [key for key in (*_FIELDS, "nvlink_domain_nodes") if key not in ("name", "description") and key in raw]
     if isinstance(raw.get("nccl"), dict):
         wanted = [key for key in wanted if key != "nccl"] + [f"nccl.{key}" for key in _NCCL_FIELDS]
     uncited = [key for key in wanted if not str(sources.get(key, "")).strip()]

@@ -1,0 +1,307 @@
+"""The DDP scenario: parameters, compute profile, strategy, buckets, comm model (frozen data,
+one validating constructor, JSON/YAML round trip). The step itself is :mod:`sim.training.ddp`."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sim.errors import CollsimError
+from sim.scenario import ScenarioData, _bool, _int, _optional
+from sim.training import comm
+from sim.training.params import PRESETS, Param, params_from_list
+from sim.units import parse_bandwidth, parse_size, parse_time
+
+STRATEGIES = ("naive", "flat", "overlap", "bucketed")
+COMM_MODELS = ("ow", "network")
+DEFAULT_BUCKET_CAP_BYTES = 25 * 2**20  # DDP's bucket_cap_mb=25
+DEFAULT_FIRST_BUCKET_BYTES = 2**20  # torch.distributed._DEFAULT_FIRST_BUCKET_BYTES
+_PROFILE_SOURCES = ("backward_time_s", "backward_rate_Bps", "layer_times", "flops_per_s", "profile_file")
+_PARAM_SOURCES = ("preset", "params_file", "param_bytes", "params")
+
+# --- scenario -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DDPScenario(ScenarioData):
+    """One DDP training step: parameters, compute profile, strategy, buckets, comm model."""
+
+    # parameters: exactly one source (a measured profile file carries its own list)
+    preset: str | None = None
+    params_file: str | None = None
+    param_bytes: tuple[int, ...] | None = None
+    params: tuple[Param, ...] | None = None
+    element_bytes: int = 4  # for param_bytes
+    # strategy and buckets
+    strategy: str = "bucketed"
+    bucket_cap_bytes: int = DEFAULT_BUCKET_CAP_BYTES
+    first_bucket_bytes: int | None = DEFAULT_FIRST_BUCKET_BYTES  # None: no smaller first bucket
+    rebuild: bool = False  # fill buckets in observed gradient-ready order (DDP's rebuild)
+    accumulation_steps: int = 1  # no_sync for the first k-1 micro-steps
+    # backward compute profile: exactly one source
+    backward_time_s: float | None = None
+    backward_rate_Bps: float | None = None
+    layer_times: tuple[tuple[str, float], ...] | None = None  # (name prefix, backward s)
+    flops_per_s: float | None = None  # with tokens: 4 tokens numel FLOPs per tensor
+    tokens: int | None = None
+    profile_file: str | None = None  # measured by real: "collsim-ddp-profile" JSON
+    forward_time_s: float | None = None  # None: from the profile file, else 0
+    optimizer_time_s: float | None = None  # None: from the profile file, else 0
+    slowdown: float = 1.0  # compute runs this many times slower while comm is in flight
+    # comm model
+    comm: str = "ow"
+    o_s: float = 0.0  # ow: per-call overhead
+    w_Bps: float | None = None  # ow: algorithm bandwidth (per-rank bytes / time); with hardware: fitted (sim.training.comm)
+    algorithm: str | None = None  # network: None is NCCL's pick ("nccl") on a GPU preset, else ring
+    ranks: int = 2
+    latency_s: float = 0.0
+    bandwidth_Bps: float | None = None
+    topology: str = "switch"
+    gpus_per_node: int | None = None
+    intra_latency_s: float | None = None
+    intra_bandwidth_Bps: float | None = None
+    reduce_bandwidth_Bps: float | None = None
+    call_overhead_s: float = 0.0  # network: fixed cost per collective call
+    hardware: str | None = None  # network: a preset's two_level with its NIC rails, as sim collective --hardware
+    chunks: int = 1
+    # network: each bucket's all-reduce runs alone on the comm stream, so the collapsed mode
+    # (closed form, exact ring replay or one cached simulation per size) gives the full times
+    mode: str = "collapsed"  # collapsed | full (message by message)
+
+    def __post_init__(self) -> None:
+        if self.algorithm is None:  # no explicit algorithm: NCCL's pick on a GPU preset, ring elsewhere
+            object.__setattr__(self, "algorithm", comm.NCCL if comm.uses_nccl(self.hardware) else "ring")
+        self._check_sources()
+        self._check_strategy()
+        self._check_times()
+        self._check_comm()
+
+    def _check_sources(self) -> None:
+        given = [name for name in _PARAM_SOURCES if getattr(self, name) is not None]
+        if len(given) > 1:
+            raise CollsimError(f"parameters: give one of preset, params, param_bytes; got {', '.join(given)}")
+        if not given and self.profile_file is None:
+            raise CollsimError(
+                "parameters: give a preset (--preset xl), a parameter file (--params FILE) or sizes (--param-bytes 4MiB,4MiB)"
+            )
+        if self.preset is not None and self.preset not in PRESETS:
+            raise CollsimError(f"preset: unknown {self.preset!r}; allowed: {', '.join(PRESETS)}")
+        if self.param_bytes is not None and not self.param_bytes:
+            raise CollsimError("param_bytes: empty list; give sizes such as 4MiB,4MiB")
+        if self.params is not None:
+            params_from_list(list(self.params), "params")
+        profiles = [name for name in _PROFILE_SOURCES if getattr(self, name) is not None]
+        if len(profiles) != 1:
+            raise CollsimError(
+                f"backward profile: give exactly one of backward_time, backward_rate, layer_times, flops_per_s (with tokens), profile; got {', '.join(profiles) or 'none'}"
+            )
+        if (self.flops_per_s is None) != (self.tokens is None):
+            raise CollsimError("flops_per_s and tokens go together: backward FLOPs per tensor are 4 x tokens x numel")
+
+    def _check_strategy(self) -> None:
+        if self.strategy not in STRATEGIES:
+            raise CollsimError(f"strategy: unknown {self.strategy!r}; allowed: {', '.join(STRATEGIES)}")
+        if self.bucket_cap_bytes <= 0:
+            raise CollsimError(f"bucket_size: must be > 0 bytes (e.g. 25MiB), got {self.bucket_cap_bytes}")
+        if self.first_bucket_bytes is not None and self.first_bucket_bytes <= 0:
+            raise CollsimError(f"first_bucket: must be > 0 bytes (e.g. 1MiB) or none, got {self.first_bucket_bytes}")
+        if self.accumulation_steps < 1:
+            raise CollsimError(f"accumulation_steps: must be >= 1, got {self.accumulation_steps}")
+        if self.element_bytes < 1:
+            raise CollsimError(f"element_bytes: must be >= 1, got {self.element_bytes}")
+
+    def _check_times(self) -> None:
+        times = {
+            "backward_time": self.backward_time_s,
+            "forward_time": self.forward_time_s,
+            "optimizer_time": self.optimizer_time_s,
+            "o": self.o_s,
+            "latency": self.latency_s,
+            "call_overhead": self.call_overhead_s,
+            "intra_latency": self.intra_latency_s,
+        }
+        for name, value in times.items():
+            if value is not None and not (value >= 0 and math.isfinite(value)):
+                raise CollsimError(f"{name}: must be a time >= 0 such as 120ms, got {value!r}")
+        for prefix, time_s in self.layer_times or ():
+            if not (time_s >= 0 and math.isfinite(time_s)):
+                raise CollsimError(f"layer_times: {prefix!r}: must be a time >= 0, got {time_s!r}")
+        rates = {
+            "backward_rate": self.backward_rate_Bps,
+            "flops_per_s": self.flops_per_s,
+            "w": self.w_Bps,
+            "bandwidth": self.bandwidth_Bps,
+            "intra_bandwidth": self.intra_bandwidth_Bps,
+            "reduce_bandwidth": self.reduce_bandwidth_Bps,
+        }
+        for name, value in rates.items():
+            if value is not None and not (value > 0 and math.isfinite(value)):
+                raise CollsimError(f"{name}: must be a positive, finite rate, got {value!r}")
+        if self.tokens is not None and self.tokens < 1:
+            raise CollsimError(f"tokens: must be >= 1, got {self.tokens}")
+        if not (self.slowdown >= 1 and math.isfinite(self.slowdown)):
+            raise CollsimError(f"slowdown: must be >= 1 (1 = comm does not slow compute), got {self.slowdown!r}")
+
+    def _check_comm(self) -> None:
+        if self.mode not in ("collapsed", "full"):
+            raise CollsimError(f"mode: must be collapsed or full, got {self.mode!r}")
+        if self.comm not in COMM_MODELS:
+            raise CollsimError(f"comm: unknown {self.comm!r}; allowed: ow (o + bytes/w per call), network (simulated all-reduce)")
+        if self.comm == "ow" and self.w_Bps is None and self.hardware is None:
+            raise CollsimError("w: the ow comm model needs the algorithm bandwidth w (e.g. --w 10GB/s), or a hardware preset (--hardware)")
+        if self.algorithm == comm.NCCL and not comm.uses_nccl(self.hardware):
+            raise CollsimError("algorithm: nccl (NCCL's pick) needs a GPU hardware preset (--hardware, collsim hardware list)")
+        if self.comm == "network" or self.hardware is not None:
+            if self.bandwidth_Bps is None:
+                raise CollsimError("bandwidth: the network comm model needs a link bandwidth (e.g. --bandwidth 25GB/s)")
+            self.collective(0)  # validates algorithm, ranks, topology, hardware
+
+    @property
+    def nodes(self) -> int:
+        """Nodes of the hardware preset (ranks / its GPUs a node)."""
+        from sim.hardware.presets import load_preset
+
+        return self.ranks // load_preset(self.hardware).gpus_per_node
+
+    def pick_fields(self, element_bytes: int = 1) -> tuple[tuple[str, Any], ...]:
+        """Collective-scenario fields this scenario sets over its preset's (link figures as given,
+        element size, reduction rate, per-call cost), for :func:`sim.training.comm.pick_time`."""
+        fields = {"bandwidth_Bps": self.bandwidth_Bps, "latency_s": self.latency_s, "intra_bandwidth_Bps": self.intra_bandwidth_Bps,
+                  "intra_latency_s": self.intra_latency_s, "reduce_bandwidth_Bps": self.reduce_bandwidth_Bps,
+                  "overhead_s": self.call_overhead_s, "element_bytes": element_bytes, "record": "aggregate"}  # fmt: skip
+        return tuple(sorted((key, value) for key, value in fields.items() if value is not None))
+
+    def ow_fit(self, element_bytes: int = 1, buckets: tuple[tuple[int, int], ...] | None = None, last: int | None = None) -> Any:
+        """With a hardware preset and no w given: o and w fitted to the network comm model's
+        all-reduce times at ``buckets`` ((size, calls) pairs; :func:`sim.training.comm.hardware_ow`);
+        None otherwise."""
+        if self.hardware is None or self.w_Bps is not None:
+            return None
+        return comm.hardware_ow(self.hardware, self.nodes, self.pick_fields(element_bytes), buckets, last)
+
+    def ow_params(self, element_bytes: int = 1, buckets: tuple[tuple[int, int], ...] | None = None) -> tuple[float, float]:
+        """(o, w) of the ow comm model: as given, or fitted on the hardware preset."""
+        fit = self.ow_fit(element_bytes, buckets)
+        return (self.o_s, self.w_Bps) if fit is None else (fit.o_s, fit.w_Bps)
+
+    def collective(self, nbytes: int, element_bytes: int = 1) -> Any:
+        """The all-reduce of ``nbytes`` this scenario's network comm model simulates (NCCL's
+        pick: the scenario it runs, or ring on NCCL's ring channels where the DES has none)."""
+        from sim.scenario import CollectiveScenario
+
+        algorithm, chunks = self.algorithm, self.chunks
+        if algorithm == comm.NCCL:
+            algorithm, chunks = self._nccl_collective(nbytes)
+        return CollectiveScenario(
+            op="all_reduce", algorithm=algorithm, ranks=self.ranks, size_bytes=nbytes, bandwidth_Bps=self.bandwidth_Bps or 1.0,
+            latency_s=self.latency_s, reduce_bandwidth_Bps=self.reduce_bandwidth_Bps, overhead_s=self.call_overhead_s, chunks=chunks,
+            topology=self.topology, gpus_per_node=self.gpus_per_node, intra_latency_s=self.intra_latency_s,
+            intra_bandwidth_Bps=self.intra_bandwidth_Bps, element_bytes=element_bytes, record="aggregate", hardware=self.hardware,
+        )  # fmt: skip
+
+    def _nccl_collective(self, nbytes: int) -> tuple[str, int]:
+        from sim.hardware.nccl_des import scenario_for_pick
+        from sim.hardware.presets import load_preset
+
+        scenario, _ = scenario_for_pick(self.hardware, self.nodes, "all_reduce", nbytes)
+        if scenario is not None:
+            return scenario.algorithm, scenario.chunks
+        return "nccl_ring", load_preset(self.hardware).nccl.graph("ring", self.nodes).n_channels
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        data["param_bytes"] = None if self.param_bytes is None else list(self.param_bytes)
+        data["params"] = None if self.params is None else [param.to_dict() for param in self.params]
+        data["layer_times"] = None if self.layer_times is None else [list(pair) for pair in self.layer_times]
+        return data
+
+
+def _size_tuple(value: Any, what: str) -> tuple[int, ...] | None:
+    if value is None:
+        return None
+    items = [item for item in value.split(",") if item.strip()] if isinstance(value, str) else list(value)
+    return tuple(parse_size(item, what) for item in items)
+
+
+def _params_tuple(value: Any, what: str) -> tuple[Param, ...] | None:
+    return None if value is None else tuple(params_from_list(list(value), what))
+
+
+def _layer_times(value: Any, what: str) -> tuple[tuple[str, float], ...] | None:
+    """{prefix: time} or [[prefix, time], ...] or "layers.0:2ms,layers.1:2ms"."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = [item.rsplit(":", 1) for item in value.split(",") if item.strip()]
+    items = value.items() if isinstance(value, dict) else value
+    try:
+        pairs = tuple((str(prefix), parse_time(time_s, what)) for prefix, time_s in items)
+    except (TypeError, ValueError) as error:
+        raise CollsimError(f"{what}: expected prefix: time pairs such as layers.0: 2ms ({error})") from None
+    if not pairs:
+        raise CollsimError(f"{what}: empty; give one backward time per layer name prefix")
+    return pairs
+
+
+def _first_bucket(value: Any, what: str) -> int | None:
+    return None if str(value).lower() in ("none", "off", "") else parse_size(value, what)
+
+
+def _choice(value: Any, what: str) -> str:
+    return str(value)
+
+
+_DDP_PARSERS: dict[str, Callable[[Any, str], Any]] = {
+    "param_bytes": _size_tuple,
+    "params": _params_tuple,
+    "element_bytes": _int,
+    "bucket_cap_bytes": parse_size,
+    "first_bucket_bytes": _first_bucket,
+    "rebuild": _bool,
+    "accumulation_steps": _int,
+    "backward_time_s": _optional(parse_time),
+    "backward_rate_Bps": _optional(parse_bandwidth),
+    "layer_times": _layer_times,
+    "flops_per_s": _optional(lambda value, what: float(value)),
+    "tokens": _optional(_int),
+    "forward_time_s": _optional(parse_time),
+    "optimizer_time_s": _optional(parse_time),
+    "slowdown": lambda value, what: float(value),
+    "o_s": parse_time,
+    "w_Bps": _optional(parse_bandwidth),
+    "ranks": _int,
+    "latency_s": parse_time,
+    "bandwidth_Bps": _optional(parse_bandwidth),
+    "gpus_per_node": _optional(_int),
+    "intra_latency_s": _optional(parse_time),
+    "intra_bandwidth_Bps": _optional(parse_bandwidth),
+    "reduce_bandwidth_Bps": _optional(parse_bandwidth),
+    "call_overhead_s": parse_time,
+    "chunks": _int,
+    "algorithm": _optional(_choice),
+    "hardware": _optional(_choice),
+}
+_DDP_ALIASES = {
+    "bucket_size": "bucket_cap_bytes",
+    "bucket_cap": "bucket_cap_bytes",
+    "first_bucket": "first_bucket_bytes",
+    "backward_time": "backward_time_s",
+    "backward_rate": "backward_rate_Bps",
+    "profile": "profile_file",
+    "forward_time": "forward_time_s",
+    "optimizer_time": "optimizer_time_s",
+    "o": "o_s",
+    "w": "w_Bps",
+    "latency": "latency_s",
+    "bandwidth": "bandwidth_Bps",
+    "intra_latency": "intra_latency_s",
+    "intra_bandwidth": "intra_bandwidth_Bps",
+    "reduce_bandwidth": "reduce_bandwidth_Bps",
+    "call_overhead": "call_overhead_s",
+}
+DDPScenario.PARSERS = _DDP_PARSERS
+DDPScenario.ALIASES = _DDP_ALIASES
+DDPScenario.LABEL = "DDP scenario"
