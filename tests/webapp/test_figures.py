@@ -228,7 +228,7 @@ def test_every_trace_type_is_in_the_served_plotly_bundle():
     import re
     from pathlib import Path
 
-    root = Path(figures.__file__).parent
+    root = Path(figures.__file__).parents[1]
     bundle = (root / "assets" / "plotly-cartesian.min.js").read_text()[:400]
     assert "plotly.js (cartesian - minified) v" in bundle
     cartesian = {"Bar", "Box", "Contour", "Heatmap", "Histogram", "Histogram2d", "Histogram2dContour", "Image", "Pie", "Scatter"}

@@ -9,7 +9,6 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
-import plotly.graph_objects as go
 from dash import Input, Output, dcc, html, no_update
 from flask import current_app, has_app_context
 
@@ -148,31 +147,6 @@ def _table(rows: list[dict[str, Any]]) -> html.Table:
     return html.Table([html.Thead(head), html.Tbody(body)], className="data", id="cmp-error-table")
 
 
-def ddp_figure(points: list[dict[str, Any]]) -> go.Figure:
-    if not points:
-        return figures.note_figure("no DDP measurements in this store (collsim real ddp)", "DDP: measured vs simulated step")
-    factor, unit = figures.time_unit(max(p["measured_s"] for p in points))
-    names = [f"{p['model']} {p['config']}" for p in points]
-    figure = figures._base("DDP: measured vs simulated step", 360)
-    figure.add_trace(
-        go.Bar(
-            x=names,
-            y=[p["measured_s"] * factor for p in points],
-            name="measured",
-            marker_color="#1f77b4",
-            error_y={
-                "type": "data",
-                "symmetric": False,
-                "array": [(p["spread_high_s"] - p["measured_s"]) * factor for p in points],
-                "arrayminus": [(p["measured_s"] - p["spread_low_s"]) * factor for p in points],
-            },
-        )
-    )
-    figure.add_trace(go.Bar(x=names, y=[p["simulated_s"] * factor for p in points], name="simulated", marker_color="#d62728"))
-    figure.update_yaxes(title=f"step time ({unit})")
-    return figure
-
-
 def _stamp(db_path: str | None) -> tuple:
     """What identifies the store's contents: the bundled data (None) never changes; a file is
     known by its size and modification time (and its write-ahead log's, where one exists)."""
@@ -243,7 +217,7 @@ def _update(db_path: str | None, stamp: tuple, key: str, stat: str, algorithm: s
         notice = f"These runs carry no {asked} time at two or more sizes; showing {stat}. " + notice
     search = "?" + urlencode({"group": key, "stat": stat, "algorithm": algorithm})
     choices = ([{"label": s, "value": s} for s in stats], stat, algorithms, algorithm)
-    return notice, cards, fit_figure, residuals, sim_figure, table, ddp_figure(ddp_points), *choices, search
+    return notice, cards, fit_figure, residuals, sim_figure, table, figures.ddp_steps_figure(ddp_points), *choices, search
 
 
 def overlay(config: str | None) -> tuple:
