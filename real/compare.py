@@ -57,9 +57,9 @@ COMPARE_KEYS = ("sizes", "backend", "device", "source", "calibration", "stat", "
 def measured_point(rows: list[dict[str, Any]], stat: str = "mean") -> dict[str, Any]:
     """Statistic per launch, median over launches, and the spread to judge an error against."""
     from real.bench import percentile
-    from real.fit import _value
+    from real.fit import row_time
 
-    per_launch = [value for value in (_value(row, stat) for row in rows) if value is not None]
+    per_launch = [value for value in (row_time(row, stat) for row in rows) if value is not None]
     if not per_launch:
         raise CollsimError(f"no {stat} values among {len(rows)} measured row(s)")
     value = statistics.median(per_launch)

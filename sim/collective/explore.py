@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
@@ -571,15 +572,26 @@ def time_of(scenario: CollectiveScenario) -> float:
     return _plain(scenario.replace(record="aggregate")).time_s
 
 
-def decompose(scenario: CollectiveScenario) -> dict[str, float]:
+def closed_form_time(scenario: CollectiveScenario) -> float:
+    """The closed form's time, exact or approximate; raises :class:`CollsimError` where there is none."""
+    closed = closed_form(scenario)
+    if closed.time_s is None:
+        raise CollsimError(f"no closed form: {closed.note}")
+    return closed.time_s
+
+
+def decompose(scenario: CollectiveScenario, time: Callable[[CollectiveScenario], float] | None = None) -> dict[str, float]:
     """A call's time split into latency, bandwidth, reduction, overhead and contention.
 
     Each of the first three is the time of the same call with only that cost switched on
     (alpha alone, beta alone, gamma alone); overhead is ``o``; contention is what these do not
     explain when they act together: waiting for shared links and ports (and, when negative,
-    costs that overlap). On ``switch(p)`` with a closed form the contention is zero."""
+    costs that overlap). On ``switch(p)`` with a closed form the contention is zero.
+    ``time``: how one call's time is found (default :func:`time_of`; the explorer splits the
+    closed form itself with :func:`closed_form_time`)."""
+    measure = time or time_of
     s = scenario.replace(repetitions=1, stragglers=(), jitter_s=0.0)
-    total = time_of(s)
+    total = measure(s)
     fast = {"bandwidth_Bps": _HUGE_BANDWIDTH}
     if s.intra_bandwidth_Bps is not None:
         fast["intra_bandwidth_Bps"] = _HUGE_BANDWIDTH
@@ -587,9 +599,9 @@ def decompose(scenario: CollectiveScenario) -> dict[str, float]:
     if s.intra_latency_s is not None:
         still["intra_latency_s"] = 0.0
     bare = {"overhead_s": 0.0, "reduce_bandwidth_Bps": None}
-    latency = time_of(s.replace(**fast, **bare))
-    bandwidth = time_of(s.replace(**still, **bare))
-    reduction = time_of(s.replace(**fast, **still, overhead_s=0.0)) if s.reduce_bandwidth_Bps else 0.0
+    latency = measure(s.replace(**fast, **bare))
+    bandwidth = measure(s.replace(**still, **bare))
+    reduction = measure(s.replace(**fast, **still, overhead_s=0.0)) if s.reduce_bandwidth_Bps else 0.0
     parts = {"latency": latency, "bandwidth": bandwidth, "reduction": reduction, "overhead": s.overhead_s}
     rest = total - sum(parts.values())
     return {**parts, "contention": rest if abs(rest) > 1e-12 * max(total, 1e-30) else 0.0, "total": total}
