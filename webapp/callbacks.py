@@ -16,7 +16,7 @@ from dash.exceptions import PreventUpdate
 
 from sim.errors import CollsimError
 
-__all__ = ["answer", "guarded", "written"]
+__all__ = ["answer", "events_csv", "guarded", "written"]
 
 log = logging.getLogger(__name__)
 
@@ -62,3 +62,17 @@ def written(function: Callable[..., Any]) -> Callable[..., Any]:
 
     wrapper.__name__ = function.__name__
     return wrapper
+
+
+def events_csv(rows: Iterable[dict[str, Any]]) -> str:
+    """An event table (:data:`sim.collective.results.EVENT_COLUMNS`) as CSV text, for a download."""
+    import csv
+    import io
+
+    from sim.collective.results import EVENT_COLUMNS
+
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=EVENT_COLUMNS, extrasaction="ignore")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
