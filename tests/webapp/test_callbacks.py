@@ -185,7 +185,6 @@ def ddp_values(**changes: str) -> list[str]:
 
 
 def test_ddp_validate_and_simulate():
-    from webapp import ddp_model
 
     data, *messages, search = ddp.validate(None, *ddp_values())
     assert data is not None and not any(messages) and search == ""
