@@ -196,7 +196,7 @@ def test_bad_inputs_show_messages_and_other_panels_keep_working(app_page: Page, 
     shot("bad-input", docs=True, full_page=False)
     type_into(app_page, "ranks", "8")
     type_into(app_page, "bandwidth", "0")
-    expect(app_page.locator("#coll-bandwidth-error")).to_contain_text("bandwidth: must be a positive rate")
+    expect(app_page.locator("#coll-bandwidth-error")).to_contain_text("bandwidth: must be a positive, finite rate")
     expect(app_page.locator("#coll-ranks-error")).to_be_empty()
     type_into(app_page, "bandwidth", "25GB/s")
     choose(app_page, "coll-algorithm", "recursive doubling")
