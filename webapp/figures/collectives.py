@@ -88,28 +88,7 @@ def crossover_figure(
     figure = base_figure("Algorithm crossover over message size", 400)
     algorithms = list(dict.fromkeys(row["algorithm"] for row in rows))
     for index, name in enumerate(algorithms):
-        mine = [row for row in points if row["algorithm"] == name]
-        if not mine:
-            why = next((row["why"] for row in rows if row["algorithm"] == name and row["why"]), "")
-            figure.add_trace(
-                go.Scatter(
-                    x=[None], y=[None], name=f"{name} (n/a)", mode="lines", line={"color": "#ccc"}, hovertext=why, visible="legendonly"
-                )
-            )
-            continue
-        figure.add_trace(
-            go.Scatter(
-                x=[row["size_bytes"] for row in mine],
-                y=[row["time_s"] * factor for row in mine],
-                mode="lines+markers",
-                name=f"{name}" + (" (current)" if name == algorithm else ""),
-                line={"color": PALETTE[index % len(PALETTE)], "width": 3.5 if name == algorithm else 1.8},
-                hovertemplate=[
-                    f"{name}: {format_time(row['time_s'])} at {format_size(row['size_bytes'])} ({_how(row['method'])})<extra></extra>"
-                    for row in mine
-                ],
-            )
-        )
+        figure.add_trace(_algorithm_trace(name, rows, points, factor, PALETTE[index % len(PALETTE)], name == algorithm))
     if nccl:
         figure.add_trace(
             go.Scatter(
@@ -134,6 +113,42 @@ def crossover_figure(
     )
     if size_bytes:
         figure.add_vline(x=size_bytes, line={"dash": "dot", "color": "#888"})
+    _crossover_axes(figure, points, factor, unit)
+    beyond = sorted({row["algorithm"] for row in rows if row["why"] == "too large to simulate here"}, key=algorithms.index)
+    if beyond:  # said where the points are missing, and where to get them
+        figure.add_annotation(
+            text=f"not simulated here (too many messages): some sizes of {', '.join(beyond)}; `collsim sim crossover` draws more",
+            x=1, y=1.02, xref="paper", yref="paper", xanchor="right", yanchor="bottom", showarrow=False, font={"size": 11, "color": "#a00"},
+        )  # fmt: skip
+    figure.update_layout(meta={"beyond_budget": beyond})
+    return figure
+
+
+def _algorithm_trace(
+    name: str, rows: Sequence[dict[str, Any]], points: list[dict[str, Any]], factor: float, colour: str, current: bool
+) -> go.Scatter:
+    """One algorithm's curve over size; an algorithm that cannot run is a greyed legend entry saying why."""
+    mine = [row for row in points if row["algorithm"] == name]
+    if not mine:
+        why = next((row["why"] for row in rows if row["algorithm"] == name and row["why"]), "")
+        return go.Scatter(
+            x=[None], y=[None], name=f"{name} (n/a)", mode="lines", line={"color": "#ccc"}, hovertext=why, visible="legendonly"
+        )
+    return go.Scatter(
+        x=[row["size_bytes"] for row in mine],
+        y=[row["time_s"] * factor for row in mine],
+        mode="lines+markers",
+        name=f"{name}" + (" (current)" if current else ""),
+        line={"color": colour, "width": 3.5 if current else 1.8},
+        hovertemplate=[
+            f"{name}: {format_time(row['time_s'])} at {format_size(row['size_bytes'])} ({_how(row['method'])})<extra></extra>"
+            for row in mine
+        ],
+    )
+
+
+def _crossover_axes(figure: go.Figure, points: list[dict[str, Any]], factor: float, unit: str) -> None:
+    """Log-log axes in the inputs' byte units, and the strip of fastest markers under them."""
     sizes = [row["size_bytes"] for row in points]
     figure.update_xaxes(type="log", title="message size", **byte_axis(min(sizes), max(sizes)))
     # a label per power of ten, written out (Plotly's default labels the 2s and 5s between them
@@ -144,14 +159,6 @@ def crossover_figure(
     figure.update_yaxes(type="log", title=f"time ({unit})", domain=[0.12, 1.0], **ticks)
     figure.update_layout(yaxis2={"domain": [0, 0.06], "visible": False, "range": [-1, 1]}, legend={"title": {"text": "algorithm"}})
     figure.add_annotation(text="fastest:", x=0, y=0.03, xref="paper", yref="paper", xanchor="right", showarrow=False, font={"size": 11})
-    beyond = sorted({row["algorithm"] for row in rows if row["why"] == "too large to simulate here"}, key=algorithms.index)
-    if beyond:  # said where the points are missing, and where to get them
-        figure.add_annotation(
-            text=f"not simulated here (too many messages): some sizes of {', '.join(beyond)}; `collsim sim crossover` draws more",
-            x=1, y=1.02, xref="paper", yref="paper", xanchor="right", yanchor="bottom", showarrow=False, font={"size": 11, "color": "#a00"},
-        )  # fmt: skip
-    figure.update_layout(meta={"beyond_budget": beyond})
-    return figure
 
 
 def winners(rows: Iterable[dict[str, Any]]) -> dict[int, str]:
@@ -189,91 +196,63 @@ def topology_figure(player: dict[str, Any], position: int) -> go.Figure:
     title = f"Topology ({layout['name']}): " + (step_title(player, position) if step is not None else "before the first message")
     figure = base_figure(title, 440)
     for highlighted in (False, True):
-        xs: list[float | None] = []
-        ys: list[float | None] = []
-        for u, v in layout["edges"]:
-            if ((u, v) in busy_links) == highlighted:
-                xs += [where[u][0], where[v][0], None]
-                ys += [where[u][1], where[v][1], None]
-        figure.add_trace(
-            go.Scatter(
-                x=xs,
-                y=ys,
-                mode="lines",
-                line={"color": FLIGHT_COLOR if highlighted else "#ccc", "width": 3 if highlighted else 1},
-                hoverinfo="skip",
-                showlegend=False,
-                name="links in use" if highlighted else "links",
-            )
-        )
+        figure.add_trace(_links(layout["edges"], where, busy_links, highlighted))
     busy = {m[0] for m in messages} | {m[1] for m in messages}
     ranks = [node for node in layout["nodes"] if node["rank"] is not None]
     others = [node for node in layout["nodes"] if node["rank"] is None]
     figure.add_trace(
         go.Scatter(
-            x=[n["x"] for n in others],
-            y=[n["y"] for n in others],
-            mode="markers+text",
-            marker={"symbol": "square", "size": 16, "color": SWITCH_COLOR},
-            text=[n["id"] for n in others],
-            textposition="bottom center",
-            hoverinfo="text",
-            showlegend=False,
-            name="switches",
+            x=[n["x"] for n in others], y=[n["y"] for n in others], mode="markers+text",
+            marker={"symbol": "square", "size": 16, "color": SWITCH_COLOR}, text=[n["id"] for n in others],
+            textposition="bottom center", hoverinfo="text", showlegend=False, name="switches",
         )
-    )
+    )  # fmt: skip
     label = len(ranks) <= 32
-    figure.add_trace(
-        go.Scatter(
-            x=[n["x"] for n in ranks],
-            y=[n["y"] for n in ranks],
-            mode="markers+text" if label else "markers",
-            marker={
-                "size": 26 if label else 12,
-                "color": RANK_COLOR,
-                "line": {
-                    "width": [4 if n["rank"] in busy else 1 for n in ranks],
-                    "color": [FLIGHT_COLOR if n["rank"] in busy else "white" for n in ranks],
-                },
-            },
-            text=[str(n["rank"]) for n in ranks],
-            textfont={"color": "white", "size": 12},
-            hovertext=[f"rank {n['rank']}" for n in ranks],
-            hoverinfo="text",
-            showlegend=False,
-            name="ranks",
-        )
-    )
-    standoff = 13 if label else 7
-    arrows = [
-        {
-            "x": where[str(dst)][0],
-            "y": where[str(dst)][1],
-            "ax": where[str(src)][0],
-            "ay": where[str(src)][1],
-            "xref": "x",
-            "yref": "y",
-            "axref": "x",
-            "ayref": "y",
-            "showarrow": True,
-            "arrowhead": 3,
-            "arrowsize": 1.2,
-            "arrowwidth": 2,
-            "arrowcolor": FLIGHT_COLOR,
-            "standoff": standoff,
-            "startstandoff": standoff,
-            "opacity": 0.8,
-            "text": "",
-        }
-        for src, dst, *_ in messages[:256]
-    ]
-    figure.update_layout(annotations=arrows)
+    figure.add_trace(_rank_markers(ranks, busy, label))
+    figure.update_layout(annotations=[_arrow(where, src, dst, 13 if label else 7) for src, dst, *_ in messages[:256]])
     if messages:
         figure.add_trace(_arrow_labels(messages[:256], where, label_text=len(messages) <= 32))
     figure.update_xaxes(visible=False, scaleanchor="y", scaleratio=1)
     figure.update_yaxes(visible=False)
     figure.update_layout(margin={"l": 10, "r": 10, "t": 48, "b": 10}, meta={"step": step, "in_flight": len(messages)})
     return figure
+
+
+def _links(edges: list, where: dict[str, tuple[float, float]], busy_links: set, highlighted: bool) -> go.Scatter:
+    """The links in use (red, thick) or the others (grey), as one line trace broken at each link."""
+    xs: list[float | None] = []
+    ys: list[float | None] = []
+    for u, v in edges:
+        if ((u, v) in busy_links) == highlighted:
+            xs += [where[u][0], where[v][0], None]
+            ys += [where[u][1], where[v][1], None]
+    line = {"color": FLIGHT_COLOR if highlighted else "#ccc", "width": 3 if highlighted else 1}
+    return go.Scatter(
+        x=xs, y=ys, mode="lines", line=line, hoverinfo="skip", showlegend=False, name="links in use" if highlighted else "links"
+    )
+
+
+def _rank_markers(ranks: list[dict[str, Any]], busy: set, label: bool) -> go.Scatter:
+    """The ranks, numbered when there are few, outlined in red while they send or receive."""
+    outline = {
+        "width": [4 if n["rank"] in busy else 1 for n in ranks],
+        "color": [FLIGHT_COLOR if n["rank"] in busy else "white" for n in ranks],
+    }
+    return go.Scatter(
+        x=[n["x"] for n in ranks], y=[n["y"] for n in ranks], mode="markers+text" if label else "markers",
+        marker={"size": 26 if label else 12, "color": RANK_COLOR, "line": outline}, text=[str(n["rank"]) for n in ranks],
+        textfont={"color": "white", "size": 12}, hovertext=[f"rank {n['rank']}" for n in ranks], hoverinfo="text",
+        showlegend=False, name="ranks",
+    )  # fmt: skip
+
+
+def _arrow(where: dict[str, tuple[float, float]], src: int, dst: int, standoff: int) -> dict[str, Any]:
+    """An arrow annotation from sender to receiver, stopping short of both markers."""
+    return {
+        "x": where[str(dst)][0], "y": where[str(dst)][1], "ax": where[str(src)][0], "ay": where[str(src)][1],
+        "xref": "x", "yref": "y", "axref": "x", "ayref": "y", "showarrow": True, "arrowhead": 3, "arrowsize": 1.2,
+        "arrowwidth": 2, "arrowcolor": FLIGHT_COLOR, "standoff": standoff, "startstandoff": standoff, "opacity": 0.8, "text": "",
+    }  # fmt: skip
 
 
 def _arrow_labels(messages: list, where: dict[str, tuple[float, float]], label_text: bool) -> go.Scatter:
@@ -337,18 +316,7 @@ def buffer_figure(player: dict[str, Any], position: int) -> go.Figure:
     counts = [[bin(value).count("1") for value in row] for row in cells]
     holders = [[_ranks_in(value) for value in row] for row in cells]
     reduces = player["reduces"]
-    text = [
-        [
-            (f"{count}/{p}" if reduces else (holder[0] if len(holder) == 1 else str(count))) if count else ""
-            for count, holder in zip(crow, hrow)
-        ]
-        for crow, hrow in zip(counts, holders)
-    ]
-    verb = "sum of ranks" if reduces else "data of rank"
-    hover = [
-        [f"rank {r}, cell {c}: " + (f"{verb} {', '.join(holders[r][c])}" if counts[r][c] else "empty") for c in range(len(cells[r]))]
-        for r in range(len(cells))
-    ]
+    text, hover = _cell_words(counts, holders, p, reduces)
     chunks = player["chunks"]
     columns = [f"p{c // chunks}" + (f".{c % chunks}" if chunks > 1 else "") for c in range(len(cells[0]))]
     title = f"Buffers after {step_title(player, index_of(position, frames))}" if frame["step"] >= 0 else "Buffers (inputs)"
@@ -378,17 +346,37 @@ def buffer_figure(player: dict[str, Any], position: int) -> go.Figure:
     index = max(0, min(position, len(frames) - 1))
     changed = _changed_cells(frames[index - 1]["cells"], cells) if index > 0 else []
     if changed:
-        figure.add_trace(
-            go.Scatter(
-                x=[columns[c] for _, c in changed], y=[f"rank {r}" for r, _ in changed], mode="markers",
-                marker={"symbol": "square-open", "size": max(10, min(26, 300 // max(len(columns), p))), "color": FLIGHT_COLOR,
-                        "line": {"width": 2.5}},
-                hovertext=[f"rank {r}, {columns[c]}: changed in this step" for r, c in changed], hoverinfo="text",
-                showlegend=False, name="changed in this step",
-            )
-        )  # fmt: skip
+        figure.add_trace(_changed_outlines(changed, columns, p))
     figure.update_layout(meta={"step": frame["step"], "full_cells": full, "changed_cells": len(changed)})
     return figure
+
+
+def _cell_words(counts: list[list[int]], holders: list[list[list[str]]], ranks: int, reduces: bool) -> tuple[list, list]:
+    """Each cell's label (3/8: a partial sum of 3 ranks; or whose data it holds) and its hover."""
+    text = [
+        [
+            (f"{count}/{ranks}" if reduces else (holder[0] if len(holder) == 1 else str(count))) if count else ""
+            for count, holder in zip(crow, hrow)
+        ]
+        for crow, hrow in zip(counts, holders)
+    ]
+    verb = "sum of ranks" if reduces else "data of rank"
+    hover = [
+        [f"rank {r}, cell {c}: " + (f"{verb} {', '.join(holders[r][c])}" if counts[r][c] else "empty") for c in range(len(counts[r]))]
+        for r in range(len(counts))
+    ]
+    return text, hover
+
+
+def _changed_outlines(changed: list[tuple[int, int]], columns: list[str], ranks: int) -> go.Scatter:
+    """Red outlines around the cells that changed in this step."""
+    return go.Scatter(
+        x=[columns[c] for _, c in changed], y=[f"rank {r}" for r, _ in changed], mode="markers",
+        marker={"symbol": "square-open", "size": max(10, min(26, 300 // max(len(columns), ranks))), "color": FLIGHT_COLOR,
+                "line": {"width": 2.5}},
+        hovertext=[f"rank {r}, {columns[c]}: changed in this step" for r, c in changed], hoverinfo="text",
+        showlegend=False, name="changed in this step",
+    )  # fmt: skip
 
 
 def index_of(position: int, frames: list) -> int:

@@ -144,43 +144,9 @@ def gantt_figure(
         cut_note = "; ".join(filter(None, [cut_note, f"{len(rows):,} bars drawn in {RASTER_BINS} time bins"]))
     else:
         width_px = max(2.0, min(14.0, 0.7 * (height - 90) / len(lanes)))
-        for kind in sorted(set(row_kinds.tolist())):
-            thickness = width_px * (1.0 if kind == "send" else 0.45)
-            for colour_bin in np.unique(bins):
-                mask = (row_kinds == kind) & (bins == colour_bin)
-                if mask.any():
-                    colour = _colour(low + (colour_bin + 0.5) * (high - low) / COLOR_BINS, low, high)
-                    traces.append(_segments(table[mask], lane_numbers[mask], kind, colour, thickness))
-            mask = row_kinds == kind
-            traces.append(_bar_hover(table[mask], lane_numbers[mask], kind, thickness, unit))
-    traces.append(
-        go.Scatter(
-            x=[None],
-            y=[None],
-            mode="markers",
-            showlegend=False,
-            hoverinfo="skip",
-            marker={
-                "color": [low],
-                "cmin": low,
-                "cmax": high if high > low else low + 1,
-                "colorscale": "Viridis",
-                "showscale": True,
-                "colorbar": {"title": {"text": color_by}, "thickness": 12, **_integer_ticks(low, high)},
-            },
-        )
-    )
-    shown = range(0, len(lanes), math.ceil(len(lanes) / MAX_LANE_LABELS))  # every lane's label costs the browser
-    raster = len(rows) > SEGMENT_BARS  # the heatmap's lanes are categories (hover names them)
-    yaxis = {
-        "tickvals": [lane_texts[i] if raster else i for i in shown],
-        "ticktext": [lane_texts[i] for i in shown],
-        "range": [len(lanes) - 0.5, -0.5],
-        "type": "category" if raster else "linear",
-        "title": None,
-        "showgrid": False,
-        "zeroline": False,
-    }
+        traces += _segment_traces(table, lane_numbers, row_kinds, bins, (low, high), width_px, unit)
+    traces.append(_colour_bar(low, high, color_by))
+    yaxis = _lane_axis(lane_texts, raster=len(rows) > SEGMENT_BARS)
     annotations = []
     if cut_note:
         annotations.append(
@@ -197,6 +163,53 @@ def gantt_figure(
         annotations=annotations,
     )
     return go.Figure(data=traces, layout=layout, _validate=False)
+
+
+def _segment_traces(
+    table: np.ndarray, lanes: np.ndarray, kinds: np.ndarray, bins: np.ndarray, span: tuple[float, float], width_px: float, unit: str
+) -> list[go.Scatter]:
+    """Per kind, one line trace per colour bin (the bars) and one hover trace (their middles)."""
+    low, high = span
+    traces = []
+    for kind in sorted(set(kinds.tolist())):
+        thickness = width_px * (1.0 if kind == "send" else 0.45)
+        for colour_bin in np.unique(bins):
+            mask = (kinds == kind) & (bins == colour_bin)
+            if mask.any():
+                colour = _colour(low + (colour_bin + 0.5) * (high - low) / COLOR_BINS, low, high)
+                traces.append(_segments(table[mask], lanes[mask], kind, colour, thickness))
+        mask = kinds == kind
+        traces.append(_bar_hover(table[mask], lanes[mask], kind, thickness, unit))
+    return traces
+
+
+def _colour_bar(low: float, high: float, color_by: str) -> go.Scatter:
+    """An invisible trace that carries the colour bar (whole-number ticks)."""
+    bar = {"title": {"text": color_by}, "thickness": 12, **_integer_ticks(low, high)}
+    marker = {
+        "color": [low],
+        "cmin": low,
+        "cmax": high if high > low else low + 1,
+        "colorscale": "Viridis",
+        "showscale": True,
+        "colorbar": bar,
+    }
+    return go.Scatter(x=[None], y=[None], mode="markers", showlegend=False, hoverinfo="skip", marker=marker)
+
+
+def _lane_axis(lane_texts: list[str], raster: bool) -> dict[str, Any]:
+    """Lanes top to bottom, at most ``MAX_LANE_LABELS`` labelled (every lane's label costs the
+    browser); a raster's lanes are categories (its hover names them)."""
+    shown = range(0, len(lane_texts), math.ceil(len(lane_texts) / MAX_LANE_LABELS))
+    return {
+        "tickvals": [lane_texts[i] if raster else i for i in shown],
+        "ticktext": [lane_texts[i] for i in shown],
+        "range": [len(lane_texts) - 0.5, -0.5],
+        "type": "category" if raster else "linear",
+        "title": None,
+        "showgrid": False,
+        "zeroline": False,
+    }
 
 
 def _integer_ticks(low: float, high: float) -> dict[str, Any]:
