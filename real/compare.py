@@ -118,14 +118,6 @@ def split_file(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
     return split_mapping(load_mapping(path, "compare spec"), Path(path).parent)
 
 
-def compare_mapping(
-    data: dict[str, Any], store: Any, calibration_path: str | None = None, stat: str | None = None, holdout: bool | None = None
-) -> dict[str, Any]:
-    """Compare a comparison mapping (what a file holds; the webapp passes its scenario) with ``store``."""
-    fields, extra = split_mapping(data)
-    return _compare(fields, extra, store, calibration_path, stat, holdout)
-
-
 def compare_file(
     path: str, store: Any, calibration_path: str | None = None, stat: str | None = None, holdout: bool | None = None
 ) -> dict[str, Any]:
