@@ -202,7 +202,8 @@ def parse_form(form: dict[str, Any]) -> tuple[CollectiveScenario | None, dict[st
     try:
         return CollectiveScenario.from_dict(fields), {}
     except CollsimError as error:
-        return None, {error_field(str(error)) or "algorithm": str(error)}
+        named = getattr(error, "field", None)  # the field the error names, where sim says it
+        return None, {(named if named in DEFAULTS else error_field(str(error))) or "algorithm": str(error)}
 
 
 def form_from_query(search: str | None) -> dict[str, str]:
