@@ -22,9 +22,26 @@ from webapp.callbacks import answer, events_csv, guarded
 from webapp.components import graph, number_card
 from webapp.figures import collectives as draw
 from webapp.figures import common
-from webapp.pages.collectives.layout import HARDWARE_FIELDS, TWO_LEVEL_ONLY, _scenario, algorithms_for_op, compare_choices
+from webapp.pages.collectives.layout import HARDWARE_FIELDS, TWO_LEVEL_ONLY, algorithms_for_op, compare_choices, scenario_of
 
-__all__ = ["HARDWARE_FIELDS", "algorithms_for_op", "compare_choices", "register"]
+__all__ = [
+    "PANELS",
+    "RUN",
+    "apply_hardware",
+    "cancelled",
+    "compare_panel",
+    "compare_update",
+    "crossover_panel",
+    "download",
+    "panels",
+    "register",
+    "show_step",
+    "simulate",
+    "simulate_in_background",
+    "tick",
+    "toggle_play",
+    "validate",
+]
 
 PANELS = {  # what a run draws: the simulation callback's outputs (and the background run's)
     "notice": (ids.COLL_NOTICE, "children"),
@@ -102,7 +119,7 @@ def simulate(data: dict | None, color_by: str, background: bool = True, position
     if not data:
         return answer(RUN, notice="Fix the highlighted inputs; the figures show the last valid scenario.")
     try:
-        scenario = _scenario(data)
+        scenario = scenario_of(data)
         work = explore.work(scenario)
         if background and model.MAX_SIM_MESSAGES < work.cost <= model.BACKGROUND_MAX_MESSAGES:
             notice = (
@@ -164,7 +181,7 @@ def simulate_in_background(set_progress: Any, job: dict | None) -> dict[str, Any
     new scenario or a new job kill that process."""
     if not job:
         raise PreventUpdate
-    scenario = _scenario(job["scenario"])
+    scenario = scenario_of(job["scenario"])
 
     def report(fraction: float, text: str) -> None:
         set_progress((str(round(100 * fraction)), f"{100 * fraction:.0f}% ({text})"))
@@ -211,7 +228,7 @@ def crossover_panel(data: dict | None) -> Any:
     if not data:
         return no_update
     try:
-        scenario = _scenario(data)
+        scenario = scenario_of(data)
         rows = helper.crossover(scenario)
     except CollsimError as error:
         return common.note_figure(str(error), "Algorithm crossover")
@@ -226,7 +243,7 @@ def compare_panel(value: str | None, compare_field: str | None, data: dict | Non
     if not value:
         return {"note": "", "style": {"display": "none"}}
     name = compare_field or "algorithm"
-    a = _scenario(data)
+    a = scenario_of(data)
     b = a.replace(**{name: value})
     for s in (a, b):
         if model.estimate_cost(s) > model.MAX_SIM_MESSAGES:
@@ -266,7 +283,7 @@ def download(trigger: str | None, data: dict | None) -> dict[str, Any]:
         return {"file": no_update, "error": ""}
     if not data:
         return {"file": None, "error": "fix the scenario first"}
-    scenario = _scenario(data)
+    scenario = scenario_of(data)
     stem = f"{scenario.op}-{scenario.algorithm}-p{scenario.ranks}"
     if trigger == ids.COLL_DL_YAML:
         return {"file": {"content": scenario.to_yaml(), "filename": f"{stem}.yaml", "type": "application/yaml"}, "error": ""}

@@ -16,6 +16,8 @@ from webapp import collective as model
 from webapp import ids, urlstate
 from webapp.components import field, graph, hardware_dropdown
 
+__all__ = ["HARDWARE_FIELDS", "TWO_LEVEL_ONLY", "VIEW_DEFAULTS", "algorithms_for_op", "compare_choices", "layout", "scenario_of"]
+
 LABELS = {
     "hardware": ("Hardware", "a preset fills ranks, topology and links (collsim hardware list)"),
     "op": ("Operation", "the collective to run"),
@@ -249,7 +251,8 @@ def algorithms_for_op(op: str, current: str | None) -> tuple[list[dict[str, str]
     return options, current if current in names else (names[0] if names else None)
 
 
-def _scenario(data: dict | None) -> CollectiveScenario | None:
+def scenario_of(data: dict | None) -> CollectiveScenario | None:
+    """The scenario store's data as a scenario (None when the form is invalid)."""
     return None if not data else CollectiveScenario.from_dict(data)
 
 
@@ -257,7 +260,7 @@ def compare_choices(compare_field: str | None, data: dict | None, current: str |
     """The values the second column may take (all but the scenario's own); keeps the current one."""
     if not data:
         raise PreventUpdate
-    s = _scenario(data)
+    s = scenario_of(data)
     if compare_field == "topology":
         values = [name for name in TOPOLOGIES if name != s.topology]
     elif compare_field == "sharing":
