@@ -15,12 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from sim.collective import explore
-from sim.errors import CollsimError
 from sim.algorithms.registry import algorithms_for, ops
+from sim.collective import explore
 from sim.collective.analytic import busbw_factor
 from sim.collective.results import CollectiveResult, link_name
 from sim.collective.runner import build_topology, start_collective
+from sim.errors import CollsimError
 from sim.network.layout import node_positions
 from sim.scenario import CollectiveScenario
 from sim.units import format_size

@@ -14,8 +14,9 @@ from sim.errors import CollsimError
 from sim.units import format_size, format_time
 from webapp import ddp_model as model
 from webapp import figures, ids
+from webapp.callbacks import guarded as _guarded
+from webapp.callbacks import written as _written
 from webapp.components import field, graph, hardware_dropdown, number_card
-from webapp.callbacks import guarded as _guarded, written as _written
 
 PATH = "/ddp"
 NAME = "ddp"
