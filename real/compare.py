@@ -57,9 +57,9 @@ COMPARE_KEYS = ("sizes", "backend", "device", "source", "calibration", "stat", "
 def measured_point(rows: list[dict[str, Any]], stat: str = "mean") -> dict[str, Any]:
     """Statistic per launch, median over launches, and the spread to judge an error against."""
     from real.bench import percentile
-    from real.fit import _value
+    from real.fit import row_time
 
-    per_launch = [value for value in (_value(row, stat) for row in rows) if value is not None]
+    per_launch = [value for value in (row_time(row, stat) for row in rows) if value is not None]
     if not per_launch:
         raise CollsimError(f"no {stat} values among {len(rows)} measured row(s)")
     value = statistics.median(per_launch)
@@ -116,14 +116,6 @@ def _check_keys(fields: dict[str, Any], kind: Any) -> None:
 def split_file(path: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """(scenario fields, comparison keys) of a comparison file."""
     return split_mapping(load_mapping(path, "compare spec"), Path(path).parent)
-
-
-def compare_mapping(
-    data: dict[str, Any], store: Any, calibration_path: str | None = None, stat: str | None = None, holdout: bool | None = None
-) -> dict[str, Any]:
-    """Compare a comparison mapping (what a file holds; the webapp passes its scenario) with ``store``."""
-    fields, extra = split_mapping(data)
-    return _compare(fields, extra, store, calibration_path, stat, holdout)
 
 
 def compare_file(

@@ -118,15 +118,17 @@ def solve_ow(sizes: np.ndarray, times: np.ndarray) -> tuple[float, float]:
 def _points(rows: list[dict[str, Any]], stat: str) -> tuple[np.ndarray, np.ndarray, list[dict[str, Any]]]:
     if stat not in STATS:
         raise CollsimError(f"--stat: unknown {stat!r}; allowed: {', '.join(STATS)}")
-    used = [row for row in rows if row.get("size_bytes") and _value(row, stat) is not None]
+    used = [row for row in rows if row.get("size_bytes") and row_time(row, stat) is not None]
     if len({row["size_bytes"] for row in used}) < 2:
         raise CollsimError(f"fit: need measurements at 2 or more sizes > 0 with a {stat} time, got {len(used)} point(s)")
     sizes = np.array([row["size_bytes"] for row in used], dtype=float)
-    times = np.array([_value(row, stat) for row in used], dtype=float)
+    times = np.array([row_time(row, stat) for row in used], dtype=float)
     return sizes, times, used
 
 
-def _value(row: dict[str, Any], stat: str) -> float | None:
+def row_time(row: dict[str, Any], stat: str) -> float | None:
+    """A measured row's time as the statistic ``stat`` (from its raw iteration times when it has
+    them, else from its summary column); None when the row lacks that statistic."""
     times = row.get("times_s")
     if times:
         return float(_statistic(np.asarray(times, dtype=float), stat))

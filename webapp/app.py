@@ -1,9 +1,12 @@
 """The Dash app and its shell: a navigation bar, the URL, and the page container.
 
-Routing: a page may write its scenario into the query string (``?ranks=16&size=1MiB``) without
-being rebuilt; the query is read when the page is built, which is what makes reload, shared
-links and Back/Forward restore the view. A query the page wrote itself stops in the browser
-(:data:`ROUTE_GATE_JS`), so an input change sends the server no routing request.
+Pages are registered with Dash Pages (``dash.register_page``: path, name, order, layout) and the
+shell's links and routing read ``dash.page_registry``. Routing: a page may write its scenario
+into the query string (``?ranks=16&size=1MiB``) without being rebuilt; the query is read when the
+page is built, which is what makes reload, shared links and Back/Forward restore the view. A query
+the page wrote itself stops in the browser (``collsim.routeGate`` in assets/collsim.js), so an
+input change sends the server no routing request. Dash's own page router rebuilds the page on
+every change of the query, so the shell routes from the registry itself, behind that gate.
 """
 
 from __future__ import annotations
@@ -17,17 +20,32 @@ from typing import Any
 
 import dash
 import plotly.io as pio
-from dash import Input, Output, State, dcc, html
+from dash import ClientsideFunction, Input, Output, State, dcc, html
 from dash.exceptions import PreventUpdate
 
-from webapp import collective, ids
+from webapp import helper, ids
 from webapp.pages import collectives, compare, ddp
 
-PAGES = (collectives, ddp, compare)  # each: PATH, TITLE, layout(search), register(app)
+PAGES = (collectives, ddp, compare)  # each: PATH, NAME, TITLE, layout(search), register(app)
+
+
+def registered() -> list[dict[str, Any]]:
+    """This app's pages in the Dash Pages registry, in navigation order."""
+    names = {page.__name__ for page in PAGES}
+    return sorted((entry for entry in dash.page_registry.values() if entry["module"] in names), key=lambda entry: entry["order"])
+
+
+def register_pages(app: dash.Dash) -> None:
+    """Each page into the Dash Pages registry, and its callbacks onto ``app``."""
+    for order, page in enumerate(PAGES):
+        dash.register_page(
+            page.__name__, path=page.PATH, name=page.TITLE, title=app.title, order=order, layout=page.layout, nav_id=ids.nav_id(page.NAME)
+        )
+        page.register(app)
 
 
 def shell() -> html.Div:
-    links = [dcc.Link(page.TITLE, href=page.PATH, className="nav-link", id=f"nav-{page.NAME}") for page in PAGES]
+    links = [dcc.Link(entry["name"], href=entry["path"], className="nav-link", id=entry["nav_id"]) for entry in registered()]
     return html.Div(
         [
             dcc.Location(id=ids.URL, refresh=False),
@@ -42,21 +60,8 @@ def shell() -> html.Div:
     )
 
 
-# The routing gate, in the browser: a query the page wrote itself (every input change writes one)
-# asks the server nothing; a new path, or a query from Back/Forward or the address bar, becomes a
-# route request (with a time, so the same request twice still builds the page again).
-ROUTE_GATE_JS = """
-function(pathname, search, written) {
-    const triggered = (dash_clientside.callback_context.triggered || []).map(t => t.prop_id);
-    const searchOnly = triggered.length > 0 && triggered.every(id => id.endsWith('.search'));
-    if (searchOnly && (search || '') === (written || '')) { return window.dash_clientside.no_update; }
-    return {pathname: pathname, search: search || '', at: Date.now()};
-}
-"""
-
-
 def on_route_request(request: dict | None) -> object:
-    """The routing callback behind the browser's gate (:data:`ROUTE_GATE_JS`)."""
+    """The routing callback behind the browser's gate (``collsim.routeGate``)."""
     if not request:
         raise PreventUpdate
     return route(request.get("pathname"), request.get("search"))
@@ -78,11 +83,12 @@ def route(pathname: str | None, search: str | None, written: str | None = None, 
 
 def _route(pathname: str | None, search: str | None) -> object:
     path = (pathname or "/").rstrip("/") or "/"
-    for page in PAGES:
-        if path == page.PATH.rstrip("/") or (path == "/" and page.PATH == "/"):
-            return page.layout(search or "")
+    pages = registered()
+    for entry in pages:
+        if path == (entry["path"].rstrip("/") or "/"):
+            return entry["layout"](search or "")
     return html.Div(
-        [html.H2("Page not found"), html.P(f"No page at {path}."), html.Ul([html.Li(dcc.Link(p.TITLE, href=p.PATH)) for p in PAGES])],
+        [html.H2("Page not found"), html.P(f"No page at {path}."), html.Ul([html.Li(dcc.Link(e["name"], href=e["path"])) for e in pages])],
         className="card",
     )
 
@@ -135,7 +141,7 @@ def create_app(db_path: str | None = None, background: bool = True) -> dash.Dash
     # Dash writes responses through plotly's JSON encoder, which takes orjson when installed; for
     # these figures its cleaning pass is slower (8-rank update 7 -> 13 ms, 64 ranks 16 -> 40 ms)
     pio.json.config.default_engine = "json"
-    collective.start_helper()  # the crossover's own process, warming up while the app is built
+    helper.start_helper()  # the crossover's own process, warming up while the app is built
     app = App(
         __name__,
         title="collsim explorer",
@@ -143,18 +149,19 @@ def create_app(db_path: str | None = None, background: bool = True) -> dash.Dash
         suppress_callback_exceptions=True,
         update_title=None,
         background_callback_manager=manager,
+        use_pages=True,
+        pages_folder="",  # the pages register themselves (register_pages), no folder is scanned
     )
     app._background_manager = manager  # the pages' background callbacks run through it
     app.server.config["COLLSIM_DB"] = db_path
+    register_pages(app)
     app.layout = shell()
     app.clientside_callback(
-        ROUTE_GATE_JS,
+        ClientsideFunction("collsim", "routeGate"),
         Output(ids.ROUTE_REQUEST, "data"),
         Input(ids.URL, "pathname"),
         Input(ids.URL, "search"),
         State(ids.URL_WRITTEN, "data"),
     )
     app.callback(Output(ids.PAGE, "children"), Input(ids.ROUTE_REQUEST, "data"))(on_route_request)
-    for page in PAGES:
-        page.register(app)
     return app

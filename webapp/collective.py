@@ -6,29 +6,23 @@ call them directly. Nothing is cached between calls: every request carries its o
 
 from __future__ import annotations
 
-import atexit
 import logging
 import math
-import multiprocessing
-import os
-import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from sim.collective import explore, narrative
-from sim.errors import CollsimError
 from sim.algorithms.registry import algorithms_for, ops
+from sim.collective import explore, narrative
+from sim.collective.analytic import busbw_factor
 from sim.collective.results import CollectiveResult, link_name
 from sim.collective.runner import build_topology, start_collective
+from sim.errors import CollsimError
+from sim.network.layout import node_positions
 from sim.scenario import CollectiveScenario
-from sim.units import parse_bandwidth, parse_size, parse_time
 from webapp import urlstate
 
 log = logging.getLogger(__name__)
@@ -105,28 +99,22 @@ def error_field(message: str) -> str:
     return ""
 
 
+# A field checked alone, on this valid scenario: the scenario's own parser and checks give the
+# message, and each box gets its own even when several are wrong (the whole form is checked after).
+_ALONE_BASE = {"op": "all_reduce", "algorithm": "ring", "ranks": "8", "size": "64MiB", "latency": "5us", "bandwidth": "25GB/s"}
+_CHECKED_ALONE = ("ranks", "size", "latency", "bandwidth", "reduce_bandwidth", "intra_latency", "intra_bandwidth", "chunks", "overhead", "eager_limit")
+
+
 def _check_field(name: str, text: str) -> None:
-    """Field-level checks, so each box gets its own message even when several are wrong."""
+    """Field-level checks: required boxes, the explorer's rank range, and the scenario's own
+    validation of the field alone (:data:`_CHECKED_ALONE`)."""
     text = (text or "").strip()
     if name in REQUIRED and not text:
         raise CollsimError(f"{name}: required; {REQUIRED[name]}")
-    if name in ("ranks", "chunks") or (name == "gpus_per_node" and text):
-        if not text.isdigit():
-            raise CollsimError(f"{name}: expected a whole number, got {text!r}")
-        if name == "ranks" and not MIN_RANKS <= int(text) <= MAX_RANKS:
-            raise CollsimError(f"ranks: the explorer takes {MIN_RANKS} to {MAX_RANKS} ranks, got {text}")
-        if int(text) < 1:
-            raise CollsimError(f"{name}: must be at least 1, got {text}")
-    elif name == "size":
-        parse_size(text, "size")
-    elif name in ("bandwidth", "reduce_bandwidth", "intra_bandwidth") and (text or name == "bandwidth"):
-        if parse_bandwidth(text, name) <= 0:
-            raise CollsimError(f"{name}: must be a positive rate such as 25GB/s, got {text!r}")
-    elif name == "eager_limit" and text:
-        parse_size(text, "eager_limit")
-    elif name in ("latency", "overhead", "intra_latency") and text:
-        if parse_time(text, name) < 0:
-            raise CollsimError(f"{name}: must be a time >= 0 such as 5us, got {text!r}")
+    if name == "ranks" and text.isdigit() and not MIN_RANKS <= int(text) <= MAX_RANKS:
+        raise CollsimError(f"ranks: the explorer takes {MIN_RANKS} to {MAX_RANKS} ranks, got {text}")
+    if name in _CHECKED_ALONE and text:
+        CollectiveScenario.from_dict({**_ALONE_BASE, name: text})
 
 
 def scenario_fields(form: dict[str, Any]) -> dict[str, Any]:
@@ -174,10 +162,8 @@ def hardware_form(name: str | None, ranks: str | None) -> dict[str, str] | None:
 
 
 def hardware_options() -> list[str]:
-    try:
-        from sim.hardware.presets import list_presets
-    except ImportError:  # an older sim without presets: no picker choices
-        return []
+    from sim.hardware.presets import list_presets
+
     return list_presets()
 
 
@@ -215,7 +201,8 @@ def parse_form(form: dict[str, Any]) -> tuple[CollectiveScenario | None, dict[st
     try:
         return CollectiveScenario.from_dict(fields), {}
     except CollsimError as error:
-        return None, {error_field(str(error)) or "algorithm": str(error)}
+        named = getattr(error, "field", None)  # the field the error names, where sim says it
+        return None, {(named if named in DEFAULTS else error_field(str(error))) or "algorithm": str(error)}
 
 
 def form_from_query(search: str | None) -> dict[str, str]:
@@ -328,38 +315,23 @@ def run_with_progress(scenario: CollectiveScenario, report: Callable[[float, str
     return Outcome(scenario, "simulated", result, closed.time_s, "", breakdown, closed.exact, closed.note)
 
 
-def analytic_time(scenario: CollectiveScenario) -> float | None:
-    """The closed form's time, exact or approximate (None where there is none)."""
-    try:
-        return explore.closed_form(scenario).time_s
-    except (CollsimError, NotImplementedError, KeyError, TypeError, ValueError):
-        return None
-
-
-_HUGE_BANDWIDTH = 1e30  # makes n / bandwidth vanish while the scenario stays valid
+BREAKDOWN_NAMES = {"latency": "alpha (latency)", "bandwidth": "beta (bandwidth)", "reduction": "gamma (reduction)"}
 
 
 def closed_form_breakdown(scenario: CollectiveScenario) -> dict[str, float]:
     """The closed form split into latency (alpha), bandwidth (beta), reduction (gamma) and
-    per-call overhead terms, by evaluating it with the other terms switched off."""
-    s = scenario
-    no_alpha = {"latency_s": 0.0, "intra_latency_s": None if s.intra_latency_s is None else 0.0}
-    no_beta = {"bandwidth_Bps": _HUGE_BANDWIDTH, "intra_bandwidth_Bps": None if s.intra_bandwidth_Bps is None else _HUGE_BANDWIDTH}
-    quiet = {"reduce_bandwidth_Bps": None, "overhead_s": 0.0, "stragglers": (), "jitter_s": 0.0}
-    total = analytic_time(s)
-    alpha = analytic_time(s.replace(**no_beta, **quiet))
-    beta = analytic_time(s.replace(**no_alpha, **quiet))
-    gamma_total = analytic_time(s.replace(**no_alpha, **no_beta, stragglers=(), overhead_s=0.0, jitter_s=0.0))
-    if None in (total, alpha, beta, gamma_total):
+    per-call overhead terms (:func:`sim.collective.explore.decompose` of the closed form); what the
+    three do not explain (overhead, stragglers) is "overhead / other". {} without a closed form."""
+    try:
+        total = explore.closed_form_time(scenario)
+        parts = explore.decompose(scenario, timing=explore.closed_form_time)
+    except (CollsimError, NotImplementedError, KeyError, TypeError, ValueError):
         return {}
-    gamma = gamma_total if s.reduce_bandwidth_Bps else 0.0
-    rest = total - alpha - beta - gamma
-    return {
-        "alpha (latency)": alpha,
-        "beta (bandwidth)": beta,
-        "gamma (reduction)": gamma,
-        "overhead / other": rest if abs(rest) > 1e-15 else 0.0,
-    }
+    if total is None or not parts:
+        return {}
+    split = {label: parts[name] for name, label in BREAKDOWN_NAMES.items()}
+    rest = total - sum(split.values())
+    return {**split, "overhead / other": rest if abs(rest) > 1e-15 else 0.0}
 
 
 def summary_numbers(outcome: Outcome) -> dict[str, Any]:
@@ -384,96 +356,8 @@ def summary_numbers(outcome: Outcome) -> dict[str, Any]:
         numbers["relative_error"] = (result.time_s - outcome.analytic_time_s) / outcome.analytic_time_s
     if time_s:
         numbers["algbw_Bps"] = s.size_bytes / time_s
-        factor = {
-            "all_reduce": 2 * (s.ranks - 1) / s.ranks,
-            "all_gather": (s.ranks - 1) / s.ranks,
-            "reduce_scatter": (s.ranks - 1) / s.ranks,
-        }.get(s.op, 1.0)
-        numbers["busbw_Bps"] = numbers["algbw_Bps"] * factor
+        numbers["busbw_Bps"] = numbers["algbw_Bps"] * busbw_factor(s.op, s.ranks)
     return numbers
-
-
-# --------------------------------------------------------------------------- crossover
-
-
-CROSSOVER_MESSAGES = 30_000  # half the CLI's budget: an uncached crossover answers in ~0.25 s here at 48-256 ranks
-
-
-def crossover(scenario: CollectiveScenario, sizes: tuple[int, ...] = CROSSOVER_SIZES) -> list[dict[str, Any]]:
-    """Every algorithm of the op over message size (:func:`sim.collective.explore.crossover`, cached), on
-    the page's budget: points beyond it say "too large to simulate here" (the CLI draws more).
-
-    With :func:`start_helper` (the served app), a crossover not cached here is computed in a
-    helper process: its CPU then runs on the other core beside the same update's simulation,
-    where a thread would wait for the interpreter lock."""
-    return [dict(row) for row in _crossover(explore.crossover_key(scenario), tuple(sizes))]
-
-
-@lru_cache(maxsize=256)
-def _crossover(key: str, sizes: tuple[int, ...]) -> tuple[dict[str, Any], ...]:
-    """Per network and ranks (:func:`sim.collective.explore.crossover_key`), computed in the helper when
-    one runs, else here."""
-    pool = _helper
-    if pool is not None:
-        try:
-            return pool.submit(_crossover_rows, key, sizes).result(timeout=HELPER_TIMEOUT_S)
-        except (BrokenProcessPool, RuntimeError, TimeoutError):  # the helper died or hangs: compute it here
-            log.warning("crossover helper process unavailable; computing in the server process", exc_info=True)
-            stop_helper()
-    return _crossover_rows(key, sizes)
-
-
-def _crossover_rows(key: str, sizes: tuple[int, ...]) -> tuple[dict[str, Any], ...]:
-    return explore.crossover_of(key, sizes, CROSSOVER_MESSAGES)
-
-
-HELPER_TIMEOUT_S = 120.0
-_helper: ProcessPoolExecutor | None = None
-_helper_lock = threading.Lock()
-
-
-def start_helper() -> None:
-    """Start the crossover's helper process (one per server process; a fresh interpreter, so no
-    lock or thread of the server is copied into it) and warm it on the default scenario, so the
-    first page's crossover does not wait for it to start. Stopped at exit."""
-    global _helper
-    with _helper_lock:
-        if _helper is None:
-            _helper = ProcessPoolExecutor(
-                max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_follow_parent, initargs=(os.getpid(),)
-            )
-            scenario, _ = parse_form(DEFAULTS)
-            if scenario is not None:
-                _helper.submit(_crossover_rows, explore.crossover_key(scenario), CROSSOVER_SIZES)
-            atexit.register(stop_helper)
-
-
-def _follow_parent(parent: int) -> None:
-    """In the helper: exit when the server is gone. A server killed by a signal runs no exit
-    handler, and the helper, which holds both ends of its task pipe, would wait forever."""
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os._exit(0)
-
-    threading.Thread(target=watch, daemon=True, name="collsim-follow-parent").start()
-
-
-def stop_helper() -> None:
-    global _helper
-    with _helper_lock:
-        pool, _helper = _helper, None
-    if pool is not None:
-        pool.shutdown(wait=False, cancel_futures=True)
-
-
-def helper_pid() -> int | None:
-    """The helper process's id (None when none runs): for tests and diagnostics."""
-    pool = _helper
-    if pool is None:
-        return None
-    return pool.submit(os.getpid).result(timeout=HELPER_TIMEOUT_S)
 
 
 # --------------------------------------------------------------------------- player
@@ -484,53 +368,12 @@ def _reduces(op: str) -> bool:
 
 
 def topology_layout(scenario: CollectiveScenario) -> dict[str, Any]:
-    """Node positions and edges of the scenario's topology graph, for drawing."""
+    """Node positions (:func:`sim.network.layout.node_positions`) and edges of the scenario's
+    topology graph, as JSON for drawing."""
     topology = build_topology(scenario)
-    graph = topology.graph
-    p = topology.ranks
-    positions: dict[Any, tuple[float, float]] = {}
-    if topology.name in ("switch", "ring"):
-        for rank in range(p):
-            angle = math.pi / 2 - 2 * math.pi * rank / p
-            positions[rank] = (math.cos(angle), math.sin(angle))
-        for node in graph.nodes:
-            if not isinstance(node, int):
-                positions[node] = (0.0, 0.0)
-    elif topology.name == "torus2d":
-        from sim.network.topology import torus_shape
-
-        rows, cols = torus_shape(p)
-        for rank in range(p):
-            positions[rank] = (rank % cols, -(rank // cols))
-    elif topology.name == "two_level" and topology.gpus_per_node:
-        gpus = topology.gpus_per_node
-        nodes = p // gpus
-        for node in range(nodes):
-            angle = math.pi / 2 - 2 * math.pi * node / max(nodes, 1)
-            center = (1.6 * math.cos(angle), 1.6 * math.sin(angle)) if nodes > 1 else (0.0, 0.0)
-            positions[f"node{node}"] = center
-            for local in range(gpus):
-                inner = math.pi / 2 - 2 * math.pi * local / gpus
-                positions[node * gpus + local] = (center[0] + 0.55 * math.cos(inner), center[1] + 0.55 * math.sin(inner))
-        positions["core"] = (0.0, 0.0)
-    import networkx as nx
-
-    missing = [node for node in graph.nodes if node not in positions]
-    if missing:
-        positions.update(nx.spring_layout(graph, seed=0))
-    return {
-        "nodes": [
-            {
-                "id": str(node),
-                "rank": node if isinstance(node, int) else None,
-                "x": float(positions[node][0]),
-                "y": float(positions[node][1]),
-            }
-            for node in graph.nodes
-        ],
-        "edges": [[str(u), str(v)] for u, v in graph.edges],
-        "name": topology.name,
-    }
+    positions = node_positions(topology)
+    nodes = [{"id": str(node), "rank": node if isinstance(node, int) else None, "x": x, "y": y} for node, (x, y) in positions.items()]
+    return {"nodes": nodes, "edges": [[str(u), str(v)] for u, v in topology.graph.edges], "name": topology.name}
 
 
 def player_data(

@@ -25,7 +25,7 @@ def field(name: str, label: str, hint: str, component: Any, page: str = "coll", 
             html.Div(id=ids.error_id(name, page), className="error", role="alert"),
             html.Div(hint, className="hint"),
         ],
-        id=f"field-{name}" if page == "coll" else f"{page}-field-{name}",
+        id=ids.field_box_id(name, page),
         className="field",
         style={"display": "none"} if hidden else {},
     )

@@ -7,35 +7,27 @@ NAV = "nav"
 URL_WRITTEN = "url-written"  # dcc.Store: the query a page last wrote (anything else in the URL is Back/Forward)
 ROUTE_REQUEST = "route-request"  # dcc.Store: a path and query the page container must be built for
 
-# collectives page: form fields (each has an error slot next to it: error_id(field))
-COLL_FIELDS = (
-    "hardware",
-    "op",
-    "algorithm",
-    "topology",
-    "ranks",
-    "gpus_per_node",
-    "size",
-    "latency",
-    "bandwidth",
-    "reduce_bandwidth",
-    "intra_latency",
-    "intra_bandwidth",
-    "chunks",
-    "overhead",
-    "stragglers",
-    "sharing",
-    "eager_limit",
-    "placement",
-)
+# collectives page: each form field has an error slot next to it (error_id(field))
 
 
 def field_id(field: str, page: str = "coll") -> str:
+    """A form field's input."""
     return f"{page}-{field}"
 
 
 def error_id(field: str, page: str = "coll") -> str:
+    """The message slot under a form field's input."""
     return f"{page}-{field}-error"
+
+
+def field_box_id(field: str, page: str = "coll") -> str:
+    """The box around a form field (label, input, message, hint): hidden when it does not apply."""
+    return f"field-{field}" if page == "coll" else f"{page}-field-{field}"
+
+
+def nav_id(page_name: str) -> str:
+    """A page's link in the navigation bar."""
+    return f"nav-{page_name}"
 
 
 COLL_SCENARIO = "coll-scenario"  # dcc.Store: the validated scenario (dict) or None
@@ -79,25 +71,13 @@ COLL_CMP_PARTS = "coll-cmp-parts"
 COLL_CMP_NOTE = "coll-cmp-note"
 COLL_CMP_ROW = "coll-cmp-row"  # the two side-by-side graphs (hidden until a second scenario is picked)
 COLL_INTRO = "coll-intro"
+COLL_REL_ERROR = "coll-rel-error"  # number cards
+COLL_MESSAGES = "coll-messages"
+COLL_WIRE = "coll-wire"
+COLL_BW = "coll-bw"
+COLL_URL_NAMES = "coll-url-names"  # dcc.Store: the form's field names and the query's defaults (for the URL writer in assets/)
 
 # DDP page
-DDP_FIELDS = (
-    "hardware",
-    "preset",
-    "strategy",
-    "sharding",
-    "shard_size",
-    "comm_model",
-    "ranks",
-    "backward",
-    "bucket",
-    "o",
-    "w",
-    "bandwidth",
-    "latency",
-    "algorithm",
-    "first_bucket",
-)
 DDP_UPLOAD = "ddp-upload"
 DDP_UPLOAD_STORE = "ddp-upload-store"
 DDP_BUCKET_SLIDER = "ddp-bucket-slider"
@@ -130,3 +110,14 @@ CMP_RESIDUALS = "cmp-residuals"
 CMP_SIM_VS_MEASURED = "cmp-sim-vs-measured"
 CMP_TABLE = "cmp-table"
 CMP_DDP = "cmp-ddp"
+CMP_ALGORITHM = "cmp-algorithm"
+CMP_INTRO = "cmp-intro"
+CMP_CARDS = "cmp-cards"
+CMP_O = "cmp-o"
+CMP_W = "cmp-w"
+CMP_POINTS = "cmp-points"
+CMP_RMS = "cmp-rms"
+CMP_ERROR_TABLE = "cmp-error-table"
+CMP_DDP_CONFIG = "cmp-ddp-config"
+CMP_DDP_NOTE = "cmp-ddp-note"
+CMP_DDP_OVERLAY = "cmp-ddp-overlay"

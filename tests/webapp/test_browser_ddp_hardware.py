@@ -28,8 +28,6 @@ def step_time(**changes: str) -> str:
 
 
 def test_hardware_picker_fills_runs_explains_and_comes_back(app_page: Page, live_server: str, shot):
-    if ddp_model.missing():
-        pytest.skip("sim.training.ddp missing")
     open_page(app_page, live_server + "/ddp")
     caption = app_page.locator("#ddp-hardware-caption")
     expect(caption).to_be_empty()

@@ -54,7 +54,8 @@ def test_side_by_side_on_one_time_axis_with_the_difference_split(app_page: Page,
     assert meta(app_page, "coll-cmp-timeline")["columns"] == ["A: ring", "B: double_binary_tree"]
     expect(app_page.locator("#coll-cmp-note")).to_contain_text("mostly bandwidth")
     app_page.locator("#coll-cmp-field").scroll_into_view_if_needed()
-    app_page.wait_for_timeout(300)
+    expect(app_page.locator("#coll-cmp-field")).to_be_in_viewport()
+    drawn(app_page, "coll-cmp-parts")
     shot("side-by-side", docs=True, full_page=False)
     app_page.locator("#coll-cmp-field").click()
     app_page.locator(".dash-dropdown-option", has_text="another sharing mode").click()
@@ -164,7 +165,8 @@ def test_nothing_clips_in_a_small_window_and_the_sidebar_scrolls(browser, live_s
     page = browser.new_page(viewport={"width": size[0], "height": size[1]})
     try:
         open_page(page, live_server + "/")
-        page.wait_for_timeout(800)
+        for graph in ("coll-topology-graph", "coll-buffers-graph", "coll-breakdown", "coll-gantt-rank", "coll-gantt-link", "coll-crossover"):
+            drawn(page, graph)
         overflow = page.evaluate("() => document.documentElement.scrollWidth - document.documentElement.clientWidth")
         assert overflow <= 0, f"{overflow}px of horizontal overflow at {size}"
         sidebar = page.locator(".sidebar")
@@ -183,10 +185,6 @@ def test_nothing_clips_in_a_small_window_and_the_sidebar_scrolls(browser, live_s
 
 
 def test_sim_vs_measured_works_on_every_group_it_offers(app_page: Page, live_server: str):
-    from webapp import compare_model
-
-    if compare_model.missing():
-        pytest.skip("real missing")
     app_page.goto(live_server + "/compare")
     expect(app_page.locator("#cmp-o")).to_be_visible(timeout=SLOW)
     expect(app_page.locator("#cmp-intro")).to_contain_text("the fit t = o + n / w")
@@ -194,8 +192,7 @@ def test_sim_vs_measured_works_on_every_group_it_offers(app_page: Page, live_ser
     options = app_page.locator(".dash-dropdown-option").all_inner_texts()
     published = [text for text in options if "published" in text]
     app_page.keyboard.press("Escape")
-    if not published:
-        pytest.skip("no published groups in the sample data")
+    assert published, "the sample data has published groups"
     app_page.locator("#cmp-runs").click()
     app_page.locator(".dash-dropdown-option", has_text=published[0]).first.click()
     expect(app_page.locator("#cmp-notice")).to_contain_text("Simulated ring")
@@ -207,8 +204,6 @@ def test_sim_vs_measured_works_on_every_group_it_offers(app_page: Page, live_ser
 
 
 def test_hardware_picker(app_page: Page, live_server: str):
-    if not model.hardware_options():
-        pytest.skip("no hardware presets in this checkout")
     open_page(app_page, live_server + "/")
     app_page.locator("#coll-hardware").click()
     app_page.locator(".dash-dropdown-option", has_text="dgx-h100").first.click()

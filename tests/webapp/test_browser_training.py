@@ -8,16 +8,12 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from webapp import ddp_model
-
 from .test_browser import app_page, choose, meta, open_page  # noqa: F401
 
 pytestmark = pytest.mark.browser
 
 
 def test_training_step_strategies_timeline_memory_and_url(app_page: Page, live_server: str, shot):
-    if ddp_model.missing():
-        pytest.skip("sim.training.ddp missing")
     open_page(app_page, live_server + "/ddp")
     expect(app_page.locator("#ddp-train-notice")).to_contain_text("Training step with full_shard")
     expect(app_page.locator("#ddp-train-step")).not_to_be_empty()

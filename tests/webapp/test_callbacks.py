@@ -10,82 +10,88 @@ from dash import no_update
 from dash.exceptions import PreventUpdate
 
 from sim.collective.runner import run_collective
+from sim.scenario import CollectiveScenario
 from webapp import collective as model
 from webapp import ids
-from webapp.pages import collectives as page
+from webapp.callbacks import answer, guarded, written
+from webapp.pages.collectives import callbacks as page
 
 
-def values(**changes: str) -> list[str]:
-    return list({**model.DEFAULTS, **changes}.values())
+def values(**changes: str) -> dict[str, str]:
+    return {**model.DEFAULTS, **changes}
+
+
+def scenario_of(**changes: str) -> dict | None:
+    return page.validate(values(**changes))["scenario"]
 
 
 def test_validate_good_and_bad():
-    data, *messages = page.validate(*values(ranks="16"))
-    assert data["ranks"] == 16 and not any(messages)
-    data, *messages = page.validate(*values(ranks="abc"))
-    assert data is None
-    assert messages[list(model.DEFAULTS).index("ranks")].startswith("ranks: expected a whole number")
+    checked = page.validate(values(ranks="16"))
+    assert checked["scenario"]["ranks"] == 16 and not any(checked["errors"].values())
+    checked = page.validate(values(ranks="abc"))
+    assert checked["scenario"] is None
+    assert checked["errors"]["ranks"].startswith("ranks: expected a whole number")
+    assert set(checked["errors"]) == set(model.DEFAULTS)  # one message slot per field, by name
 
 
 def test_side_by_side_splits_the_difference():
-    data = page.validate(*values())[0]
+    data = scenario_of()
     options, value = page.compare_choices("algorithm", data, "double_binary_tree")
     assert value is no_update and "ring" not in [option["value"] for option in options]
     assert page.compare_choices("algorithm", data, "ring")[1] is None  # no longer a choice: cleared
     assert page.compare_choices("sharing", data, None)[0] == [{"label": "fifo", "value": "fifo"}]
-    timeline, parts, note, style = page.compare_panel("double_binary_tree", "algorithm", data)
-    assert style == {} and page.compare_panel(None, "algorithm", data)[3] == {"display": "none"}
-    options, value, row, _, style = page.compare_update("algorithm", "ring", *values())  # ring is A itself: cleared
-    assert value is None and row == [] and style == {"display": "none"} and "ring" not in [o["value"] for o in options]
-    _, value, row, note, style = page.compare_update("algorithm", "double_binary_tree", *values())
-    assert value is no_update and style == {} and note.startswith("B takes")
-    assert [column.children.id for column in row] == ["coll-cmp-timeline", "coll-cmp-parts"]  # graphs only when shown
-    assert timeline.layout.meta["columns"] == ["A: ring", "B: double_binary_tree"]
-    first, second = parts.layout.meta["parts"]
-    assert first["total"] == pytest.approx(run_collective(page._scenario(data)).time_s, rel=1e-9)
-    assert second["total"] > first["total"] and "mostly bandwidth" in note
-    assert note.startswith("B takes 2.83x the time of A")
+    shown = page.compare_panel("double_binary_tree", "algorithm", data)
+    assert shown["style"] == {} and page.compare_panel(None, "algorithm", data)["style"] == {"display": "none"}
+    second = page.compare_update("algorithm", "ring", values())  # ring is A itself: cleared
+    assert second["value"] is None and second["row"] == [] and second["style"] == {"display": "none"}
+    assert "ring" not in [o["value"] for o in second["options"]]
+    second = page.compare_update("algorithm", "double_binary_tree", values())
+    assert second["value"] is no_update and second["style"] == {} and second["note"].startswith("B takes")
+    assert [column.children.id for column in second["row"]] == ["coll-cmp-timeline", "coll-cmp-parts"]  # graphs only when shown
+    assert shown["timeline"].layout.meta["columns"] == ["A: ring", "B: double_binary_tree"]
+    first, other = shown["parts"].layout.meta["parts"]
+    assert first["total"] == pytest.approx(run_collective(CollectiveScenario.from_dict(data)).time_s, rel=1e-9)
+    assert other["total"] > first["total"] and "mostly bandwidth" in second["note"]
+    assert second["note"].startswith("B takes 2.83x the time of A")
 
 
 def test_simulate_fills_every_panel():
-    data = page.validate(*values())[0]
-    notice, cards, breakdown, rank_gantt, link_gantt, player, slider_max, slider_value, topology, buffers, caption, job = page.simulate(
-        data, "step"
-    )
-    assert job is no_update  # small: answered directly, no background job
-    assert topology.layout.meta["step"] is None and caption.startswith("Inputs, before any message. 14 steps")  # the player's first frame
-    assert notice.startswith("Simulated all_reduce/ring on 8 ranks")
-    assert cards[0].children[1].children == "5.355 ms"
-    assert player["steps"] == list(range(14)) and slider_max == 14 and slider_value is no_update  # already at 0
-    assert rank_gantt.data and link_gantt.data and breakdown.data
+    shown = page.simulate(scenario_of(), "step")
+    assert set(shown) == set(page.RUN)
+    assert shown["job"] is no_update  # small: answered directly, no background job
+    assert shown["topology"].layout.meta["step"] is None
+    assert shown["caption"].startswith("Inputs, before any message. 14 steps")  # the player's first frame
+    assert shown["notice"].startswith("Simulated all_reduce/ring on 8 ranks")
+    assert shown["summary"][0].children[1].children == "5.355 ms"
+    assert shown["player"]["steps"] == list(range(14)) and shown["step_max"] == 14 and shown["step"] is no_update  # already at 0
+    assert shown["rank_gantt"].data and shown["link_gantt"].data and shown["breakdown"].data
 
 
 def test_simulate_keeps_the_last_figures_on_bad_input():
-    notice, *rest = page.simulate(None, "step")
-    assert "Fix the highlighted inputs" in notice
-    assert all(value is no_update for value in rest)
+    shown = page.simulate(None, "step")
+    assert "Fix the highlighted inputs" in shown["notice"]
+    assert all(value is no_update for name, value in shown.items() if name != "notice")
 
 
 def test_simulate_large_scenarios_say_how():
-    data = page.validate(*values(ranks="1024", chunks="4", topology="ring"))[0]  # above the background cap
-    notice, cards, *_, player, slider_max, _, topology, buffers, caption, job = page.simulate(data, "step")
-    assert "not simulated" in notice.lower() and "collsim sim collective" in notice  # physical ring topology: no closed form
-    assert player is None and job is no_update
+    shown = page.simulate(scenario_of(ranks="1024", chunks="4", topology="ring"), "step")  # above the background cap
+    assert "not simulated" in shown["notice"].lower() and "collsim sim collective" in shown["notice"]  # ring topology: no closed form
+    assert shown["player"] is None and shown["job"] is no_update
 
 
 def test_medium_scenarios_become_a_background_job():
-    data = page.validate(*values(ranks="256"))[0]
-    notice, *panels, job = page.simulate(data, "step")
-    assert "in the background" in notice and all(value is no_update for value in panels)
+    data = scenario_of(ranks="256")
+    shown = page.simulate(data, "step")
+    job = shown["job"]
+    assert "in the background" in shown["notice"] and all(shown[name] is no_update for name in page.PANELS if name != "notice")
     assert job["scenario"] == data and job["messages"] > 0 and job["token"]
-    assert page.simulate(data, "step")[-1]["token"] != job["token"]  # every job its own cache key
-    notice, *panels, job = page.simulate(data, "step", background=False)  # no manager: closed form
-    assert "closed form" in notice.lower() and job is no_update
+    assert page.simulate(data, "step")["job"]["token"] != job["token"]  # every job its own cache key
+    direct = page.simulate(data, "step", background=False)  # no manager: closed form
+    assert "closed form" in direct["notice"].lower() and direct["job"] is no_update
     reports = []
-    notice, cards, breakdown, rank_gantt, link_gantt, player, slider_max, slider_value, *_ = page.simulate_in_background(
-        reports.append, {**job_for(data)}
-    )
-    assert notice.startswith("Simulated all_reduce/ring on 256 ranks") and player is None
+    shown = page.simulate_in_background(reports.append, {**job_for(data)})
+    assert set(shown) == set(page.PANELS)
+    assert shown["notice"].startswith("Simulated all_reduce/ring on 256 ranks") and shown["player"] is None
     assert reports[0][0] == "0" and reports[-1][0] == "100"
     with pytest.raises(PreventUpdate):
         page.simulate_in_background(reports.append, None)
@@ -97,8 +103,6 @@ def job_for(data: dict) -> dict:
 
 
 def test_run_with_progress_matches_run_collective():
-    from sim.collective.runner import run_collective
-
     scenario, _ = model.parse_form({**model.DEFAULTS, "ranks": "64", "algorithm": "recursive_doubling"})
     seen = []
     outcome = model.run_with_progress(scenario, lambda fraction, text: seen.append(fraction))
@@ -108,13 +112,12 @@ def test_run_with_progress_matches_run_collective():
 
 
 def test_player_callbacks():
-    data = page.validate(*values(ranks="4"))[0]
-    player = page.simulate(data, "step")[5]
-    topology, buffers, caption = page.show_step(2, player)
-    assert topology.layout.meta["step"] == 1 and caption.startswith("Step 2 of 6 (reduce-scatter):")
-    assert page.show_step(0, None)[2] == ""
-    assert page.toggle_play(1, True) == (False, "Pause")
-    assert page.toggle_play(2, False) == (True, "Play")
+    player = page.simulate(scenario_of(ranks="4"), "step")["player"]
+    shown = page.show_step(2, player)
+    assert shown["topology"].layout.meta["step"] == 1 and shown["caption"].startswith("Step 2 of 6 (reduce-scatter):")
+    assert page.show_step(0, None)["caption"] == ""
+    assert page.toggle_play(1, True) == {"disabled": False, "label": "Pause"}
+    assert page.toggle_play(2, False) == {"disabled": True, "label": "Play"}
     assert page.tick(1, 3, 6) == 4
     assert page.tick(2, 6, 6) == 0
 
@@ -127,36 +130,44 @@ def test_algorithm_options_follow_the_op():
 
 
 def test_crossover_panel():
-    figure = page.crossover_panel(page.validate(*values())[0])
+    figure = page.crossover_panel(scenario_of())
     assert any(trace.name == "ring (current)" for trace in figure.data)
     assert page.crossover_panel(None) is no_update
 
 
 def test_downloads():
-    data = page.validate(*values(ranks="4"))[0]
-    yaml_file, _ = page.download(ids.COLL_DL_YAML, data)
+    data = scenario_of(ranks="4")
+    yaml_file = page.download(ids.COLL_DL_YAML, data)["file"]
     assert yaml_file["filename"].endswith(".yaml") and "ranks: 4" in yaml_file["content"]
-    json_file, _ = page.download(ids.COLL_DL_JSON, data)
+    json_file = page.download(ids.COLL_DL_JSON, data)["file"]
     assert json.loads(json_file["content"])["ranks"] == 4
-    csv_file, _ = page.download(ids.COLL_DL_CSV, data)
+    csv_file = page.download(ids.COLL_DL_CSV, data)["file"]
     lines = csv_file["content"].splitlines()
     assert lines[0].startswith("rank,peer,resource,kind,start_s")
     assert len(lines) > 24
-    trace, _ = page.download(ids.COLL_DL_TRACE, data)
+    trace = page.download(ids.COLL_DL_TRACE, data)["file"]
     assert any(event.get("ph") == "X" for event in json.loads(trace["content"])["traceEvents"])
-    assert page.download(ids.COLL_DL_CSV, None) == (None, "fix the scenario first")
+    assert page.download(ids.COLL_DL_CSV, None) == {"file": None, "error": "fix the scenario first"}
 
 
 def test_guard_turns_crashes_into_messages():
     def broken(x):
         raise RuntimeError("boom")
 
-    assert page._guarded(broken, lambda message: message)(1) == "internal error in broken: RuntimeError: boom"
+    assert guarded(broken, lambda message: message)(1) == "internal error in broken: RuntimeError: boom"
+    assert answer(("a", "b"), a=1) == {"a": 1, "b": no_update}
+    with pytest.raises(KeyError):
+        answer(("a",), c=1)  # a name the callback does not have is a mistake, not a silent no_update
 
 
-def test_route_builds_every_page_and_a_not_found():
-    from webapp.app import PAGES, route
+def test_pages_are_registered_with_dash_pages_and_route_from_the_registry():
+    import dash
 
+    from webapp.app import PAGES, create_app, route
+
+    create_app(background=False)
+    paths = {entry["path"]: entry["name"] for entry in dash.page_registry.values()}
+    assert {page.PATH: page.TITLE for page in PAGES}.items() <= paths.items()
     for module in PAGES:
         assert route(module.PATH, "") is not None
     assert "Page not found" in str(route("/nowhere", ""))
@@ -164,7 +175,7 @@ def test_route_builds_every_page_and_a_not_found():
 
 # ----------------------------------------------------------------------------- DDP
 
-ddp = pytest.importorskip("webapp.pages.ddp")
+from webapp.pages import ddp  # noqa: E402
 
 
 def ddp_values(**changes: str) -> list[str]:
@@ -174,10 +185,7 @@ def ddp_values(**changes: str) -> list[str]:
 
 
 def test_ddp_validate_and_simulate():
-    from webapp import ddp_model
 
-    if ddp_model.missing():
-        pytest.skip("sim.training.ddp not in this checkout")
     data, *messages, search = ddp.validate(None, *ddp_values())
     assert data is not None and not any(messages) and search == ""
     notice, cards, timeline, overhead, strategies, explain = ddp.simulate(data)
@@ -216,42 +224,34 @@ def test_ddp_uploads():
 
 
 def test_compare_update_on_the_sample_data():
-    from webapp import compare_model
-
-    if compare_model.missing():
-        pytest.skip("real not in this checkout")
+    from real import overlays
     from webapp.pages import compare
 
-    try:
-        store = compare_model.open_results(None)
-    except Exception as error:  # noqa: BLE001
-        pytest.skip(f"no sample data: {error}")
-    groups = compare_model.groups(store)
-    key = compare_model.group_id(groups[0])
-    notice, cards, fit, residuals, sim, table, ddp_figure, stats, stat, algorithms, algorithm, search = compare.update(key, "mean", "ring")
-    assert "group=" in search and fit.data and residuals.data
-    assert cards[0].children[1].children  # o with its interval
+    groups = overlays.fittable_groups(overlays.open_results(None))
+    shown = compare.update(compare.group_id(groups[0]), "mean", "ring")
+    assert set(shown) == set(compare.OUTPUTS)
+    assert "group=" in shown["search"] and written(lambda: shown)()["written"] == shown["search"]  # the page's own query
+    assert shown["fit"].data and shown["residuals"].data
+    assert shown["cards"][0].children[1].children  # o with its interval
     # every group the dropdown offers works with every statistic; dropdowns follow what is shown
     for group in groups:
-        key = compare_model.group_id(group)
-        for asked in compare_model.STATS:
-            notice, *_, stats, stat, algorithms, algorithm, search = compare.update(key, asked, "ring")
-            assert stat in [option["value"] for option in stats] and f"stat={stat}" in search
-            assert "no measurements" not in notice and "Simulated ring" in notice
+        key = compare.group_id(group)
+        assert compare.group_of(key)["op"] == group["op"]
+        for asked in overlays.STATS:
+            shown = compare.update(key, asked, "ring")
+            stat = shown["stat"]
+            assert stat in [option["value"] for option in shown["stat_options"]] and f"stat={stat}" in shown["search"]
+            assert "no measurements" not in shown["notice"] and "Simulated ring" in shown["notice"]
             if stat != asked:
-                assert notice.startswith(f"These runs carry no {asked} time")
+                assert shown["notice"].startswith(f"These runs carry no {asked} time")
 
 
 def test_compare_page_keeps_its_answers_until_the_store_file_changes(tmp_path):
     """The bootstrap fits are kept per store contents: the same question is answered from the
     cache, and a store file that changes (size or time) is read again."""
-    import json
     import os
 
-    from webapp import compare_model
-
-    if compare_model.missing():
-        pytest.skip("real not in this checkout")
+    from real import overlays
     from real.store import SAMPLE_FILES, _data_file, open_store
     from webapp.pages import compare
 
@@ -261,40 +261,31 @@ def test_compare_page_keeps_its_answers_until_the_store_file_changes(tmp_path):
         store.load(json.loads(_data_file(name).read_text()))
     store.connection.commit()
     store.connection.close()
-    key = compare_model.group_id(compare_model.groups(compare_model.open_results(str(path)))[0])
+    key = compare.group_id(overlays.fittable_groups(overlays.open_results(str(path)))[0])
     first = compare._update(str(path), compare._stamp(str(path)), key, "mean", "ring")
     assert compare._update(str(path), compare._stamp(str(path)), key, "mean", "ring") is first
     info = os.stat(path)
     os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns + 10**9))  # the file changed
     again = compare._update(str(path), compare._stamp(str(path)), key, "mean", "ring")
-    assert again is not first and again[0] == first[0]  # read again, same answer
+    assert again is not first and again["notice"] == first["notice"]  # read again, same answer
     assert compare._stamp(None) == ()
 
 
 def test_compare_ddp_overlay():
-    from webapp import compare_model
-
-    if compare_model.missing():
-        pytest.skip("real not in this checkout")
+    from real import overlays
     from webapp.pages import compare
 
-    try:
-        configs = compare_model.ddp_configs(compare_model.open_results(None))
-    except Exception as error:  # noqa: BLE001
-        pytest.skip(f"no sample data: {error}")
-    if not configs:
-        pytest.skip("no DDP timelines in the sample data")
-    note, figure = compare.overlay(configs[-1])
-    kinds = figure.layout.meta["kinds"]
+    configs = overlays.ddp_configs(overlays.open_results(None))
+    assert configs, "the sample data has DDP timelines"
+    shown = compare.overlay(configs[-1])
+    kinds = shown["figure"].layout.meta["kinds"]
     assert any(kind.startswith("measured") for kind in kinds) and any(kind.startswith("simulated") for kind in kinds)
-    assert "fitted" in note
+    assert "fitted" in shown["note"]
 
 
 def test_ddp_network_model_and_its_limit():
     from webapp import ddp_model
 
-    if ddp_model.missing():
-        pytest.skip("sim.training.ddp not in this checkout")
     data, *messages, _ = ddp.validate(None, *ddp_values(comm_model="network", preset="resnet18"))
     assert data is not None and not any(messages)
     assert "comm model network" in ddp.simulate(data)[0]
@@ -314,20 +305,18 @@ def test_route_rebuilds_only_for_queries_the_page_did_not_write():
 
 
 def test_hardware_picker_fills_the_network_and_the_crossover_shows_nccls_pick():
-    if not model.hardware_options():
-        pytest.skip("no hardware presets in this checkout")
-    filled = dict(zip(page.HARDWARE_FIELDS, page.apply_hardware("dgx-h100", "20")))
+    filled = page.apply_hardware("dgx-h100", "20")
     assert filled == {"ranks": "16", "topology": "two_level", "gpus_per_node": "8", "bandwidth": "50GB/s", "latency": "14us",
                       "intra_bandwidth": "450GB/s", "intra_latency": "3.4us"}  # fmt: skip
-    data = page.validate(*values(hardware="dgx-h100", **filled))[0]
+    data = scenario_of(hardware="dgx-h100", **filled)
     assert data["hardware"] == "dgx-h100"
     figure = page.crossover_panel(data)
     nccl = next(trace for trace in figure.data if trace.name == "NCCL's pick (its model)")
     assert len(nccl.x) == len(model.CROSSOVER_SIZES) and nccl.text[0].split("/")[0] in ("Ring", "Tree", "NVLS", "CollNet")
     with pytest.raises(PreventUpdate):
         page.apply_hardware("", "8")
-    _, *messages = page.validate(*values(hardware="dgx-h100", **{**filled, "topology": "switch"}))
-    assert "builds two_level with 8 ranks per node" in messages[0]
+    errors = page.validate(values(hardware="dgx-h100", **{**filled, "topology": "switch"}))["errors"]
+    assert "builds two_level with 8 ranks per node" in errors["hardware"]
 
 
 def test_the_page_is_served_without_babel_polyfill_but_with_regenerator_runtime():

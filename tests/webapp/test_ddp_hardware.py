@@ -5,20 +5,15 @@ test_browser_ddp_hardware.py)."""
 from __future__ import annotations
 
 import pytest
+from dash import no_update
+from dash.exceptions import PreventUpdate
 
+from sim.collective.analytic import ow_for_ring
+from sim.training.comm import hardware_ow
+from sim.training.ddp import DDPScenario, run_ddp
+from sim.units import parse_bandwidth, parse_time
 from webapp import ddp_model
-
-if ddp_model.missing():
-    pytest.skip("sim.training.ddp not in this checkout", allow_module_level=True)
-
-from dash import no_update  # noqa: E402
-from dash.exceptions import PreventUpdate  # noqa: E402
-
-from sim.collective.analytic import ow_for_ring  # noqa: E402
-from sim.training.ddp import DDPScenario, run_ddp  # noqa: E402
-from sim.training.comm import hardware_ow  # noqa: E402
-from sim.units import parse_bandwidth, parse_time  # noqa: E402
-from webapp.pages import ddp  # noqa: E402
+from webapp.pages import ddp
 
 RANKS_ID = "ddp-ranks"
 MiB25 = 25 * 2**20

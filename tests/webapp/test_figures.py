@@ -170,16 +170,66 @@ def test_fit_and_comparison_figures():
     assert len(figures.sim_vs_measured_figure(rows).data) == 3
 
 
-def test_every_figure_is_valid_plotly_json(ring4):
-    _, result, player = ring4
-    for figure in (
-        figures.note_figure("x"),
-        figures.topology_figure(player, 2),
-        figures.buffer_figure(player, 2),
-        figures.rank_gantt(result.events()),
-    ):
-        assert isinstance(figure, go.Figure)
-        figure.to_json()
+def _figures_in(value) -> list[go.Figure]:
+    """Every Plotly figure in a callback's answer (dicts, tuples, lists, graphs in components)."""
+    if isinstance(value, go.Figure):
+        return [value]
+    if isinstance(value, dict):
+        return [f for item in value.values() for f in _figures_in(item)]
+    if isinstance(value, (list, tuple)):
+        return [f for item in value for f in _figures_in(item)]
+    figure = getattr(value, "figure", None)
+    children = getattr(value, "children", None)
+    return _figures_in(figure) + _figures_in(children) if (figure is not None or children is not None) else []
+
+
+def _validated(figure: go.Figure) -> go.Figure:
+    """The figure rebuilt with Plotly's property validation on (the app builds most without it)."""
+    return go.Figure(figure.to_dict())
+
+
+def test_a_figure_with_an_invalid_property_fails_validation():
+    from webapp.figures.common import figure_layout
+
+    figure = go.Figure(layout={**figure_layout("t"), "titel": "typo"}, _validate=False)  # how the app builds them: unchecked
+    assert "titel" in figure.to_dict()["layout"]  # serialised as it is
+    with pytest.raises(ValueError):
+        _validated(figure)
+
+
+@pytest.mark.slow
+def test_every_figure_is_valid_plotly_json():
+    """Every figure every page draws, rebuilt with validation on: an invalid property (which
+    plotly.js would ignore silently) fails here."""
+    from webapp.pages import compare, ddp
+    from webapp.pages.collectives import callbacks as page
+
+    def form(**changes):
+        return page.validate({**model.DEFAULTS, **changes})["scenario"]
+
+    answers = [
+        page.simulate(form(ranks="4"), "step"),
+        page.simulate(form(ranks="32"), "chunk"),  # timelines as rasters
+        page.simulate(form(ranks="1024", topology="ring", chunks="4"), "step"),  # refused: notes
+        page.show_step(3, page.simulate(form(ranks="4", chunks="2"), "step")["player"]),
+        page.compare_update("algorithm", "double_binary_tree", {**model.DEFAULTS}),
+        page.crossover_panel(form(hardware="dgx-h100", topology="two_level", ranks="16", gpus_per_node="8")),
+        ddp.simulate(ddp.validate(None, *ddp_model_defaults())[0]),
+        compare.overlay(None),
+    ]
+    groups = compare.overlays.fittable_groups(compare.overlays.open_results(None))
+    answers.append(compare.update(compare.group_id(groups[0]), "mean", "ring"))
+    answers.append(compare.overlay(compare.overlays.ddp_configs(compare.overlays.open_results(None))[-1]))
+    built = _figures_in(answers)
+    assert len(built) >= 20
+    for figure in built:
+        _validated(figure).to_json()
+
+
+def ddp_model_defaults() -> list[str]:
+    from webapp import ddp_model
+
+    return list(ddp_model.DEFAULTS.values())
 
 
 def test_many_bars_are_drawn_as_a_raster():
@@ -228,7 +278,7 @@ def test_every_trace_type_is_in_the_served_plotly_bundle():
     import re
     from pathlib import Path
 
-    root = Path(figures.__file__).parent
+    root = Path(figures.__file__).parents[1]
     bundle = (root / "assets" / "plotly-cartesian.min.js").read_text()[:400]
     assert "plotly.js (cartesian - minified) v" in bundle
     cartesian = {"Bar", "Box", "Contour", "Heatmap", "Histogram", "Histogram2d", "Histogram2dContour", "Image", "Pie", "Scatter"}

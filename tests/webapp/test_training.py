@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("sim.training.fsdp")
-
-from sim.training.fsdp import FSDPScenario, compare, run_fsdp  # noqa: E402
-from webapp import ddp_model, figures  # noqa: E402
-from webapp.pages import ddp  # noqa: E402
+from sim.training.fsdp import FSDPScenario, compare, run_fsdp
+from webapp import ddp_model, figures
+from webapp.pages import ddp
 
 
 def _form(**changes: str) -> dict[str, str]:

@@ -1,6 +1,10 @@
 """Sim vs measured: (o, w) fits with intervals and residuals, simulated vs measured per size with
 the measurement's spread, and measured vs simulated DDP steps, from the results store (the
-bundled sample data unless ``collsim ui --db FILE``)."""
+bundled sample data unless ``collsim ui --db FILE``).
+
+Layout and short callbacks; the numbers come from :mod:`real.overlays`, the figures from
+:mod:`webapp.figures.compare`.
+"""
 
 from __future__ import annotations
 
@@ -9,20 +13,62 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
-import plotly.graph_objects as go
-from dash import Input, Output, dcc, html, no_update
+from dash import Input, Output, dcc, html
 from flask import current_app, has_app_context
 
+from real import overlays
 from sim.errors import CollsimError
 from sim.units import format_bandwidth, format_size, format_time
-from webapp import compare_model as model
-from webapp import figures, ids
+from webapp import ids
+from webapp.callbacks import answer, guarded, written
 from webapp.components import graph, number_card
-from webapp.pages.collectives import _guarded, _written
+from webapp.figures import common
+from webapp.figures import compare as draw
+from webapp.figures.ddp import ddp_timeline
 
 PATH = "/compare"
 NAME = "compare"
 TITLE = "Sim vs measured"
+GROUP_KEYS = ("source", "backend", "device", "op", "world_size")  # a group's dropdown value joins these with "|"
+OUTPUTS = {
+    "notice": Output(ids.CMP_NOTICE, "children"),
+    "cards": Output(ids.CMP_CARDS, "children"),
+    "fit": Output(ids.CMP_FIT, "figure"),
+    "residuals": Output(ids.CMP_RESIDUALS, "figure"),
+    "sim": Output(ids.CMP_SIM_VS_MEASURED, "figure"),
+    "table": Output(ids.CMP_TABLE, "children"),
+    "ddp": Output(ids.CMP_DDP, "figure"),
+    "stat_options": Output(ids.CMP_STAT, "options"),
+    "stat": Output(ids.CMP_STAT, "value"),
+    "algorithm_options": Output(ids.CMP_ALGORITHM, "options"),
+    "algorithm": Output(ids.CMP_ALGORITHM, "value"),
+    "search": Output(ids.URL, "search", allow_duplicate=True),
+    "written": Output(ids.URL_WRITTEN, "data", allow_duplicate=True),
+}
+INTRO = (
+    "Measured collectives from a results store: the fit t = o + n / w with its interval, the simulator "
+    "run with those constants beside the measurement and its spread, and DDP steps measured vs simulated. "
+    "Pick a group of runs and a statistic above; `collsim ui --db` reads your own store or a "
+    "`collsim validate` folder."
+)
+
+
+def group_id(group: dict[str, Any]) -> str:
+    """A group of measured runs as its dropdown value."""
+    return "|".join(str(group.get(key)) for key in GROUP_KEYS)
+
+
+def group_of(key: str) -> dict[str, Any]:
+    """A dropdown value back to its group (``None`` written as "None" is None again)."""
+    values = dict(zip(GROUP_KEYS, key.split("|")))
+    return {name: None if value == "None" else value for name, value in values.items()}
+
+
+def group_label(group: dict[str, Any]) -> str:
+    return (
+        f"{group['op']} · {group['backend']}/{group['device']} · {group['world_size']} ranks · {group['source']} "
+        f"({group['sizes']} sizes, {group['runs']} runs)"
+    )
 
 
 def _db_path() -> str | None:
@@ -37,13 +83,13 @@ def _missing_notice(message: str) -> html.Div:
     )
 
 
+# ----------------------------------------------------------------------------- layout
+
+
 def layout(search: str = "") -> html.Div:
-    absent = model.missing()
-    if absent:
-        return _missing_notice(f"This page needs {', '.join(absent)}, which this checkout does not have yet.")
     try:
-        store = model.open_results(_db_path())
-        groups = model.groups(store)
+        store = overlays.open_results(_db_path())
+        groups = overlays.fittable_groups(store)
     except CollsimError as error:
         return _missing_notice(f"No results store to read: {error}")
     if not groups:
@@ -51,83 +97,64 @@ def layout(search: str = "") -> html.Div:
             "The results store has no collective measurements with two or more sizes. Measure some with `collsim real bench`."
         )
     query = dict(parse_qsl(search.lstrip("?")))
-    options = [{"label": model.group_label(g), "value": model.group_id(g)} for g in groups]
+    options = [{"label": group_label(g), "value": group_id(g)} for g in groups]
     values = [option["value"] for option in options]
     chosen = query.get("group") if query.get("group") in values else values[0]
-    stats = model.stats_for(model.group_rows(store, chosen)) or list(model.STATS)
-    stat = query.get("stat") if query.get("stat") in stats else stats[0]
-    algorithms = model.algorithms_for_group(chosen)
-    algorithm = query.get("algorithm") if query.get("algorithm") in algorithms else algorithms[0]
-    configs = model.ddp_configs(store)
-    controls = html.Div(
+    stats = overlays.stats_available(overlays.group_rows(store, group_of(chosen))) or list(overlays.STATS)
+    algorithms = overlays.algorithms_for_op(group_of(chosen)["op"])
+    picked = {
+        "group": chosen,
+        "stat": query.get("stat") if query.get("stat") in stats else stats[0],
+        "algorithm": query.get("algorithm") if query.get("algorithm") in algorithms else algorithms[0],
+    }
+    controls = _controls(options, stats, algorithms, picked)
+    return html.Div([controls, dcc.Loading(_content(overlays.ddp_configs(store)), type="default", delay_show=250)], className="compare")
+
+
+def _dropdown(label: str, component_id: str, options: list, value: Any, wide: bool = False) -> html.Div:
+    return html.Div(
+        [html.Label(label, className="label"), dcc.Dropdown(id=component_id, options=options, value=value, clearable=False)],
+        className="field wide-field" if wide else "field",
+    )
+
+
+def _controls(options: list, stats: list[str], algorithms: list[str], picked: dict[str, str]) -> html.Div:
+    return html.Div(
         [
-            html.Div(
-                [
-                    html.Label("Measured runs", className="label"),
-                    dcc.Dropdown(id=ids.CMP_RUNS, options=options, value=chosen, clearable=False),
-                ],
-                className="field wide-field",
-            ),
-            html.Div(
-                [
-                    html.Label("Statistic", className="label"),
-                    dcc.Dropdown(id=ids.CMP_STAT, options=stats, value=stat, clearable=False),
-                ],
-                className="field",
-            ),
-            html.Div(
-                [
-                    html.Label("Simulated algorithm", className="label"),
-                    dcc.Dropdown(id="cmp-algorithm", options=algorithms, value=algorithm, clearable=False),
-                ],
-                className="field",
-            ),
+            _dropdown("Measured runs", ids.CMP_RUNS, options, picked["group"], wide=True),
+            _dropdown("Statistic", ids.CMP_STAT, stats, picked["stat"]),
+            _dropdown("Simulated algorithm", ids.CMP_ALGORITHM, algorithms, picked["algorithm"]),
         ],
         className="controls-row",
     )
-    content = html.Div(
+
+
+def _content(configs: list[str]) -> html.Div:
+    def row(*columns: Any) -> html.Div:
+        return html.Div(list(columns), className="row")
+
+    ddp_timeline = html.Div(
         [
-            html.Div(
-                html.P(
-                    "Measured collectives from a results store: the fit t = o + n / w with its interval, the simulator "
-                    "run with those constants beside the measurement and its spread, and DDP steps measured vs simulated. "
-                    "Pick a group of runs and a statistic above; `collsim ui --db` reads your own store or a "
-                    "`collsim validate` folder."
-                ),
-                className="intro",
-                id="cmp-intro",
-            ),
+            _dropdown("DDP timeline: measured vs simulated", ids.CMP_DDP_CONFIG, configs, configs[-1] if configs else None, wide=True),
+            html.Div(id=ids.CMP_DDP_NOTE, className="notice"),
+            graph(ids.CMP_DDP_OVERLAY, 420),
+        ],
+        className="col",
+    )
+    return html.Div(
+        [
+            html.Div(html.P(INTRO), className="intro", id=ids.CMP_INTRO),
             html.Div(id=ids.CMP_NOTICE, className="notice"),
-            html.Div(id="cmp-cards", className="cards"),
-            html.Div(
-                [html.Div(graph(ids.CMP_FIT, 380), className="col"), html.Div(graph(ids.CMP_RESIDUALS, 380), className="col")],
-                className="row",
-            ),
-            html.Div(
-                [
-                    html.Div(graph(ids.CMP_SIM_VS_MEASURED, 380), className="col"),
-                    html.Div(html.Div(id=ids.CMP_TABLE), className="col table-col"),
-                ],
-                className="row",
+            html.Div(id=ids.CMP_CARDS, className="cards"),
+            row(html.Div(graph(ids.CMP_FIT, 380), className="col"), html.Div(graph(ids.CMP_RESIDUALS, 380), className="col")),
+            row(
+                html.Div(graph(ids.CMP_SIM_VS_MEASURED, 380), className="col"),
+                html.Div(html.Div(id=ids.CMP_TABLE), className="col table-col"),
             ),
             html.Div(graph(ids.CMP_DDP, 360), className="col"),
-            html.Div(
-                [
-                    html.Div(
-                        [
-                            html.Label("DDP timeline: measured vs simulated", className="label"),
-                            dcc.Dropdown(id="cmp-ddp-config", options=configs, value=configs[-1] if configs else None, clearable=False),
-                        ],
-                        className="field wide-field",
-                    ),
-                    html.Div(id="cmp-ddp-note", className="notice"),
-                    graph("cmp-ddp-overlay", 420),
-                ],
-                className="col",
-            ),
+            ddp_timeline,
         ]
     )
-    return html.Div([controls, dcc.Loading(content, type="default", delay_show=250)], className="compare")
 
 
 def _table(rows: list[dict[str, Any]]) -> html.Table:
@@ -145,32 +172,26 @@ def _table(rows: list[dict[str, Any]]) -> html.Table:
         )
         for r in rows
     ]
-    return html.Table([html.Thead(head), html.Tbody(body)], className="data", id="cmp-error-table")
+    return html.Table([html.Thead(head), html.Tbody(body)], className="data", id=ids.CMP_ERROR_TABLE)
 
 
-def ddp_figure(points: list[dict[str, Any]]) -> go.Figure:
-    if not points:
-        return figures.note_figure("no DDP measurements in this store (collsim real ddp)", "DDP: measured vs simulated step")
-    factor, unit = figures.time_unit(max(p["measured_s"] for p in points))
-    names = [f"{p['model']} {p['config']}" for p in points]
-    figure = figures._base("DDP: measured vs simulated step", 360)
-    figure.add_trace(
-        go.Bar(
-            x=names,
-            y=[p["measured_s"] * factor for p in points],
-            name="measured",
-            marker_color="#1f77b4",
-            error_y={
-                "type": "data",
-                "symmetric": False,
-                "array": [(p["spread_high_s"] - p["measured_s"]) * factor for p in points],
-                "arrayminus": [(p["measured_s"] - p["spread_low_s"]) * factor for p in points],
-            },
-        )
-    )
-    figure.add_trace(go.Bar(x=names, y=[p["simulated_s"] * factor for p in points], name="simulated", marker_color="#d62728"))
-    figure.update_yaxes(title=f"step time ({unit})")
-    return figure
+def _cards(result: Any) -> list:
+    """The fitted o and w with their intervals, the points and method, the rms residual."""
+    o_low, o_high = result.o_ci_s
+    w_low, w_high = result.w_ci_Bps
+    return [
+        number_card("o (per-call overhead)", f"{format_time(result.o_s)} [{format_time(o_low)}, {format_time(o_high)}]", ids.CMP_O),
+        number_card(
+            "w (algorithm bandwidth)",
+            f"{format_bandwidth(result.w_Bps)} [{format_bandwidth(w_low)}, {format_bandwidth(w_high)}]",
+            ids.CMP_W,
+        ),
+        number_card("points / method", f"{result.points} / {result.method}", ids.CMP_POINTS),
+        number_card("rms residual", f"{result.rms_relative_residual:.1%}", ids.CMP_RMS),
+    ]
+
+
+# ----------------------------------------------------------------------------- callbacks
 
 
 def _stamp(db_path: str | None) -> tuple:
@@ -188,7 +209,7 @@ def _stamp(db_path: str | None) -> tuple:
     return stamp
 
 
-def update(key: str, stat: str, algorithm: str) -> tuple:
+def update(key: str, stat: str, algorithm: str) -> dict[str, Any]:
     """Everything on the page for one group of measurements, and the statistic and algorithm
     choices this group offers (set here, with the figures, so dropdowns and figures agree: a
     statistic the group lacks falls back to one it has, and the notice says so).
@@ -199,94 +220,88 @@ def update(key: str, stat: str, algorithm: str) -> tuple:
     return _update(db_path, _stamp(db_path), key, stat, algorithm)
 
 
-@lru_cache(maxsize=64)
-def _update(db_path: str | None, stamp: tuple, key: str, stat: str, algorithm: str) -> tuple:
-    store = model.open_results(db_path)
-    rows = model.group_rows(store, key)
+def _choices(rows: list[dict[str, Any]], group: dict[str, Any], stat: str, algorithm: str) -> tuple[list[str], str, list[str], str]:
+    """The statistics and algorithms this group offers, and the ones shown (the asked ones when offered)."""
     if len({row["size_bytes"] for row in rows}) < 2:
         raise CollsimError("this group has fewer than two sizes: nothing to fit")
-    stats = model.stats_for(rows)
+    stats = overlays.stats_available(rows)
     if not stats:
         raise CollsimError("this group has no statistic measured at two or more sizes: nothing to fit")
-    asked, stat = stat, stat if stat in stats else stats[0]
-    algorithms = model.algorithms_for_group(key)
-    algorithm = algorithm if algorithm in algorithms else algorithms[0]
-    fitted = model.fit(rows, stat)
-    result = fitted["fit"]
-    cards = [
-        number_card(
-            "o (per-call overhead)",
-            f"{format_time(result.o_s)} [{format_time(result.o_ci_s[0])}, {format_time(result.o_ci_s[1])}]",
-            "cmp-o",
-        ),
-        number_card(
-            "w (algorithm bandwidth)",
-            f"{format_bandwidth(result.w_Bps)} [{format_bandwidth(result.w_ci_Bps[0])}, {format_bandwidth(result.w_ci_Bps[1])}]",
-            "cmp-w",
-        ),
-        number_card("points / method", f"{result.points} / {result.method}", "cmp-points"),
-        number_card("rms residual", f"{result.rms_relative_residual:.1%}", "cmp-rms"),
-    ]
-    fit_figure = figures.fit_figure(fitted["points"], {"curve": fitted["curve"], "label": fitted["label"]})
-    residuals = figures.residual_figure(fitted["points"])
+    algorithms = overlays.algorithms_for_op(group["op"])
+    return stats, stat if stat in stats else stats[0], algorithms, algorithm if algorithm in algorithms else algorithms[0]
+
+
+def _sim_panel(store: Any, group: dict[str, Any], stat: str, algorithm: str) -> tuple[Any, Any, str]:
+    """Simulated vs measured per size: figure, error table and notice (the reason when it cannot run)."""
     try:
-        compared = model.sim_vs_measured(store, key, stat, algorithm)
-        sim_figure, table = figures.sim_vs_measured_figure(compared["rows"]), _table(compared["rows"])
-        notice = f"Simulated {algorithm} with o and w {compared['calibration']}; {compared['summary']['within_spread']} of {compared['summary']['points']} sizes within the measured spread."
+        compared = overlays.sim_vs_measured(store, group, stat, algorithm)
     except CollsimError as error:
-        sim_figure, table, notice = figures.note_figure(str(error), "Simulated vs measured"), "", str(error)
+        return common.note_figure(str(error), "Simulated vs measured"), "", str(error)
+    summary = compared["summary"]
+    notice = (
+        f"Simulated {algorithm} with o and w {compared['calibration']}; "
+        f"{summary['within_spread']} of {summary['points']} sizes within the measured spread."
+    )
+    return draw.sim_vs_measured_figure(compared["rows"]), _table(compared["rows"]), notice
+
+
+@lru_cache(maxsize=64)
+def _update(db_path: str | None, stamp: tuple, key: str, stat: str, algorithm: str) -> dict[str, Any]:
+    store = overlays.open_results(db_path)
+    group = group_of(key)
+    rows = overlays.group_rows(store, group)
+    asked = stat
+    stats, stat, algorithms, algorithm = _choices(rows, group, stat, algorithm)
+    fitted = overlays.fit_curve(rows, stat)
+    sim_figure, table, notice = _sim_panel(store, group, stat, algorithm)
     try:
-        ddp_points = model.ddp_comparison(store)
+        ddp_points = overlays.ddp_comparison(store)
     except CollsimError:
         ddp_points = []
     if asked != stat:
         notice = f"These runs carry no {asked} time at two or more sizes; showing {stat}. " + notice
-    search = "?" + urlencode({"group": key, "stat": stat, "algorithm": algorithm})
-    choices = ([{"label": s, "value": s} for s in stats], stat, algorithms, algorithm)
-    return notice, cards, fit_figure, residuals, sim_figure, table, ddp_figure(ddp_points), *choices, search
+    return answer(
+        OUTPUTS,
+        notice=notice,
+        cards=_cards(fitted["fit"]),
+        fit=draw.fit_figure(fitted["points"], {"curve": fitted["curve"], "label": fitted["label"]}),
+        residuals=draw.residual_figure(fitted["points"]),
+        sim=sim_figure,
+        table=table,
+        ddp=draw.ddp_steps_figure(ddp_points),
+        stat_options=[{"label": s, "value": s} for s in stats],
+        stat=stat,
+        algorithm_options=algorithms,
+        algorithm=algorithm,
+        search="?" + urlencode({"group": key, "stat": stat, "algorithm": algorithm}),
+    )
 
 
-def overlay(config: str | None) -> tuple:
+def overlay(config: str | None) -> dict[str, Any]:
     """The measured timeline of one DDP config over the simulated one."""
     if not config:
-        return "no DDP timelines in this store (collsim real ddp --profile)", figures.note_figure("no DDP timelines", "DDP timeline")
+        return {
+            "note": "no DDP timelines in this store (collsim real ddp --profile)",
+            "figure": common.note_figure("no DDP timelines", "DDP timeline"),
+        }
     db_path = _db_path()
     return _overlay(db_path, _stamp(db_path), config)
 
 
 @lru_cache(maxsize=64)
-def _overlay(db_path: str | None, stamp: tuple, config: str) -> tuple:
-    answer = model.ddp_overlay(model.open_results(db_path), config)
-    return answer["note"], figures.ddp_timeline(
-        answer["rows"], f"DDP step {config}: measured (top) vs simulated (bottom), aligned at backward start"
-    )
+def _overlay(db_path: str | None, stamp: tuple, config: str) -> dict[str, Any]:
+    shown = overlays.ddp_overlay(overlays.open_results(db_path), config)
+    title = f"DDP step {config}: measured (top) vs simulated (bottom), aligned at backward start"
+    return {"note": shown["note"], "figure": ddp_timeline(shown["rows"], title)}
 
 
 def register(app: Any) -> None:
-    if model.missing():
-        return
-    outputs = [
-        Output(ids.CMP_NOTICE, "children"),
-        Output("cmp-cards", "children"),
-        Output(ids.CMP_FIT, "figure"),
-        Output(ids.CMP_RESIDUALS, "figure"),
-        Output(ids.CMP_SIM_VS_MEASURED, "figure"),
-        Output(ids.CMP_TABLE, "children"),
-        Output(ids.CMP_DDP, "figure"),
-        Output(ids.CMP_STAT, "options"),
-        Output(ids.CMP_STAT, "value"),
-        Output("cmp-algorithm", "options"),
-        Output("cmp-algorithm", "value"),
-        Output(ids.URL, "search", allow_duplicate=True),
-        Output(ids.URL_WRITTEN, "data", allow_duplicate=True),
-    ]
     app.callback(
-        *outputs,
-        Input(ids.CMP_RUNS, "value"),
-        Input(ids.CMP_STAT, "value"),
-        Input("cmp-algorithm", "value"),
+        output=OUTPUTS,
+        inputs={"key": Input(ids.CMP_RUNS, "value"), "stat": Input(ids.CMP_STAT, "value"), "algorithm": Input(ids.CMP_ALGORITHM, "value")},
         prevent_initial_call="initial_duplicate",
-    )(_guarded(_written(update), lambda message: (message, *[no_update] * 12)))
-    app.callback(Output("cmp-ddp-note", "children"), Output("cmp-ddp-overlay", "figure"), Input("cmp-ddp-config", "value"))(
-        _guarded(overlay, lambda message: (message, figures.note_figure(message, "DDP timeline")))
-    )
+    )(guarded(written(update), lambda message: answer(OUTPUTS, notice=message)))
+    app.callback(
+        output={"note": Output(ids.CMP_DDP_NOTE, "children"), "figure": Output(ids.CMP_DDP_OVERLAY, "figure")},
+        inputs={"config": Input(ids.CMP_DDP_CONFIG, "value")},
+    )(guarded(overlay, lambda message: {"note": message, "figure": common.note_figure(message, "DDP timeline")}))

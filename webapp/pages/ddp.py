@@ -15,8 +15,9 @@ from sim.units import format_size, format_time
 from sim.training import explain
 from webapp import ddp_model as model
 from webapp import figures, ids
+from webapp.callbacks import guarded as _guarded
+from webapp.callbacks import written as _written
 from webapp.components import field, graph, hardware_dropdown, number_card
-from webapp.pages.collectives import _guarded, _written
 
 PATH = "/ddp"
 NAME = "ddp"
@@ -397,9 +398,9 @@ def download(trigger: str | None, data: dict | None) -> Any:
         return {"content": scenario.to_json(), "filename": "ddp-scenario.json", "type": "application/json"}
     result = run_ddp(scenario)
     if trigger == ids.DDP_DL_CSV:
-        from webapp.pages.collectives import events_csv
+        from webapp.callbacks import events_csv
 
-        return {"content": events_csv(result), "filename": "ddp-events.csv", "type": "text/csv"}
+        return {"content": events_csv(result.events()), "filename": "ddp-events.csv", "type": "text/csv"}
     return {"content": json.dumps(result.chrome_trace()), "filename": "ddp-trace.json", "type": "application/json"}
 
 

@@ -1,30 +1,41 @@
-"""Plain functions behind the sim-vs-measured page: groups in the results store, (o, w) fits,
-simulated vs measured points, the DDP comparison.
+"""Measurements beside the model, as data to draw: fittable groups of a results store, an (o, w)
+fit with its band and residuals, simulated vs measured per size, measured vs simulated DDP steps,
+and a measured DDP timeline beside its simulated replay.
 
-``real`` is imported inside the functions: without it (or without sample data) the page says
-what is missing instead of failing.
+The explorer's Sim vs measured page draws these; they are plain functions of a results store
+(:mod:`real.store`) and return plain dicts and lists, so a notebook can call them too.
 """
 
 from __future__ import annotations
 
-import importlib.util
+import json
 import math
-from collections import defaultdict
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from sim.errors import CollsimError
 from sim.units import format_bandwidth, format_time
 
+__all__ = [
+    "STATS",
+    "algorithms_for_op",
+    "ddp_comparison",
+    "ddp_configs",
+    "ddp_overlay",
+    "fit_curve",
+    "fittable_groups",
+    "group_rows",
+    "open_results",
+    "sim_vs_measured",
+    "stats_available",
+]
+
 STATS = ("mean", "median", "p10", "min")
-GROUP_KEYS = ("source", "backend", "device", "op", "world_size")
-
-
-def missing() -> list[str]:
-    return [name for name in ("real.store", "real.fit", "real.compare") if importlib.util.find_spec(name) is None]
 
 
 def open_results(db_path: str | None) -> Any:
-    """The results store at ``db_path`` read-only, or the bundled sample data."""
+    """The results store at ``db_path`` read-only, or the bundled sample data (None)."""
     from real.store import open_store, read_only_copy
 
     try:
@@ -33,37 +44,42 @@ def open_results(db_path: str | None) -> Any:
         raise CollsimError(f"the bundled sample data is incomplete ({error.filename}); reinstall collsim or pass --db") from None
 
 
-def group_id(group: dict[str, Any]) -> str:
-    return "|".join(str(group.get(key)) for key in GROUP_KEYS)
-
-
-def group_label(group: dict[str, Any]) -> str:
-    return f"{group['op']} · {group['backend']}/{group['device']} · {group['world_size']} ranks · {group['source']} ({group['sizes']} sizes, {group['runs']} runs)"
-
-
-def groups(store: Any) -> list[dict[str, Any]]:
-    """Fittable groups (two or more sizes), all-reduce first."""
+def fittable_groups(store: Any) -> list[dict[str, Any]]:
+    """Groups of collective rows with two or more sizes (barriers have none), all-reduce first."""
     rows = [g for g in store.groups() if (g.get("sizes") or 0) >= 2 and g.get("op") != "barrier"]
     return sorted(rows, key=lambda g: (g["op"] != "all_reduce", str(g["source"]), str(g["backend"]), g["world_size"] or 0))
 
 
-def group_rows(store: Any, key: str) -> list[dict[str, Any]]:
-    source, backend, device, op, world_size = key.split("|")
+def group_rows(store: Any, group: dict[str, Any]) -> list[dict[str, Any]]:
+    """The measured rows of one group (source, backend, device, op, world_size) that have a size."""
     rows = store.collectives(
-        op=op,
-        backend=backend,
-        world_size=int(world_size),
-        device=None if device == "None" else device,
-        source=None if source == "None" else source,
+        op=group["op"],
+        backend=group["backend"],
+        world_size=int(group["world_size"]),
+        device=group.get("device"),
+        source=group.get("source"),
     )
     return [row for row in rows if row.get("size_bytes")]
 
 
-def fit(rows: list[dict[str, Any]], stat: str) -> dict[str, Any]:
-    """(o, w) with intervals, the fitted curve with its band, and each point's residual."""
-    from real.fit import _value, fit_ow
+def stats_available(rows: list[dict[str, Any]]) -> list[str]:
+    """The statistics the rows carry at two or more sizes (published rows often give only a mean)."""
+    from real.fit import row_time
 
-    result = fit_ow(rows, stat, replicates=200)
+    return [stat for stat in STATS if len({row["size_bytes"] for row in rows if row_time(row, stat) is not None}) >= 2]
+
+
+def _dense(sizes: list[int], steps: int = 40) -> list[float]:
+    low, high = min(sizes), max(sizes)
+    return [low * (high / low) ** (k / steps) for k in range(steps + 1)] if high > low else [low]
+
+
+def fit_curve(rows: list[dict[str, Any]], stat: str, replicates: int = 200) -> dict[str, Any]:
+    """(o, w) with intervals (:func:`real.fit.fit_ow`), the fitted curve over the sizes with its
+    band ((size, fit, low, high) tuples), each point with its residual, and a label."""
+    from real.fit import fit_ow, row_time
+
+    result = fit_ow(rows, stat, replicates=replicates)
     sizes = sorted({row["size_bytes"] for row in rows})
     (o_lo, o_hi), (w_lo, w_hi) = result.o_ci_s, result.w_ci_Bps
     curve = [
@@ -72,53 +88,26 @@ def fit(rows: list[dict[str, Any]], stat: str) -> dict[str, Any]:
     ]
     points = []
     for row in rows:
-        value = _value(row, stat)
+        value = row_time(row, stat)
         if value is not None:
-            points.append(
-                {
-                    "size_bytes": row["size_bytes"],
-                    "time_s": value,
-                    "label": f"measured ({stat})",
-                    "residual": value / result.predict(row["size_bytes"]) - 1,
-                }
-            )
-    return {
-        "fit": result,
-        "curve": curve,
-        "points": points,
-        "label": f"fit: o = {format_time(result.o_s)}, w = {format_bandwidth(result.w_Bps)}",
-    }
+            residual = value / result.predict(row["size_bytes"]) - 1
+            points.append({"size_bytes": row["size_bytes"], "time_s": value, "label": f"measured ({stat})", "residual": residual})
+    label = f"fit: o = {format_time(result.o_s)}, w = {format_bandwidth(result.w_Bps)}"
+    return {"fit": result, "curve": curve, "points": points, "label": label}
 
 
-def stats_for(rows: list[dict[str, Any]]) -> list[str]:
-    """The statistics the rows carry at two or more sizes (published rows often give only a mean)."""
-    from real.fit import _value
-
-    available = []
-    for stat in STATS:
-        if len({row["size_bytes"] for row in rows if _value(row, stat) is not None}) >= 2:
-            available.append(stat)
-    return available
-
-
-def _dense(sizes: list[int]) -> list[float]:
-    low, high = min(sizes), max(sizes)
-    steps = 40
-    return [low * (high / low) ** (k / steps) for k in range(steps + 1)] if high > low else [low]
-
-
-def sim_vs_measured(store: Any, key: str, stat: str, algorithm: str) -> dict[str, Any]:
-    """``real.compare.compare_collective`` at every measured size (o, w fitted in-sample)."""
+def sim_vs_measured(store: Any, group: dict[str, Any], stat: str, algorithm: str) -> dict[str, Any]:
+    """:func:`real.compare.compare_collective` at every measured size of ``group`` (o, w fitted in
+    sample): rows of measured (with its spread) and simulated time, the calibration, a summary."""
     from real.compare import compare_collective
 
-    source, backend, device, op, world_size = key.split("|")
-    sizes = sorted({row["size_bytes"] for row in group_rows(store, key)})
-    fields = {"op": op, "algorithm": algorithm, "ranks": int(world_size)}
+    sizes = sorted({row["size_bytes"] for row in group_rows(store, group)})
+    fields = {"op": group["op"], "algorithm": algorithm, "ranks": int(group["world_size"])}
     extra = {
         "sizes": [str(size) for size in sizes],
-        "backend": backend,
-        "device": None if device == "None" else device,
-        "source": "any" if source == "None" else source,  # the group's own rows: published, nccl-tests or measured
+        "backend": group["backend"],
+        "device": group.get("device"),
+        "source": group.get("source") or "any",  # the group's own rows: published, nccl-tests or measured
     }
     report = compare_collective(fields, extra, store, stat)
     rows = [
@@ -140,9 +129,8 @@ def ddp_comparison(store: Any) -> list[dict[str, Any]]:
     """Measured vs simulated DDP step per (model, config), for every model with DDP steps."""
     from real.compare import compare_ddp
 
-    models = sorted({row["model"] for row in store.ddp_steps()})
     points = []
-    for model in models:
+    for model in sorted({row["model"] for row in store.ddp_steps()}):
         try:
             report = compare_ddp({}, {"model": model}, store)
         except CollsimError:
@@ -151,19 +139,11 @@ def ddp_comparison(store: Any) -> list[dict[str, Any]]:
     return points
 
 
-def algorithms_for_group(key: str) -> list[str]:
+def algorithms_for_op(op: str) -> list[str]:
+    """The algorithms whose (o, w) <-> (a, B) terms are known for ``op`` (ring when none)."""
     from real.fit import ALGORITHM_TERMS
 
-    op = key.split("|")[3]
-    names = [algorithm for (o, algorithm) in ALGORITHM_TERMS if o == op]
-    return names or ["ring"]
-
-
-def by_size(rows: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
-    grouped: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    for row in rows:
-        grouped[row["size_bytes"]].append(row)
-    return grouped
+    return [algorithm for (o, algorithm) in ALGORITHM_TERMS if o == op] or ["ring"]
 
 
 def ddp_configs(store: Any) -> list[str]:
@@ -172,7 +152,7 @@ def ddp_configs(store: Any) -> list[str]:
 
 
 def _aligned(rows: list[dict[str, Any]], source: str) -> list[dict[str, Any]]:
-    """Rows shifted so backward starts at 0, their kind prefixed with where they come from."""
+    """Rank 0's rows shifted so backward starts at 0, their kind prefixed with where they come from."""
     starts = [row["start_s"] for row in rows if row["kind"] == "backward"]
     origin = min(starts) if starts else 0.0
     return [
@@ -185,14 +165,10 @@ def _aligned(rows: list[dict[str, Any]], source: str) -> list[dict[str, Any]]:
 def ddp_overlay(store: Any, config: str) -> dict[str, Any]:
     """The measured timeline of one DDP config beside ``sim.training.ddp`` replaying the measured
     no-communication profile with (o, w) fitted to the store's all-reduces (mean)."""
-    import json
-    import tempfile
-    from pathlib import Path
-
     from real.fit import fit_ow
     from sim.training.ddp import DDPScenario, run_ddp
 
-    measured = [row for row in store.ddp_profiles(config=config)]
+    measured = list(store.ddp_profiles(config=config))
     baseline = [row for row in store.ddp_profiles(config="none") if measured and row["model"] == measured[-1]["model"]]
     if not measured or not baseline:
         raise CollsimError(f"no measured timeline for DDP config {config!r} and its no-communication baseline")
@@ -210,7 +186,8 @@ def ddp_overlay(store: Any, config: str) -> dict[str, Any]:
         path = Path(folder) / "profile.json"
         path.write_text(json.dumps(base))
         simulated = run_ddp(DDPScenario.from_dict({**data, "profile_file": str(path)}))
-    return {
-        "rows": _aligned(profile["events"], "measured") + _aligned(simulated.events(), "simulated"),
-        "note": f"{measured[-1]['model']} {config}: o = {format_time(fitted.o_s)}, w = {format_bandwidth(fitted.w_Bps)} fitted to {len(rows)} all-reduce rows",
-    }
+    note = (
+        f"{measured[-1]['model']} {config}: o = {format_time(fitted.o_s)}, w = {format_bandwidth(fitted.w_Bps)} "
+        f"fitted to {len(rows)} all-reduce rows"
+    )
+    return {"rows": _aligned(profile["events"], "measured") + _aligned(simulated.events(), "simulated"), "note": note}

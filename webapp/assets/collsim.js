@@ -1,0 +1,74 @@
+/* The explorer's clientside callbacks (Python names them with ClientsideFunction("collsim", NAME)).
+
+   They run in the browser so that an input change asks the server nothing it need not answer:
+   the routing gate, the URL writers, the two_level-only fields, the stop signal for a background
+   run, and saving a figure as PNG/SVG. */
+window.dash_clientside = Object.assign({}, window.dash_clientside, {
+    collsim: {
+        /* The routing gate: a query the page wrote itself (every input change writes one) asks
+           the server nothing; a new path, or a query from Back/Forward or the address bar, becomes
+           a route request (with a time, so the same request twice still builds the page again). */
+        routeGate: function (pathname, search, written) {
+            const triggered = (dash_clientside.callback_context.triggered || []).map(t => t.prop_id);
+            const searchOnly = triggered.length > 0 && triggered.every(id => id.endsWith('.search'));
+            if (searchOnly && (search || '') === (written || '')) { return window.dash_clientside.no_update; }
+            return {pathname: pathname, search: search || '', at: Date.now()};
+        },
+
+        /* The URL writers of the Collectives page: form values (in the order of spec.names) and
+           step, colour-by, compare field and value -> the URL query, twice (for the address bar
+           and for the page's record of what it wrote). Only what differs from spec.defaults is
+           written (falsy values as empty; form-urlencoded, as webapp.urlstate reads it).
+           urlFromForm: the form's values first, the view's after; urlFromView: the view's first. */
+        urlFromForm: function (...args) {
+            const spec = args[args.length - 1];
+            const count = spec.names.length;
+            return collsimQuery(spec, args.slice(0, count), args.slice(count, count + 4));
+        },
+        urlFromView: function (...args) {
+            const spec = args[args.length - 1];
+            return collsimQuery(spec, args.slice(4, 4 + spec.names.length), args.slice(0, 4));
+        },
+
+        /* The two_level-only fields (one output each), shown for two_level. */
+        twoLevelFields: function (topology) {
+            const style = topology === 'two_level' ? {} : {display: 'none'};
+            return Array(dash_clientside.callback_context.outputs_list.length).fill(style);
+        },
+
+        /* A new scenario (or colouring) stops a running background job; the signal is set only
+           while one runs (the Cancel button is enabled), so an ordinary update sends no cancel. */
+        stopSignal: function (scenario, color, idle) {
+            return idle ? window.dash_clientside.no_update : Date.now();
+        },
+
+        /* The PNG or SVG button: the picked figure, at its size on the page (PNG at 2x). */
+        saveFigure: function (png, svg, pick) {
+            const trigger = dash_clientside.callback_context.triggered_id;
+            if (!trigger) { return window.dash_clientside.no_update; }
+            const graph = document.querySelector('#' + pick + ' .js-plotly-plot');
+            if (!graph) { return 'no figure to save'; }
+            const format = trigger.endsWith('svg') ? 'svg' : 'png';
+            Plotly.downloadImage(graph, {format: format, filename: 'collsim-' + pick,
+                width: graph._fullLayout.width, height: graph._fullLayout.height, scale: format === 'png' ? 2 : 1});
+            return 'saved ' + format;
+        },
+    },
+});
+
+function collsimQuery(spec, values, view) {
+    const form = {};
+    spec.names.forEach((name, i) => { form[name] = values[i]; });
+    const [step, color, cmpField, cmpValue] = view;
+    form.step = String(step || 0);
+    form.color = color || 'step';
+    form.cmp = cmpValue ? cmpField + ':' + cmpValue : '';
+    const query = new URLSearchParams();
+    for (const [key, fallback] of Object.entries(spec.defaults)) {
+        const value = form[key];
+        const text = (value === null || value === undefined || value === false || value === 0) ? '' : String(value);
+        if (text !== fallback) { query.append(key, text); }
+    }
+    const search = query.toString() ? '?' + query.toString() : '';
+    return [search, search];
+}

@@ -1,0 +1,89 @@
+"""Figures: results -> Plotly figures, one module per page plus what they share.
+
+- :mod:`webapp.figures.common`: base figure, time units, byte axes, notes, timelines;
+- :mod:`webapp.figures.collectives`: closed-form breakdown, crossover, step player, side by side;
+- :mod:`webapp.figures.ddp`: DDP step, overhead vs bucket size, strategies, training step;
+- :mod:`webapp.figures.compare`: fits, residuals, simulated vs measured, DDP steps.
+
+Pure functions (no Dash, no I/O). The names below are the package's public API, so a caller may
+write ``figures.note_figure`` or import the page's module.
+"""
+
+from webapp.figures.collectives import (
+    breakdown_figure,
+    buffer_figure,
+    crossover_figure,
+    parts_figure,
+    player_positions,
+    side_by_side_figure,
+    step_caption,
+    step_title,
+    topology_figure,
+    winners,
+)
+from webapp.figures.common import (
+    GANTT_BARS,
+    MAX_LANE_LABELS,
+    RASTER_BINS,
+    SEGMENT_BARS,
+    base_figure,
+    busy_fraction,
+    byte_axis,
+    in_flight,
+    limit_lanes,
+    link_gantt,
+    link_timeline,
+    note_figure,
+    rank_gantt,
+    rank_timeline,
+    time_unit,
+    utilisation_figure,
+)
+from webapp.figures.compare import ddp_steps_figure, fit_figure, residual_figure, sim_vs_measured_figure
+from webapp.figures.ddp import (
+    ddp_timeline,
+    overhead_figure,
+    strategy_figure,
+    training_memory_figure,
+    training_strategies_figure,
+    training_timeline,
+)
+
+__all__ = [
+    "GANTT_BARS",
+    "MAX_LANE_LABELS",
+    "RASTER_BINS",
+    "SEGMENT_BARS",
+    "base_figure",
+    "breakdown_figure",
+    "buffer_figure",
+    "busy_fraction",
+    "byte_axis",
+    "crossover_figure",
+    "ddp_steps_figure",
+    "ddp_timeline",
+    "fit_figure",
+    "in_flight",
+    "limit_lanes",
+    "link_gantt",
+    "link_timeline",
+    "note_figure",
+    "overhead_figure",
+    "parts_figure",
+    "player_positions",
+    "rank_gantt",
+    "rank_timeline",
+    "residual_figure",
+    "side_by_side_figure",
+    "sim_vs_measured_figure",
+    "step_caption",
+    "step_title",
+    "strategy_figure",
+    "time_unit",
+    "topology_figure",
+    "training_memory_figure",
+    "training_strategies_figure",
+    "training_timeline",
+    "utilisation_figure",
+    "winners",
+]

@@ -1,0 +1,463 @@
+"""Figures of the Collectives page: simulated vs closed form, algorithm crossover, the step
+player (topology with messages in flight, per-rank buffers), and the side-by-side comparison."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+from sim.units import format_size, format_time
+from webapp.figures.common import (
+    COMPONENT_COLORS,
+    FLIGHT_COLOR,
+    PALETTE,
+    RANK_COLOR,
+    SWITCH_COLOR,
+    UTIL_BINS,
+    base_figure,
+    byte_axis,
+    in_flight,
+    note_figure,
+    time_unit,
+)
+
+
+def _how(method: str) -> str:
+    """A crossover point's method in words for its hover."""
+    return "extrapolated from two smaller runs" if method == "extrapolated" else method
+
+
+def breakdown_figure(
+    simulated_s: float | None, analytic_s: float | None, breakdown: dict[str, float], exact: bool = True, note: str = ""
+) -> go.Figure:
+    """Simulated time beside the closed form, the closed form stacked by alpha/beta/gamma terms;
+    an approximate closed form is labelled so, a missing one says why (in the title, off the axes)."""
+    if simulated_s is None and analytic_s is None:
+        return note_figure(_wrap(note or "no simulation and no closed form for this scenario", 60), "Simulated vs closed form")
+    factor, unit = time_unit(max(simulated_s or 0.0, analytic_s or 0.0))
+    label = "closed form" if exact else "closed form (approx.)"
+    # the reason for an approximate or missing closed form is written beside the figure (the
+    # page's note) and in the bar's hover: text inside a plot lands on ticks and bars
+    figure = base_figure("Simulated vs closed form (alpha / beta / gamma)", 320)
+    if simulated_s is not None:
+        figure.add_trace(
+            go.Bar(x=["simulated"], y=[simulated_s * factor], name="simulated", marker_color="#444",
+                   text=[format_time(simulated_s)], textposition="outside")
+        )  # fmt: skip
+    if analytic_s is not None and breakdown:
+        for name, seconds in breakdown.items():
+            if seconds:
+                figure.add_trace(
+                    go.Bar(x=[label], y=[seconds * factor], name=name, marker_color=COMPONENT_COLORS.get(name),
+                           hovertemplate=f"{name}: {format_time(seconds)}<extra></extra>")
+                )  # fmt: skip
+    elif analytic_s is not None:
+        figure.add_trace(go.Bar(x=[label], y=[analytic_s * factor], name=label, marker_color=COMPONENT_COLORS["alpha (latency)"]))
+    else:
+        figure.add_trace(
+            go.Bar(x=["closed form: none"], y=[0], name="no closed form", marker_color="#ccc", hovertext=[note], hoverinfo="text")
+        )
+    if analytic_s is not None:
+        figure.add_annotation(
+            text=("" if exact else "≈ ") + format_time(analytic_s), x=label, y=analytic_s * factor, yshift=10, showarrow=False
+        )
+    figure.update_layout(barmode="stack", legend={"orientation": "h", "y": -0.2}, meta={"closed_exact": exact, "closed_note": note})
+    figure.update_yaxes(title=f"time ({unit})", rangemode="tozero")
+    return figure
+
+
+def _wrap(text: str, width: int) -> str:
+    import textwrap
+
+    return "<br>".join(textwrap.wrap(text, width)) if text else ""
+
+
+def crossover_figure(
+    rows: Sequence[dict[str, Any]], size_bytes: int | None = None, algorithm: str | None = None, nccl: Sequence[dict[str, Any]] = ()
+) -> go.Figure:
+    """Time per algorithm over message size (log-log) and which one wins at each size; with
+    ``nccl`` rows (size_bytes, time_s, pick), what NCCL's tuning model would pick and its time."""
+    points = [row for row in rows if row["time_s"] is not None]
+    if not points:
+        return note_figure("no algorithm of this op can run with these ranks / topology", "Algorithm crossover")
+    factor, unit = time_unit(max(row["time_s"] for row in points))
+    figure = base_figure("Algorithm crossover over message size", 400)
+    algorithms = list(dict.fromkeys(row["algorithm"] for row in rows))
+    for index, name in enumerate(algorithms):
+        figure.add_trace(_algorithm_trace(name, rows, points, factor, PALETTE[index % len(PALETTE)], name == algorithm))
+    if nccl:
+        figure.add_trace(
+            go.Scatter(
+                x=[row["size_bytes"] for row in nccl], y=[row["time_s"] * factor for row in nccl], mode="lines+markers+text",
+                name="NCCL's pick (its model)", line={"color": "black", "dash": "dash", "width": 1.5}, marker={"symbol": "diamond"},
+                text=[row["pick"] if index % 2 == 0 else "" for index, row in enumerate(nccl)], textposition="top center",
+                textfont={"size": 9}, hovertemplate=[f"NCCL picks {row['pick']}: {format_time(row['time_s'])} at {format_size(row['size_bytes'])}<extra></extra>" for row in nccl],
+            )
+        )  # fmt: skip
+    wins = winners(points)  # one trace (a trace per size costs the browser a layout pass each)
+    figure.add_trace(
+        go.Scatter(
+            x=list(wins),
+            y=[0] * len(wins),
+            yaxis="y2",
+            mode="markers",
+            marker={"symbol": "square", "size": 12, "color": [PALETTE[algorithms.index(name) % len(PALETTE)] for name in wins.values()]},
+            showlegend=False,
+            hovertemplate=[f"fastest at {format_size(size)}: {name}<extra></extra>" for size, name in wins.items()],
+            name="fastest",
+        )
+    )
+    if size_bytes:
+        figure.add_vline(x=size_bytes, line={"dash": "dot", "color": "#888"})
+    _crossover_axes(figure, points, factor, unit)
+    beyond = sorted({row["algorithm"] for row in rows if row["why"] == "too large to simulate here"}, key=algorithms.index)
+    if beyond:  # said where the points are missing, and where to get them
+        figure.add_annotation(
+            text=f"not simulated here (too many messages): some sizes of {', '.join(beyond)}; `collsim sim crossover` draws more",
+            x=1, y=1.02, xref="paper", yref="paper", xanchor="right", yanchor="bottom", showarrow=False, font={"size": 11, "color": "#a00"},
+        )  # fmt: skip
+    figure.update_layout(meta={"beyond_budget": beyond})
+    return figure
+
+
+def _algorithm_trace(
+    name: str, rows: Sequence[dict[str, Any]], points: list[dict[str, Any]], factor: float, colour: str, current: bool
+) -> go.Scatter:
+    """One algorithm's curve over size; an algorithm that cannot run is a greyed legend entry saying why."""
+    mine = [row for row in points if row["algorithm"] == name]
+    if not mine:
+        why = next((row["why"] for row in rows if row["algorithm"] == name and row["why"]), "")
+        return go.Scatter(
+            x=[None], y=[None], name=f"{name} (n/a)", mode="lines", line={"color": "#ccc"}, hovertext=why, visible="legendonly"
+        )
+    return go.Scatter(
+        x=[row["size_bytes"] for row in mine],
+        y=[row["time_s"] * factor for row in mine],
+        mode="lines+markers",
+        name=f"{name}" + (" (current)" if current else ""),
+        line={"color": colour, "width": 3.5 if current else 1.8},
+        hovertemplate=[
+            f"{name}: {format_time(row['time_s'])} at {format_size(row['size_bytes'])} ({_how(row['method'])})<extra></extra>"
+            for row in mine
+        ],
+    )
+
+
+def _crossover_axes(figure: go.Figure, points: list[dict[str, Any]], factor: float, unit: str) -> None:
+    """Log-log axes in the inputs' byte units, and the strip of fastest markers under them."""
+    sizes = [row["size_bytes"] for row in points]
+    figure.update_xaxes(type="log", title="message size", **byte_axis(min(sizes), max(sizes)))
+    # a label per power of ten, written out (Plotly's default labels the 2s and 5s between them
+    # and switches to SI prefixes: "100μ" ms); left to Plotly when the times span under two decades
+    times = [row["time_s"] * factor for row in points if row["time_s"]]
+    decades = math.log10(max(times) / min(times)) if times else 0.0
+    ticks = {"dtick": 1, "exponentformat": "none"} if decades >= 2 else {}
+    figure.update_yaxes(type="log", title=f"time ({unit})", domain=[0.12, 1.0], **ticks)
+    figure.update_layout(yaxis2={"domain": [0, 0.06], "visible": False, "range": [-1, 1]}, legend={"title": {"text": "algorithm"}})
+    figure.add_annotation(text="fastest:", x=0, y=0.03, xref="paper", yref="paper", xanchor="right", showarrow=False, font={"size": 11})
+
+
+def winners(rows: Iterable[dict[str, Any]]) -> dict[int, str]:
+    """size -> the fastest algorithm at that size."""
+    best: dict[int, tuple[float, str]] = {}
+    for row in rows:
+        if row["time_s"] is None:
+            continue
+        current = best.get(row["size_bytes"])
+        if current is None or row["time_s"] < current[0]:
+            best[row["size_bytes"]] = (row["time_s"], row["algorithm"])
+    return {size: name for size, (_, name) in sorted(best.items())}
+
+
+def player_positions(player: dict[str, Any]) -> int:
+    """Slider positions: 0 is the input (before any message), k is after step ``steps[k-1]``."""
+    return len(player["steps"]) + 1
+
+
+def _at(player: dict[str, Any], position: int) -> tuple[int | None, list]:
+    position = max(0, min(position, len(player["steps"])))
+    if position == 0:
+        return None, []
+    return player["steps"][position - 1], player["messages"][position - 1]
+
+
+def topology_figure(player: dict[str, Any], position: int) -> go.Figure:
+    """The topology with the messages of the step at slider ``position`` drawn as arrows from
+    sender to receiver, the links they cross highlighted and busy ranks outlined."""
+    layout = player["layout"]
+    step, messages = _at(player, position)
+    where = {node["id"]: (node["x"], node["y"]) for node in layout["nodes"]}
+    busy_links = {tuple(link) for src, dst, *_ in messages for link in player["routes"].get(f"{src}>{dst}", [])}
+    busy_links |= {(b, a) for a, b in busy_links}
+    title = f"Topology ({layout['name']}): " + (step_title(player, position) if step is not None else "before the first message")
+    figure = base_figure(title, 440)
+    for highlighted in (False, True):
+        figure.add_trace(_links(layout["edges"], where, busy_links, highlighted))
+    busy = {m[0] for m in messages} | {m[1] for m in messages}
+    ranks = [node for node in layout["nodes"] if node["rank"] is not None]
+    others = [node for node in layout["nodes"] if node["rank"] is None]
+    figure.add_trace(
+        go.Scatter(
+            x=[n["x"] for n in others], y=[n["y"] for n in others], mode="markers+text",
+            marker={"symbol": "square", "size": 16, "color": SWITCH_COLOR}, text=[n["id"] for n in others],
+            textposition="bottom center", hoverinfo="text", showlegend=False, name="switches",
+        )
+    )  # fmt: skip
+    label = len(ranks) <= 32
+    figure.add_trace(_rank_markers(ranks, busy, label))
+    figure.update_layout(annotations=[_arrow(where, src, dst, 13 if label else 7) for src, dst, *_ in messages[:256]])
+    if messages:
+        figure.add_trace(_arrow_labels(messages[:256], where, label_text=len(messages) <= 32))
+    figure.update_xaxes(visible=False, scaleanchor="y", scaleratio=1)
+    figure.update_yaxes(visible=False)
+    figure.update_layout(margin={"l": 10, "r": 10, "t": 48, "b": 10}, meta={"step": step, "in_flight": len(messages)})
+    return figure
+
+
+def _links(edges: list, where: dict[str, tuple[float, float]], busy_links: set, highlighted: bool) -> go.Scatter:
+    """The links in use (red, thick) or the others (grey), as one line trace broken at each link."""
+    xs: list[float | None] = []
+    ys: list[float | None] = []
+    for u, v in edges:
+        if ((u, v) in busy_links) == highlighted:
+            xs += [where[u][0], where[v][0], None]
+            ys += [where[u][1], where[v][1], None]
+    line = {"color": FLIGHT_COLOR if highlighted else "#ccc", "width": 3 if highlighted else 1}
+    return go.Scatter(
+        x=xs, y=ys, mode="lines", line=line, hoverinfo="skip", showlegend=False, name="links in use" if highlighted else "links"
+    )
+
+
+def _rank_markers(ranks: list[dict[str, Any]], busy: set, label: bool) -> go.Scatter:
+    """The ranks, numbered when there are few, outlined in red while they send or receive."""
+    outline = {
+        "width": [4 if n["rank"] in busy else 1 for n in ranks],
+        "color": [FLIGHT_COLOR if n["rank"] in busy else "white" for n in ranks],
+    }
+    return go.Scatter(
+        x=[n["x"] for n in ranks], y=[n["y"] for n in ranks], mode="markers+text" if label else "markers",
+        marker={"size": 26 if label else 12, "color": RANK_COLOR, "line": outline}, text=[str(n["rank"]) for n in ranks],
+        textfont={"color": "white", "size": 12}, hovertext=[f"rank {n['rank']}" for n in ranks], hoverinfo="text",
+        showlegend=False, name="ranks",
+    )  # fmt: skip
+
+
+def _arrow(where: dict[str, tuple[float, float]], src: int, dst: int, standoff: int) -> dict[str, Any]:
+    """An arrow annotation from sender to receiver, stopping short of both markers."""
+    return {
+        "x": where[str(dst)][0], "y": where[str(dst)][1], "ax": where[str(src)][0], "ay": where[str(src)][1],
+        "xref": "x", "yref": "y", "axref": "x", "ayref": "y", "showarrow": True, "arrowhead": 3, "arrowsize": 1.2,
+        "arrowwidth": 2, "arrowcolor": FLIGHT_COLOR, "standoff": standoff, "startstandoff": standoff, "opacity": 0.8, "text": "",
+    }  # fmt: skip
+
+
+def _arrow_labels(messages: list, where: dict[str, tuple[float, float]], label_text: bool) -> go.Scatter:
+    """What each arrow carries, written at the arrow's middle (cells and bytes), with a hover."""
+    xs, ys, texts, hovers = [], [], [], []
+    for message in messages:
+        src, dst, start, end, nbytes, chunk = message[:6]
+        cells = message[6] if len(message) > 6 else ""
+        (x0, y0), (x1, y1) = where[str(src)], where[str(dst)]
+        xs.append(x0 + 0.55 * (x1 - x0))
+        ys.append(y0 + 0.55 * (y1 - y0))
+        texts.append(f"{cells} · {format_size(nbytes)}" if cells else format_size(nbytes))
+        hovers.append(
+            f"rank {src} → rank {dst}<br>carries {cells or 'data'}: {format_size(nbytes)}, chunk {chunk}"
+            f"<br>{format_time(start)} → {format_time(end)}"
+        )
+    return go.Scatter(
+        x=xs, y=ys, mode="text" if label_text else "markers", text=texts, textfont={"size": 10, "color": "#8b0000"},
+        marker={"size": 8, "color": FLIGHT_COLOR, "opacity": 0.5}, hovertext=hovers, hoverinfo="text", showlegend=False,
+        name="message labels",
+    )  # fmt: skip
+
+
+def step_title(player: dict[str, Any], position: int) -> str:
+    """ "step 3 of 14 (reduce-scatter)": positions count from 1, the phase named when known."""
+    count = len(player["steps"])
+    position = max(1, min(position, count))
+    phases = player.get("phases") or []
+    phase = phases[position - 1] if position - 1 < len(phases) else ""
+    return f"step {position} of {count}" + (f" ({phase})" if phase else "")
+
+
+def step_caption(player: dict[str, Any], position: int) -> str:
+    """Under the player: the step's number, phase, start-end time and one sentence on what moved."""
+    step, messages = _at(player, position)
+    if step is None:
+        return f"Inputs, before any message. {len(player['steps'])} steps to play: press Play or drag the slider. {player.get('description', '')}"
+    start = min(m[2] for m in messages)
+    end = max(m[3] for m in messages)
+    nbytes = sum(m[4] for m in messages)
+    sentences = player.get("sentences") or []
+    sentence = sentences[position - 1] if position - 1 < len(sentences) else ""
+    title = step_title(player, position)
+    return f"{title[0].upper() + title[1:]}: {format_time(start)} → {format_time(end)}, {format_size(nbytes)} in all. {sentence}"
+
+
+def buffer_figure(player: dict[str, Any], position: int) -> go.Figure:
+    """Each rank's buffer at slider ``position`` (rows: ranks, columns: pieces / chunks),
+    coloured by how many ranks' data a cell holds; hover lists them."""
+    frames = player.get("buffers")
+    if not frames:
+        why = (
+            "barrier moves no data"
+            if player["op"] == "barrier"
+            else "buffer state is drawn for up to 32 ranks and 256 cells (ranks x chunks)"
+        )
+        return note_figure(why, "Buffers", 320)
+    frame = frames[max(0, min(position, len(frames) - 1))]
+    p = player["ranks"]
+    cells = frame["cells"]
+    counts = [[bin(value).count("1") for value in row] for row in cells]
+    holders = [[_ranks_in(value) for value in row] for row in cells]
+    reduces = player["reduces"]
+    text, hover = _cell_words(counts, holders, p, reduces)
+    chunks = player["chunks"]
+    columns = [f"p{c // chunks}" + (f".{c % chunks}" if chunks > 1 else "") for c in range(len(cells[0]))]
+    title = f"Buffers after {step_title(player, index_of(position, frames))}" if frame["step"] >= 0 else "Buffers (inputs)"
+    title += ": cell = how many ranks' data it sums" if reduces else ": cell = whose data it holds"
+    figure = base_figure(title, max(260, 70 + 24 * p))
+    small = len(columns) * p <= 1024
+    figure.add_trace(
+        go.Heatmap(
+            z=[[count / p for count in row] for row in counts],
+            x=columns,
+            y=[f"rank {r}" for r in range(p)],
+            text=text if small else None,
+            texttemplate="%{text}" if small else None,
+            hovertext=hover,
+            hoverinfo="text",
+            zmin=0,
+            zmax=1,
+            colorscale=[[0, "#f2f2f2"], [1e-9, "#c6dbef"], [1, "#08306b"]],
+            showscale=False,
+            xgap=1,
+            ygap=1,
+        )
+    )
+    figure.update_yaxes(autorange="reversed")
+    figure.update_xaxes(title="piece" + (".chunk" if chunks > 1 else ""), side="bottom")
+    full = sum(1 for row in counts for count in row if count == p)
+    index = max(0, min(position, len(frames) - 1))
+    changed = _changed_cells(frames[index - 1]["cells"], cells) if index > 0 else []
+    if changed:
+        figure.add_trace(_changed_outlines(changed, columns, p))
+    figure.update_layout(meta={"step": frame["step"], "full_cells": full, "changed_cells": len(changed)})
+    return figure
+
+
+def _cell_words(counts: list[list[int]], holders: list[list[list[str]]], ranks: int, reduces: bool) -> tuple[list, list]:
+    """Each cell's label (3/8: a partial sum of 3 ranks; or whose data it holds) and its hover."""
+    text = [
+        [
+            (f"{count}/{ranks}" if reduces else (holder[0] if len(holder) == 1 else str(count))) if count else ""
+            for count, holder in zip(crow, hrow)
+        ]
+        for crow, hrow in zip(counts, holders)
+    ]
+    verb = "sum of ranks" if reduces else "data of rank"
+    hover = [
+        [f"rank {r}, cell {c}: " + (f"{verb} {', '.join(holders[r][c])}" if counts[r][c] else "empty") for c in range(len(counts[r]))]
+        for r in range(len(counts))
+    ]
+    return text, hover
+
+
+def _changed_outlines(changed: list[tuple[int, int]], columns: list[str], ranks: int) -> go.Scatter:
+    """Red outlines around the cells that changed in this step."""
+    return go.Scatter(
+        x=[columns[c] for _, c in changed], y=[f"rank {r}" for r, _ in changed], mode="markers",
+        marker={"symbol": "square-open", "size": max(10, min(26, 300 // max(len(columns), ranks))), "color": FLIGHT_COLOR,
+                "line": {"width": 2.5}},
+        hovertext=[f"rank {r}, {columns[c]}: changed in this step" for r, c in changed], hoverinfo="text",
+        showlegend=False, name="changed in this step",
+    )  # fmt: skip
+
+
+def index_of(position: int, frames: list) -> int:
+    return max(0, min(position, len(frames) - 1))
+
+
+def _changed_cells(before: list[list[int]], after: list[list[int]]) -> list[tuple[int, int]]:
+    """(rank, cell) of the cells whose content differs between two frames (red outlines)."""
+    return [(r, c) for r, (old, new) in enumerate(zip(before, after)) for c, (a, b) in enumerate(zip(old, new)) if a != b]
+
+
+def _ranks_in(mask: int) -> list[str]:
+    return [str(bit) for bit in range(mask.bit_length()) if mask >> bit & 1]
+
+
+# ----------------------------------------------------------------------------- DDP
+
+PART_COLORS = {"latency": "#1f77b4", "bandwidth": "#ff7f0e", "reduction": "#2ca02c", "overhead": "#9467bd", "contention": "#d62728"}
+
+
+def side_by_side_figure(columns: Sequence[tuple[str, np.ndarray, np.ndarray, np.ndarray]]) -> go.Figure:
+    """Two runs' per-rank activity (operations in flight per time bin) stacked on one time axis:
+    ``columns`` holds (label, rank per interval, start, end) for each run."""
+    from plotly.subplots import make_subplots
+
+    span = max(float(ends.max()) for _, _, _, ends in columns if len(ends)) or 1.0
+    factor, unit = time_unit(span)
+    figure = make_subplots(rows=len(columns), cols=1, shared_xaxes=True, vertical_spacing=0.12, subplot_titles=[c[0] for c in columns])
+    figure.update_layout(margin={"l": 60, "r": 20, "t": 60, "b": 48}, template={})
+    centres = (np.arange(UTIL_BINS) + 0.5) * span / UTIL_BINS * factor
+    for row, (label, ranks, starts, ends) in enumerate(columns, start=1):
+        count = int(ranks.max()) + 1 if len(ranks) else 1
+        grid = in_flight(ranks, starts, ends, count, span)
+        figure.add_trace(
+            go.Heatmap(z=grid.astype(np.float32), x=centres, y=[f"rank {r}" for r in range(count)], colorscale="Blues", zmin=0,
+                       showscale=row == 1, colorbar={"title": {"text": "in flight"}, "thickness": 12},
+                       hovertemplate=f"{label}<br>%{{y}}, %{{x:.4g}} {unit}: %{{z:.2f}} in flight<extra></extra>", name=label),
+            row=row, col=1,
+        )  # fmt: skip
+        figure.update_yaxes(autorange="reversed", row=row, col=1, nticks=min(count, 12))
+        figure.add_vline(x=float(ends.max()) * factor if len(ends) else 0, line={"dash": "dot", "color": "#d62728"}, row=row, col=1)
+    figure.update_xaxes(title=f"time ({unit}), one axis for both", row=len(columns), col=1, range=[0, span * factor])
+    figure.update_layout(
+        title={"text": "Side by side: per-rank activity on one time axis", "x": 0.01, "font": {"size": 15}},
+        height=200 + 160 * len(columns),
+        meta={"columns": [c[0] for c in columns], "span_s": span},
+    )
+    return figure
+
+
+def parts_figure(labels: Sequence[str], parts: Sequence[dict[str, float]]) -> go.Figure:
+    """Each run's time split into latency, bandwidth, reduction, overhead and contention
+    (stacked), and in the title the difference and the part that explains most of it."""
+    if not parts:
+        return note_figure("nothing to compare", "Where the difference comes from")
+    factor, unit = time_unit(max(p["total"] for p in parts))
+    names = ["latency", "bandwidth", "reduction", "overhead", "contention"]
+    title = "Where the time goes"
+    if len(parts) == 2:
+        diff = {name: parts[1][name] - parts[0][name] for name in names}
+        main = max(diff, key=lambda name: abs(diff[name]))
+        total = parts[1]["total"] - parts[0]["total"]
+        sign = "+" if total >= 0 else "−"
+        title = f"{labels[1]} vs {labels[0]}: {sign}{format_time(abs(total))}, mostly {main} ({'+' if diff[main] >= 0 else '−'}{format_time(abs(diff[main]))})"
+        if abs(total) <= 1e-9 * max(parts[0]["total"], parts[1]["total"]) and not any(diff.values()):
+            title = f"{labels[1]} vs {labels[0]}: the same time, part for part"
+    figure = base_figure("Where the time goes", 340)
+    for name in names:
+        values = [p[name] * factor for p in parts]
+        if any(values):
+            figure.add_trace(
+                go.Bar(x=list(labels), y=values, name=name, marker_color=PART_COLORS[name],
+                       hovertemplate=[f"{label}: {name} {format_time(p[name])}<extra></extra>" for label, p in zip(labels, parts)])
+            )  # fmt: skip
+    for label, p in zip(labels, parts):
+        figure.add_annotation(x=label, y=p["total"] * factor, text=format_time(p["total"]), yshift=10, showarrow=False)
+    figure.update_layout(
+        barmode="relative", legend={"orientation": "h", "y": -0.18}, meta={"parts": [dict(p) for p in parts], "summary": title}
+    )
+    figure.update_yaxes(title=f"time ({unit})")
+    return figure
+
+
+# ----------------------------------------------------------------------------- training step (FSDP / ZeRO)

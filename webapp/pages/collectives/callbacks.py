@@ -1,0 +1,440 @@
+"""The Collectives page's callbacks: each reads the form, calls one function of
+:mod:`webapp.collective` (or sim), and draws with :mod:`webapp.figures.collectives`. Outputs are
+named (dicts); each callback is a module-level function (tested directly) wired in
+:func:`register`. The callbacks that run in the browser are in ``assets/collsim.js``.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from dash import ClientsideFunction, Input, Output, State, ctx, html, no_update
+from dash.exceptions import PreventUpdate
+
+from sim.collective import explore
+from sim.errors import CollsimError
+from sim.units import format_bandwidth, format_size, format_time
+from webapp import collective as model
+from webapp import helper, ids
+from webapp.callbacks import answer, events_csv, guarded
+from webapp.components import graph, number_card
+from webapp.figures import collectives as draw
+from webapp.figures import common
+from webapp.pages.collectives.layout import HARDWARE_FIELDS, TWO_LEVEL_ONLY, algorithms_for_op, compare_choices, scenario_of
+
+__all__ = [
+    "PANELS",
+    "RUN",
+    "apply_hardware",
+    "cancelled",
+    "compare_panel",
+    "compare_update",
+    "crossover_panel",
+    "download",
+    "panels",
+    "register",
+    "show_step",
+    "simulate",
+    "simulate_in_background",
+    "tick",
+    "toggle_play",
+    "validate",
+]
+
+PANELS = {  # what a run draws: the simulation callback's outputs (and the background run's)
+    "notice": (ids.COLL_NOTICE, "children"),
+    "summary": (ids.COLL_SUMMARY, "children"),
+    "breakdown": (ids.COLL_BREAKDOWN, "figure"),
+    "rank_gantt": (ids.COLL_GANTT_RANK, "figure"),
+    "link_gantt": (ids.COLL_GANTT_LINK, "figure"),
+    "player": (ids.COLL_PLAYER_STORE, "data"),
+    "step_max": (ids.COLL_STEP, "max"),
+    "step": (ids.COLL_STEP, "value"),
+    "topology": (ids.COLL_TOPOLOGY, "figure"),
+    "buffers": (ids.COLL_BUFFERS, "figure"),
+    "caption": (ids.COLL_STEP_LABEL, "children"),
+}
+RUN = (*PANELS, "job")  # the simulation callback also hands large scenarios to the background run
+SECOND = ("options", "value", "row", "note", "style")  # the second column (side by side)
+
+
+def outputs(names: dict[str, tuple[str, str]], duplicate: bool = False) -> dict[str, Output]:
+    return {name: Output(*target, allow_duplicate=duplicate) for name, target in names.items()}
+
+
+def form_inputs(kind: type = Input) -> dict[str, Any]:
+    """The form's fields by name, as a callback's ``form`` argument."""
+    return {name: kind(ids.field_id(name), "value") for name in model.DEFAULTS}
+
+
+def apply_hardware(name: str | None, ranks: str | None) -> dict[str, str]:
+    """A picked preset -> the form values it sets (ranks rounded to whole nodes)."""
+    values = model.hardware_form(name, ranks)
+    if values is None:
+        raise PreventUpdate
+    return {key: values[key] for key in HARDWARE_FIELDS}
+
+
+def validate(form: dict[str, Any]) -> dict[str, Any]:
+    """The form's values -> the scenario (as a dict, None when invalid) and a message per field."""
+    scenario, errors = model.parse_form(form)
+    return {"scenario": scenario.to_dict() if scenario else None, "errors": {name: errors.get(name, "") for name in model.DEFAULTS}}
+
+
+def summary_cards(outcome: model.Outcome) -> list:
+    numbers = model.summary_numbers(outcome)
+    error, messages, wire = numbers["relative_error"], numbers["messages"], numbers["bytes_on_wire"]
+    bandwidths = f"{format_bandwidth(numbers['algbw_Bps'])} / {format_bandwidth(numbers['busbw_Bps'])}" if numbers["algbw_Bps"] else "—"
+    cards = [
+        number_card("Simulated", format_time(numbers["time_s"]) if numbers["time_s"] is not None else "—", ids.COLL_SIM_TIME),
+        number_card("Closed form", _closed_text(numbers), ids.COLL_ANALYTIC_TIME),
+        number_card("Sim vs closed form", f"{error:+.1e} relative" if error is not None else "—", ids.COLL_REL_ERROR),
+        number_card("Messages / steps", f"{messages:,} / {numbers['steps']}" if messages is not None else "—", ids.COLL_MESSAGES),
+        number_card("On the wire", format_size(wire) if wire is not None else "—", ids.COLL_WIRE),
+        number_card("algbw / busbw", bandwidths, ids.COLL_BW),
+    ]
+    if numbers["analytic_note"]:
+        cards.append(html.Div(numbers["analytic_note"], id=ids.COLL_CLOSED_NOTE, className="closed-note", style={"flexBasis": "100%"}))
+    return cards
+
+
+def _closed_text(numbers: dict) -> str:
+    if numbers["analytic_time_s"] is None:
+        return "none"
+    time_text = format_time(numbers["analytic_time_s"])
+    return time_text if numbers["analytic_exact"] else f"≈ {time_text} (approx.)"
+
+
+def simulate(data: dict | None, color_by: str, background: bool = True, position: int | None = None) -> dict[str, Any]:
+    """The scenario store -> every panel (:data:`PANELS`) and a background job. An invalid scenario
+    keeps the last figures and says so.
+
+    Scenarios up to ``MAX_SIM_MESSAGES`` are simulated here and now; larger ones up to
+    ``BACKGROUND_MAX_MESSAGES`` become a job for :func:`simulate_in_background` (when the app has
+    a background manager: ``background``); larger ones get the closed form or a refusal.
+    ``position``: the slider's current value; the player stays at that step when the new run has
+    it (the slider is left alone then: setting it would draw the player a second time)."""
+    if not data:
+        return answer(RUN, notice="Fix the highlighted inputs; the figures show the last valid scenario.")
+    try:
+        scenario = scenario_of(data)
+        work = explore.work(scenario)
+        if background and model.MAX_SIM_MESSAGES < work.cost <= model.BACKGROUND_MAX_MESSAGES:
+            notice = (
+                f"Simulating {scenario.op}/{scenario.algorithm} on {scenario.ranks} ranks in the background "
+                f"(about {work.cost:,} message-equivalents of work); Cancel stops it. The figures below show the last finished run."
+            )
+            # a fresh token per job: two users (or two clicks) with the same scenario get separate jobs
+            job = {"scenario": data, "color_by": color_by, "messages": work.messages, "token": uuid.uuid4().hex}
+            return answer(RUN, notice=notice, job=job)
+        outcome = model.run(scenario, estimate=work.cost)
+    except CollsimError as error:
+        return answer(RUN, notice=f"Cannot run this scenario: {error}")
+    shown = panels(outcome, color_by, position or 0)
+    if shown["step"] == (position or 0):  # the slider stays: setting it would draw the player a second time
+        shown["step"] = no_update
+    return answer(RUN, **shown)
+
+
+def panels(outcome: model.Outcome, color_by: str, position: int = 0) -> dict[str, Any]:
+    """An outcome -> every panel (:data:`PANELS`): the player at ``position`` (clamped to the new
+    run's steps) comes with the run, so no second round trip draws its first frame."""
+    result, scenario = outcome.result, outcome.scenario
+    closed = (outcome.analytic_time_s, outcome.breakdown, outcome.closed_exact, outcome.closed_note)
+    shown = {"summary": summary_cards(outcome), "breakdown": draw.breakdown_figure(result.time_s if result else None, *closed)}
+    if result is None:
+        note = common.note_figure(outcome.note, "Timeline")
+        return {
+            **shown,
+            "notice": outcome.note,
+            "rank_gantt": note,
+            "link_gantt": note,
+            "player": None,
+            "step_max": 1,
+            "step": 0,
+            **show_step(0, None),
+        }
+    names, lanes, starts, ends = model.link_intervals(result)
+    player = model.player_data(scenario, result, outcome.frames)
+    positions = draw.player_positions(player) if player else 1
+    position = max(0, min(int(position or 0), positions - 1))
+    return {
+        **shown,
+        "notice": outcome.note
+        or f"Simulated {scenario.op}/{scenario.algorithm} on {scenario.ranks} ranks ({scenario.topology}) message by message.",
+        "rank_gantt": common.rank_timeline(result.events, *model.rank_intervals(result), color_by),
+        "link_gantt": common.link_timeline(
+            names, lanes, starts, ends, lambda: model.link_events(result, common.SEGMENT_BARS + 1), color_by
+        ),
+        "player": player,
+        "step_max": positions - 1,
+        "step": position,
+        **show_step(position, player),
+    }
+
+
+def simulate_in_background(set_progress: Any, job: dict | None) -> dict[str, Any]:
+    """A background job (see :func:`simulate`) -> the same panels as :func:`simulate`, reporting
+    (percent, text) through ``set_progress`` while it runs. Runs in its own process; Cancel, a
+    new scenario or a new job kill that process."""
+    if not job:
+        raise PreventUpdate
+    scenario = scenario_of(job["scenario"])
+
+    def report(fraction: float, text: str) -> None:
+        set_progress((str(round(100 * fraction)), f"{100 * fraction:.0f}% ({text})"))
+
+    try:
+        outcome = model.run_with_progress(scenario, report, job.get("messages"))
+    except CollsimError as error:
+        return answer(PANELS, notice=f"Cannot run this scenario: {error}")
+    return panels(outcome, job.get("color_by") or "step")
+
+
+def cancelled(clicks: int | None) -> str:
+    """The notice after Cancel: the run is stopped and the figures are the last finished run."""
+    if not clicks:
+        raise PreventUpdate
+    return "Cancelled: the background run was stopped. The figures show the last finished run; change an input to run again."
+
+
+def show_step(position: int | None, player: dict | None) -> dict[str, Any]:
+    """The player at slider ``position``: topology with messages in flight, buffers, caption."""
+    if not player:
+        text = "The step player draws up to 64 ranks of a simulated run."
+        return {"topology": common.note_figure(text, "Topology"), "buffers": common.note_figure(text, "Buffers"), "caption": ""}
+    position = int(position or 0)
+    return {
+        "topology": draw.topology_figure(player, position),
+        "buffers": draw.buffer_figure(player, position),
+        "caption": draw.step_caption(player, position),
+    }
+
+
+def toggle_play(clicks: int | None, disabled: bool) -> dict[str, Any]:
+    playing = not disabled
+    return {"disabled": True, "label": "Play"} if playing else {"disabled": False, "label": "Pause"}
+
+
+def tick(_: int, position: int | None, maximum: int | None) -> int:
+    """Next slider position; wraps to the start after the last step."""
+    position, maximum = int(position or 0), int(maximum or 0)
+    return 0 if position >= maximum else position + 1
+
+
+def crossover_panel(data: dict | None) -> Any:
+    if not data:
+        return no_update
+    try:
+        scenario = scenario_of(data)
+        rows = helper.crossover(scenario)
+    except CollsimError as error:
+        return common.note_figure(str(error), "Algorithm crossover")
+    return draw.crossover_figure(rows, scenario.size_bytes, scenario.algorithm, model.nccl_picks(scenario))
+
+
+def compare_panel(value: str | None, compare_field: str | None, data: dict | None) -> dict[str, Any]:
+    """Both runs on one time axis, and the time of each split into latency, bandwidth, reduction,
+    overhead and contention (:func:`sim.collective.explore.decompose`), the difference named in words."""
+    if not data:
+        raise PreventUpdate
+    if not value:
+        return {"note": "", "style": {"display": "none"}}
+    name = compare_field or "algorithm"
+    a = scenario_of(data)
+    b = a.replace(**{name: value})
+    for s in (a, b):
+        if model.estimate_cost(s) > model.MAX_SIM_MESSAGES:
+            return {
+                "note": f"{getattr(s, name)} is too large to simulate side by side here; use the command line",
+                "style": {"display": "none"},
+            }
+    labels = [f"A: {getattr(a, name)}", f"B: {value}"]
+    runs = [explore.run(s)[0] for s in (a, b)]
+    timeline = draw.side_by_side_figure([(label, *model.rank_intervals(run)) for label, run in zip(labels, runs)])
+    parts = draw.parts_figure(labels, [explore.decompose(s) for s in (a, b)])
+    ratio = runs[1].time_s / runs[0].time_s if runs[0].time_s else float("inf")
+    times = f"{format_time(runs[1].time_s)} vs {format_time(runs[0].time_s)}"
+    note = f"B takes {ratio:.3g}x the time of A ({times}); {parts.layout.meta['summary']}"
+    return {"timeline": timeline, "parts": parts, "note": note, "style": {}}
+
+
+def compare_update(compare_field: str | None, value: str | None, form: dict[str, Any]) -> dict[str, Any]:
+    """The second column in one request, on the form's fields (validated as by :func:`validate`):
+    its choices (:func:`compare_choices`), then both runs (:func:`compare_panel`) for the value
+    kept, as the row's two graphs; the row is empty and hidden while none is picked."""
+    data = validate(form)["scenario"]
+    options, new_value = compare_choices(compare_field, data, value)
+    shown = compare_panel(value if new_value is no_update else new_value, compare_field, data)
+    row = []
+    if not shown["style"]:  # something to compare: its two graphs
+        row = [
+            html.Div(graph(ids.COLL_CMP_TIMELINE, figure=shown["timeline"]), className="col wide"),
+            html.Div(graph(ids.COLL_CMP_PARTS, figure=shown["parts"]), className="col narrow"),
+        ]
+    return {"options": options, "value": new_value, "row": row, "note": shown["note"], "style": shown["style"]}
+
+
+def download(trigger: str | None, data: dict | None) -> dict[str, Any]:
+    """The file for the pressed download button, or a message saying why there is none."""
+    if not trigger:
+        return {"file": no_update, "error": ""}
+    if not data:
+        return {"file": None, "error": "fix the scenario first"}
+    scenario = scenario_of(data)
+    stem = f"{scenario.op}-{scenario.algorithm}-p{scenario.ranks}"
+    if trigger == ids.COLL_DL_YAML:
+        return {"file": {"content": scenario.to_yaml(), "filename": f"{stem}.yaml", "type": "application/yaml"}, "error": ""}
+    if trigger == ids.COLL_DL_JSON:
+        return {"file": {"content": scenario.to_json(), "filename": f"{stem}.json", "type": "application/json"}, "error": ""}
+    outcome = model.run(scenario, frames=False)
+    if outcome.result is None:
+        return {"file": None, "error": "too large to simulate here: no events to download (use the CLI)"}
+    if trigger == ids.COLL_DL_CSV:
+        return {"file": {"content": events_csv(outcome.result.events()), "filename": f"{stem}-events.csv", "type": "text/csv"}, "error": ""}
+    trace = json.dumps(outcome.result.chrome_trace())
+    return {"file": {"content": trace, "filename": f"{stem}-trace.json", "type": "application/json"}, "error": ""}
+
+
+# ----------------------------------------------------------------------------- wiring
+
+
+def register(app: Any) -> None:
+    _register_form(app)
+    _register_run(app, getattr(app, "_background_manager", None))
+    _register_player(app)
+    _register_views(app)
+
+
+def _register_form(app: Any) -> None:
+    """Algorithm choices, the two_level fields, the hardware picker, validation, the URL writers."""
+    app.callback(
+        output={"options": Output(ids.field_id("algorithm"), "options"), "value": Output(ids.field_id("algorithm"), "value")},
+        inputs={"op": Input(ids.field_id("op"), "value"), "current": State(ids.field_id("algorithm"), "value")},
+        prevent_initial_call=True,  # the layout has them (one round trip less before the first run)
+    )(lambda op, current: dict(zip(("options", "value"), algorithms_for_op(op, current))))
+    app.clientside_callback(  # the layout sets them at load
+        ClientsideFunction("collsim", "twoLevelFields"),
+        *[Output(ids.field_box_id(name), "style") for name in TWO_LEVEL_ONLY],
+        Input(ids.field_id("topology"), "value"),
+        prevent_initial_call=True,
+    )
+    app.callback(
+        output={name: Output(ids.field_id(name), "value", allow_duplicate=True) for name in HARDWARE_FIELDS},
+        inputs={"name": Input(ids.field_id("hardware"), "value"), "ranks": State(ids.field_id("ranks"), "value")},
+        prevent_initial_call=True,
+    )(guarded(apply_hardware, lambda message: answer(HARDWARE_FIELDS)))
+    errors = {name: Output(ids.error_id(name), "children") for name in model.DEFAULTS}
+    app.callback(output={"scenario": Output(ids.COLL_SCENARIO, "data"), "errors": errors}, inputs={"form": form_inputs()})(
+        guarded(validate, lambda message: {"scenario": None, "errors": {**answer(model.DEFAULTS), "hardware": message}})
+    )
+    # Two writers of one query, both in the browser: an input change is written at once (the view
+    # options as State), a view change (step, colour, comparison) too; one callback with all of
+    # them as Inputs would wait for the simulation, whose output the step is.
+    view = [(ids.COLL_STEP, "value"), (ids.COLL_COLOR_BY, "value"), (ids.COLL_CMP_FIELD, "value"), (ids.COLL_CMP_VALUE, "value")]
+    names = State(ids.COLL_URL_NAMES, "data")
+    fields = [Input(ids.field_id(name), "value") for name in model.DEFAULTS]
+    app.clientside_callback(
+        ClientsideFunction("collsim", "urlFromForm"), Output(ids.URL, "search"), Output(ids.URL_WRITTEN, "data"),
+        *fields, *[State(*item) for item in view], names,
+    )  # fmt: skip
+    app.clientside_callback(
+        ClientsideFunction("collsim", "urlFromView"),
+        Output(ids.URL, "search", allow_duplicate=True),
+        Output(ids.URL_WRITTEN, "data", allow_duplicate=True),
+        *[Input(*item) for item in view], *[State(field.component_id, "value") for field in fields], names,
+        prevent_initial_call=True,
+    )  # fmt: skip
+
+
+def _register_run(app: Any, manager: Any) -> None:
+    """The simulation on the form's fields (it starts with the input change, not one round trip
+    later with the scenario store), and the background run with progress and Cancel."""
+    background = manager is not None
+
+    def simulate_form(form: dict[str, Any], color_by: str, position: int | None) -> dict[str, Any]:
+        return simulate(validate(form)["scenario"], color_by, background, position)
+
+    app.callback(
+        output={**outputs(PANELS), "job": Output(ids.COLL_JOB, "data")},
+        inputs={"form": form_inputs(), "color_by": Input(ids.COLL_COLOR_BY, "value"), "position": State(ids.COLL_STEP, "value")},
+    )(guarded(simulate_form, lambda message: answer(RUN, notice=message)))
+    # A new scenario (or colouring) stops a running background job (set in the browser only while one runs)
+    app.clientside_callback(
+        ClientsideFunction("collsim", "stopSignal"), Output(ids.COLL_STOP, "data"), Input(ids.COLL_SCENARIO, "data"),
+        Input(ids.COLL_COLOR_BY, "value"), State(ids.COLL_CANCEL, "disabled"), prevent_initial_call=True,
+    )  # fmt: skip
+    if not background:
+        return
+    app.callback(
+        output=outputs(PANELS, duplicate=True),
+        inputs={"job": Input(ids.COLL_JOB, "data")},
+        background=True,
+        manager=manager,
+        interval=300,
+        progress=[Output(ids.COLL_PROGRESS_BAR, "value"), Output(ids.COLL_PROGRESS_TEXT, "children")],
+        progress_default=["0", ""],
+        running=[
+            (Output(ids.COLL_PROGRESS, "style"), {"display": "flex"}, {"display": "none"}),
+            (Output(ids.COLL_CANCEL, "disabled"), False, True),
+        ],
+        # Cancel, or any new scenario (which may be answered directly), stops the run
+        cancel=[Input(ids.COLL_CANCEL, "n_clicks"), Input(ids.COLL_STOP, "data")],
+        prevent_initial_call=True,
+    )(guarded(simulate_in_background, lambda message: answer(PANELS, notice=message)))
+    app.callback(Output(ids.COLL_NOTICE, "children", allow_duplicate=True), Input(ids.COLL_CANCEL, "n_clicks"), prevent_initial_call=True)(
+        cancelled
+    )
+
+
+def _register_player(app: Any) -> None:
+    """The slider draws the step (a new run draws its first frame itself, see :func:`panels`); Play ticks it."""
+    player = {name: PANELS[name] for name in ("topology", "buffers", "caption")}
+    app.callback(
+        output=outputs(player, duplicate=True),
+        inputs={"position": Input(ids.COLL_STEP, "value"), "player": State(ids.COLL_PLAYER_STORE, "data")},
+        prevent_initial_call=True,
+    )(
+        guarded(
+            show_step, lambda message: {"topology": common.note_figure(message), "buffers": common.note_figure(message), "caption": message}
+        )
+    )
+    app.callback(
+        output={"disabled": Output(ids.COLL_TICK, "disabled"), "label": Output(ids.COLL_PLAY, "children")},
+        inputs={"clicks": Input(ids.COLL_PLAY, "n_clicks"), "disabled": State(ids.COLL_TICK, "disabled")},
+        prevent_initial_call=True,
+    )(toggle_play)
+    app.callback(
+        Output(ids.COLL_STEP, "value", allow_duplicate=True),
+        Input(ids.COLL_TICK, "n_intervals"),
+        State(ids.COLL_STEP, "value"),
+        State(ids.COLL_STEP, "max"),
+        prevent_initial_call=True,
+    )(tick)
+
+
+def _register_views(app: Any) -> None:
+    """The second column, the crossover (both on the form's fields, as the simulation) and downloads."""
+    second = {"options": (ids.COLL_CMP_VALUE, "options"), "value": (ids.COLL_CMP_VALUE, "value"), "row": (ids.COLL_CMP_ROW, "children"),
+              "note": (ids.COLL_CMP_NOTE, "children"), "style": (ids.COLL_CMP_ROW, "style")}  # fmt: skip
+    app.callback(
+        output=outputs(second),
+        inputs={"compare_field": Input(ids.COLL_CMP_FIELD, "value"), "value": Input(ids.COLL_CMP_VALUE, "value"), "form": form_inputs()},
+    )(guarded(compare_update, lambda message: answer(SECOND, row=[], note=message, style={"display": "none"})))
+    app.callback(output=Output(ids.COLL_CROSSOVER, "figure"), inputs={"form": form_inputs()})(
+        guarded(
+            lambda form: crossover_panel(validate(form)["scenario"]), lambda message: common.note_figure(message, "Algorithm crossover")
+        )
+    )
+    buttons = [ids.COLL_DL_YAML, ids.COLL_DL_JSON, ids.COLL_DL_CSV, ids.COLL_DL_TRACE]
+    app.callback(
+        output={"file": Output(ids.COLL_DOWNLOAD, "data"), "error": Output(ids.COLL_DL_ERROR, "children")},
+        inputs={"clicks": [Input(button, "n_clicks") for button in buttons], "data": State(ids.COLL_SCENARIO, "data")},
+        prevent_initial_call=True,
+    )(guarded(lambda clicks, data: download(ctx.triggered_id, data), lambda message: {"file": None, "error": message}))
+    app.clientside_callback(
+        ClientsideFunction("collsim", "saveFigure"), Output(ids.COLL_FIGURE_DONE, "children"), Input(ids.COLL_DL_PNG, "n_clicks"),
+        Input(ids.COLL_DL_SVG, "n_clicks"), State(ids.COLL_FIGURE_PICK, "value"), prevent_initial_call=True,
+    )  # fmt: skip

@@ -1,0 +1,272 @@
+"""The Collectives page's layout: the form (with its op's algorithm choices and the two_level
+fields shown or not, so nothing has to run at load), the player, the panels, the side-by-side bar,
+the crossover, downloads. Built from the URL query (:func:`layout`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dash import dcc, html, no_update
+from dash.exceptions import PreventUpdate
+
+from sim.algorithms.registry import ops
+from sim.network.topology import TOPOLOGIES
+from sim.scenario import SHARING_MODES, CollectiveScenario
+from webapp import collective as model
+from webapp import ids, urlstate
+from webapp.components import field, graph, hardware_dropdown
+
+__all__ = ["HARDWARE_FIELDS", "TWO_LEVEL_ONLY", "VIEW_DEFAULTS", "algorithms_for_op", "compare_choices", "layout", "scenario_of"]
+
+LABELS = {
+    "hardware": ("Hardware", "a preset fills ranks, topology and links (collsim hardware list)"),
+    "op": ("Operation", "the collective to run"),
+    "algorithm": ("Algorithm", "choices depend on the operation"),
+    "topology": ("Topology", "switch: one port per rank into a non-blocking switch"),
+    "ranks": ("Ranks p", "2 to 1024"),
+    "gpus_per_node": ("GPUs per node", "two_level: ranks per node (default 8)"),
+    "size": ("Message size n", "e.g. 64MiB, 1.5KB, 4096"),
+    "latency": ("Latency alpha", "per message, e.g. 5us"),
+    "bandwidth": ("Bandwidth B", "per link, e.g. 25GB/s or 100Gbps"),
+    "reduce_bandwidth": ("Reduction bandwidth 1/gamma", "e.g. 100GB/s; empty: free"),
+    "intra_latency": ("Intra-node latency", "two_level; empty: same as latency"),
+    "intra_bandwidth": ("Intra-node bandwidth", "two_level; empty: same as bandwidth"),
+    "chunks": ("Chunks k", "pipeline chunks (chunked algorithms)"),
+    "overhead": ("Per-call overhead o", "e.g. 10us"),
+    "stragglers": ("Stragglers", "rank:delay pairs, e.g. 3:20us,5:1ms"),
+    "sharing": ("Link sharing", "fair: flows that meet share a link (max-min); fifo: they queue"),
+    "eager_limit": ("Eager limit", "larger messages wait for their receive; 0: all wait (NCCL), 64KiB: MPI-like"),
+    "placement": ("Rank placement", "two_level: block fills a node first; round_robin alternates nodes"),
+}
+DROPDOWNS = ("hardware", "op", "algorithm", "topology", "sharing", "placement")
+HARDWARE_FIELDS = ("ranks", "topology", "gpus_per_node", "bandwidth", "latency", "intra_bandwidth", "intra_latency")
+TWO_LEVEL_ONLY = ("gpus_per_node", "intra_latency", "intra_bandwidth", "placement")
+VIEW_DEFAULTS = {"step": "0", "color": "step", "cmp": ""}  # view options kept in the URL beside the inputs
+COMPARE_FIELDS = {"algorithm": "another algorithm", "topology": "another topology", "sharing": "another sharing mode"}
+EXAMPLES = (
+    (
+        "Why ring is bandwidth-optimal, 1: a binomial tree broadcasts 5 MB to 8 ranks at 1 MB/s in 15 s",
+        "?op=broadcast&algorithm=binomial&ranks=8&size=5MB&latency=0us&bandwidth=1MB/s",
+    ),
+    (
+        "2: the same broadcast as scatter + ring all-gather, side by side (and every algorithm by size below)",
+        "?op=broadcast&algorithm=binomial&ranks=8&size=5MB&latency=0us&bandwidth=1MB/s&cmp=algorithm:scatter_allgather",
+    ),
+    ("How big should my DDP buckets be?", "/ddp?preset=gpt2&comm_model=ow"),
+)
+FIGURE_CHOICES = {
+    ids.COLL_TOPOLOGY: "topology (player)",
+    ids.COLL_BUFFERS: "buffers (player)",
+    ids.COLL_BREAKDOWN: "simulated vs closed form",
+    ids.COLL_GANTT_RANK: "per-rank timeline",
+    ids.COLL_GANTT_LINK: "per-link timeline",
+    ids.COLL_CROSSOVER: "algorithm crossover",
+}
+
+
+def _options(op: str) -> list[dict[str, str]]:
+    return [{"label": name.replace("_", " "), "value": name} for name in model.algorithm_options(op)]
+
+
+def _choices(values: Any) -> list[dict[str, str]]:
+    return [{"label": value.replace("_", " "), "value": value} for value in values]
+
+
+def _input(name: str, value: str) -> Any:
+    if name == "hardware":
+        return hardware_dropdown(ids.field_id(name), value, model.hardware_options())
+    lists = {"op": ops(), "topology": TOPOLOGIES, "sharing": SHARING_MODES, "placement": ("block", "round_robin")}
+    if name == "algorithm":  # the page comes with its op's choices (no callback at load): see form()
+        return dcc.Dropdown(id=ids.field_id(name), options=[], value=value, clearable=False)
+    if name in lists:
+        options = _choices(lists[name]) if name in ("op", "placement") else [{"label": v, "value": v} for v in lists[name]]
+        return dcc.Dropdown(id=ids.field_id(name), options=options, value=value or model.DEFAULTS[name], clearable=False)
+    return dcc.Input(id=ids.field_id(name), type="text", value=value, debounce=True, autoComplete="off", className="text-input")
+
+
+def form(values: dict[str, str]) -> html.Div:
+    rows = []
+    for name in model.DEFAULTS:
+        label, hint = LABELS[name]
+        component = _input(name, values[name])
+        if name == "algorithm":
+            component.options, component.value = algorithms_for_op(values["op"], values["algorithm"])
+        hidden = name in TWO_LEVEL_ONLY and values["topology"] != "two_level"
+        rows.append(field(name, label, hint, component, hidden=hidden))
+    return html.Div(rows, className="form")
+
+
+def _player_controls(step: int) -> html.Div:
+    slider = dcc.Slider(
+        id=ids.COLL_STEP, min=0, max=max(1, step), step=1, value=step, marks=None, updatemode="drag", tooltip={"always_visible": False}
+    )
+    return html.Div(
+        [
+            html.Button("Play", id=ids.COLL_PLAY, n_clicks=0, className="button"),
+            html.Div(slider, className="slider"),
+            dcc.Interval(id=ids.COLL_TICK, interval=900, disabled=True),
+        ],
+        className="player-controls",
+    )
+
+
+def _downloads() -> html.Div:
+    def button(text: str, button_id: str) -> html.Button:
+        return html.Button(text, id=button_id, className="button small")
+
+    pick = dcc.Dropdown(
+        id=ids.COLL_FIGURE_PICK, options=[{"label": v, "value": k} for k, v in FIGURE_CHOICES.items()], value=ids.COLL_TOPOLOGY,
+        clearable=False, className="figure-pick",
+    )  # fmt: skip
+    return html.Div(
+        [
+            html.Span("Download:", className="muted"),
+            button("scenario YAML", ids.COLL_DL_YAML),
+            button("scenario JSON", ids.COLL_DL_JSON),
+            button("events CSV", ids.COLL_DL_CSV),
+            button("Chrome trace", ids.COLL_DL_TRACE),
+            html.Span("figure:", className="muted"),
+            pick,
+            button("PNG", ids.COLL_DL_PNG),
+            button("SVG", ids.COLL_DL_SVG),
+            html.Span(id=ids.COLL_DL_ERROR, className="error"),
+            html.Span(id=ids.COLL_FIGURE_DONE, className="muted"),
+            dcc.Download(id=ids.COLL_DOWNLOAD),
+        ],
+        className="downloads",
+    )
+
+
+def _results(view: dict[str, str]) -> html.Div:
+    def row(*columns: tuple[Any, str]) -> html.Div:
+        return html.Div([html.Div(content, className=kind) for content, kind in columns], className="row")
+
+    player = [graph(ids.COLL_TOPOLOGY, 440), _player_controls(_int(view["step"])), html.Div(id=ids.COLL_STEP_LABEL, className="caption")]
+    color = dcc.RadioItems(
+        id=ids.COLL_COLOR_BY, options=[{"label": " step", "value": "step"}, {"label": " chunk", "value": "chunk"}],
+        value=view["color"] if view["color"] in ("step", "chunk") else "step", inline=True,
+    )  # fmt: skip
+    return html.Div(
+        [
+            html.Div(id=ids.COLL_NOTICE, className="notice"),
+            html.Div(id=ids.COLL_SUMMARY, className="cards"),
+            row((player, "col"), (graph(ids.COLL_BUFFERS, 440), "col")),
+            row((graph(ids.COLL_BREAKDOWN, 320), "col narrow"), (graph(ids.COLL_GANTT_RANK, 320), "col wide")),
+            html.Div([html.Span("Colour timelines by ", className="muted"), color], className="inline"),
+            graph(ids.COLL_GANTT_LINK, 320),
+        ]
+    )
+
+
+def layout(search: str = "") -> html.Div:
+    values = model.form_from_query(search)
+    view = urlstate.form_from_query(search, VIEW_DEFAULTS)
+    compare_field, _, compare_value = view["cmp"].partition(":")
+    compare_field = compare_field if compare_field in COMPARE_FIELDS else "algorithm"
+    url_names = {"names": list(model.DEFAULTS), "defaults": {**model.DEFAULTS, **VIEW_DEFAULTS}}
+    content = [
+        intro(),
+        progress_box(),
+        dcc.Loading(_results(view), type="default", delay_show=250, overlay_style={"visibility": "visible", "opacity": 0.5}),
+        compare_section(compare_field, compare_value, values),
+        dcc.Loading(graph(ids.COLL_CROSSOVER, 400), type="dot", delay_show=250),
+    ]
+    stores = [dcc.Store(id=store_id) for store_id in (ids.COLL_SCENARIO, ids.COLL_PLAYER_STORE, ids.COLL_JOB, ids.COLL_STOP)]
+    return html.Div(
+        [
+            *stores,
+            dcc.Store(id=ids.COLL_URL_NAMES, data=url_names),
+            html.Aside([html.H3("Scenario"), form(values), _downloads()], className="sidebar"),
+            html.Section(content, className="content"),
+        ],
+        className="layout",
+    )
+
+
+def _int(text: str) -> int:
+    return int(text) if str(text).isdigit() else 0
+
+
+def intro() -> html.Div:
+    """What the page shows, in two sentences, and the guided examples one click away."""
+    return html.Div(
+        [
+            html.P(
+                "Pick a collective and a network on the left: the simulator moves every message between ranks "
+                "(alpha-beta-gamma costs, one port per rank), and the panels show it step by step, against the "
+                "closed form, on a timeline, beside a second scenario, and across message sizes."
+            ),
+            html.Div([html.B("Start here: ")] + [dcc.Link(text, href=href, className="example-link") for text, href in EXAMPLES]),
+        ],
+        id=ids.COLL_INTRO,
+        className="intro",
+    )
+
+
+def compare_section(compare_field: str, compare_value: str, values: dict[str, str]) -> html.Div:
+    """A second scenario with the same inputs but another algorithm, topology or sharing mode:
+    both timelines on one time axis and the difference split by cost. The choices come with the
+    layout (a dropdown drops a value that is not among its options)."""
+    scenario, _ = model.parse_form(values)
+    options = compare_choices(compare_field, scenario.to_dict(), None)[0] if scenario else []
+    if compare_value and compare_value not in [option["value"] for option in options]:
+        options.append({"label": compare_value.replace("_", " "), "value": compare_value})
+    pick_field = dcc.Dropdown(
+        id=ids.COLL_CMP_FIELD, options=[{"label": text, "value": key} for key, text in COMPARE_FIELDS.items()], value=compare_field,
+        clearable=False, className="compare-pick",
+    )  # fmt: skip
+    pick_value = dcc.Dropdown(
+        id=ids.COLL_CMP_VALUE, options=options, value=compare_value or None, placeholder="pick one to compare", className="compare-pick"
+    )
+    bar = [html.B("Side by side:"), html.Span("the same inputs with", className="muted"), pick_field, pick_value]
+    return html.Div(
+        [
+            html.Div([*bar, html.Span(id=ids.COLL_CMP_NOTE, className="muted")], className="compare-bar"),
+            # the two graphs come with the comparison (compare_update): none to draw until one is picked
+            dcc.Loading(html.Div([], className="row", id=ids.COLL_CMP_ROW, style={"display": "none"}), type="dot", delay_show=250),
+        ]
+    )
+
+
+def progress_box() -> html.Div:
+    """Progress of a background run and its Cancel button (outside the loading overlay, so the
+    button stays clickable); hidden unless a run is going."""
+    return html.Div(
+        [
+            html.Span("Simulating in the background:", className="muted"),
+            html.Progress(id=ids.COLL_PROGRESS_BAR, value="0", max="100", className="progress-bar"),
+            html.Span("", id=ids.COLL_PROGRESS_TEXT, className="progress-text"),
+            html.Button("Cancel", id=ids.COLL_CANCEL, n_clicks=0, className="button small cancel", disabled=True),
+        ],
+        id=ids.COLL_PROGRESS,
+        className="progress",
+        style={"display": "none"},
+    )
+
+
+def algorithms_for_op(op: str, current: str | None) -> tuple[list[dict[str, str]], str | None]:
+    """Algorithm choices for ``op``; keeps the current one when the op offers it."""
+    options = _options(op)
+    names = [option["value"] for option in options]
+    return options, current if current in names else (names[0] if names else None)
+
+
+def scenario_of(data: dict | None) -> CollectiveScenario | None:
+    """The scenario store's data as a scenario (None when the form is invalid)."""
+    return None if not data else CollectiveScenario.from_dict(data)
+
+
+def compare_choices(compare_field: str | None, data: dict | None, current: str | None) -> tuple[list[dict[str, str]], str | None]:
+    """The values the second column may take (all but the scenario's own); keeps the current one."""
+    if not data:
+        raise PreventUpdate
+    s = scenario_of(data)
+    if compare_field == "topology":
+        values = [name for name in TOPOLOGIES if name != s.topology]
+    elif compare_field == "sharing":
+        values = [mode for mode in SHARING_MODES if mode != s.sharing]
+    else:
+        values = [name for name in model.algorithm_options(s.op) if name != s.algorithm]
+    # the value is set only when it must change: setting it (even to itself) fires the URL
+    # writer, which could push an old query after Back
+    return _choices(values), no_update if (current in values or current is None) else None
