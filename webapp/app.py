@@ -21,9 +21,9 @@ from dash import Input, Output, State, dcc, html
 from dash.exceptions import PreventUpdate
 
 from webapp import collective, ids
-from webapp.pages import collectives, compare, ddp
+from webapp.pages import collectives, compare, ddp, guides
 
-PAGES = (collectives, ddp, compare)  # each: PATH, TITLE, layout(search), register(app)
+PAGES = (collectives, ddp, compare, guides)  # each: PATH, TITLE, layout(search), register(app)
 
 
 def shell() -> html.Div:

@@ -388,8 +388,9 @@ def bucket_guide(scenario: Any, caps: Sequence[int]) -> dict[str, Any]:
         "simulated_s": simulated,
         "buckets": [row["num_buckets"] for row in rows],
         "grad_bytes": grad,
-        "b_star": optimal_bucket_bytes(grad, w_Bps, o_s),
-        "formula_range": _within(caps, formula, 0.01),
+        "b_star": (b_star := optimal_bucket_bytes(grad, w_Bps, o_s)),
+        # (x + 1/x) / 2 <= 1.01 with x = cap / b*: the formula's own 1 % range, not the grid's
+        "formula_range": (b_star * (1.01 - math.sqrt(1.01**2 - 1)), b_star * (1.01 + math.sqrt(1.01**2 - 1))),
         "simulated_range": _within(caps, simulated, 0.01),
         "notes": _parting_notes(scenario, rows, formula, grad),
     }
@@ -425,14 +426,9 @@ def _parting_notes(scenario: Any, rows: Sequence[dict[str, Any]], formula: Seque
     small = [row for row, _ in parted if row["bucket_cap_bytes"] < max(sizes)]
     if small:
         notes.append(
-            f"Below {format_size(max(sizes))} (the largest gradient tensor) a bucket cannot be smaller than a tensor: "
-            f"the simulation makes fewer, larger buckets than s / cap, so its curve flattens where the formula's rises."
-        )
-    last = [row for row, f in parted if row.get("largest_bucket_bytes", 0) > 1.5 * row["bucket_cap_bytes"]]
-    if last:
-        notes.append(
-            "Some buckets are much larger than the cap (a tensor bigger than the cap fills a bucket alone): "
-            "the formula's equal buckets of s / n_b bytes do not exist, and the exposed last all-reduce is the big one."
+            f"Below {format_size(max(sizes))} (the largest gradient tensor) buckets hold whole tensors: a tensor larger than "
+            "the cap fills a bucket alone, so the simulation makes fewer, larger buckets than s / cap and its curve flattens where "
+            "the formula's rises; its exposed last all-reduce is as large as the last tensor, whatever the cap."
         )
     if scenario.first_bucket_bytes:
         notes.append(
