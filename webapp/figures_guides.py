@@ -27,12 +27,14 @@ def _layout(title: str, height: int, **more: Any) -> dict[str, Any]:
 
 
 def contributors(mask: int, p: int) -> str:
-    """The ranks whose data a cell holds, for its label: "p3", "p2+p3", "p0–p3", "all 8"."""
+    """The ranks whose data a cell holds, for its label: "p3", "p2+p3", "p0–p3", "p6–p1" (a run
+    round the ring: 6, 7, 0, 1), "all 8"."""
     ranks = [rank for rank in range(p) if mask >> rank & 1]
     if len(ranks) == p:
         return f"all {p}"
-    if len(ranks) > 2 and ranks == list(range(ranks[0], ranks[-1] + 1)):
-        return f"p{ranks[0]}–p{ranks[-1]}"
+    for start in ranks if len(ranks) > 2 else ():  # a run round the ring: p6–p1 is p6, p7, p0, p1
+        if all((start + i) % p in ranks for i in range(len(ranks))):
+            return f"p{start}–p{(start + len(ranks) - 1) % p}"
     return "+".join(f"p{rank}" for rank in ranks)
 
 
@@ -60,24 +62,30 @@ def ring_cells_figure(cells: Sequence[Sequence[int]], previous: Sequence[Sequenc
     return figure
 
 
-def bytes_figure(sent_by_rank: Sequence[int], bound_bytes: float, bound_text: str, title: str, reference: tuple[float, str] | None = None) -> go.Figure:
+def bytes_figure(
+    sent_by_rank: Sequence[int], bound_bytes: float, bound_text: str, title: str, reference: tuple[float, str] | None = None, decimal: bool = False
+) -> go.Figure:
     """Bytes each rank has sent so far (bars) against the lower bound every algorithm must
-    meet (dashed line) and, optionally, another algorithm's total for comparison (dotted)."""
+    meet (dashed line) and, optionally, another algorithm's total for comparison (dotted);
+    ``decimal``: in MB (10^6 bytes, as a course example states them) instead of MiB."""
     ranks = [f"p{rank}" for rank in range(len(sent_by_rank))]
-    scale, unit = _byte_unit(max([*sent_by_rank, bound_bytes, reference[0] if reference else 0, 1]))
+    scale, unit = (1e6, "MB") if decimal else _byte_unit(max([*sent_by_rank, bound_bytes, reference[0] if reference else 0, 1]))
+    size = (lambda b: f"{b / 1e6:g} MB") if decimal else format_size
     figure = go.Figure(
         go.Bar(x=ranks, y=[b / scale for b in sent_by_rank], marker_color=COLOURS["ring"], name="sent so far",
-               text=[format_size(b) if b else "" for b in sent_by_rank], textposition="outside", cliponaxis=False,
+               text=[size(b) if b else "" for b in sent_by_rank], textposition="outside", cliponaxis=False, textfont={"size": 11},
                hovertemplate="%{x} has sent %{text}<extra></extra>")
     )  # fmt: skip
-    lines = [(bound_bytes, f"lower bound {bound_text} = {format_size(bound_bytes)}", "dash")]
+    lines = [(bound_bytes, f"lower bound<br>{bound_text} = {size(bound_bytes)}", "dash")]
     if reference:
         lines.append((reference[0], reference[1], "dot"))
     for value, text, dash in lines:
         figure.add_hline(y=value / scale, line={"color": COLOURS["bound"], "dash": dash, "width": 1.5})
-        figure.add_annotation(text=text, x=1, xref="paper", xanchor="right", y=value / scale, yanchor="bottom", showarrow=False, font={"size": 12})
+        # labelled in the right margin: inside the plot the label would sit on the bars that reach it
+        figure.add_annotation(text=text, x=1.01, xref="paper", xanchor="left", align="left", y=value / scale, yanchor="middle", showarrow=False, font={"size": 11})
     top = max([*sent_by_rank, bound_bytes, reference[0] if reference else 0]) / scale
     figure.update_layout(_layout(title, 320, showlegend=False, meta={"bound_bytes": bound_bytes}))
+    figure.update_layout(margin={"r": 150})
     figure.update_yaxes(title=f"bytes sent ({unit})", range=[0, top * 1.25], gridcolor="#eee")
     return figure
 
@@ -179,7 +187,8 @@ def bucket_figure(guide: dict[str, Any]) -> go.Figure:
                                  meta={"b_star": guide["b_star"]}))  # fmt: skip
     figure.update_xaxes(type="log", title="bucket cap b (shaded: caps within 1 % of each curve's best)", tickvals=ticks,
                         ticktext=[format_size(t) for t in ticks], gridcolor="#eee")  # fmt: skip
-    figure.update_yaxes(type="log", title="overhead (ms)", gridcolor="#eee")
+    ticks_ms = [m * 10**e for e in range(-2, 5) for m in (1, 2, 5)]  # Plotly's own log labels read "5, 2, 100, 5"
+    figure.update_yaxes(type="log", title="overhead (ms)", gridcolor="#eee", tickvals=ticks_ms, ticktext=[f"{v:g}" for v in ticks_ms])
     return figure
 
 

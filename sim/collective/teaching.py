@@ -436,5 +436,6 @@ def _parting_notes(scenario: Any, rows: Sequence[dict[str, Any]], formula: Seque
             "and the bucket count is one more than s / cap at large caps."
         )
     caps = ", ".join(format_size(row["bucket_cap_bytes"]) for row, _ in parted[:4])
-    notes.insert(0, f"The simulation leaves the formula by more than 5 % at caps {caps}{' ...' if len(parted) > 4 else ''}.")
+    more = f" and {len(parted) - 4} more" if len(parted) > 4 else ""
+    notes.insert(0, f"The simulation leaves the formula by more than 5 % at caps {caps}{more}.")
     return notes

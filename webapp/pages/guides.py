@@ -110,9 +110,9 @@ def ring_view(ranks: int, position: int) -> dict[str, Any]:
         formula += [html.Span(" + " if index else ""), html.Span(f"{term.symbol}: {term.plugged}", style=style, className=f"term-{term.name}")]
     formula.append(html.Span(f" → {format_time(terms.total_s)} (highlighted: the terms this step pays into)"))
     return {
-        "cells": draw.ring_cells_figure(cells, previous, f"buffers {title}"),
+        "cells": draw.ring_cells_figure(cells, previous, f"buffers {title}<br><sup>cell: the sum it holds (p5–p0: ranks 5, 6, 7, 0); red outline: received this step</sup>"),
         "bytes": draw.bytes_figure(sent_now, bound.nbytes, "2(p-1)/p n", "bytes each rank has sent so far",
-                                   reference=(tree_root, f"a binomial tree's root sends n lg p = {format_size(tree_root)}")),
+                                   reference=(tree_root, f"a binomial tree's root<br>sends n lg p = {format_size(tree_root)}")),
         "text": text,
         "formula": formula,
         "max": steps,
@@ -150,6 +150,8 @@ def crossover_view(ranks: int, tree: str, log_alpha_us: float, log_bandwidth_GBp
         html.P([html.B(f"{tree}: "), html.Code(lean.text), f": {_latency_terms(lean)} latency terms, but every rank sends {_beta_bytes(lean)}."]),
         html.P([html.B("ring: "), html.Code(ring.text), f": {_latency_terms(ring)} latency terms, and every rank sends only {_beta_bytes(ring)}, the lower bound 2(p-1)/p n."]),
         html.P([html.B("Solved for n: "), html.Code(found.formula)]),
+        html.P("Each closed form reads α L + n (β F + γ G): L latency terms, F bytes each rank sends and G bytes it adds per byte of n. "
+               "Setting the two equal and solving for n gives the line above."),
         html.P([html.Code(found.plugged)]),
         html.P(
             f"Below {label.removeprefix('n* = ')} the {found.small} wins: its few latency terms cost less than the ring's 2(p-1). Above it the ring wins: "
@@ -200,17 +202,28 @@ def broadcast_view(position: int) -> dict[str, Any]:
         html.P(f"t = {format_time(position * round_s)}: {holders} of {p} ranks hold the 5 MB."
                + ("" if position == 0 else f" In step {position} every rank that already had the data sent it once: "
                   f"{sum(1 for e in edges if e[2] == position - 1)} messages of 5 MB at 1 MB/s, all at the same time, so the step takes 5 s.")),
-        html.P(["Closed form ", html.Code(terms.text), " = " + " + ".join(t.plugged for t in terms.terms),
-                f": lg 8 = 3 rounds of 5 s = {format_time(terms.total_s)}. Sending to one rank after the other would take (p-1) × 5 s = 35 s."]),
+        html.P(["Closed form ", html.Code(terms.text), f" = {_in_megabytes(terms, scenario.bandwidth_Bps)}: lg 8 = 3 rounds of 5 s = "
+                f"{format_time(terms.total_s)}. Sending to one rank after the other would take (p-1) × 5 s = 35 s."]),
         html.P("The price: the root sends 5 MB in every round (n lg p = 15 MB) where one copy (n = 5 MB) is the least any broadcast "
                "must send; a pipelined chain gets close to n, at the cost of more latency terms."),
     ]  # fmt: skip
     sent_now = sent[position - 1].sent_by_rank if position else (0,) * p
     return {
         "tree": draw.broadcast_tree_figure(p, edges, position, f"binomial tree, after step {position} of {steps} (t = {format_time(position * round_s)})"),
-        "bytes": draw.bytes_figure(sent_now, teaching.lower_bound("broadcast", p, n).nbytes, "n", "bytes each rank has sent so far"),
+        "bytes": draw.bytes_figure(sent_now, teaching.lower_bound("broadcast", p, n).nbytes, "n", "bytes each rank has sent so far", decimal=True),
         "text": text,
     }  # fmt: skip
+
+
+def _in_megabytes(terms: teaching.FormulaTerms, bandwidth_Bps: float) -> str:
+    """The plugged-in terms with bytes in MB, as the course states the example."""
+    parts = []
+    for term in terms.terms:
+        if term.name == "alpha":
+            parts.append(term.plugged)
+        else:
+            parts.append(f"{term.coefficient / 1e6:g} MB / {format_bandwidth(bandwidth_Bps)} = {format_time(term.value_s)}")
+    return " + ".join(parts)
 
 
 # --------------------------------------------------------------------------- DDP buckets
@@ -247,7 +260,8 @@ def bucket_view(model: str, o_us: float, w_GBps: float, backward_ms: float | Non
                 "bucket's s / (n_b w) cannot hide behind backward. It is smallest at ", html.B(f"b* = √(s w o) = {format_size(guide['b_star'])}"),
                 f" (s = {format_size(guide['grad_bytes'])}). But the curve is flat there: any cap from ", html.B(f"{format_size(low)} to {format_size(high)}"),
                 " is within 1 % of the best, so pick a round number in that range, not one point."]),
-        html.P([html.B("Simulated: "), f"within 1 % of its best from {format_size(slow)} to {format_size(shigh)} (among the caps tried, ×1.26 apart)."]),
+        html.P([html.B("Simulated: "), (f"within 1 % of its best from {format_size(slow)} to {format_size(shigh)}" if shigh > slow else
+                f"best at {format_size(slow)}") + " (among the caps tried, ×1.26 apart; shaded orange)."]),
         html.Ul([html.Li(note) for note in guide["notes"]]),
     ]  # fmt: skip
     return {"figure": draw.bucket_figure(guide), "text": text}
@@ -265,7 +279,9 @@ def _label(text: str, component: Any) -> html.Div:
 
 
 def _slider(component_id: str, low: float, high: float, value: float, marks: dict[float, str], step: float) -> dcc.Slider:
-    return dcc.Slider(id=component_id, min=low, max=high, value=value, step=step, marks={k: {"label": v} for k, v in marks.items()}, updatemode="drag")
+    # a log scale: the box Dash 4 shows beside a slider would hold the logarithm, so it is off
+    return dcc.Slider(id=component_id, min=low, max=high, value=value, step=step, marks={k: {"label": v} for k, v in marks.items()},
+                      updatemode="drag", allow_direct_input=False)  # fmt: skip
 
 
 def layout(search: str = "") -> html.Div:
