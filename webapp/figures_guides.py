@@ -13,7 +13,15 @@ import plotly.graph_objects as go
 
 from sim.units import format_size, format_time
 
-__all__ = ["broadcast_tree_figure", "bucket_figure", "bucket_figure_note", "bytes_figure", "contributors", "crossover_guide_figure", "ring_cells_figure"]
+__all__ = [
+    "broadcast_tree_figure",
+    "bucket_figure",
+    "bucket_figure_note",
+    "bytes_figure",
+    "contributors",
+    "crossover_guide_figure",
+    "ring_cells_figure",
+]
 
 FONT = {"family": "Liberation Sans, Arial, sans-serif", "size": 13}
 COLOURS = {"ring": "#1f77b4", "recursive_doubling": "#d62728", "reduce_broadcast": "#2ca02c", "bound": "#444", "now": "#d62728"}
@@ -63,7 +71,12 @@ def ring_cells_figure(cells: Sequence[Sequence[int]], previous: Sequence[Sequenc
 
 
 def bytes_figure(
-    sent_by_rank: Sequence[int], bound_bytes: float, bound_text: str, title: str, reference: tuple[float, str] | None = None, decimal: bool = False
+    sent_by_rank: Sequence[int],
+    bound_bytes: float,
+    bound_text: str,
+    title: str,
+    reference: tuple[float, str] | None = None,
+    decimal: bool = False,
 ) -> go.Figure:
     """Bytes each rank has sent so far (bars) against the lower bound every algorithm must
     meet (dashed line) and, optionally, another algorithm's total for comparison (dotted);
@@ -82,7 +95,17 @@ def bytes_figure(
     for value, text, dash in lines:
         figure.add_hline(y=value / scale, line={"color": COLOURS["bound"], "dash": dash, "width": 1.5})
         # labelled in the right margin: inside the plot the label would sit on the bars that reach it
-        figure.add_annotation(text=text, x=1.01, xref="paper", xanchor="left", align="left", y=value / scale, yanchor="middle", showarrow=False, font={"size": 11})
+        figure.add_annotation(
+            text=text,
+            x=1.01,
+            xref="paper",
+            xanchor="left",
+            align="left",
+            y=value / scale,
+            yanchor="middle",
+            showarrow=False,
+            font={"size": 11},
+        )
     top = max([*sent_by_rank, bound_bytes, reference[0] if reference else 0]) / scale
     figure.update_layout(_layout(title, 320, showlegend=False, meta={"bound_bytes": bound_bytes}))
     figure.update_layout(margin={"r": 150})
@@ -97,7 +120,9 @@ def _byte_unit(nbytes: float) -> tuple[float, str]:
     return 1.0, "B"
 
 
-def crossover_guide_figure(sizes: Sequence[float], times: dict[str, Sequence[float]], crossover_bytes: float | None, label: str) -> go.Figure:
+def crossover_guide_figure(
+    sizes: Sequence[float], times: dict[str, Sequence[float]], crossover_bytes: float | None, label: str
+) -> go.Figure:
     """Closed-form time over message size per algorithm (log-log) and the crossover size
     where the two compared meet (a vertical line labelled with the number)."""
     figure = go.Figure()
@@ -112,7 +137,9 @@ def crossover_guide_figure(sizes: Sequence[float], times: dict[str, Sequence[flo
                               bgcolor="white", bordercolor="#000", font={"size": 13})  # fmt: skip
     ticks = [2**k for k in range(10, 31, 4)]
     figure.update_layout(
-        _layout("time by the closed forms (log-log)", 420, legend={"orientation": "h", "y": -0.22}, meta={"crossover_bytes": crossover_bytes})
+        _layout(
+            "time by the closed forms (log-log)", 420, legend={"orientation": "h", "y": -0.22}, meta={"crossover_bytes": crossover_bytes}
+        )
     )
     figure.update_xaxes(type="log", title="message size n", tickvals=ticks, ticktext=[format_size(t) for t in ticks], gridcolor="#eee")
     figure.update_yaxes(type="log", title="time (us)", gridcolor="#eee", dtick=1, exponentformat="none")
@@ -131,7 +158,7 @@ def broadcast_tree_figure(p: int, edges: Sequence[tuple[int, int, int]], step: i
     from 1; 0: before any message) drawn solid, this step's in red, later ones dotted; ranks
     that hold the data in green."""
     depth = {0: 0}
-    for src, dst, at in sorted(edges, key=lambda edge: edge[2]):
+    for _src, dst, at in sorted(edges, key=lambda edge: edge[2]):
         depth[dst] = at + 1
     holds = {0} | {dst for _, dst, at in edges if at < step}
     figure = go.Figure()

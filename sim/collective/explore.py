@@ -178,7 +178,6 @@ def crossover_of(key: str, sizes: tuple[int, ...] = CROSSOVER_SIZES, max_message
 def _crossover(key: str, sizes: tuple[int, ...], max_messages: int) -> tuple[dict[str, Any], ...]:
     data = json.loads(key)
     rows: list[dict[str, Any]] = []
-    budget = max_messages
     op, element_bytes = data["op"], int(data.get("element_bytes", 4))
     names = algorithms_for(op)
     scenarios: dict[str, CollectiveScenario] = {}

@@ -154,7 +154,9 @@ class Term:
         """The term with the numbers in: "14 × 5 us = 70 us", "1.75 × 64 MiB / 25 GB/s = 4.7 ms"."""
         if self.name == "alpha":
             return f"{_number(self.coefficient)} × {format_time(self.unit_s)} = {format_time(self.value_s)}"
-        return f"{format_size(self.coefficient)} / {format_bandwidth(1 / self.unit_s)} = {format_time(self.value_s)}" if self.unit_s else "0"
+        return (
+            f"{format_size(self.coefficient)} / {format_bandwidth(1 / self.unit_s)} = {format_time(self.value_s)}" if self.unit_s else "0"
+        )
 
 
 @dataclass(frozen=True)
@@ -350,8 +352,10 @@ def crossover_size(
     cheap_bytes = first if bandwidth_gap > 0 else second  # fewer bytes: faster as n grows
     # written with A the algorithm of fewer latency terms, B the other: both brackets positive
     (a, la, fa, ga), (b, lb, fb, gb) = sorted([(first, l1, f1, g1), (second, l2, f2, g2)], key=lambda item: item[1])
-    formula = f"n* = α (L_B − L_A) / (β (F_A − F_B)" + (" + γ (G_A − G_B))" if gamma else ")") + f", A = {a}, B = {b}"
-    numbers = f"{format_time(latency_s)} × ({_number(lb)} − {_number(la)}) / (({_number(fa)} − {_number(fb)}) / {format_bandwidth(bandwidth_Bps)}"
+    formula = "n* = α (L_B − L_A) / (β (F_A − F_B)" + (" + γ (G_A − G_B))" if gamma else ")") + f", A = {a}, B = {b}"
+    numbers = (
+        f"{format_time(latency_s)} × ({_number(lb)} − {_number(la)}) / (({_number(fa)} − {_number(fb)}) / {format_bandwidth(bandwidth_Bps)}"
+    )
     numbers += f" + ({_number(ga)} − {_number(gb)}) / {format_bandwidth(reduce_bandwidth_Bps)})" if gamma else ")"
     if latency_gap == 0 or bandwidth_gap == 0 or cheap_start == cheap_bytes:
         winner = "" if latency_gap == 0 and bandwidth_gap == 0 else cheap_bytes if bandwidth_gap else cheap_start
@@ -369,9 +373,10 @@ def bucket_guide(scenario: Any, caps: Sequence[int]) -> dict[str, Any]:
 
     Returns ``caps``; ``formula_s`` (``n_b o + s / (n_b w)`` with n_b = s / cap, the course's
     curve); ``simulated_s`` (the DES overhead: comm end minus backward end); ``buckets`` (the
-    bucket count the simulation made); ``b_star`` = sqrt(s w o); ``formula_range`` and
-    ``simulated_range``: (smallest, largest) cap within 1 % of each curve's best; and ``notes``:
-    where and why the simulation parts from the formula, each a sentence."""
+    bucket count the simulation made); ``b_star`` = sqrt(s w o); ``formula_range``: the caps
+    within 1 % of the formula's best, b* x [0.868, 1.152] (from (x + 1/x) / 2 <= 1.01, x = cap / b*);
+    ``simulated_range``: the unbroken run of ``caps`` around the simulation's best within 1 % of
+    it; and ``notes``: where and why the simulation parts from the formula, each a sentence."""
     from sim.training.ddp import sweep_bucket_sizes
     from sim.training.overhead import optimal_bucket_bytes, overhead_simple
 
@@ -397,10 +402,16 @@ def bucket_guide(scenario: Any, caps: Sequence[int]) -> dict[str, Any]:
 
 
 def _within(caps: Sequence[int], values: Sequence[float], tolerance: float) -> tuple[int, int]:
-    """(smallest, largest) cap whose value is within ``tolerance`` of the smallest value."""
-    best = min(values)
-    near = [cap for cap, value in zip(caps, values) if value <= best * (1 + tolerance)]
-    return min(near), max(near)
+    """(smallest, largest) cap of the unbroken run of caps around the best whose values are
+    within ``tolerance`` of the best (a cap beyond a bump above it is not in the range)."""
+    best = min(range(len(values)), key=values.__getitem__)
+    limit = values[best] * (1 + tolerance)
+    low = high = best
+    while low > 0 and values[low - 1] <= limit:
+        low -= 1
+    while high < len(values) - 1 and values[high + 1] <= limit:
+        high += 1
+    return caps[low], caps[high]
 
 
 def _parting_notes(scenario: Any, rows: Sequence[dict[str, Any]], formula: Sequence[float], grad: float) -> list[str]:
@@ -421,7 +432,11 @@ def _parting_notes(scenario: Any, rows: Sequence[dict[str, Any]], formula: Seque
         notes.append(
             f"The formula assumes backward computes each bucket exactly as fast as the wire sends it (T = s / w = {format_time(wire_s)}); "
             f"here T = {format_time(backward_s)}, {faster}, so "
-            + ("communication queues up behind compute and more of it is exposed." if backward_s < wire_s else "small buckets hide behind compute and only the last one shows.")
+            + (
+                "communication queues up behind compute and more of it is exposed."
+                if backward_s < wire_s
+                else "small buckets hide behind compute and only the last one shows."
+            )
         )
     small = [row for row, _ in parted if row["bucket_cap_bytes"] < max(sizes)]
     if small:
@@ -432,8 +447,8 @@ def _parting_notes(scenario: Any, rows: Sequence[dict[str, Any]], formula: Seque
         )
     if scenario.first_bucket_bytes:
         notes.append(
-            f"DDP's first bucket is capped at {format_size(scenario.first_bucket_bytes)} whatever the cap, so the first all-reduce starts early "
-            "and the bucket count is one more than s / cap at large caps."
+            f"DDP's first bucket is capped at {format_size(scenario.first_bucket_bytes)} whatever the cap, so the first all-reduce starts early; "
+            "the formula's buckets are all the same size."
         )
     caps = ", ".join(format_size(row["bucket_cap_bytes"]) for row, _ in parted[:4])
     more = f" and {len(parted) - 4} more" if len(parted) > 4 else ""

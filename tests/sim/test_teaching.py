@@ -91,7 +91,15 @@ def test_crossover_size_solved_by_hand_for_recursive_doubling_against_ring():
 
 def _scenario(algorithm: str, size: float) -> CollectiveScenario:
     return CollectiveScenario.from_dict(
-        {"op": "all_reduce", "algorithm": algorithm, "ranks": 8, "size": int(size) // 32 * 32, "latency": "5us", "bandwidth": "25GB/s", "reduce_bandwidth": "100GB/s"}
+        {
+            "op": "all_reduce",
+            "algorithm": algorithm,
+            "ranks": 8,
+            "size": int(size) // 32 * 32,
+            "latency": "5us",
+            "bandwidth": "25GB/s",
+            "reduce_bandwidth": "100GB/s",
+        }
     )
 
 
@@ -151,3 +159,25 @@ def test_fastest_says_which_algorithms_are_missing_at_a_size():
     assert best[0]["algorithm"] == "ring" and best[0]["missing"] == {"tree": "too large to simulate here"}
     assert best[1]["algorithm"] == "tree" and best[1]["missing"] == {}
     assert math.isclose(best[1]["time_s"], 1.0)
+
+
+def test_bucket_guide_optimum_range_and_where_the_simulation_parts():
+    """The course's model: 256 MiB in 1,024 tensors of 256 KiB, T = s / w (the formula's own
+    assumption), o = 50 us, w = 10 GB/s. Above a tensor the DES is the formula; below, it cannot
+    make smaller buckets, and the notes say so."""
+    from sim.training.ddp import DDPScenario
+
+    s, w, o = 256 * MiB, 10e9, 50e-6
+    scenario = DDPScenario(param_bytes=(256 * 1024,) * 1024, first_bucket_bytes=None, o_s=o, w_Bps=w, backward_time_s=s / w)
+    caps = [64 * 1024, 1 * MiB, 4 * MiB, 8 * MiB, 11 * MiB, 16 * MiB, 64 * MiB]
+    guide = teaching.bucket_guide(scenario, caps)
+    assert guide["b_star"] == pytest.approx(math.sqrt(s * w * o))
+    low, high = guide["formula_range"]
+    for x in (low / guide["b_star"], high / guide["b_star"]):
+        assert (x + 1 / x) / 2 == pytest.approx(1.01)  # exactly 1 % above the best at both ends
+    by_cap = dict(zip(caps, zip(guide["formula_s"], guide["simulated_s"])))
+    for cap in (1 * MiB, 4 * MiB, 16 * MiB, 64 * MiB):  # s / cap whole buckets: the DES is the formula
+        assert by_cap[cap][1] == pytest.approx(by_cap[cap][0], rel=1e-9)
+    assert by_cap[64 * 1024][1] < by_cap[64 * 1024][0] / 2  # a bucket cannot be smaller than its 256 KiB tensor
+    assert any("largest gradient tensor" in note for note in guide["notes"])
+    assert guide["simulated_range"][0] <= 11 * MiB <= guide["simulated_range"][1]

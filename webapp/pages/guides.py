@@ -107,7 +107,10 @@ def ring_view(ranks: int, position: int) -> dict[str, Any]:
     formula = [html.Span("closed form: "), html.Code(terms.text), html.Span(" = ")]
     for index, term in enumerate(terms.terms):
         style = {"background": "#ffe08a", "fontWeight": "bold"} if term.name in paying else {"color": "#777"}
-        formula += [html.Span(" + " if index else ""), html.Span(f"{term.symbol}: {term.plugged}", style=style, className=f"term-{term.name}")]
+        formula += [
+            html.Span(" + " if index else ""),
+            html.Span(f"{term.symbol}: {term.plugged}", style=style, className=f"term-{term.name}"),
+        ]
     formula.append(html.Span(f" → {format_time(terms.total_s)} (highlighted: the terms this step pays into)"))
     return {
         "cells": draw.ring_cells_figure(cells, previous, f"buffers {title}<br><sup>cell: the sum it holds (p5–p0: ranks 5, 6, 7, 0); red outline: received this step</sup>"),
@@ -234,7 +237,9 @@ def _bucket_scenario(model: str, o_us: float, w_GBps: float, backward_ms: float 
     if model == "gpt2":
         scenario = DDPScenario(preset="gpt2", o_s=float(o_us) * 1e-6, w_Bps=w, backward_time_s=0.12)
     else:
-        scenario = DDPScenario(param_bytes=(256 * 1024,) * 1024, first_bucket_bytes=None, o_s=float(o_us) * 1e-6, w_Bps=w, backward_time_s=1.0)
+        scenario = DDPScenario(
+            param_bytes=(256 * 1024,) * 1024, first_bucket_bytes=None, o_s=float(o_us) * 1e-6, w_Bps=w, backward_time_s=1.0
+        )
     grad = 256 * MiB if model != "gpt2" else None
     if backward_ms:
         return scenario.replace(backward_time_s=float(backward_ms) * 1e-3)
@@ -271,7 +276,9 @@ def bucket_view(model: str, o_us: float, w_GBps: float, backward_ms: float | Non
 
 
 def _graph(graph_id: str, height: int) -> dcc.Graph:
-    return dcc.Graph(id=graph_id, config=GRAPH_CONFIG, figure={"layout": {"height": height, "xaxis": {"visible": False}, "yaxis": {"visible": False}}})
+    return dcc.Graph(
+        id=graph_id, config=GRAPH_CONFIG, figure={"layout": {"height": height, "xaxis": {"visible": False}, "yaxis": {"visible": False}}}
+    )
 
 
 def _label(text: str, component: Any) -> html.Div:
