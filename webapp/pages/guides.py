@@ -281,6 +281,23 @@ def _graph(graph_id: str, height: int) -> dcc.Graph:
     )
 
 
+def _section(anchor: str, title: str, intro: str, children: list[Any]) -> html.Section:
+    """One guide: a card the contents link to (``#anchor``), its title and what it shows."""
+    return html.Section([html.H2(title), html.P(intro), *children], id=anchor, className="card guide")
+
+
+def _step_slider(component_id: str, steps: int, marks: dict[int, str] | None = None) -> html.Div:
+    return html.Div([html.Label("step (0: before any message)", className="label"),
+                     dcc.Slider(id=component_id, min=0, max=steps, step=1, value=0, marks=marks, updatemode="drag")], style={"flex": "1"})  # fmt: skip
+
+
+def _side_by_side(left: Any, right: Any) -> html.Div:
+    """A figure with what goes beside it: three fifths and two fifths of the row."""
+    return html.Div(
+        [html.Div(left, className="col", style={"flex": "3"}), html.Div(right, className="col", style={"flex": "2"})], className="row"
+    )
+
+
 def _label(text: str, component: Any) -> html.Div:
     return html.Div([html.Label(text, className="label"), component], className="field", style={"minWidth": "220px"})
 
@@ -292,26 +309,25 @@ def _slider(component_id: str, low: float, high: float, value: float, marks: dic
 
 
 def layout(search: str = "") -> html.Div:
-    ring = html.Section(
+    ring = _section(
+        "guide-ring",
+        "1. Ring all-reduce, step by step",
+        "The course's case: 64 MiB of gradients, α = 5 us, 25 GB/s links, reductions at 100 GB/s. The ring does a reduce-scatter "
+        "(p-1 steps: each piece collects one more rank's data per step) then an all-gather (p-1 steps: the finished sums travel round).",
         [
-            html.H2("1. Ring all-reduce, step by step"),
-            html.P("The course's case: 64 MiB of gradients, α = 5 us, 25 GB/s links, reductions at 100 GB/s. The ring does a reduce-scatter "
-                   "(p-1 steps: each piece collects one more rank's data per step) then an all-gather (p-1 steps: the finished sums travel round)."),
             html.Div([_label("ranks p", dcc.Dropdown(id=GUIDES_RING_RANKS, options=[4, 8, 16], value=8, clearable=False)),
-                      html.Div([html.Label("step (0: before any message)", className="label"),
-                                dcc.Slider(id=GUIDES_RING_STEP, min=0, max=14, step=1, value=0, updatemode="drag")], style={"flex": "1"})],
+                      _step_slider(GUIDES_RING_STEP, 14)],
                      className="row"),
             html.Div(id=GUIDES_RING_TEXT, className="guide-text"),
             html.Div(id=GUIDES_RING_FORMULA, className="guide-formula"),
-            html.Div([html.Div(_graph(GUIDES_RING_CELLS, 470), className="col", style={"flex": "3"}),
-                      html.Div(_graph(GUIDES_RING_BYTES, 320), className="col", style={"flex": "2"})], className="row"),
+            _side_by_side(_graph(GUIDES_RING_CELLS, 470), _graph(GUIDES_RING_BYTES, 320)),
         ],
-        id="guide-ring", className="card guide",
     )  # fmt: skip
-    cross = html.Section(
+    cross = _section(
+        "guide-crossover",
+        "2. Why ring wins for big messages and the tree for small ones",
+        "Move α (latency per message) and the bandwidth (1/β): the crossover size, where the two closed forms meet, moves with them.",
         [
-            html.H2("2. Why ring wins for big messages and the tree for small ones"),
-            html.P("Move α (latency per message) and the bandwidth (1/β): the crossover size, where the two closed forms meet, moves with them."),
             html.Div([
                 _label("ranks p", dcc.Dropdown(id=GUIDES_CROSS_RANKS, options=[4, 8, 16, 64], value=8, clearable=False)),
                 _label("against ring", dcc.Dropdown(id=GUIDES_CROSS_TREE, clearable=False, value="recursive_doubling", options=[
@@ -326,28 +342,25 @@ def layout(search: str = "") -> html.Div:
             ], className="row"),
             html.Div([html.Div("crossover size", className="card-title"), html.Div(id=GUIDES_CROSS_SIZE, className="card-value")], className="card number",
                      style={"display": "inline-block", "margin": "8px 0"}),
-            html.Div([html.Div(_graph(GUIDES_CROSS_GRAPH, 420), className="col", style={"flex": "3"}),
-                      html.Div(id=GUIDES_CROSS_TEXT, className="col guide-text", style={"flex": "2"})], className="row"),
+            _side_by_side(_graph(GUIDES_CROSS_GRAPH, 420), html.Div(id=GUIDES_CROSS_TEXT, className="guide-text")),
         ],
-        id="guide-crossover", className="card guide",
     )  # fmt: skip
-    bcast = html.Section(
+    bcast = _section(
+        "guide-broadcast",
+        "3. The 15 s broadcast",
+        "The course's example: the root sends 5 MB to 8 ranks over 1 MB/s links (no latency) along a binomial tree.",
         [
-            html.H2("3. The 15 s broadcast"),
-            html.P("The course's example: the root sends 5 MB to 8 ranks over 1 MB/s links (no latency) along a binomial tree."),
-            html.Div([html.Label("step (0: before any message)", className="label"),
-                      dcc.Slider(id=GUIDES_BCAST_STEP, min=0, max=3, step=1, value=0, marks={k: str(k) for k in range(4)})], style={"maxWidth": "420px"}),
+            html.Div(_step_slider(GUIDES_BCAST_STEP, 3, {k: str(k) for k in range(4)}), style={"maxWidth": "420px"}),
             html.Div(id=GUIDES_BCAST_TEXT, className="guide-text"),
-            html.Div([html.Div(_graph(GUIDES_BCAST_TREE, 340), className="col", style={"flex": "3"}),
-                      html.Div(_graph(GUIDES_BCAST_BYTES, 320), className="col", style={"flex": "2"})], className="row"),
+            _side_by_side(_graph(GUIDES_BCAST_TREE, 340), _graph(GUIDES_BCAST_BYTES, 320)),
         ],
-        id="guide-broadcast", className="card guide",
     )  # fmt: skip
-    buckets = html.Section(
+    buckets = _section(
+        "guide-buckets",
+        "4. How big should my DDP buckets be?",
+        "DDP all-reduces gradients in buckets while backward still runs; only what is left when backward ends costs time. "
+        "An all-reduce of b bytes takes o + b / w.",
         [
-            html.H2("4. How big should my DDP buckets be?"),
-            html.P("DDP all-reduces gradients in buckets while backward still runs; only what is left when backward ends costs time. "
-                   "An all-reduce of b bytes takes o + b / w."),
             html.Div([
                 _label("model", dcc.Dropdown(id=GUIDES_BUCKET_MODEL, options=[{"label": v, "value": k} for k, v in BUCKET_MODELS.items()],
                                              value="course", clearable=False)),
@@ -355,10 +368,8 @@ def layout(search: str = "") -> html.Div:
                 _label("w: bandwidth (GB/s)", dcc.Input(id=GUIDES_BUCKET_W, type="number", value=10, min=0, debounce=True)),
                 _label("T: backward (ms; empty: s / w)", dcc.Input(id=GUIDES_BUCKET_T, type="number", value=None, min=0, debounce=True)),
             ], className="row"),
-            html.Div([html.Div(_graph(GUIDES_BUCKET_GRAPH, 440), className="col", style={"flex": "3"}),
-                      html.Div(id=GUIDES_BUCKET_TEXT, className="col guide-text", style={"flex": "2"})], className="row"),
+            _side_by_side(_graph(GUIDES_BUCKET_GRAPH, 440), html.Div(id=GUIDES_BUCKET_TEXT, className="guide-text")),
         ],
-        id="guide-buckets", className="card guide",
     )  # fmt: skip
     contents = html.Nav([html.A(title, href=f"#{anchor}", style={"marginRight": "16px"}) for anchor, title in (
         ("guide-ring", "Ring all-reduce"), ("guide-crossover", "Ring or tree?"), ("guide-broadcast", "The 15 s broadcast"), ("guide-buckets", "DDP buckets"))])  # fmt: skip
