@@ -119,7 +119,6 @@ def ring_view(ranks: int, position: int) -> dict[str, Any]:
         "text": text,
         "formula": formula,
         "max": steps,
-        "position": position,
     }  # fmt: skip
 
 
@@ -382,7 +381,7 @@ def layout(search: str = "") -> html.Div:
 def register(app: Any) -> None:
     @app.callback(
         output={"cells": Output(GUIDES_RING_CELLS, "figure"), "bytes": Output(GUIDES_RING_BYTES, "figure"), "text": Output(GUIDES_RING_TEXT, "children"),
-                "formula": Output(GUIDES_RING_FORMULA, "children"), "max": Output(GUIDES_RING_STEP, "max"), "position": Output(GUIDES_RING_STEP, "value")},
+                "formula": Output(GUIDES_RING_FORMULA, "children"), "max": Output(GUIDES_RING_STEP, "max")},
         inputs={"ranks": Input(GUIDES_RING_RANKS, "value"), "position": Input(GUIDES_RING_STEP, "value")},
     )  # fmt: skip
     def _ring(ranks: int, position: int) -> dict[str, Any]:
