@@ -64,7 +64,8 @@ def ring_cells_figure(cells: Sequence[Sequence[int]], previous: Sequence[Sequenc
     changed = [(r, c) for r in range(p) for c in range(len(cells[r])) if previous is not None and cells[r][c] != previous[r][c]]
     for r, c in changed:
         figure.add_shape(type="rect", x0=c - 0.46, x1=c + 0.46, y0=r - 0.44, y1=r + 0.44, line={"color": COLOURS["now"], "width": 2.5})
-    figure.update_layout(_layout(title, 120 + 44 * p, meta={"changed": len(changed)}))
+    figure.update_layout(_layout(title, 140 + 44 * p, meta={"changed": len(changed)}))
+    figure.update_layout(margin={"t": 90})  # a two-line title above the pieces' labels
     figure.update_yaxes(autorange="reversed", title="rank")
     figure.update_xaxes(side="top")
     return figure

@@ -287,7 +287,7 @@ def _section(anchor: str, title: str, intro: str, children: list[Any]) -> html.S
 
 def _step_slider(component_id: str, steps: int, marks: dict[int, str] | None = None) -> html.Div:
     return html.Div([html.Label("step (0: before any message)", className="label"),
-                     dcc.Slider(id=component_id, min=0, max=steps, step=1, value=0, marks=marks, updatemode="drag")], style={"flex": "1"})  # fmt: skip
+                     dcc.Slider(id=component_id, min=0, max=steps, step=1, value=0, updatemode="drag", **({"marks": marks} if marks else {}))], style={"flex": "1"})  # fmt: skip
 
 
 def _side_by_side(left: Any, right: Any) -> html.Div:
