@@ -233,6 +233,9 @@ CONSTANTS = {
 }
 
 
+TRIAL: dict[str, dict[str, float]] = {}  # preset name -> constants being tried by the fit (sim.hardware.nccl_fit)
+
+
 @dataclass(frozen=True)
 class Effective:
     """A preset's effective constants: fitted where the ``fitted:`` block has them, else the
@@ -255,8 +258,11 @@ def effective(preset: Preset) -> Effective:
     (sim.hardware.nccl_model) read: one function, so both see the same machine."""
     values, provenance = {}, {}
     fitted = (preset.fitted or {}).get("constants", {})
+    trial = TRIAL.get(preset.name, {})
     for name, (default, _, _, _) in CONSTANTS.items():
-        if name in fitted:
+        if name in trial:
+            values[name], provenance[name] = trial[name], "trial value (collsim hardware fit)"
+        elif name in fitted:
             values[name] = float(fitted[name]["value"])
             provenance[name] = f"fitted ({fitted[name].get('interval', '')}) on {', '.join((preset.fitted or {}).get('logs', []))}"
         else:
