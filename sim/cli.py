@@ -148,6 +148,8 @@ def _unit(parse):
 @click.option("--groups", default=None, help="run the collective at once on disjoint groups: 4x8, strided:4 or 0,1;2,3")
 @click.option("--hardware", default=None, help="hardware preset (collsim hardware list): fills ranks, topology and links; flags override")
 @click.option("--nodes", default=None, type=int, help="with --hardware: number of nodes (default 1)")
+@click.option("--nccl-algo", default=None, help="with --hardware: restrict NCCL's pick as NCCL_ALGO does (Ring,Tree,NVLS,NVLSTree,PAT; ^ excludes)")
+@click.option("--nccl-proto", default=None, help="with --hardware: restrict NCCL's pick as NCCL_PROTO does (LL,LL128,Simple; ^ excludes)")
 @click.option(
     "--model",
     default="des",
@@ -187,15 +189,16 @@ def collective(scenario_file: str | None, trace: str | None, csv_path: str | Non
     data = load_mapping(scenario_file) if scenario_file else {}
     check_keys(CollectiveScenario, data)  # a misspelt key is named before "missing --ranks"
     model = flags.pop("model")
+    restrict = {"nccl_algo": flags.pop("nccl_algo"), "nccl_proto": flags.pop("nccl_proto")}
     data.update(_scenario_fields(flags))
-    if "hardware" in data or "nodes" in data:
+    if "hardware" in data or "nodes" in data or any(restrict.values()):
         from sim.hardware.cli import apply_hardware
 
-        apply_hardware(data, pick=model == "des")
+        apply_hardware(data, pick=model == "des", **restrict)
     if model == "nccl":
         from sim.hardware.cli import echo_nccl
 
-        return echo_nccl(data, as_json)
+        return echo_nccl(data, as_json, **restrict)
     if calibration:
         _apply_calibration(data, calibration, backend)
     missing = [flag for flag, keys in _REQUIRED.items() if not any(key in data for key in keys)]

@@ -17,14 +17,15 @@ from pathlib import Path
 
 from sim.errors import CollsimError
 
-# calibration logs (../shared/data/nccl-tests): file -> (preset, nodes); see that folder's README
+# calibration logs (../shared/data/nccl-tests): file -> (preset, nodes, NCCL_PROTO the run had);
+# see that folder's README. The A3 Mega run used Google's TCPXO profile (NCCL_PROTO=Simple,LL128).
 CALIBRATION = {
-    "hgx-h100_2node_ib400_nccl2.26.2_allreduce_default.txt": ("hgx-h100-nvls", 2),
-    "h100_1node_allreduce_nvls_nccl-tests290.txt": ("hgx-h100-nvls", 1),
-    "gcp-a3mega_h100_2node_tcpxo_8x200g_allreduce.txt": ("gcp-a3-mega", 2),
-    "oci-bm.gpu4.8_a100-40g_2node_roce16x100g_allreduce.txt": ("oci-a100-roce", 2),
-    "oci-bm.gpu.b4.8_a100-40g_2node_roce_nccl2.29.3_allreduce.txt": ("oci-a100-roce", 2),
-    "oci-gb200-nvl72_32trays-128gpu_nccl2.29.2_allreduce.txt": ("gb200-nvl72", 32),
+    "hgx-h100_2node_ib400_nccl2.26.2_allreduce_default.txt": ("hgx-h100-nvls", 2, None),
+    "h100_1node_allreduce_nvls_nccl-tests290.txt": ("hgx-h100-nvls", 1, None),
+    "gcp-a3mega_h100_2node_tcpxo_8x200g_allreduce.txt": ("gcp-a3-mega", 2, "Simple,LL128"),
+    "oci-bm.gpu4.8_a100-40g_2node_roce16x100g_allreduce.txt": ("oci-a100-roce", 2, None),
+    "oci-bm.gpu.b4.8_a100-40g_2node_roce_nccl2.29.3_allreduce.txt": ("oci-a100-roce", 2, None),
+    "oci-gb200-nvl72_32trays-128gpu_nccl2.29.2_allreduce.txt": ("gb200-nvl72", 32, None),
 }
 REGIMES = (("< 1 MiB", 0, 2**20), ("1-256 MiB", 2**20, 2**28), (">= 256 MiB", 2**28, float("inf")))
 
@@ -79,15 +80,15 @@ def des_time(hardware: str, nodes: int, op: str, size: int, nccl_algo=None, nccl
     return run_collective(scenario).time_s, "/".join(PAIR_OF[scenario.algorithm])
 
 
-def compare(path: str | Path, hardware: str, nodes: int, stride: int = 1) -> list[Point]:
+def compare(path: str | Path, hardware: str, nodes: int, nccl_proto: str | None = None, stride: int = 1) -> list[Point]:
     """Measured, DES and NCCL-model times at every ``stride``-th size of one log."""
     from sim.hardware.nccl_model import predict
 
     op, rows = read_log(path)
     points = []
     for size, measured in rows[::stride]:
-        des, pick = des_time(hardware, nodes, op, size)
-        model = predict(hardware, nodes, op, size).time_s
+        des, pick = des_time(hardware, nodes, op, size, None, nccl_proto)
+        model = predict(hardware, nodes, op, size, None, nccl_proto).time_s
         points.append(Point(Path(path).name, op, size, measured, des, model, pick))
     return points
 
@@ -105,8 +106,9 @@ def regime_stats(points: list[Point]) -> list[tuple[str, int, float, float, floa
     return out
 
 
-def fit(logs: list[tuple[str, int]], hardware: str, names: list[str], stride: int = 1) -> dict:
-    """Bounded least squares of ``names`` (constants) on ``logs`` ([(path, nodes)])."""
+def fit(logs: list[tuple], hardware: str, names: list[str], stride: int = 1) -> dict:
+    """Bounded least squares of ``names`` (constants) on ``logs`` ([(path, nodes, NCCL_PROTO
+    or None)]), robust (soft L1 on log time ratios, scale 0.1: a noisy point cannot pull it)."""
     import numpy as np
     from scipy.optimize import least_squares
 
@@ -116,9 +118,9 @@ def fit(logs: list[tuple[str, int]], hardware: str, names: list[str], stride: in
     if unknown:
         raise CollsimError(f"--fit: unknown constant(s) {', '.join(unknown)}; allowed: {', '.join(CONSTANTS)}")
     data = []
-    for path, nodes in logs:
+    for path, nodes, proto in logs:
         op, rows = read_log(path)
-        data += [(nodes, op, size, measured) for size, measured in rows[::stride]]
+        data += [(nodes, op, size, measured, proto) for size, measured in rows[::stride]]
     if len(data) <= len(names):
         raise CollsimError(f"hardware fit: {len(data)} points for {len(names)} constants; give more logs or sizes")
     start = effective(load_preset(hardware))
@@ -129,11 +131,11 @@ def fit(logs: list[tuple[str, int]], hardware: str, names: list[str], stride: in
     def residuals(x) -> list[float]:
         TRIAL[hardware] = dict(zip(names, map(float, x)))
         try:
-            return [math.log(des_time(hardware, nodes, op, size)[0] / measured) for nodes, op, size, measured in data]
+            return [math.log(des_time(hardware, nodes, op, size, None, proto)[0] / measured) for nodes, op, size, measured, proto in data]
         finally:
             TRIAL.pop(hardware, None)
 
-    result = least_squares(residuals, x0, bounds=(lower, upper), method="trf", diff_step=1e-3, x_scale="jac", max_nfev=60)
+    result = least_squares(residuals, x0, bounds=(lower, upper), method="trf", loss="soft_l1", f_scale=0.1, diff_step=1e-3, x_scale="jac", max_nfev=40)
     dof = max(len(data) - len(names), 1)
     s2 = float(np.sum(result.fun**2)) / dof
     try:
@@ -146,3 +148,28 @@ def fit(logs: list[tuple[str, int]], hardware: str, names: list[str], stride: in
         for name, v, h, lo, hi in zip(names, result.x, half, lower, upper)
     }
     return {"constants": constants, "points": len(data), "rms_log_error": round(math.sqrt(float(np.mean(result.fun**2))), 4)}
+
+
+def log_nodes(path: str | Path, gpus_per_node: int) -> int:
+    """Nodes of a log: its ranks (the "#  Rank" lines, or busbw / algbw) over GPUs a node."""
+    text = Path(path).read_text()
+    ranks = {int(m.group(1)) for m in re.finditer(r"#\s+Rank\s+(\d+)\s+Group", text)}
+    count = max(ranks) + 1 if ranks else 0
+    if not count:
+        raise CollsimError(f"--nodes: {path} lists no '#  Rank' lines; give --nodes")
+    return max(1, count // gpus_per_node)
+
+
+def fitted_block(result: dict, logs, nodes: list[int], nccl_proto: str | None) -> dict:
+    """The ``fitted:`` block of a preset: provenance (logs, date, command) and the constants."""
+    import datetime
+
+    return {
+        "logs": [f"{Path(path).name} ({n} node{'s' if n > 1 else ''})" for path, n in zip(logs, nodes)],
+        "date": datetime.date.today().isoformat(),
+        "method": "collsim hardware fit: scipy least_squares (trf, soft_l1 on log time ratios), 95 % intervals from the Jacobian",
+        "nccl_proto": nccl_proto,
+        "points": result["points"],
+        "rms_log_error": result["rms_log_error"],
+        "constants": result["constants"],
+    }
