@@ -84,28 +84,46 @@ def _start(net: Network, call: Call, op: str, algorithm: str, p) -> dict:
 
 
 def _head(net: Network, node: int, head: int, gpus: int, nodes: int, pieces: list, switch: tuple, op: str, p) -> Generator:
-    """One head's portion: reduce, (tree up and down between nodes), multicast; chunk after
-    chunk, the next one's reduce overlapping this one's way on."""
+    """One head's portion, chunk after chunk: reduce, (tree up and down between nodes),
+    multicast; at most ``window`` chunks between their reduce and the end of their multicast
+    (NCCL_STEPS slots on each of the head's channels)."""
     env = net.env
     reduce_server, multicast_server = switch
     rank = node * gpus + head
-    links = _node_tree(nodes, node, head, gpus)
-    ready = [reduce_server.use(piece[2]) if op != "all_gather" else None for piece in pieces]  # the switch serves them FIFO
-    ends: list = []
+    window = max(1, NCCL_STEPS * p.channels // max(p.heads if nodes > 1 else gpus, 1))
+    ready = [env.event() for _ in pieces]
+    done = [env.event() for _ in pieces]
+    env.process(_feed(env, None if op == "all_gather" else reduce_server, pieces, ready, done, window))
     multicast = None if op == "reduce_scatter" else multicast_server
     if nodes == 1:
-        for k, event in enumerate(ready):
-            if event is not None:
-                yield event
-            if multicast is not None:
-                ends.append(multicast.use(pieces[k][2]))
+        for k, piece in enumerate(pieces):
+            yield ready[k]
+            _finish(multicast, piece, done[k])
     else:
-        work = [env.process(_up(net, rank, links, pieces, ready, multicast, ends))]
+        links = _node_tree(nodes, node, head, gpus)
+        work = [env.process(_up(net, rank, links, pieces, ready, multicast, done))]
         if links[0] >= 0:
-            work.append(env.process(_down(net, rank, links, pieces, multicast, ends)))
+            work.append(env.process(_down(net, rank, links, pieces, multicast, done)))
         yield env.all_of(work)
-    if ends:
-        yield env.all_of(ends)
+    yield env.all_of(done)
+
+
+def _feed(env, server: Server | None, pieces: list, ready: list, done: list, window: int) -> Generator:
+    """Issue the switch's reduces in order, ``window`` ahead of the finished chunks."""
+    for k, piece in enumerate(pieces):
+        if k >= window:
+            yield done[k - window]
+        if server is None:
+            ready[k].succeed()
+        else:
+            server.use(piece[2]).callbacks.append(lambda _, event=ready[k]: event.succeed())
+
+
+def _finish(multicast: Server | None, piece, done) -> None:
+    if multicast is None:
+        done.succeed()
+    else:
+        multicast.use(piece[2]).callbacks.append(lambda _: done.succeed())
 
 
 def _node_tree(nodes: int, node: int, head: int, gpus: int) -> tuple[int, list[int]]:
@@ -116,15 +134,14 @@ def _node_tree(nodes: int, node: int, head: int, gpus: int) -> tuple[int, list[i
     return (parent * gpus + head if parent >= 0 else -1), [child * gpus + head for child in children]
 
 
-def _up(net: Network, rank: int, links, pieces, ready, multicast, ends) -> Generator:
+def _up(net: Network, rank: int, links, pieces, ready, multicast, done) -> Generator:
     """Tree up between nodes: after the node's reduce, each child's chunk, then to the parent;
     the root multicasts and sends the chunk down."""
     parent, children = links
     window = NCCL_STEPS
     queues = {child: deque(net.recv(child, rank, _TAG + k) for k in range(min(window, len(pieces)))) for child in children}
     for k, piece in enumerate(pieces):
-        if ready[k] is not None:
-            yield ready[k]
+        yield ready[k]
         for child in children:
             yield queues[child].popleft()
             if k + window < len(pieces):
@@ -134,11 +151,10 @@ def _up(net: Network, rank: int, links, pieces, ready, multicast, ends) -> Gener
             continue
         for child in children:
             net.send(rank, child, piece[2], None, 1, k, _DOWN + k % window)
-        if multicast is not None:
-            ends.append(multicast.use(piece[2]))
+        _finish(multicast, piece, done[k])
 
 
-def _down(net: Network, rank: int, links, pieces, multicast, ends) -> Generator:
+def _down(net: Network, rank: int, links, pieces, multicast, done) -> Generator:
     """Tree down: each chunk from the parent, on to the children and into the node's multicast."""
     parent, children = links
     window = NCCL_STEPS
@@ -149,5 +165,4 @@ def _down(net: Network, rank: int, links, pieces, multicast, ends) -> Generator:
             queue.append(net.recv(parent, rank, _DOWN + (k + window) % window))
         for child in children:
             net.send(rank, child, piece[2], None, 1, k, _DOWN + k % window)
-        if multicast is not None:
-            ends.append(multicast.use(piece[2]))
+        _finish(multicast, piece, done[k])
