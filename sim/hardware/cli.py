@@ -163,8 +163,9 @@ def _nccl_pick(data: dict[str, Any], name: str, nodes: int, nccl_algo: str | Non
     if scenario is None:
         raise CollsimError(f"--algorithm: {why}; give --algorithm (e.g. ring, hierarchical) or --nccl-algo ^CollNetDirect,CollNetChain")
     data["algorithm"] = scenario.algorithm
-    if "chunks" not in data:
-        data["chunks"] = scenario.chunks
+    data.setdefault("chunks", scenario.chunks)
+    if "sharing" not in data:
+        data["sharing"] = scenario.sharing
 
 
 def echo_nccl(data: dict[str, Any], as_json: bool, nccl_algo: str | None = None, nccl_proto: str | None = None) -> None:
