@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -68,6 +70,7 @@ def fit_command(logs: tuple[str, ...], name: str, nodes: str | None, nccl_proto:
     chosen = names.split(",") if names else _default_constants(preset, counts)
     result = fit([(path, n, nccl_proto) for path, n in zip(logs, counts)], name, chosen, stride)
     block = fitted_block(result, logs, counts, nccl_proto)
+    block["command"] = "collsim hardware fit " + " ".join(Path(arg).name if arg in logs else arg for arg in sys.argv[sys.argv.index("fit") + 1 :])
     if output is None:
         click.echo(yaml_dump({"fitted": block}))
         return
