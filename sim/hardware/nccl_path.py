@@ -43,6 +43,7 @@ from sim.network import Network
 from sim.network.topology import Topology
 
 MAX_MESSAGES = 256  # slices per connection and channel, at most (merged beyond)
+MAX_TREE_PIECES = 128  # tree chunks per channel, at most (a tree's fill grows with them: depth x piece)
 NAMES = {
     ("Ring", "Simple"): "nccl_ring", ("Ring", "LL"): "nccl_ring_ll", ("Ring", "LL128"): "nccl_ring_ll128",
     ("Tree", "Simple"): "nccl_tree", ("Tree", "LL"): "nccl_tree_ll", ("Tree", "LL128"): "nccl_tree_ll128",
@@ -266,7 +267,7 @@ def tree(net: Network, rank: int, call: Call, protocol: str = "Simple") -> Gener
     cut = chunking("Tree", protocol, call.size_bytes, p.channels, nodes, call.ranks)
     phases = []
     for channel, piece in list(enumerate(call.pieces(p.channels)))[p.first : p.first + p.simulated]:
-        parts = min(max(1, math.ceil(piece[2] / cut.chunk_bytes)), MAX_MESSAGES)
+        parts = min(max(1, math.ceil(piece[2] / cut.chunk_bytes)), MAX_TREE_PIECES)
         pieces = tuple(chunk for chunk in call.pieces(parts, piece) if chunk[2])
         if not pieces:
             continue
