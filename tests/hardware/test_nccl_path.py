@@ -66,7 +66,8 @@ def test_slots_pipeline_a_connection_on_two_dgx_h100():
 
 @pytest.mark.parametrize("proto", ["Simple", "LL", "LL128"])
 def test_collapsed_ring_equals_the_full_run_on_one_node(proto):
-    scenario, _ = scenario_for_pick("dgx-h100", 1, "all_reduce", 24 * 8 * 4 * 2048, "Ring", proto)
+    # max-min fair sharing splits a link equally among the identical channels: exactly the collapse
+    scenario, _ = scenario_for_pick("dgx-h100", 1, "all_reduce", 24 * 8 * 4 * 2048, "Ring", proto, sharing="fair")
     assert scenario.chunks == 24
     collapsed = run_collective(scenario)
     try:
