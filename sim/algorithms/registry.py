@@ -25,6 +25,7 @@ class AlgorithmSpec:
     chunked: bool = False  # honours chunks > 1
     splits: bool = False  # cuts the buffer into per-rank pieces: size must be whole elements
     topology: str | None = None  # needs this topology (e.g. two_level)
+    listed: bool = True  # False: runs by name, left out of algorithms_for (NCCL's protocol variants)
 
     def check(self, scenario: Any) -> None:
         p = scenario.ranks
@@ -69,9 +70,9 @@ def ops() -> list[str]:
     return sorted(_REGISTRY, key=lambda op: OP_ORDER.index(op) if op in OP_ORDER else len(OP_ORDER))
 
 
-def algorithms_for(op: str) -> list[str]:
+def algorithms_for(op: str, unlisted: bool = False) -> list[str]:
     _load()
-    return list(_REGISTRY.get(op, {}))
+    return [name for name, spec in _REGISTRY.get(op, {}).items() if spec.listed or unlisted]
 
 
 def algorithm_spec(op: str, name: str) -> AlgorithmSpec | None:

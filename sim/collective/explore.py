@@ -22,7 +22,6 @@ from sim.collective.call import split
 from sim.collective.collapsed import collective_time, replay_time, why_not_collapsed
 from sim.errors import CollsimError
 from sim.collective.groups import group_closed_form
-from sim.hardware.nccl_des import TREE_CHUNK_BYTES
 from sim.algorithms.registry import algorithm_spec, algorithms_for
 from sim.collective.results import CollectiveResult
 from sim.collective.runner import collect, no_gc, start_collective
@@ -303,8 +302,8 @@ def run(scenario: CollectiveScenario, frames: bool = False) -> tuple[CollectiveR
     4, 8, 16 or 32 ranks, any power-of-two chunks), one repetition, no verify, no groups, record
     full or auto, and an algorithm whose every split then falls on whole cells: all of them but
     double_binary_tree on an odd number of ranks (its halves of p * k cells do not cut into k
-    chunks of whole cells) and nccl_tree when its 512 KiB tree chunks per channel do not
-    divide ranks. A frame is the buffers at its step's last end, so one-run frames follow the
+    chunks of whole cells) and NCCL's data path (nccl_*: its loops and slices follow the byte
+    size, so they run twice). A frame is the buffers at its step's last end, so one-run frames follow the
     scenario's own timing: where a later step's message ends first (binomial scatter of 48 MiB
     on 12 ranks: 8 -> 9 before 0 -> 4), the frame shows it, as the timelines do.
 
@@ -338,11 +337,6 @@ def _double_tree_halves_whole(s: CollectiveScenario) -> bool:
     return s.ranks % 2 == 0 or s.ranks == 1
 
 
-def _nccl_tree_chunks_whole(s: CollectiveScenario) -> bool:
-    """A channel's slice (p cells) cut into ceil(slice bytes / TREE_CHUNK_BYTES) tree chunks."""
-    return s.ranks % -(-(s.size_bytes // s.chunks) // TREE_CHUNK_BYTES) == 0
-
-
 # Whether every split an algorithm's ranks make of ``ranks * chunks`` cells falls on whole
 # cells. A range of L cells cut into q parts gives pieces of m times the bytes of the original
 # range of m L elements cut into q parts exactly when q divides L (otherwise the cut pieces
@@ -352,9 +346,9 @@ def _nccl_tree_chunks_whole(s: CollectiveScenario) -> bool:
 _ALWAYS_WHOLE = {
     "broadcast": ("linear", "binomial", "pipelined_chain", "scatter_allgather"),
     "reduce": ("linear", "binomial", "reduce_scatter_gather"),
-    "all_reduce": ("ring", "hierarchical", "reduce_broadcast", "recursive_doubling", "rabenseifner", "nccl_ring"),
-    "all_gather": ("ring", "recursive_doubling", "nccl_ring"),
-    "reduce_scatter": ("ring", "recursive_halving", "nccl_ring"),
+    "all_reduce": ("ring", "hierarchical", "reduce_broadcast", "recursive_doubling", "rabenseifner"),
+    "all_gather": ("ring", "recursive_doubling"),
+    "reduce_scatter": ("ring", "recursive_halving"),
     "all_to_all": ("pairwise", "direct", "bruck"),
     "gather": ("binomial",),
     "scatter": ("binomial",),
@@ -362,7 +356,6 @@ _ALWAYS_WHOLE = {
 }
 _WHOLE_WHEN = {
     ("all_reduce", "double_binary_tree"): _double_tree_halves_whole,
-    ("all_reduce", "nccl_tree"): _nccl_tree_chunks_whole,
 }
 
 

@@ -32,12 +32,12 @@ def nccl_ring_all_reduce(net: Network, rank: int, call: Call) -> Generator:
     yield from ring(net, rank, call, _AR, "Simple")
 
 
-@register("all_reduce", "nccl_ring_ll", chunked=True, splits=True)
+@register("all_reduce", "nccl_ring_ll", chunked=True, splits=True, listed=False)
 def nccl_ring_ll_all_reduce(net: Network, rank: int, call: Call) -> Generator:
     yield from ring(net, rank, call, _AR, "LL")
 
 
-@register("all_reduce", "nccl_ring_ll128", chunked=True, splits=True)
+@register("all_reduce", "nccl_ring_ll128", chunked=True, splits=True, listed=False)
 def nccl_ring_ll128_all_reduce(net: Network, rank: int, call: Call) -> Generator:
     yield from ring(net, rank, call, _AR, "LL128")
 
@@ -47,12 +47,12 @@ def nccl_ring_reduce_scatter(net: Network, rank: int, call: Call) -> Generator:
     yield from ring(net, rank, call, _RS, "Simple")
 
 
-@register("reduce_scatter", "nccl_ring_ll", chunked=True, splits=True)
+@register("reduce_scatter", "nccl_ring_ll", chunked=True, splits=True, listed=False)
 def nccl_ring_ll_reduce_scatter(net: Network, rank: int, call: Call) -> Generator:
     yield from ring(net, rank, call, _RS, "LL")
 
 
-@register("reduce_scatter", "nccl_ring_ll128", chunked=True, splits=True)
+@register("reduce_scatter", "nccl_ring_ll128", chunked=True, splits=True, listed=False)
 def nccl_ring_ll128_reduce_scatter(net: Network, rank: int, call: Call) -> Generator:
     yield from ring(net, rank, call, _RS, "LL128")
 
@@ -62,12 +62,12 @@ def nccl_ring_all_gather(net: Network, rank: int, call: Call) -> Generator:
     yield from ring(net, rank, call, _AG, "Simple")
 
 
-@register("all_gather", "nccl_ring_ll", chunked=True, splits=True)
+@register("all_gather", "nccl_ring_ll", chunked=True, splits=True, listed=False)
 def nccl_ring_ll_all_gather(net: Network, rank: int, call: Call) -> Generator:
     yield from ring(net, rank, call, _AG, "LL")
 
 
-@register("all_gather", "nccl_ring_ll128", chunked=True, splits=True)
+@register("all_gather", "nccl_ring_ll128", chunked=True, splits=True, listed=False)
 def nccl_ring_ll128_all_gather(net: Network, rank: int, call: Call) -> Generator:
     yield from ring(net, rank, call, _AG, "LL128")
 
@@ -77,42 +77,42 @@ def nccl_tree_all_reduce(net: Network, rank: int, call: Call) -> Generator:
     yield from tree(net, rank, call, "Simple")
 
 
-@register("all_reduce", "nccl_tree_ll", chunked=True, splits=True)
+@register("all_reduce", "nccl_tree_ll", chunked=True, splits=True, listed=False)
 def nccl_tree_ll_all_reduce(net: Network, rank: int, call: Call) -> Generator:
     yield from tree(net, rank, call, "LL")
 
 
-@register("all_reduce", "nccl_tree_ll128", chunked=True, splits=True)
+@register("all_reduce", "nccl_tree_ll128", chunked=True, splits=True, listed=False)
 def nccl_tree_ll128_all_reduce(net: Network, rank: int, call: Call) -> Generator:
     yield from tree(net, rank, call, "LL128")
 
 
-@register("all_reduce", "nccl_nvls", chunked=True, splits=True)
+@register("all_reduce", "nccl_nvls", chunked=True, splits=True, listed=False)
 def nccl_nvls_all_reduce(net: Network, rank: int, call: Call) -> Generator:
     yield from nvls(net, rank, call, "all_reduce", "NVLS")
 
 
-@register("all_gather", "nccl_nvls", chunked=True, splits=True)
+@register("all_gather", "nccl_nvls", chunked=True, splits=True, listed=False)
 def nccl_nvls_all_gather(net: Network, rank: int, call: Call) -> Generator:
     yield from nvls(net, rank, call, "all_gather", "NVLS")
 
 
-@register("reduce_scatter", "nccl_nvls", chunked=True, splits=True)
+@register("reduce_scatter", "nccl_nvls", chunked=True, splits=True, listed=False)
 def nccl_nvls_reduce_scatter(net: Network, rank: int, call: Call) -> Generator:
     yield from nvls(net, rank, call, "reduce_scatter", "NVLS")
 
 
-@register("all_reduce", "nccl_nvls_tree", chunked=True, splits=True)
+@register("all_reduce", "nccl_nvls_tree", chunked=True, splits=True, listed=False)
 def nccl_nvls_tree_all_reduce(net: Network, rank: int, call: Call) -> Generator:
     yield from nvls(net, rank, call, "all_reduce", "NVLSTree")
 
 
-@register("all_gather", "nccl_pat", chunked=True, splits=True)
+@register("all_gather", "nccl_pat", chunked=True, splits=True, listed=False)
 def nccl_pat_all_gather(net: Network, rank: int, call: Call) -> Generator:
     yield from ring(net, rank, call, _AG, "Simple", "PAT")
 
 
-@register("reduce_scatter", "nccl_pat", chunked=True, splits=True)
+@register("reduce_scatter", "nccl_pat", chunked=True, splits=True, listed=False)
 def nccl_pat_reduce_scatter(net: Network, rank: int, call: Call) -> Generator:
     yield from ring(net, rank, call, _RS, "Simple", "PAT")
 

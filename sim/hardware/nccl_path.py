@@ -66,6 +66,7 @@ class PathParams:
     nvls_Bps: float = 0.0  # switch rate per GPU and direction
     nvls_latency_s: float = 0.0
     heads: int = 1  # NVLSTree heads per node (NIC rails)
+    max_tree_pieces: int | None = None  # on presets: MAX_TREE_PIECES (speed); elsewhere NCCL's own chunks
 
 
 def params(net: Network, call: Call, algorithm: str, protocol: str) -> PathParams:
@@ -267,7 +268,8 @@ def tree(net: Network, rank: int, call: Call, protocol: str = "Simple") -> Gener
     cut = chunking("Tree", protocol, call.size_bytes, p.channels, nodes, call.ranks)
     phases = []
     for channel, piece in list(enumerate(call.pieces(p.channels)))[p.first : p.first + p.simulated]:
-        parts = min(max(1, math.ceil(piece[2] / cut.chunk_bytes)), MAX_TREE_PIECES)
+        parts = max(1, math.ceil(piece[2] / cut.chunk_bytes))
+        parts = min(parts, p.max_tree_pieces) if p.max_tree_pieces else parts
         pieces = tuple(chunk for chunk in call.pieces(parts, piece) if chunk[2])
         if not pieces:
             continue

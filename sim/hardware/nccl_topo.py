@@ -17,7 +17,7 @@ from __future__ import annotations
 import networkx as nx
 
 from sim.hardware.nccl_model import ALGORITHMS, BASE_LAT, HW_LAT, NET, NVLINK, PCI, comm_channels
-from sim.hardware.nccl_path import PAIR_OF, PathParams, channel_ring, channel_tree
+from sim.hardware.nccl_path import MAX_TREE_PIECES, PAIR_OF, PathParams, channel_ring, channel_tree
 from sim.hardware.nccl_proto import PROTOCOLS, channels_used
 from sim.hardware.presets import effective, load_preset
 from sim.network.topology import Topology
@@ -59,7 +59,7 @@ def path_params(scenario, preset) -> PathParams:
     return PathParams(
         algorithm, protocol, channels, simulated, first=first, start_s=start,
         nvls_Bps=(s.intra_bandwidth_Bps or 0.0) * eff.nvls_efficiency, nvls_latency_s=nvls_latency,
-        heads=max(1, min(gpus, preset.nics_per_node or gpus)),
+        heads=max(1, min(gpus, preset.nics_per_node or gpus)), max_tree_pieces=MAX_TREE_PIECES,
     )  # fmt: skip
 
 
