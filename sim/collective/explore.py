@@ -302,8 +302,8 @@ def run(scenario: CollectiveScenario, frames: bool = False) -> tuple[CollectiveR
     4, 8, 16 or 32 ranks, any power-of-two chunks), one repetition, no verify, no groups, record
     full or auto, and an algorithm whose every split then falls on whole cells: all of them but
     double_binary_tree on an odd number of ranks (its halves of p * k cells do not cut into k
-    chunks of whole cells) and NCCL's data path (nccl_*: its loops and slices follow the byte
-    size, so they run twice). A frame is the buffers at its step's last end, so one-run frames follow the
+    chunks of whole cells), nccl_tree when its 512 KiB tree chunks per channel do not divide
+    ranks, and nccl_ring when a channel's block spans more than one 1 MiB slice. A frame is the buffers at its step's last end, so one-run frames follow the
     scenario's own timing: where a later step's message ends first (binomial scatter of 48 MiB
     on 12 ranks: 8 -> 9 before 0 -> 4), the frame shows it, as the timelines do.
 
@@ -337,6 +337,18 @@ def _double_tree_halves_whole(s: CollectiveScenario) -> bool:
     return s.ranks % 2 == 0 or s.ranks == 1
 
 
+def _nccl_tree_chunks_whole(s: CollectiveScenario) -> bool:
+    """A channel's slice (p cells) cut into ceil(slice bytes / 512 KiB) tree chunks (Simple)."""
+    from sim.hardware.nccl_proto import SIMPLE
+
+    return s.ranks % -(-(s.size_bytes // s.chunks) // SIMPLE.step_bytes) == 0
+
+
+def _nccl_ring_one_slice(s: CollectiveScenario) -> bool:
+    """NCCL's ring cuts a channel's block in loops and 1 MiB slices: whole when there is one."""
+    return s.size_bytes <= s.ranks * s.chunks * (1 << 20)
+
+
 # Whether every split an algorithm's ranks make of ``ranks * chunks`` cells falls on whole
 # cells. A range of L cells cut into q parts gives pieces of m times the bytes of the original
 # range of m L elements cut into q parts exactly when q divides L (otherwise the cut pieces
@@ -356,6 +368,10 @@ _ALWAYS_WHOLE = {
 }
 _WHOLE_WHEN = {
     ("all_reduce", "double_binary_tree"): _double_tree_halves_whole,
+    ("all_reduce", "nccl_tree"): _nccl_tree_chunks_whole,
+    ("all_reduce", "nccl_ring"): _nccl_ring_one_slice,
+    ("all_gather", "nccl_ring"): _nccl_ring_one_slice,
+    ("reduce_scatter", "nccl_ring"): _nccl_ring_one_slice,
 }
 
 
