@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +69,9 @@ def fit_command(logs: tuple[str, ...], name: str, nodes: str | None, nccl_proto:
     chosen = names.split(",") if names else _default_constants(preset, counts)
     result = fit([(path, n, nccl_proto) for path, n in zip(logs, counts)], name, chosen, stride)
     block = fitted_block(result, logs, counts, nccl_proto)
-    block["command"] = "collsim hardware fit " + " ".join(Path(arg).name if arg in logs else arg for arg in sys.argv[sys.argv.index("fit") + 1 :])
+    options = [("--nodes", nodes), ("--nccl-proto", nccl_proto), ("--fit", ",".join(chosen)), ("--stride", stride if stride != 1 else None)]
+    block["command"] = " ".join(["collsim hardware fit", *(Path(log).name for log in logs), "--hardware", name]
+                                + [f"{flag} {value}" for flag, value in options if value is not None])  # fmt: skip
     if output is None:
         click.echo(yaml_dump({"fitted": block}))
         return

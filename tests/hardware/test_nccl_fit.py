@@ -96,3 +96,25 @@ def test_calibration_targets_on_the_shipped_presets():
     stats = {name: (des, model) for name, _, des, _, model, _ in regime_stats(compare(log, "oci-a100-roce", 2))}
     assert stats["< 1 MiB"][0] <= 0.10 and stats["1-256 MiB"][0] <= 0.10
     assert all(des <= model + 0.02 for des, model in stats.values())
+
+
+@pytest.mark.slow
+def test_hardware_fit_writes_a_preset_with_its_fitted_block(tmp_path):
+    import yaml
+    from click.testing import CliRunner
+
+    from sim.hardware.cli import hardware
+
+    sizes = [2**k for k in range(8, 16, 2)]
+    log = tmp_path / "slow_host.txt"
+    _write_log(log, [(size, des_time("dgx-h100", 2, "all_reduce", size)[0] + 40e-6) for size in sizes])
+    out = tmp_path / "fitted.yaml"
+    result = CliRunner().invoke(hardware, ["fit", str(log), "--hardware", "dgx-h100", "--nodes", "2", "--fit", "base_latency_us", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    preset = parse_preset(yaml.safe_load(out.read_text()), "fitted")
+    assert preset.fitted["logs"] == ["slow_host.txt (2 nodes)"] and "--fit base_latency_us" in preset.fitted["command"]
+    assert effective(preset).base_latency_us == pytest.approx(40.0, abs=0.5)
+    shown = CliRunner().invoke(hardware, ["show", "dgx-h100"])
+    assert "effective constants" in shown.output and "base_latency_us" in shown.output
+    bad = CliRunner().invoke(hardware, ["fit", str(log), "--hardware", "dgx-h100", "--nodes", "2,2"])
+    assert isinstance(bad.exception, CollsimError) and "one count per log" in str(bad.exception)
