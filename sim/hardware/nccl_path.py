@@ -72,7 +72,7 @@ class PathParams:
 def params(net: Network, call: Call, algorithm: str, protocol: str) -> PathParams:
     """The run's parameters: set by :func:`topology` on hardware, else NCCL's defaults on the
     scenario's own links (``chunks`` channels, nothing collapsed)."""
-    found = getattr(net.topology, "nccl", None)
+    found = getattr(net.topology, "nccl", None) or getattr(getattr(net.topology, "topology", None), "nccl", None)  # a group's view
     if found is not None:
         return found
     gpus = net.topology.gpus_per_node or call.ranks

@@ -52,7 +52,7 @@ def path_params(scenario, preset) -> PathParams:
         channels = 32 if preset.nccl and preset.nccl.compute_capability >= 100 else 16  # nvls.cc NVLS_NCHANNELS
     else:
         channels = channels_used(algorithm, protocol, s.size_bytes, s.chunks, s.ranks)
-    simulated = _collapsed(algorithm, channels) if COLLAPSE and not s.verify else channels
+    simulated = _collapsed(algorithm, channels) if COLLAPSE and not (s.verify or s.groups) else channels
     intra, inter, start = hop_latencies_s(preset, algorithm, protocol)
     nvls_latency = HW_LAT[NVLINK][ALGORITHMS.index("NVLS")][2] * eff.latency_scale * 1e-6
     first = FIRST if simulated < channels else 0
