@@ -4,6 +4,7 @@ pipeline a connection, collapsed channels equal the full run, NCCL_ALGO/NCCL_PRO
 import pytest
 
 import sim.hardware.nccl_topo as nccl_topo
+from sim.algorithms.registry import algorithm_spec
 from sim.collective.runner import run_collective
 from sim.errors import CollsimError
 from sim.hardware.nccl_des import NAMES, scenario_for_pick
@@ -15,13 +16,11 @@ from sim.scenario import CollectiveScenario
 GPU_PRESETS = [name for name in list_presets() if load_preset(name).nccl is not None]
 
 
-@pytest.mark.parametrize("name", sorted(set(NAMES.values())))
-@pytest.mark.parametrize("op", ["all_reduce", "all_gather", "reduce_scatter"])
-def test_every_data_path_algorithm_verifies_on_plain_links(name, op):
-    from sim.algorithms.registry import algorithm_spec
+DATA_PATH = [(op, name) for name in sorted(set(NAMES.values())) for op in ("all_reduce", "all_gather", "reduce_scatter") if algorithm_spec(op, name)]
 
-    if algorithm_spec(op, name) is None:
-        pytest.skip(f"{name} has no {op}")
+
+@pytest.mark.parametrize("op, name", DATA_PATH)
+def test_every_data_path_algorithm_verifies_on_plain_links(name, op):
     data = {"op": op, "algorithm": name, "ranks": 8, "chunks": 3, "size_bytes": 8 * 4 * 1001, "bandwidth": "10GB/s",
             "verify": True, "topology": "two_level", "gpus_per_node": 4}  # fmt: skip
     assert run_collective(CollectiveScenario.from_dict(data)).verified
