@@ -11,7 +11,7 @@ import click
 from sim.errors import CollsimError
 
 _PARAM_FLAGS = ("preset", "params_file", "param_bytes")
-_PROFILE_FLAGS = ("backward_time", "backward_rate", "profile_file", "layer_times", "flops_per_s")
+_PROFILE_FLAGS = ("backward_time", "backward_rate", "profile_file", "layer_times", "flops_per_s", "mfu")
 _SOURCE_FIELDS = {
     "params": ("preset", "params_file", "param_bytes", "params"),
     "profile": (
@@ -24,6 +24,7 @@ _SOURCE_FIELDS = {
         "layer_times",
         "flops_per_s",
         "tokens",
+        "mfu",
     ),
 }
 
@@ -102,8 +103,14 @@ def scenario_data(scenario_file: str | None, flags: dict[str, Any]) -> dict[str,
 @click.option("--layer-times", default=None, help="per-layer backward times: FILE {prefix: time} or 'layers.0:2ms,...'")
 @click.option("--flops-per-s", default=None, help="compute throughput for FLOP-based backward, e.g. 100TFLOPS (needs --tokens)")
 @click.option("--tokens", default=None, type=int, help="tokens per micro-batch (FLOP-based backward: 4 x tokens x numel)")
-@click.option("--forward-time", default=None, help="forward time per micro-step, e.g. 40ms (default 0)")
-@click.option("--optimizer-time", default=None, help="optimizer step time, e.g. 5ms (default 0)")
+@click.option("--forward-time", "--forward", "forward_time", default=None, help="forward time per micro-step, e.g. 40ms (default 0, or from FLOPs with --mfu)")
+@click.option("--optimizer-time", "--optimizer", "optimizer_time", default=None, help="optimizer step time, e.g. 5ms (default 0)")
+# compute and memory inputs (sim.training.compute; docs/ddp.md "Compute, precision, memory")
+@click.option("--precision", default=None, type=click.Choice(["fp32", "bf16", "fp16"]), help="parameters and gradients (bytes per gradient element); default: the parameter list's")
+@click.option("--master-weights/--no-master-weights", default=None, help="bf16/fp16: keep fp32 master weights (memory; default on)")
+@click.option("--mfu", default=None, help="backward and forward from FLOPs at this fraction of the GPU's dense peak, e.g. 40%% (needs --tokens and --gpu or --hardware)")
+@click.option("--gpu", default=None, help="hardware preset whose GPU peak --mfu uses (default --hardware), e.g. dgx-h100")
+@click.option("--activation-checkpointing", is_flag=True, default=None, help="keep layer inputs only; backward recomputes forward (memory, time)")
 @click.option("--slowdown", default=None, type=float, help="compute slowdown factor while comm is in flight (default 1.0)")
 @click.option("--accumulation-steps", default=None, type=int, help="micro-steps per step; the first k-1 run under no_sync")
 @click.option("--comm", default=None, type=click.Choice(["ow", "network"]), help="ow: o + bytes/w per call; network: simulated all-reduce")

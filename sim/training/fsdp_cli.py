@@ -85,6 +85,7 @@ def format_summary(summary: dict[str, Any], max_rows: int = 8) -> str:
         + ", ".join(f"{k} {_time(v)}" for k, v in summary["comm_by_kind_s"].items()),
         f"  bounds           no overlap {_time(summary['no_overlap_bound_s'])}, perfect overlap {_time(summary['perfect_overlap_bound_s'])}",
         f"  memory per rank  {format_size(summary['peak_memory_bytes'])} peak: params {format_size(memory['params_bytes'])}, grads {format_size(memory['grads_bytes'])}, optimizer {format_size(memory['optimizer_bytes'])}, unsharded {format_size(memory['unsharded_peak_bytes'])}",
+        *memory_extra(memory),
         "  unit             bytes        ops (kind start-end)",
     ]
     for unit in summary["units"][:max_rows]:
@@ -96,6 +97,14 @@ def format_summary(summary: dict[str, Any], max_rows: int = 8) -> str:
         lines.append(f"  ... {len(summary['units']) - max_rows} more (use --json)")
     lines += [f"  note: {note}" for note in summary.get("notes", [])]
     return "\n".join(lines)
+
+
+def memory_extra(memory: dict[str, Any]) -> list[str]:
+    """fp32 master weights and activations, when the step holds any."""
+    from sim.units import format_size
+
+    parts = [f"{label} {format_size(memory[key])}" for key, label in (("master_bytes", "fp32 master weights"), ("activations_bytes", "activations")) if memory.get(key)]
+    return [f"                   + {', '.join(parts)}"] if parts else []
 
 
 def format_compare(rows: list[dict[str, Any]]) -> str:
