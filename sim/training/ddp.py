@@ -344,7 +344,7 @@ def _backward(scenario: DDPScenario, params: list[Param], profile: MeasuredProfi
         return layer_backward(params, s.layer_times)
     if s.flops_per_s is not None:
         return flops_backward(params, s.flops_per_s, s.tokens)
-    if s.mfu is not None:
+    if s.backward_time_s is None and s.backward_rate_Bps is None:  # mfu: from FLOPs at the GPU's peak
         return flops_backward(params, compute_rate(s), s.tokens)
     time_s = s.backward_time_s if s.backward_time_s is not None else sum(p.nbytes for p in params) / s.backward_rate_Bps
     return uniform_backward(params, time_s)

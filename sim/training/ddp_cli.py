@@ -11,7 +11,7 @@ import click
 from sim.errors import CollsimError
 
 _PARAM_FLAGS = ("preset", "params_file", "param_bytes")
-_PROFILE_FLAGS = ("backward_time", "backward_rate", "profile_file", "layer_times", "flops_per_s", "mfu")
+_PROFILE_FLAGS = ("backward_time", "backward_rate", "profile_file", "layer_times", "flops_per_s")
 _SOURCE_FIELDS = {
     "params": ("preset", "params_file", "param_bytes", "params"),
     "profile": (
@@ -24,7 +24,6 @@ _SOURCE_FIELDS = {
         "layer_times",
         "flops_per_s",
         "tokens",
-        "mfu",
     ),
 }
 
@@ -108,7 +107,7 @@ def scenario_data(scenario_file: str | None, flags: dict[str, Any]) -> dict[str,
 # compute and memory inputs (sim.training.compute; docs/ddp.md "Compute, precision, memory")
 @click.option("--precision", default=None, type=click.Choice(["fp32", "bf16", "fp16"]), help="parameters and gradients (bytes per gradient element); default: the parameter list's")
 @click.option("--master-weights/--no-master-weights", default=None, help="bf16/fp16: keep fp32 master weights (memory; default on)")
-@click.option("--mfu", default=None, help="backward and forward from FLOPs at this fraction of the GPU's dense peak, e.g. 40%% (needs --tokens and --gpu or --hardware)")
+@click.option("--mfu", default=None, help="backward and forward not given otherwise: from FLOPs at this fraction of the GPU's dense peak, e.g. 40%% (needs --tokens and --gpu or --hardware)")
 @click.option("--gpu", default=None, help="hardware preset whose GPU peak --mfu uses (default --hardware), e.g. dgx-h100")
 @click.option("--activation-checkpointing", is_flag=True, default=None, help="keep layer inputs only; backward recomputes forward (memory, time)")
 @click.option("--slowdown", default=None, type=float, help="compute slowdown factor while comm is in flight (default 1.0)")

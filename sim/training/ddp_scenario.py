@@ -19,7 +19,7 @@ STRATEGIES = ("naive", "flat", "overlap", "bucketed")
 COMM_MODELS = ("ow", "network")
 DEFAULT_BUCKET_CAP_BYTES = 25 * 2**20  # DDP's bucket_cap_mb=25
 DEFAULT_FIRST_BUCKET_BYTES = 2**20  # torch.distributed._DEFAULT_FIRST_BUCKET_BYTES
-_PROFILE_SOURCES = ("backward_time_s", "backward_rate_Bps", "layer_times", "flops_per_s", "mfu", "profile_file")
+_PROFILE_SOURCES = ("backward_time_s", "backward_rate_Bps", "layer_times", "flops_per_s", "profile_file")
 _PARAM_SOURCES = ("preset", "params_file", "param_bytes", "params")
 
 # --- scenario -----------------------------------------------------------------------------
@@ -73,7 +73,7 @@ class DDPScenario(ScenarioData):
     # what the step computes and holds (sim.training.compute); the defaults change nothing
     precision: str | None = None  # fp32 | bf16 | fp16 parameters and gradients; None: the parameter list's element sizes
     master_weights: bool = True  # bf16 / fp16: an fp32 master copy of the weights (memory)
-    mfu: float | None = None  # backward (and forward) from FLOPs at this fraction of the GPU's peak (with tokens)
+    mfu: float | None = None  # backward and forward not given otherwise: from FLOPs at this fraction of the GPU's peak (with tokens)
     gpu: str | None = None  # hardware preset whose GPU peak mfu uses; None: hardware
     activation_checkpointing: bool = False  # keep layer inputs only; backward recomputes forward
 
@@ -108,7 +108,7 @@ class DDPScenario(ScenarioData):
         if self.params is not None:
             params_from_list(list(self.params), "params")
         profiles = [name for name in _PROFILE_SOURCES if getattr(self, name) is not None]
-        if len(profiles) != 1:
+        if len(profiles) != 1 and not (not profiles and self.mfu is not None):  # mfu: from FLOPs where none is given
             raise CollsimError(
                 f"backward profile: give exactly one of backward_time, backward_rate, layer_times, flops_per_s (with tokens), mfu (with tokens and a GPU), profile; got {', '.join(profiles) or 'none'}"
             )

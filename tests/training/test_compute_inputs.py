@@ -142,3 +142,10 @@ def test_cli_takes_the_compute_options():
     assert result.exit_code == 0 and "activations" in result.output and "master weights" in result.output
     bad = CliRunner().invoke(ddp, [*args[:-2], "--mfu", "fast"])
     assert isinstance(bad.exception, CollsimError) and "mfu: expected a fraction" in str(bad.exception)
+
+
+def test_mfu_fills_only_the_times_not_typed():
+    typed = run_ddp(DDPScenario(preset="small", backward_time_s=0.1, mfu=0.4, gpu="dgx-h100", tokens=8192, **OW)).summary()
+    derived = run_ddp(DDPScenario(preset="small", mfu=0.4, gpu="dgx-h100", tokens=8192, **OW)).summary()
+    assert typed["backward_time_s"] == pytest.approx(0.1)
+    assert typed["forward_time_s"] == derived["forward_time_s"] > 0
