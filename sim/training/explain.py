@@ -98,7 +98,7 @@ def near_best_caps(rows: list[dict[str, Any]], tolerance: float = 0.01) -> dict[
     Returns {"low", "high"} (bytes), "best" (the sweep's best row) and "count" (caps within)."""
     if not rows:
         raise CollsimError("near_best_caps: empty sweep")
-    best = min(rows, key=lambda row: (row["overhead_s"], row["bucket_cap_bytes"]))
+    best = min(rows, key=lambda row: (row["overhead_s"], row.get("num_buckets", 0), -row["bucket_cap_bytes"]))  # ties: as optimize
     limit = best["overhead_s"] * (1 + tolerance) + 1e-12
     near = [row["bucket_cap_bytes"] for row in rows if row["overhead_s"] <= limit]
     return {"low": min(near), "high": max(near), "best": best, "count": len(near), "tolerance": tolerance}
