@@ -235,7 +235,11 @@ def _field_checks(form: dict[str, str]) -> dict[str, str]:
         "backward": _backward,
         "forward": lambda t: None if not t else _time_at_least_zero(t, "forward"),
         "optimizer": lambda t: None if not t else _time_at_least_zero(t, "optimizer"),
-        "tokens": lambda t: None if t.isdigit() and int(t) >= 1 else _raise(f"tokens: expected a whole number of tokens per rank and micro-batch, got {t!r}"),
+        "tokens": lambda t: (
+            None
+            if t.isdigit() and int(t) >= 1
+            else _raise(f"tokens: expected a whole number of tokens per rank and micro-batch, got {t!r}")
+        ),
         "mfu": lambda t: _mfu(t),
         "o": lambda t: None if parse_time(t, "o") >= 0 else _raise(f"o: must be >= 0, got {t!r}"),
         "w": lambda t: None if parse_bandwidth(t, "w") > 0 else _raise(f"w: must be a positive rate such as 10GB/s, got {t!r}"),
@@ -248,7 +252,9 @@ def _field_checks(form: dict[str, str]) -> dict[str, str]:
             None if t.isdigit() and int(t) >= 1 else _raise(f"shard_size: expected a whole number of ranks per shard group, got {t!r}")
         ),
     }
-    relevant = ("ranks", "backward", "forward", "optimizer", "tokens", "mfu", "sharding") + (("shard_size",) if form["sharding"] == "hybrid_shard" else ())
+    relevant = ("ranks", "backward", "forward", "optimizer", "tokens", "mfu", "sharding") + (
+        ("shard_size",) if form["sharding"] == "hybrid_shard" else ()
+    )
     relevant += ("o", "w") if form["comm_model"] == "ow" else ("bandwidth", "latency")
     for name in relevant:
         try:
@@ -439,7 +445,9 @@ def explore(scenario: Any) -> dict[str, Any]:
     near = near_best_caps(shown["optimum"]["sweep"])
     notice = f"{summary['num_params']} parameters, {format_size(summary['grad_bytes'])} of gradients, strategy {summary['strategy']}, comm model {summary['comm']}."
     if scenario.comm == "network" and scenario.hardware:
-        notice += f" Network: {scenario.ranks // scenario.gpus_per_node} x {scenario.hardware} ({scenario.ranks} ranks, {scenario.algorithm})."
+        notice += (
+            f" Network: {scenario.ranks // scenario.gpus_per_node} x {scenario.hardware} ({scenario.ranks} ranks, {scenario.algorithm})."
+        )
     notice += hardware_notice(summary)
     words = explanation(shown, scenario)
     words["near"] = (

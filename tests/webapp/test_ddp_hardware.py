@@ -99,7 +99,7 @@ def test_training_section_compares_every_strategy_on_the_presets_network():
     assert rows["ddp"]["comm_busy_s"] == pytest.approx(rows["no_shard"]["comm_busy_s"], rel=1e-9)
     assert rows["no_shard"]["comm_busy_s"] < plain["no_shard"]["comm_busy_s"] / 2  # rails: 4.16 ms, one NIC a node: 12.96 ms
     shown = ddp.simulate_training(training)
-    notice, cards, strategies = shown["notice"], shown["cards"], shown["strategies"]
+    notice, strategies = shown["notice"], shown["strategies"]
     assert "Every strategy on one network: 2 x dgx-h100, its links and NICs (hierarchical)." in notice and "shared NIC" not in notice
     exposed = strategies.layout.meta["exposed_comm_s"]
     assert exposed["no_shard"] == rows["no_shard"]["exposed_comm_s"] and exposed["ddp"] == rows["ddp"]["exposed_comm_s"]

@@ -15,7 +15,6 @@ from typing import Any
 from dash import Input, Output, State, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
-from sim.errors import CollsimError
 from sim.training import explain
 from sim.units import format_size, format_time
 from webapp import ddp_model as model
@@ -269,7 +268,9 @@ def hardware_caption(**form: str) -> list:
     if words is None:
         return []
     sources = html.Ul([html.Li(f"{key}: {text}") for key, text in words["sources"]])
-    return [html.P(line, className="hint") for line in words["lines"]] + [html.Details([html.Summary("sources"), sources], className="hint")]
+    return [html.P(line, className="hint") for line in words["lines"]] + [
+        html.Details([html.Summary("sources"), sources], className="hint")
+    ]
 
 
 def upload(contents: str | None, filename: str | None) -> dict[str, Any]:
@@ -443,7 +444,11 @@ def _register_runs(app: Any) -> None:
     app.callback(output=TRAIN_OUTPUTS, inputs={"data": Input(ids.TRAIN_SCENARIO, "data")})(
         guarded(simulate_training, lambda message: answer(TRAIN_OUTPUTS, notice=f"Cannot run this training step: {message}"))
     )
-    buttons = {"json": Input(ids.DDP_DL_JSON, "n_clicks"), "csv": Input(ids.DDP_DL_CSV, "n_clicks"), "trace": Input(ids.DDP_DL_TRACE, "n_clicks")}
+    buttons = {
+        "json": Input(ids.DDP_DL_JSON, "n_clicks"),
+        "csv": Input(ids.DDP_DL_CSV, "n_clicks"),
+        "trace": Input(ids.DDP_DL_TRACE, "n_clicks"),
+    }
     app.callback(
         output=Output(ids.DDP_DOWNLOAD, "data"), inputs={**buttons, "data": State(ids.DDP_SCENARIO, "data")}, prevent_initial_call=True
     )(guarded(lambda data, **clicks: download(ctx.triggered_id, data), lambda message: no_update))
