@@ -244,7 +244,7 @@ def overhead_curves(optimum: dict[str, Any]) -> dict[str, list[tuple[float, floa
     if closed:
         curves["closed form"] = closed
     fit = optimum.get("fit")
-    if fit and fit.get("w_Bps"):
+    if fit and fit.get("w_Bps") and math.isfinite(fit["w_Bps"]):  # a flat sweep fits w = inf: no line to draw
         s = optimum["formula_inputs"]["s_bytes"]
         curves["fitted"] = [
             (row["bucket_cap_bytes"], formula.overhead_simple(s, row["num_buckets"], fit["o_s"], fit["w_Bps"])) for row in rows

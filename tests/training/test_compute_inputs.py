@@ -149,3 +149,13 @@ def test_mfu_fills_only_the_times_not_typed():
     derived = run_ddp(DDPScenario(preset="small", mfu=0.4, gpu="dgx-h100", tokens=8192, **OW)).summary()
     assert typed["backward_time_s"] == pytest.approx(0.1)
     assert typed["forward_time_s"] == derived["forward_time_s"] > 0
+
+
+def test_overhead_curves_skip_a_fit_with_infinite_w():
+    """A sweep the line fits with w = inf (fast bf16 compute on a preset) draws no fitted curve
+    instead of failing the page."""
+    from sim.training.explain import overhead_curves
+
+    rows = [{"bucket_cap_bytes": 2**k, "overhead_s": 1e-3, "num_buckets": 30 - k} for k in range(20, 26)]
+    optimum = {"sweep": rows, "fit": {"o_s": 1e-5, "w_Bps": float("inf")}, "formula_inputs": {"s_bytes": 2**28}}
+    assert set(overhead_curves(optimum)) == {"simulated"}
