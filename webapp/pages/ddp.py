@@ -200,7 +200,7 @@ def _downloads() -> html.Div:
 
 def _strategy_words() -> html.Div:
     items = [html.Li(explain.STRATEGY_WORDS[name]) for name in model.strategies()]
-    return html.Div([html.P("The four DDP strategies:", className="hint"), html.Ul(items, className="captions")], id=ids.DDP_STRATEGY_WORDS)
+    return html.Div([html.P("The four DDP strategies:", className="hint"), html.Ul(items, className="captions")], id=ids.DDP_STRATEGY_WORDS, className="explain")
 
 
 def _content() -> html.Div:
