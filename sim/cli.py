@@ -150,6 +150,8 @@ def _unit(parse):
 @click.option("--nodes", default=None, type=int, help="with --hardware: number of nodes (default 1)")
 @click.option("--nics-per-node", default=None, type=int, help="with --hardware: NICs a node instead of the preset's (e.g. 16)")
 @click.option("--nic-bandwidth", default=None, help="with --hardware: bandwidth of each NIC instead of the preset's (e.g. 200Gbps)")
+@click.option("--nccl-algo", default=None, help="with --hardware: restrict NCCL's pick as NCCL_ALGO does (Ring,Tree,NVLS,NVLSTree,PAT; ^ excludes)")
+@click.option("--nccl-proto", default=None, help="with --hardware: restrict NCCL's pick as NCCL_PROTO does (LL,LL128,Simple; ^ excludes)")
 @click.option(
     "--model",
     default="des",
@@ -189,6 +191,7 @@ def collective(scenario_file: str | None, trace: str | None, csv_path: str | Non
     data = load_mapping(scenario_file) if scenario_file else {}
     check_keys(CollectiveScenario, data)  # a misspelt key is named before "missing --ranks"
     model = flags.pop("model")
+    restrict = {"nccl_algo": flags.pop("nccl_algo"), "nccl_proto": flags.pop("nccl_proto")}
     data.update(_scenario_fields(flags))
     if "nics_per_node" in data or "nic_bandwidth" in data:  # NIC overrides: a preset variant (sim.hardware.cluster)
         from sim.hardware.cluster import variant_name
@@ -196,14 +199,14 @@ def collective(scenario_file: str | None, trace: str | None, csv_path: str | Non
         if data.get("hardware") is None:
             raise CollsimError("--nics-per-node and --nic-bandwidth change a hardware preset's NICs: give --hardware NAME too")
         data["hardware"] = variant_name(data["hardware"], data.pop("nics_per_node", None), data.pop("nic_bandwidth", None))
-    if "hardware" in data or "nodes" in data:
+    if "hardware" in data or "nodes" in data or any(restrict.values()):
         from sim.hardware.cli import apply_hardware
 
-        apply_hardware(data, pick=model == "des")
+        apply_hardware(data, pick=model == "des", **restrict)
     if model == "nccl":
         from sim.hardware.cli import echo_nccl
 
-        return echo_nccl(data, as_json)
+        return echo_nccl(data, as_json, **restrict)
     if calibration:
         _apply_calibration(data, calibration, backend)
     missing = [flag for flag, keys in _REQUIRED.items() if not any(key in data for key in keys)]

@@ -24,9 +24,9 @@ from dash import ClientsideFunction, Input, Output, State, dcc, html
 from dash.exceptions import PreventUpdate
 
 from webapp import helper, ids
-from webapp.pages import collectives, compare, ddp
+from webapp.pages import collectives, compare, ddp, guides
 
-PAGES = (collectives, ddp, compare)  # each: PATH, NAME, TITLE, layout(search), register(app)
+PAGES = (collectives, ddp, compare, guides)  # each: PATH, NAME, TITLE, layout(search), register(app)
 
 
 def registered() -> list[dict[str, Any]]:

@@ -114,6 +114,7 @@ class AlgorithmSpec:
     phases: tuple[Phase, ...] = ()
     whole_cells: bool | Callable[[Any], bool] = True
     runs: tuple[tuple[str, str], ...] = ()
+    listed: bool = True  # False: runs by name, left out of algorithms_for (NCCL's protocol variants)
 
     @property
     def closed_form(self) -> Form | None:
@@ -177,9 +178,9 @@ def ops() -> list[str]:
     return sorted(_REGISTRY, key=lambda op: OP_ORDER.index(op) if op in OP_ORDER else len(OP_ORDER))
 
 
-def algorithms_for(op: str) -> list[str]:
+def algorithms_for(op: str, unlisted: bool = False) -> list[str]:
     _load()
-    return list(_REGISTRY.get(op, {}))
+    return [name for name, spec in _REGISTRY.get(op, {}).items() if spec.listed or unlisted]
 
 
 def algorithm_spec(op: str, name: str) -> AlgorithmSpec | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -178,7 +178,6 @@ def crossover_of(key: str, sizes: tuple[int, ...] = CROSSOVER_SIZES, max_message
 def _crossover(key: str, sizes: tuple[int, ...], max_messages: int) -> tuple[dict[str, Any], ...]:
     data = json.loads(key)
     rows: list[dict[str, Any]] = []
-    budget = max_messages
     op, element_bytes = data["op"], int(data.get("element_bytes", 4))
     names = algorithms_for(op)
     scenarios: dict[str, CollectiveScenario] = {}
@@ -190,35 +189,86 @@ def _crossover(key: str, sizes: tuple[int, ...], max_messages: int) -> tuple[dic
             scenarios[algorithm] = CollectiveScenario.from_dict(fields)
         except CollsimError as error:
             rows.append({"algorithm": algorithm, "size_bytes": None, "time_s": None, "method": "n/a", "why": str(error)})
-    # the cheapest algorithms first: the budget runs out on the costly ones, not before the rest
-    for algorithm in sorted(scenarios, key=lambda name: work(scenarios[name]).cost):
-        mine = scenarios[algorithm]
-        routed = False  # routes are found once per algorithm, not once per size
+    # the cheapest algorithms first: the budget runs out on the costly ones, not before the rest.
+    # Two passes: every other size of every algorithm first (a curve at half the cost), then the
+    # sizes in between while the budget lasts, so each algorithm has a row at every size (its time
+    # None and the reason where it was not simulated) and the fastest at a size is never chosen
+    # among the few algorithms that happened to have a point there.
+    order_by_cost = sorted(scenarios, key=lambda name: work(scenarios[name]).cost)
+    routed: set[str] = set()  # routes are found once per algorithm, not once per size
+    state = {"budget": max_messages}
+    skipped: list[tuple[str, int]] = []
+    for algorithm in order_by_cost:
         for index, nbytes in enumerate(sizes):
-            point = mine.replace(size_bytes=max(nbytes - nbytes % element_bytes, element_bytes))
-            closed = analytic.for_scenario(point)
-            if closed is not None:
-                rows.append(_row(algorithm, point, closed, "closed form"))
-            elif (replayed := replay_time(point)) is not None:  # vectorized, no messages: costs no budget
-                rows.append(_row(algorithm, point, replayed.time_s, "replayed"))
-            elif index % 2 and index != len(sizes) - 1 and len(sizes) > 4:
-                continue  # simulated curves: every other size shows the crossover at half the cost
-            elif (cost := _point_cost(point, routed)) > POINT_MESSAGES and (extended := _extended_point(point, budget)) is not None:
-                budget -= extended[1]
-                routed = True
-                rows.append(_row(algorithm, point, extended[0], "extrapolated"))
-            elif cost > budget:  # per size: some algorithms cut big messages into pieces
-                rows.append({**_row(algorithm, point, None, "n/a"), "why": "too large to simulate here"})
-            else:
-                budget -= cost
-                routed = True
-                if why_not_collapsed(point) is None:
-                    timing = collective_time(point)
-                    rows.append(_row(algorithm, point, timing.time_s, timing.source.replace("_", " ")))
-                else:
-                    rows.append(_row(algorithm, point, runner.run(point).time_s, "simulated"))
+            point = scenarios[algorithm].replace(size_bytes=max(nbytes - nbytes % element_bytes, element_bytes))
+            row = _free_point(algorithm, point)
+            if row is None and index % 2 and index != len(sizes) - 1 and len(sizes) > 4:
+                skipped.append((algorithm, index))
+                continue
+            rows.append(row or _budget_point(algorithm, point, routed, state))
+    skipped.sort(key=lambda item: item[1])  # the sizes in between, smallest (cheapest) first
+    for algorithm, index in skipped:
+        point = scenarios[algorithm].replace(size_bytes=max(sizes[index] - sizes[index] % element_bytes, element_bytes))
+        rows.append(_budget_point(algorithm, point, routed, state))
     order = {name: index for index, name in enumerate(names)}
-    return tuple(sorted(rows, key=lambda row: order[row["algorithm"]]))  # stable: sizes stay in order
+    return tuple(sorted(rows, key=lambda row: (order[row["algorithm"]], row["size_bytes"] or 0)))
+
+
+def _free_point(algorithm: str, point: CollectiveScenario) -> dict[str, Any] | None:
+    """The row of a point that costs no simulation budget: the closed form or a vectorized
+    replay; None when the point must be simulated."""
+    closed = analytic.for_scenario(point)
+    if closed is not None:
+        return _row(algorithm, point, closed, "closed form")
+    replayed = replay_time(point)
+    return None if replayed is None else _row(algorithm, point, replayed.time_s, "replayed")
+
+
+def _budget_point(algorithm: str, point: CollectiveScenario, routed: set[str], state: dict[str, int]) -> dict[str, Any]:
+    """The row of a point that is simulated (or extended from two smaller runs) within what is
+    left of the crossover's message budget, ``state["budget"]`` (spent here); past the budget
+    its time is None and ``why`` says so."""
+    free = _free_point(algorithm, point)
+    if free is not None:
+        return free
+    cost = _point_cost(point, algorithm in routed)
+    if cost > POINT_MESSAGES and (extended := _extended_point(point, state["budget"])) is not None:
+        state["budget"] -= extended[1]
+        routed.add(algorithm)
+        return _row(algorithm, point, extended[0], "extrapolated")
+    if cost > state["budget"]:  # per size: some algorithms cut big messages into pieces
+        return {**_row(algorithm, point, None, "n/a"), "why": "too large to simulate here"}
+    state["budget"] -= cost
+    routed.add(algorithm)
+    if why_not_collapsed(point) is None:
+        timing = collective_time(point)
+        return _row(algorithm, point, timing.time_s, timing.source.replace("_", " "))
+    return _row(algorithm, point, runner.run(point).time_s, "simulated")
+
+
+def fastest(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The fastest algorithm at each size of crossover ``rows``, chosen only among algorithms
+    with a time at that size: size_bytes, algorithm, time_s, and ``missing``, the algorithms
+    that run at other sizes but have no time at this one (so the winner is only the fastest of
+    those compared), with ``why`` each."""
+    rows = list(rows)
+    running = {row["algorithm"] for row in rows if row["time_s"] is not None}
+    best: dict[int, dict[str, Any]] = {}
+    for row in rows:
+        size = row["size_bytes"]
+        if size is None:
+            continue
+        entry = best.setdefault(size, {"size_bytes": size, "algorithm": None, "time_s": None, "missing": {}})
+        if row["time_s"] is None:
+            if row["algorithm"] in running:
+                entry["missing"][row["algorithm"]] = row["why"] or "no time at this size"
+        elif entry["time_s"] is None or row["time_s"] < entry["time_s"]:
+            entry["algorithm"], entry["time_s"] = row["algorithm"], row["time_s"]
+    for size, entry in best.items():  # an algorithm with no row at all at a size is missing too
+        present = {row["algorithm"] for row in rows if row["size_bytes"] == size}
+        for name in sorted(running - present):
+            entry["missing"][name] = "no point at this size"
+    return [best[size] for size in sorted(best)]
 
 
 def _extended_point(point: CollectiveScenario, budget: int) -> tuple[float, int] | None:

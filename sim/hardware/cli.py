@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import click
@@ -47,13 +48,65 @@ def show_command(name: str, as_json: bool) -> None:
     click.echo(format_preset(preset.to_dict()))
 
 
+@hardware.command("fit")
+@click.argument("logs", nargs=-1, required=True)
+@click.option("--hardware", "name", required=True, help="the preset the logs ran on (collsim hardware list)")
+@click.option("--nodes", default=None, help="nodes of each log, comma list (default: from its rank count)")
+@click.option("--nccl-proto", default=None, help="NCCL_PROTO the runs had (e.g. Simple,LL128), if set")
+@click.option("--fit", "names", default=None, help="constants to fit, comma list (default: all that the logs can tell)")
+@click.option("--stride", default=1, type=int, help="use every Nth size of each log (faster)")
+@click.option("-o", "--output", default=None, help="write the preset with its fitted block here (default: print the block)")
+def fit_command(logs: tuple[str, ...], name: str, nodes: str | None, nccl_proto: str | None, names: str | None, stride: int,
+                output: str | None) -> None:  # fmt: skip
+    """Fit a preset's effective constants (bandwidth efficiencies, latency scale, base latency)
+    to nccl-tests logs with bounded least squares; print them with 95 % intervals."""
+    from sim.hardware.nccl_fit import fit, fitted_block, log_nodes
+
+    preset = load_preset(name)
+    counts = [int(n) for n in nodes.split(",")] if nodes else [log_nodes(path, preset.gpus_per_node) for path in logs]
+    if len(counts) != len(logs):
+        raise CollsimError(f"--nodes: give one count per log ({len(logs)}), got {nodes!r}")
+    chosen = names.split(",") if names else _default_constants(preset, counts)
+    result = fit([(path, n, nccl_proto) for path, n in zip(logs, counts)], name, chosen, stride)
+    block = fitted_block(result, logs, counts, nccl_proto)
+    options = [("--nodes", nodes), ("--nccl-proto", nccl_proto), ("--fit", ",".join(chosen)), ("--stride", stride if stride != 1 else None)]
+    block["command"] = " ".join(["collsim hardware fit", *(Path(log).name for log in logs), "--hardware", name]
+                                + [f"{flag} {value}" for flag, value in options if value is not None])  # fmt: skip
+    if output is None:
+        click.echo(yaml_dump({"fitted": block}))
+        return
+    from sim.hardware.presets import HERE
+
+    text = (HERE / f"{name}.yaml").read_text()
+    text = text.split("\nfitted:")[0].rstrip("\n") + "\n" + yaml_dump({"fitted": block})
+    with open(output, "w") as handle:
+        handle.write(text)
+    values = ", ".join(f"{key} {entry['value']:.4g}" for key, entry in block["constants"].items())
+    click.echo(f"wrote {output}: {values}")
+
+
+def _default_constants(preset, counts: list[int]) -> list[str]:
+    names = ["intra_efficiency", "latency_scale", "base_latency_us"]
+    if max(counts) > 1:
+        names.append("inter_efficiency")
+    if preset.nccl is not None and preset.nccl.nvls:
+        names.append("nvls_efficiency")
+    return names
+
+
+def yaml_dump(data: dict) -> str:
+    import yaml
+
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=200)
+
+
 def format_preset(data: dict[str, Any]) -> str:
     from sim.units import format_bandwidth, format_time
 
     sources = data["sources"]
     lines = [f"{data['name']}: {data['description']}"]
     for key, value in data.items():
-        if key in ("name", "description", "sources", "nccl"):
+        if key in ("name", "description", "sources", "nccl", "fitted", "effective"):
             continue
         if value is not None and key.endswith("_Bps"):
             value = format_bandwidth(value)
@@ -65,17 +118,26 @@ def format_preset(data: dict[str, Any]) -> str:
         lines.append("  NCCL (what its topology search reports; read by --model nccl):")
         for key, value in data["nccl"].items():
             lines.append(f"    {key:20s} {value}\n    {'':20s} source: {sources.get('nccl.' + key, '')}")
+    effective = data.get("effective") or {}
+    if effective:
+        lines.append("  effective constants (read by the DES data path and --model nccl; docs/nccl-model.md):")
+        for key, value in effective.items():
+            if key != "provenance":
+                lines.append(f"    {key:20s} {value:.6g}   {effective['provenance'][key]}")
     return "\n".join(lines)
 
 
-def apply_hardware(data: dict[str, Any], pick: bool = True) -> None:
+def apply_hardware(data: dict[str, Any], pick: bool = True, nccl_algo: str | None = None, nccl_proto: str | None = None) -> None:
     """Fill a collective scenario mapping from ``hardware`` and ``nodes`` (values given win);
-    with ``pick`` and no algorithm, the algorithm NCCL would pick."""
+    with ``pick`` and no algorithm, the algorithm NCCL would pick (restricted by ``nccl_algo`` /
+    ``nccl_proto`` as NCCL_ALGO / NCCL_PROTO), run on NCCL's data path."""
     name, nodes = data.get("hardware"), data.pop("nodes", None)
     if name is None:
-        if nodes is None:  # a scenario file's "hardware: null"
+        if nodes is None and not (nccl_algo or nccl_proto):  # a scenario file's "hardware: null"
             return
-        raise CollsimError("--nodes needs --hardware NAME (collsim hardware list)")
+        raise CollsimError(("--nodes" if nodes is not None else "--nccl-algo/--nccl-proto") + " needs --hardware NAME (collsim hardware list)")
+    if (nccl_algo or nccl_proto) and "algorithm" in data:
+        raise CollsimError("--nccl-algo/--nccl-proto restrict NCCL's pick; drop them or drop --algorithm")
     nodes = 1 if nodes is None else int(nodes)
     fields = scenario_fields(name, nodes)
     ranks = data.get("ranks")
@@ -87,27 +149,30 @@ def apply_hardware(data: dict[str, Any], pick: bool = True) -> None:
         if key not in data and _SHORT.get(key) not in data:
             data[key] = value
     if pick and "algorithm" not in data and "op" in data:
-        _nccl_pick(data, name, nodes)
+        _nccl_pick(data, name, nodes, nccl_algo, nccl_proto)
 
 
-def _nccl_pick(data: dict[str, Any], name: str, nodes: int) -> None:
-    """No --algorithm: run what NCCL would pick (Ring on its channels, or Tree)."""
+def _nccl_pick(data: dict[str, Any], name: str, nodes: int, nccl_algo: str | None = None, nccl_proto: str | None = None) -> None:
+    """No --algorithm: run what NCCL would pick on NCCL's data path (sim.hardware.nccl_des)."""
     from sim.hardware.nccl_des import scenario_for_pick
     from sim.units import parse_size
 
     size = data.get("size_bytes", data.get("size", 0))
     size_bytes = size if isinstance(size, int) else parse_size(size, "--size")
     if load_preset(name).nccl is None or data["op"] not in ("all_reduce", "all_gather", "reduce_scatter"):
+        if nccl_algo or nccl_proto:
+            raise CollsimError(f"--nccl-algo/--nccl-proto: NCCL's data path runs all_reduce, all_gather and reduce_scatter on a GPU preset, not {data['op']} on {name}")
         return  # "missing --algorithm" follows
-    scenario, why = scenario_for_pick(name, nodes, data["op"], size_bytes)
+    scenario, why = scenario_for_pick(name, nodes, data["op"], size_bytes, nccl_algo, nccl_proto)
     if scenario is None:
-        raise CollsimError(f"--algorithm: {why}; give --algorithm (e.g. ring, hierarchical) to simulate another one")
+        raise CollsimError(f"--algorithm: {why}; give --algorithm (e.g. ring, hierarchical) or --nccl-algo ^CollNetDirect,CollNetChain")
     data["algorithm"] = scenario.algorithm
-    if "chunks" not in data:
-        data["chunks"] = scenario.chunks
+    data.setdefault("chunks", scenario.chunks)
+    if "sharing" not in data:
+        data["sharing"] = scenario.sharing
 
 
-def echo_nccl(data: dict[str, Any], as_json: bool) -> None:
+def echo_nccl(data: dict[str, Any], as_json: bool, nccl_algo: str | None = None, nccl_proto: str | None = None) -> None:
     """Print NCCL's pick for the scenario mapping's op and size on its hardware."""
     from sim.hardware.nccl_model import NCCL_VERSION, predict
     from sim.units import format_size, format_time, parse_size
@@ -119,7 +184,7 @@ def echo_nccl(data: dict[str, Any], as_json: bool) -> None:
     size = data.get("size_bytes", data.get("size", 0))
     size_bytes = size if isinstance(size, int) else parse_size(size, "--size")
     preset = load_preset(data["hardware"])
-    prediction = predict(preset, int(data["ranks"]) // preset.gpus_per_node, data["op"], size_bytes)
+    prediction = predict(preset, int(data["ranks"]) // preset.gpus_per_node, data["op"], size_bytes, nccl_algo, nccl_proto)
     result = prediction.to_dict()
     if as_json:
         click.echo(json.dumps(result))

@@ -63,6 +63,10 @@ def for_scenario(scenario) -> Topology:
     from sim.hardware.presets import load_preset
 
     s = scenario
+    if s.algorithm.startswith("nccl_"):  # NCCL's data path: effective rates, NCCL's hop latencies
+        from sim.hardware import nccl_topo
+
+        return nccl_topo.topology(s)
     preset = load_preset(s.hardware)
     nodes = s.ranks // preset.gpus_per_node
     intra_latency = s.latency_s if s.intra_latency_s is None else s.intra_latency_s

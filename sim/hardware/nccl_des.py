@@ -1,19 +1,13 @@
-"""The DES runs NCCL's pick: rings and trees on NCCL's channels, built from the existing steps.
+"""The DES runs NCCL's pick: every (algorithm, protocol) of NCCL's model on NCCL's data path.
 
-``nccl_ring`` (all_reduce, all_gather, reduce_scatter) cuts the buffer into ``chunks`` channel
-slices (the ``chunks`` field carries NCCL's channel count here) and runs one ring per slice at
-once, as NCCL's channels do. Channel c orders each node's GPUs starting at local GPU c, so the
-ring leaves node n from GPU c - 1 and enters node n + 1 at GPU c: on rail topologies every
-channel crosses between nodes on its own NICs, as NCCL's rings on DGX machines do. Each ring
-runs the steps of :mod:`sim.algorithms.ring` (reduce-scatter and/or all-gather) on slice c of
-every rank's block, one chunk a piece (NCCL's per-protocol chunk pipelining inside a channel is not
-modelled; with the single-port model it changes only latency terms).
+The algorithms registered here run :mod:`sim.hardware.nccl_path` (Ring, Tree, PAT) and
+:mod:`sim.hardware.nccl_nvls` (NVLS, NVLSTree); the ``chunks`` field carries NCCL's channel count
+(the communicator's; fewer for small calls, as topoGetAlgoInfo). On a hardware preset they run on
+the topology of :mod:`sim.hardware.nccl_topo` (effective link rates, NCCL's per-hop latencies for
+the protocol); elsewhere on the scenario's own links with NCCL's slots and protocol formats.
 
-:func:`scenario_for_pick` maps NCCL's choice to a scenario: Ring -> ``nccl_ring`` with the ring
-graph's channels; Tree -> ``nccl_tree`` with the tree graph's channels (per channel a chain through
-each node's GPUs and NCCL's double binary tree over the nodes' heads, in NCCL's 512 KiB Simple
-tree chunks); NVLS, NVLSTree, CollNet and PAT have no DES counterpart yet (in-switch
-reductions), and the reason says so.
+:func:`scenario_for_pick` maps NCCL's choice (restricted like NCCL_ALGO / NCCL_PROTO) to a
+scenario; CollNet is the one algorithm refused (no SHARP switch in the model).
 """
 
 from __future__ import annotations
@@ -23,164 +17,161 @@ from collections.abc import Generator
 from sim.algorithms.phases import RING_ALL_GATHER, RING_REDUCE_SCATTER, RS_THEN, THEN_AG
 from sim.algorithms.registry import Phase, register
 from sim.collective.call import Call
+from sim.hardware.nccl_counts import nvls_counts, ring_counts, tree_counts
+from sim.hardware.nccl_nvls import nvls
+from sim.hardware.nccl_path import NAMES, channel_ring, channel_tree, ring, tree
 from sim.network import Network
 
-_TAG = 1000  # channel c uses tag _TAG + c: its messages never match another channel's
+__all__ = ["NAMES", "channel_ring", "channel_tree", "scenario_for_pick"]
+_AR, _RS, _AG = ("reduce_scatter", "all_gather"), ("reduce_scatter",), ("all_gather",)
+# A channel's slices on a link take turns (one SM block drives a channel's connection): fifo
+# sharing; on the channel-partitioned links of nccl_topo it is also 10-100x faster than fair.
+DATA_PATH_SHARING = "fifo"
+
+# The records (sim.algorithms.registry) of NCCL's algorithms: none has a closed form (slots,
+# protocols and channels sharing ports are the DES's to answer); counts from sim.hardware.nccl_counts.
+_RING_FORM = "the channels' rings move NCCL's slices through 8 slots per connection, sharing every port: the DES is the model"
+_TREE_FORM = "each channel pipelines its slice in NCCL's tree chunks through a chain and a double binary tree: the DES is the model"
+_NVLS_FORM = "the NVSwitch reduces and multicasts at its own rate, a resource outside the alpha-beta links: the DES is the model"
+_PHASES = {_AR: (RS_THEN, THEN_AG), _RS: (RING_REDUCE_SCATTER,), _AG: (RING_ALL_GATHER,)}
+_TREE_PHASES = (Phase("reduce up and broadcast down the channels' trees", "each channel's ranks send partial sums of their slice up the tree and the reduced chunks back down"),)  # fmt: skip
+_NVLS_PHASES = (Phase("reduce and multicast in the switch", "the switch adds every GPU's copy of a chunk and sends the sum back to all of them"),)  # fmt: skip
 
 
-def channel_ring(ranks: int, gpus_per_node: int, channel: int) -> list[int]:
-    """Channel ``channel``'s ring: every node's GPUs from local GPU ``channel``, node after node."""
-    gpus = gpus_per_node if gpus_per_node and ranks % gpus_per_node == 0 else ranks
-    order = []
-    for node in range(ranks // gpus):
-        order += [node * gpus + (channel + i) % gpus for i in range(gpus)]
-    return order
+def _one_slice(s) -> bool:
+    """Buffer frames from one scaled run: NCCL's ring cuts a channel's block in loops and 1 MiB
+    slices, whole cells only when there is one."""
+    return s.size_bytes <= s.ranks * s.chunks * (1 << 20)
 
 
-def _piece(call: Call, rank: int, channel: int) -> tuple[int, int, int]:
-    """Channel ``channel``'s slice of rank ``rank``'s block: rank r owns block r in every channel,
-    as the collectives' definitions (sim.collective.verify) say."""
-    return call.pieces(call.chunks, call.pieces(call.ranks)[rank])[channel]
+def _whole_tree_chunks(s) -> bool:
+    """A channel's slice (p cells) cut into whole Simple tree chunks."""
+    from sim.hardware.nccl_proto import SIMPLE
+
+    return s.ranks % -(-(s.size_bytes // s.chunks) // SIMPLE.step_bytes) == 0
 
 
-def _channel(net: Network, rank: int, call: Call, channel: int, phases: tuple[str, ...]) -> Generator:
-    """One channel's ring: reduce-scatter and/or all-gather steps as in sim.algorithms.ring, with
-    member i owning the slice of rank group[i]."""
-    group = channel_ring(call.ranks, net.topology.gpus_per_node, channel)
-    m = len(group)
-    if m == 1:
-        return
-    i = group.index(rank)
-    right, left = group[(i + 1) % m], group[(i - 1) % m]
-    tag, step = _TAG + channel, 0
-    verify = call.buffers is not None
-    if "reduce_scatter" in phases:
-        piece = _piece(call, group[(i - 1) % m], channel)
-        net.send(rank, right, piece[2], call.take(rank, piece), step, channel, tag)
-        for hop in range(m - 1):
-            piece = _piece(call, group[(i - hop - 2) % m], channel)
-            payload = yield net.recv(left, rank, tag)
-            combine = net.reduce(rank, piece[2], step + hop, channel)
-            if combine is not None:
-                yield combine
-            if verify:
-                call.add(rank, payload, piece)
-            if hop < m - 2:
-                net.send(rank, right, piece[2], call.take(rank, piece) if verify else None, step + hop + 1, channel, tag)
-        step = m - 1
-    if "all_gather" in phases:
-        piece = _piece(call, rank, channel)
-        net.send(rank, right, piece[2], call.take(rank, piece), step, channel, tag)
-        for hop in range(m - 1):
-            piece = _piece(call, group[(i - hop - 1) % m], channel)
-            payload = yield net.recv(left, rank, tag)
-            if verify:
-                call.put(rank, payload, piece)
-            if hop < m - 2:
-                net.send(rank, right, piece[2], payload, step + hop + 1, channel, tag)
+def _ring_record(op: str, phases: tuple, protocol: str, algorithm: str = "Ring", **more) -> dict:
+    whole = _one_slice if (protocol, algorithm) == ("Simple", "Ring") else False
+    return dict(chunked=True, splits=True, form=_RING_FORM, counts=ring_counts(op, phases, protocol, algorithm),
+                phases=_PHASES[phases], whole_cells=whole, **more)  # fmt: skip
 
 
-def _channels(net: Network, rank: int, call: Call, phases: tuple[str, ...]) -> Generator:
-    env = net.env
-    processes = [env.process(_channel(net, rank, call, channel, phases)) for channel in range(call.chunks)]
-    yield env.all_of(processes)
+def _tree_record(protocol: str, **more) -> dict:
+    whole = _whole_tree_chunks if protocol == "Simple" else False
+    return dict(chunked=True, splits=True, form=_TREE_FORM, counts=tree_counts(protocol), phases=_TREE_PHASES, whole_cells=whole, **more)
 
 
-@register(
-    "all_reduce", "nccl_ring", chunked=True, splits=True, form="the channels' rings share every rank's port, one slice each: the DES is the model",
-    counts=lambda s: (2 * s.p * (s.p - 1) * s.k, s.p * s.k), phases=(RS_THEN, THEN_AG),
-)  # fmt: skip
+def _nvls_record(op: str, algorithm: str) -> dict:
+    return dict(chunked=True, splits=True, form=_NVLS_FORM, counts=nvls_counts(op, algorithm), phases=_NVLS_PHASES, whole_cells=False, listed=False)
+
+
+@register("all_reduce", "nccl_ring", **_ring_record("all_reduce", _AR, "Simple"))
 def nccl_ring_all_reduce(net: Network, rank: int, call: Call) -> Generator:
-    yield from _channels(net, rank, call, ("reduce_scatter", "all_gather"))
+    yield from ring(net, rank, call, _AR, "Simple")
 
 
-@register(
-    "reduce_scatter", "nccl_ring", chunked=True, splits=True, form="the channels' rings share every rank's port, one slice each: the DES is the model",
-    counts=lambda s: (s.p * (s.p - 1) * s.k, s.p * s.k), phases=(RING_REDUCE_SCATTER,),
-)  # fmt: skip
+@register("all_reduce", "nccl_ring_ll", **_ring_record("all_reduce", _AR, "LL", listed=False))
+def nccl_ring_ll_all_reduce(net: Network, rank: int, call: Call) -> Generator:
+    yield from ring(net, rank, call, _AR, "LL")
+
+
+@register("all_reduce", "nccl_ring_ll128", **_ring_record("all_reduce", _AR, "LL128", listed=False))
+def nccl_ring_ll128_all_reduce(net: Network, rank: int, call: Call) -> Generator:
+    yield from ring(net, rank, call, _AR, "LL128")
+
+
+@register("reduce_scatter", "nccl_ring", **_ring_record("reduce_scatter", _RS, "Simple"))
 def nccl_ring_reduce_scatter(net: Network, rank: int, call: Call) -> Generator:
-    yield from _channels(net, rank, call, ("reduce_scatter",))
+    yield from ring(net, rank, call, _RS, "Simple")
 
 
-@register(
-    "all_gather", "nccl_ring", chunked=True, splits=True, form="the channels' rings share every rank's port, one slice each: the DES is the model",
-    counts=lambda s: (s.p * (s.p - 1) * s.k, s.p * s.k), phases=(RING_ALL_GATHER,),
-)  # fmt: skip
+@register("reduce_scatter", "nccl_ring_ll", **_ring_record("reduce_scatter", _RS, "LL", listed=False))
+def nccl_ring_ll_reduce_scatter(net: Network, rank: int, call: Call) -> Generator:
+    yield from ring(net, rank, call, _RS, "LL")
+
+
+@register("reduce_scatter", "nccl_ring_ll128", **_ring_record("reduce_scatter", _RS, "LL128", listed=False))
+def nccl_ring_ll128_reduce_scatter(net: Network, rank: int, call: Call) -> Generator:
+    yield from ring(net, rank, call, _RS, "LL128")
+
+
+@register("all_gather", "nccl_ring", **_ring_record("all_gather", _AG, "Simple"))
 def nccl_ring_all_gather(net: Network, rank: int, call: Call) -> Generator:
-    yield from _channels(net, rank, call, ("all_gather",))
+    yield from ring(net, rank, call, _AG, "Simple")
 
 
-TREE_CHUNK_BYTES = (1 << 22) // 8  # Simple: DEFAULT_BUFFSIZE 4 MiB / NCCL_STEPS 8, chunkSteps 1 for trees (enqueue.cc)
+@register("all_gather", "nccl_ring_ll", **_ring_record("all_gather", _AG, "LL", listed=False))
+def nccl_ring_ll_all_gather(net: Network, rank: int, call: Call) -> Generator:
+    yield from ring(net, rank, call, _AG, "LL")
 
 
-def channel_tree(ranks: int, gpus_per_node: int, rank: int, channel: int) -> tuple[int, list[int]]:
-    """(parent, children) of ``rank`` in channel ``channel``'s tree, as NCCL builds it: a chain
-    through each node's GPUs from local GPU ``channel`` (the node's head, on that NIC rail), and
-    NCCL's double binary tree over the nodes' heads (tree ``channel % 2``)."""
-    from sim.algorithms.dbtree import double_tree
-
-    gpus = gpus_per_node if gpus_per_node and ranks % gpus_per_node == 0 else ranks
-    nodes = ranks // gpus
-    order = [(channel + i) % gpus for i in range(gpus)]
-    node, local = divmod(rank, gpus)
-    position = order.index(local)
-    if position:
-        below = [node * gpus + order[position + 1]] if position + 1 < gpus else []
-        return node * gpus + order[position - 1], below
-    node_parent, node_children = double_tree(nodes, node, channel % 2)
-    parent = node_parent * gpus + order[0] if node_parent >= 0 else -1
-    below = [node * gpus + order[1]] if gpus > 1 else []
-    return parent, below + [child * gpus + order[0] for child in node_children]
+@register("all_gather", "nccl_ring_ll128", **_ring_record("all_gather", _AG, "LL128", listed=False))
+def nccl_ring_ll128_all_gather(net: Network, rank: int, call: Call) -> Generator:
+    yield from ring(net, rank, call, _AG, "LL128")
 
 
-@register(
-    "all_reduce", "nccl_tree", chunked=True, splits=True,
-    form="each channel pipelines its slice in 512 KiB chunks through a chain and a tree: the DES is the model",
-    # per channel (slice of e elements): every non-root rank sends each non-empty tree chunk up and receives it back down
-    counts=lambda s: (
-        2 * (s.p - 1) * sum(min(-(-e * s.element_bytes // TREE_CHUNK_BYTES), e) for e in (s.elements // s.k + (c < s.elements % s.k) for c in range(s.k))),
-        2 * (s.p - 1) * s.k,
-    ),
-    phases=(Phase("reduce up and broadcast down the channels' trees", "each channel's ranks send partial sums of their slice up the tree and the reduced chunks back down"),),
-    # buffer frames from one scaled run: a channel's slice (p cells) cut into whole tree chunks
-    whole_cells=lambda s: s.ranks % -(-(s.size_bytes // s.chunks) // TREE_CHUNK_BYTES) == 0,
-)  # fmt: skip
+@register("all_reduce", "nccl_tree", **_tree_record("Simple"))
 def nccl_tree_all_reduce(net: Network, rank: int, call: Call) -> Generator:
-    """NCCL's tree all-reduce on ``chunks`` channels: each channel reduces its slice up its tree
-    and broadcasts it down, pipelined in NCCL's Simple tree chunks (512 KiB)."""
-    from sim.algorithms.dbtree import _down, _up
-
-    if call.ranks == 1:
-        return
-    env = net.env
-    phases = []
-    for channel, piece in enumerate(call.pieces(call.chunks)):
-        if not piece[2]:
-            continue
-        parts = -(-piece[2] // TREE_CHUNK_BYTES)
-        pieces = tuple(chunk for chunk in call.pieces(parts, piece) if chunk[2])
-        tree = channel_tree(call.ranks, net.topology.gpus_per_node, rank, channel)
-        tag = 2 * (_TAG + call.chunks + channel)
-        phases.append(env.process(_up(net, rank, call, tree, pieces, tag)))
-        if tree[0] >= 0:
-            phases.append(env.process(_down(net, rank, call, tree, pieces, tag)))
-    yield env.all_of(phases)
+    yield from tree(net, rank, call, "Simple")
 
 
-def scenario_for_pick(hardware: str, nodes: int, op: str, size_bytes: int, **fields):
+@register("all_reduce", "nccl_tree_ll", **_tree_record("LL", listed=False))
+def nccl_tree_ll_all_reduce(net: Network, rank: int, call: Call) -> Generator:
+    yield from tree(net, rank, call, "LL")
+
+
+@register("all_reduce", "nccl_tree_ll128", **_tree_record("LL128", listed=False))
+def nccl_tree_ll128_all_reduce(net: Network, rank: int, call: Call) -> Generator:
+    yield from tree(net, rank, call, "LL128")
+
+
+@register("all_reduce", "nccl_nvls", **_nvls_record("all_reduce", "NVLS"))
+def nccl_nvls_all_reduce(net: Network, rank: int, call: Call) -> Generator:
+    yield from nvls(net, rank, call, "all_reduce", "NVLS")
+
+
+@register("all_gather", "nccl_nvls", **_nvls_record("all_gather", "NVLS"))
+def nccl_nvls_all_gather(net: Network, rank: int, call: Call) -> Generator:
+    yield from nvls(net, rank, call, "all_gather", "NVLS")
+
+
+@register("reduce_scatter", "nccl_nvls", **_nvls_record("reduce_scatter", "NVLS"))
+def nccl_nvls_reduce_scatter(net: Network, rank: int, call: Call) -> Generator:
+    yield from nvls(net, rank, call, "reduce_scatter", "NVLS")
+
+
+@register("all_reduce", "nccl_nvls_tree", **_nvls_record("all_reduce", "NVLSTree"))
+def nccl_nvls_tree_all_reduce(net: Network, rank: int, call: Call) -> Generator:
+    yield from nvls(net, rank, call, "all_reduce", "NVLSTree")
+
+
+@register("all_gather", "nccl_pat", **_ring_record("all_gather", _AG, "Simple", "PAT", listed=False))
+def nccl_pat_all_gather(net: Network, rank: int, call: Call) -> Generator:
+    yield from ring(net, rank, call, _AG, "Simple", "PAT")
+
+
+@register("reduce_scatter", "nccl_pat", **_ring_record("reduce_scatter", _RS, "Simple", "PAT", listed=False))
+def nccl_pat_reduce_scatter(net: Network, rank: int, call: Call) -> Generator:
+    yield from ring(net, rank, call, _RS, "Simple", "PAT")
+
+
+def scenario_for_pick(hardware: str, nodes: int, op: str, size_bytes: int, nccl_algo: str | None = None,
+                      nccl_proto: str | None = None, **fields):  # fmt: skip
     """(scenario, None) running NCCL's pick in the DES, or (None, reason) where there is no
-    counterpart. ``fields`` override scenario fields (sharing, eager_limit, ...)."""
+    counterpart (CollNet). ``nccl_algo``/``nccl_proto`` restrict the pick as NCCL_ALGO/NCCL_PROTO;
+    ``fields`` override scenario fields (sharing, eager_limit, ...)."""
     from sim.hardware.nccl_model import predict
+    from sim.hardware.nccl_topo import default_channels
     from sim.hardware.presets import load_preset, scenario_fields
     from sim.scenario import CollectiveScenario
 
     preset = load_preset(hardware)
-    pick = predict(preset, nodes, op, size_bytes)
-    base = {**scenario_fields(hardware, nodes), "op": op, "size_bytes": size_bytes, **fields}
-    if pick.nccl_algorithm == "Ring" and op in ("all_reduce", "all_gather", "reduce_scatter"):
-        channels = preset.nccl.graph("ring", preset.nccl_nodes(nodes)[0]).n_channels
-        return CollectiveScenario.from_dict({**base, "algorithm": "nccl_ring", "chunks": channels}), None
-    if pick.nccl_algorithm == "Tree" and op == "all_reduce":
-        channels = preset.nccl.graph("tree", preset.nccl_nodes(nodes)[0]).n_channels
-        return CollectiveScenario.from_dict({**base, "algorithm": "nccl_tree", "chunks": channels}), None
-    return None, f"NCCL picks {pick.nccl_algorithm}/{pick.nccl_protocol} for {op}; the DES has no {pick.nccl_algorithm} counterpart yet"
+    pick = predict(preset, nodes, op, size_bytes, nccl_algo, nccl_proto)
+    name = NAMES.get((pick.nccl_algorithm, pick.nccl_protocol))
+    if name is None:
+        return None, f"NCCL picks {pick.nccl_algorithm}/{pick.nccl_protocol} for {op}; the DES has no CollNet (in-network SHARP reduction) counterpart"
+    channels = default_channels(preset, nodes) if preset.nccl is not None else 1
+    base = {**scenario_fields(hardware, nodes), "op": op, "size_bytes": size_bytes, "algorithm": name, "chunks": channels,
+            "sharing": DATA_PATH_SHARING, **fields}  # fmt: skip
+    return CollectiveScenario.from_dict(base), None

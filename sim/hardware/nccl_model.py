@@ -9,7 +9,7 @@ channel graphs NCCL's topology search finds, compute capability, CPU vendor, NVL
 support) comes from a hardware preset (:mod:`sim.hardware.presets`). Computed in double
 precision (NCCL uses float: times agree to about 1e-7 relative).
 
-Not modelled: tuner plugins, NCCL_ALGO/NCCL_PROTO overrides, aggregated launches
+Not modelled: tuner plugins, aggregated launches
 (numPipeOps = 1), fp8 datatypes, user buffer registration.
 """
 
@@ -18,7 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sim.errors import CollsimError
-from sim.hardware.presets import PATH_TYPES, Graph, NcclSystem, Preset, load_preset
+from sim.hardware.nccl_proto import parse_selection
+from sim.hardware.presets import PATH_TYPES, Graph, NcclSystem, Preset, effective, load_preset
 
 NCCL_VERSION = "2.27.7-1"
 ALGORITHMS = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")  # NCCL_ALGO_* order
@@ -126,10 +127,14 @@ def tune(system: NcclSystem, nodes: int, gpus_per_node: int) -> Tables:
                     bandwidths[func][algo][proto] = _bandwidth(system, graphs, func, algo, proto, nodes, ranks)
                     latencies[func][algo][proto] = _latency(system, func, algo, proto, nodes, ranks)
         _disable(system, graphs, bandwidths, nodes, ranks)
-    ring, tree = graphs[RING], graphs[TREE]
+    return Tables(_freeze(bandwidths), _freeze(latencies), nodes, ranks, comm_channels(system, nodes), system.compute_capability)
+
+
+def comm_channels(system: NcclSystem, nodes: int) -> int:
+    """comm->nChannels: connect.cc ncclTopoPostset doubles the ring/tree graphs' channels (at most 32)."""
+    ring, tree = system.graph("ring", nodes), system.graph("tree", nodes)
     channels = min(ring.n_channels, tree.n_channels) if ring and tree else (ring or tree).n_channels
-    comm_channels = min(MAXCHANNELS, 2 * channels)  # connect.cc ncclTopoPostset doubles the channels
-    return Tables(_freeze(bandwidths), _freeze(latencies), nodes, ranks, comm_channels, system.compute_capability)
+    return min(MAXCHANNELS, 2 * channels)
 
 
 def _freeze(table: list) -> tuple:
@@ -325,9 +330,13 @@ def algo_time_us(tables: Tables, func: int, algo: int, proto: int, nbytes: int) 
     return lat + nbytes / (1000 * bw)
 
 
-def predict(hardware: str | Preset, nodes: int, op: str, size_bytes: int) -> Prediction:
+def predict(
+    hardware: str | Preset, nodes: int, op: str, size_bytes: int, nccl_algo: str | None = None, nccl_proto: str | None = None
+) -> Prediction:
     """NCCL's pick for ``op`` on ``size_bytes`` (all_gather: the gathered size; reduce_scatter: the
-    input size, as nccl-tests' size column) on ``nodes`` nodes of a preset, with every candidate."""
+    input size, as nccl-tests' size column) on ``nodes`` nodes of a preset, with every candidate.
+    ``nccl_algo`` / ``nccl_proto`` restrict the pick as NCCL_ALGO / NCCL_PROTO do (tuning.cc
+    parseList: comma lists, case-insensitive, ^ to exclude); candidates lists what stays."""
     preset = hardware if isinstance(hardware, Preset) else load_preset(hardware)
     preset.check_nodes(nodes)
     if preset.nccl is None:
@@ -343,12 +352,19 @@ def predict(hardware: str | Preset, nodes: int, op: str, size_bytes: int) -> Pre
     ranks = nodes * preset.gpus_per_node
     if ranks == 1:  # updateCollCostTable: one rank, Ring/Simple at no cost
         return Prediction(preset.name, nodes, ranks, op, size_bytes, "Ring", "Simple", 0.0, None, None, (Candidate("Ring", "Simple", 0.0),))
+    algos = parse_selection(nccl_algo, ALGORITHMS, "nccl-algo", op)
+    protos = parse_selection(nccl_proto, PROTOCOLS, "nccl-proto", op)
     candidates = []
     for algo in range(len(ALGORITHMS)):
         for proto in range(3):
             time_us = algo_time_us(tables, func, algo, proto, size_bytes)
-            if time_us >= 0:
+            if time_us >= 0 and ALGORITHMS[algo] in algos and PROTOCOLS[proto] in protos:
                 candidates.append(Candidate(ALGORITHMS[algo], PROTOCOLS[proto], time_us * 1e-6))
+    if not candidates:
+        raise CollsimError(
+            f"--nccl-algo/--nccl-proto: no algorithm/protocol left for {op} on {nodes} x {preset.name} "
+            f"(NCCL would fail: 'no algorithm/protocol available'); left: algorithms {sorted(algos)}, protocols {sorted(protos)}"
+        )
     best = min(candidates, key=lambda c: c.time_s)  # min keeps the first of equals, as NCCL's strict <
     algbw = size_bytes / best.time_s / 1e9 if best.time_s > 0 else None
     busbw = algbw * _busbw_factor(op, ranks) if algbw is not None else None
@@ -371,7 +387,7 @@ _TABLES: dict[tuple[int, int], tuple[Preset, Tables]] = {}  # (id(preset), nodes
 def _tables(preset: Preset, nodes: int) -> Tables:
     key = (id(preset), nodes)
     if key not in _TABLES:
-        _TABLES[key] = (preset, tune(preset.nccl, *preset.nccl_nodes(nodes)))  # NVLink domains are NCCL's nodes
+        _TABLES[key] = (preset, tune(effective(preset).nccl, *preset.nccl_nodes(nodes)))  # NVLink domains are NCCL's nodes
     return _TABLES[key][1]
 
 

@@ -73,10 +73,13 @@ class FairNetwork(Network):
         # and ties come out the same on every run (a set's order follows memory addresses)
         self._active: list[dict[Flow, None]] = [{} for _ in range(self.resource_count)]
         self._streams: dict[int, deque | None] = {}  # busy stream -> messages queued behind it
+        self._tagged = getattr(topology, "streams_per_tag", False)
 
     def _transfer(self, event: Event, src: int, dst: int, nbytes: int, step: int, chunk: int, tag: int) -> None:
         """Start a message's flow now, or queue it behind the message its pair is moving."""
         stream = src * self._nodes + dst  # one connection per ordered pair, whatever the tag
+        if self._tagged:  # NCCL's data path: a connection per channel slot (sim.hardware.nccl_topo)
+            stream += tag * self._pairs
         streams = self._streams
         if stream in streams:  # the stream is busy: go behind its current message
             queue = streams[stream]
@@ -85,7 +88,7 @@ class FairNetwork(Network):
             queue.append((event, src, dst, nbytes, step, chunk, tag))
             return
         streams[stream] = None
-        resources, latency, inverse_bandwidth = self._routes.get(stream) or self.route(src, dst)
+        resources, latency, inverse_bandwidth = self._routes.get(src * self._nodes + dst) or self.route(src, dst)
         flow = _new(Flow)
         flow.env = self.env
         flow.callbacks = [_joined]

@@ -59,12 +59,15 @@ class FifoNetwork(Network):
         self._waiting: dict[int, list[tuple]] = {}  # resource -> transfers waiting for it to free
         self._wakes: dict[float, list[int]] = {}  # time -> resources whose waiters to retry then
         self._order = count()  # issue order of waiting transfers: their priority
+        self._tagged = getattr(topology, "streams_per_tag", False)
 
     def _transfer(self, event: Event, src: int, dst: int, nbytes: int, step: int, chunk: int, tag: int) -> None:
         """Start moving a message whose send and (for rendezvous) receive are both posted: now
         if its route and its connection are free, else when they are (work-conserving,
         issue-order priority among waiting messages)."""
         pair = src * self._nodes + dst
+        if self._tagged:  # NCCL's data path: a connection per channel slot (sim.hardware.nccl_topo)
+            pair += tag * self._pairs
         links, connection, latency, inverse_bandwidth = self._held.get(pair) or self._connection(pair)
         free_at = self._free_at
         now = self.env._now
@@ -99,7 +102,7 @@ class FifoNetwork(Network):
         """(route resources, the pair's connection, latency, 1/bandwidth), cached. The connection
         is a resource of its own, busy from a message's start to its arrival: one message at a
         time per pair."""
-        resources, latency, inverse_bandwidth = self.route(*divmod(pair, self._nodes))
+        resources, latency, inverse_bandwidth = self.route(*divmod(pair % self._pairs, self._nodes))
         self._free_at.append(0.0)
         entry = self._held[pair] = (resources, len(self._free_at) - 1, latency, inverse_bandwidth)
         return entry

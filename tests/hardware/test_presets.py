@@ -108,9 +108,14 @@ def test_hardware_list_show_and_errors():
     assert json.loads(override.stdout)["time_s"] == pytest.approx(14 * 2**20 / 100e9, rel=1e-9)
 
 
-def test_model_nccl_reports_picks_the_des_cannot_run():
+def test_model_nccl_and_the_des_run_the_nvls_pick():
     result = _cli("sim", "collective", "--hardware", "hgx-h100-nvls", "--op", "all_reduce", "--size", "8GiB", "--model", "nccl", "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["nccl_algorithm"] == "NVLS"
-    des = _cli("sim", "collective", "--hardware", "hgx-h100-nvls", "--op", "all_reduce", "--size", "8GiB")
-    assert des.returncode == 2 and "no NVLS counterpart" in des.stderr
+    des = _cli("sim", "collective", "--hardware", "hgx-h100-nvls", "--op", "all_reduce", "--size", "8GiB", "--json")
+    assert des.returncode == 0 and json.loads(des.stdout)["algorithm"] == "nccl_nvls"
+    forced = _cli("sim", "collective", "--hardware", "hgx-h100-nvls", "--op", "all_reduce", "--size", "8GiB", "--nccl-algo", "^nvls",
+                  "--nccl-proto", "simple", "--json")  # fmt: skip
+    assert forced.returncode == 0 and json.loads(forced.stdout)["algorithm"] in ("nccl_ring", "nccl_tree")
+    bad = _cli("sim", "collective", "--hardware", "hgx-h100-nvls", "--op", "all_reduce", "--size", "8GiB", "--nccl-proto", "LL256")
+    assert bad.returncode == 2 and "unknown proto 'LL256'" in bad.stderr and "Traceback" not in bad.stderr

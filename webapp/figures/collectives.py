@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
+from sim.collective import explore
 from sim.units import format_size, format_time
 from webapp.figures.common import (
     COMPONENT_COLORS,
@@ -162,15 +163,8 @@ def _crossover_axes(figure: go.Figure, points: list[dict[str, Any]], factor: flo
 
 
 def winners(rows: Iterable[dict[str, Any]]) -> dict[int, str]:
-    """size -> the fastest algorithm at that size."""
-    best: dict[int, tuple[float, str]] = {}
-    for row in rows:
-        if row["time_s"] is None:
-            continue
-        current = best.get(row["size_bytes"])
-        if current is None or row["time_s"] < current[0]:
-            best[row["size_bytes"]] = (row["time_s"], row["algorithm"])
-    return {size: name for size, (_, name) in sorted(best.items())}
+    """size -> the fastest algorithm at that size, among those with a time there (explore.fastest)."""
+    return {entry["size_bytes"]: entry["algorithm"] for entry in explore.fastest(rows) if entry["algorithm"]}
 
 
 def player_positions(player: dict[str, Any]) -> int:

@@ -78,6 +78,7 @@ class Preset:
     nccl: NcclSystem | None
     sources: dict[str, str] = field(default_factory=dict)
     nvlink_domain_nodes: int = 1  # nodes (trays) one NVLink domain spans (GB200 NVL72: 18)
+    fitted: dict[str, Any] | None = None  # the ``fitted:`` block: effective constants and their provenance
     gpu_peak_tflops: dict[str, float] = field(default_factory=dict)  # dense peak per GPU: bf16, fp16, fp32
 
     def check_nodes(self, nodes: int) -> None:
@@ -101,7 +102,7 @@ class Preset:
 
     def to_dict(self) -> dict[str, Any]:
         """The preset as plain data (rates in bytes/s, times in s), for --json and the webapp."""
-        data = {name: getattr(self, name) for name in self.__dataclass_fields__ if name not in ("nccl", "sources")}
+        data = {name: getattr(self, name) for name in self.__dataclass_fields__ if name not in ("nccl", "sources", "fitted")}
         if self.nccl is not None:
             nccl = {name: getattr(self.nccl, name) for name in self.nccl.__dataclass_fields__}
             nccl["graphs"] = {key: [g.n_channels, g.bw_intra, g.bw_inter] for key, g in self.nccl.graphs.items()}
@@ -109,6 +110,8 @@ class Preset:
         else:
             data["nccl"] = None
         data["sources"] = dict(self.sources)
+        data["fitted"] = self.fitted
+        data["effective"] = effective(self).to_dict()
         return data
 
 
@@ -141,7 +144,7 @@ def parse_preset(raw: Any, label: str) -> Preset:
         raise CollsimError(f"hardware preset {label}: expected a mapping")
     sources = raw.get("sources") or {}
     missing = [key for key in _FIELDS if key not in raw]
-    unknown = sorted(set(raw) - set(_FIELDS) - {"sources", "nvlink_domain_nodes", "gpu_peak_tflops"})
+    unknown = sorted(set(raw) - set(_FIELDS) - {"sources", "nvlink_domain_nodes", "fitted", "gpu_peak_tflops"})
     if missing or unknown:
         raise CollsimError(f"hardware preset {label}: missing fields {missing}, unknown fields {unknown}")
     _check_cited(raw, sources, label)
@@ -169,6 +172,7 @@ def parse_preset(raw: Any, label: str) -> Preset:
         nccl=_nccl(raw["nccl"], label),
         sources={str(key): str(value) for key, value in sources.items()},
         nvlink_domain_nodes=int(raw.get("nvlink_domain_nodes", 1)),
+        fitted=_fitted(raw.get("fitted"), label),
         gpu_peak_tflops={str(key): float(value) for key, value in (raw.get("gpu_peak_tflops") or {}).items()},
     )
 
@@ -238,3 +242,65 @@ def scenario_fields(name: str, nodes: int = 1) -> dict[str, Any]:
         "intra_bandwidth_Bps": intra_bw,
         "intra_latency_s": preset.intra_latency_s or 0.0,
     }
+
+
+# -- effective constants: what the DES data path and nccl_model read (one function) ----------
+# name -> (datasheet default, lower bound, upper bound, meaning)
+CONSTANTS = {
+    "intra_efficiency": (0.8, 0.2, 1.0, "fraction of intra_bandwidth a GPU's NVLink/PCIe carries for NCCL"),
+    "inter_efficiency": (0.92, 0.2, 1.0, "fraction of the NICs' rate NCCL's network transport carries"),
+    "nvls_efficiency": (0.6, 0.1, 1.0, "NVSwitch reduce/multicast rate per GPU and direction, as a fraction of intra_bandwidth"),
+    "latency_scale": (1.0, 0.05, 10.0, "scale on NCCL's per-hop hwLat and baseLat (tuning.cc)"),
+    "base_latency_us": (0.0, 0.0, 200.0, "fixed cost of a call beyond NCCL's baseLat (launch, host), us"),
+}
+
+
+TRIAL: dict[str, dict[str, float]] = {}  # preset name -> constants being tried by the fit (sim.hardware.nccl_fit)
+
+
+@dataclass(frozen=True)
+class Effective:
+    """A preset's effective constants: fitted where the ``fitted:`` block has them, else the
+    datasheet defaults of :data:`CONSTANTS`. ``provenance`` says which."""
+
+    intra_efficiency: float
+    inter_efficiency: float
+    nvls_efficiency: float
+    latency_scale: float
+    base_latency_us: float
+    nccl: NcclSystem | None
+    provenance: dict[str, str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in CONSTANTS} | {"provenance": dict(self.provenance)}
+
+
+def effective(preset: Preset) -> Effective:
+    """The constants the DES data path (sim.hardware.nccl_topo) and NCCL's model
+    (sim.hardware.nccl_model) read: one function, so both see the same machine."""
+    values, provenance = {}, {}
+    fitted = (preset.fitted or {}).get("constants", {})
+    trial = TRIAL.get(preset.name, {})
+    for name, (default, _, _, _) in CONSTANTS.items():
+        if name in trial:
+            values[name], provenance[name] = trial[name], "trial value (collsim hardware fit)"
+        elif name in fitted:
+            values[name] = float(fitted[name]["value"])
+            provenance[name] = f"fitted ({fitted[name].get('interval', '')}) on {', '.join((preset.fitted or {}).get('logs', []))}"
+        else:
+            values[name] = default
+            provenance[name] = "default (no fit)"
+    return Effective(nccl=preset.nccl, provenance=provenance, **values)
+
+
+def _fitted(raw: Any, label: str) -> dict[str, Any] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or not isinstance(raw.get("constants"), dict) or not raw.get("logs"):
+        raise CollsimError(f"hardware preset {label}: fitted needs 'logs' (what was fitted on) and 'constants' (name: {{value, interval}})")
+    for name, entry in raw["constants"].items():
+        if name not in CONSTANTS:
+            raise CollsimError(f"hardware preset {label}: fitted constant {name!r} unknown; allowed: {', '.join(CONSTANTS)}")
+        if not isinstance(entry, dict) or "value" not in entry:
+            raise CollsimError(f"hardware preset {label}: fitted.{name} needs a value")
+    return raw

@@ -1,0 +1,175 @@
+"""Fit a preset's effective constants to nccl-tests logs, and compare the DES and NCCL's model
+with them (``collsim hardware fit``, bench/nccl_logs.py).
+
+Residuals are log(predicted time / measured time) of the DES running NCCL's pick at every size
+of every log (nccl-tests' out-of-place column); scipy's bounded least squares (trf) moves the
+constants of :data:`sim.hardware.presets.CONSTANTS` within their bounds; 95 % intervals come
+from the Jacobian at the optimum (covariance s^2 (J^T J)^-1, s^2 the residual variance).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from sim.errors import CollsimError
+
+# calibration logs (../shared/data/nccl-tests): file -> (preset, nodes, NCCL_PROTO the run had);
+# see that folder's README. The A3 Mega run used Google's TCPXO profile (NCCL_PROTO=Simple,LL128).
+CALIBRATION = {
+    "hgx-h100_2node_ib400_nccl2.26.2_allreduce_default.txt": ("hgx-h100-nvls", 2, None),
+    "h100_1node_allreduce_nvls_nccl-tests290.txt": ("hgx-h100-nvls", 1, None),
+    "gcp-a3mega_h100_2node_tcpxo_8x200g_allreduce.txt": ("gcp-a3-mega", 2, "Simple,LL128"),
+    "oci-bm.gpu4.8_a100-40g_2node_roce16x100g_allreduce.txt": ("oci-a100-roce", 2, None),
+    "oci-bm.gpu.b4.8_a100-40g_2node_roce_nccl2.29.3_allreduce.txt": ("oci-a100-roce", 2, None),
+    "oci-gb200-nvl72_32trays-128gpu_nccl2.29.2_allreduce.txt": ("gb200-nvl72", 32, None),
+}
+REGIMES = (("< 1 MiB", 0, 2**20), ("1-256 MiB", 2**20, 2**28), (">= 256 MiB", 2**28, float("inf")))
+
+
+@dataclass(frozen=True)
+class Point:
+    log: str
+    op: str
+    size_bytes: int
+    measured_s: float
+    des_s: float
+    model_s: float
+    pick: str
+
+    @property
+    def des_error(self) -> float:
+        """busbw error: predicted busbw / measured - 1 = measured time / predicted time - 1."""
+        return self.measured_s / self.des_s - 1
+
+    @property
+    def model_error(self) -> float:
+        return self.measured_s / self.model_s - 1
+
+
+_RESULT = re.compile(r"^\s*(\d+)\s+\d+\s+\w+\s+\w+\s+-?\d+\s+([\d.]+)\s")  # size count type redop root time(us)
+_PROGRAM = re.compile(r"(all_reduce|all_gather|reduce_scatter|broadcast|reduce)_perf")
+
+
+def read_log(path: str | Path) -> tuple[str, list[tuple[int, float]]]:
+    """(op, [(size, out-of-place time_s)]) of an nccl-tests text log (real.nccl_tests reads
+    every format into the results store; sim keeps this small reader to stay below real)."""
+    try:
+        text = Path(path).read_text()
+    except OSError as error:
+        raise CollsimError(f"LOG: cannot read {path}: {error.strerror}") from None
+    program = _PROGRAM.search(text)
+    rows = [(int(m.group(1)), float(m.group(2)) * 1e-6) for m in map(_RESULT.match, text.splitlines()) if m]
+    if not rows:
+        raise CollsimError(f"LOG: no nccl-tests result lines in {path} (expected '  1048576  262144  float  sum  -1  ...')")
+    return (program.group(1) if program else "all_reduce"), [(size, t) for size, t in rows if t > 0]
+
+
+def des_time(hardware: str, nodes: int, op: str, size: int, nccl_algo=None, nccl_proto=None) -> tuple[float, str]:
+    """(time of NCCL's pick in the DES, "Algo/Proto")."""
+    from sim.collective.runner import run_collective
+    from sim.hardware.nccl_des import scenario_for_pick
+    from sim.hardware.nccl_path import PAIR_OF
+
+    scenario, why = scenario_for_pick(hardware, nodes, op, size, nccl_algo, nccl_proto)
+    if scenario is None:
+        raise CollsimError(why)
+    return run_collective(scenario).time_s, "/".join(PAIR_OF[scenario.algorithm])
+
+
+def compare(path: str | Path, hardware: str, nodes: int, nccl_proto: str | None = None, stride: int = 1) -> list[Point]:
+    """Measured, DES and NCCL-model times at every ``stride``-th size of one log."""
+    from sim.hardware.nccl_model import predict
+
+    op, rows = read_log(path)
+    points = []
+    for size, measured in rows[::stride]:
+        des, pick = des_time(hardware, nodes, op, size, None, nccl_proto)
+        model = predict(hardware, nodes, op, size, None, nccl_proto).time_s
+        points.append(Point(Path(path).name, op, size, measured, des, model, pick))
+    return points
+
+
+def regime_stats(points: list[Point]) -> list[tuple[str, int, float, float, float, float]]:
+    """Per regime: (name, points, DES median |err|, DES worst err, model median |err|, model worst err)."""
+    out = []
+    for name, lo, hi in REGIMES:
+        chosen = [p for p in points if lo <= p.size_bytes < hi]
+        if not chosen:
+            continue
+        des, model = [p.des_error for p in chosen], [p.model_error for p in chosen]
+        out.append((name, len(chosen), statistics.median(map(abs, des)), max(des, key=abs),
+                    statistics.median(map(abs, model)), max(model, key=abs)))  # fmt: skip
+    return out
+
+
+def fit(logs: list[tuple], hardware: str, names: list[str], stride: int = 1) -> dict:
+    """Bounded least squares of ``names`` (constants) on ``logs`` ([(path, nodes, NCCL_PROTO
+    or None)]), robust (soft L1 on log time ratios, scale 0.1: a noisy point cannot pull it)."""
+    import numpy as np
+    from scipy.optimize import least_squares
+
+    from sim.hardware.presets import CONSTANTS, TRIAL, effective, load_preset
+
+    unknown = [name for name in names if name not in CONSTANTS]
+    if unknown:
+        raise CollsimError(f"--fit: unknown constant(s) {', '.join(unknown)}; allowed: {', '.join(CONSTANTS)}")
+    data = []
+    for path, nodes, proto in logs:
+        op, rows = read_log(path)
+        data += [(nodes, op, size, measured, proto) for size, measured in rows[::stride]]
+    if len(data) <= len(names):
+        raise CollsimError(f"hardware fit: {len(data)} points for {len(names)} constants; give more logs or sizes")
+    start = effective(load_preset(hardware))
+    x0 = [getattr(start, name) for name in names]
+    lower, upper = [CONSTANTS[n][1] for n in names], [CONSTANTS[n][2] for n in names]
+    x0 = [min(max(v, lo + 1e-6), hi - 1e-6) for v, lo, hi in zip(x0, lower, upper)]
+
+    def residuals(x) -> list[float]:
+        TRIAL[hardware] = dict(zip(names, map(float, x)))
+        try:
+            return [math.log(des_time(hardware, nodes, op, size, None, proto)[0] / measured) for nodes, op, size, measured, proto in data]
+        finally:
+            TRIAL.pop(hardware, None)
+
+    result = least_squares(residuals, x0, bounds=(lower, upper), method="trf", loss="soft_l1", f_scale=0.1, diff_step=1e-3, x_scale="jac", max_nfev=40)
+    dof = max(len(data) - len(names), 1)
+    s2 = float(np.sum(result.fun**2)) / dof
+    try:
+        cov = np.linalg.pinv(result.jac.T @ result.jac) * s2
+        half = [1.96 * math.sqrt(max(cov[i, i], 0.0)) for i in range(len(names))]
+    except np.linalg.LinAlgError:
+        half = [float("nan")] * len(names)
+    constants = {
+        name: {"value": round(float(v), 6), "interval": [round(float(max(v - h, lo)), 6), round(float(min(v + h, hi)), 6)]}
+        for name, v, h, lo, hi in zip(names, result.x, half, lower, upper)
+    }
+    return {"constants": constants, "points": len(data), "rms_log_error": round(math.sqrt(float(np.mean(result.fun**2))), 4)}
+
+
+def log_nodes(path: str | Path, gpus_per_node: int) -> int:
+    """Nodes of a log: its ranks (the "#  Rank" lines, or busbw / algbw) over GPUs a node."""
+    text = Path(path).read_text()
+    ranks = {int(m.group(1)) for m in re.finditer(r"#\s+Rank\s+(\d+)\s+Group", text)}
+    count = max(ranks) + 1 if ranks else 0
+    if not count:
+        raise CollsimError(f"--nodes: {path} lists no '#  Rank' lines; give --nodes")
+    return max(1, count // gpus_per_node)
+
+
+def fitted_block(result: dict, logs, nodes: list[int], nccl_proto: str | None) -> dict:
+    """The ``fitted:`` block of a preset: provenance (logs, date, command) and the constants."""
+    import datetime
+
+    return {
+        "logs": [f"{Path(path).name} ({n} node{'s' if n > 1 else ''})" for path, n in zip(logs, nodes)],
+        "date": datetime.date.today().isoformat(),
+        "method": "collsim hardware fit: scipy least_squares (trf, soft_l1 on log time ratios), 95 % intervals from the Jacobian",
+        "nccl_proto": nccl_proto,
+        "points": result["points"],
+        "rms_log_error": result["rms_log_error"],
+        "constants": result["constants"],
+    }

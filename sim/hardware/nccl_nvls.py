@@ -1,0 +1,168 @@
+"""NVLS and NVLSTree in the DES: the NVSwitch reduces and multicasts (NCCL v2.27.7-1,
+src/device/all_reduce.h ``runRing``-free NVLS paths: multimem.ld_reduce into the head's
+portion, multimem.st back out; src/graph/connect.cc ``connectNvls`` for the heads).
+
+Per node the switch has two FIFO servers: *reduce* (every GPU's copy of a chunk goes up its
+NVLink and comes back reduced; time per chunk = bytes / rate) and *multicast* (one copy goes in,
+every GPU receives it), each at the preset's NVLS rate per GPU and direction, with half of NCCL's
+NVLS latency after each. The buffer is cut into ``heads`` portions (one per GPU on one node; one
+per NIC rail across nodes) in NCCL's NVLS chunks. NVLSTree: after the node's reduce a chunk
+climbs NCCL's double binary tree over the nodes' head GPUs of its rail (tree = rail mod 2), over
+the NICs as engine messages with slots, and comes down it before the node's multicast.
+all_gather runs the multicast only, reduce_scatter the reduce only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Generator
+
+import numpy as np
+
+from sim.collective.call import Call
+from sim.hardware.nccl_path import MAX_MESSAGES, params
+from sim.hardware.nccl_proto import NCCL_STEPS, chunking
+from sim.network import Network
+
+_TAG = 3000  # up: _TAG + slot; down: _DOWN + slot
+_DOWN = _TAG + NCCL_STEPS
+
+
+class Server:
+    """A FIFO resource of the switch: ``use(n)`` is an event at the end of n bytes at ``rate``,
+    plus ``latency`` (pipelined: the next request starts when the bytes are through)."""
+
+    def __init__(self, env, rate: float, latency: float) -> None:
+        self.env, self.rate, self.latency, self.free = env, rate, latency, 0.0
+
+    def use(self, nbytes: int):
+        env = self.env
+        start = max(env.now, self.free)
+        self.free = start + nbytes / self.rate
+        return env.timeout(self.free + self.latency - env.now)
+
+
+def nvls(net: Network, rank: int, call: Call, op: str, algorithm: str = "NVLS") -> Generator:
+    """Every rank waits for its node's switch; the first rank to run starts all the work."""
+    p = params(net, call, algorithm, "Simple")
+    env = net.env
+    if p.start_s:
+        yield env.timeout(p.start_s)
+    state = call.__dict__.get("_nvls")
+    if state is None:
+        state = call.__dict__["_nvls"] = _start(net, call, op, algorithm, p)
+    gpus = net.topology.gpus_per_node or call.ranks
+    yield state["done"][rank // gpus]
+    if call.buffers is not None:
+        call.buffers[rank][:] = state["total"]
+
+
+def _start(net: Network, call: Call, op: str, algorithm: str, p) -> dict:
+    env = net.env
+    gpus = net.topology.gpus_per_node or call.ranks
+    nodes = max(call.ranks // gpus, 1)
+    rate = p.nvls_Bps or 1e12
+    heads = gpus if nodes == 1 else max(1, min(p.heads, gpus))
+    cut = chunking(algorithm, "Simple", call.size_bytes, p.channels, nodes, call.ranks)
+    total = None
+    if call.buffers is not None:
+        total = np.sum(np.stack(call.buffers), axis=0).astype(call.buffers[0].dtype)
+    done = []
+    for node in range(nodes):
+        processes = []
+        for head in range(heads):  # heads share the switch equally and run alike: a server each
+            switch = (Server(env, rate / heads, p.nvls_latency_s / 2), Server(env, rate / heads, p.nvls_latency_s / 2))
+            portion = call.pieces(heads)[head]
+            parts = min(max(1, math.ceil(portion[2] / cut.chunk_bytes)), MAX_MESSAGES)
+            pieces = [piece for piece in call.pieces(parts, portion) if piece[2]]
+            if not pieces:
+                continue
+            processes.append(env.process(_head(net, node, head, gpus, nodes, pieces, switch, op, p)))
+        done.append(env.all_of(processes))
+    return {"done": done, "total": total}
+
+
+def _head(net: Network, node: int, head: int, gpus: int, nodes: int, pieces: list, switch: tuple, op: str, p) -> Generator:
+    """One head's portion, chunk after chunk: reduce, (tree up and down between nodes),
+    multicast; at most ``window`` chunks between their reduce and the end of their multicast
+    (NCCL_STEPS slots on each of the head's channels)."""
+    env = net.env
+    reduce_server, multicast_server = switch
+    rank = node * gpus + head
+    window = max(1, NCCL_STEPS * p.channels // max(p.heads if nodes > 1 else gpus, 1))
+    ready = [env.event() for _ in pieces]
+    done = [env.event() for _ in pieces]
+    env.process(_feed(env, None if op == "all_gather" else reduce_server, pieces, ready, done, window))
+    multicast = None if op == "reduce_scatter" else multicast_server
+    if nodes == 1:
+        for k, piece in enumerate(pieces):
+            yield ready[k]
+            _finish(multicast, piece, done[k])
+    else:
+        links = _node_tree(nodes, node, head, gpus)
+        work = [env.process(_up(net, rank, links, pieces, ready, multicast, done))]
+        if links[0] >= 0:
+            work.append(env.process(_down(net, rank, links, pieces, multicast, done)))
+        yield env.all_of(work)
+    yield env.all_of(done)
+
+
+def _feed(env, server: Server | None, pieces: list, ready: list, done: list, window: int) -> Generator:
+    """Issue the switch's reduces in order, ``window`` ahead of the finished chunks."""
+    for k, piece in enumerate(pieces):
+        if k >= window:
+            yield done[k - window]
+        if server is None:
+            ready[k].succeed()
+        else:
+            server.use(piece[2]).callbacks.append(lambda _, event=ready[k]: event.succeed())
+
+
+def _finish(multicast: Server | None, piece, done) -> None:
+    if multicast is None:
+        done.succeed()
+    else:
+        multicast.use(piece[2]).callbacks.append(lambda _: done.succeed())
+
+
+def _node_tree(nodes: int, node: int, head: int, gpus: int) -> tuple[int, list[int]]:
+    """(parent rank, child ranks) of node ``node``'s head ``head`` in NCCL's double binary tree."""
+    from sim.algorithms.dbtree import double_tree
+
+    parent, children = double_tree(nodes, node, head % 2)
+    return (parent * gpus + head if parent >= 0 else -1), [child * gpus + head for child in children]
+
+
+def _up(net: Network, rank: int, links, pieces, ready, multicast, done) -> Generator:
+    """Tree up between nodes: after the node's reduce, each child's chunk, then to the parent;
+    the root multicasts and sends the chunk down."""
+    parent, children = links
+    window = NCCL_STEPS
+    queues = {child: deque(net.recv(child, rank, _TAG + k) for k in range(min(window, len(pieces)))) for child in children}
+    for k, piece in enumerate(pieces):
+        yield ready[k]
+        for child in children:
+            yield queues[child].popleft()
+            if k + window < len(pieces):
+                queues[child].append(net.recv(child, rank, _TAG + (k + window) % window))
+        if parent >= 0:
+            net.send(rank, parent, piece[2], None, 0, k, _TAG + k % window)
+            continue
+        for child in children:
+            net.send(rank, child, piece[2], None, 1, k, _DOWN + k % window)
+        _finish(multicast, piece, done[k])
+
+
+def _down(net: Network, rank: int, links, pieces, multicast, done) -> Generator:
+    """Tree down: each chunk from the parent, on to the children and into the node's multicast."""
+    parent, children = links
+    window = NCCL_STEPS
+    queue = deque(net.recv(parent, rank, _DOWN + k) for k in range(min(window, len(pieces))))
+    for k, piece in enumerate(pieces):
+        yield queue.popleft()
+        if k + window < len(pieces):
+            queue.append(net.recv(parent, rank, _DOWN + (k + window) % window))
+        for child in children:
+            net.send(rank, child, piece[2], None, 1, k, _DOWN + k % window)
+        _finish(multicast, piece, done[k])

@@ -1,0 +1,278 @@
+"""NCCL's data path in the DES: Ring, Tree, NVLS/NVLSTree and PAT on NCCL's channels, with
+NCCL_STEPS slots per connection and the LL/LL128/Simple protocols (NCCL v2.27.7-1, see
+docs/nccl-model.md for the files and lines followed).
+
+**Slots.** A connection (sender -> receiver, one per channel and direction) has NCCL_STEPS = 8
+buffer slots; a message (a *slice*) holds ``slice_steps`` of them, so up to 8 / slice_steps are
+in flight. The receiver hands a slot back once it has consumed the slice. In the engine this is
+a receive posted ahead: the receiver keeps ``in_flight`` receives posted per connection and posts
+the next one when it consumes a slice, and every message waits for its receive (rendezvous), so
+a sender never has more slices in flight than the receiver has free slots. No engine change.
+
+**Protocols.** A slice of n data bytes puts n / data_per_wire bytes on the wire (LL 2x: 8-byte
+lines with 4 data bytes; LL128 128/120); per-hop latencies are NCCL's ``hwLat`` for the
+(algorithm, protocol) times the preset's fitted latency scale, on the links of the topology that
+:func:`topology` builds for the run; every call starts after NCCL's ``baseLat`` (scaled) plus the
+fitted base latency.
+
+**NVLS.** The NVSwitch reduces (multimem.ld_reduce) and multicasts (multimem.st): per node two
+FIFO servers of the switch, a reduce one and a multicast one, each at the preset's NVLS rate per
+GPU and direction. NVLSTree adds NCCL's double binary tree between the nodes' head GPUs (one
+head per NIC rail), over the NICs.
+
+**Collapse.** NCCL's channels on a rail machine are rotations of one another, so they progress
+in lockstep; without verification the DES runs only the first 1 (ring) or 2 (tree: the two
+mirrored trees) channels on a topology whose links carry the share those channels have of them
+(``tests/hardware/test_nccl_path.py`` checks collapsed against full). Messages are capped at
+``MAX_MESSAGES`` per connection by merging NCCL's slices (exact for the ring's bandwidth term,
+which has no pipeline fill; adds at most depth x slice / bandwidth on trees).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Generator
+from dataclasses import dataclass
+
+from sim.collective.call import Call
+from sim.hardware.nccl_proto import BY_NAME, NCCL_STEPS, chunking
+from sim.network import Network
+
+MAX_MESSAGES = 256  # slices per connection and channel, at most (merged beyond)
+MAX_TREE_PIECES = 128  # tree chunks per channel, at most (a tree's fill grows with them: depth x piece)
+NAMES = {
+    ("Ring", "Simple"): "nccl_ring", ("Ring", "LL"): "nccl_ring_ll", ("Ring", "LL128"): "nccl_ring_ll128",
+    ("Tree", "Simple"): "nccl_tree", ("Tree", "LL"): "nccl_tree_ll", ("Tree", "LL128"): "nccl_tree_ll128",
+    ("NVLS", "Simple"): "nccl_nvls", ("NVLSTree", "Simple"): "nccl_nvls_tree", ("PAT", "Simple"): "nccl_pat",
+}  # fmt: skip
+PAIR_OF = {name: pair for pair, name in NAMES.items()}
+_TAG = 1000
+
+
+@dataclass(frozen=True)
+class PathParams:
+    """What the data path reads besides the call: protocol, simulated/real channels, latencies."""
+
+    algorithm: str = "Ring"
+    protocol: str = "Simple"
+    channels: int = 1  # NCCL's channels for this call
+    simulated: int = 1  # channels the DES runs (fewer where collapsed)
+    first: int = 0  # the first of them (tests run each channel alone)
+    start_s: float = 0.0  # baseLat x scale + fitted base
+    nvls_Bps: float = 0.0  # switch rate per GPU and direction
+    nvls_latency_s: float = 0.0
+    heads: int = 1  # NVLSTree heads per node (NIC rails)
+    max_tree_pieces: int | None = None  # on presets: MAX_TREE_PIECES (speed); elsewhere NCCL's own chunks
+
+
+def params(net: Network, call: Call, algorithm: str, protocol: str) -> PathParams:
+    """The run's parameters: set by :func:`topology` on hardware, else NCCL's defaults on the
+    scenario's own links (``chunks`` channels, nothing collapsed)."""
+    found = getattr(net.topology, "nccl", None) or getattr(getattr(net.topology, "topology", None), "nccl", None)  # a group's view
+    if found is not None:
+        return found
+    gpus = net.topology.gpus_per_node or call.ranks
+    return PathParams(algorithm, protocol, call.chunks, call.chunks, heads=gpus)
+
+
+def wire_bytes(nbytes: int, protocol: str) -> int:
+    return math.ceil(nbytes / BY_NAME[protocol].data_per_wire)
+
+
+# -- ring ------------------------------------------------------------------------------------
+def channel_ring(ranks: int, gpus_per_node: int, channel: int) -> list[int]:
+    """Channel ``channel``'s ring: every node's GPUs from local GPU ``channel``, node after node."""
+    gpus = gpus_per_node if gpus_per_node and ranks % gpus_per_node == 0 else ranks
+    order = []
+    for node in range(ranks // gpus):
+        order += [node * gpus + (channel + i) % gpus for i in range(gpus)]
+    return order
+
+
+def _split(call: Call, channels: int, channel: int, owner: int, parts: int) -> tuple:
+    """Channel ``channel``'s part of block ``owner``, cut in ``parts`` (loops x slices)."""
+    piece = call.pieces(channels, call.pieces(call.ranks)[owner])[channel]
+    return call.pieces(parts, piece)
+
+
+def _ring_parts(call: Call, p: PathParams, m: int, steps: int) -> tuple[int, int]:
+    """(loops, slices a loop) of one channel: NCCL's loop of nRanks chunks, slices of a chunk,
+    merged to at most MAX_MESSAGES messages per connection."""
+    per_channel = max(call.size_bytes // max(p.channels, 1), 1)
+    cut = chunking(p.algorithm if p.algorithm != "PAT" else "Ring", p.protocol, call.size_bytes, p.channels, 1, call.ranks)
+    loops = max(1, math.ceil(per_channel / (m * cut.chunk_bytes)))
+    block = per_channel / (m * loops)
+    slices = max(1, math.ceil(min(block, cut.chunk_bytes) / cut.slice_bytes))
+    while loops * slices * steps > MAX_MESSAGES and loops * slices > 1:
+        if slices > 1:
+            slices = max(1, slices // 2)
+        else:
+            loops = max(1, loops // 2)
+    return loops, slices
+
+
+def _ring_ops(call: Call, p: PathParams, group: list[int], i: int, channel: int, phases: tuple) -> list:
+    """Rank ``group[i]``'s ordered operations on ring ``group``: ("s", piece, step) sends,
+    ("r"|"a", piece, step) receives (put or add)."""
+    m = len(group)
+    steps = (m - 1) * len(phases)
+    loops, slices = _ring_parts(call, p, m, steps)
+    parts = loops * slices
+    ops = []
+    for loop in range(loops):
+        span = range(loop * slices, (loop + 1) * slices)
+        step = 0
+
+        def block(owner: int) -> list:
+            cut = _split(call, p.channels, channel, owner, parts)
+            return [cut[j] for j in span if cut[j][2]]
+
+        if "reduce_scatter" in phases:
+            ops += [("s", piece, step) for piece in block(group[(i - 1) % m])]
+            for hop in range(m - 1):
+                for piece in block(group[(i - hop - 2) % m]):
+                    ops.append(("a", piece, step + hop))
+                    if hop < m - 2:
+                        ops.append(("s", piece, step + hop + 1))
+            step = m - 1
+        if "all_gather" in phases:
+            ops += [("s", piece, step) for piece in block(group[i])]
+            for hop in range(m - 1):
+                for piece in block(group[(i - hop - 1) % m]):
+                    ops.append(("r", piece, step + hop))
+                    if hop < m - 2:
+                        ops.append(("s", piece, step + hop + 1))
+    return ops
+
+
+def _connection(net: Network, rank: int, call: Call, left: int, right: int, ops: list, tag: int, window: int, p: PathParams, chunk: int) -> Generator:
+    """Run ``ops`` on one channel: receives from ``left`` posted ``window`` ahead (the slots),
+    sends to ``right`` on the protocol's wire."""
+    verify = call.buffers is not None
+    total = sum(1 for op in ops if op[0] != "s")
+    recvs: deque = deque(net.recv(left, rank, tag + k % window) for k in range(min(window, total)))
+    sent = 0
+    posted = len(recvs)
+    for kind, piece, step in ops:
+        if kind == "s":  # slice k travels in slot k mod window: one connection per slot
+            net.send(rank, right, wire_bytes(piece[2], p.protocol), call.take(rank, piece) if verify else None, step, chunk, tag + sent % window)
+            sent += 1
+            continue
+        payload = yield recvs.popleft()
+        if posted < total:
+            recvs.append(net.recv(left, rank, tag + posted % window))
+            posted += 1
+        if kind == "a":
+            combine = net.reduce(rank, piece[2], step, chunk)
+            if combine is not None:
+                yield combine
+            if verify:
+                call.add(rank, payload, piece)
+        elif verify:
+            call.put(rank, payload, piece)
+
+
+def ring(net: Network, rank: int, call: Call, phases: tuple, protocol: str = "Simple", algorithm: str = "Ring") -> Generator:
+    """NCCL's ring on every simulated channel at once (all_reduce: reduce-scatter then
+    all-gather steps, as prims' recvReduceSend / directRecvCopySend)."""
+    p = params(net, call, algorithm, protocol)
+    env = net.env
+    if p.start_s:
+        yield env.timeout(p.start_s)
+    if call.ranks == 1:
+        return
+    cut = chunking("Ring" if algorithm == "PAT" else algorithm, protocol, call.size_bytes, p.channels, 1, call.ranks)
+    processes = []
+    for channel in range(p.first, p.first + p.simulated):
+        group = channel_ring(call.ranks, net.topology.gpus_per_node, channel)
+        i = group.index(rank)
+        ops = _ring_ops(call, p, group, i, channel, phases)
+        left, right = group[(i - 1) % len(group)], group[(i + 1) % len(group)]
+        tag = _TAG + channel * NCCL_STEPS
+        processes.append(env.process(_connection(net, rank, call, left, right, ops, tag, cut.in_flight, p, channel)))
+    yield env.all_of(processes)
+
+
+# -- tree ------------------------------------------------------------------------------------
+def channel_tree(ranks: int, gpus_per_node: int, rank: int, channel: int) -> tuple[int, list[int]]:
+    """(parent, children) of ``rank`` in channel ``channel``'s tree, as NCCL builds it: a chain
+    through each node's GPUs from local GPU ``channel`` (the node's head, on that NIC rail), and
+    NCCL's double binary tree over the nodes' heads (tree ``channel % 2``)."""
+    from sim.algorithms.dbtree import double_tree
+
+    gpus = gpus_per_node if gpus_per_node and ranks % gpus_per_node == 0 else ranks
+    nodes = ranks // gpus
+    order = [(channel + i) % gpus for i in range(gpus)]
+    node, local = divmod(rank, gpus)
+    position = order.index(local)
+    if position:
+        below = [node * gpus + order[position + 1]] if position + 1 < gpus else []
+        return node * gpus + order[position - 1], below
+    node_parent, node_children = double_tree(nodes, node, channel % 2)
+    parent = node_parent * gpus + order[0] if node_parent >= 0 else -1
+    below = [node * gpus + order[1]] if gpus > 1 else []
+    return parent, below + [child * gpus + order[0] for child in node_children]
+
+
+def _tree_up(net, rank, call, tree, pieces, tag, window, p, channel) -> Generator:
+    """Reduce up: every piece from each child (posted ``window`` ahead), then to the parent (the
+    root sends it down instead)."""
+    parent, children = tree
+    verify = call.buffers is not None
+    queues = {child: deque(net.recv(child, rank, tag + k) for k in range(min(window, len(pieces)))) for child in children}
+    for k, piece in enumerate(pieces):
+        for child in children:
+            payload = yield queues[child].popleft()
+            if k + window < len(pieces):
+                queues[child].append(net.recv(child, rank, tag + (k + window) % window))
+            combine = net.reduce(rank, piece[2], 0, channel)
+            if combine is not None:
+                yield combine
+            if verify:
+                call.add(rank, payload, piece)
+        wire = wire_bytes(piece[2], p.protocol)
+        if parent >= 0:
+            net.send(rank, parent, wire, call.take(rank, piece) if verify else None, 0, channel, tag + k % window)
+        else:
+            for child in children:
+                net.send(rank, child, wire, call.take(rank, piece) if verify else None, 1, channel, tag + NCCL_STEPS + k % window)
+
+
+def _tree_down(net, rank, call, tree, pieces, tag, window, p, channel) -> Generator:
+    parent, children = tree
+    down = tag + NCCL_STEPS
+    queue = deque(net.recv(parent, rank, down + k) for k in range(min(window, len(pieces))))
+    for k, piece in enumerate(pieces):
+        payload = yield queue.popleft()
+        if k + window < len(pieces):
+            queue.append(net.recv(parent, rank, down + (k + window) % window))
+        call.put(rank, payload, piece)
+        for child in children:
+            net.send(rank, child, wire_bytes(piece[2], p.protocol), payload, 1, channel, down + k % window)
+
+
+def tree(net: Network, rank: int, call: Call, protocol: str = "Simple") -> Generator:
+    """NCCL's tree all-reduce (up and down at once, as the split-thread Tree kernel)."""
+    p = params(net, call, "Tree", protocol)
+    env = net.env
+    if p.start_s:
+        yield env.timeout(p.start_s)
+    if call.ranks == 1:
+        return
+    gpus = net.topology.gpus_per_node or call.ranks
+    nodes = max(call.ranks // gpus, 1)
+    cut = chunking("Tree", protocol, call.size_bytes, p.channels, nodes, call.ranks)
+    phases = []
+    for channel, piece in list(enumerate(call.pieces(p.channels)))[p.first : p.first + p.simulated]:
+        parts = max(1, math.ceil(piece[2] / cut.chunk_bytes))
+        parts = min(parts, p.max_tree_pieces) if p.max_tree_pieces else parts
+        pieces = tuple(chunk for chunk in call.pieces(parts, piece) if chunk[2])
+        if not pieces:
+            continue
+        links = channel_tree(call.ranks, net.topology.gpus_per_node, rank, channel)
+        tag = 2 * _TAG + 2 * NCCL_STEPS * channel
+        phases.append(env.process(_tree_up(net, rank, call, links, pieces, tag, cut.in_flight, p, channel)))
+        if links[0] >= 0:
+            phases.append(env.process(_tree_down(net, rank, call, links, pieces, tag, cut.in_flight, p, channel)))
+    yield env.all_of(phases)

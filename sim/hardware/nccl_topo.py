@@ -1,0 +1,147 @@
+"""The topology an NCCL algorithm runs on, for ``nodes`` nodes of a preset, and its PathParams.
+
+Like :mod:`sim.hardware.cluster` (rails of NICs, one non-blocking core switch) with three
+differences for NCCL's data path:
+
+- link rates are the preset's effective ones (``presets.effective``: datasheet x fitted
+  efficiency); a GPU's NICs are one link of their summed rate (two 100G NICs a GPU: 200G);
+- link latencies are NCCL's per-hop ``hwLat`` (tuning.cc) for the run's algorithm and protocol,
+  times the fitted latency scale: NVLink/PCIe inside a node, NET between nodes;
+- a GPU reaches the node's switch and its NIC through a hub of its own (NVLink and PCIe are
+  separate wires, so no shared port between them), and where channels are collapsed
+  (nccl_path's docstring) every link carries the simulated channels' share.
+"""
+
+from __future__ import annotations
+
+import networkx as nx
+
+from sim.hardware.nccl_model import ALGORITHMS, BASE_LAT, HW_LAT, NET, NVLINK, PCI, comm_channels
+from sim.hardware.nccl_path import MAX_TREE_PIECES, PAIR_OF, PathParams, channel_ring, channel_tree
+from sim.hardware.nccl_proto import PROTOCOLS, channels_used
+from sim.hardware.presets import effective, load_preset
+from sim.network.topology import Topology
+
+_FREE = 1e18  # the GPU-to-hub link: no constraint
+COLLAPSE = True  # run copies of channels once (tests switch it off to compare)
+FIRST = 0  # the first channel run when collapsed (tests run each one alone)
+
+
+def hop_latencies_s(preset, algorithm: str, protocol: str) -> tuple[float, float, float]:
+    """(intra hop, inter hop, call start) in seconds: NCCL's hwLat/baseLat x latency scale
+    (+ the fitted base latency on the start)."""
+    eff = effective(preset)
+    a, p = ALGORITHMS.index(algorithm), PROTOCOLS.index(protocol)
+    intra_hw = NVLINK if preset.nccl is None or preset.nccl.type_intra == "NVL" else PCI
+    net_algo = a if algorithm != "PAT" else ALGORITHMS.index("Tree")
+    intra = HW_LAT[intra_hw][a][p] or HW_LAT[intra_hw][ALGORITHMS.index("Ring")][p]
+    inter = HW_LAT[NET][net_algo][p]
+    start = BASE_LAT[a][p] * eff.latency_scale + eff.base_latency_us
+    return intra * eff.latency_scale * 1e-6, inter * eff.latency_scale * 1e-6, start * 1e-6
+
+
+def path_params(scenario, preset) -> PathParams:
+    """The DES parameters of an ``nccl_*`` scenario on a preset: NCCL's channels for the call
+    (the communicator's, fewer for small calls as topoGetAlgoInfo), and what is collapsed."""
+    s = scenario
+    algorithm, protocol = PAIR_OF[s.algorithm]
+    nodes, gpus = _domains(preset, s.ranks)
+    eff = effective(preset)
+    if algorithm in ("NVLS", "NVLSTree"):
+        channels = 32 if preset.nccl and preset.nccl.compute_capability >= 100 else 16  # nvls.cc NVLS_NCHANNELS
+    else:
+        channels = channels_used(algorithm, protocol, s.size_bytes, s.chunks, s.ranks)
+    simulated = _collapsed(algorithm, channels) if COLLAPSE and not (s.verify or s.groups) else channels
+    intra, inter, start = hop_latencies_s(preset, algorithm, protocol)
+    nvls_latency = HW_LAT[NVLINK][ALGORITHMS.index("NVLS")][2] * eff.latency_scale * 1e-6
+    first = FIRST if simulated < channels else 0
+    return PathParams(
+        algorithm, protocol, channels, simulated, first=first, start_s=start,
+        nvls_Bps=(s.intra_bandwidth_Bps or 0.0) * eff.nvls_efficiency, nvls_latency_s=nvls_latency,
+        heads=max(1, min(gpus, preset.nics_per_node * gpus // preset.gpus_per_node or gpus)), max_tree_pieces=MAX_TREE_PIECES,
+    )  # fmt: skip
+
+
+def _collapsed(algorithm: str, channels: int) -> int:
+    """Channels the DES runs: 1 ring, 2 trees (the mirrored pair), every one for NVLS (heads)."""
+    if algorithm in ("NVLS", "NVLSTree"):
+        return channels
+    return min(channels, 2 if algorithm == "Tree" else 1)
+
+
+def _pairs(p: PathParams, ranks: int, gpus: int, channel: int) -> set[tuple[int, int]]:
+    """The (sender, receiver) pairs of one channel."""
+    if p.algorithm == "Tree":
+        pairs = set()
+        for rank in range(ranks):
+            parent, children = channel_tree(ranks, gpus, rank, channel)
+            pairs |= {(rank, parent), (parent, rank)} if parent >= 0 else set()
+            pairs |= {(rank, child) for child in children} | {(child, rank) for child in children}
+        return pairs
+    order = channel_ring(ranks, gpus, channel)
+    return {(order[i], order[(i + 1) % len(order)]) for i in range(len(order))}
+
+
+def _partition(built: Topology, p: PathParams, gpus: int) -> None:
+    """Channels partition the links (NCCL's search allots each channel its bandwidth on every
+    link it crosses): a directed link crossed by k channels gives each 1/k of its rate, so the
+    simulated channels get (simulated among them) / k, and the others need not run."""
+    graph = built.graph
+    crossing: dict[tuple, list[int]] = {}
+    for channel in range(p.channels):
+        used = set()
+        for src, dst in _pairs(p, built.ranks, gpus, channel):
+            path = built.path(src, dst)
+            used |= set(zip(path, path[1:]))
+        for link in used:
+            crossing.setdefault(link, []).append(channel)
+    for u, v, data in graph.edges(data=True):
+        shares = [len([c for c in crossing[link] if p.first <= c < p.first + p.simulated]) / len(crossing[link])
+                  for link in ((u, v), (v, u)) if crossing.get(link)]  # fmt: skip
+        shares = [share for share in shares if share > 0]  # a direction no simulated channel uses: any rate
+        if shares and data["bandwidth"] < _FREE:
+            data["bandwidth"] *= min(shares)
+
+
+def topology(scenario) -> Topology:
+    """The topology of an ``nccl_*`` scenario on its preset, carrying its PathParams
+    (``topology.nccl``, read by sim.hardware.nccl_path.params)."""
+    s = scenario
+    preset = load_preset(s.hardware)
+    p = path_params(s, preset)
+    eff = effective(preset)
+    nodes, gpus = _domains(preset, s.ranks)
+    intra_lat, inter_lat, _ = hop_latencies_s(preset, p.algorithm, p.protocol)
+    intra_bw = (s.intra_bandwidth_Bps or s.bandwidth_Bps) * eff.intra_efficiency
+    nics = max(preset.nics_per_node * gpus // preset.gpus_per_node, 1)  # a domain's NICs
+    nic_bw = s.bandwidth_Bps * eff.inter_efficiency * max(1.0, nics / gpus)
+    graph = nx.Graph()
+    graph.add_nodes_from(range(s.ranks))
+    for node in range(nodes):
+        for local in range(gpus):
+            rank, hub = node * gpus + local, f"hub{node}.{local}"
+            graph.add_edge(rank, hub, latency=0.0, bandwidth=_FREE)
+            if gpus > 1:
+                graph.add_edge(hub, f"node{node}", latency=intra_lat / 2, bandwidth=intra_bw)
+            if nodes > 1:
+                nic = f"nic{node}.{local * min(nics, gpus) // gpus}"
+                graph.add_edge(hub, nic, latency=0.0, bandwidth=nic_bw)
+        if nodes > 1:
+            for nic in range(min(nics, gpus)):
+                graph.add_edge(f"nic{node}.{nic}", "core", latency=inter_lat / 2, bandwidth=nic_bw)
+    built = Topology("two_level", graph, s.ranks, gpus)
+    if p.simulated < p.channels:
+        _partition(built, p, gpus)
+    object.__setattr__(built, "nccl", p)  # frozen dataclass; read by nccl_path.params
+    object.__setattr__(built, "streams_per_tag", True)  # the engines: one connection per slot tag
+    return built
+
+
+def _domains(preset, ranks: int) -> tuple[int, int]:
+    """(NCCL's nodes, GPUs each): a multi-node NVLink domain (GB200 NVL72) is one node to NCCL."""
+    return preset.nccl_nodes(max(ranks // preset.gpus_per_node, 1))
+
+
+def default_channels(preset, nodes: int) -> int:
+    """The communicator's channels (connect.cc doubles the ring/tree graphs' count)."""
+    return comm_channels(preset.nccl, preset.nccl_nodes(nodes)[0])

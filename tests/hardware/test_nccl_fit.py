@@ -1,0 +1,120 @@
+"""Fitting a preset's effective constants to nccl-tests logs, and the fitted blocks they carry."""
+
+import pytest
+
+from sim.errors import CollsimError
+from sim.hardware.nccl_fit import fit, read_log, regime_stats, compare, des_time
+from sim.hardware.presets import CONSTANTS, TRIAL, effective, list_presets, load_preset, parse_preset
+
+
+def _write_log(path, rows):
+    lines = ["# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20", "# Collective test starting: all_reduce_perf"]
+    lines += [f"  {size:>12d}  {size // 4:>10d}  float  sum  -1  {seconds * 1e6:9.2f}  0.00  0.00  0  {seconds * 1e6:9.2f}  0.00  0.00  0"
+              for size, seconds in rows]  # fmt: skip
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.slow
+def test_the_fit_recovers_constants_that_made_a_log(tmp_path):
+    truth = {"inter_efficiency": 0.7, "latency_scale": 2.0}
+    sizes = [2**k for k in range(10, 28, 3)]
+    TRIAL["dgx-h100"] = truth
+    try:
+        rows = [(size, des_time("dgx-h100", 2, "all_reduce", size)[0]) for size in sizes]
+    finally:
+        TRIAL.pop("dgx-h100")
+    log = tmp_path / "made.txt"
+    _write_log(log, rows)
+    assert read_log(log) == ("all_reduce", [(size, pytest.approx(t, rel=1e-3)) for size, t in rows])
+    result = fit([(str(log), 2, None)], "dgx-h100", list(truth))
+    for name, value in truth.items():
+        entry = result["constants"][name]
+        assert entry["value"] == pytest.approx(value, rel=0.03)
+        assert entry["interval"][0] <= entry["value"] <= entry["interval"][1]
+
+
+def test_fit_refuses_unknown_constants_and_too_few_points(tmp_path):
+    log = tmp_path / "one.txt"
+    _write_log(log, [(1024, 30e-6)])
+    with pytest.raises(CollsimError, match="unknown constant"):
+        fit([(str(log), 2, None)], "dgx-h100", ["speed"])
+    with pytest.raises(CollsimError, match="1 points for 2 constants"):
+        fit([(str(log), 2, None)], "dgx-h100", ["latency_scale", "base_latency_us"])
+
+
+def test_shipped_fitted_blocks_name_their_logs_and_stay_in_bounds():
+    fitted = [name for name in list_presets() if load_preset(name).fitted]
+    assert {"dgx-h100", "hgx-h100-nvls", "dgx-a100"} <= set(fitted)
+    for name in fitted:
+        preset = load_preset(name)
+        assert preset.fitted["logs"] and preset.fitted["command"].startswith("collsim hardware fit")
+        eff = effective(preset)
+        for constant, (_, lower, upper, _) in CONSTANTS.items():
+            assert lower <= getattr(eff, constant) <= upper
+            if constant in preset.fitted["constants"]:
+                assert eff.provenance[constant].startswith("fitted")
+
+
+def test_the_des_and_nccls_model_read_the_same_effective_constants():
+    preset = load_preset("dgx-h100")
+    before = des_time("dgx-h100", 2, "all_reduce", 1 << 12)[0]
+    TRIAL["dgx-h100"] = {"base_latency_us": 100.0}
+    try:
+        after = des_time("dgx-h100", 2, "all_reduce", 1 << 12)[0]
+        assert effective(preset).base_latency_us == 100.0
+    finally:
+        TRIAL.pop("dgx-h100")
+    assert after == pytest.approx(before + 100e-6)
+    assert effective(preset).nccl is preset.nccl  # NCCL's model reads the machine through effective() too
+
+
+def test_a_fitted_block_is_checked():
+    raw = dict(load_preset.__wrapped__("dgx-h100").__dict__) if hasattr(load_preset, "__wrapped__") else None
+    import yaml
+
+    from sim.hardware.presets import HERE
+
+    data = yaml.safe_load((HERE / "dgx-h100.yaml").read_text())
+    data["fitted"] = {"logs": ["x"], "constants": {"warp_speed": {"value": 1}}}
+    with pytest.raises(CollsimError, match="fitted constant 'warp_speed' unknown"):
+        parse_preset(data, "test")
+    data["fitted"] = {"constants": {}}
+    with pytest.raises(CollsimError, match="fitted needs 'logs'"):
+        parse_preset(data, "test")
+    assert raw is None or raw
+
+
+@pytest.mark.slow
+def test_calibration_targets_on_the_shipped_presets():
+    """The fitted presets against their own logs (bench/nccl_logs.py prints the full table)."""
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[3] / "shared" / "data" / "nccl-tests"
+    log = data / "oci-bm.gpu4.8_a100-40g_2node_roce16x100g_allreduce.txt"
+    if not log.exists():
+        pytest.skip("calibration logs not present")
+    stats = {name: (des, model) for name, _, des, _, model, _ in regime_stats(compare(log, "oci-a100-roce", 2))}
+    assert stats["< 1 MiB"][0] <= 0.10 and stats["1-256 MiB"][0] <= 0.10
+    assert all(des <= model + 0.02 for des, model in stats.values())
+
+
+@pytest.mark.slow
+def test_hardware_fit_writes_a_preset_with_its_fitted_block(tmp_path):
+    import yaml
+    from click.testing import CliRunner
+
+    from sim.hardware.cli import hardware
+
+    sizes = [2**k for k in range(8, 16, 2)]
+    log = tmp_path / "slow_host.txt"
+    _write_log(log, [(size, des_time("dgx-h100", 2, "all_reduce", size)[0] + 40e-6) for size in sizes])
+    out = tmp_path / "fitted.yaml"
+    result = CliRunner().invoke(hardware, ["fit", str(log), "--hardware", "dgx-h100", "--nodes", "2", "--fit", "base_latency_us", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    preset = parse_preset(yaml.safe_load(out.read_text()), "fitted")
+    assert preset.fitted["logs"] == ["slow_host.txt (2 nodes)"] and "--fit base_latency_us" in preset.fitted["command"]
+    assert effective(preset).base_latency_us == pytest.approx(40.0, abs=0.5)
+    shown = CliRunner().invoke(hardware, ["show", "dgx-h100"])
+    assert "effective constants" in shown.output and "base_latency_us" in shown.output
+    bad = CliRunner().invoke(hardware, ["fit", str(log), "--hardware", "dgx-h100", "--nodes", "2,2"])
+    assert isinstance(bad.exception, CollsimError) and "one count per log" in str(bad.exception)

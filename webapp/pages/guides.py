@@ -1,0 +1,411 @@
+"""Guides: four walks through the course's cases, each answering one question with the
+simulator's own numbers (sim.collective.teaching): ring all-reduce step by step; why ring wins
+for big messages and the tree for small ones; the 15 s broadcast; how big DDP buckets should be.
+
+The page reads its inputs, calls sim, draws (webapp/figures/guides.py). Component ids are the
+``GUIDES_*`` constants below (prefix ``guides-``), kept here rather than in webapp/ids.py while
+that module is being restructured.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Any
+
+from dash import Input, Output, dcc, html
+
+from sim.collective import analytic, explore, runner, teaching
+from sim.collective.narrative import step_sentences
+from sim.errors import CollsimError
+from sim.scenario import CollectiveScenario
+from sim.training.ddp import DDPScenario
+from sim.units import format_bandwidth, format_size, format_time
+from webapp.components import GRAPH_CONFIG
+from webapp.figures import guides as draw
+
+__all__ = ["NAME", "PATH", "TITLE", "broadcast_view", "bucket_view", "crossover_view", "layout", "register", "ring_view"]
+
+PATH = "/guides"
+NAME = "guides"
+TITLE = "Guides"
+
+# component ids (prefix guides-)
+GUIDES_RING_RANKS = "guides-ring-ranks"
+GUIDES_RING_STEP = "guides-ring-step"
+GUIDES_RING_CELLS = "guides-ring-cells"
+GUIDES_RING_BYTES = "guides-ring-bytes"
+GUIDES_RING_TEXT = "guides-ring-text"
+GUIDES_RING_FORMULA = "guides-ring-formula"
+GUIDES_CROSS_RANKS = "guides-cross-ranks"
+GUIDES_CROSS_TREE = "guides-cross-tree"
+GUIDES_CROSS_ALPHA = "guides-cross-alpha"
+GUIDES_CROSS_BANDWIDTH = "guides-cross-bandwidth"
+GUIDES_CROSS_GRAPH = "guides-cross-graph"
+GUIDES_CROSS_SIZE = "guides-cross-size"
+GUIDES_CROSS_TEXT = "guides-cross-text"
+GUIDES_BCAST_STEP = "guides-bcast-step"
+GUIDES_BCAST_TREE = "guides-bcast-tree"
+GUIDES_BCAST_BYTES = "guides-bcast-bytes"
+GUIDES_BCAST_TEXT = "guides-bcast-text"
+GUIDES_BUCKET_MODEL = "guides-bucket-model"
+GUIDES_BUCKET_O = "guides-bucket-o"
+GUIDES_BUCKET_W = "guides-bucket-w"
+GUIDES_BUCKET_T = "guides-bucket-t"
+GUIDES_BUCKET_GRAPH = "guides-bucket-graph"
+GUIDES_BUCKET_TEXT = "guides-bucket-text"
+
+MiB = 2**20
+# the course's cases (docs/examples/ring_allreduce_8.yaml, binomial_broadcast_classic.yaml)
+RING = {"op": "all_reduce", "algorithm": "ring", "size": "64MiB", "latency": "5us", "bandwidth": "25GB/s", "reduce_bandwidth": "100GB/s"}
+BROADCAST = {"op": "broadcast", "algorithm": "binomial", "ranks": 8, "size": "5MB", "bandwidth": "1MB/s"}
+CROSS_SIZES = tuple(2 ** (k / 4) for k in range(40, 121))  # 1 KiB .. 1 GiB
+BUCKET_CAPS = tuple(int(2 ** (k / 3)) for k in range(45, 91))  # 32 KiB .. 1 GiB
+BUCKET_MODELS = {
+    "course": "the course's model: 256 MiB of gradients in 1,024 tensors of 256 KiB",
+    "gpt2": "GPT-2 124M (real tensor sizes: a 147 MiB embedding ready last)",
+}
+
+
+# --------------------------------------------------------------------------- ring all-reduce
+
+
+@lru_cache(maxsize=8)
+def _ring_run(ranks: int) -> tuple[Any, list[dict[str, Any]], list[teaching.StepBytes], list[teaching.StepCost]]:
+    scenario = CollectiveScenario.from_dict({**RING, "ranks": ranks, "record": "full"})
+    result, frames = explore.run(scenario, frames=True)
+    return scenario, frames or [], teaching.step_bytes(result), teaching.step_costs(result)
+
+
+def ring_view(ranks: int, position: int) -> dict[str, Any]:
+    """Ring all-reduce of the course's 64 MiB on ``ranks`` ranks after step ``position``
+    (0: before any message): buffers, bytes against the bound, what the step did and paid."""
+    scenario, frames, sent, costs = _ring_run(int(ranks))
+    steps = len(sent)
+    position = max(0, min(int(position or 0), steps))
+    n, p = scenario.size_bytes, scenario.ranks
+    bound = teaching.lower_bound("all_reduce", p, n)
+    cells, previous = frames[position]["cells"], frames[position - 1]["cells"] if position else None
+    tree_root = n * math.log2(p)
+    if position == 0:
+        title = "before any message: each rank holds only its own data"
+        text = [html.P(f"{p} ranks each hold {format_size(n)} cut into {p} pieces of {format_size(n // p)}. "
+                       "Press → on the slider (or drag it) to run the ring one step at a time.")]  # fmt: skip
+        sent_now = (0,) * p
+    else:
+        at = sent[position - 1]
+        title = f"after step {position} of {steps} ({at.phase})"
+        sentence = step_sentences(scenario, [at.step], [[costs[position - 1].beta_bytes] * costs[position - 1].messages])[0]
+        term = teaching.step_term(scenario, costs, position - 1)
+        text = [html.P([html.B(f"Step {position}: "), sentence]), html.P(term["sentence"])]
+        sent_now = at.sent_by_rank
+        if position == steps:
+            text.append(html.P(html.B(f"Done: every rank holds all {p} sums, and each sent exactly {format_size(at.busiest_rank_bytes)} = "
+                                      f"2(p-1)/p n, the lower bound: no algorithm can send less. That is why ring is bandwidth-optimal.")))  # fmt: skip
+    terms = teaching.formula_terms(scenario)
+    paying = _paid_terms(scenario, costs, position)
+    formula = [html.Span("closed form: "), html.Code(terms.text), html.Span(" = ")]
+    for index, term in enumerate(terms.terms):
+        style = {"background": "#ffe08a", "fontWeight": "bold"} if term.name in paying else {"color": "#777"}
+        formula += [
+            html.Span(" + " if index else ""),
+            html.Span(f"{term.symbol}: {term.plugged}", style=style, className=f"term-{term.name}"),
+        ]
+    formula.append(html.Span(f" → {format_time(terms.total_s)} (highlighted: the terms this step pays into)"))
+    return {
+        "cells": draw.ring_cells_figure(cells, previous, f"buffers {title}<br><sup>cell: the sum it holds (p5–p0: ranks 5, 6, 7, 0); red outline: received this step</sup>"),
+        "bytes": draw.bytes_figure(sent_now, bound.nbytes, "2(p-1)/p n", "bytes each rank has sent so far",
+                                   reference=(tree_root, f"a binomial tree's root<br>sends n lg p = {format_size(tree_root)}")),
+        "text": text,
+        "formula": formula,
+        "max": steps,
+    }  # fmt: skip
+
+
+def _paid_terms(scenario: Any, costs: list[teaching.StepCost], position: int) -> set[str]:
+    if position == 0:
+        return set()
+    term = teaching.step_term(scenario, costs, position - 1)
+    return {name for name in ("alpha", "beta", "gamma") if term[f"{name}_s"] > 0}
+
+
+# --------------------------------------------------------------------------- crossover
+
+
+def crossover_view(ranks: int, tree: str, log_alpha_us: float, log_bandwidth_GBps: float) -> dict[str, Any]:
+    """Ring against a latency-lean algorithm (``tree``: recursive_doubling or reduce_broadcast)
+    by their closed forms at latency 10**log_alpha_us us and bandwidth 10**log_bandwidth_GBps GB/s
+    (reduction at 4x the bandwidth): the curves and the crossover size, stated and solved."""
+    alpha = 10 ** float(log_alpha_us) * 1e-6
+    bandwidth = 10 ** float(log_bandwidth_GBps) * 1e9
+    reduce_bandwidth = 4 * bandwidth
+    p = int(ranks)
+    beta, gamma = 1 / bandwidth, 1 / reduce_bandwidth
+    times = {name: [analytic.closed_form("all_reduce", name, p, n, alpha, beta, gamma) for n in CROSS_SIZES] for name in (tree, "ring")}
+    found = teaching.crossover_size("all_reduce", tree, "ring", p, alpha, bandwidth, reduce_bandwidth)
+    label = f"n* = {format_size(found.size_bytes)}" if found.size_bytes else f"{found.always} wins at every size"
+    network = f"α = {format_time(alpha)}, bandwidth {format_bandwidth(bandwidth)} (β = 1/bandwidth), reduction {format_bandwidth(reduce_bandwidth)}, p = {p}"
+    lean = teaching.formula_terms(_all_reduce(tree, p, alpha, bandwidth, reduce_bandwidth))
+    ring = teaching.formula_terms(_all_reduce("ring", p, alpha, bandwidth, reduce_bandwidth))
+    text = [
+        html.P(network),
+        html.P([html.B(f"{tree}: "), html.Code(lean.text), f": {_latency_terms(lean)} latency terms, but every rank sends {_beta_bytes(lean)}."]),
+        html.P([html.B("ring: "), html.Code(ring.text), f": {_latency_terms(ring)} latency terms, and every rank sends only {_beta_bytes(ring)}, the lower bound 2(p-1)/p n."]),
+        html.P([html.B("Solved for n: "), html.Code(found.formula)]),
+        html.P("Each closed form reads α L + n (β F + γ G): L latency terms, F bytes each rank sends and G bytes it adds per byte of n. "
+               "Setting the two equal and solving for n gives the line above."),
+        html.P([html.Code(found.plugged)]),
+        html.P(
+            f"Below {label.removeprefix('n* = ')} the {found.small} wins: its few latency terms cost less than the ring's 2(p-1). Above it the ring wins: "
+            "the bytes dominate and the ring sends the fewest. Raise α and the crossover moves right (in proportion); raise the bandwidth "
+            "and it moves right too: a faster wire makes bytes cheaper, so latency matters up to bigger messages."
+            if found.size_bytes else f"With these numbers {found.always} wins at every size."
+        ),
+    ]  # fmt: skip
+    return {"figure": draw.crossover_guide_figure(CROSS_SIZES, times, found.size_bytes, label), "size": label, "text": text}
+
+
+def _all_reduce(algorithm: str, p: int, alpha: float, bandwidth: float, reduce_bandwidth: float) -> CollectiveScenario:
+    scenario = CollectiveScenario.from_dict({"op": "all_reduce", "algorithm": algorithm, "ranks": p, "size": "64MiB", "bandwidth": "1GB/s"})
+    return scenario.replace(latency_s=alpha, bandwidth_Bps=bandwidth, reduce_bandwidth_Bps=reduce_bandwidth)
+
+
+def _latency_terms(terms: teaching.FormulaTerms) -> str:
+    alpha = next((t for t in terms.terms if t.name == "alpha"), None)
+    return f"{alpha.coefficient:g}" if alpha else "0"
+
+
+def _beta_bytes(terms: teaching.FormulaTerms) -> str:
+    beta = next(t for t in terms.terms if t.name == "beta")
+    return f"{beta.coefficient_text} = {format_size(beta.coefficient)} when n = 64 MiB"
+
+
+# --------------------------------------------------------------------------- the 15 s broadcast
+
+
+@lru_cache(maxsize=2)
+def _broadcast_run() -> tuple[Any, Any, list[teaching.StepBytes]]:
+    scenario = CollectiveScenario.from_dict({**BROADCAST, "record": "full"})
+    result = runner.run(scenario)
+    return scenario, result, teaching.step_bytes(result)
+
+
+def broadcast_view(position: int) -> dict[str, Any]:
+    """The course's binomial broadcast (5 MB to 8 ranks at 1 MB/s) after step ``position``."""
+    scenario, result, sent = _broadcast_run()
+    p, n = scenario.ranks, scenario.size_bytes
+    steps = len(sent)
+    position = max(0, min(int(position or 0), steps))
+    edges = [(int(m[0]), int(m[1]), int(m[5])) for m in result.messages]
+    round_s = n / scenario.bandwidth_Bps
+    holders = 1 + sum(1 for _, _, at in edges if at < position)
+    terms = teaching.formula_terms(scenario)
+    text = [
+        html.P(f"t = {format_time(position * round_s)}: {holders} of {p} ranks hold the 5 MB."
+               + ("" if position == 0 else f" In step {position} every rank that already had the data sent it once: "
+                  f"{sum(1 for e in edges if e[2] == position - 1)} messages of 5 MB at 1 MB/s, all at the same time, so the step takes 5 s.")),
+        html.P(["Closed form ", html.Code(terms.text), f" = {_in_megabytes(terms, scenario.bandwidth_Bps)}: lg 8 = 3 rounds of 5 s = "
+                f"{format_time(terms.total_s)}. Sending to one rank after the other would take (p-1) × 5 s = 35 s."]),
+        html.P("The price: the root sends 5 MB in every round (n lg p = 15 MB) where one copy (n = 5 MB) is the least any broadcast "
+               "must send; a pipelined chain gets close to n, at the cost of more latency terms."),
+    ]  # fmt: skip
+    sent_now = sent[position - 1].sent_by_rank if position else (0,) * p
+    return {
+        "tree": draw.broadcast_tree_figure(p, edges, position, f"binomial tree, after step {position} of {steps} (t = {format_time(position * round_s)})"),
+        "bytes": draw.bytes_figure(sent_now, teaching.lower_bound("broadcast", p, n).nbytes, "n", "bytes each rank has sent so far", decimal=True),
+        "text": text,
+    }  # fmt: skip
+
+
+def _in_megabytes(terms: teaching.FormulaTerms, bandwidth_Bps: float) -> str:
+    """The plugged-in terms with bytes in MB, as the course states the example."""
+    parts = []
+    for term in terms.terms:
+        if term.name == "alpha":
+            parts.append(term.plugged)
+        else:
+            parts.append(f"{term.coefficient / 1e6:g} MB / {format_bandwidth(bandwidth_Bps)} = {format_time(term.value_s)}")
+    return " + ".join(parts)
+
+
+# --------------------------------------------------------------------------- DDP buckets
+
+
+def _bucket_scenario(model: str, o_us: float, w_GBps: float, backward_ms: float | None) -> DDPScenario:
+    w = float(w_GBps) * 1e9
+    if model == "gpt2":
+        scenario = DDPScenario(preset="gpt2", o_s=float(o_us) * 1e-6, w_Bps=w, backward_time_s=0.12)
+    else:
+        scenario = DDPScenario(
+            param_bytes=(256 * 1024,) * 1024, first_bucket_bytes=None, o_s=float(o_us) * 1e-6, w_Bps=w, backward_time_s=1.0
+        )
+    grad = 256 * MiB if model != "gpt2" else None
+    if backward_ms:
+        return scenario.replace(backward_time_s=float(backward_ms) * 1e-3)
+    if grad is not None:  # the formula's assumption: backward as fast as the wire, T = s / w
+        return scenario.replace(backward_time_s=grad / w)
+    return scenario
+
+
+@lru_cache(maxsize=32)
+def bucket_view(model: str, o_us: float, w_GBps: float, backward_ms: float | None) -> dict[str, Any]:
+    """The course formula's U-curve beside the simulated DDP overhead, b*, the 1 % ranges and
+    where the two part."""
+    try:
+        if not (o_us and float(o_us) > 0 and w_GBps and float(w_GBps) > 0) or (backward_ms is not None and float(backward_ms) <= 0):
+            raise CollsimError("o and w must be positive numbers (T: empty for s / w, else a positive number of ms)")
+        guide = teaching.bucket_guide(_bucket_scenario(model, o_us, w_GBps, backward_ms), BUCKET_CAPS)
+    except CollsimError as error:
+        return {"figure": draw.bucket_figure_note(str(error)), "text": [html.P(str(error), className="error")]}
+    low, high = guide["formula_range"]
+    slow, shigh = guide["simulated_range"]
+    text = [
+        html.P([html.B("Course formula: "), "overhead(n_b) = n_b o + s / (n_b w) with n_b = s / b buckets: each bucket pays o, and the last "
+                "bucket's s / (n_b w) cannot hide behind backward. It is smallest at ", html.B(f"b* = √(s w o) = {format_size(guide['b_star'])}"),
+                f" (s = {format_size(guide['grad_bytes'])}). But the curve is flat there: any cap from ", html.B(f"{format_size(low)} to {format_size(high)}"),
+                " is within 1 % of the best, so pick a round number in that range, not one point."]),
+        html.P([html.B("Simulated: "), (f"within 1 % of its best from {format_size(slow)} to {format_size(shigh)}" if shigh > slow else
+                f"best at {format_size(slow)}") + " (among the caps tried, ×1.26 apart; shaded orange)."]),
+        html.Ul([html.Li(note) for note in guide["notes"]]),
+    ]  # fmt: skip
+    return {"figure": draw.bucket_figure(guide), "text": text}
+
+
+# --------------------------------------------------------------------------- layout
+
+
+def _graph(graph_id: str, height: int) -> dcc.Graph:
+    return dcc.Graph(
+        id=graph_id, config=GRAPH_CONFIG, figure={"layout": {"height": height, "xaxis": {"visible": False}, "yaxis": {"visible": False}}}
+    )
+
+
+def _section(anchor: str, title: str, intro: str, children: list[Any]) -> html.Section:
+    """One guide: a card the contents link to (``#anchor``), its title and what it shows."""
+    return html.Section([html.H2(title), html.P(intro), *children], id=anchor, className="card guide")
+
+
+def _step_slider(component_id: str, steps: int, marks: dict[int, str] | None = None) -> html.Div:
+    return html.Div([html.Label("step (0: before any message)", className="label"),
+                     dcc.Slider(id=component_id, min=0, max=steps, step=1, value=0, updatemode="drag", **({"marks": marks} if marks else {}))], style={"flex": "1"})  # fmt: skip
+
+
+def _side_by_side(left: Any, right: Any) -> html.Div:
+    """A figure with what goes beside it: three fifths and two fifths of the row."""
+    return html.Div(
+        [html.Div(left, className="col", style={"flex": "3"}), html.Div(right, className="col", style={"flex": "2"})], className="row"
+    )
+
+
+def _label(text: str, component: Any) -> html.Div:
+    return html.Div([html.Label(text, className="label"), component], className="field", style={"minWidth": "220px"})
+
+
+def _slider(component_id: str, low: float, high: float, value: float, marks: dict[float, str], step: float) -> dcc.Slider:
+    # a log scale: the box Dash 4 shows beside a slider would hold the logarithm, so it is off
+    return dcc.Slider(id=component_id, min=low, max=high, value=value, step=step, marks={k: {"label": v} for k, v in marks.items()},
+                      updatemode="drag", allow_direct_input=False)  # fmt: skip
+
+
+def layout(search: str = "") -> html.Div:
+    ring = _section(
+        "guide-ring",
+        "1. Ring all-reduce, step by step",
+        "The course's case: 64 MiB of gradients, α = 5 us, 25 GB/s links, reductions at 100 GB/s. The ring does a reduce-scatter "
+        "(p-1 steps: each piece collects one more rank's data per step) then an all-gather (p-1 steps: the finished sums travel round).",
+        [
+            html.Div([_label("ranks p", dcc.Dropdown(id=GUIDES_RING_RANKS, options=[4, 8, 16], value=8, clearable=False)),
+                      _step_slider(GUIDES_RING_STEP, 14)],
+                     className="row"),
+            html.Div(id=GUIDES_RING_TEXT, className="guide-text"),
+            html.Div(id=GUIDES_RING_FORMULA, className="guide-formula"),
+            _side_by_side(_graph(GUIDES_RING_CELLS, 470), _graph(GUIDES_RING_BYTES, 320)),
+        ],
+    )  # fmt: skip
+    cross = _section(
+        "guide-crossover",
+        "2. Why ring wins for big messages and the tree for small ones",
+        "Move α (latency per message) and the bandwidth (1/β): the crossover size, where the two closed forms meet, moves with them.",
+        [
+            html.Div([
+                _label("ranks p", dcc.Dropdown(id=GUIDES_CROSS_RANKS, options=[4, 8, 16, 64], value=8, clearable=False)),
+                _label("against ring", dcc.Dropdown(id=GUIDES_CROSS_TREE, clearable=False, value="recursive_doubling", options=[
+                    {"label": "recursive doubling (butterfly)", "value": "recursive_doubling"},
+                    {"label": "binomial tree: reduce then broadcast", "value": "reduce_broadcast"}])),
+                html.Div([html.Label("α (latency)", className="label"),
+                          _slider(GUIDES_CROSS_ALPHA, -1, 3, math.log10(5), {-1: "0.1 us", 0: "1 us", 1: "10 us", 2: "100 us", 3: "1 ms"}, 0.05)],
+                         style={"flex": "1", "padding": "0 24px"}),
+                html.Div([html.Label("bandwidth (1/β)", className="label"),
+                          _slider(GUIDES_CROSS_BANDWIDTH, 0, 3, math.log10(25), {0: "1 GB/s", 1: "10 GB/s", 2: "100 GB/s", 3: "1 TB/s"}, 0.05)],
+                         style={"flex": "1", "padding": "0 24px"}),
+            ], className="row"),
+            html.Div([html.Div("crossover size", className="card-title"), html.Div(id=GUIDES_CROSS_SIZE, className="card-value")], className="card number",
+                     style={"display": "inline-block", "margin": "8px 0"}),
+            _side_by_side(_graph(GUIDES_CROSS_GRAPH, 420), html.Div(id=GUIDES_CROSS_TEXT, className="guide-text")),
+        ],
+    )  # fmt: skip
+    bcast = _section(
+        "guide-broadcast",
+        "3. The 15 s broadcast",
+        "The course's example: the root sends 5 MB to 8 ranks over 1 MB/s links (no latency) along a binomial tree.",
+        [
+            html.Div(_step_slider(GUIDES_BCAST_STEP, 3, {k: str(k) for k in range(4)}), style={"maxWidth": "420px"}),
+            html.Div(id=GUIDES_BCAST_TEXT, className="guide-text"),
+            _side_by_side(_graph(GUIDES_BCAST_TREE, 340), _graph(GUIDES_BCAST_BYTES, 320)),
+        ],
+    )  # fmt: skip
+    buckets = _section(
+        "guide-buckets",
+        "4. How big should my DDP buckets be?",
+        "DDP all-reduces gradients in buckets while backward still runs; only what is left when backward ends costs time. "
+        "An all-reduce of b bytes takes o + b / w.",
+        [
+            html.Div([
+                _label("model", dcc.Dropdown(id=GUIDES_BUCKET_MODEL, options=[{"label": v, "value": k} for k, v in BUCKET_MODELS.items()],
+                                             value="course", clearable=False)),
+                _label("o: per all-reduce (us)", dcc.Input(id=GUIDES_BUCKET_O, type="number", value=50, min=0, debounce=True)),
+                _label("w: bandwidth (GB/s)", dcc.Input(id=GUIDES_BUCKET_W, type="number", value=10, min=0, debounce=True)),
+                _label("T: backward (ms; empty: s / w)", dcc.Input(id=GUIDES_BUCKET_T, type="number", value=None, min=0, debounce=True)),
+            ], className="row"),
+            _side_by_side(_graph(GUIDES_BUCKET_GRAPH, 440), html.Div(id=GUIDES_BUCKET_TEXT, className="guide-text")),
+        ],
+    )  # fmt: skip
+    contents = html.Nav([html.A(title, href=f"#{anchor}", style={"marginRight": "16px"}) for anchor, title in (
+        ("guide-ring", "Ring all-reduce"), ("guide-crossover", "Ring or tree?"), ("guide-broadcast", "The 15 s broadcast"), ("guide-buckets", "DDP buckets"))])  # fmt: skip
+    return html.Div([html.H1("Guides"), contents, ring, cross, bcast, buckets], id="guides-page", style={"display": "grid", "gap": "16px"})
+
+
+# --------------------------------------------------------------------------- callbacks
+
+
+def register(app: Any) -> None:
+    @app.callback(
+        output={"cells": Output(GUIDES_RING_CELLS, "figure"), "bytes": Output(GUIDES_RING_BYTES, "figure"), "text": Output(GUIDES_RING_TEXT, "children"),
+                "formula": Output(GUIDES_RING_FORMULA, "children"), "max": Output(GUIDES_RING_STEP, "max")},
+        inputs={"ranks": Input(GUIDES_RING_RANKS, "value"), "position": Input(GUIDES_RING_STEP, "value")},
+    )  # fmt: skip
+    def _ring(ranks: int, position: int) -> dict[str, Any]:
+        return ring_view(ranks, position)
+
+    @app.callback(
+        output={"figure": Output(GUIDES_CROSS_GRAPH, "figure"), "size": Output(GUIDES_CROSS_SIZE, "children"), "text": Output(GUIDES_CROSS_TEXT, "children")},
+        inputs={"ranks": Input(GUIDES_CROSS_RANKS, "value"), "tree": Input(GUIDES_CROSS_TREE, "value"),
+                "log_alpha_us": Input(GUIDES_CROSS_ALPHA, "value"), "log_bandwidth_GBps": Input(GUIDES_CROSS_BANDWIDTH, "value")},
+    )  # fmt: skip
+    def _cross(ranks: int, tree: str, log_alpha_us: float, log_bandwidth_GBps: float) -> dict[str, Any]:
+        return crossover_view(ranks, tree, log_alpha_us, log_bandwidth_GBps)
+
+    @app.callback(
+        output={"tree": Output(GUIDES_BCAST_TREE, "figure"), "bytes": Output(GUIDES_BCAST_BYTES, "figure"), "text": Output(GUIDES_BCAST_TEXT, "children")},
+        inputs={"position": Input(GUIDES_BCAST_STEP, "value")},
+    )  # fmt: skip
+    def _broadcast(position: int) -> dict[str, Any]:
+        return broadcast_view(position)
+
+    @app.callback(
+        output={"figure": Output(GUIDES_BUCKET_GRAPH, "figure"), "text": Output(GUIDES_BUCKET_TEXT, "children")},
+        inputs={"model": Input(GUIDES_BUCKET_MODEL, "value"), "o_us": Input(GUIDES_BUCKET_O, "value"),
+                "w_GBps": Input(GUIDES_BUCKET_W, "value"), "backward_ms": Input(GUIDES_BUCKET_T, "value")},
+    )  # fmt: skip
+    def _buckets(model: str, o_us: float, w_GBps: float, backward_ms: float | None) -> dict[str, Any]:
+        return bucket_view(model, o_us, w_GBps, backward_ms)
