@@ -189,7 +189,8 @@ def _crossover(key: str, sizes: tuple[int, ...], max_messages: int) -> tuple[dic
             scenarios[algorithm] = CollectiveScenario.from_dict(fields)
         except CollsimError as error:
             rows.append({"algorithm": algorithm, "size_bytes": None, "time_s": None, "method": "n/a", "why": str(error)})
-    # the cheapest algorithms first: the budget runs out on the costly ones, not before the rest.
+    # size by size, the cheapest algorithms first at each: the budget runs out on big points of
+    # costly algorithms, not before the rest have their small ones.
     # Two passes: every other size of every algorithm first (a curve at half the cost), then the
     # sizes in between while the budget lasts, so each algorithm has a row at every size (its time
     # None and the reason where it was not simulated) and the fastest at a size is never chosen
@@ -198,8 +199,8 @@ def _crossover(key: str, sizes: tuple[int, ...], max_messages: int) -> tuple[dic
     routed: set[str] = set()  # routes are found once per algorithm, not once per size
     state = {"budget": max_messages}
     skipped: list[tuple[str, int]] = []
-    for algorithm in order_by_cost:
-        for index, nbytes in enumerate(sizes):
+    for index, nbytes in enumerate(sizes):  # size by size: every algorithm's small points before any big one
+        for algorithm in order_by_cost:
             point = scenarios[algorithm].replace(size_bytes=max(nbytes - nbytes % element_bytes, element_bytes))
             row = _free_point(algorithm, point)
             if row is None and index % 2 and index != len(sizes) - 1 and len(sizes) > 4:

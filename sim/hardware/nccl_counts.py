@@ -29,7 +29,7 @@ def ring_counts(op: str, phases: tuple[str, ...], protocol: str, algorithm: str 
         for channel in range(s.k):
             group = channel_ring(s.p, s.gpus, channel)
             messages += sum(op_[0] == "s" for i in range(s.p) for op_ in _ring_ops(call, params, group, i, channel, phases))
-        return messages, s.p * s.k * 8  # a connection per slot (NCCL_STEPS) and channel
+        return messages, s.p * s.k  # sender-receiver pairs (routes): a right neighbour per channel
 
     return counts
 
@@ -49,7 +49,7 @@ def tree_counts(protocol: str):
     def counts(s: Shape) -> tuple[int, int]:
         call = _call("all_reduce", s)
         pieces = _tree_pieces(call, "Tree", protocol, s.k, max(s.p // s.gpus, 1))
-        return 2 * (s.p - 1) * sum(pieces), max(1, 2 * (s.p - 1) * s.k * 8)
+        return 2 * (s.p - 1) * sum(pieces), max(1, 2 * (s.p - 1) * s.k)  # a tree edge each way per channel
 
     return counts
 
@@ -68,6 +68,6 @@ def nvls_counts(op: str, algorithm: str):
         for portion in call.pieces(s.gpus):
             parts = min(max(1, math.ceil(portion[2] / cut.chunk_bytes)), MAX_MESSAGES)
             messages += 2 * (nodes - 1) * sum(1 for piece in call.pieces(parts, portion) if piece[2])
-        return messages, 2 * (nodes - 1) * s.gpus * 8
+        return messages, 2 * (nodes - 1) * s.gpus
 
     return counts

@@ -156,8 +156,11 @@ def test_fifo_points_are_never_extrapolated():
     rows = explore.crossover(s, sizes=(1 << 20, 64 << 20, 1 << 30), max_messages=30_000)
     tree = {row["size_bytes"]: row for row in rows if row["algorithm"] == "nccl_tree"}
     assert "extrapolated" not in {row["method"] for row in rows}
-    assert tree[1 << 30]["time_s"] is None and tree[1 << 30]["why"] == "too large to simulate here"  # 61,440 messages
-    assert tree[64 << 20]["time_s"] == pytest.approx(explore.time_of(s.replace(size_bytes=64 << 20)), rel=1e-12)
+    assert tree[1 << 30]["time_s"] is None and tree[1 << 30]["why"] == "too large to simulate here"
+    simulated = [size for size, row in tree.items() if row["time_s"] is not None]
+    assert simulated, "the small points fit the budget"
+    for size in simulated:  # every point shown is the direct run's time, never a line through two others
+        assert tree[size]["time_s"] == pytest.approx(explore.time_of(s.replace(size_bytes=size)), rel=1e-12)
 
 
 def test_cli_crossover_prints_the_fastest_per_size():

@@ -12,7 +12,7 @@ from sim.hardware.presets import scenario_fields
 from sim.training.ddp import DDPScenario, run_ddp
 from sim.training.fsdp import FSDPScenario, run_fsdp
 
-HARDWARE, NODES, SIZE = "dgx-h100", 2, 25 * 2**20  # DDP's default bucket: NCCL picks Ring/LL128, 8 channels
+HARDWARE, NODES, SIZE = "dgx-h100", 2, 25 * 2**20  # DDP's default bucket (NCCL picks Ring/LL128 on its channels)
 
 
 def _cli_time() -> float:
@@ -26,7 +26,7 @@ def _ddp_time() -> float:
     data = {**scenario_fields(HARDWARE, NODES), "param_bytes": [SIZE], "backward_time_s": 0.0, "comm": "network", "first_bucket": "none"}
     summary = run_ddp(DDPScenario.from_dict(data)).summary()
     (bucket,) = summary["buckets"]
-    assert summary["hardware_comm"]["picks"][0]["algorithm"] == "nccl_ring"
+    assert summary["hardware_comm"]["picks"][0]["algorithm"] == scenario_for_pick(HARDWARE, NODES, "all_reduce", SIZE)[0].algorithm
     return bucket["end_s"] - bucket["start_s"]
 
 
@@ -63,7 +63,8 @@ def test_crossover_row_of_nccls_pick_is_the_same_number():
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     (row,) = [row for row in json.loads(result.output) if row["algorithm"] == "nccl"]
-    assert row["time_s"] == pytest.approx(_cli_time(), rel=1e-12) and row["method"] == "des (nccl_ring x8)"
+    pick, _ = scenario_for_pick(HARDWARE, NODES, "all_reduce", SIZE)
+    assert row["time_s"] == pytest.approx(_cli_time(), rel=1e-12) and row["method"] == f"des ({pick.algorithm} x{pick.chunks})"
 
 
 def test_cli_ddp_with_hardware_and_nic_overrides():
