@@ -4,6 +4,8 @@ test_browser_ddp_hardware.py)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from dash import no_update
 from dash.exceptions import PreventUpdate
@@ -138,7 +140,7 @@ def test_caption_names_the_preset_what_it_sets_and_its_sources():
     children = ddp.hardware_caption(**{key: form[key] for key in ddp.CAPTION_FIELDS})
     text = str(children)
     assert "DGX H100, 8x H100 SXM5" in text and "2 node(s) x 8 GPUs = 16 ranks" in text
-    assert "fitted to the network comm model's all-reduce times on 2 x dgx-h100" in text and "nccl_ring on 8 channel(s)" in text
+    assert "fitted to the network comm model's all-reduce times on 2 x dgx-h100" in text and re.search(r"nccl_ring on \d+ channel\(s\)", text)
     assert "NVIDIA ConnectX-7 product brief" in text and "nccl.graphs" in text  # sources
     assert "hold other values" not in text
     assert "hold other values" in str(ddp.hardware_caption(hardware="dgx-h100", ranks="16", comm_model="ow", o="1ms", w=form["w"]))
