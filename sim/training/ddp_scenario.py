@@ -172,9 +172,10 @@ class DDPScenario(ScenarioData):
         if self.mfu is not None and not (0 < self.mfu <= 1):
             raise CollsimError(f"mfu: must be above 0 and at most 1 (100%), got {self.mfu!r}")
         if self.gpu is not None:
-            from sim.hardware.presets import load_preset
+            from sim.hardware.presets import list_presets
 
-            load_preset(self.gpu)
+            if self.gpu.split(":", 1)[0] not in list_presets():
+                raise CollsimError(f"gpu: unknown hardware preset {self.gpu!r}; allowed: {', '.join(list_presets())}")
         if self.mfu is not None:
             if self.peak_gpu is None:
                 raise CollsimError("mfu: needs a GPU whose peak it is a fraction of: give --gpu NAME or --hardware NAME (collsim hardware list)")

@@ -49,6 +49,7 @@ def test_mfu_derives_backward_and_forward_from_flops_and_the_gpu_peak():
         ({"mfu": 0.4, "gpu": "cpu-ethernet-25g", "tokens": 100}, "no fp32 GPU peak"),
         ({"mfu": 1.5, "gpu": "dgx-h100", "tokens": 100}, "at most 1"),
         ({"backward_time_s": 0.1, "precision": "fp8"}, "precision: unknown"),
+        ({"backward_time_s": 0.1, "mfu": 0.4, "tokens": 100, "gpu": "h100"}, "gpu: unknown hardware preset 'h100'; allowed: "),
     ],
 )
 def test_compute_inputs_are_validated(fields, message):
