@@ -1,13 +1,8 @@
-"""Plain functions behind the DDP page: form -> DDPScenario, runs, sweeps, uploads.
-
-``sim.training.ddp`` is imported inside the functions, so the page can say what is missing (rather than
-fail) on a checkout without it.
-"""
+"""Plain functions behind the DDP page: form -> DDPScenario, runs, sweeps, uploads."""
 
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
 import math
 from typing import Any
@@ -15,7 +10,7 @@ from typing import Any
 import yaml
 
 from sim.errors import CollsimError
-from sim.units import parse_bandwidth, parse_size, parse_time
+from sim.units import format_size, format_time, parse_bandwidth, parse_size, parse_time
 from webapp import urlstate
 
 DEFAULTS: dict[str, str] = {
@@ -26,7 +21,16 @@ DEFAULTS: dict[str, str] = {
     "shard_size": "4",
     "comm_model": "ow",
     "ranks": "8",
-    "backward": "120ms",
+    # compute and memory (sim.training.compute): times not typed come from FLOPs at the MFU
+    "precision": "bf16",
+    "master": "on",
+    "tokens": "8192",
+    "gpu": "dgx-h100",
+    "mfu": "40%",
+    "backward": "",
+    "forward": "",
+    "optimizer": "0ms",
+    "checkpointing": "off",
     "bucket": str(25 * 2**20),
     "o": "50us",
     "w": "10GB/s",
@@ -39,9 +43,12 @@ MIN_BUCKET_LOG2, MAX_BUCKET_LOG2 = 14, 32  # 16 KiB .. 4 GiB on the slider
 MAX_UPLOAD_PARAMS = 20_000
 
 
-def missing() -> list[str]:
-    """Modules the page needs that this checkout lacks."""
-    return [name for name in ("sim.training.ddp", "sim.training.params", "sim.training.overhead") if importlib.util.find_spec(name) is None]
+def gpu_options() -> list[dict[str, str]]:
+    """Hardware presets with a GPU peak (what the MFU is a fraction of)."""
+    from sim.hardware.presets import list_presets, load_preset
+
+    presets = [load_preset(name) for name in list_presets()]
+    return [{"label": f"{p.gpu_model} ({p.name})", "value": p.name} for p in presets if p.gpu_peak_tflops]
 
 
 def presets() -> tuple[str, ...]:
@@ -74,7 +81,7 @@ def query_from_form(form: dict[str, Any]) -> str:
 # ----------------------------------------------------------------------------- hardware presets
 
 TYPICAL_BUCKET_BYTES = 25 * 2**20  # DDP's default bucket_cap_mb: where o / w meet NCCL's prediction
-HARDWARE_FIELDS = ("ranks", "bandwidth", "latency", "o", "w", "algorithm")  # what picking a preset fills
+HARDWARE_FIELDS = ("ranks", "bandwidth", "latency", "o", "w", "algorithm", "gpu")  # what picking a preset fills
 
 
 def hardware_options() -> list[str]:
@@ -153,6 +160,8 @@ def hardware_form(name: str | None, ranks: str | None, pick: bool = True) -> dic
             "latency": _time_text(fields["latency_s"]),
             "algorithm": "nccl" if preset.nccl is not None else "ring",  # NCCL's pick on its channels
         }
+        if preset.gpu_peak_tflops:  # the MFU's peak is this machine's GPU
+            values["gpu"] = name
     else:
         try:
             nodes = hardware_nodes(name, text) if text.isdigit() else 0
@@ -201,8 +210,11 @@ def slider_from_bucket(text: str) -> float:
 
 
 def _backward(text: str) -> dict[str, Any]:
-    """A total backward time ("120ms") or a gradient production rate ("4GB/s")."""
+    """A total backward time ("120ms"), a gradient production rate ("4GB/s"), or nothing (empty:
+    from FLOPs at the MFU)."""
     text = (text or "").strip()
+    if not text:
+        return {}
     if text.lower().endswith("/s") or text.lower().endswith("bps"):
         rate = parse_bandwidth(text, "backward")
         if rate <= 0:
@@ -221,6 +233,14 @@ def _field_checks(form: dict[str, str]) -> dict[str, str]:
             None if t.isdigit() and 2 <= int(t) <= 1024 else _raise(f"ranks: expected a whole number from 2 to 1024, got {t!r}")
         ),
         "backward": _backward,
+        "forward": lambda t: None if not t else _time_at_least_zero(t, "forward"),
+        "optimizer": lambda t: None if not t else _time_at_least_zero(t, "optimizer"),
+        "tokens": lambda t: (
+            None
+            if t.isdigit() and int(t) >= 1
+            else _raise(f"tokens: expected a whole number of tokens per rank and micro-batch, got {t!r}")
+        ),
+        "mfu": lambda t: _mfu(t),
         "o": lambda t: None if parse_time(t, "o") >= 0 else _raise(f"o: must be >= 0, got {t!r}"),
         "w": lambda t: None if parse_bandwidth(t, "w") > 0 else _raise(f"w: must be a positive rate such as 10GB/s, got {t!r}"),
         "bandwidth": lambda t: (
@@ -232,7 +252,9 @@ def _field_checks(form: dict[str, str]) -> dict[str, str]:
             None if t.isdigit() and int(t) >= 1 else _raise(f"shard_size: expected a whole number of ranks per shard group, got {t!r}")
         ),
     }
-    relevant = ("ranks", "backward", "sharding") + (("shard_size",) if form["sharding"] == "hybrid_shard" else ())
+    relevant = ("ranks", "backward", "forward", "optimizer", "tokens", "mfu", "sharding") + (
+        ("shard_size",) if form["sharding"] == "hybrid_shard" else ()
+    )
     relevant += ("o", "w") if form["comm_model"] == "ow" else ("bandwidth", "latency")
     for name in relevant:
         try:
@@ -240,6 +262,17 @@ def _field_checks(form: dict[str, str]) -> dict[str, str]:
         except CollsimError as error:
             errors[name] = str(error)
     return errors
+
+
+def _time_at_least_zero(text: str, what: str) -> None:
+    if parse_time(text, what) < 0:
+        _raise(f"{what}: must be a time >= 0 such as 10ms, or empty (from FLOPs at the MFU), got {text!r}")
+
+
+def _mfu(text: str) -> None:
+    from sim.training.compute import parse_mfu
+
+    parse_mfu(text, "mfu")
 
 
 def _raise(message: str) -> None:
@@ -256,6 +289,12 @@ _ERROR_FIELDS = (
     ("strategy", "strategy"),
     ("bucket", "bucket"),
     ("backward", "backward"),
+    ("forward", "forward"),
+    ("optimizer", "optimizer"),
+    ("tokens", "tokens"),
+    ("mfu", "mfu"),
+    ("precision", "precision"),
+    ("flops_per_s and tokens", "tokens"),
     ("w:", "w"),
     ("o:", "o"),
     ("bandwidth", "bandwidth"),
@@ -284,6 +323,7 @@ def parse_form(form: dict[str, Any], uploaded: list[dict[str, Any]] | None = Non
         "ranks": form["ranks"],
         "bucket_size": form["bucket"],
         **_backward(form["backward"]),
+        **_compute(form),
     }
     data["first_bucket"] = None if form["first_bucket"] != "on" else 2**20
     if uploaded:
@@ -308,6 +348,22 @@ def parse_form(form: dict[str, Any], uploaded: list[dict[str, Any]] | None = Non
         if "power-of-two" in message:
             name = "ranks"
         return None, {name: message}
+
+
+def _compute(form: dict[str, str]) -> dict[str, Any]:
+    """Precision, tokens, MFU and its GPU, typed forward and optimizer times, checkpointing."""
+    data: dict[str, Any] = {
+        "precision": form["precision"],
+        "master_weights": form["master"] == "on",
+        "tokens": int(form["tokens"]),
+        "mfu": form["mfu"],
+        "gpu": form["gpu"] or None,
+        "activation_checkpointing": form["checkpointing"] == "on",
+    }
+    for name in ("forward", "optimizer"):
+        if form[name].strip():
+            data[f"{name}_time"] = form[name].strip()
+    return data
 
 
 def _preset_ow(form: dict[str, str], hardware: str, nodes: int) -> bool:
@@ -358,6 +414,77 @@ def run(scenario: Any) -> dict[str, Any]:
     from sim.training.explain import explore_step
 
     return explore_step(scenario)
+
+
+def validate_form(form: dict[str, Any], uploaded: list | None = None) -> dict[str, Any]:
+    """{"ddp": DDP scenario dict or None, "training": training-step scenario dict or None,
+    "errors": {field: message}}: the form checked field by field, then as scenarios."""
+    form = {key: form.get(key) if form.get(key) is not None else DEFAULTS[key] for key in DEFAULTS}
+    scenario, errors = parse_form(form, uploaded)
+    if scenario is not None:
+        try:
+            check_network_cost(scenario)
+        except CollsimError as error:
+            scenario, errors = None, {"ranks": str(error)}
+    training = None
+    if scenario is not None:
+        training, errors = training_scenario(scenario.to_dict(), form)
+    if "upload" in errors:  # the upload box shows its own message; a list that fails later goes by the preset
+        errors["preset"] = errors.pop("upload")
+    ddp = scenario.to_dict() if scenario is not None and training is not None else None
+    return {"ddp": ddp, "training": training.to_dict() if training is not None else None, "errors": errors}
+
+
+def explore(scenario: Any) -> dict[str, Any]:
+    """Everything the DDP section shows: :func:`run`'s answer, the caps within 1 % of the best
+    overhead, the notice, where the compute times come from, and the words beside the figure."""
+    from sim.training.explain import compute_words, hardware_notice, near_best_caps
+
+    shown = run(scenario)
+    summary = shown["summary"]
+    near = near_best_caps(shown["optimum"]["sweep"])
+    notice = f"{summary['num_params']} parameters, {format_size(summary['grad_bytes'])} of gradients, strategy {summary['strategy']}, comm model {summary['comm']}."
+    if scenario.comm == "network" and scenario.hardware:
+        notice += (
+            f" Network: {scenario.ranks // scenario.gpus_per_node} x {scenario.hardware} ({scenario.ranks} ranks, {scenario.algorithm})."
+        )
+    notice += hardware_notice(summary)
+    words = explanation(shown, scenario)
+    words["near"] = (
+        f"Recommended bucket cap: {format_size(near['low'])} to {format_size(near['high'])}, the {near['count']} caps of the sweep whose "
+        f"overhead is within 1 % of the best ({format_time(near['best']['overhead_s'])} at {format_size(near['best']['bucket_cap_bytes'])}); "
+        "the curve is flat there, so any of them does."
+    )
+    return {**shown, "near": near, "notice": notice, "words": words, "compute": compute_words(summary, scenario)}
+
+
+TRAINING_CAPTIONS = (
+    "Step time and exposed comm: the step's length and the part of it the compute stream spends waiting for "
+    "communication (step time minus compute), every strategy at the same inputs; the chosen one is bold.",
+    "Memory per rank: parameters and gradients at the chosen precision, optimizer state (Adam: 8 bytes an element) and "
+    "fp32 master weights, each sharded over the group or whole, the peak of unsharded buffers (gathered parameters, "
+    "unsharded gradients), and activations (Korthikanti et al. 2022 for a transformer preset; checkpointing keeps layer inputs only).",
+)
+
+
+def explore_training(scenario: Any) -> dict[str, Any]:
+    """Everything the training section shows: :func:`run_training`'s answer, its notice and captions."""
+    shown = run_training(scenario)
+    summary, chosen = shown["summary"], scenario.sharding
+    group = f", shard group {summary['shard_group']} of {summary['ranks']} ranks" if chosen == "hybrid_shard" else ""
+    notice = f"Training step with {chosen}{group}: {summary['num_units']} units, {format_size(summary['grad_bytes'])} of gradients."
+    if scenario.comm == "network" and scenario.hardware:
+        notice += f" Every strategy on one network: {scenario.ranks // scenario.gpus_per_node} x {scenario.hardware}, its links and NICs ({scenario.algorithm})."
+    notice += "".join(f" Note: {note}." for note in summary["notes"])
+    notice += "".join(f" Not compared: {name} ({reason})." for name, reason in shown["skipped"].items())
+    forward = next((u["forward_s"] for u in summary["units"]), 0.0)
+    timeline = (
+        f"Timeline of {chosen}: compute (forward and optimizer light, backward solid), and the collectives on the comm stream one "
+        "at a time: all-gathers of unit parameters, reduce-scatters of unit gradients (all-reduces for ddp, no_shard and across "
+        "hybrid groups). Same colour, same unit; hover for names and sizes."
+        + (" Forward takes no time here, so the forward all-gathers run back to back, all exposed." if not forward else "")
+    )
+    return {**shown, "notice": notice, "captions": [*TRAINING_CAPTIONS, timeline]}
 
 
 def training_scenario(ddp_data: dict[str, Any], form: dict[str, Any]) -> tuple[Any, dict[str, str]]:

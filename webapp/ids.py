@@ -92,6 +92,20 @@ DDP_EXPLAIN = "ddp-explain"  # captions per curve, what b* assumes, why the simu
 DDP_DOWNLOAD = "ddp-download"
 DDP_DL_JSON = "ddp-dl-json"
 DDP_DL_CSV = "ddp-dl-csv"
+DDP_DL_TRACE = "ddp-dl-trace"
+DDP_BUCKET_LABEL = "ddp-bucket-label"
+DDP_UPLOAD_INFO = "ddp-upload-info"
+DDP_INTRO = "ddp-intro"
+DDP_STRATEGY_WORDS = "ddp-strategy-words"  # what naive, flat, overlap and bucketed do
+DDP_COMPUTE = "ddp-compute"  # where the compute times come from (typed, or FLOPs at the MFU)
+# DDP page number cards
+DDP_STEP_TIME = "ddp-step-time"
+DDP_BACKWARD_END = "ddp-backward-end"
+DDP_COMM_END = "ddp-comm-end"
+DDP_OVERHEAD_VALUE = "ddp-overhead-value"
+DDP_BUCKETS = "ddp-buckets"
+DDP_BEST = "ddp-best"  # the caps within 1 % of the best overhead
+DDP_BSTAR = "ddp-bstar"
 # DDP page, training-step section (FSDP / ZeRO strategies)
 TRAIN_SCENARIO = "ddp-train-scenario"
 TRAIN_NOTICE = "ddp-train-notice"
@@ -100,6 +114,13 @@ TRAIN_TIMELINE = "ddp-train-timeline"
 TRAIN_STRATEGIES = "ddp-train-strategies"
 TRAIN_MEMORY = "ddp-train-memory"
 TRAIN_CAPTION = "ddp-train-caption"
+TRAIN_INTRO = "ddp-train-intro"
+TRAIN_STEP = "ddp-train-step"
+TRAIN_EXPOSED = "ddp-train-exposed"
+TRAIN_COMM = "ddp-train-comm"
+TRAIN_PEAK = "ddp-train-peak"
+TRAIN_ACTIVATIONS = "ddp-train-activations"
+TRAIN_UNITS = "ddp-train-units"
 
 # compare page
 CMP_NOTICE = "cmp-notice"

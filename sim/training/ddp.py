@@ -26,7 +26,7 @@ import simpy
 from sim.collective.results import EVENT_COLUMNS
 from sim.errors import CollsimError
 from sim.scenario import load_mapping
-from sim.training import comm
+from sim.training import comm, compute
 from sim.training import overhead as formula
 from sim.training.ddp_result import DDPResult, ddp_chrome_trace
 from sim.training.ddp_scenario import (
@@ -43,7 +43,7 @@ __all__ = [
     "COMM_MODELS", "DEFAULT_BUCKET_CAP_BYTES", "DEFAULT_FIRST_BUCKET_BYTES", "STRATEGIES", "PROFILE_KIND", "DDPScenario", "DDPResult",
     "ddp_chrome_trace", "MeasuredProfile", "load_profile", "compute_bucket_assignment_by_size", "bucket_limits", "assign_buckets",
     "Backward", "uniform_backward", "layer_backward", "backward_flops", "flops_backward", "measured_backward", "CommModel",
-    "Prepared", "resolve_params", "prepare", "Call", "plan_calls", "run_ddp", "sweep_bucket_sizes", "optimize",
+    "Prepared", "resolve_params", "compute_rate", "recompute", "prepare", "Call", "plan_calls", "run_ddp", "sweep_bucket_sizes", "optimize",
 ]  # fmt: skip
 
 
@@ -330,10 +330,10 @@ def resolve_params(scenario: DDPScenario, profile: MeasuredProfile | None = None
     elif s.params is not None:
         params = list(s.params)
     else:
-        return list(profile.params)
+        params = list(profile.params)
     if profile is not None and [p.name for p in params] != [p.name for p in profile.params]:
         raise CollsimError("profile: its parameter names differ from the scenario's parameter list; drop one of them")
-    return params
+    return compute.with_precision(params, s.precision)
 
 
 def _backward(scenario: DDPScenario, params: list[Param], profile: MeasuredProfile | None) -> Backward:
@@ -344,8 +344,33 @@ def _backward(scenario: DDPScenario, params: list[Param], profile: MeasuredProfi
         return layer_backward(params, s.layer_times)
     if s.flops_per_s is not None:
         return flops_backward(params, s.flops_per_s, s.tokens)
+    if s.backward_time_s is None and s.backward_rate_Bps is None:  # mfu: from FLOPs at the GPU's peak
+        return flops_backward(params, compute_rate(s), s.tokens)
     time_s = s.backward_time_s if s.backward_time_s is not None else sum(p.nbytes for p in params) / s.backward_rate_Bps
     return uniform_backward(params, time_s)
+
+
+def compute_rate(scenario: DDPScenario) -> float:
+    """FLOP/s of the FLOP-derived compute: mfu x the GPU's dense peak at the step's precision."""
+    return scenario.mfu * compute.peak_flops(scenario.peak_gpu, scenario.precision)
+
+
+def _forward_s(scenario: DDPScenario, params: Sequence[Param]) -> float:
+    """Forward time when none is given: from FLOPs at the stated MFU (2 x tokens x numel a
+    tensor), else 0 (as before the compute inputs existed)."""
+    if scenario.mfu is None:
+        return 0.0
+    return sum(compute.forward_flops(param, scenario.tokens) for param in params) / compute_rate(scenario)
+
+
+def recompute(backward: Backward, forward_s: float) -> Backward:
+    """Activation checkpointing: each layer's forward runs again before its backward, so every
+    segment grows by its share of the forward time (shares by backward work)."""
+    total = sum(work for _, work in backward.segments)
+    if forward_s <= 0 or total <= 0:
+        return backward
+    scale = (total + forward_s) / total
+    return Backward(tuple((indices, work * scale) for indices, work in backward.segments), backward.tail_s)
 
 
 def prepare(scenario: DDPScenario) -> Prepared:
@@ -354,9 +379,12 @@ def prepare(scenario: DDPScenario) -> Prepared:
     profile = load_profile(s.profile_file) if s.profile_file is not None else None
     params = resolve_params(s, profile)
     element_bytes = reduce(math.gcd, (param.element_bytes for param in params))
-    forward_s = s.forward_time_s if s.forward_time_s is not None else (profile.forward_s if profile else 0.0)
+    forward_s = s.forward_time_s if s.forward_time_s is not None else (profile.forward_s if profile else _forward_s(s, params))
     optimizer_s = s.optimizer_time_s if s.optimizer_time_s is not None else (profile.optimizer_s if profile else 0.0)
-    prepared = Prepared(tuple(params), _backward(s, params, profile), forward_s, optimizer_s, CommModel(s, element_bytes))
+    backward = _backward(s, params, profile)
+    if s.activation_checkpointing:
+        backward = recompute(backward, forward_s)
+    prepared = Prepared(tuple(params), backward, forward_s, optimizer_s, CommModel(s, element_bytes))
     if s.hardware is not None and s.comm == "ow" and s.w_Bps is None:  # o and w fitted where this step's all-reduces are
         sizes = [call.nbytes for call in plan_calls(s, prepared)]
         prepared.comm.buckets = tuple((size, sizes.count(size)) for size in sorted(set(sizes)))

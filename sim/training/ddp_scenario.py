@@ -70,6 +70,17 @@ class DDPScenario(ScenarioData):
     # network: each bucket's all-reduce runs alone on the comm stream, so the collapsed mode
     # (closed form, exact ring replay or one cached simulation per size) gives the full times
     mode: str = "collapsed"  # collapsed | full (message by message)
+    # what the step computes and holds (sim.training.compute); the defaults change nothing
+    precision: str | None = None  # fp32 | bf16 | fp16 parameters and gradients; None: the parameter list's element sizes
+    master_weights: bool = True  # bf16 / fp16: an fp32 master copy of the weights (memory)
+    mfu: float | None = None  # backward and forward not given otherwise: from FLOPs at this fraction of the GPU's peak (with tokens)
+    gpu: str | None = None  # hardware preset whose GPU peak mfu uses; None: hardware
+    activation_checkpointing: bool = False  # keep layer inputs only; backward recomputes forward
+
+    @property
+    def peak_gpu(self) -> str | None:
+        """The hardware preset whose GPU peak the FLOP-derived compute uses."""
+        return self.gpu or self.hardware
 
     def __post_init__(self) -> None:
         if self.algorithm is None:  # no explicit algorithm: NCCL's pick on a GPU preset, ring elsewhere
@@ -78,8 +89,11 @@ class DDPScenario(ScenarioData):
         self._check_strategy()
         self._check_times()
         self._check_comm()
+        self._check_compute()
 
     def _check_sources(self) -> None:
+        from sim.training.compute import transformer_shape
+
         given = [name for name in _PARAM_SOURCES if getattr(self, name) is not None]
         if len(given) > 1:
             raise CollsimError(f"parameters: give one of preset, params, param_bytes; got {', '.join(given)}")
@@ -94,12 +108,17 @@ class DDPScenario(ScenarioData):
         if self.params is not None:
             params_from_list(list(self.params), "params")
         profiles = [name for name in _PROFILE_SOURCES if getattr(self, name) is not None]
-        if len(profiles) != 1:
+        if len(profiles) != 1 and not (not profiles and self.mfu is not None):  # mfu: from FLOPs where none is given
             raise CollsimError(
-                f"backward profile: give exactly one of backward_time, backward_rate, layer_times, flops_per_s (with tokens), profile; got {', '.join(profiles) or 'none'}"
+                f"backward profile: give exactly one of backward_time, backward_rate, layer_times, flops_per_s (with tokens), mfu (with tokens and a GPU), profile; got {', '.join(profiles) or 'none'}"
             )
-        if (self.flops_per_s is None) != (self.tokens is None):
-            raise CollsimError("flops_per_s and tokens go together: backward FLOPs per tensor are 4 x tokens x numel")
+        if (self.flops_per_s is not None or self.mfu is not None) and self.tokens is None:
+            raise CollsimError("tokens: flops_per_s and mfu need tokens per micro-batch (backward FLOPs per tensor are 4 x tokens x numel)")
+        if self.tokens is not None and self.flops_per_s is None and self.mfu is None and transformer_shape(self.preset) is None:
+            raise CollsimError(
+                "tokens: only FLOP-based compute (flops_per_s, mfu) and a transformer preset's activation memory use tokens; "
+                "flops_per_s and tokens go together (backward FLOPs per tensor are 4 x tokens x numel)"
+            )
 
     def _check_strategy(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -144,6 +163,23 @@ class DDPScenario(ScenarioData):
             raise CollsimError(f"tokens: must be >= 1, got {self.tokens}")
         if not (self.slowdown >= 1 and math.isfinite(self.slowdown)):
             raise CollsimError(f"slowdown: must be >= 1 (1 = comm does not slow compute), got {self.slowdown!r}")
+
+    def _check_compute(self) -> None:
+        from sim.training.compute import PRECISIONS, peak_flops
+
+        if self.precision is not None and self.precision not in PRECISIONS:
+            raise CollsimError(f"precision: unknown {self.precision!r}; allowed: {', '.join(PRECISIONS)}")
+        if self.mfu is not None and not (0 < self.mfu <= 1):
+            raise CollsimError(f"mfu: must be above 0 and at most 1 (100%), got {self.mfu!r}")
+        if self.gpu is not None:
+            from sim.hardware.presets import list_presets
+
+            if self.gpu.split(":", 1)[0] not in list_presets():
+                raise CollsimError(f"gpu: unknown hardware preset {self.gpu!r}; allowed: {', '.join(list_presets())}")
+        if self.mfu is not None:
+            if self.peak_gpu is None:
+                raise CollsimError("mfu: needs a GPU whose peak it is a fraction of: give --gpu NAME or --hardware NAME (collsim hardware list)")
+            peak_flops(self.peak_gpu, self.precision)
 
     def _check_comm(self) -> None:
         if self.mode not in ("collapsed", "full"):
@@ -250,6 +286,12 @@ def _first_bucket(value: Any, what: str) -> int | None:
     return None if str(value).lower() in ("none", "off", "") else parse_size(value, what)
 
 
+def _mfu(value: Any, what: str) -> float:
+    from sim.training.compute import parse_mfu
+
+    return parse_mfu(value, what)
+
+
 def _choice(value: Any, what: str) -> str:
     return str(value)
 
@@ -270,6 +312,11 @@ _DDP_PARSERS: dict[str, Callable[[Any, str], Any]] = {
     "forward_time_s": _optional(parse_time),
     "optimizer_time_s": _optional(parse_time),
     "slowdown": lambda value, what: float(value),
+    "precision": _optional(_choice),
+    "master_weights": _bool,
+    "mfu": _optional(lambda value, what: _mfu(value, what)),
+    "gpu": _optional(_choice),
+    "activation_checkpointing": _bool,
     "o_s": parse_time,
     "w_Bps": _optional(parse_bandwidth),
     "ranks": _int,

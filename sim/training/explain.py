@@ -30,9 +30,12 @@ __all__ = [
     "hardware_words",
     "overhead_curves",
     "explanation",
+    "near_best_caps",
+    "STRATEGY_WORDS",
+    "compute_words",
 ]
 
-MAX_NETWORK_CALL_COST = 16_000  # message-equivalents per simulated all-reduce (64-rank ring fits)
+MAX_NETWORK_CALL_COST = 24_000  # message-equivalents per simulated all-reduce (64-rank ring; NCCL's pick on 2 DGX H100 nodes: 23,040, 2.4 s a sweep)
 COMPARED = ("ddp", "zero1", "shard_grad_op", "full_shard", "no_shard", "hybrid_shard")
 _SOURCED = ("gpus_per_node", "intra_bandwidth", "intra_latency", "nics_per_node", "nic_bandwidth", "inter_latency")
 
@@ -87,6 +90,50 @@ def compare_training(scenario: Any) -> dict[str, Any]:
             except CollsimError as error:
                 skipped[name] = str(error)
     return {"result": result, "summary": result.summary(), "compare": rows, "skipped": skipped}
+
+
+def near_best_caps(rows: list[dict[str, Any]], tolerance: float = 0.01) -> dict[str, Any]:
+    """The bucket caps of a sweep whose overhead is within ``tolerance`` (1 %) of the best one:
+    the recommendation as a range, since the overhead curve is flat around its minimum.
+    Returns {"low", "high"} (bytes), "best" (the sweep's best row) and "count" (caps within)."""
+    if not rows:
+        raise CollsimError("near_best_caps: empty sweep")
+    best = min(rows, key=lambda row: (row["overhead_s"], row.get("num_buckets", 0), -row["bucket_cap_bytes"]))  # ties: as optimize
+    limit = best["overhead_s"] * (1 + tolerance) + 1e-12
+    near = [row["bucket_cap_bytes"] for row in rows if row["overhead_s"] <= limit]
+    return {"low": min(near), "high": max(near), "best": best, "count": len(near), "tolerance": tolerance}
+
+
+STRATEGY_WORDS = {
+    "naive": "naive: after backward, one blocking all-reduce per parameter tensor, in registration order (no overlap, many calls)",
+    "flat": "flat: after backward, one all-reduce of every gradient together (one call, no overlap)",
+    "overlap": "overlap: one asynchronous all-reduce per tensor as soon as its gradient is ready (full overlap, one call per tensor)",
+    "bucketed": "bucketed (PyTorch DDP): gradients grouped into buckets of up to the bucket cap in reverse registration order; "
+    "a bucket's all-reduce starts once its gradients are ready (overlap, few calls)",
+}
+
+
+def compute_words(summary: dict[str, Any], scenario: Any) -> str:
+    """Where the step's compute times come from: typed, or from FLOPs at the stated MFU of the
+    GPU's peak."""
+    parts = [f"forward {format_time(summary['forward_time_s'])}", f"backward {format_time(summary['backward_time_s'])}",
+             f"optimizer {format_time(summary['optimizer_time_s'])}"]  # fmt: skip
+    text = "Compute: " + ", ".join(parts)
+    if scenario.mfu is not None:
+        from sim.hardware.presets import load_preset
+        from sim.training.ddp import compute_rate
+
+        gpu = load_preset(scenario.peak_gpu)
+        precision = scenario.precision or "fp32"
+        text += (
+            f" (from FLOPs: forward 2 x tokens x params, backward 4 x; {scenario.tokens:,} tokens at {scenario.mfu:.0%} MFU of "
+            f"{gpu.gpu_model}'s {gpu.gpu_peak_tflops[precision]:g} TFLOP/s {precision} peak = {compute_rate(scenario) / 1e12:.4g} TFLOP/s"
+            f"{'; a typed forward time wins' if scenario.forward_time_s is not None else ''})"
+        )
+    if scenario.activation_checkpointing:
+        text += "; activation checkpointing: backward includes recomputing the forward"
+    precision = scenario.precision or "as the parameter list gives"
+    return text + f". Precision: {precision} ({format_size(summary['grad_bytes'])} of gradients)."
 
 
 # --- hardware presets ---------------------------------------------------------------------
@@ -197,7 +244,7 @@ def overhead_curves(optimum: dict[str, Any]) -> dict[str, list[tuple[float, floa
     if closed:
         curves["closed form"] = closed
     fit = optimum.get("fit")
-    if fit and fit.get("w_Bps"):
+    if fit and fit.get("w_Bps") and math.isfinite(fit["w_Bps"]):  # a flat sweep fits w = inf: no line to draw
         s = optimum["formula_inputs"]["s_bytes"]
         curves["fitted"] = [
             (row["bucket_cap_bytes"], formula.overhead_simple(s, row["num_buckets"], fit["o_s"], fit["w_Bps"])) for row in rows

@@ -22,8 +22,10 @@ CPU issues them, on the process group's comm stream (NCCL serialises a group's c
 The CPU runs ahead of the device (as with CUDA), so an op's only waits are its stream, the data
 it needs, and the all-gather rate limiter (``limit_all_gathers``: an all-gather waits until the
 unit gathered two all-gathers earlier has been freed, FSDP1's ``_free_event_queue`` of 2).
-Not modelled: activations and activation checkpointing, CPU-bound issue, mixed precision casts,
-compute slowdown under comm, the second process group of hybrid_shard (its all-reduces share
+Compute and memory inputs shared with DDP (sim.training.compute): forward and optimizer time,
+precision (bytes per element of parameters, gradients and collectives; fp32 master weights),
+FLOP-derived compute at a stated MFU, activation memory and checkpointing (its recompute lengthens
+backward). Not modelled: CPU-bound issue, the time of mixed precision casts, compute slowdown under comm, the second process group of hybrid_shard (its all-reduces share
 the comm stream here).
 """
 
@@ -40,7 +42,7 @@ from typing import Any
 from sim.collective.results import event_row
 from sim.errors import CollsimError
 from sim.scenario import _bool, _int, _optional
-from sim.training import comm, ddp
+from sim.training import comm, compute, ddp
 from sim.training.params import Param
 from sim.units import parse_size
 
@@ -501,7 +503,9 @@ class FSDPResult:
 def memory_per_rank(scenario: FSDPScenario, units: Sequence[Unit], ops: Sequence[Op], element_bytes: int) -> dict[str, int]:
     """Bytes per rank: sharded (or full) parameters, gradients, optimizer state, and the peak of
     unsharded buffers (gathered parameters from all-gather start to free, unsharded gradients
-    from a unit's backward start to the end of its reduction). Activations are not counted."""
+    from a unit's backward start to the end of its reduction); with bf16 / fp16 the fp32 master
+    weights (sharded as the optimizer state); the activations of a transformer preset with
+    ``tokens`` (:func:`sim.training.compute.activation_bytes`, 0 where unknown)."""
     s = scenario
     numel = sum(u.numel for u in units)
     total = sum(u.nbytes for u in units)
@@ -534,14 +538,26 @@ def memory_per_rank(scenario: FSDPScenario, units: Sequence[Unit], ops: Sequence
         level += delta
         peak = max(peak, level)
     largest = max(u.nbytes for u in units)
+    master = _master_bytes(s, numel)
+    activations = compute.activation_bytes(s.preset, s.tokens, element_bytes, s.activation_checkpointing) or 0
     return {
         "params_bytes": params,
         "grads_bytes": grads,
         "optimizer_bytes": optimizer,
         "unsharded_peak_bytes": peak,
         "largest_unit_bytes": largest,
-        "peak_bytes": params + grads + optimizer + peak,
+        "master_bytes": master,
+        "activations_bytes": activations,
+        "peak_bytes": params + grads + optimizer + peak + master + activations,
     }
+
+
+def _master_bytes(s: FSDPScenario, numel: int) -> int:
+    """fp32 master weights under bf16 / fp16 (with ``master_weights``), sharded as the optimizer state."""
+    if s.precision in (None, "fp32") or not s.master_weights:
+        return 0
+    whole = numel * compute.MASTER_BYTES
+    return -(-whole // s.group_size) if s.sharding in ("full_shard", "shard_grad_op", "hybrid_shard", "zero1") else whole
 
 
 def _frees(s: FSDPScenario, op: Op, units: Sequence[Unit]) -> bool:

@@ -85,6 +85,7 @@ def format_summary(summary: dict[str, Any], max_rows: int = 8) -> str:
         + ", ".join(f"{k} {_time(v)}" for k, v in summary["comm_by_kind_s"].items()),
         f"  bounds           no overlap {_time(summary['no_overlap_bound_s'])}, perfect overlap {_time(summary['perfect_overlap_bound_s'])}",
         f"  memory per rank  {format_size(summary['peak_memory_bytes'])} peak: params {format_size(memory['params_bytes'])}, grads {format_size(memory['grads_bytes'])}, optimizer {format_size(memory['optimizer_bytes'])}, unsharded {format_size(memory['unsharded_peak_bytes'])}",
+        *memory_extra(memory),
         "  unit             bytes        ops (kind start-end)",
     ]
     for unit in summary["units"][:max_rows]:
@@ -98,6 +99,14 @@ def format_summary(summary: dict[str, Any], max_rows: int = 8) -> str:
     return "\n".join(lines)
 
 
+def memory_extra(memory: dict[str, Any]) -> list[str]:
+    """fp32 master weights and activations, when the step holds any."""
+    from sim.units import format_size
+
+    parts = [f"{label} {format_size(memory[key])}" for key, label in (("master_bytes", "fp32 master weights"), ("activations_bytes", "activations")) if memory.get(key)]
+    return [f"                   + {', '.join(parts)}"] if parts else []
+
+
 def format_compare(rows: list[dict[str, Any]]) -> str:
     from sim.units import format_size
 
@@ -107,8 +116,9 @@ def format_compare(rows: list[dict[str, Any]]) -> str:
     for row in rows:
         m = row["memory"]
         parts = " / ".join(format_size(m[key]) for key in ("params_bytes", "grads_bytes", "optimizer_bytes", "unsharded_peak_bytes"))
+        extra = "".join(f" + {label} {format_size(m[key])}" for key, label in (("master_bytes", "master"), ("activations_bytes", "activations")) if m.get(key))
         lines.append(
-            f"{row['sharding']:<14} {_time(row['step_time_s']):>11} {_time(row['exposed_comm_s']):>13} {_time(row['comm_busy_s']):>11} {format_size(row['peak_memory_bytes']):>12}  {parts}"
+            f"{row['sharding']:<14} {_time(row['step_time_s']):>11} {_time(row['exposed_comm_s']):>13} {_time(row['comm_busy_s']):>11} {format_size(row['peak_memory_bytes']):>12}  {parts}{extra}"
         )
     lines += [f"note ({row['sharding']}): {note}" for row in rows for note in row.get("notes", [])]
     return "\n".join(lines)

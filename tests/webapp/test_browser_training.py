@@ -28,7 +28,12 @@ def test_training_step_strategies_timeline_memory_and_url(app_page: Page, live_s
         "no_shard",
         "hybrid_shard",
     }
-    expect(app_page.locator("#ddp-train-caption")).to_contain_text("activations are not counted")
+    expect(app_page.locator("#ddp-train-caption")).to_contain_text("activations (Korthikanti et al. 2022")
+    expect(app_page.locator("#ddp-train-activations")).to_contain_text("GiB")  # gpt2, 8192 tokens a rank, bf16
+    # compute from FLOPs at the stated MFU, strategies defined, the recommended caps as a range
+    expect(app_page.locator("#ddp-compute")).to_contain_text("40% MFU of H100 SXM5 80GB's 989.4 TFLOP/s bf16 peak")
+    expect(app_page.locator("#ddp-strategy-words")).to_contain_text("overlap: one asynchronous all-reduce per tensor")
+    expect(app_page.locator("#ddp-best")).to_contain_text("–")
     expect(app_page.locator("#ddp-field-shard_size")).to_be_hidden()
     app_page.locator("#ddp-train-timeline").scroll_into_view_if_needed()
     shot("ddp-training")

@@ -178,46 +178,88 @@ def test_pages_are_registered_with_dash_pages_and_route_from_the_registry():
 from webapp.pages import ddp  # noqa: E402
 
 
-def ddp_values(**changes: str) -> list[str]:
+def ddp_form(**changes: str) -> dict[str, str]:
     from webapp import ddp_model
 
-    return list({**ddp_model.DEFAULTS, **changes}.values())
+    return {**ddp_model.DEFAULTS, **changes}
+
+
+def ddp_check(uploaded=None, **changes: str) -> tuple:
+    """(DDP scenario dict, messages with text by field, URL query) of the page's validation."""
+    checked = ddp.validate(uploaded, ddp_form(**changes))
+    return checked["ddp"], {name: text for name, text in checked["errors"].items() if text}, checked["search"]
 
 
 def test_ddp_validate_and_simulate():
-
-    data, *messages, search = ddp.validate(None, *ddp_values())
-    assert data is not None and not any(messages) and search == ""
-    notice, cards, timeline, overhead, strategies, explain = ddp.simulate(data)
-    assert "148 parameters" in notice
-    assert [trace.name for trace in overhead.data][:1] == ["simulated"]
-    assert {bar for bar in strategies.data[0].y} == {"naive", "flat", "overlap", "bucketed"}
-    text = str(explain)
+    data, messages, search = ddp_check()
+    assert data is not None and not messages and search == ""
+    shown = ddp.simulate(data)
+    assert set(shown) == set(ddp.DDP_OUTPUTS)
+    assert "148 parameters" in shown["notice"]
+    assert [trace.name for trace in shown["overhead"].data][:1] == ["simulated"]
+    assert {bar for bar in shown["strategies"].data[0].y} == {"naive", "flat", "overlap", "bucketed"}
+    text = str(shown["explain"])
     assert "equal buckets ready at a uniform rate" in text and "b* = sqrt(s w o)" in text
     assert "transformer.wte.weight" in text and "gets its gradient last" in text
-    assert "ddp-bstar" in str(cards)
-    data, *_ = ddp.validate(None, *ddp_values(comm_model="network", preset="resnet18"))
-    assert "ddp-bstar" not in str(ddp.simulate(data)[1])  # o and w are no inputs there: no b* card
-    data, *messages, _ = ddp.validate(None, *ddp_values(ranks="x", w="0"))
-    assert data is None and any("ranks" in m for m in messages) and any(m.startswith("w:") for m in messages)
+    assert "ddp-bstar" in str(shown["cards"])
+    data, *_ = ddp_check(comm_model="network", preset="resnet18")
+    assert "ddp-bstar" not in str(ddp.simulate(data)["cards"])  # o and w are no inputs there: no b* card
+    data, messages, _ = ddp_check(ranks="x", w="0")
+    assert data is None and "ranks" in messages and messages["w"].startswith("w:")
+    assert ddp.simulate(None)["notice"].startswith("Fix the highlighted inputs")
+
+
+def test_ddp_recommends_the_caps_within_one_percent_of_the_best():
+    data, *_ = ddp_check()
+    shown = ddp.simulate(data)
+    near = shown["overhead"].layout.meta["near_best"]
+    assert near[0] <= near[1]
+    card = str(shown["cards"])
+    assert "Bucket caps within 1 % of best" in card and "–" in card
+    assert "Recommended bucket cap" in str(shown["explain"])
+
+
+def test_ddp_compute_inputs_reach_the_step():
+    data, messages, search = ddp_check()
+    assert data["mfu"] == 0.4 and data["precision"] == "bf16" and data["tokens"] == 8192 and data["backward_time_s"] is None
+    words = ddp.simulate(data)["compute"]
+    assert "40% MFU" in words and "989.4 TFLOP/s bf16 peak" in words
+    typed, messages, search = ddp_check(backward="120ms", forward="40ms", optimizer="5ms", precision="fp32")
+    assert not messages and "backward=120ms" in search
+    summary = ddp.simulate(typed)
+    assert "backward 120 ms" in summary["compute"] and "forward 40 ms" in summary["compute"]
+    for field, value, text in (("mfu", "140%", "at most 1"), ("tokens", "many", "tokens"), ("forward", "fast", "forward")):
+        data, messages, _ = ddp_check(**{field: value})
+        assert data is None and text in messages[field], messages
+    ckpt, *_ = ddp_check(checkpointing="on")
+    training = ddp.validate(None, ddp_form(checkpointing="on"))["training"]
+    assert ckpt["activation_checkpointing"] and training["activation_checkpointing"]
+    assert "ddp-train-activations" in str(ddp.simulate_training(training)["cards"])
+
+
+def test_ddp_strategies_are_defined_on_the_page():
+    layout = str(ddp.layout(""))
+    for name in ("naive", "flat", "overlap", "bucketed"):
+        assert f"{name}: " in layout or f"{name} (PyTorch DDP): " in layout
+    assert "ddp-strategy-words" in layout
 
 
 def test_ddp_bucket_slider_is_log_scale():
-    assert ddp.sync_bucket(20)[0] == str(2**20)
-    assert ddp.sync_bucket(24.5)[1] == "bucket cap 22.63 MiB"
+    assert ddp.sync_bucket(20)["value"] == str(2**20)
+    assert ddp.sync_bucket(24.5)["label"] == "bucket cap 22.63 MiB"
 
 
 def test_ddp_uploads():
     good = {"params": [{"name": "a.weight", "shape": [4, 4], "numel": 16}, {"name": "a.bias", "numel": 4}]}
     encode = lambda text: "data:application/json;base64," + base64.b64encode(text.encode()).decode()  # noqa: E731
-    params, message, info = ddp.upload(encode(json.dumps(good)), "model.json")
-    assert len(params) == 2 and message == "" and "2 parameters" in info
-    assert ddp.upload(encode("{not json"), "model.json")[1].startswith("model.json: malformed JSON")
-    assert "'params' list" in ddp.upload(encode('{"weights": []}'), "model.json")[1]
-    assert "numel" in ddp.upload(encode('{"params": [{"name": "a", "numel": -3}]}'), "model.json")[1]
-    assert "not a text file" in ddp.upload("data:application/octet-stream;base64,//79", "x.bin")[1]
-    data, *messages, _ = ddp.validate(params, *ddp_values())
-    assert data["params"] and not any(messages)
+    loaded = ddp.upload(encode(json.dumps(good)), "model.json")
+    assert len(loaded["store"]) == 2 and loaded["error"] == "" and "2 parameters" in loaded["info"]
+    assert ddp.upload(encode("{not json"), "model.json")["error"].startswith("model.json: malformed JSON")
+    assert "'params' list" in ddp.upload(encode('{"weights": []}'), "model.json")["error"]
+    assert "numel" in ddp.upload(encode('{"params": [{"name": "a", "numel": -3}]}'), "model.json")["error"]
+    assert "not a text file" in ddp.upload("data:application/octet-stream;base64,//79", "x.bin")["error"]
+    data, messages, _ = ddp_check(loaded["store"])
+    assert data["params"] and not messages
 
 
 # ----------------------------------------------------------------------------- compare
@@ -284,16 +326,14 @@ def test_compare_ddp_overlay():
 
 
 def test_ddp_network_model_and_its_limit():
-    from webapp import ddp_model
-
-    data, *messages, _ = ddp.validate(None, *ddp_values(comm_model="network", preset="resnet18"))
-    assert data is not None and not any(messages)
-    assert "comm model network" in ddp.simulate(data)[0]
-    data, *messages, _ = ddp.validate(None, *ddp_values(comm_model="network", ranks="512"))
+    data, messages, _ = ddp_check(comm_model="network", preset="resnet18")
+    assert data is not None and not messages
+    assert "comm model network" in ddp.simulate(data)["notice"]
+    data, messages, _ = ddp_check(comm_model="network", ranks="512")
     assert data is None
-    assert messages[list(ddp_model.DEFAULTS).index("ranks")].startswith("ranks: simulating every bucket's all-reduce on 512 ranks")
-    data, *messages, _ = ddp.validate(None, *ddp_values(strategy="naive"))
-    assert "strategy naive" in ddp.simulate(data)[0]
+    assert messages["ranks"].startswith("ranks: simulating every bucket's all-reduce on 512 ranks")
+    data, messages, _ = ddp_check(strategy="naive")
+    assert "strategy naive" in ddp.simulate(data)["notice"]
 
 
 def test_route_rebuilds_only_for_queries_the_page_did_not_write():

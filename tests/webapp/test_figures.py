@@ -214,7 +214,8 @@ def test_every_figure_is_valid_plotly_json():
         page.show_step(3, page.simulate(form(ranks="4", chunks="2"), "step")["player"]),
         page.compare_update("algorithm", "double_binary_tree", {**model.DEFAULTS}),
         page.crossover_panel(form(hardware="dgx-h100", topology="two_level", ranks="16", gpus_per_node="8")),
-        ddp.simulate(ddp.validate(None, *ddp_model_defaults())[0]),
+        ddp.simulate(ddp.validate(None, ddp_model_defaults())["ddp"]),
+        ddp.simulate_training(ddp.validate(None, ddp_model_defaults())["training"]),
         compare.overlay(None),
     ]
     groups = compare.overlays.fittable_groups(compare.overlays.open_results(None))
@@ -226,10 +227,10 @@ def test_every_figure_is_valid_plotly_json():
         _validated(figure).to_json()
 
 
-def ddp_model_defaults() -> list[str]:
+def ddp_model_defaults() -> dict[str, str]:
     from webapp import ddp_model
 
-    return list(ddp_model.DEFAULTS.values())
+    return dict(ddp_model.DEFAULTS)
 
 
 def test_many_bars_are_drawn_as_a_raster():

@@ -64,24 +64,36 @@ def test_strategy_and_memory_figures_follow_compare():
     peaks = memory.layout.meta["peak_bytes"]
     # ZeRO-1 shards the optimizer state only; full_shard shards parameters and gradients too
     assert peaks["ddp"] > peaks["zero1"] > peaks["full_shard"]
-    stacked = sum(trace.x[3] for trace in memory.data[:4]) * 2**30
+    stacked = sum(trace.x[3] for trace in memory.data if trace.type == "bar") * 2**30  # every part, activations included
     assert stacked == pytest.approx(peaks["full_shard"])
 
 
 def test_page_callbacks_run_the_training_step():
-    values = list(_form(sharding="hybrid_shard", shard_size="4").values())
-    data, training, *messages, search = ddp.validate_page(None, *values, None)
-    assert data and training["sharding"] == "hybrid_shard" and not any(messages)
-    assert "sharding=hybrid_shard" in search and "shard_size" not in search  # 4 is the default
-    again = ddp.validate_page(None, *values, data)
-    assert again[0] is ddp.no_update and again[1] == training  # only the training section reruns
-    notice, cards, strategies, memory, timeline, caption = ddp.simulate_training(training)
-    assert "hybrid_shard" in notice and "shard group 4 of 8 ranks" in notice
-    assert "hybrid_shard" in strategies.layout.meta["step_time_s"]
-    assert "ddp-train-peak" in str(cards) and "activations are not counted" in str(caption)
-    bad = list(_form(sharding="hybrid_shard", shard_size="3").values())
-    data, training, *messages, _ = ddp.validate_page(None, *bad, None)
-    assert data is None and training is None
-    assert any(m.startswith("shard_size:") for m in messages)
-    assert ddp.simulate_training(None)[0].startswith("Fix the highlighted inputs")
+    form = _form(sharding="hybrid_shard", shard_size="4")
+    checked = ddp.validate(None, form)
+    data, training = checked["ddp"], checked["training"]
+    assert data and training["sharding"] == "hybrid_shard" and not any(checked["errors"].values())
+    assert "sharding=hybrid_shard" in checked["search"] and "shard_size" not in checked["search"]  # 4 is the default
+    again = ddp.validate(None, form, data)
+    assert again["ddp"] is ddp.no_update and again["training"] == training  # only the training section reruns
+    shown = ddp.simulate_training(training)
+    assert set(shown) == set(ddp.TRAIN_OUTPUTS)
+    assert "hybrid_shard" in shown["notice"] and "shard group 4 of 8 ranks" in shown["notice"]
+    assert "hybrid_shard" in shown["strategies"].layout.meta["step_time_s"]
+    assert "ddp-train-peak" in str(shown["cards"]) and "activations (Korthikanti" in str(shown["caption"])
+    names = [trace.name for trace in shown["memory"].data]
+    assert "activations" in names and "fp32 master weights" in names  # bf16 with master weights, gpt2 at 8192 tokens
+    bad = ddp.validate(None, _form(sharding="hybrid_shard", shard_size="3"))
+    assert bad["ddp"] is None and bad["training"] is None
+    assert bad["errors"]["shard_size"].startswith("shard_size:")
+    assert ddp.simulate_training(None)["notice"].startswith("Fix the highlighted inputs")
     assert ddp.shard_size_field("full_shard") == {"display": "none"} and ddp.shard_size_field("hybrid_shard") == {}
+
+
+def test_forward_time_on_the_page_hides_forward_all_gathers():
+    """The page's forward (from FLOPs by default) is not 0: full_shard's forward all-gathers overlap it."""
+    with_forward = run_fsdp(_scenario())
+    zero_forward = run_fsdp(_scenario(forward="0ms"))
+    assert with_forward.units[1].forward_s > 0 and zero_forward.units[1].forward_s == 0
+    assert with_forward.exposed_comm_s < zero_forward.exposed_comm_s
+    assert "all exposed" in str(ddp.simulate_training(ddp.validate(None, _form(forward="0ms"))["training"])["caption"])

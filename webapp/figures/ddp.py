@@ -69,8 +69,10 @@ def overhead_figure(
     optimum: tuple[float, float] | None = None,
     current: float | None = None,
     measured: Sequence[tuple[float, float]] = (),
+    near: tuple[float, float] | None = None,
 ) -> go.Figure:
-    """Overhead (comm end - backward end) vs bucket size: named curves, measured points, optimum."""
+    """Overhead (comm end - backward end) vs bucket size: named curves, measured points, optimum,
+    and ``near``: the caps within 1 % of the best overhead, shaded (the recommendation)."""
     points = [y for curve in curves.values() for _, y in curve] + [y for _, y in measured]
     if not points:
         return note_figure("no overhead curve", "Overhead vs bucket size")
@@ -111,6 +113,10 @@ def overhead_figure(
         )
     if current:
         figure.add_vline(x=current, line={"dash": "dot", "color": "#888"})
+    if near:
+        figure.add_vrect(x0=near[0], x1=near[1] if near[1] > near[0] else near[0] * 1.05, fillcolor="#2ca02c", opacity=0.15, line_width=0,
+                         annotation_text="within 1 % of best", annotation_position="top left")  # fmt: skip
+        figure.update_layout(meta={"near_best": list(near)})
     sizes = [x for curve in curves.values() for x, _ in curve] + [x for x, _ in measured]
     figure.update_xaxes(type="log", title="bucket size", **byte_axis(min(sizes), max(sizes)))
     figure.update_yaxes(title=f"overhead ({unit})", rangemode="tozero")
@@ -156,6 +162,8 @@ MEMORY_PARTS = (
     ("grads_bytes", "grads", "#2ca02c"),
     ("optimizer_bytes", "optimizer", "#9467bd"),
     ("unsharded_peak_bytes", "unsharded (peak)", "#ff7f0e"),
+    ("master_bytes", "fp32 master weights", "#8c564b"),
+    ("activations_bytes", "activations", "#7f7f7f"),
 )
 
 
@@ -232,9 +240,10 @@ def training_strategies_figure(rows: Sequence[dict[str, Any]], chosen: str | Non
 
 
 def training_memory_figure(rows: Sequence[dict[str, Any]], chosen: str | None = None) -> go.Figure:
-    """Memory per rank per strategy, stacked: parameters, gradients, optimizer state and the peak
-    of unsharded (gathered) buffers; activations are not modelled."""
-    title = "Memory per rank (no activations)"
+    """Memory per rank per strategy, stacked: parameters, gradients, optimizer state, the peak
+    of unsharded (gathered) buffers, fp32 master weights and activations (where the step has them)."""
+    has_activations = any(row["memory"].get("activations_bytes") for row in rows)
+    title = "Memory per rank" + ("" if has_activations else " (activations not known for this model)")
     if not rows:
         return note_figure("no strategies", title)
     names = [row["sharding"] for row in rows]
@@ -242,6 +251,8 @@ def training_memory_figure(rows: Sequence[dict[str, Any]], chosen: str | None = 
     figure = base_figure(title, max(340, 150 + 48 * len(rows)))
     gib = 2**30
     for key, name, colour in MEMORY_PARTS:
+        if key in ("master_bytes", "activations_bytes") and not any(row["memory"].get(key) for row in rows):
+            continue
         figure.add_trace(
             go.Bar(
                 y=labels, x=[row["memory"][key] / gib for row in rows], orientation="h", name=name, marker_color=colour,

@@ -1,6 +1,11 @@
 """DDP buckets and the training step: a DDP step's backward/communication timeline, overhead vs
-bucket size with its optimum, the four DDP strategies side by side; then the chosen FSDP / ZeRO
-sharding strategy's per-unit timeline and every training strategy's step time and memory."""
+bucket size with the caps within 1 % of the best, the four DDP strategies defined and side by
+side; then the chosen FSDP / ZeRO sharding strategy's per-unit timeline and every training
+strategy's step time and memory (activations included).
+
+Layout and short callbacks with named outputs: each reads the form, calls one function of
+:mod:`webapp.ddp_model` / :mod:`sim.training.explain` and draws with :mod:`webapp.figures.ddp`.
+"""
 
 from __future__ import annotations
 
@@ -10,13 +15,11 @@ from typing import Any
 from dash import Input, Output, State, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
-from sim.errors import CollsimError
-from sim.units import format_size, format_time
 from sim.training import explain
+from sim.units import format_size, format_time
 from webapp import ddp_model as model
 from webapp import figures, ids
-from webapp.callbacks import guarded as _guarded
-from webapp.callbacks import written as _written
+from webapp.callbacks import answer, events_csv, guarded, written
 from webapp.components import field, graph, hardware_dropdown, number_card
 
 PATH = "/ddp"
@@ -25,216 +28,243 @@ TITLE = "DDP buckets"
 PAGE = "ddp"
 
 LABELS = {
-    "hardware": ("Hardware", "a preset sets ranks (whole nodes), the network and o / w (collsim hardware list)"),
+    "hardware": ("Hardware", "a preset sets ranks (whole nodes), the network, o / w and the GPU (collsim hardware list)"),
     "preset": ("Model preset", "parameter list of a known model"),
-    "strategy": ("Strategy", "naive, flat, overlap or bucketed (PyTorch DDP)"),
-    "sharding": (
-        "Sharding strategy",
-        "training step: ddp, zero1 (ZeRO-1), shard_grad_op (ZeRO-2), full_shard (ZeRO-3), no_shard, hybrid_shard",
-    ),
-    "shard_size": ("Shard group size", "hybrid_shard: ranks per shard group, divides ranks"),
-    "comm_model": ("Comm model", "ow: o + bytes/w per call; network: simulated all-reduce"),
     "ranks": ("Ranks", "2 to 1024"),
-    "backward": ("Backward compute", "total time (120ms) or gradient rate (4GB/s), uniform"),
+    "precision": ("Precision", "parameters and gradients: bytes per gradient element in every bucket"),
+    "master": ("fp32 master weights", "bf16 / fp16: an fp32 copy of the weights for the optimizer (memory)"),
+    "tokens": ("Tokens per rank", "per micro-batch: sequences x sequence length (FLOPs, activations)"),
+    "gpu": ("GPU", "its dense peak TFLOP/s at the chosen precision (cited in the preset)"),
+    "mfu": ("MFU", "model FLOP utilisation: the fraction of that peak the step reaches (40% is typical)"),
+    "backward": ("Backward time", "empty: from FLOPs (4 x tokens x params) at the MFU; or a time (120ms) or gradient rate (4GB/s)"),
+    "forward": ("Forward time", "empty: from FLOPs (2 x tokens x params) at the MFU; or a time such as 40ms"),
+    "optimizer": ("Optimizer time", "the optimizer step after the last all-reduce, e.g. 5ms (0: left out)"),
+    "checkpointing": ("Activation checkpointing", "keep layer inputs only; backward recomputes forward"),
+    "strategy": ("DDP strategy", "naive, flat, overlap or bucketed (PyTorch DDP): defined under the strategy figure"),
     "bucket": ("Bucket size", "log scale"),
+    "first_bucket": ("First bucket", "PyTorch's 1 MiB first bucket"),
+    "comm_model": ("Comm model", "ow: o + bytes/w per call; network: simulated all-reduce"),
     "o": ("o (per-call overhead)", "e.g. 50us"),
     "w": ("w (algorithm bandwidth)", "e.g. 10GB/s"),
     "bandwidth": ("Link bandwidth", "network model, e.g. 25GB/s"),
     "latency": ("Link latency", "network model, e.g. 5us"),
     "algorithm": ("All-reduce algorithm", "network model"),
-    "first_bucket": ("First bucket", "PyTorch's 1 MiB first bucket"),
+    "sharding": (
+        "Sharding strategy",
+        "training step: ddp, zero1 (ZeRO-1), shard_grad_op (ZeRO-2), full_shard (ZeRO-3), no_shard, hybrid_shard",
+    ),
+    "shard_size": ("Shard group size", "hybrid_shard: ranks per shard group, divides ranks"),
 }
+GROUPS = (
+    ("Machine and model", ("hardware", "preset", "ranks")),
+    ("Compute and memory", ("precision", "master", "tokens", "gpu", "mfu", "backward", "forward", "optimizer", "checkpointing")),
+    ("DDP buckets", ("strategy", "bucket", "first_bucket")),
+    ("Communication", ("comm_model", "o", "w", "bandwidth", "latency", "algorithm")),
+    ("Training step", ("sharding", "shard_size")),
+)
 OW_ONLY, NETWORK_ONLY = ("o", "w"), ("bandwidth", "latency", "algorithm")
+CAPTION_FIELDS = ("hardware", "ranks", "comm_model", "o", "w")
+ON_OFF = {"master": (" on", " off"), "checkpointing": (" on", " off"), "first_bucket": (" 1 MiB", " none")}
+INTRO = (
+    "A data-parallel training step: forward, then backward makes gradients ready (last layer first); DDP groups "
+    "them into buckets and all-reduces each bucket as soon as it is full; the optimizer runs once every all-reduce "
+    "is done. The overhead is the communication left after backward ends; the bucket size trades per-call cost "
+    "against overlap. Compute times not typed come from the model's FLOPs at the stated MFU of the GPU's peak."
+)
+TRAIN_INTRO = (
+    "The same model, compute and comm model under a sharding strategy (docs/fsdp.md). FSDP splits the model into "
+    "units (one per transformer block, plus the root): full_shard all-gathers a unit's parameters before its forward "
+    "and again before its backward and reduce-scatters its gradients; shard_grad_op keeps them gathered until "
+    "backward ends; zero1 shards only the optimizer state; hybrid_shard shards within a group and all-reduces "
+    "across groups. The forward time hides the forward all-gathers; a forward of 0 would expose every one."
+)
+DDP_OUTPUTS = {
+    "notice": Output(ids.DDP_NOTICE, "children"),
+    "cards": Output(ids.DDP_SUMMARY, "children"),
+    "timeline": Output(ids.DDP_TIMELINE, "figure"),
+    "overhead": Output(ids.DDP_OVERHEAD, "figure"),
+    "strategies": Output(ids.DDP_STRATEGIES, "figure"),
+    "explain": Output(ids.DDP_EXPLAIN, "children"),
+    "compute": Output(ids.DDP_COMPUTE, "children"),
+}
+TRAIN_OUTPUTS = {
+    "notice": Output(ids.TRAIN_NOTICE, "children"),
+    "cards": Output(ids.TRAIN_SUMMARY, "children"),
+    "strategies": Output(ids.TRAIN_STRATEGIES, "figure"),
+    "memory": Output(ids.TRAIN_MEMORY, "figure"),
+    "timeline": Output(ids.TRAIN_TIMELINE, "figure"),
+    "caption": Output(ids.TRAIN_CAPTION, "children"),
+}
+FIX_INPUTS = "Fix the highlighted inputs; the figures show the last valid scenario."
+
+# ----------------------------------------------------------------------------- layout
+
+
+def _dropdown(fid: str, options: Any, value: str) -> dcc.Dropdown:
+    return dcc.Dropdown(id=fid, options=options, value=value, clearable=False)
+
+
+def _choices(name: str) -> Any:
+    """Options of the dropdown fields."""
+    if name == "preset":
+        return list(model.presets())
+    if name == "strategy":
+        return list(model.strategies())
+    if name == "sharding":
+        return list(model.shardings())
+    if name == "precision":
+        return [{"label": "bf16", "value": "bf16"}, {"label": "fp16", "value": "fp16"}, {"label": "fp32", "value": "fp32"}]
+    if name == "gpu":
+        return model.gpu_options()
+    if name == "comm_model":
+        return [{"label": "o / w", "value": "ow"}, {"label": "network (simulated)", "value": "network"}]
+    from sim.algorithms.registry import algorithms_for
+
+    return [{"label": "nccl (NCCL's pick, a preset)", "value": "nccl"}] + algorithms_for("all_reduce")
 
 
 def _input(name: str, value: str) -> Any:
     fid = ids.field_id(name, PAGE)
     if name == "hardware":
         return hardware_dropdown(fid, value, model.hardware_options())
-    if name == "preset":
-        return dcc.Dropdown(id=fid, options=list(model.presets()), value=value, clearable=False)
-    if name == "strategy":
-        return dcc.Dropdown(id=fid, options=list(model.strategies()), value=value, clearable=False)
-    if name == "sharding":
-        return dcc.Dropdown(id=fid, options=list(model.shardings()), value=value, clearable=False)
-    if name == "comm_model":
-        return dcc.Dropdown(
-            id=fid,
-            options=[{"label": "o / w", "value": "ow"}, {"label": "network (simulated)", "value": "network"}],
-            value=value,
-            clearable=False,
-        )
-    if name == "algorithm":
-        from sim.algorithms.registry import algorithms_for
-
-        options = [{"label": "nccl (NCCL's pick, a preset)", "value": "nccl"}] + algorithms_for("all_reduce")
-        return dcc.Dropdown(id=fid, options=options, value=value, clearable=False)
-    if name == "first_bucket":
-        return dcc.RadioItems(
-            id=fid, options=[{"label": " 1 MiB", "value": "on"}, {"label": " none", "value": "off"}], value=value, inline=True
-        )
+    if name in ("preset", "strategy", "sharding", "precision", "gpu", "comm_model", "algorithm"):
+        return _dropdown(fid, _choices(name), value)
+    if name in ON_OFF:
+        on, off = ON_OFF[name]
+        options = [{"label": on, "value": "on"}, {"label": off, "value": "off"}]
+        return dcc.RadioItems(id=fid, options=options, value=value, inline=True)
     if name == "bucket":
-        marks = {k: format_size(2**k).replace(" ", "") for k in range(model.MIN_BUCKET_LOG2, model.MAX_BUCKET_LOG2 + 1, 3)}
-        synced, label = sync_bucket(model.slider_from_bucket(value))
-        return html.Div(
-            [
-                dcc.Slider(
-                    id=ids.DDP_BUCKET_SLIDER,
-                    min=model.MIN_BUCKET_LOG2,
-                    max=model.MAX_BUCKET_LOG2,
-                    step=0.05,
-                    value=model.slider_from_bucket(value),
-                    marks=marks,
-                    updatemode="mouseup",
-                ),
-                # the field and label as the slider sets them (sync_bucket), so nothing runs at load
-                dcc.Input(id=fid, type="text", value=synced, style={"display": "none"}),
-                html.Div(label, id="ddp-bucket-label", className="hint"),
-            ]
-        )
+        return _bucket_slider(fid, value)
     return dcc.Input(id=fid, type="text", value=value, debounce=True, autoComplete="off", className="text-input")
 
 
-def layout(search: str = "") -> html.Div:
-    absent = model.missing()
-    if absent:
-        return html.Div(
-            [
-                html.H2("DDP buckets"),
-                html.P(
-                    f"This page needs {', '.join(absent)}, which this checkout does not have yet. The Collectives page works without it."
-                ),
-            ],
-            className="missing",
-            id=ids.DDP_NOTICE,
-        )
-    values = model.form_from_query(search)
-    rows = []
-    for name in model.DEFAULTS:
-        hidden = (name in OW_ONLY and values["comm_model"] != "ow") or (name in NETWORK_ONLY and values["comm_model"] != "network")
-        hidden = hidden or (name == "shard_size" and values["sharding"] != "hybrid_shard")
-        label, hint = LABELS[name]
-        rows.append(field(name, label, hint, _input(name, values[name]), page=PAGE, hidden=hidden))
-        if name == "hardware":
-            caption = _guarded(hardware_caption, lambda message: [html.P(message, className="error")])(*[values[k] for k in CAPTION_FIELDS])
-            rows[-1].children.append(html.Div(caption, id=ids.DDP_HARDWARE_CAPTION, className="hardware-caption"))
-    upload = html.Div(
+def _bucket_slider(fid: str, value: str) -> html.Div:
+    marks = {k: format_size(2**k).replace(" ", "") for k in range(model.MIN_BUCKET_LOG2, model.MAX_BUCKET_LOG2 + 1, 3)}
+    position = model.slider_from_bucket(value)
+    synced = sync_bucket(position)  # the field and label as the slider sets them, so nothing runs at load
+    slider = dcc.Slider(
+        id=ids.DDP_BUCKET_SLIDER, min=model.MIN_BUCKET_LOG2, max=model.MAX_BUCKET_LOG2, step=0.05, value=position, marks=marks,
+        updatemode="mouseup",
+    )  # fmt: skip
+    hidden = dcc.Input(id=fid, type="text", value=synced["value"], style={"display": "none"})
+    return html.Div([slider, hidden, html.Div(synced["label"], id=ids.DDP_BUCKET_LABEL, className="hint")])
+
+
+def _hidden(name: str, values: dict[str, str]) -> bool:
+    if name in OW_ONLY:
+        return values["comm_model"] != "ow"
+    if name in NETWORK_ONLY:
+        return values["comm_model"] != "network"
+    return name == "shard_size" and values["sharding"] != "hybrid_shard"
+
+
+def _form(values: dict[str, str]) -> list:
+    """The form's fields, grouped under headings; the hardware field carries the preset's caption."""
+    rows: list = []
+    for heading, names in GROUPS:
+        rows.append(html.H4(heading, className="form-group"))
+        for name in names:
+            label, hint = LABELS[name]
+            box = field(name, label, hint, _input(name, values[name]), page=PAGE, hidden=_hidden(name, values))
+            if name == "hardware":
+                caption = guarded(hardware_caption, lambda message: [html.P(message, className="error")])(
+                    **{k: values[k] for k in CAPTION_FIELDS}
+                )
+                box.children.append(html.Div(caption, id=ids.DDP_HARDWARE_CAPTION, className="hardware-caption"))
+            rows.append(box)
+    return rows
+
+
+def _upload() -> html.Div:
+    return html.Div(
         [
             html.Label("Or upload a parameter list", className="label"),
-            dcc.Upload(
-                id=ids.DDP_UPLOAD,
-                children=html.Div(["Drop or ", html.A("choose"), " a JSON/YAML file"]),
-                className="upload",
-                multiple=False,
-            ),
+            dcc.Upload(id=ids.DDP_UPLOAD, children=html.Div(["Drop or ", html.A("choose"), " a JSON/YAML file"]), className="upload"),
             html.Div(id=ids.error_id("upload", PAGE), className="error", role="alert"),
             html.Div('{"params": [{"name", "shape" or "numel", "element_bytes"}...]} in registration order', className="hint"),
-            html.Div(id="ddp-upload-info", className="hint"),
+            html.Div(id=ids.DDP_UPLOAD_INFO, className="hint"),
         ],
         className="field",
     )
-    downloads = html.Div(
-        [
-            html.Span("Download:", className="muted"),
-            html.Button("scenario JSON", id=ids.DDP_DL_JSON, className="button small"),
-            html.Button("events CSV", id=ids.DDP_DL_CSV, className="button small"),
-            html.Button("Chrome trace", id="ddp-dl-trace", className="button small"),
-            dcc.Download(id=ids.DDP_DOWNLOAD),
-        ],
+
+
+def _downloads() -> html.Div:
+    buttons = [(ids.DDP_DL_JSON, "scenario JSON"), (ids.DDP_DL_CSV, "events CSV"), (ids.DDP_DL_TRACE, "Chrome trace")]
+    return html.Div(
+        [html.Span("Download:", className="muted")]
+        + [html.Button(text, id=button, className="button small") for button, text in buttons]
+        + [dcc.Download(id=ids.DDP_DOWNLOAD)],
         className="downloads",
     )
-    content = html.Div(
+
+
+def _strategy_words() -> html.Div:
+    items = [html.Li(explain.STRATEGY_WORDS[name]) for name in model.strategies()]
+    return html.Div([html.P("The four DDP strategies:", className="hint"), html.Ul(items, className="captions")], id=ids.DDP_STRATEGY_WORDS, className="explain")
+
+
+def _content() -> html.Div:
+    def row(*columns: Any) -> html.Div:
+        return html.Div(list(columns), className="row")
+
+    return html.Div(
         [
-            html.Div(
-                html.P(
-                    "A data-parallel training step: gradients become ready during backward (last layer first), DDP groups "
-                    "them into buckets and all-reduces each bucket as soon as it is full. The overhead is the communication "
-                    "left after backward ends; the bucket size trades per-call cost against overlap."
-                ),
-                className="intro",
-                id="ddp-intro",
-            ),
+            html.Div(html.P(INTRO), className="intro", id=ids.DDP_INTRO),
             html.Div(id=ids.DDP_NOTICE, className="notice"),
+            html.Div(id=ids.DDP_COMPUTE, className="notice"),
             html.Div(id=ids.DDP_SUMMARY, className="cards"),
             html.Div(graph(ids.DDP_TIMELINE, 340), className="col"),
-            html.Div(
-                [
-                    html.Div([graph(ids.DDP_OVERHEAD, 380), html.Div(id=ids.DDP_EXPLAIN, className="explain")], className="col wide"),
-                    html.Div(graph(ids.DDP_STRATEGIES, 380), className="col narrow"),
-                ],
-                className="row",
+            row(
+                html.Div([graph(ids.DDP_OVERHEAD, 380), html.Div(id=ids.DDP_EXPLAIN, className="explain")], className="col wide"),
+                html.Div([graph(ids.DDP_STRATEGIES, 380), _strategy_words()], className="col narrow"),
             ),
             html.H3("Training step: FSDP / ZeRO sharding", className="section"),
-            html.Div(
-                html.P(
-                    "The same model, backward and comm model under a sharding strategy (docs/fsdp.md). FSDP splits the model "
-                    "into units (one per transformer block, plus the root): full_shard all-gathers a unit's parameters before "
-                    "its forward and again before its backward and reduce-scatters its gradients; shard_grad_op keeps them "
-                    "gathered until backward ends; zero1 shards only the optimizer state; hybrid_shard shards within a group "
-                    "and all-reduces across groups."
-                ),
-                className="intro",
-                id="ddp-train-intro",
-            ),
+            html.Div(html.P(TRAIN_INTRO), className="intro", id=ids.TRAIN_INTRO),
             html.Div(id=ids.TRAIN_NOTICE, className="notice"),
             html.Div(id=ids.TRAIN_SUMMARY, className="cards"),
-            html.Div(
-                [
-                    html.Div(graph(ids.TRAIN_STRATEGIES, 380), className="col"),
-                    html.Div(graph(ids.TRAIN_MEMORY, 380), className="col"),
-                ],
-                className="row",
-            ),
+            row(html.Div(graph(ids.TRAIN_STRATEGIES, 380), className="col"), html.Div(graph(ids.TRAIN_MEMORY, 380), className="col")),
             html.Div(graph(ids.TRAIN_TIMELINE, 300), className="col"),
             html.Div(id=ids.TRAIN_CAPTION, className="explain"),
         ]
     )
-    return html.Div(
-        [
-            dcc.Store(id=ids.DDP_SCENARIO),
-            dcc.Store(id=ids.TRAIN_SCENARIO),
-            dcc.Store(id=ids.DDP_UPLOAD_STORE),
-            html.Aside([html.H3("DDP step"), html.Div(rows + [upload], className="form"), downloads], className="sidebar"),
-            html.Section(
-                dcc.Loading(content, type="default", delay_show=250, overlay_style={"visibility": "visible", "opacity": 0.5}),
-                className="content",
-            ),
-        ],
-        className="layout",
-    )
+
+
+def layout(search: str = "") -> html.Div:
+    values = model.form_from_query(search)
+    sidebar = html.Aside([html.H3("DDP step"), html.Div(_form(values) + [_upload()], className="form"), _downloads()], className="sidebar")
+    loading = dcc.Loading(_content(), type="default", delay_show=250, overlay_style={"visibility": "visible", "opacity": 0.5})
+    stores = [dcc.Store(id=ids.DDP_SCENARIO), dcc.Store(id=ids.TRAIN_SCENARIO), dcc.Store(id=ids.DDP_UPLOAD_STORE)]
+    return html.Div([*stores, sidebar, html.Section(loading, className="content")], className="layout")
 
 
 # ----------------------------------------------------------------------------- callbacks
 
 
-def sync_bucket(log2_value: float | None) -> tuple[str, str]:
+def sync_bucket(log2_value: float | None) -> dict[str, str]:
+    """The bucket field (bytes) and its label from the log-scale slider."""
     nbytes = model.bucket_bytes_from_slider(log2_value)
-    return str(nbytes), f"bucket cap {format_size(nbytes)}"
+    return {"value": str(nbytes), "label": f"bucket cap {format_size(nbytes)}"}
 
 
-def comm_fields(comm_model: str) -> list[dict[str, str]]:
-    return [{} if comm_model == "ow" else {"display": "none"} for _ in OW_ONLY] + [
-        {} if comm_model == "network" else {"display": "none"} for _ in NETWORK_ONLY
-    ]
+def comm_fields(comm_model: str) -> dict[str, dict[str, str]]:
+    """Which comm fields show: o and w for ow, the network's for network."""
+    shown = OW_ONLY if comm_model == "ow" else NETWORK_ONLY
+    return {name: {} if name in shown else {"display": "none"} for name in OW_ONLY + NETWORK_ONLY}
 
 
-def apply_hardware(name: str | None, ranks: str | None, trigger: str | None = None) -> tuple:
-    """A picked preset fills ranks (whole nodes), the NIC's bandwidth and latency, o and w and
-    the algorithm (NCCL's pick); a
-    change of ranks (``trigger``) under a picked preset refills o and w (NCCL's figures depend on
-    the nodes). Picking "none" leaves the boxes as they are."""
+def apply_hardware(name: str | None, ranks: str | None, trigger: str | None = None) -> dict[str, Any]:
+    """A picked preset fills ranks (whole nodes), the NIC's bandwidth and latency, o and w, the
+    algorithm (NCCL's pick) and the GPU; a change of ranks (``trigger``) under a picked preset
+    refills o and w (NCCL's figures depend on the nodes). Picking "none" leaves the boxes."""
     values = model.hardware_form(name, ranks, pick=trigger != ids.field_id("ranks", PAGE))
     if values is None:
         raise PreventUpdate
-    return tuple(values.get(key, no_update) for key in model.HARDWARE_FIELDS)
+    return answer(model.HARDWARE_FIELDS, **values)
 
 
-CAPTION_FIELDS = ("hardware", "ranks", "comm_model", "o", "w")
-
-
-def hardware_caption(*values: str) -> list:
+def hardware_caption(**form: str) -> list:
     """The preset, what it sets, and the sources of its figures (nothing without a preset)."""
-    words = model.hardware_caption(dict(zip(CAPTION_FIELDS, values)))
+    words = model.hardware_caption(form)
     if words is None:
         return []
     sources = html.Ul([html.Li(f"{key}: {text}") for key, text in words["sources"]])
@@ -243,145 +273,99 @@ def hardware_caption(*values: str) -> list:
     ]
 
 
-def upload(contents: str | None, filename: str | None) -> tuple[Any, str, str]:
+def upload(contents: str | None, filename: str | None) -> dict[str, Any]:
     params, message = model.parse_upload(contents, filename)
     if params is None:
-        return None, message, ""
+        return {"store": None, "error": message, "info": ""}
     total = sum(p["numel"] * p["element_bytes"] for p in params)
-    return (
-        params,
-        "",
-        f"using {filename}: {len(params)} parameters, {format_size(total)} of gradients, used instead of the preset (a shared link carries the preset, not the file)",
+    info = (
+        f"using {filename}: {len(params)} parameters, {format_size(total)} as the file gives them, used instead of the preset "
+        "(the precision field sets the bytes per gradient element; a shared link carries the preset, not the file)"
     )
+    return {"store": params, "error": "", "info": info}
 
 
-def _validate(uploaded: list | None, values: tuple) -> tuple[dict | None, dict | None, dict[str, str], str]:
-    """(DDP scenario dict, training-step scenario dict, errors by field, URL query)."""
-    form = dict(zip(model.DEFAULTS, values))
-    scenario, errors = model.parse_form(form, uploaded)
-    if scenario is not None:
-        try:
-            model.check_network_cost(scenario)
-        except CollsimError as error:
-            scenario, errors = None, {"ranks": str(error)}
-    training = None
-    if scenario is not None:
-        training, errors = model.training_scenario(scenario.to_dict(), form)
-    if "upload" in errors:  # the upload box shows its own message; a list that fails later goes by the preset
-        errors["preset"] = errors.pop("upload")
-    data = scenario.to_dict() if scenario is not None and training is not None else None
-    return data, (training.to_dict() if training is not None else None), errors, model.query_from_form(form)
+def validate(uploaded: list | None, form: dict[str, Any], previous: dict | None = None) -> dict[str, Any]:
+    """The DDP and training-step scenarios (None where the form is wrong), a message per field and
+    the URL query; the DDP store is left alone when only the sharding fields changed."""
+    checked = model.validate_form(form, uploaded)
+    data = checked["ddp"]
+    return {
+        "ddp": no_update if data is not None and data == previous else data,
+        "training": checked["training"],
+        "errors": {name: checked["errors"].get(name, "") for name in model.DEFAULTS},
+        "search": model.query_from_form(form),
+    }
 
 
-def validate(uploaded: list | None, *values: str) -> tuple:
-    data, _, errors, query = _validate(uploaded, values)
-    return data, *[errors.get(name, "") for name in model.DEFAULTS], query
-
-
-def validate_page(uploaded: list | None, *values: Any) -> tuple:
-    """The page's callback: :func:`validate` plus the training-step scenario; the DDP store is
-    left alone when only the sharding fields changed (its figures need no rerun)."""
-    *values, previous = values
-    data, training, errors, query = _validate(uploaded, tuple(values))
-    same = data is not None and data == previous
-    return (no_update if same else data), training, *[errors.get(name, "") for name in model.DEFAULTS], query
-
-
-def simulate(data: dict | None) -> tuple:
+def simulate(data: dict | None) -> dict[str, Any]:
+    """The DDP section: cards, timeline, overhead with the near-best caps, strategies, words."""
     from sim.training.ddp import DDPScenario
 
     if not data:
-        return ("Fix the highlighted inputs; the figures show the last valid scenario.", *[no_update] * 5)
-    try:
-        scenario = DDPScenario.from_dict(data)
-        answer = model.run(scenario)
-    except CollsimError as error:
-        return (f"Cannot run this step: {error}", *[no_update] * 5)
-    summary, best = answer["summary"], answer["optimum"]
+        return answer(DDP_OUTPUTS, notice=FIX_INPUTS)
+    scenario = DDPScenario.from_dict(data)
+    shown = model.explore(scenario)
+    summary, best, near = shown["summary"], shown["optimum"], shown["near"]
+    overhead = figures.overhead_figure(
+        model.overhead_curves(best), (near["best"]["bucket_cap_bytes"], near["best"]["overhead_s"]), summary["bucket_cap_bytes"],
+        model.measured_overheads(scenario.preset) if scenario.preset else [], (near["low"], near["high"]),
+    )  # fmt: skip
+    words = shown["words"]
+    caption = [html.Ul([html.Li(text) for text in words["captions"]], className="captions")]
+    caption += [html.P(text) for text in (words["near"], words["assumes"], words["why"]) if text]
+    return answer(
+        DDP_OUTPUTS, notice=shown["notice"], cards=_ddp_cards(scenario, summary, best, near), overhead=overhead,
+        timeline=figures.ddp_timeline(shown["result"].events()), strategies=figures.strategy_figure(shown["strategies"]),
+        explain=caption, compute=shown["compute"],
+    )  # fmt: skip
+
+
+def _ddp_cards(scenario: Any, summary: dict[str, Any], best: dict[str, Any], near: dict[str, Any]) -> list:
+    caps = f"{format_size(near['low'])} – {format_size(near['high'])}" if near["high"] > near["low"] else format_size(near["low"])
     cards = [
-        number_card("Step time", format_time(summary["step_time_s"]), "ddp-step-time"),
-        number_card("Backward end", format_time(summary["backward_end_s"]), "ddp-backward-end"),
-        number_card("Comm end", format_time(summary["comm_end_s"]), "ddp-comm-end"),
-        number_card("Overhead", format_time(summary["overhead_s"]), "ddp-overhead-value"),
-        number_card("Buckets", str(summary["num_buckets"]), "ddp-buckets"),
-        number_card(
-            "Best bucket (sim)", f"{format_size(best['best_bucket_bytes_sim'])}: {format_time(best['best_overhead_s'])}", "ddp-best"
-        ),
+        number_card("Step time", format_time(summary["step_time_s"]), ids.DDP_STEP_TIME),
+        number_card("Backward end", format_time(summary["backward_end_s"]), ids.DDP_BACKWARD_END),
+        number_card("Comm end", format_time(summary["comm_end_s"]), ids.DDP_COMM_END),
+        number_card("Overhead", format_time(summary["overhead_s"]), ids.DDP_OVERHEAD_VALUE),
+        number_card("Buckets", str(summary["num_buckets"]), ids.DDP_BUCKETS),
+        number_card("Bucket caps within 1 % of best", f"{caps} (best {format_time(near['best']['overhead_s'])})", ids.DDP_BEST),
     ]
     if scenario.comm == "ow" and best.get("best_bucket_bytes_formula"):  # o and w are inputs only here
-        cards.append(number_card("b* = sqrt(s w o)", format_size(best["best_bucket_bytes_formula"]), "ddp-bstar"))
-    preset = scenario.preset or ""
-    overhead = figures.overhead_figure(
-        model.overhead_curves(best),
-        (best["best_bucket_bytes_sim"], best["best_overhead_s"]),
-        summary["bucket_cap_bytes"],
-        model.measured_overheads(preset) if preset else [],
-    )
-    timeline = figures.ddp_timeline(answer["result"].events())
-    strategies = figures.strategy_figure(answer["strategies"])
-    notice = f"{summary['num_params']} parameters, {format_size(summary['grad_bytes'])} of gradients, strategy {summary['strategy']}, comm model {summary['comm']}."
-    if scenario.comm == "network" and scenario.hardware:
-        notice += (
-            f" Network: {scenario.ranks // scenario.gpus_per_node} x {scenario.hardware} ({scenario.ranks} ranks, {scenario.algorithm})."
-        )
-    notice += explain.hardware_notice(summary)
-    words = model.explanation(answer, scenario)
-    caption = [html.Ul([html.Li(text) for text in words["captions"]], className="captions")]
-    caption += [html.P(text) for text in (words["assumes"], words["why"]) if text]
-    return notice, cards, timeline, overhead, strategies, caption
+        cards.append(number_card("b* = sqrt(s w o)", format_size(best["best_bucket_bytes_formula"]), ids.DDP_BSTAR))
+    return cards
 
 
-def simulate_training(data: dict | None) -> tuple:
+def simulate_training(data: dict | None) -> dict[str, Any]:
     """Cards, strategy comparison, memory bars and per-unit timeline of the training step."""
     from sim.training.fsdp import FSDPScenario
 
     if not data:
-        return ("Fix the highlighted inputs; the figures show the last valid scenario.", *[no_update] * 5)
-    try:
-        scenario = FSDPScenario.from_dict(data)
-        answer = model.run_training(scenario)
-    except CollsimError as error:
-        return (f"Cannot run this training step: {error}", *[no_update] * 5)
-    summary, memory, chosen = answer["summary"], answer["summary"]["memory"], scenario.sharding
-    cards = [
-        number_card(f"Step time ({chosen})", format_time(summary["step_time_s"]), "ddp-train-step"),
-        number_card("Exposed comm", format_time(summary["exposed_comm_s"]), "ddp-train-exposed"),
-        number_card("Comm busy", format_time(summary["comm_busy_s"]), "ddp-train-comm"),
-        number_card("Peak memory / rank", format_size(memory["peak_bytes"]), "ddp-train-peak"),
-        number_card("Units", str(summary["num_units"]), "ddp-train-units"),
-    ]
-    group = f", shard group {summary['shard_group']} of {summary['ranks']} ranks" if chosen == "hybrid_shard" else ""
-    notice = f"Training step with {chosen}{group}: {summary['num_units']} units, {format_size(summary['grad_bytes'])} of gradients."
-    if scenario.comm == "network" and scenario.hardware:
-        nodes = scenario.ranks // scenario.gpus_per_node
-        notice += f" Every strategy on one network: {nodes} x {scenario.hardware}, its links and NICs ({scenario.algorithm})."
-    notice += "".join(f" Note: {note}." for note in summary["notes"])
-    notice += "".join(f" Not compared: {name} ({reason})." for name, reason in answer["skipped"].items())
+        return answer(TRAIN_OUTPUTS, notice=FIX_INPUTS)
+    scenario = FSDPScenario.from_dict(data)
+    shown = model.explore_training(scenario)
+    chosen = scenario.sharding
     title = f"{chosen}: one rank's step, bars coloured by unit"
-    timeline = figures.training_timeline(answer["result"].events(), title)
-    strategies = figures.training_strategies_figure(answer["compare"], chosen)
-    memory_bars = figures.training_memory_figure(answer["compare"], chosen)
-    caption = html.Ul(
-        [
-            html.Li(
-                "Step time and exposed comm: the step's length and the part of it the compute stream spends waiting for "
-                "communication (step time minus compute), every strategy at the same inputs; the chosen one is bold."
-            ),
-            html.Li(
-                "Memory per rank: parameters, gradients and optimizer state as each strategy stores them (sharded over the "
-                "group or whole), plus the peak of unsharded buffers (gathered parameters, unsharded gradients); "
-                "activations are not counted."
-            ),
-            html.Li(
-                f"Timeline of {chosen}: compute (forward and optimizer light, backward solid), and the collectives on the "
-                "comm stream one at a time: all-gathers of unit parameters, reduce-scatters of unit gradients (all-reduces "
-                "for ddp, no_shard and across hybrid groups). Same colour, same unit; hover for names and sizes. Forward takes "
-                "no time here (the page has no forward input), so the forward all-gathers run back to back at the start."
-            ),
-        ],
-        className="captions",
-    )
-    return notice, cards, strategies, memory_bars, timeline, caption
+    return answer(
+        TRAIN_OUTPUTS, notice=shown["notice"], cards=_training_cards(shown["summary"], chosen),
+        strategies=figures.training_strategies_figure(shown["compare"], chosen),
+        memory=figures.training_memory_figure(shown["compare"], chosen),
+        timeline=figures.training_timeline(shown["result"].events(), title),
+        caption=html.Ul([html.Li(text) for text in shown["captions"]], className="captions"),
+    )  # fmt: skip
+
+
+def _training_cards(summary: dict[str, Any], chosen: str) -> list:
+    memory = summary["memory"]
+    activations = format_size(memory["activations_bytes"]) if memory["activations_bytes"] else "not known for this model"
+    return [
+        number_card(f"Step time ({chosen})", format_time(summary["step_time_s"]), ids.TRAIN_STEP),
+        number_card("Exposed comm", format_time(summary["exposed_comm_s"]), ids.TRAIN_EXPOSED),
+        number_card("Comm busy", format_time(summary["comm_busy_s"]), ids.TRAIN_COMM),
+        number_card("Peak memory / rank", format_size(memory["peak_bytes"]), ids.TRAIN_PEAK),
+        number_card("Activations / rank", activations, ids.TRAIN_ACTIVATIONS),
+        number_card("Units", str(summary["num_units"]), ids.TRAIN_UNITS),
+    ]
 
 
 def shard_size_field(sharding: str) -> dict[str, str]:
@@ -398,87 +382,78 @@ def download(trigger: str | None, data: dict | None) -> Any:
         return {"content": scenario.to_json(), "filename": "ddp-scenario.json", "type": "application/json"}
     result = run_ddp(scenario)
     if trigger == ids.DDP_DL_CSV:
-        from webapp.callbacks import events_csv
-
         return {"content": events_csv(result.events()), "filename": "ddp-events.csv", "type": "text/csv"}
     return {"content": json.dumps(result.chrome_trace()), "filename": "ddp-trace.json", "type": "application/json"}
 
 
-def register(app: Any) -> None:
-    if model.missing():
-        return
-    fid = lambda name: ids.field_id(name, PAGE)  # noqa: E731
-    # The layout sets what these set (bucket field and label, visible fields, the preset's caption):
-    # none runs at load, so the first simulation starts one round trip after the page arrives.
+# ----------------------------------------------------------------------------- wiring
+
+
+def _fid(name: str) -> str:
+    return ids.field_id(name, PAGE)
+
+
+def _register_form(app: Any) -> None:
+    """Bucket slider, visible fields, upload, hardware picker and its caption. The layout sets what
+    these set: none runs at load, so the first simulation starts one round trip after the page."""
     app.callback(
-        Output(fid("bucket"), "value"),
-        Output("ddp-bucket-label", "children"),
-        Input(ids.DDP_BUCKET_SLIDER, "value"),
+        output={"value": Output(_fid("bucket"), "value"), "label": Output(ids.DDP_BUCKET_LABEL, "children")},
+        inputs={"log2_value": Input(ids.DDP_BUCKET_SLIDER, "value")},
         prevent_initial_call=True,
     )(sync_bucket)
+    boxes = {name: Output(ids.field_box_id(name, PAGE), "style") for name in OW_ONLY + NETWORK_ONLY}
+    app.callback(output=boxes, inputs={"comm_model": Input(_fid("comm_model"), "value")}, prevent_initial_call=True)(comm_fields)
     app.callback(
-        *[Output(f"{PAGE}-field-{name}", "style") for name in OW_ONLY + NETWORK_ONLY],
-        Input(fid("comm_model"), "value"),
+        output=Output(ids.field_box_id("shard_size", PAGE), "style"), inputs={"sharding": Input(_fid("sharding"), "value")},
         prevent_initial_call=True,
-    )(comm_fields)
+    )(shard_size_field)  # fmt: skip
     app.callback(
-        Output(ids.DDP_UPLOAD_STORE, "data"),
-        Output(ids.error_id("upload", PAGE), "children"),
-        Output("ddp-upload-info", "children"),
-        Input(ids.DDP_UPLOAD, "contents"),
-        State(ids.DDP_UPLOAD, "filename"),
+        output={"store": Output(ids.DDP_UPLOAD_STORE, "data"), "error": Output(ids.error_id("upload", PAGE), "children"),
+                "info": Output(ids.DDP_UPLOAD_INFO, "children")},
+        inputs={"contents": Input(ids.DDP_UPLOAD, "contents"), "filename": State(ids.DDP_UPLOAD, "filename")},
         prevent_initial_call=True,
-    )(_guarded(upload, lambda message: (None, message, "")))
-    names = list(model.DEFAULTS)
-    app.callback(Output(f"{PAGE}-field-shard_size", "style"), Input(fid("sharding"), "value"), prevent_initial_call=True)(shard_size_field)
+    )(guarded(upload, lambda message: {"store": None, "error": message, "info": ""}))  # fmt: skip
     app.callback(
-        *[Output(fid(name), "value") for name in model.HARDWARE_FIELDS],
-        Input(fid("hardware"), "value"),
-        Input(fid("ranks"), "value"),
+        output={name: Output(_fid(name), "value") for name in model.HARDWARE_FIELDS},
+        inputs={"name": Input(_fid("hardware"), "value"), "ranks": Input(_fid("ranks"), "value")},
         prevent_initial_call=True,
-    )(
-        _guarded(
-            lambda name, ranks: apply_hardware(name, ranks, ctx.triggered_id),
-            lambda message: tuple(no_update for _ in model.HARDWARE_FIELDS),
-        )
-    )
+    )(guarded(lambda name, ranks: apply_hardware(name, ranks, ctx.triggered_id), lambda message: answer(model.HARDWARE_FIELDS)))
     app.callback(
-        Output(ids.DDP_HARDWARE_CAPTION, "children"), *[Input(fid(name), "value") for name in CAPTION_FIELDS], prevent_initial_call=True
-    )(_guarded(hardware_caption, lambda message: [html.P(message, className="error")]))
+        output=Output(ids.DDP_HARDWARE_CAPTION, "children"), inputs={name: Input(_fid(name), "value") for name in CAPTION_FIELDS},
+        prevent_initial_call=True,
+    )(guarded(hardware_caption, lambda message: [html.P(message, className="error")]))  # fmt: skip
+
+
+def _register_runs(app: Any) -> None:
+    """Validation (and the URL), the two sections' runs, the downloads."""
+    errors = {name: Output(ids.error_id(name, PAGE), "children") for name in model.DEFAULTS}
+    outputs = {
+        "ddp": Output(ids.DDP_SCENARIO, "data"), "training": Output(ids.TRAIN_SCENARIO, "data"), "errors": errors,
+        "search": Output(ids.URL, "search", allow_duplicate=True), "written": Output(ids.URL_WRITTEN, "data", allow_duplicate=True),
+    }  # fmt: skip
+    failed = lambda message: {**answer(outputs, ddp=None, training=None), "errors": {**answer(errors), "preset": message}}  # noqa: E731
     app.callback(
-        Output(ids.DDP_SCENARIO, "data"),
-        Output(ids.TRAIN_SCENARIO, "data"),
-        *[Output(ids.error_id(name, PAGE), "children") for name in names],
-        Output(ids.URL, "search", allow_duplicate=True),
-        Output(ids.URL_WRITTEN, "data", allow_duplicate=True),
-        Input(ids.DDP_UPLOAD_STORE, "data"),
-        *[Input(fid(name), "value") for name in model.DEFAULTS],
-        State(ids.DDP_SCENARIO, "data"),
+        output=outputs,
+        inputs={"uploaded": Input(ids.DDP_UPLOAD_STORE, "data"), "form": {name: Input(_fid(name), "value") for name in model.DEFAULTS},
+                "previous": State(ids.DDP_SCENARIO, "data")},
         prevent_initial_call="initial_duplicate",
-    )(_guarded(_written(validate_page), lambda message: (None, None, message, *[""] * (len(names) - 1), no_update, no_update)))
+    )(guarded(written(validate), failed))  # fmt: skip
+    app.callback(output=DDP_OUTPUTS, inputs={"data": Input(ids.DDP_SCENARIO, "data")})(
+        guarded(simulate, lambda message: answer(DDP_OUTPUTS, notice=f"Cannot run this step: {message}"))
+    )
+    app.callback(output=TRAIN_OUTPUTS, inputs={"data": Input(ids.TRAIN_SCENARIO, "data")})(
+        guarded(simulate_training, lambda message: answer(TRAIN_OUTPUTS, notice=f"Cannot run this training step: {message}"))
+    )
+    buttons = {
+        "json": Input(ids.DDP_DL_JSON, "n_clicks"),
+        "csv": Input(ids.DDP_DL_CSV, "n_clicks"),
+        "trace": Input(ids.DDP_DL_TRACE, "n_clicks"),
+    }
     app.callback(
-        Output(ids.TRAIN_NOTICE, "children"),
-        Output(ids.TRAIN_SUMMARY, "children"),
-        Output(ids.TRAIN_STRATEGIES, "figure"),
-        Output(ids.TRAIN_MEMORY, "figure"),
-        Output(ids.TRAIN_TIMELINE, "figure"),
-        Output(ids.TRAIN_CAPTION, "children"),
-        Input(ids.TRAIN_SCENARIO, "data"),
-    )(_guarded(simulate_training, lambda message: (message, *[no_update] * 5)))
-    app.callback(
-        Output(ids.DDP_NOTICE, "children"),
-        Output(ids.DDP_SUMMARY, "children"),
-        Output(ids.DDP_TIMELINE, "figure"),
-        Output(ids.DDP_OVERHEAD, "figure"),
-        Output(ids.DDP_STRATEGIES, "figure"),
-        Output(ids.DDP_EXPLAIN, "children"),
-        Input(ids.DDP_SCENARIO, "data"),
-    )(_guarded(simulate, lambda message: (message, *[no_update] * 5)))
-    app.callback(
-        Output(ids.DDP_DOWNLOAD, "data"),
-        Input(ids.DDP_DL_JSON, "n_clicks"),
-        Input(ids.DDP_DL_CSV, "n_clicks"),
-        Input("ddp-dl-trace", "n_clicks"),
-        State(ids.DDP_SCENARIO, "data"),
-        prevent_initial_call=True,
-    )(_guarded(lambda *args: download(ctx.triggered_id, args[-1]), lambda message: no_update))
+        output=Output(ids.DDP_DOWNLOAD, "data"), inputs={**buttons, "data": State(ids.DDP_SCENARIO, "data")}, prevent_initial_call=True
+    )(guarded(lambda data, **clicks: download(ctx.triggered_id, data), lambda message: no_update))
+
+
+def register(app: Any) -> None:
+    _register_form(app)
+    _register_runs(app)

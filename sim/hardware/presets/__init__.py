@@ -79,6 +79,7 @@ class Preset:
     sources: dict[str, str] = field(default_factory=dict)
     nvlink_domain_nodes: int = 1  # nodes (trays) one NVLink domain spans (GB200 NVL72: 18)
     fitted: dict[str, Any] | None = None  # the ``fitted:`` block: effective constants and their provenance
+    gpu_peak_tflops: dict[str, float] = field(default_factory=dict)  # dense peak per GPU: bf16, fp16, fp32
 
     def check_nodes(self, nodes: int) -> None:
         if nodes < 1:
@@ -143,7 +144,7 @@ def parse_preset(raw: Any, label: str) -> Preset:
         raise CollsimError(f"hardware preset {label}: expected a mapping")
     sources = raw.get("sources") or {}
     missing = [key for key in _FIELDS if key not in raw]
-    unknown = sorted(set(raw) - set(_FIELDS) - {"sources", "nvlink_domain_nodes", "fitted"})
+    unknown = sorted(set(raw) - set(_FIELDS) - {"sources", "nvlink_domain_nodes", "fitted", "gpu_peak_tflops"})
     if missing or unknown:
         raise CollsimError(f"hardware preset {label}: missing fields {missing}, unknown fields {unknown}")
     _check_cited(raw, sources, label)
@@ -172,11 +173,12 @@ def parse_preset(raw: Any, label: str) -> Preset:
         sources={str(key): str(value) for key, value in sources.items()},
         nvlink_domain_nodes=int(raw.get("nvlink_domain_nodes", 1)),
         fitted=_fitted(raw.get("fitted"), label),
+        gpu_peak_tflops={str(key): float(value) for key, value in (raw.get("gpu_peak_tflops") or {}).items()},
     )
 
 
 def _check_cited(raw: dict, sources: dict, label: str) -> None:
-    wanted = [key for key in (*_FIELDS, "nvlink_domain_nodes") if key not in ("name", "description") and key in raw]
+    wanted = [key for key in (*_FIELDS, "nvlink_domain_nodes", "gpu_peak_tflops") if key not in ("name", "description") and key in raw]
     if isinstance(raw.get("nccl"), dict):
         wanted = [key for key in wanted if key != "nccl"] + [f"nccl.{key}" for key in _NCCL_FIELDS]
     uncited = [key for key in wanted if not str(sources.get(key, "")).strip()]
