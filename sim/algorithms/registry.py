@@ -4,7 +4,7 @@ its message counts, its phases and the sentence for each, and what real backends
 
 The record is declared in the ``@register`` call above the rank program; sim.collective.analytic,
 sim.collective.explore, sim.collective.narrative, real.fit and real.validate read it, and
-tests/sim/test_algorithm_records.py fails on any algorithm missing a part.
+tests/algorithms/test_records.py fails on any algorithm missing a part.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ collectives, and symmetric ranks: no stragglers, no jitter), a call's time comes
 3. one per-message simulation of a single call, cached by scenario, so a DDP step that issues
    the same bucket size many times, or a sweep, pays for it once per process.
 
-Both give the full simulation's time for a single call (tests/scale check it); ``repetitions``
+Both give the full simulation's time for a single call (tests/collective/test_collapsed.py checks it); ``repetitions``
 back-to-back calls take ``repetitions`` times one call (the collapsed model's definition; the
 full simulation lets a rank that finishes early start its next call early). Scenarios that are
 not symmetric, or that ask for ``verify`` (payloads need messages), run in full mode, and the

@@ -285,7 +285,7 @@ def _extended_point(point: CollectiveScenario, budget: int) -> tuple[float, int]
     64 MiB and 1 GiB, p = 5 to 24, the explorer's network): within 2e-3 relative, for a twentieth
     of the work. Under fifo sharing the issue-order schedule settles later: exact at p <= 9 but
     5-8% off at p = 16-24, so fifo points are never extrapolated (simulated within the budget,
-    else left out); tests/sim/test_explore.py checks both."""
+    else left out); tests/collective/test_explore.py checks both."""
     if point.sharing != "fair":
         return None
     n, element = point.size_bytes, point.element_bytes

@@ -257,7 +257,7 @@ class StepCost:
 def step_costs(result: CollectiveResult) -> list[StepCost]:
     """Per step: messages, the bytes of its largest message and of its largest reduction. On
     ``switch(p)`` with one port per rank, the sum over steps of α + β bytes + γ bytes is the
-    closed form (tests/sim/test_teaching.py checks ring all-reduce and binomial broadcast)."""
+    closed form (tests/collective/test_teaching.py checks ring all-reduce and binomial broadcast)."""
     s, net = result.scenario, result.network
     messages: dict[int, list[int]] = {}
     for _src, _dst, _start, _end, nbytes, step, _chunk in result.messages:

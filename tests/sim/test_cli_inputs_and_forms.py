@@ -1,8 +1,7 @@
-"""Issue 10, the sim side: one test (or a few) per item, each failing on the code before the fix.
-
-Items 4, 6, 9, 15 and 16 are tested elsewhere (algorithm files and real/). The item each test
-covers is in its docstring.
-"""
+"""What the CLI and the closed forms promise a user: chunked forms that are the simulated time,
+verify with repetitions, one error line for unwritable outputs and bare numbers without units,
+misspelt keys named with the nearest, readable one-rank summaries, the README's commands as
+written, and a `collsim --help` that imports only what it needs."""
 
 from __future__ import annotations
 
@@ -52,8 +51,8 @@ def summary(*args: str) -> dict:
 # --- wrong answers -------------------------------------------------------------------------
 
 
-def test_item1_ring_all_gather_closed_form_does_not_ignore_chunks():
-    """Item 1: with 64 chunks ring all_gather's closed form carries k, (p-1) k a + (p-1)/p n b,
+def test_ring_all_gather_closed_form_does_not_ignore_chunks():
+    """with 64 chunks ring all_gather's closed form carries k, (p-1) k a + (p-1)/p n b,
     and collapsed mode gives the full simulation's time (it used the one-chunk form: 5.063 ms
     against 6.953 ms, below the port-occupancy bound)."""
     args = ["--op", "all_gather", "--algorithm", "ring", "--ranks", "4", "--size", "64MiB", "--bandwidth", "10GB/s",
@@ -67,8 +66,8 @@ def test_item1_ring_all_gather_closed_form_does_not_ignore_chunks():
 
 @pytest.mark.parametrize("op", ["all_reduce", "all_gather", "reduce_scatter"])
 @pytest.mark.parametrize("p,k", [(2, 3), (3, 2), (5, 4)])
-def test_item1_chunked_ring_forms_are_the_simulated_time(op, p, k):
-    """Item 1: the ring forms with k chunks equal the DES, with or without slow reductions;
+def test_chunked_ring_forms_are_the_simulated_time(op, p, k):
+    """the ring forms with k chunks equal the DES, with or without slow reductions;
     where p k does not divide the elements there is no closed form, and the note says so."""
     base = dict(op=op, algorithm="ring", ranks=p, bandwidth_Bps=1e9, latency_s=2e-6, reduce_bandwidth_Bps=0.5e9, chunks=k)
     even = CollectiveScenario(size_bytes=4 * p * k * 25, **base)
@@ -80,8 +79,8 @@ def test_item1_chunked_ring_forms_are_the_simulated_time(op, p, k):
 
 
 @pytest.mark.parametrize("op,algorithm", sorted((spec.op, spec.name) for spec in analytic.with_forms()))
-def test_item1_every_closed_form_carries_chunks_or_is_none(op, algorithm):
-    """Item 1: a form without a k term gives None for k > 1; a form with one changes with k."""
+def test_every_closed_form_carries_chunks_or_is_none(op, algorithm):
+    """a form without a k term gives None for k > 1; a form with one changes with k."""
     one = analytic.closed_form(op, algorithm, 4, 4096.0, 1e-6, 1e-9, 0.0, 1)
     two = analytic.closed_form(op, algorithm, 4, 4096.0, 1e-6, 1e-9, 0.0, 2)
     if analytic.form_of(op, algorithm).chunked:
@@ -90,8 +89,8 @@ def test_item1_every_closed_form_carries_chunks_or_is_none(op, algorithm):
         assert two is None
 
 
-def test_item2_recursive_doubling_all_gather_uneven_split_has_no_closed_form():
-    """Item 2: 36 B (9 elements) over 8 ranks: full 40 ns, the closed form said 31.5 ns, and
+def test_recursive_doubling_all_gather_uneven_split_has_no_closed_form():
+    """36 B (9 elements) over 8 ranks: full 40 ns, the closed form said 31.5 ns, and
     collapsed mode reported that impossible time. Now: no closed form, a note saying why."""
     args = ["--op", "all_gather", "--algorithm", "recursive_doubling", "--ranks", "8", "--size", "36B", "--bandwidth", "1GB/s"]
     full, collapsed = summary(*args), summary(*args, "--mode", "collapsed")
@@ -107,7 +106,7 @@ def _audit_cases():
 
 
 @pytest.mark.parametrize("op,algorithm,elements", list(_audit_cases()))
-def test_item2_a_closed_form_that_applies_is_the_simulated_time(op, algorithm, elements):
+def test_a_closed_form_that_applies_is_the_simulated_time(op, algorithm, elements):
     """Item 2 audit: on switch(8), whatever the split, ``for_scenario`` is None or the DES's time."""
     from sim.algorithms.registry import algorithm_spec
 
@@ -128,16 +127,16 @@ def test_item2_a_closed_form_that_applies_is_the_simulated_time(op, algorithm, e
     "op,algorithm",
     [("all_reduce", "ring"), ("all_reduce", "recursive_doubling"), ("reduce", "binomial"), ("reduce_scatter", "ring")],
 )
-def test_item3_verify_with_repetitions(op, algorithm):
-    """Item 3: each repetition starts from fresh input buffers, so reductions verify."""
+def test_verify_with_repetitions(op, algorithm):
+    """each repetition starts from fresh input buffers, so reductions verify."""
     scenario = CollectiveScenario(
         op=op, algorithm=algorithm, ranks=4, size_bytes=4 * 64, bandwidth_Bps=1e9, latency_s=1e-6, repetitions=2, verify=True
     )
     assert run_collective(scenario).verified is True
 
 
-def test_item5_two_level_needs_ranks_that_fill_nodes_of_eight():
-    """Item 5: 12 ranks on two_level used to become one node without a NIC, ignoring --bandwidth."""
+def test_two_level_needs_ranks_that_fill_nodes_of_eight():
+    """12 ranks on two_level used to become one node without a NIC, ignoring --bandwidth."""
     result = invoke(*COLLECTIVE, "--op", "all_reduce", "--algorithm", "hierarchical", "--ranks", "12", "--topology", "two_level",
                     "--size", "1MiB", "--bandwidth", "1GB/s")  # fmt: skip
     assert_one_error_line(result, "gpus_per_node", "12 ranks", "nodes of 8")
@@ -151,22 +150,22 @@ def test_item5_two_level_needs_ranks_that_fill_nodes_of_eight():
 # --- tracebacks ----------------------------------------------------------------------------
 
 
-def test_item7_one_rank_readable_summary():
-    """Item 7: one rank, no --json: the readable summary used to fail formatting a None error."""
+def test_one_rank_readable_summary():
+    """one rank, no --json: the readable summary used to fail formatting a None error."""
     result = invoke(*COLLECTIVE, "--op", "all_reduce", "--algorithm", "ring", "--ranks", "1", "--size", "64MiB", "--bandwidth", "25GB/s")
     assert result.exit_code == 0, result.output
     assert "simulated time   0 s" in result.output and "closed form" in result.output
 
 
-def test_item7_readable_summary_names_why_there_is_no_closed_form():
-    """Item 7: without a closed form the text summary says why (analytic_note)."""
+def test_readable_summary_names_why_there_is_no_closed_form():
+    """without a closed form the text summary says why (analytic_note)."""
     result = invoke(*COLLECTIVE, "--op", "all_reduce", "--algorithm", "ring", "--ranks", "12", "--size", "64MiB", "--bandwidth", "25GB/s")
     assert result.exit_code == 0, result.output
     assert "does not split evenly into 12 pieces" in result.output
 
 
-def test_item8_unwritable_outputs_are_one_error_line(tmp_path):
-    """Item 8: --trace/--csv into a missing directory, for collective and ddp, before running."""
+def test_unwritable_outputs_are_one_error_line(tmp_path):
+    """--trace/--csv into a missing directory, for collective and ddp, before running."""
     base = ["--op", "all_reduce", "--algorithm", "ring", "--ranks", "4", "--size", "1MiB", "--bandwidth", "25GB/s"]
     assert_one_error_line(invoke(*COLLECTIVE, *base, "--trace", "/nonexistent/dir/t.json"), "--trace", "/nonexistent/dir")
     assert_one_error_line(invoke(*COLLECTIVE, *base, "--csv", str(tmp_path)), "--csv", "is a directory")
@@ -174,8 +173,8 @@ def test_item8_unwritable_outputs_are_one_error_line(tmp_path):
     assert_one_error_line(invoke(*DDP_OW, "--trace", "/nonexistent/t.json"), "--trace")
 
 
-def test_item8_write_errors_after_the_run_are_one_error_line(tmp_path):
-    """Item 8: an OSError while writing (here: the target is a directory) is a CollsimError."""
+def test_write_errors_after_the_run_are_one_error_line(tmp_path):
+    """an OSError while writing (here: the target is a directory) is a CollsimError."""
     result = run_collective(CollectiveScenario(op="broadcast", algorithm="binomial", ranks=2, size_bytes=8, bandwidth_Bps=1e9))
     with pytest.raises(CollsimError, match="--trace: cannot write"):
         result.write_trace(tmp_path)
@@ -183,7 +182,7 @@ def test_item8_write_errors_after_the_run_are_one_error_line(tmp_path):
         result.to_csv(tmp_path)
 
 
-def test_item8_sweep_store_and_directories_are_one_error_line(tmp_path):
+def test_sweep_store_and_directories_are_one_error_line(tmp_path):
     """Item 8, the same trap elsewhere: an unusable --db for sweep, a directory as scenario file."""
     grid = str(ROOT / "docs" / "examples" / "sweeps" / "crossover.yaml")
     assert_one_error_line(invoke("sweep", grid, "--db", "/nonexistent/x.sqlite"), "--db", "SQLite")
@@ -194,8 +193,8 @@ def test_item8_sweep_store_and_directories_are_one_error_line(tmp_path):
 
 
 @pytest.mark.parametrize("extra", [[], ["--jitter", "1us"]])
-def test_item10_negative_seed(extra):
-    """Item 10: --seed -1 crashed in numpy's default_rng, with or without jitter."""
+def test_negative_seed(extra):
+    """--seed -1 crashed in numpy's default_rng, with or without jitter."""
     result = invoke(*COLLECTIVE, "--op", "all_reduce", "--algorithm", "ring", "--ranks", "4", "--size", "1MiB",
                     "--bandwidth", "25GB/s", "--seed", "-1", *extra)  # fmt: skip
     assert_one_error_line(result, "seed", "-1")
@@ -215,24 +214,24 @@ def test_item10_negative_seed(extra):
         (["--reduce-bandwidth", "1e9"], "reduce_bandwidth: '1e9' has no unit"),
     ],
 )
-def test_item11_bare_times_and_bandwidths_are_errors(args, fragment):
-    """Item 11: --latency 5 was 5 s (a 70 s all-reduce); now an error naming the units."""
+def test_bare_times_and_bandwidths_are_errors(args, fragment):
+    """--latency 5 was 5 s (a 70 s all-reduce); now an error naming the units."""
     result = invoke(*COLLECTIVE, "--op", "all_reduce", "--algorithm", "ring", "--ranks", "4", "--size", "1MiB",
                     "--bandwidth", "25GB/s", *args)  # fmt: skip
     line = assert_one_error_line(result, fragment)
     assert re.search(r"5us|25GB/s", line)
 
 
-def test_item11_bare_bandwidth_on_the_cli():
-    """Item 11: --bandwidth 25 is not 25 B/s."""
+def test_bare_bandwidth_on_the_cli():
+    """--bandwidth 25 is not 25 B/s."""
     result = invoke(*COLLECTIVE, "--op", "all_reduce", "--algorithm", "ring", "--ranks", "4", "--size", "1MiB", "--bandwidth", "25")
     assert_one_error_line(result, "bandwidth: '25' has no unit", "25GB/s")
 
 
 @pytest.mark.parametrize("flag,value", [("--backward-time", "120"), ("--o", "50"), ("--w", "10"), ("--forward-time", "40"),
                                         ("--layer-times", "layers.0:2")])  # fmt: skip
-def test_item11_ddp_bare_numbers(flag, value):
-    """Item 11: --backward-time 120 was 120 s."""
+def test_ddp_bare_numbers(flag, value):
+    """--backward-time 120 was 120 s."""
     args = [*DDP_OW]
     if flag in args:
         index = args.index(flag)
@@ -244,7 +243,7 @@ def test_item11_ddp_bare_numbers(flag, value):
     assert_one_error_line(invoke(*args), "has no unit")
 
 
-def test_item11_zero_bare_sizes_and_canonical_numbers_still_work(tmp_path):
+def test_zero_bare_sizes_and_canonical_numbers_still_work(tmp_path):
     """Item 11, what stays allowed: 0 without a unit, sizes in bare bytes, canonical keys with
     plain numbers in files and Python (latency_s: 5.0e-6), and the JSON round trip."""
     assert summary("--op", "all_reduce", "--algorithm", "ring", "--ranks", "4", "--size", "4096", "--latency", "0",
@@ -258,8 +257,8 @@ def test_item11_zero_bare_sizes_and_canonical_numbers_still_work(tmp_path):
     assert CollectiveScenario.from_yaml(scenario.to_yaml()) == scenario
 
 
-def test_item11_short_keys_in_files_need_units(tmp_path):
-    """Item 11: scenario files and sweep grids: ``latency: 5`` is an error, ``latency: 5us`` is not."""
+def test_short_keys_in_files_need_units(tmp_path):
+    """scenario files and sweep grids: ``latency: 5`` is an error, ``latency: 5us`` is not."""
     path = tmp_path / "s.yaml"
     path.write_text("op: all_reduce\nalgorithm: ring\nranks: 4\nsize: 4KiB\nlatency: 5\nbandwidth: 25GB/s\n")
     assert_one_error_line(invoke(*COLLECTIVE, "--scenario", str(path)), "latency: '5' has no unit")
@@ -276,23 +275,23 @@ def test_item11_short_keys_in_files_need_units(tmp_path):
         DDPScenario.from_dict({"preset": "small", "backward_time": 120, "o": "50us", "w": "10GB/s"})
 
 
-def test_item11_compare_spec_short_keys_need_units(tmp_path):
-    """Item 11: ``w: 10`` in a DDP compare spec was 10 B/s."""
+def test_compare_spec_short_keys_need_units(tmp_path):
+    """``w: 10`` in a DDP compare spec was 10 B/s."""
     pytest.importorskip("real.compare")
     path = tmp_path / "spec.yaml"
     path.write_text((ROOT / "real" / "data" / "compare_ddp_small.yaml").read_text() + "\no: 50us\nw: 10\n")
     assert_one_error_line(invoke("compare", str(path)), "w: '10' has no unit")
 
 
-def test_item11_help_says_which_numbers_need_units():
-    """Item 11: --help says sizes may be bare bytes and times/bandwidths need units."""
+def test_help_says_which_numbers_need_units():
+    """--help says sizes may be bare bytes and times/bandwidths need units."""
     text = " ".join(invoke(*COLLECTIVE, "--help").output.split())
     assert "a bare number is bytes" in text and "need a unit" in text
     assert "need a unit" in " ".join(invoke("sim", "ddp", "--help").output.split())
 
 
-def test_item12_misspelt_scenario_key_names_the_nearest(tmp_path):
-    """Item 12: ``rank: 8`` said "missing --ranks"; now the key and the nearest valid one."""
+def test_misspelt_scenario_key_names_the_nearest(tmp_path):
+    """``rank: 8`` said "missing --ranks"; now the key and the nearest valid one."""
     path = tmp_path / "s.yaml"
     path.write_text("op: all_reduce\nalgorithm: ring\nrank: 8\nsize: 4KiB\nbandwidth: 25GB/s\n")
     assert_one_error_line(invoke(*COLLECTIVE, "--scenario", str(path)), "unknown field 'rank'", "did you mean 'ranks'")
@@ -301,8 +300,8 @@ def test_item12_misspelt_scenario_key_names_the_nearest(tmp_path):
     assert_one_error_line(invoke("sim", "ddp", "--scenario", str(ddp)), "'bucket_sise'", "did you mean 'bucket_size'")
 
 
-def test_item12_new_fields_are_valid_keys_automatically():
-    """Item 12: the valid keys come from the dataclass fields (sharing, eager_limit...)."""
+def test_new_fields_are_valid_keys_automatically():
+    """the valid keys come from the dataclass fields (sharing, eager_limit...)."""
     from sim.scenario import check_keys
 
     check_keys(CollectiveScenario, {"sharing": "fifo", "eager_limit": "64KiB", "eager_limit_bytes": 0, "size": 1})
@@ -310,8 +309,8 @@ def test_item12_new_fields_are_valid_keys_automatically():
         check_keys(CollectiveScenario, {"shareing": "fifo"})
 
 
-def test_item12_sweep_grid_keys(tmp_path):
-    """Item 12: a misspelt key in a grid (top level or a scenario field) stops it before running."""
+def test_sweep_grid_keys(tmp_path):
+    """a misspelt key in a grid (top level or a scenario field) stops it before running."""
     grid = tmp_path / "g.yaml"
     grid.write_text("kind: collective\nbase: {op: all_reduce, algorithm: ring, bandwidth: 1GB/s}\ngird: {ranks: [2, 4]}\n")
     assert_one_error_line(invoke("sweep", str(grid), "--db", str(tmp_path / "s.sqlite")), "'gird'", "did you mean 'grid'")
@@ -320,16 +319,16 @@ def test_item12_sweep_grid_keys(tmp_path):
     assert not (tmp_path / "s.sqlite").exists()
 
 
-def test_item12_calibration_keys(tmp_path):
-    """Item 12: calibration files: a misspelt top-level key names the nearest valid one."""
+def test_calibration_keys(tmp_path):
+    """calibration files: a misspelt top-level key names the nearest valid one."""
     path = tmp_path / "cal.yaml"
     path.write_text("kind: collsim-calibration\nversion: 1\ncollectivs: []\n")
     result = invoke(*COLLECTIVE, "--op", "all_reduce", "--ranks", "2", "--size", "1MiB", "--calibration", str(path))
     assert_one_error_line(result, "'collectivs'", "did you mean 'collectives'")
 
 
-def test_item12_compare_spec_keys(tmp_path):
-    """Item 12: ``rank: 2`` in a compare spec compared "0 ranks"; now it names 'ranks'."""
+def test_compare_spec_keys(tmp_path):
+    """``rank: 2`` in a compare spec compared "0 ranks"; now it names 'ranks'."""
     pytest.importorskip("real.compare")
     spec = (ROOT / "real" / "data" / "compare_all_reduce_gloo_2.yaml").read_text().replace("\nranks:", "\nrank:")
     assert "\nrank: 2" in spec
@@ -338,7 +337,7 @@ def test_item12_compare_spec_keys(tmp_path):
     assert_one_error_line(invoke("compare", str(path)), "compare spec", "'rank'", "did you mean 'ranks'")
 
 
-def test_item12_calibration_entry_without_canonical_keys(tmp_path):
+def test_calibration_entry_without_canonical_keys(tmp_path):
     """Item 12 (calibration files): an entry missing a key was a KeyError traceback."""
     path = tmp_path / "cal.yaml"
     path.write_text(
@@ -359,13 +358,13 @@ def test_item12_calibration_entry_without_canonical_keys(tmp_path):
         (["compare", "nope.yaml"], "compare spec 'nope.yaml' not found"),
     ],
 )
-def test_item13_missing_files_are_named_by_kind(args, kind):
-    """Item 13: every missing file was "scenario file ... not found"."""
+def test_missing_files_are_named_by_kind(args, kind):
+    """every missing file was "scenario file ... not found"."""
     assert_one_error_line(invoke(*args), kind)
 
 
-def test_item17_repetitions_time_is_per_call():
-    """Item 17: time_s is per call (total / repetitions) in the CLI help, the summary and the docs."""
+def test_repetitions_time_is_per_call():
+    """time_s is per call (total / repetitions) in the CLI help, the summary and the docs."""
     base = ["--op", "all_reduce", "--algorithm", "ring", "--ranks", "4", "--size", "1MiB", "--latency", "5us", "--bandwidth", "25GB/s"]
     one, three = summary(*base), summary(*base, "--repetitions", "3")
     assert three["time_s"] == pytest.approx(three["rank_end_s"]["max"] / 3, rel=1e-12)
@@ -385,8 +384,8 @@ def _readme_command(prefix: str) -> list[str]:
 
 
 @pytest.mark.parametrize("prefix", ["collsim sim ddp --profile", "collsim sweep"])
-def test_item18_readme_commands_run_as_written(prefix, tmp_path):
-    """Item 18: README commands name bundled files, and run from the repository root."""
+def test_readme_commands_run_as_written(prefix, tmp_path):
+    """README commands name bundled files, and run from the repository root."""
     command = _readme_command(prefix)
     (tmp_path / "docs").symlink_to(ROOT / "docs")  # relative paths as in a fresh clone; outputs land in tmp_path
     if command[1] == "sweep":
@@ -396,8 +395,8 @@ def test_item18_readme_commands_run_as_written(prefix, tmp_path):
     assert result.returncode == 0, result.stderr
 
 
-def test_item18_readme_shows_the_import_and_docs_cite_only_the_repository():
-    """Item 18: the README shows the Python import; docs/ddp.md cited "DESIGN §4/§5"."""
+def test_readme_shows_the_import_and_docs_cite_only_the_repository():
+    """the README shows the Python import; docs/ddp.md cited "DESIGN §4/§5"."""
     assert "from sim.scenario import CollectiveScenario" in (ROOT / "README.md").read_text()
     for doc in (ROOT / "docs").glob("*.md"):
         assert "DESIGN §" not in doc.read_text(), doc
@@ -412,8 +411,8 @@ def _imported(code: str) -> set[str]:
     return set(json.loads(out.stdout.splitlines()[-1]))
 
 
-def test_item19_help_and_a_collective_import_only_what_they_need():
-    """Item 19: ``collsim --help`` loads no numpy/networkx/yaml; a collective without files no yaml or pandas."""
+def test_help_and_a_collective_import_only_what_they_need():
+    """``collsim --help`` loads no numpy/networkx/yaml; a collective without files no yaml or pandas."""
     help_modules = _imported(
         "import sys; sys.argv = ['collsim', '--help']\nfrom sim.cli import cli\ntry:\n    cli()\nexcept SystemExit:\n    pass"
     )

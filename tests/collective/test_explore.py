@@ -39,7 +39,7 @@ def test_work_matches_the_run_without_running_it():
     for s in _grid():
         told = explore.work(s)
         result = run_collective(s)
-        assert told.exact  # every record declares its counts (tests/sim/test_algorithm_records.py)
+        assert told.exact  # every record declares its counts (tests/algorithms/test_records.py)
         assert told.messages == result.message_count, (s.op, s.algorithm, s.ranks, s.chunks, s.topology)
         assert told.pairs >= len(result.network.overflow)
         checked += 1
