@@ -19,6 +19,15 @@ separate port: the link is the port).
 Alone on its route a message takes exactly ``latency + n / bandwidth`` (the rate is the route's
 bandwidth, not a sum of partial progress), so the closed forms hold on ``switch(p)`` as under
 fifo sharing.
+
+**Fast path** (docs/scale.md). A message whose resources hold no other flow when it starts (no
+flow sharing them, none waiting out its latency to join them, and no earlier lone flow still on
+them) is a *lone* flow: its end, ``start + latency + n / bandwidth``, is scheduled at once, one
+event per message, and it never enters the max-min solver. A later message that would meet it
+(its flow joins one of those resources before the lone flow's end) turns it back into an
+ordinary flow, in the state it would have had anyway: joined at ``start + latency`` at its
+route's bandwidth (or about to join). Rates change only when flows meet, so the answer is the
+solver's: the ends of lone flows are computed with the same arithmetic as before.
 """
 
 from __future__ import annotations
@@ -36,28 +45,55 @@ _new = object.__new__
 
 
 class Flow(Event):
-    """One message's transfer. As an event it fires when the route's latency has passed: the
-    flow then joins the bandwidth sharing. ``version`` stales its scheduled ends on a rate change."""
+    """One message's transfer. A lone flow (``fast``) is its own end event; an ordinary flow is,
+    as an event, its join: it fires when the route's latency has passed and the flow then takes
+    part in the bandwidth sharing. ``version`` stales scheduled ends on a rate change."""
 
-    __slots__ = (
-        "net", "delivery", "src", "dst", "nbytes", "step", "chunk", "stream", "resources",
-        "start", "remaining", "rate", "updated", "version", "peak", "done",
-    )  # fmt: skip
+    __slots__ = ("net", "delivery", "src", "dst", "nbytes", "step", "chunk", "stream", "resources", "start", "peak", "join", "end")
+    # set on the instance only when they differ (most flows are lone: fewer stores per message)
+    _ok = True
+    _value = None
+    fast = False
+    done = False
+    version = 0
+    rate = 0.0
+    remaining = 0.0
+    updated = 0.0
 
 
 class _End(Event):
     """The scheduled end of a flow at its current rate; stale once the flow's rate changes."""
 
     __slots__ = ("flow", "version")
+    _ok = True
+    _value = None
+
+
+class _Join(Event):
+    """The join of a lone flow that a later message turned into an ordinary one before its latency passed."""
+
+    __slots__ = ("flow",)
+    _ok = True
+    _value = None
 
 
 def _joined(flow: Flow) -> None:
     flow.net._join(flow)
 
 
+def _joined_late(join: _Join) -> None:
+    flow = join.flow
+    flow.net._join(flow, True)
+
+
 def _ended(end: _End) -> None:
     flow = end.flow
     if end.version == flow.version and not flow.done:
+        flow.net._finish(flow)
+
+
+def _lone_ended(flow: Flow) -> None:
+    if not flow.version and not flow.done:  # version 0: no rate change since it started alone
         flow.net._finish(flow)
 
 
@@ -73,6 +109,10 @@ class FairNetwork(Network):
         # and ties come out the same on every run (a set's order follows memory addresses)
         self._active: list[dict[Flow, None]] = [{} for _ in range(self.resource_count)]
         self._streams: dict[int, deque | None] = {}  # busy stream -> messages queued behind it
+        # per resource: ordinary flows on it from their start to their end (joined or waiting
+        # out their latency), and the last lone flow that held it (lone flows never overlap)
+        self._ordinary = [0] * self.resource_count
+        self._holder: list[Flow | None] = [None] * self.resource_count
 
     def _transfer(self, event: Event, src: int, dst: int, nbytes: int, step: int, chunk: int, tag: int) -> None:
         """Start a message's flow now, or queue it behind the message its pair is moving."""
@@ -87,43 +127,99 @@ class FairNetwork(Network):
         streams[stream] = None
         resources, latency, inverse_bandwidth = self._routes.get(stream) or self.route(src, dst)
         flow = _new(Flow)
-        flow.env = self.env
-        flow.callbacks = [_joined]
-        flow._ok = True
-        flow._value = None
+        flow.env = env = self.env
         flow.net = self
         flow.delivery = event
         flow.src, flow.dst, flow.nbytes, flow.step, flow.chunk = src, dst, nbytes, step, chunk
         flow.stream = stream
         flow.resources = resources
-        flow.start = flow.updated = now = self.env._now
-        flow.remaining = float(nbytes)
-        flow.rate = 0.0
-        flow.version = 0
-        flow.peak = 1.0 / inverse_bandwidth
-        flow.done = False
+        flow.start = now = env._now
+        flow.peak = peak = 1.0 / inverse_bandwidth
         if self.jitter_s:
             latency += self._draw_jitter()
-        if latency > 0 or not nbytes:
-            self._deliver_at(now + latency, flow)  # _joined runs then
+        flow.join = join = now + latency
+        if nbytes:
+            ordinary, holder = self._ordinary, self._holder
+            for index in resources:
+                if ordinary[index]:
+                    break
+                other = holder[index]
+                if other is not None and not other.done:
+                    break
+            else:  # lone: ends at start + latency + n / bandwidth unless a later flow meets it
+                for index in resources:
+                    holder[index] = flow
+                flow.fast = True
+                flow.end = end = join + nbytes / peak
+                flow.callbacks = [_lone_ended]
+                instant = self._instants.get(end)
+                if instant is None:
+                    instant = self._open_instant(end)
+                instant.events.append(flow)
+                return
+            self._ordinary_flow(flow, join, latency)
+        else:  # an empty message shares nothing: it arrives when the latency has passed
+            flow.fast = True
+            flow.callbacks = [_lone_ended]
+            self._deliver_at(join, flow)
+
+    def _ordinary_flow(self, flow: Flow, join: float, latency: float) -> None:
+        """A flow that may meet others: counted on its resources; lone flows it would meet
+        (still moving when it joins) become ordinary flows first."""
+        ordinary, holder = self._ordinary, self._holder
+        now = flow.start
+        for index in flow.resources:
+            ordinary[index] += 1
+            other = holder[index]
+            # it meets a lone flow still moving when it joins; joining now, also one whose end
+            # is due now but has not fired yet (as an ordinary flow, that one is still joined)
+            if other is not None and other.fast and not other.done and (other.end > join or join == now):
+                self._unlone(other)
+        flow.updated = flow.start
+        flow.remaining = float(flow.nbytes)
+        flow.callbacks = [_joined]
+        if latency > 0:
+            self._deliver_at(join, flow)  # _joined runs then
         else:
             self._join(flow)
+
+    def _unlone(self, flow: Flow) -> None:
+        """A lone flow is about to meet another: from now on it is an ordinary flow, in the state
+        it would have had as one (joined at start + latency at its route's bandwidth, its end
+        event still the one scheduled, or joining when its latency has passed)."""
+        flow.fast = False
+        ordinary = self._ordinary
+        for index in flow.resources:
+            ordinary[index] += 1
+        flow.remaining = float(flow.nbytes)
+        if flow.join <= self.env._now:
+            flow.updated = flow.join
+            flow.rate = flow.peak
+            active = self._active
+            for index in flow.resources:
+                active[index][flow] = None
+        else:
+            flow.updated = flow.start
+            join = _new(_Join)
+            join.env = self.env
+            join.callbacks = [_joined_late]
+            join.flow = flow
+            self._deliver_at(flow.join, join)
 
     def _schedule_end(self, flow: Flow, time: float) -> None:
         end = _new(_End)
         end.env = self.env
         end.callbacks = [_ended]
-        end._ok = True
-        end._value = None
         end.flow = flow
         end.version = flow.version
-        self._deliver_at(time, end)
+        instant = self._instants.get(time)
+        if instant is None:
+            instant = self._open_instant(time)
+        instant.events.append(end)
 
-    def _join(self, flow: Flow) -> None:
-        """The latency has passed: the flow starts taking bandwidth."""
-        if not flow.nbytes:
-            self._finish(flow)
-            return
+    def _join(self, flow: Flow, scheduled: bool = False) -> None:
+        """The latency has passed: the flow starts taking bandwidth. ``scheduled``: a former lone
+        flow, whose end at its route's bandwidth is already scheduled."""
         active = self._active
         shared = False
         for index in flow.resources:
@@ -136,29 +232,32 @@ class FairNetwork(Network):
             self._reallocate(self._component([flow]), now)
         else:  # alone: the route's bandwidth, ending exactly at start + latency + n / bandwidth
             flow.rate = flow.peak
-            self._schedule_end(flow, now + flow.nbytes / flow.peak)
+            if not scheduled:
+                self._schedule_end(flow, now + flow.nbytes / flow.peak)
 
     def _finish(self, flow: Flow) -> None:
         """The flow's last byte has arrived: free its share, start its stream's next message,
         re-share what it leaves, and deliver."""
         flow.done = True
-        now = self.env._now
-        active = self._active
         neighbours: dict[Flow, None] | None = None
-        for index in flow.resources:
-            bucket = active[index]
-            bucket.pop(flow, None)  # an empty message never joined
-            if bucket:
-                if neighbours is None:
-                    neighbours = dict(bucket)
-                else:
-                    neighbours.update(bucket)
+        if not flow.fast:  # a lone flow leaves nothing to re-share
+            active, ordinary = self._active, self._ordinary
+            for index in flow.resources:
+                ordinary[index] -= 1
+                bucket = active[index]
+                bucket.pop(flow, None)
+                if bucket:
+                    if neighbours is None:
+                        neighbours = dict(bucket)
+                    else:
+                        neighbours.update(bucket)
         queue = self._streams.pop(flow.stream)
         if queue:
             following = queue.popleft()
             self._transfer(*following)
             if queue:
                 self._streams[flow.stream] = queue
+        now = self.env._now
         if neighbours:
             self._reallocate(self._component(neighbours), now)
         rows = self.message_table.buffer
@@ -167,8 +266,11 @@ class FairNetwork(Network):
             self.message_table.flush()
         delivery = flow.delivery
         callbacks, delivery.callbacks = delivery.callbacks, None
-        for callback in callbacks:
-            callback(delivery)
+        if len(callbacks) == 1:
+            callbacks[0](delivery)
+        else:
+            for callback in callbacks:
+                callback(delivery)
 
     def _component(self, seeds) -> dict[Flow, None]:
         """Every flow that shares a resource, directly or through other flows, with ``seeds``
