@@ -49,7 +49,7 @@ class Flow(Event):
     as an event, its join: it fires when the route's latency has passed and the flow then takes
     part in the bandwidth sharing. ``version`` stales scheduled ends on a rate change."""
 
-    __slots__ = ("net", "delivery", "src", "dst", "nbytes", "step", "chunk", "stream", "resources", "start", "peak", "join", "end")
+    __slots__ = ("net", "delivery", "message", "nbytes", "stream", "resources", "start", "peak", "join", "end")
     # set on the instance only when they differ (most flows are lone: fewer stores per message)
     _ok = True
     _value = None
@@ -92,9 +92,6 @@ def _ended(end: _End) -> None:
         flow.net._finish(flow)
 
 
-def _lone_ended(flow: Flow) -> None:
-    if not flow.version and not flow.done:  # version 0: no rate change since it started alone
-        flow.net._finish(flow)
 
 
 class FairNetwork(Network):
@@ -113,6 +110,7 @@ class FairNetwork(Network):
         # out their latency), and the last lone flow that held it (lone flows never overlap)
         self._ordinary = [0] * self.resource_count
         self._holder: list[Flow | None] = [None] * self.resource_count
+        self._lone_end_callback = self._lone_end  # bound once, not per message
 
     def _transfer(self, event: Event, src: int, dst: int, nbytes: int, step: int, chunk: int, tag: int) -> None:
         """Start a message's flow now, or queue it behind the message its pair is moving."""
@@ -127,13 +125,11 @@ class FairNetwork(Network):
         streams[stream] = None
         resources, latency, inverse_bandwidth = self._routes.get(stream) or self.route(src, dst)
         flow = _new(Flow)
-        flow.env = env = self.env
-        flow.net = self
         flow.delivery = event
-        flow.src, flow.dst, flow.nbytes, flow.step, flow.chunk = src, dst, nbytes, step, chunk
+        flow.message = (src, dst, nbytes, step, chunk)
         flow.stream = stream
         flow.resources = resources
-        flow.start = now = env._now
+        flow.start = now = self.env._now
         flow.peak = peak = 1.0 / inverse_bandwidth
         if self.jitter_s:
             latency += self._draw_jitter()
@@ -151,22 +147,55 @@ class FairNetwork(Network):
                     holder[index] = flow
                 flow.fast = True
                 flow.end = end = join + nbytes / peak
-                flow.callbacks = [_lone_ended]
+                flow.callbacks = [self._lone_end_callback]
                 instant = self._instants.get(end)
                 if instant is None:
                     instant = self._open_instant(end)
                 instant.events.append(flow)
                 return
-            self._ordinary_flow(flow, join, latency)
+            self._ordinary_flow(flow, nbytes, join, latency)
         else:  # an empty message shares nothing: it arrives when the latency has passed
             flow.fast = True
-            flow.callbacks = [_lone_ended]
+            flow.callbacks = [self._lone_end_callback]
             self._deliver_at(join, flow)
 
-    def _ordinary_flow(self, flow: Flow, join: float, latency: float) -> None:
+    def _lone_end(self, flow: Flow) -> None:
+        """A lone flow's scheduled end (the flow itself is the event): deliver, as :meth:`_finish`
+        without the re-sharing; a flow made ordinary meanwhile ends here only at an unchanged rate."""
+        if not flow.fast:
+            if not flow.version and not flow.done:
+                self._finish(flow)
+            return
+        flow.done = True
+        stream = flow.stream
+        streams = self._streams
+        queue = streams.pop(stream)
+        if queue:
+            following = queue.popleft()
+            self._transfer(*following)
+            if queue:
+                streams[stream] = queue
+        src, dst, nbytes, step, chunk = flow.message
+        rows = self.message_table.buffer
+        rows.append((src, dst, flow.start, self.env._now, nbytes, step, chunk))
+        if len(rows) >= BUFFER_ROWS:
+            self.message_table.flush()
+        delivery = flow.delivery
+        callbacks = delivery.callbacks
+        delivery.callbacks = None
+        if len(callbacks) == 1:
+            callbacks[0](delivery)
+        else:
+            for callback in callbacks:
+                callback(delivery)
+
+    def _ordinary_flow(self, flow: Flow, nbytes: int, join: float, latency: float) -> None:
         """A flow that may meet others: counted on its resources; lone flows it would meet
         (still moving when it joins) become ordinary flows first."""
         ordinary, holder = self._ordinary, self._holder
+        flow.env = self.env
+        flow.net = self
+        flow.nbytes = nbytes
         now = flow.start
         for index in flow.resources:
             ordinary[index] += 1
@@ -188,6 +217,9 @@ class FairNetwork(Network):
         it would have had as one (joined at start + latency at its route's bandwidth, its end
         event still the one scheduled, or joining when its latency has passed)."""
         flow.fast = False
+        flow.env = self.env
+        flow.net = self
+        flow.nbytes = flow.message[2]
         ordinary = self._ordinary
         for index in flow.resources:
             ordinary[index] += 1
@@ -260,8 +292,9 @@ class FairNetwork(Network):
         now = self.env._now
         if neighbours:
             self._reallocate(self._component(neighbours), now)
+        src, dst, nbytes, step, chunk = flow.message
         rows = self.message_table.buffer
-        rows.append((flow.src, flow.dst, flow.start, now, flow.nbytes, flow.step, flow.chunk))
+        rows.append((src, dst, flow.start, now, nbytes, step, chunk))
         if len(rows) >= BUFFER_ROWS:
             self.message_table.flush()
         delivery = flow.delivery
