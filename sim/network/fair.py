@@ -240,7 +240,6 @@ class FairNetwork(Network):
 
     def _schedule_end(self, flow: Flow, time: float) -> None:
         end = _new(_End)
-        end.env = self.env
         end.callbacks = [_ended]
         end.flow = flow
         end.version = flow.version
@@ -323,20 +322,35 @@ class FairNetwork(Network):
         """Progress every flow to ``now`` at its old rate, then give the component its max-min
         fair rates; flows whose rate changed get a new scheduled end."""
         for flow in flows:
-            if flow.rate:
-                flow.remaining = max(0.0, flow.remaining - flow.rate * (now - flow.updated))
+            rate = flow.rate
+            if rate:
+                remaining = flow.remaining - rate * (now - flow.updated)
+                flow.remaining = remaining if remaining > 0.0 else 0.0
             flow.updated = now
+        instants = self._instants
         for flow, rate in self._max_min(flows).items():
-            if flow.rate and abs(rate - flow.rate) <= 1e-12 * flow.rate:
+            old = flow.rate
+            if old and abs(rate - old) <= 1e-12 * old:
                 continue  # same rate: its scheduled end stands
             flow.rate = rate
-            flow.version += 1
-            if rate > 0:
-                self._schedule_end(flow, now + flow.remaining / rate)
+            flow.version = version = flow.version + 1
+            if rate > 0:  # _schedule_end, inlined
+                end = _new(_End)
+                end.callbacks = [_ended]
+                end.flow = flow
+                end.version = version
+                time = now + flow.remaining / rate
+                instant = instants.get(time)
+                if instant is None:
+                    instant = self._open_instant(time)
+                instant.events.append(end)
 
     def _max_min(self, flows: dict[Flow, None]) -> dict[Flow, float]:
         """Progressive filling over the flows' resources (each flow also capped at its route's
-        bandwidth, the bandwidth of its slowest link, which is one of those resources)."""
+        bandwidth, the bandwidth of its slowest link, which is one of those resources).
+
+        The most constrained resource (smallest capacity left per unfrozen flow; the first such in
+        the order the flows list their resources) freezes its flows at that share, and so on."""
         capacity, active = self._capacity, self._active
         left: dict[int, float] = {}
         users: dict[int, int] = {}
@@ -349,17 +363,24 @@ class FairNetwork(Network):
                     left[index] = capacity[index]
         rates: dict[Flow, float] = {}
         while users:
-            bottleneck = min(users, key=lambda index: left[index] / users[index])
-            share = max(0.0, left[bottleneck] / users[bottleneck])
+            keys = list(users)
+            ratios = [left[index] / users[index] for index in keys]
+            bottleneck = keys[ratios.index(min(ratios))]  # the first smallest, as min(key=...) picks
+            share = left[bottleneck] / users[bottleneck]
+            if share <= 0.0:  # as max(0.0, share)
+                share = 0.0
             for flow in active[bottleneck]:
                 if flow in rates:
                     continue
-                rate = min(share, flow.peak)
+                peak = flow.peak
+                rate = peak if peak < share else share
                 rates[flow] = rate
                 for index in flow.resources:
                     left[index] -= rate
-                    users[index] -= 1
-                    if not users[index]:
+                    count = users[index] - 1
+                    if count:
+                        users[index] = count
+                    else:
                         del users[index]
             users.pop(bottleneck, None)
         return rates
