@@ -49,12 +49,11 @@ class Flow(Event):
     as an event, its join: it fires when the route's latency has passed and the flow then takes
     part in the bandwidth sharing. ``version`` stales scheduled ends on a rate change."""
 
-    __slots__ = ("net", "delivery", "message", "nbytes", "stream", "resources", "start", "peak", "join", "end")
-    # set on the instance only when they differ (most flows are lone: fewer stores per message)
+    # a lone flow sets slots only (no instance dict to allocate); an ordinary flow's solver state
+    # (and env, net) go to the instance dict, with these class defaults until set
+    __slots__ = ("callbacks", "fast", "done", "delivery", "message", "nbytes", "stream", "resources", "start", "peak", "join", "end")
     _ok = True
     _value = None
-    fast = False
-    done = False
     version = 0
     rate = 0.0
     remaining = 0.0
@@ -110,7 +109,7 @@ class FairNetwork(Network):
         # out their latency), and the last lone flow that held it (lone flows never overlap)
         self._ordinary = [0] * self.resource_count
         self._holder: list[Flow | None] = [None] * self.resource_count
-        self._lone_end_callback = self._lone_end  # bound once, not per message
+        self._lone_callbacks = [self._lone_end]  # every lone flow's callbacks (bound once, never changed)
 
     def _transfer(self, event: Event, src: int, dst: int, nbytes: int, step: int, chunk: int, tag: int) -> None:
         """Start a message's flow now, or queue it behind the message its pair is moving."""
@@ -125,6 +124,7 @@ class FairNetwork(Network):
         streams[stream] = None
         resources, latency, inverse_bandwidth = self._routes.get(stream) or self.route(src, dst)
         flow = _new(Flow)
+        flow.done = False
         flow.delivery = event
         flow.message = (src, dst, nbytes, step, chunk)
         flow.stream = stream
@@ -147,16 +147,17 @@ class FairNetwork(Network):
                     holder[index] = flow
                 flow.fast = True
                 flow.end = end = join + nbytes / peak
-                flow.callbacks = [self._lone_end_callback]
+                flow.callbacks = self._lone_callbacks  # one list for all: _fire only reads it
                 instant = self._instants.get(end)
                 if instant is None:
                     instant = self._open_instant(end)
                 instant.events.append(flow)
                 return
+            flow.fast = False
             self._ordinary_flow(flow, nbytes, join, latency)
         else:  # an empty message shares nothing: it arrives when the latency has passed
             flow.fast = True
-            flow.callbacks = [self._lone_end_callback]
+            flow.callbacks = self._lone_callbacks
             self._deliver_at(join, flow)
 
     def _lone_end(self, flow: Flow) -> None:
