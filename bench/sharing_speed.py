@@ -19,7 +19,8 @@ ratios compare numbers taken under the same load. Configurations:
 - with ``--contended-256``, also ``fifo contended 256`` and ``fair contended 256``: the same on 256
   ranks, 32 nodes x 8, 1 MiB (issue 23's contended case).
 
-Prints medians with min..max per configuration and the same-round ratios' medians. A benchmark,
+Prints medians with min..max per configuration and the same-round ratios' medians, by wall time
+and by CPU time (time.process_time, which moves far less with the load of a shared machine). A benchmark,
 not a test: it asserts nothing. Needs git (the old engine comes from the repository's history).
 """
 
@@ -52,8 +53,8 @@ from sim.collective.runner import run_collective
 from sim.scenario import CollectiveScenario
 scenario = CollectiveScenario.from_dict(config["scenario"])
 gc.collect()
-start = time.perf_counter(); result = run_collective(scenario); wall = time.perf_counter() - start
-print(json.dumps({"wall_s": wall, "messages": result.message_count, "time_s": result.time_s}))
+cpu = time.process_time(); start = time.perf_counter(); result = run_collective(scenario); wall = time.perf_counter() - start
+print(json.dumps({"wall_s": wall, "cpu_s": time.process_time() - cpu, "messages": result.message_count, "time_s": result.time_s}))
 """
 
 
@@ -169,7 +170,9 @@ def main() -> None:
         pairs.append(("fair contended 256", "fifo contended 256"))
     for top, bottom in pairs:
         ratios = [b["wall_s"] / t["wall_s"] for t, b in zip(runs[top], runs[bottom])]
-        print(f"rate {top} / {bottom}: median {statistics.median(ratios):.2f} (min {min(ratios):.2f}, max {max(ratios):.2f}), same-round pairs")
+        cpu = [b["cpu_s"] / t["cpu_s"] for t, b in zip(runs[top], runs[bottom])]
+        print(f"rate {top} / {bottom}: median {statistics.median(ratios):.2f} (min {min(ratios):.2f}, max {max(ratios):.2f}), same-round pairs;"
+              f" by CPU time {statistics.median(cpu):.2f} ({min(cpu):.2f}..{max(cpu):.2f})")  # fmt: skip
     if args.json:
         Path(args.json).write_text(json.dumps(runs, indent=1))
 

@@ -79,6 +79,12 @@ def platform_xml(ranks: int, latency_s: float, bandwidth_Bps: float) -> str:
     )
 
 
+def children_cpu() -> float:
+    """CPU seconds (user + system) of the finished child processes so far."""
+    times = os.times()
+    return times.children_user + times.children_system
+
+
 def missing() -> str | None:
     for tool in ("smpicc", "smpirun"):
         if shutil.which(tool) is None:
@@ -103,13 +109,13 @@ def smpi_run(directory: Path, binary: Path, ranks: int, size: int, latency_s: fl
     config = [*CONFIG, f"smpi/shared-malloc-blocksize:{block}"]
     command = ["smpirun", "-np", str(ranks), "-platform", str(plat), "-hostfile", str(hosts)]
     command += [f"--cfg={item}" for item in config] + ["--log=root.thres:critical", str(binary), str(size), reduction]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), children_cpu()
     out = subprocess.run(command, capture_output=True, text=True, cwd=directory)
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, children_cpu() - cpu
     found = re.search(r"simulated_s (\S+)", out.stdout)
     if out.returncode or not found:
         raise SystemExit(f"smpirun failed ({out.returncode}): {out.stderr[-2000:]}")
-    return {"wall_s": wall, "time_s": float(found.group(1))}
+    return {"wall_s": wall, "cpu_s": cpu, "time_s": float(found.group(1))}
 
 
 def collsim_run(ranks: int, size: int, latency_s: float, bandwidth_Bps: float, sharing: str) -> dict:
@@ -117,11 +123,11 @@ def collsim_run(ranks: int, size: int, latency_s: float, bandwidth_Bps: float, s
     command += ["--ranks", str(ranks), "--size", str(size), "--latency", f"{latency_s * 1e6:g}us", "--bandwidth", f"{bandwidth_Bps / 1e9:g}GB/s"]
     command += ["--sharing", sharing, "--json"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), children_cpu()
     out = subprocess.run(command, capture_output=True, text=True, check=True, env=env, cwd=ROOT)
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, children_cpu() - cpu
     found = re.search(r'"time_s":\s*([0-9.eE+-]+)', out.stdout)
-    return {"wall_s": wall, "time_s": float(found.group(1)) if found else float("nan")}
+    return {"wall_s": wall, "cpu_s": cpu, "time_s": float(found.group(1)) if found else float("nan")}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -140,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     engines = ["collsim fair", "collsim fifo"] + ([] if args.no_smpi else [f"SMPI ({args.reduction})"])
     walls: dict[tuple[str, int], list[float]] = {}
+    cpus: dict[tuple[str, int], list[float]] = {}
     times: dict[tuple[str, int], float] = {}
     with tempfile.TemporaryDirectory() as name:
         directory = Path(name)
@@ -152,17 +159,18 @@ def main(argv: list[str] | None = None) -> int:
                     else:
                         run = collsim_run(ranks, args.size, latency_s, bandwidth_Bps, engine.split()[1])
                     walls.setdefault((engine, ranks), []).append(run["wall_s"])
+                    cpus.setdefault((engine, ranks), []).append(run["cpu_s"])
                     times[(engine, ranks)] = run["time_s"]
     print(f"# ring all-reduce {args.size:,} B, switch(p), 5 us, 25 GB/s; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
           f"{platform.node()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; {args.rounds} interleaved rounds, whole processes")  # fmt: skip
-    print(f"{'ranks':>6} {'engine':<14} {'wall median s (min..max)':>28} {'simulated time':>16} {'SMPI / this':>12}")
+    print(f"{'ranks':>6} {'engine':<14} {'wall median s (min..max)':>28} {'CPU median s':>13} {'simulated time':>16} {'SMPI / this (wall, CPU)':>24}")
     for ranks in args.ranks:
-        smpi = walls.get((engines[-1], ranks)) if not args.no_smpi else None
+        smpi = None if args.no_smpi else (walls[(engines[-1], ranks)], cpus[(engines[-1], ranks)])
         for engine in engines:
-            values = walls[(engine, ranks)]
-            ratio = f"{statistics.median(smpi) / statistics.median(values):.1f}x" if smpi else ""
-            print(f"{ranks:>6} {engine:<14} {statistics.median(values):>12.2f} ({min(values):.2f}..{max(values):.2f}) "
-                  f"{times[(engine, ranks)] * 1e3:>13.4f} ms {ratio:>12}")  # fmt: skip
+            values, cpu = walls[(engine, ranks)], cpus[(engine, ranks)]
+            ratio = f"{statistics.median(smpi[0]) / statistics.median(values):.1f}x, {statistics.median(smpi[1]) / statistics.median(cpu):.1f}x" if smpi else ""
+            print(f"{ranks:>6} {engine:<14} {statistics.median(values):>12.2f} ({min(values):.2f}..{max(values):.2f}) {statistics.median(cpu):>13.2f}"
+                  f" {times[(engine, ranks)] * 1e3:>13.4f} ms {ratio:>24}")  # fmt: skip
     return 0
 
 
