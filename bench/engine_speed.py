@@ -127,7 +127,9 @@ def main() -> None:
                     run = child("simpy_ring", simpy_ring(p, reps))
                 else:
                     run = child("full", {"scenario": {**ring(p, reps), "sharing": engine}, "mode": "full"})
-                row = rows.setdefault(f"p={p} {engine}", {"rate": [], "ratio": [], "wall": [], "rss": [], "messages": [], "time_s": [], "to_fifo": []})
+                row = rows.setdefault(
+                    f"p={p} {engine}", {"rate": [], "ratio": [], "wall": [], "rss": [], "messages": [], "time_s": [], "to_fifo": []}
+                )
                 rate = run["messages"] / run["wall_s"]
                 walls[engine] = run["cpu_s"]
                 row["rate"].append(rate)
@@ -141,7 +143,9 @@ def main() -> None:
     print(f"# engine speed, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.processor() or platform.machine()}, "
           f"Python {platform.python_version()}, {args.repeats} interleaved runs, median (min..max)")  # fmt: skip
     print(f"bare SimPy timeout events/s: {spread(bare)}")
-    print(f"{'config':<20} {'messages':>10} {'messages/s':>30} {'ratio to bare':>18} {'wall s':>20} {'CPU / fifo':>18} {'peak RSS MB':>12} {'simulated s':>14}")
+    print(
+        f"{'config':<20} {'messages':>10} {'messages/s':>30} {'ratio to bare':>18} {'wall s':>20} {'CPU / fifo':>18} {'peak RSS MB':>12} {'simulated s':>14}"
+    )
     for name, row in rows.items():
         ratio = f"{statistics.median(row['ratio']):.2f} ({min(row['ratio']):.2f}..{max(row['ratio']):.2f})"
         wall = f"{statistics.median(row['wall']):.2f} ({min(row['wall']):.2f}..{max(row['wall']):.2f})"

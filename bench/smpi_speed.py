@@ -73,7 +73,7 @@ CONFIG = [
 
 def platform_xml(ranks: int, latency_s: float, bandwidth_Bps: float) -> str:
     return (
-        "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n<platform version=\"4.1\">\n"
+        '<?xml version=\'1.0\'?>\n<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n<platform version="4.1">\n'
         f'  <cluster id="switch" prefix="h" suffix="" radical="0-{ranks - 1}" speed="1Gf" bw="{bandwidth_Bps:.6g}Bps" '
         f'lat="{latency_s / 2:.9g}s" sharing_policy="SPLITDUPLEX"/>\n</platform>\n'
     )
@@ -120,7 +120,16 @@ def smpi_run(directory: Path, binary: Path, ranks: int, size: int, latency_s: fl
 
 def collsim_run(ranks: int, size: int, latency_s: float, bandwidth_Bps: float, sharing: str) -> dict:
     command = [sys.executable, "-c", "from sim.cli import main; main()", "sim", "collective", "--op", "all_reduce", "--algorithm", "ring"]
-    command += ["--ranks", str(ranks), "--size", str(size), "--latency", f"{latency_s * 1e6:g}us", "--bandwidth", f"{bandwidth_Bps / 1e9:g}GB/s"]
+    command += [
+        "--ranks",
+        str(ranks),
+        "--size",
+        str(size),
+        "--latency",
+        f"{latency_s * 1e6:g}us",
+        "--bandwidth",
+        f"{bandwidth_Bps / 1e9:g}GB/s",
+    ]
     command += ["--sharing", sharing, "--json"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     start, cpu = time.perf_counter(), children_cpu()
@@ -163,12 +172,18 @@ def main(argv: list[str] | None = None) -> int:
                     times[(engine, ranks)] = run["time_s"]
     print(f"# ring all-reduce {args.size:,} B, switch(p), 5 us, 25 GB/s; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
           f"{platform.node()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; {args.rounds} interleaved rounds, whole processes")  # fmt: skip
-    print(f"{'ranks':>6} {'engine':<14} {'wall median s (min..max)':>28} {'CPU median s':>13} {'simulated time':>16} {'SMPI / this (wall, CPU)':>24}")
+    print(
+        f"{'ranks':>6} {'engine':<14} {'wall median s (min..max)':>28} {'CPU median s':>13} {'simulated time':>16} {'SMPI / this (wall, CPU)':>24}"
+    )
     for ranks in args.ranks:
         smpi = None if args.no_smpi else (walls[(engines[-1], ranks)], cpus[(engines[-1], ranks)])
         for engine in engines:
             values, cpu = walls[(engine, ranks)], cpus[(engine, ranks)]
-            ratio = f"{statistics.median(smpi[0]) / statistics.median(values):.1f}x, {statistics.median(smpi[1]) / statistics.median(cpu):.1f}x" if smpi else ""
+            ratio = (
+                f"{statistics.median(smpi[0]) / statistics.median(values):.1f}x, {statistics.median(smpi[1]) / statistics.median(cpu):.1f}x"
+                if smpi
+                else ""
+            )
             print(f"{ranks:>6} {engine:<14} {statistics.median(values):>12.2f} ({min(values):.2f}..{max(values):.2f}) {statistics.median(cpu):>13.2f}"
                   f" {times[(engine, ranks)] * 1e3:>13.4f} ms {ratio:>24}")  # fmt: skip
     return 0

@@ -91,8 +91,6 @@ def _ended(end: _End) -> None:
         flow.net._finish(flow)
 
 
-
-
 class FairNetwork(Network):
     """A :class:`Network` whose links and ports are shared max-min fairly by concurrent flows."""
 

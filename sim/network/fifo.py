@@ -76,7 +76,9 @@ class FifoNetwork(Network):
                     break
         if busy:
             held = (*links, connection)
-            self._hold((next(self._order), event, src, dst, nbytes, step, chunk, held, nbytes * inverse_bandwidth, latency, inverse_bandwidth))
+            self._hold(
+                (next(self._order), event, src, dst, nbytes, step, chunk, held, nbytes * inverse_bandwidth, latency, inverse_bandwidth)
+            )
             return
         # _occupy, inlined: this is the hot path. The arrival is (start + latency) + n / bandwidth,
         # the fair engine's arithmetic, so both give the same bits wherever no two messages meet.
@@ -106,7 +108,18 @@ class FifoNetwork(Network):
         return entry
 
     def _occupy(
-        self, event: Event, src: int, dst: int, nbytes: int, step: int, chunk: int, held, start: float, transmit: float, latency: float, inverse_bandwidth: float
+        self,
+        event: Event,
+        src: int,
+        dst: int,
+        nbytes: int,
+        step: int,
+        chunk: int,
+        held,
+        start: float,
+        transmit: float,
+        latency: float,
+        inverse_bandwidth: float,
     ) -> None:
         """Links and ports are busy while the bytes pass (``transmit``); the message arrives
         ``latency`` later, and its connection is free then."""

@@ -121,7 +121,9 @@ def quiet_scenarios(draw):
 QUIET: list[bool] = []
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture], derandomize=True)
+@settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture], derandomize=True
+)
 @given(quiet_scenarios())
 def test_random_scenarios_where_no_two_messages_meet_are_identical(monkeypatch, scenario):
     counts = Counts(monkeypatch)
