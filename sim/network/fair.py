@@ -42,6 +42,7 @@ from sim.network.engine import BUFFER_ROWS, Network
 from sim.network.topology import Topology
 
 _new = object.__new__
+_FREE = object()  # no message on a stream
 
 
 class Flow(Event):
@@ -55,6 +56,7 @@ class Flow(Event):
     _ok = True
     _value = None
     version = 0
+    row_index = None  # a former lean flow's record, written when it started: amended at its end
     rate = 0.0
     remaining = 0.0
     updated = 0.0
@@ -108,19 +110,52 @@ class FairNetwork(Network):
         self._ordinary = [0] * self.resource_count
         self._holder: list[Flow | None] = [None] * self.resource_count
         self._lone_callbacks = [self._lone_end]  # every lone flow's callbacks (bound once, never changed)
+        self._lean_next_callback = self._lean_next
+        self._lean_count = 0
 
     def _transfer(self, event: Event, src: int, dst: int, nbytes: int, step: int, chunk: int, tag: int) -> None:
         """Start a message's flow now, or queue it behind the message its pair is moving."""
         stream = src * self._nodes + dst  # one connection per ordered pair, whatever the tag
         streams = self._streams
-        if stream in streams:  # the stream is busy: go behind its current message
-            queue = streams[stream]
-            if queue is None:
-                queue = streams[stream] = deque()
-            queue.append((event, src, dst, nbytes, step, chunk, tag))
+        current = streams.get(stream, _FREE)
+        if current is not _FREE and (current.__class__ is not tuple or current[1].callbacks is not None):
+            # the stream is busy: go behind its current message
+            if current.__class__ is deque:
+                current.append((event, src, dst, nbytes, step, chunk, tag))
+            else:
+                streams[stream] = deque([(event, src, dst, nbytes, step, chunk, tag)])
+                if current is not None:  # a lean flow: its delivery starts the next message
+                    self._hook(current[1], stream)
             return
-        streams[stream] = None
         resources, latency, inverse_bandwidth = self._routes.get(stream) or self.route(src, dst)
+        if nbytes and not self.jitter_s:
+            ordinary, holder = self._ordinary, self._holder
+            for index in resources:
+                if ordinary[index]:
+                    break
+                other = holder[index]
+                if other is not None and (other[1].callbacks is not None if other.__class__ is tuple else not other.done):
+                    break
+            else:  # lean: its record and its delivery at start + latency + n / bandwidth, now
+                now = self.env._now
+                end = now + latency + nbytes / (1.0 / inverse_bandwidth)
+                table = self.message_table
+                rows = table.buffer
+                row = (src, dst, now, end, nbytes, step, chunk)
+                instant = self._instants.get(end)
+                if instant is None:
+                    instant = self._open_instant(end)
+                lean = (row, event, instant, stream, table.flushed + len(rows))
+                instant.events.append(event)
+                for index in resources:
+                    holder[index] = lean
+                streams[stream] = lean
+                rows.append(row)
+                if len(rows) >= BUFFER_ROWS:
+                    table.flush()
+                    self._purge()
+                return
+        streams[stream] = None
         flow = _new(Flow)
         flow.done = False
         flow.delivery = event
@@ -138,7 +173,7 @@ class FairNetwork(Network):
                 if ordinary[index]:
                     break
                 other = holder[index]
-                if other is not None and not other.done:
+                if other is not None and (other[1].callbacks is not None if other.__class__ is tuple else not other.done):
                     break
             else:  # lone: ends at start + latency + n / bandwidth unless a later flow meets it
                 for index in resources:
@@ -173,7 +208,7 @@ class FairNetwork(Network):
             following = queue.popleft()
             self._transfer(*following)
             if queue:
-                streams[stream] = queue
+                self._requeue(stream, queue)
         src, dst, nbytes, step, chunk = flow.message
         rows = self.message_table.buffer
         rows.append((src, dst, flow.start, self.env._now, nbytes, step, chunk))
@@ -188,6 +223,65 @@ class FairNetwork(Network):
             for callback in callbacks:
                 callback(delivery)
 
+    def _hook(self, delivery: Event, stream: int) -> None:
+        """A lean flow's delivery first starts the message queued behind it on its stream."""
+        delivery.stream = stream
+        delivery.callbacks.insert(0, self._lean_next_callback)
+
+    def _lean_next(self, delivery: Event) -> None:
+        stream = delivery.stream
+        queue = self._streams.pop(stream)
+        following = queue.popleft()
+        self._transfer(*following)
+        if queue:
+            self._requeue(stream, queue)
+
+    def _requeue(self, stream: int, queue: deque) -> None:
+        """Messages still queued behind the one just started on ``stream``."""
+        current = self._streams.get(stream)
+        self._streams[stream] = queue
+        if current.__class__ is tuple:
+            self._hook(current[1], stream)
+
+    def _purge(self) -> None:
+        """Forget lean flows delivered long ago (streams of pairs not used since): bounded memory."""
+        streams = self._streams
+        if len(streams) > 4 * BUFFER_ROWS:
+            self._streams = {key: value for key, value in streams.items() if value.__class__ is not tuple or value[1].callbacks is not None}
+
+    def _unlean(self, lean: tuple) -> Flow:
+        """A lean flow about to meet another becomes a lone Flow first (then an ordinary one):
+        the same state, its delivery's place in its instant taken by the flow's end."""
+        row, delivery, instant, stream, row_index = lean
+        src, dst, start, end, nbytes, step, chunk = row
+        resources, latency, inverse_bandwidth = self._routes[stream]
+        flow = _new(Flow)
+        flow.done = False
+        flow.delivery = delivery
+        flow.message = (src, dst, nbytes, step, chunk)
+        flow.stream = stream
+        flow.resources = resources
+        flow.start = start
+        flow.peak = 1.0 / inverse_bandwidth
+        flow.join = start + latency
+        flow.end = end
+        flow.fast = True
+        flow.callbacks = self._lone_callbacks
+        flow.row_index = row_index
+        events = instant.events
+        events[events.index(delivery)] = flow
+        callbacks = delivery.callbacks
+        if callbacks and callbacks[0] == self._lean_next_callback:  # the Flow's end starts the queue now
+            del callbacks[0]
+        streams = self._streams
+        if streams.get(stream) is lean:
+            streams[stream] = None
+        holder = self._holder
+        for index in resources:
+            if holder[index] is lean:
+                holder[index] = flow
+        return flow
+
     def _ordinary_flow(self, flow: Flow, nbytes: int, join: float, latency: float) -> None:
         """A flow that may meet others: counted on its resources; lone flows it would meet
         (still moving when it joins) become ordinary flows first."""
@@ -199,6 +293,10 @@ class FairNetwork(Network):
         for index in flow.resources:
             ordinary[index] += 1
             other = holder[index]
+            if other.__class__ is tuple:
+                if other[1].callbacks is None or not (other[0][3] > join or join == now):
+                    continue
+                other = self._unlean(other)
             # it meets a lone flow still moving when it joins; joining now, also one whose end
             # is due now but has not fired yet (as an ordinary flow, that one is still joined)
             if other is not None and other.fast and not other.done and (other.end > join or join == now):
@@ -286,15 +384,18 @@ class FairNetwork(Network):
             following = queue.popleft()
             self._transfer(*following)
             if queue:
-                self._streams[flow.stream] = queue
+                self._requeue(flow.stream, queue)
         now = self.env._now
         if neighbours:
             self._reallocate(self._component(neighbours), now)
         src, dst, nbytes, step, chunk = flow.message
-        rows = self.message_table.buffer
-        rows.append((src, dst, flow.start, now, nbytes, step, chunk))
-        if len(rows) >= BUFFER_ROWS:
-            self.message_table.flush()
+        if flow.row_index is not None:  # a former lean flow: its row was written when it started
+            self.message_table.amend_end(flow.row_index, (src, dst, flow.start, flow.end, nbytes, step, chunk), now)
+        else:
+            rows = self.message_table.buffer
+            rows.append((src, dst, flow.start, now, nbytes, step, chunk))
+            if len(rows) >= BUFFER_ROWS:
+                self.message_table.flush()
         delivery = flow.delivery
         callbacks, delivery.callbacks = delivery.callbacks, None
         if len(callbacks) == 1:

@@ -219,3 +219,57 @@ def test_lone_flows_one_after_another_on_a_link_stay_lone(monkeypatch):
     env.run()
     assert ends == [4.0, 8.0, 12.0]  # 1 s latency + 3 B at 1 B/s each, one after the other
     assert counts.solver == 0
+
+
+def test_records_of_flows_that_met_after_starting_alone_are_amended_wherever_they_are():
+    """A lone flow's row is written when it starts; if a later flow meets it, its end is amended
+    in the buffer, the kept columns or the aggregated totals (max_events) alike."""
+    s = CollectiveScenario.from_dict(
+        {"op": "all_reduce", "algorithm": "ring", "ranks": 64, "size": "256KiB", "latency": "5us", "bandwidth": "25GB/s",
+         "topology": "two_level", "gpus_per_node": 8, "intra_bandwidth": "300GB/s", "intra_latency": "1us",
+         "placement": "round_robin", "repetitions": 2}
+    )  # fmt: skip
+    full = run_collective(s.replace(record="full"))
+    assert full.message_count == 2 * 2 * 64 * 63 > 8192  # rows flushed to columns mid-run
+    rows = list(full.network.messages)
+    alone = 5e-6 + 4096 / 25e9  # the fastest a 4 KiB piece can take: latency + n / B, unshared
+    assert all(end - start >= alone * (1 - 1e-12) for _, _, start, end, *_ in rows)
+    assert max(end for _, _, _, end, *_ in rows) == pytest.approx(full.total_time_s, rel=1e-12)
+    bounded = run_collective(s.replace(max_events=100))
+    assert bounded.time_s == full.time_s
+    assert list(bounded.network.messages) == rows[:100]
+    totals, reference = bounded.network.pair_totals(), full.network.pair_totals()
+    assert {k: v[:2] for k, v in totals.items()} == {k: v[:2] for k, v in reference.items()}
+    assert [v[2] for v in totals.values()] == pytest.approx([reference[k][2] for k in totals], rel=1e-9)
+
+
+@pytest.mark.parametrize("before, limit", [(0, None), (0, 10), (20, 10)])
+def test_a_met_flows_row_is_amended_after_its_buffer_was_flushed(before, limit):
+    """Row of 0 -> 1 written at its start, flushed (kept in the columns, or past ``limit`` into
+    the totals) by 9,000 later rows, then amended when 2 -> 1 meets it and it ends later."""
+    env = simpy.Environment()
+    net = make_network(env, topo.switch(8, 0.0, 1e9), "fair", max_events=limit)
+    ends = {}
+
+    def long_flow():
+        yield net.send(0, 1, 10**7)  # 10 ms alone
+        ends["long"] = env.now
+
+    def chatter():
+        for _ in range(before):
+            yield net.send(4, 5, 1000)
+        env.process(long_flow())
+        for _ in range(9000):
+            yield net.send(2, 3, 1)  # 1 ns each, 9 us in all
+        yield net.send(2, 1, 10**6)  # meets 0 -> 1 on 1's link: both at half rate from here
+
+    env.process(chatter())
+    env.run()
+    start = before * 1e-6
+    assert ends["long"] > start + 1e-2  # slowed down by the flow that met it
+    totals = net.pair_totals()
+    assert totals[(0, 1)][0] == 1
+    assert totals[(0, 1)][2] == pytest.approx(ends["long"] - start, rel=1e-12)
+    if limit is None:
+        (row,) = [row for row in net.messages if row[:2] == (0, 1)]
+        assert row[2:4] == (start, ends["long"])
