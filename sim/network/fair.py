@@ -111,7 +111,7 @@ class FairNetwork(Network):
         self._holder: list[Flow | None] = [None] * self.resource_count
         self._lone_callbacks = [self._lone_end]  # every lone flow's callbacks (bound once, never changed)
         self._lean_next_callback = self._lean_next
-        self._lean_count = 0
+        self._purge_at = 4 * BUFFER_ROWS  # connections remembered before delivered lean flows are dropped
 
     def _transfer(self, event: Event, src: int, dst: int, nbytes: int, step: int, chunk: int, tag: int) -> None:
         """Start a message's flow now, or queue it behind the message its pair is moving."""
@@ -244,10 +244,14 @@ class FairNetwork(Network):
             self._hook(current[1], stream)
 
     def _purge(self) -> None:
-        """Forget lean flows delivered long ago (streams of pairs not used since): bounded memory."""
+        """Forget lean flows delivered long ago (connections not used since): memory bounded by
+        the connections in use, at amortized constant cost (the threshold doubles with them)."""
         streams = self._streams
-        if len(streams) > 4 * BUFFER_ROWS:
-            self._streams = {key: value for key, value in streams.items() if value.__class__ is not tuple or value[1].callbacks is not None}
+        if len(streams) > self._purge_at:
+            self._streams = {
+                key: value for key, value in streams.items() if value.__class__ is not tuple or value[1].callbacks is not None
+            }
+            self._purge_at = max(4 * BUFFER_ROWS, 2 * len(self._streams))
 
     def _unlean(self, lean: tuple) -> Flow:
         """A lean flow about to meet another becomes a lone Flow first (then an ordinary one):
