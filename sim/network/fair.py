@@ -93,6 +93,18 @@ def _ended(end: _End) -> None:
         flow.net._finish(flow)
 
 
+def _flow(delivery: Event, message: tuple, stream: int, resources: tuple[int, ...], start: float, inverse_bandwidth: float) -> Flow:
+    flow = _new(Flow)
+    flow.done = False
+    flow.delivery = delivery
+    flow.message = message
+    flow.stream = stream
+    flow.resources = resources
+    flow.start = start
+    flow.peak = 1.0 / inverse_bandwidth
+    return flow
+
+
 class FairNetwork(Network):
     """A :class:`Network` whose links and ports are shared max-min fairly by concurrent flows."""
 
@@ -128,7 +140,8 @@ class FairNetwork(Network):
                     self._hook(current[1], stream)
             return
         resources, latency, inverse_bandwidth = self._routes.get(stream) or self.route(src, dst)
-        if nbytes and not self.jitter_s:
+        alone = False  # no flow on the route: none sharing it, none about to join, no lone one moving
+        if nbytes:
             ordinary, holder = self._ordinary, self._holder
             for index in resources:
                 if ordinary[index]:
@@ -136,7 +149,9 @@ class FairNetwork(Network):
                 other = holder[index]
                 if other is not None and (other[1].callbacks is not None if other.__class__ is tuple else not other.done):
                     break
-            else:  # lean: its record and its delivery at start + latency + n / bandwidth, now
+            else:
+                alone = True
+            if alone and not self.jitter_s:  # lean: its record and its delivery at start + latency + n / bandwidth, now
                 now = self.env._now
                 end = now + latency + nbytes / (1.0 / inverse_bandwidth)
                 table = self.message_table
@@ -156,26 +171,15 @@ class FairNetwork(Network):
                     self._purge()
                 return
         streams[stream] = None
-        flow = _new(Flow)
-        flow.done = False
-        flow.delivery = event
-        flow.message = (src, dst, nbytes, step, chunk)
-        flow.stream = stream
-        flow.resources = resources
-        flow.start = now = self.env._now
-        flow.peak = peak = 1.0 / inverse_bandwidth
+        now = self.env._now
+        flow = _flow(event, (src, dst, nbytes, step, chunk), stream, resources, now, inverse_bandwidth)
+        peak = flow.peak
         if self.jitter_s:
             latency += self._draw_jitter()
         flow.join = join = now + latency
         if nbytes:
-            ordinary, holder = self._ordinary, self._holder
-            for index in resources:
-                if ordinary[index]:
-                    break
-                other = holder[index]
-                if other is not None and (other[1].callbacks is not None if other.__class__ is tuple else not other.done):
-                    break
-            else:  # lone: ends at start + latency + n / bandwidth unless a later flow meets it
+            if alone:  # lone (with jitter): ends at start + latency + n / bandwidth unless a later flow meets it
+                holder = self._holder
                 for index in resources:
                     holder[index] = flow
                 flow.fast = True
@@ -248,9 +252,7 @@ class FairNetwork(Network):
         the connections in use, at amortized constant cost (the threshold doubles with them)."""
         streams = self._streams
         if len(streams) > self._purge_at:
-            self._streams = {
-                key: value for key, value in streams.items() if value.__class__ is not tuple or value[1].callbacks is not None
-            }
+            self._streams = {key: value for key, value in streams.items() if value.__class__ is not tuple or value[1].callbacks is not None}
             self._purge_at = max(4 * BUFFER_ROWS, 2 * len(self._streams))
 
     def _unlean(self, lean: tuple) -> Flow:
@@ -259,14 +261,7 @@ class FairNetwork(Network):
         row, delivery, instant, stream, row_index = lean
         src, dst, start, end, nbytes, step, chunk = row
         resources, latency, inverse_bandwidth = self._routes[stream]
-        flow = _new(Flow)
-        flow.done = False
-        flow.delivery = delivery
-        flow.message = (src, dst, nbytes, step, chunk)
-        flow.stream = stream
-        flow.resources = resources
-        flow.start = start
-        flow.peak = 1.0 / inverse_bandwidth
+        flow = _flow(delivery, (src, dst, nbytes, step, chunk), stream, resources, start, inverse_bandwidth)
         flow.join = start + latency
         flow.end = end
         flow.fast = True
