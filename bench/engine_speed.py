@@ -1,12 +1,18 @@
-"""Engine speed: simulated messages per second for ring all-reduce vs the bare SimPy event rate.
+"""Engine speed: ring all-reduce under fair and fifo sharing beside a bare SimPy ring of the same schedule.
 
-    python bench/engine_speed.py                 # p = 8, 64, 256, 1024 (+ 4096 with --large)
+    python bench/engine_speed.py                 # p = 8, 64, 256, 1024 (+ 2048, 4096 with --large)
     python bench/engine_speed.py --repeats 5 --json out.json
+    python bench/engine_speed.py --only-engines   # skip the collapsed and DDP comparisons
 
-Every configuration runs ``--repeats`` times, interleaved with the bare SimPy measurement (one
-process yielding ``env.timeout(1)``), each in a fresh subprocess, so the ratio compares numbers
-taken under the same load; medians and min..max are printed. Peak memory is the subprocess's
-peak RSS growth (resource.getrusage) during the run. A benchmark, not a test: it asserts nothing.
+Every round runs, for each p, in fresh subprocesses and in this order: the bare SimPy event rate
+(one process yielding ``env.timeout(1)``), collsim under ``fair`` (the default), collsim under
+``fifo``, and ``simpy ring``: a 40-line SimPy program with one process per rank sending the ring
+all-reduce's 2 p (p - 1) messages, one event each, at the same simulated times (no routes,
+mailboxes, rendezvous or records: the floor of a SimPy message simulator). Rounds interleave the
+configurations, so ratios compare numbers taken under the same load; medians and min..max are
+printed. "CPU / fifo" is the run's CPU time (time.process_time) over fifo's in the same round: on
+a shared machine it moves far less with the load than wall time does. Peak memory is the subprocess's peak RSS growth (resource.getrusage) during the run.
+A benchmark, not a test: it asserts nothing.
 """
 
 from __future__ import annotations
@@ -35,14 +41,44 @@ if kind == "bare":
     gc.disable()
     start = time.perf_counter(); env.run(); wall = time.perf_counter() - start
     print(json.dumps({"wall_s": wall, "events": arg["events"]}))
+elif kind == "simpy_ring":
+    import simpy
+    p, steps, delay = arg["p"], 2 * (arg["p"] - 1) * arg["repetitions"], arg["latency_s"] + arg["nbytes"] / arg["bandwidth_Bps"]
+    env = simpy.Environment()
+    box = {}  # (dst, step) -> the message's arrival (a Timeout) or the receive waiting for it
+    def send(dst, step):
+        arrival = env.timeout(delay)
+        waiting = box.pop((dst, step), None)
+        if waiting is None:
+            box[(dst, step)] = arrival
+        else:
+            arrival.callbacks.append(lambda _, waiting=waiting: waiting.succeed())
+    def recv(dst, step):
+        arrival = box.pop((dst, step), None)
+        if arrival is None:
+            arrival = box[(dst, step)] = env.event()
+        return arrival
+    def rank(r):
+        right = (r + 1) % p
+        send(right, 0)
+        for step in range(steps):
+            yield recv(r, step)
+            if step + 1 < steps:
+                send(right, step + 1)
+    for r in range(p):
+        env.process(rank(r))
+    gc.disable()
+    cpu = time.process_time(); start = time.perf_counter(); env.run(); wall = time.perf_counter() - start
+    print(json.dumps({"wall_s": wall, "cpu_s": time.process_time() - cpu, "messages": p * steps, "time_s": env.now / arg["repetitions"], "peak_rss_growth_B": 0}))
 else:
     from sim.collective.collapsed import run
     from sim.scenario import CollectiveScenario
     scenario = CollectiveScenario.from_dict(arg["scenario"])
     before = rss()
-    start = time.perf_counter(); result = run(scenario, arg["mode"]); wall = time.perf_counter() - start
+    cpu = time.process_time(); start = time.perf_counter(); result = run(scenario, arg["mode"]); wall = time.perf_counter() - start
+    cpu = time.process_time() - cpu
     summary = result.summary()
-    print(json.dumps({"wall_s": wall, "messages": summary["messages"], "peak_rss_growth_B": rss() - before,
+    print(json.dumps({"wall_s": wall, "cpu_s": cpu, "messages": summary["messages"], "peak_rss_growth_B": rss() - before,
                       "time_s": summary["time_s"], "events_recorded": summary["events_recorded"]}))
 """
 
@@ -50,6 +86,11 @@ else:
 def child(kind: str, arg: dict) -> dict:
     out = subprocess.run([sys.executable, "-c", CHILD, kind, json.dumps(arg)], capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
+
+
+def simpy_ring(p: int, repetitions: int) -> dict:
+    """The bare SimPy ring's arguments for ``ring(p, repetitions)``: every message p * 4096 / p B."""
+    return {"p": p, "repetitions": repetitions, "nbytes": 4096, "latency_s": 5e-6, "bandwidth_Bps": 25e9}
 
 
 def ring(p: int, repetitions: int = 1, record: str = "auto", gamma: bool = False) -> dict:
@@ -69,6 +110,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--large", action="store_true", help="add p = 2048 and 4096")
     parser.add_argument("--json", default=None, help="write the raw numbers here")
+    parser.add_argument("--only-engines", action="store_true", help="skip the collapsed and DDP comparisons")
     args = parser.parse_args()
     # repetitions so that every p simulates a few hundred thousand messages at least
     configs = [(8, 2000), (64, 40), (256, 4), (1024, 1)]
@@ -79,24 +121,44 @@ def main() -> None:
         for p, reps in batch:
             bare_run = child("bare", {"events": 500_000})
             bare.append(bare_run["events"] / bare_run["wall_s"])
-            run = child("full", {"scenario": ring(p, reps), "mode": "full"})
-            row = rows.setdefault(f"ring p={p}", {"rate": [], "ratio": [], "wall": [], "rss": [], "messages": []})
-            rate = run["messages"] / run["wall_s"]
-            row["rate"].append(rate)
-            row["ratio"].append(rate / bare[-1])
-            row["wall"].append(run["wall_s"])
-            row["rss"].append(run["peak_rss_growth_B"])
-            row["messages"].append(run["messages"])
+            walls = {}
+            for engine in ("fair", "fifo", "simpy ring"):
+                if engine == "simpy ring":
+                    run = child("simpy_ring", simpy_ring(p, reps))
+                else:
+                    run = child("full", {"scenario": {**ring(p, reps), "sharing": engine}, "mode": "full"})
+                row = rows.setdefault(
+                    f"p={p} {engine}", {"rate": [], "ratio": [], "wall": [], "rss": [], "messages": [], "time_s": [], "to_fifo": []}
+                )
+                rate = run["messages"] / run["wall_s"]
+                walls[engine] = run["cpu_s"]
+                row["rate"].append(rate)
+                row["ratio"].append(rate / bare[-1])
+                row["wall"].append(run["wall_s"])
+                row["rss"].append(run["peak_rss_growth_B"])
+                row["messages"].append(run["messages"])
+                row["time_s"].append(run["time_s"])
+            for engine in ("fair", "fifo", "simpy ring"):  # CPU time over fifo's, same round (robust to load)
+                rows[f"p={p} {engine}"]["to_fifo"].append(walls[engine] / walls["fifo"])
     print(f"# engine speed, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.processor() or platform.machine()}, "
           f"Python {platform.python_version()}, {args.repeats} interleaved runs, median (min..max)")  # fmt: skip
     print(f"bare SimPy timeout events/s: {spread(bare)}")
-    print(f"{'config':<14} {'messages':>10} {'messages/s':>30} {'ratio to bare':>22} {'wall s':>20} {'peak RSS MB':>12}")
+    print(
+        f"{'config':<20} {'messages':>10} {'messages/s':>30} {'ratio to bare':>18} {'wall s':>20} {'CPU / fifo':>18} {'peak RSS MB':>12} {'simulated s':>14}"
+    )
     for name, row in rows.items():
         ratio = f"{statistics.median(row['ratio']):.2f} ({min(row['ratio']):.2f}..{max(row['ratio']):.2f})"
         wall = f"{statistics.median(row['wall']):.2f} ({min(row['wall']):.2f}..{max(row['wall']):.2f})"
+        to_fifo = f"{statistics.median(row['to_fifo']):.2f} ({min(row['to_fifo']):.2f}..{max(row['to_fifo']):.2f})"
         print(
-            f"{name:<14} {int(row['messages'][0]):>10,} {spread(row['rate']):>30} {ratio:>22} {wall:>20} {statistics.median(row['rss']) / 2**20:>12.0f}"
+            f"{name:<20} {int(row['messages'][0]):>10,} {spread(row['rate']):>30} {ratio:>18} {wall:>20} {to_fifo:>18}"
+            f" {statistics.median(row['rss']) / 2**20:>12.0f} {row['time_s'][0]:>14.9g}"
         )
+    if args.only_engines:
+        if args.json:
+            with open(args.json, "w") as handle:
+                json.dump({"bare": bare, "rows": rows}, handle, indent=1)
+        return
     collapsed = compare_collapsed(args.repeats)
     ddp = ddp_step(args.repeats)
     if args.json:

@@ -12,10 +12,15 @@ ratios compare numbers taken under the same load. Configurations:
 - ``fifo eager``: today's fifo engine with every message eager, like for like with ``old``;
 - ``fifo`` and ``fair``: today's engine with its defaults (rendezvous), ring all-reduce on
   switch(256) (no two flows share a resource, the engine's best case);
+- ``simpy ring``: a bare SimPy program sending the switch case's messages at the same simulated
+  times, one event each (bench/engine_speed.py's reference): the floor of a SimPy engine;
 - ``fifo contended`` and ``fair contended``: ring all-reduce on 64 ranks, two_level 8 x 8 with
-  round_robin placement, so every ring hop crosses the NICs and flows share them.
+  round_robin placement, so every ring hop crosses the NICs and flows share them;
+- with ``--contended-256``, also ``fifo contended 256`` and ``fair contended 256``: the same on 256
+  ranks, 32 nodes x 8, 1 MiB (issue 23's contended case).
 
-Prints medians with min..max per configuration and the same-round ratios' medians. A benchmark,
+Prints medians with min..max per configuration and the same-round ratios' medians, by wall time
+and by CPU time (time.process_time, which moves far less with the load of a shared machine). A benchmark,
 not a test: it asserts nothing. Needs git (the old engine comes from the repository's history).
 """
 
@@ -48,34 +53,47 @@ from sim.collective.runner import run_collective
 from sim.scenario import CollectiveScenario
 scenario = CollectiveScenario.from_dict(config["scenario"])
 gc.collect()
-start = time.perf_counter(); result = run_collective(scenario); wall = time.perf_counter() - start
-print(json.dumps({"wall_s": wall, "messages": result.message_count, "time_s": result.time_s}))
+cpu = time.process_time(); start = time.perf_counter(); result = run_collective(scenario); wall = time.perf_counter() - start
+print(json.dumps({"wall_s": wall, "cpu_s": time.process_time() - cpu, "messages": result.message_count, "time_s": result.time_s}))
 """
 
 
-def scenarios() -> dict[str, dict]:
+def scenarios(contended_256: bool = False) -> dict[str, dict]:
     switch = {"op": "all_reduce", "algorithm": "ring", "ranks": 256, "size": f"{256 * 4096}B", "latency": "5us", "bandwidth": "25GB/s"}
     contended = {
         "op": "all_reduce", "algorithm": "ring", "ranks": 64, "size": f"{64 * 16384}B", "latency": "5us", "bandwidth": "25GB/s",
         "topology": "two_level", "gpus_per_node": 8, "intra_bandwidth": "300GB/s", "intra_latency": "1us", "placement": "round_robin",
     }  # fmt: skip
+    large = {**contended, "ranks": 256, "size": "1MiB"}
+    extra = {"fifo contended 256": {"engine": "new", "scenario": {**large, "sharing": "fifo"}},
+             "fair contended 256": {"engine": "new", "scenario": {**large, "sharing": "fair"}}} if contended_256 else {}  # fmt: skip
     return {
+        "simpy ring": {"engine": "simpy", "simpy": {"p": 256, "repetitions": 1, "nbytes": 4096, "latency_s": 5e-6, "bandwidth_Bps": 25e9}},
         "old": {"engine": "old", "scenario": {**switch, "sharing": "fifo", "eager_limit": "1TiB"}},
         "fifo eager": {"engine": "new", "scenario": {**switch, "sharing": "fifo", "eager_limit": "1TiB"}},
         "fifo": {"engine": "new", "scenario": {**switch, "sharing": "fifo"}},
         "fair": {"engine": "new", "scenario": {**switch, "sharing": "fair"}},
         "fifo contended": {"engine": "new", "scenario": {**contended, "sharing": "fifo"}},
         "fair contended": {"engine": "new", "scenario": {**contended, "sharing": "fair"}},
+        **extra,
     }
 
 
 def old_engine(directory: Path) -> None:
     source = subprocess.run(["git", "show", f"{OLD_COMMIT}:sim/network.py"], cwd=ROOT, capture_output=True, text=True, check=True)
-    (directory / "old_network.py").write_text(source.stdout)
+    text = source.stdout.replace("from sim.records import", "from sim.network.records import")  # the modules moved since
+    (directory / "old_network.py").write_text(text.replace("from sim.topology import", "from sim.network.topology import"))
 
 
 def child(config: dict) -> dict:
-    out = subprocess.run([sys.executable, "-c", CHILD, json.dumps(config)], cwd=ROOT, capture_output=True, text=True, check=True)
+    if config["engine"] == "simpy":  # bench/engine_speed.py's bare SimPy ring, in its own subprocess
+        sys.path.insert(0, str(ROOT / "bench"))
+        from engine_speed import CHILD as SIMPY_CHILD
+
+        command = [sys.executable, "-c", SIMPY_CHILD, "simpy_ring", json.dumps(config["simpy"])]
+    else:
+        command = [sys.executable, "-c", CHILD, json.dumps(config)]
+    out = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
 
 
@@ -124,11 +142,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--in-process", action="store_true", help="alternate old and fifo in this process instead")
     parser.add_argument("--json", default=None, help="write the raw runs here")
+    parser.add_argument("--contended-256", action="store_true", help="add the 256-rank contended case (slow under fair)")
     args = parser.parse_args()
     if args.in_process:
         in_process(args.rounds)
         return
-    configs = scenarios()
+    configs = scenarios(args.contended_256)
     runs: dict[str, list[dict]] = {name: [] for name in configs}
     with tempfile.TemporaryDirectory() as directory:
         old_engine(Path(directory))
@@ -146,9 +165,14 @@ def main() -> None:
             f"{name:<16} {rows[0]['messages']:>9} {statistics.median(walls):>10.3f} s ({min(walls):.3f}..{max(walls):.3f})"
             f" {rate:>18,.0f} {rows[0]['time_s'] * 1e3:>12.4f} ms"
         )
-    for top, bottom in (("fifo eager", "old"), ("fifo", "old"), ("fair", "fifo"), ("fair contended", "fifo contended")):
+    pairs = [("fifo eager", "old"), ("fifo", "old"), ("fair", "fifo"), ("simpy ring", "fair"), ("fair contended", "fifo contended")]
+    if args.contended_256:
+        pairs.append(("fair contended 256", "fifo contended 256"))
+    for top, bottom in pairs:
         ratios = [b["wall_s"] / t["wall_s"] for t, b in zip(runs[top], runs[bottom])]
-        print(f"rate {top} / {bottom}: median {statistics.median(ratios):.2f} (min {min(ratios):.2f}, max {max(ratios):.2f}), same-round pairs")
+        cpu = [b["cpu_s"] / t["cpu_s"] for t, b in zip(runs[top], runs[bottom])]
+        print(f"rate {top} / {bottom}: median {statistics.median(ratios):.2f} (min {min(ratios):.2f}, max {max(ratios):.2f}), same-round pairs;"
+              f" by CPU time {statistics.median(cpu):.2f} ({min(cpu):.2f}..{max(cpu):.2f})")  # fmt: skip
     if args.json:
         Path(args.json).write_text(json.dumps(runs, indent=1))
 

@@ -19,6 +19,15 @@ separate port: the link is the port).
 Alone on its route a message takes exactly ``latency + n / bandwidth`` (the rate is the route's
 bandwidth, not a sum of partial progress), so the closed forms hold on ``switch(p)`` as under
 fifo sharing.
+
+**Fast path** (docs/scale.md). A message whose resources hold no other flow when it starts (no
+flow sharing them, none waiting out its latency to join them, and no earlier lone flow still on
+them) is a *lone* flow: its end, ``start + latency + n / bandwidth``, is scheduled at once, one
+event per message, and it never enters the max-min solver. A later message that would meet it
+(its flow joins one of those resources before the lone flow's end) turns it back into an
+ordinary flow, in the state it would have had anyway: joined at ``start + latency`` at its
+route's bandwidth (or about to join). Rates change only when flows meet, so the answer is the
+solver's: the ends of lone flows are computed with the same arithmetic as before.
 """
 
 from __future__ import annotations
@@ -33,32 +42,67 @@ from sim.network.engine import BUFFER_ROWS, Network
 from sim.network.topology import Topology
 
 _new = object.__new__
+_FREE = object()  # no message on a stream
 
 
 class Flow(Event):
-    """One message's transfer. As an event it fires when the route's latency has passed: the
-    flow then joins the bandwidth sharing. ``version`` stales its scheduled ends on a rate change."""
+    """One message's transfer. A lone flow (``fast``) is its own end event; an ordinary flow is,
+    as an event, its join: it fires when the route's latency has passed and the flow then takes
+    part in the bandwidth sharing. ``version`` stales scheduled ends on a rate change."""
 
-    __slots__ = (
-        "net", "delivery", "src", "dst", "nbytes", "step", "chunk", "stream", "resources",
-        "start", "remaining", "rate", "updated", "version", "peak", "done",
-    )  # fmt: skip
+    # a lone flow sets slots only (no instance dict to allocate); an ordinary flow's solver state
+    # (and env, net) go to the instance dict, with these class defaults until set
+    __slots__ = ("callbacks", "fast", "done", "delivery", "message", "nbytes", "stream", "resources", "start", "peak", "join", "end")
+    _ok = True
+    _value = None
+    version = 0
+    row_index = None  # a former lean flow's record, written when it started: amended at its end
+    rate = 0.0
+    remaining = 0.0
+    updated = 0.0
 
 
 class _End(Event):
     """The scheduled end of a flow at its current rate; stale once the flow's rate changes."""
 
     __slots__ = ("flow", "version")
+    _ok = True
+    _value = None
+
+
+class _Join(Event):
+    """The join of a lone flow that a later message turned into an ordinary one before its latency passed."""
+
+    __slots__ = ("flow",)
+    _ok = True
+    _value = None
 
 
 def _joined(flow: Flow) -> None:
     flow.net._join(flow)
 
 
+def _joined_late(join: _Join) -> None:
+    flow = join.flow
+    flow.net._join(flow, True)
+
+
 def _ended(end: _End) -> None:
     flow = end.flow
     if end.version == flow.version and not flow.done:
         flow.net._finish(flow)
+
+
+def _flow(delivery: Event, message: tuple, stream: int, resources: tuple[int, ...], start: float, inverse_bandwidth: float) -> Flow:
+    flow = _new(Flow)
+    flow.done = False
+    flow.delivery = delivery
+    flow.message = message
+    flow.stream = stream
+    flow.resources = resources
+    flow.start = start
+    flow.peak = 1.0 / inverse_bandwidth
+    return flow
 
 
 class FairNetwork(Network):
@@ -74,6 +118,13 @@ class FairNetwork(Network):
         self._active: list[dict[Flow, None]] = [{} for _ in range(self.resource_count)]
         self._streams: dict[int, deque | None] = {}  # busy stream -> messages queued behind it
         self._tagged = getattr(topology, "streams_per_tag", False)
+        # per resource: ordinary flows on it from their start to their end (joined or waiting
+        # out their latency), and the last lone flow that held it (lone flows never overlap)
+        self._ordinary = [0] * self.resource_count
+        self._holder: list[Flow | None] = [None] * self.resource_count
+        self._lone_callbacks = [self._lone_end]  # every lone flow's callbacks (bound once, never changed)
+        self._lean_next_callback = self._lean_next
+        self._purge_at = 4 * BUFFER_ROWS  # connections remembered before delivered lean flows are dropped
 
     def _transfer(self, event: Event, src: int, dst: int, nbytes: int, step: int, chunk: int, tag: int) -> None:
         """Start a message's flow now, or queue it behind the message its pair is moving."""
@@ -81,52 +132,224 @@ class FairNetwork(Network):
         if self._tagged:  # NCCL's data path: a connection per channel slot (sim.hardware.nccl_topo)
             stream += tag * self._pairs
         streams = self._streams
-        if stream in streams:  # the stream is busy: go behind its current message
-            queue = streams[stream]
-            if queue is None:
-                queue = streams[stream] = deque()
-            queue.append((event, src, dst, nbytes, step, chunk, tag))
+        current = streams.get(stream, _FREE)
+        if current is not _FREE and (current.__class__ is not tuple or current[1].callbacks is not None):
+            # the stream is busy: go behind its current message
+            if current.__class__ is deque:
+                current.append((event, src, dst, nbytes, step, chunk, tag))
+            else:
+                streams[stream] = deque([(event, src, dst, nbytes, step, chunk, tag)])
+                if current is not None:  # a lean flow: its delivery starts the next message
+                    self._hook(current[1], stream)
             return
-        streams[stream] = None
         resources, latency, inverse_bandwidth = self._routes.get(src * self._nodes + dst) or self.route(src, dst)
-        flow = _new(Flow)
-        flow.env = self.env
-        flow.callbacks = [_joined]
-        flow._ok = True
-        flow._value = None
-        flow.net = self
-        flow.delivery = event
-        flow.src, flow.dst, flow.nbytes, flow.step, flow.chunk = src, dst, nbytes, step, chunk
-        flow.stream = stream
-        flow.resources = resources
-        flow.start = flow.updated = now = self.env._now
-        flow.remaining = float(nbytes)
-        flow.rate = 0.0
-        flow.version = 0
-        flow.peak = 1.0 / inverse_bandwidth
-        flow.done = False
+        alone = False  # no flow on the route: none sharing it, none about to join, no lone one moving
+        if nbytes:
+            ordinary, holder = self._ordinary, self._holder
+            for index in resources:
+                if ordinary[index]:
+                    break
+                other = holder[index]
+                if other is not None and (other[1].callbacks is not None if other.__class__ is tuple else not other.done):
+                    break
+            else:
+                alone = True
+            if alone and not self.jitter_s:  # lean: its record and its delivery at start + latency + n / bandwidth, now
+                now = self.env._now
+                end = now + latency + nbytes / (1.0 / inverse_bandwidth)
+                table = self.message_table
+                rows = table.buffer
+                row = (src, dst, now, end, nbytes, step, chunk)
+                instant = self._instants.get(end)
+                if instant is None:
+                    instant = self._open_instant(end)
+                lean = (row, event, instant, stream, table.flushed + len(rows))
+                instant.events.append(event)
+                for index in resources:
+                    holder[index] = lean
+                streams[stream] = lean
+                rows.append(row)
+                if len(rows) >= BUFFER_ROWS:
+                    table.flush()
+                    self._purge()
+                return
+        streams[stream] = None
+        now = self.env._now
+        flow = _flow(event, (src, dst, nbytes, step, chunk), stream, resources, now, inverse_bandwidth)
+        peak = flow.peak
         if self.jitter_s:
             latency += self._draw_jitter()
-        if latency > 0 or not nbytes:
-            self._deliver_at(now + latency, flow)  # _joined runs then
+        flow.join = join = now + latency
+        if nbytes:
+            if alone:  # lone (with jitter): ends at start + latency + n / bandwidth unless a later flow meets it
+                holder = self._holder
+                for index in resources:
+                    holder[index] = flow
+                flow.fast = True
+                flow.end = end = join + nbytes / peak
+                flow.callbacks = self._lone_callbacks  # one list for all: _fire only reads it
+                instant = self._instants.get(end)
+                if instant is None:
+                    instant = self._open_instant(end)
+                instant.events.append(flow)
+                return
+            flow.fast = False
+            self._ordinary_flow(flow, nbytes, join, latency)
+        else:  # an empty message shares nothing: it arrives when the latency has passed
+            flow.fast = True
+            flow.callbacks = self._lone_callbacks
+            self._deliver_at(join, flow)
+
+    def _lone_end(self, flow: Flow) -> None:
+        """A lone flow's scheduled end (the flow itself is the event): deliver, as :meth:`_finish`
+        without the re-sharing; a flow made ordinary meanwhile ends here only at an unchanged rate."""
+        if not flow.fast:
+            if not flow.version and not flow.done:
+                self._finish(flow)
+            return
+        flow.done = True
+        stream = flow.stream
+        streams = self._streams
+        queue = streams.pop(stream)
+        if queue:
+            following = queue.popleft()
+            self._transfer(*following)
+            if queue:
+                self._requeue(stream, queue)
+        src, dst, nbytes, step, chunk = flow.message
+        rows = self.message_table.buffer
+        rows.append((src, dst, flow.start, self.env._now, nbytes, step, chunk))
+        if len(rows) >= BUFFER_ROWS:
+            self.message_table.flush()
+        delivery = flow.delivery
+        callbacks = delivery.callbacks
+        delivery.callbacks = None
+        if len(callbacks) == 1:
+            callbacks[0](delivery)
+        else:
+            for callback in callbacks:
+                callback(delivery)
+
+    def _hook(self, delivery: Event, stream: int) -> None:
+        """A lean flow's delivery first starts the message queued behind it on its stream."""
+        delivery.stream = stream
+        delivery.callbacks.insert(0, self._lean_next_callback)
+
+    def _lean_next(self, delivery: Event) -> None:
+        stream = delivery.stream
+        queue = self._streams.pop(stream)
+        following = queue.popleft()
+        self._transfer(*following)
+        if queue:
+            self._requeue(stream, queue)
+
+    def _requeue(self, stream: int, queue: deque) -> None:
+        """Messages still queued behind the one just started on ``stream``."""
+        current = self._streams.get(stream)
+        self._streams[stream] = queue
+        if current.__class__ is tuple:
+            self._hook(current[1], stream)
+
+    def _purge(self) -> None:
+        """Forget lean flows delivered long ago (connections not used since): memory bounded by
+        the connections in use, at amortized constant cost (the threshold doubles with them)."""
+        streams = self._streams
+        if len(streams) > self._purge_at:
+            self._streams = {key: value for key, value in streams.items() if value.__class__ is not tuple or value[1].callbacks is not None}
+            self._purge_at = max(4 * BUFFER_ROWS, 2 * len(self._streams))
+
+    def _unlean(self, lean: tuple) -> Flow:
+        """A lean flow about to meet another becomes a lone Flow first (then an ordinary one):
+        the same state, its delivery's place in its instant taken by the flow's end."""
+        row, delivery, instant, stream, row_index = lean
+        src, dst, start, end, nbytes, step, chunk = row
+        resources, latency, inverse_bandwidth = self._routes[src * self._nodes + dst]
+        flow = _flow(delivery, (src, dst, nbytes, step, chunk), stream, resources, start, inverse_bandwidth)
+        flow.join = start + latency
+        flow.end = end
+        flow.fast = True
+        flow.callbacks = self._lone_callbacks
+        flow.row_index = row_index
+        events = instant.events
+        events[events.index(delivery)] = flow
+        callbacks = delivery.callbacks
+        if callbacks and callbacks[0] == self._lean_next_callback:  # the Flow's end starts the queue now
+            del callbacks[0]
+        streams = self._streams
+        if streams.get(stream) is lean:
+            streams[stream] = None
+        holder = self._holder
+        for index in resources:
+            if holder[index] is lean:
+                holder[index] = flow
+        return flow
+
+    def _ordinary_flow(self, flow: Flow, nbytes: int, join: float, latency: float) -> None:
+        """A flow that may meet others: counted on its resources; lone flows it would meet
+        (still moving when it joins) become ordinary flows first."""
+        ordinary, holder = self._ordinary, self._holder
+        flow.env = self.env
+        flow.net = self
+        flow.nbytes = nbytes
+        now = flow.start
+        for index in flow.resources:
+            ordinary[index] += 1
+            other = holder[index]
+            if other.__class__ is tuple:
+                if other[1].callbacks is None or not (other[0][3] > join or join == now):
+                    continue
+                other = self._unlean(other)
+            # it meets a lone flow still moving when it joins; joining now, also one whose end
+            # is due now but has not fired yet (as an ordinary flow, that one is still joined)
+            if other is not None and other.fast and not other.done and (other.end > join or join == now):
+                self._unlone(other)
+        flow.updated = flow.start
+        flow.remaining = float(flow.nbytes)
+        flow.callbacks = [_joined]
+        if latency > 0:
+            self._deliver_at(join, flow)  # _joined runs then
         else:
             self._join(flow)
 
+    def _unlone(self, flow: Flow) -> None:
+        """A lone flow is about to meet another: from now on it is an ordinary flow, in the state
+        it would have had as one (joined at start + latency at its route's bandwidth, its end
+        event still the one scheduled, or joining when its latency has passed)."""
+        flow.fast = False
+        flow.env = self.env
+        flow.net = self
+        flow.nbytes = flow.message[2]
+        ordinary = self._ordinary
+        for index in flow.resources:
+            ordinary[index] += 1
+        flow.remaining = float(flow.nbytes)
+        if flow.join <= self.env._now:
+            flow.updated = flow.join
+            flow.rate = flow.peak
+            active = self._active
+            for index in flow.resources:
+                active[index][flow] = None
+        else:
+            flow.updated = flow.start
+            join = _new(_Join)
+            join.env = self.env
+            join.callbacks = [_joined_late]
+            join.flow = flow
+            self._deliver_at(flow.join, join)
+
     def _schedule_end(self, flow: Flow, time: float) -> None:
         end = _new(_End)
-        end.env = self.env
         end.callbacks = [_ended]
-        end._ok = True
-        end._value = None
         end.flow = flow
         end.version = flow.version
-        self._deliver_at(time, end)
+        instant = self._instants.get(time)
+        if instant is None:
+            instant = self._open_instant(time)
+        instant.events.append(end)
 
-    def _join(self, flow: Flow) -> None:
-        """The latency has passed: the flow starts taking bandwidth."""
-        if not flow.nbytes:
-            self._finish(flow)
-            return
+    def _join(self, flow: Flow, scheduled: bool = False) -> None:
+        """The latency has passed: the flow starts taking bandwidth. ``scheduled``: a former lone
+        flow, whose end at its route's bandwidth is already scheduled."""
         active = self._active
         shared = False
         for index in flow.resources:
@@ -139,39 +362,49 @@ class FairNetwork(Network):
             self._reallocate(self._component([flow]), now)
         else:  # alone: the route's bandwidth, ending exactly at start + latency + n / bandwidth
             flow.rate = flow.peak
-            self._schedule_end(flow, now + flow.nbytes / flow.peak)
+            if not scheduled:
+                self._schedule_end(flow, now + flow.nbytes / flow.peak)
 
     def _finish(self, flow: Flow) -> None:
         """The flow's last byte has arrived: free its share, start its stream's next message,
         re-share what it leaves, and deliver."""
         flow.done = True
-        now = self.env._now
-        active = self._active
         neighbours: dict[Flow, None] | None = None
-        for index in flow.resources:
-            bucket = active[index]
-            bucket.pop(flow, None)  # an empty message never joined
-            if bucket:
-                if neighbours is None:
-                    neighbours = dict(bucket)
-                else:
-                    neighbours.update(bucket)
+        if not flow.fast:  # a lone flow leaves nothing to re-share
+            active, ordinary = self._active, self._ordinary
+            for index in flow.resources:
+                ordinary[index] -= 1
+                bucket = active[index]
+                bucket.pop(flow, None)
+                if bucket:
+                    if neighbours is None:
+                        neighbours = dict(bucket)
+                    else:
+                        neighbours.update(bucket)
         queue = self._streams.pop(flow.stream)
         if queue:
             following = queue.popleft()
             self._transfer(*following)
             if queue:
-                self._streams[flow.stream] = queue
+                self._requeue(flow.stream, queue)
+        now = self.env._now
         if neighbours:
             self._reallocate(self._component(neighbours), now)
-        rows = self.message_table.buffer
-        rows.append((flow.src, flow.dst, flow.start, now, flow.nbytes, flow.step, flow.chunk))
-        if len(rows) >= BUFFER_ROWS:
-            self.message_table.flush()
+        src, dst, nbytes, step, chunk = flow.message
+        if flow.row_index is not None:  # a former lean flow: its row was written when it started
+            self.message_table.amend_end(flow.row_index, (src, dst, flow.start, flow.end, nbytes, step, chunk), now)
+        else:
+            rows = self.message_table.buffer
+            rows.append((src, dst, flow.start, now, nbytes, step, chunk))
+            if len(rows) >= BUFFER_ROWS:
+                self.message_table.flush()
         delivery = flow.delivery
         callbacks, delivery.callbacks = delivery.callbacks, None
-        for callback in callbacks:
-            callback(delivery)
+        if len(callbacks) == 1:
+            callbacks[0](delivery)
+        else:
+            for callback in callbacks:
+                callback(delivery)
 
     def _component(self, seeds) -> dict[Flow, None]:
         """Every flow that shares a resource, directly or through other flows, with ``seeds``
@@ -191,20 +424,35 @@ class FairNetwork(Network):
         """Progress every flow to ``now`` at its old rate, then give the component its max-min
         fair rates; flows whose rate changed get a new scheduled end."""
         for flow in flows:
-            if flow.rate:
-                flow.remaining = max(0.0, flow.remaining - flow.rate * (now - flow.updated))
+            rate = flow.rate
+            if rate:
+                remaining = flow.remaining - rate * (now - flow.updated)
+                flow.remaining = remaining if remaining > 0.0 else 0.0
             flow.updated = now
+        instants = self._instants
         for flow, rate in self._max_min(flows).items():
-            if flow.rate and abs(rate - flow.rate) <= 1e-12 * flow.rate:
+            old = flow.rate
+            if old and abs(rate - old) <= 1e-12 * old:
                 continue  # same rate: its scheduled end stands
             flow.rate = rate
-            flow.version += 1
-            if rate > 0:
-                self._schedule_end(flow, now + flow.remaining / rate)
+            flow.version = version = flow.version + 1
+            if rate > 0:  # _schedule_end, inlined
+                end = _new(_End)
+                end.callbacks = [_ended]
+                end.flow = flow
+                end.version = version
+                time = now + flow.remaining / rate
+                instant = instants.get(time)
+                if instant is None:
+                    instant = self._open_instant(time)
+                instant.events.append(end)
 
     def _max_min(self, flows: dict[Flow, None]) -> dict[Flow, float]:
         """Progressive filling over the flows' resources (each flow also capped at its route's
-        bandwidth, the bandwidth of its slowest link, which is one of those resources)."""
+        bandwidth, the bandwidth of its slowest link, which is one of those resources).
+
+        The most constrained resource (smallest capacity left per unfrozen flow; the first such in
+        the order the flows list their resources) freezes its flows at that share, and so on."""
         capacity, active = self._capacity, self._active
         left: dict[int, float] = {}
         users: dict[int, int] = {}
@@ -217,17 +465,24 @@ class FairNetwork(Network):
                     left[index] = capacity[index]
         rates: dict[Flow, float] = {}
         while users:
-            bottleneck = min(users, key=lambda index: left[index] / users[index])
-            share = max(0.0, left[bottleneck] / users[bottleneck])
+            keys = list(users)
+            ratios = [left[index] / users[index] for index in keys]
+            bottleneck = keys[ratios.index(min(ratios))]  # the first smallest, as min(key=...) picks
+            share = left[bottleneck] / users[bottleneck]
+            if share <= 0.0:  # as max(0.0, share)
+                share = 0.0
             for flow in active[bottleneck]:
                 if flow in rates:
                     continue
-                rate = min(share, flow.peak)
+                peak = flow.peak
+                rate = peak if peak < share else share
                 rates[flow] = rate
                 for index in flow.resources:
                     left[index] -= rate
-                    users[index] -= 1
-                    if not users[index]:
+                    count = users[index] - 1
+                    if count:
+                        users[index] = count
+                    else:
                         del users[index]
             users.pop(bottleneck, None)
         return rates

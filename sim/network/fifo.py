@@ -79,13 +79,16 @@ class FifoNetwork(Network):
                     break
         if busy:
             held = (*links, connection)
-            self._hold((next(self._order), event, src, dst, nbytes, step, chunk, held, nbytes * inverse_bandwidth, latency))
+            self._hold(
+                (next(self._order), event, src, dst, nbytes, step, chunk, held, nbytes * inverse_bandwidth, latency, inverse_bandwidth)
+            )
             return
-        # _occupy, inlined: this is the hot path
+        # _occupy, inlined: this is the hot path. The arrival is (start + latency) + n / bandwidth,
+        # the fair engine's arithmetic, so both give the same bits wherever no two messages meet.
         sent = now + nbytes * inverse_bandwidth
-        end = sent + latency
         if self.jitter_s:
-            end += self._draw_jitter()
+            latency += self._draw_jitter()
+        end = now + latency + nbytes / (1.0 / inverse_bandwidth)
         for index in links:
             free_at[index] = sent
         free_at[connection] = end
@@ -108,14 +111,25 @@ class FifoNetwork(Network):
         return entry
 
     def _occupy(
-        self, event: Event, src: int, dst: int, nbytes: int, step: int, chunk: int, held, start: float, transmit: float, latency: float
+        self,
+        event: Event,
+        src: int,
+        dst: int,
+        nbytes: int,
+        step: int,
+        chunk: int,
+        held,
+        start: float,
+        transmit: float,
+        latency: float,
+        inverse_bandwidth: float,
     ) -> None:
         """Links and ports are busy while the bytes pass (``transmit``); the message arrives
         ``latency`` later, and its connection is free then."""
         sent = start + transmit
-        end = sent + latency
         if self.jitter_s:
-            end += self._draw_jitter()
+            latency += self._draw_jitter()
+        end = start + latency + nbytes / (1.0 / inverse_bandwidth)
         free_at = self._free_at
         for index in held:
             free_at[index] = sent
@@ -150,6 +164,6 @@ class FifoNetwork(Network):
         free_at = self._free_at
         for transfer in candidates:
             if all(free_at[index] <= now for index in transfer[7]):
-                self._occupy(*transfer[1:8], now, transfer[8], transfer[9])
+                self._occupy(*transfer[1:8], now, transfer[8], transfer[9], transfer[10])
             else:
                 self._hold(transfer)

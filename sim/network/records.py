@@ -43,6 +43,7 @@ class RecordTable(Sequence):
         self._start, self._end, self._bytes, self._step = (self.names.index(n) for n in ("start_s", "end_s", "nbytes", "step"))
         self.limit = limit
         self.buffer: list[tuple] = []  # the network appends here; see flush()
+        self.flushed = 0  # rows moved out of the buffer so far: row i is buffer[i - flushed] if >= 0
         self._parts: list[tuple[np.ndarray, ...]] = []  # aggregated (keys, counts, bytes, busy)
         self._part_rows = 0
         self._merged = True
@@ -56,6 +57,7 @@ class RecordTable(Sequence):
         if not rows:
             return
         self.buffer = []
+        self.flushed += len(rows)
         room = len(rows) if self.limit is None else max(0, self.limit - len(self._columns[0]))
         kept, rest = (rows, []) if room >= len(rows) else (rows[:room], rows[room:])
         if kept:
@@ -63,6 +65,26 @@ class RecordTable(Sequence):
                 column.extend(values)
         if rest:
             self._aggregate(rest)
+
+    def amend_end(self, index: int, row: tuple, end: float) -> None:
+        """Change the end time of ``row`` (as it was appended, row ``index``; 0: the first row) to
+        ``end``, wherever it is now: buffered, kept in the columns, or folded into its key's totals."""
+        position = self._end
+        buffered = index - self.flushed
+        if buffered >= 0:
+            self.buffer[buffered] = (*row[:position], end, *row[position + 1 :])
+            return
+        columns = self._columns
+        if index < len(columns[0]):
+            columns[position][index] = end
+            return
+        key = 0  # folded into the totals: correct its key's busy seconds
+        for place in self._key:
+            key = (key << 32) + int(row[place])
+        one = np.array([key], dtype=np.int64)
+        self._parts.append((one, np.zeros(1, dtype=np.int64), np.zeros(1), np.array([end - row[position]])))
+        self._merged = False
+        self._part_rows += 1
 
     def _aggregate(self, rows: list[tuple]) -> None:
         """Fold rows into per-key totals: numpy arrays per flush, merged every MERGE_ROWS rows, so

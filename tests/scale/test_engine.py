@@ -7,9 +7,9 @@ import tracemalloc
 import pytest
 import simpy
 
-from sim.network import topology as topo
-from sim.network import FifoNetwork as Network
 from sim.collective.runner import run_collective
+from sim.network import FifoNetwork as Network
+from sim.network import topology as topo
 from sim.scenario import CollectiveScenario
 
 
