@@ -14,7 +14,7 @@ def scenario(**fields) -> CollectiveScenario:
 
 def test_progress_reports_come_while_the_run_goes_and_change_nothing(monkeypatch):
     monkeypatch.setattr(runner, "PROGRESS_EVERY_S", 0.0)  # report at every look at the clock
-    s = scenario(ranks=16, chunks=2)
+    s = scenario(ranks=32, chunks=4)  # enough events for several looks at the clock (lone flows make few)
     seen: list[tuple[int, float]] = []
     result = runner.run(s, on_progress=lambda messages, now_s: seen.append((messages, now_s)))
     plain = runner.run_collective(s)

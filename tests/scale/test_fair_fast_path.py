@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import sim.network.fair as fair
 import sim.network.fifo as fifo
 from sim.algorithms.registry import algorithm_spec, algorithms_for, ops
-from sim.collective.analytic import FORMS
+from sim.collective.analytic import with_forms
 from sim.collective.runner import run_collective
 from sim.network import make_network
 from sim.network import topology as topo
@@ -56,11 +56,11 @@ def _same_run(scenario: CollectiveScenario) -> tuple:
 
 
 def _matrix():
-    for (op, algorithm), (_, power_of_two) in FORMS.items():
+    for spec in with_forms():
         for p in (2, 5, 8, 16):
-            if power_of_two and p & (p - 1):
+            if spec.form_power_of_two and p & (p - 1):
                 continue
-            yield op, algorithm, p
+            yield spec.op, spec.name, p
 
 
 @pytest.mark.parametrize("op,algorithm,p", list(_matrix()))
@@ -149,7 +149,9 @@ def _digest(result) -> str:
     return hashlib.sha1(repr(sorted(result.network.messages)).encode()).hexdigest()[:16]
 
 
-REFERENCE_CASES = json.loads(REFERENCE.read_text())["cases"]
+# The nccl_* rank programs were rewritten after these were pinned (NCCL's data path: slots,
+# protocols), so their old times are not this code's; tests/hardware/test_nccl_path.py checks them.
+REFERENCE_CASES = [case for case in json.loads(REFERENCE.read_text())["cases"] if not case["scenario"]["algorithm"].startswith("nccl_")]
 
 
 @pytest.mark.parametrize("case", REFERENCE_CASES, ids=lambda case: f"{case['scenario']['algorithm']}-{case['scenario']['ranks']}")
