@@ -172,6 +172,15 @@ def player_positions(player: dict[str, Any]) -> int:
     return len(player["steps"]) + 1
 
 
+def step_span(player: dict[str, Any], position: int) -> tuple[float, float, int] | None:
+    """(first send, last arrival, step number) of the step at slider ``position``, in seconds;
+    None at the inputs (position 0)."""
+    step, messages = _at(player, position)
+    if step is None or not messages:
+        return None
+    return min(m[2] for m in messages), max(m[3] for m in messages), max(1, min(position, len(player["steps"])))
+
+
 def _at(player: dict[str, Any], position: int) -> tuple[int | None, list]:
     position = max(0, min(position, len(player["steps"])))
     if position == 0:
@@ -391,9 +400,11 @@ def _ranks_in(mask: int) -> list[str]:
 PART_COLORS = {"latency": "#1f77b4", "bandwidth": "#ff7f0e", "reduction": "#2ca02c", "overhead": "#9467bd", "contention": "#d62728"}
 
 
-def side_by_side_figure(columns: Sequence[tuple[str, np.ndarray, np.ndarray, np.ndarray]]) -> go.Figure:
+def side_by_side_figure(columns: Sequence[tuple], rank_counts: Sequence[int] = ()) -> go.Figure:
     """Two runs' per-rank activity (operations in flight per time bin) stacked on one time axis:
-    ``columns`` holds (label, rank per interval, start, end) for each run."""
+    ``columns`` holds (label, rank per interval, start, end) for each run; ``rank_counts`` the
+    ranks of each run (a rank that only receives still gets its row). Both panels share one
+    colour scale (one zmin/zmax, one colour bar), so one shade means the same in both."""
     from plotly.subplots import make_subplots
 
     span = max(float(ends.max()) for _, _, _, ends in columns if len(ends)) or 1.0
@@ -401,22 +412,28 @@ def side_by_side_figure(columns: Sequence[tuple[str, np.ndarray, np.ndarray, np.
     figure = make_subplots(rows=len(columns), cols=1, shared_xaxes=True, vertical_spacing=0.12, subplot_titles=[c[0] for c in columns])
     figure.update_layout(margin={"l": 60, "r": 20, "t": 60, "b": 48}, template={})
     centres = (np.arange(UTIL_BINS) + 0.5) * span / UTIL_BINS * factor
-    for row, (label, ranks, starts, ends) in enumerate(columns, start=1):
-        count = int(ranks.max()) + 1 if len(ranks) else 1
-        grid = in_flight(ranks, starts, ends, count, span)
+    grids = []
+    for index, (label, ranks, starts, ends) in enumerate(columns):
+        seen = int(ranks.max()) + 1 if len(ranks) else 1
+        count = max(seen, rank_counts[index] if index < len(rank_counts) else 0)
+        grids.append(in_flight(ranks, starts, ends, count, span))
+    top = max((float(grid.max()) for grid in grids if grid.size), default=1.0) or 1.0
+    for row, ((label, *_), grid) in enumerate(zip(columns, grids), start=1):
+        count = grid.shape[0]
         figure.add_trace(
-            go.Heatmap(z=grid.astype(np.float32), x=centres, y=[f"rank {r}" for r in range(count)], colorscale="Blues", zmin=0,
-                       showscale=row == 1, colorbar={"title": {"text": "in flight"}, "thickness": 12},
+            go.Heatmap(z=grid.astype(np.float32), x=centres, y=[f"rank {r}" for r in range(count)], coloraxis="coloraxis",
                        hovertemplate=f"{label}<br>%{{y}}, %{{x:.4g}} {unit}: %{{z:.2f}} in flight<extra></extra>", name=label),
             row=row, col=1,
         )  # fmt: skip
         figure.update_yaxes(autorange="reversed", row=row, col=1, nticks=min(count, 12))
-        figure.add_vline(x=float(ends.max()) * factor if len(ends) else 0, line={"dash": "dot", "color": "#d62728"}, row=row, col=1)
+        end = float(columns[row - 1][3].max()) * factor if len(columns[row - 1][3]) else 0
+        figure.add_vline(x=end, line={"dash": "dot", "color": "#d62728"}, row=row, col=1)
     figure.update_xaxes(title=f"time ({unit}), one axis for both", row=len(columns), col=1, range=[0, span * factor])
     figure.update_layout(
         title={"text": "Side by side: per-rank activity on one time axis", "x": 0.01, "font": {"size": 15}},
         height=200 + 160 * len(columns),
-        meta={"columns": [c[0] for c in columns], "span_s": span},
+        coloraxis={"colorscale": "Blues", "cmin": 0, "cmax": top, "colorbar": {"title": {"text": "in flight"}, "thickness": 12}},
+        meta={"columns": [c[0] for c in columns], "span_s": span, "zmax": top},
     )
     return figure
 

@@ -1,0 +1,99 @@
+"""The Collectives page's step player and the timelines it marks (issue 21, "wrong or
+misleading"): one step numbering, every rank drawn, one colour scale side by side, Play that
+stops, previous / next and speed. Figures and callbacks called directly (no browser)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from dash import Patch, no_update
+from dash.exceptions import PreventUpdate
+
+from sim.collective import explore
+from webapp import collective as model
+from webapp import ids
+from webapp.figures import collectives as draw
+from webapp.pages.collectives import callbacks as page
+
+BROADCAST = "?op=broadcast&algorithm=binomial&ranks=8&size=5MB&latency=0us&bandwidth=1MB/s"
+
+
+def scenario(query: str) -> dict:
+    return page.validate(model.form_from_query(query))["scenario"]
+
+
+def hover_steps(figure) -> set[int]:
+    """The step numbers the timeline's hover points carry."""
+    steps = set()
+    for trace in figure.data:
+        if trace.customdata is not None and trace.mode == "markers":
+            steps |= {int(row[3]) for row in np.asarray(trace.customdata)}
+    return steps
+
+
+def test_timelines_count_steps_as_the_player_does():
+    shown = page.simulate(scenario(BROADCAST), "step")
+    player = shown["player"]
+    count = len(player["steps"])
+    assert count == 3
+    for name in ("rank_gantt", "link_gantt"):
+        figure = shown[name]
+        assert hover_steps(figure) == {1, 2, 3}, name  # player's "step 1 of 3" .. "step 3 of 3"
+        bar = next(trace for trace in figure.data if trace.marker and trace.marker.showscale)
+        assert bar.marker.cmin == 1 and bar.marker.cmax == 3
+    assert "step 1 of 3" in draw.step_title(player, 1)
+
+
+def test_timelines_mark_the_players_step():
+    shown = page.simulate(scenario(BROADCAST + "&step=2"), "step", position=2)
+    for name in ("rank_gantt", "link_gantt"):
+        shapes = shown[name].layout.shapes
+        assert len(shapes) == 1 and shapes[0].label.text == "step 2"
+        assert (shapes[0].x0, shapes[0].x1) == (5.0, 10.0)  # step 2 of the 15 s broadcast: 5 s to 10 s
+    marks = page.mark_step(3, shown["player"])
+    for name in ("rank_gantt", "link_gantt"):
+        assert isinstance(marks[name], Patch)
+        shapes = marks[name].to_plotly_json()["operations"][0]["params"]["value"]
+        assert [(shape["x0"], shape["x1"], shape["label"]["text"]) for shape in shapes] == [(10.0, 15.0, "step 3")]
+    inputs = page.mark_step(0, shown["player"])["rank_gantt"].to_plotly_json()["operations"][0]["params"]["value"]
+    assert inputs == []  # the inputs (position 0): no step to mark
+    assert page.mark_step(1, None) == {"rank_gantt": no_update, "link_gantt": no_update}
+
+
+def test_tree_hover_has_no_chunk_minus_one():
+    figure = page.simulate(scenario(BROADCAST), "step")["rank_gantt"]
+    templates = [trace.hovertemplate for trace in figure.data if trace.hovertemplate]
+    assert templates and not any("chunk" in text for text in templates)
+
+
+def test_ranks_that_only_receive_keep_their_lane():
+    figure = page.simulate(scenario(BROADCAST), "step")["rank_gantt"]
+    assert figure.layout.meta["lanes"] == 8  # ranks 1, 3, 5, 7 only receive
+    assert list(figure.layout.yaxis.ticktext) == [f"rank {r}" for r in range(8)]
+
+
+def test_side_by_side_keeps_every_rank_and_one_colour_scale():
+    data = scenario(BROADCAST)
+    shown = page.compare_panel("scatter_allgather", "algorithm", data)
+    figure = shown["timeline"]
+    heatmaps = [trace for trace in figure.data if trace.type == "heatmap"]
+    assert [len(trace.y) for trace in heatmaps] == [8, 8]  # panel A (binomial) has rank 7, which only receives
+    assert all(trace.coloraxis == "coloraxis" for trace in heatmaps)  # one scale, one colour bar
+    tops = [float(np.nanmax(np.asarray(trace.z, dtype=float))) for trace in heatmaps]
+    assert figure.layout.coloraxis.cmin == 0 and figure.layout.coloraxis.cmax == pytest.approx(max(tops))
+
+
+def test_play_stops_at_the_last_step():
+    assert page.tick(1, 3, 6) == {"step": 4, "disabled": no_update, "label": no_update}
+    assert page.tick(1, 5, 6) == {"step": 6, "disabled": True, "label": "Play"}  # reaches the end: stops
+    assert page.tick(1, 6, 6) == {"step": no_update, "disabled": True, "label": "Play"}  # never wraps to 0
+    assert page.toggle_play(3, True, 6, 6)["step"] == 0  # Play at the end plays again from the inputs
+
+
+def test_previous_next_and_speed():
+    assert page.step_by(ids.COLL_NEXT, 2, 6) == 3
+    assert page.step_by(ids.COLL_PREV, 2, 6) == 1
+    for trigger, position in ((ids.COLL_PREV, 0), (ids.COLL_NEXT, 6), (None, 3)):
+        with pytest.raises(PreventUpdate):
+            page.step_by(trigger, position, 6)
+    assert page.tick_interval(1) == 900 and page.tick_interval(2) == 450 and page.tick_interval(0.5) == 1800
