@@ -97,3 +97,50 @@ def test_previous_next_and_speed():
         with pytest.raises(PreventUpdate):
             page.step_by(trigger, position, 6)
     assert page.tick_interval(1) == 900 and page.tick_interval(2) == 450 and page.tick_interval(0.5) == 1800
+
+
+def walk(component) -> list[str]:
+    """Every string in a Dash component tree (what the page shows)."""
+    if isinstance(component, str):
+        return [component]
+    if isinstance(component, (list, tuple)):
+        return [text for child in component for text in walk(child)]
+    children = getattr(component, "children", None)
+    return walk(children) if children is not None else []
+
+
+def test_buffer_hover_speaks_the_axes_words():
+    player = page.simulate(scenario("?op=reduce&algorithm=binomial&ranks=8"), "step")["player"]
+    inputs = draw.buffer_figure(player, 0).data[0].hovertext
+    assert inputs[0][0] == "rank 0, p0: rank 0's data"  # not "sum of ranks 0", not "cell 0"
+    after = draw.buffer_figure(player, 1).data[0].hovertext
+    texts = [text for row in after for text in row]
+    assert not any("cell " in text for text in texts)
+    assert any(text.startswith("rank 0, p4: the sum of ranks") for text in texts)
+
+
+def test_step_titles_and_captions_carry_no_markup():
+    player = page.simulate(scenario("?op=all_reduce&algorithm=reduce_broadcast&ranks=8"), "step")["player"]
+    title = draw.step_title(player, 1)
+    assert title == "step 1 of 6, reduce (up the tree)" and "((" not in title and "))" not in title
+    two_level = scenario("?op=all_reduce&algorithm=hierarchical&topology=two_level&ranks=16&gpus_per_node=4")
+    caption = page.simulate(two_level, "step")["caption"]
+    assert "``" not in caption and "node_ranks" not in caption and "placement" in caption
+
+
+def test_closed_form_card_says_exact_not_float_noise():
+    shown = page.simulate(scenario("?op=all_reduce&algorithm=ring&ranks=8"), "step")
+    texts = walk(shown["summary"])
+    assert "exact" in texts and not any("e-16" in text or "e-17" in text for text in texts)
+
+
+def test_physical_ring_that_equals_the_closed_form_says_so():
+    shown = page.simulate(scenario("?op=all_reduce&algorithm=ring&ranks=8&topology=ring"), "step")
+    texts = walk(shown["summary"])
+    assert "none" not in texts and "exact" in texts
+    assert any("equals it exactly" in text for text in texts)
+    names = [trace.x[0] for trace in shown["breakdown"].data]
+    assert "closed form: none" not in names and "closed form" in names
+    # a ring that does not match (one rank's link is slower: stragglers) still says there is none
+    other = page.simulate(scenario("?op=all_reduce&algorithm=ring&ranks=8&topology=ring&stragglers=3:1ms"), "step")
+    assert "none" in walk(other["summary"])

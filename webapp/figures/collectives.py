@@ -280,12 +280,16 @@ def _arrow_labels(messages: list, where: dict[str, tuple[float, float]], label_t
 
 
 def step_title(player: dict[str, Any], position: int) -> str:
-    """ "step 3 of 14 (reduce-scatter)": positions count from 1, the phase named when known."""
+    """ "step 3 of 14 (reduce-scatter)": positions count from 1, the phase named when known; a
+    phase named with its own parentheses follows a colon ("step 1 of 6: reduce (up the tree)"),
+    never "((...))"."""
     count = len(player["steps"])
     position = max(1, min(position, count))
     phases = player.get("phases") or []
     phase = phases[position - 1] if position - 1 < len(phases) else ""
-    return f"step {position} of {count}" + (f" ({phase})" if phase else "")
+    if not phase:
+        return f"step {position} of {count}"
+    return f"step {position} of {count}" + (f", {phase}" if "(" in phase else f" ({phase})")
 
 
 def step_caption(player: dict[str, Any], position: int) -> str:
@@ -319,9 +323,9 @@ def buffer_figure(player: dict[str, Any], position: int) -> go.Figure:
     counts = [[bin(value).count("1") for value in row] for row in cells]
     holders = [[_ranks_in(value) for value in row] for row in cells]
     reduces = player["reduces"]
-    text, hover = _cell_words(counts, holders, p, reduces)
     chunks = player["chunks"]
     columns = [f"p{c // chunks}" + (f".{c % chunks}" if chunks > 1 else "") for c in range(len(cells[0]))]
+    text, hover = _cell_words(counts, holders, p, reduces, columns)
     title = f"Buffers after {step_title(player, index_of(position, frames))}" if frame["step"] >= 0 else "Buffers (inputs)"
     title += ": cell = how many ranks' data it sums" if reduces else ": cell = whose data it holds"
     figure = base_figure(title, max(260, 70 + 24 * p))
@@ -354,8 +358,11 @@ def buffer_figure(player: dict[str, Any], position: int) -> go.Figure:
     return figure
 
 
-def _cell_words(counts: list[list[int]], holders: list[list[list[str]]], ranks: int, reduces: bool) -> tuple[list, list]:
-    """Each cell's label (3/8: a partial sum of 3 ranks; or whose data it holds) and its hover."""
+def _cell_words(
+    counts: list[list[int]], holders: list[list[list[str]]], ranks: int, reduces: bool, columns: Sequence[str] = ()
+) -> tuple[list, list]:
+    """Each cell's label (3/8: a partial sum of 3 ranks; or whose data it holds) and its hover,
+    in the words the axes use (the column's name, p4; "rank 0's data", "the sum of ranks 0, 1")."""
     text = [
         [
             (f"{count}/{ranks}" if reduces else (holder[0] if len(holder) == 1 else str(count))) if count else ""
@@ -363,12 +370,22 @@ def _cell_words(counts: list[list[int]], holders: list[list[list[str]]], ranks: 
         ]
         for crow, hrow in zip(counts, holders)
     ]
-    verb = "sum of ranks" if reduces else "data of rank"
     hover = [
-        [f"rank {r}, cell {c}: " + (f"{verb} {', '.join(holders[r][c])}" if counts[r][c] else "empty") for c in range(len(counts[r]))]
+        [f"rank {r}, {columns[c] if c < len(columns) else f'p{c}'}: " + _holding(holders[r][c], reduces) for c in range(len(counts[r]))]
         for r in range(len(counts))
     ]
     return text, hover
+
+
+def _holding(holders: list[str], reduces: bool) -> str:
+    """What a cell holds, in words: empty, rank 3's data, the sum of ranks 0, 1 and 2, or the
+    data of ranks 0 and 1 (copies side by side)."""
+    if not holders:
+        return "empty"
+    if len(holders) == 1:
+        return f"rank {holders[0]}'s data"
+    listed = ", ".join(holders[:-1]) + f" and {holders[-1]}"
+    return f"the sum of ranks {listed}" if reduces else f"the data of ranks {listed}"
 
 
 def _changed_outlines(changed: list[tuple[int, int]], columns: list[str], ranks: int) -> go.Scatter:

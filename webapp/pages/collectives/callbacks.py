@@ -102,7 +102,7 @@ def summary_cards(outcome: model.Outcome) -> list:
     cards = [
         number_card("Simulated", format_time(numbers["time_s"]) if numbers["time_s"] is not None else "—", ids.COLL_SIM_TIME),
         number_card("Closed form", _closed_text(numbers), ids.COLL_ANALYTIC_TIME),
-        number_card("Sim vs closed form", f"{error:+.1e} relative" if error is not None else "—", ids.COLL_REL_ERROR),
+        number_card("Sim vs closed form", _error_text(error), ids.COLL_REL_ERROR),
         number_card("Messages / steps", f"{messages:,} / {numbers['steps']}" if messages is not None else "—", ids.COLL_MESSAGES),
         number_card("On the wire", format_size(wire) if wire is not None else "—", ids.COLL_WIRE),
         number_card("algbw / busbw", bandwidths, ids.COLL_BW),
@@ -110,6 +110,13 @@ def summary_cards(outcome: model.Outcome) -> list:
     if numbers["analytic_note"]:
         cards.append(html.Div(numbers["analytic_note"], id=ids.COLL_CLOSED_NOTE, className="closed-note", style={"flexBasis": "100%"}))
     return cards
+
+
+def _error_text(error: float | None) -> str:
+    """The relative difference simulated vs closed form; "exact" below float noise (1e-12)."""
+    if error is None:
+        return "—"
+    return "exact" if abs(error) < model.EXACT_RELATIVE else f"{error:+.1e} relative"
 
 
 def _closed_text(numbers: dict) -> str:
