@@ -462,8 +462,24 @@ def _with_cells(messages: list[list], frames: list[dict[str, Any]] | None, index
         changed = [c for c, (old, new) in enumerate(zip(before[dst], after[dst])) if old != new]
         if senders[dst] > 1 and chunks > 1:
             changed = [c for c in changed if c % chunks == chunk] or changed
+        changed = _carried_by(changed, before, after, src, dst)
         out.append([src, dst, start, end, nbytes, chunk, _cells_text(changed, len(before[dst]), chunks)])
     return out
+
+
+def _carried_by(changed: list[int], before: list[list[int]], after: list[list[int]], src: int, dst: int) -> list[int]:
+    """Of the receiver's changed cells, those this message carried: first the cells whose new
+    data is exactly what the sender held at the step's start (a copy or partial sum sent on),
+    else those whose new data the sender held at all. A step of an NCCL algorithm can hold
+    several rounds, so a receiver's cell may also change by a later message of the same step
+    (through another sender's forward): that cell is not named on this arrow."""
+
+    def new(c: int) -> int:
+        return after[dst][c] & ~before[dst][c]
+
+    exact = [c for c in changed if new(c) and new(c) == before[src][c] & ~before[dst][c]]
+    some = [c for c in changed if new(c) & (before[src][c] | after[src][c])]
+    return exact or some or changed
 
 
 def _cells_text(cells: list[int], total: int, chunks: int) -> str:

@@ -144,3 +144,14 @@ def test_physical_ring_that_equals_the_closed_form_says_so():
     # a ring that does not match (one rank's link is slower: stragglers) still says there is none
     other = page.simulate(scenario("?op=all_reduce&algorithm=ring&ranks=8&topology=ring&stragglers=3:1ms"), "step")
     assert "none" in walk(other["summary"])
+
+
+def test_nccl_arrows_name_only_what_the_message_carried():
+    form = {**model.DEFAULTS, **model.hardware_form("dgx-h100", "16"), "hardware": "dgx-h100", "algorithm": "nccl_ring"}
+    shown = page.simulate(page.validate(form)["scenario"], "step", position=1)
+    player = shown["player"]
+    labels = next(trace for trace in shown["topology"].data if trace.name == "message labels")
+    # 64 MiB over 16 ranks: each ring message carries one 4 MiB piece, and the arrow names one
+    assert labels.text and all("," not in text and text.endswith("4 MiB") for text in labels.text)
+    first = {(m[0], m[1]): m[6] for m in player["messages"][0]}
+    assert first[(0, 1)] == "p15" and first[(1, 2)] == "p0"  # rank r starts the ring with piece r-1
