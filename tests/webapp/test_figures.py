@@ -133,7 +133,7 @@ def test_buffer_figure_counts_contributions(ring4):
     assert end.layout.meta["full_cells"] == 16
     assert end.layout.meta["changed_cells"] == 4  # the last all-gather step fills one piece per rank
     assert figures.buffer_figure(player, 1).layout.meta["changed_cells"] == 4
-    assert "sum of ranks 0, 1, 2, 3" in end.data[0].hovertext[0][0]
+    assert "the sum of ranks 0, 1, 2 and 3" in end.data[0].hovertext[0][0]
 
 
 def test_buffer_figure_explains_when_absent(ring4):
