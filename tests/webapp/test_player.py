@@ -155,3 +155,28 @@ def test_nccl_arrows_name_only_what_the_message_carried():
     assert labels.text and all("," not in text and text.endswith("4 MiB") for text in labels.text)
     first = {(m[0], m[1]): m[6] for m in player["messages"][0]}
     assert first[(0, 1)] == "p15" and first[(1, 2)] == "p0"  # rank r starts the ring with piece r-1
+
+
+def test_arrow_labels_keep_off_the_switch():
+    shown = page.simulate(scenario(BROADCAST + "&step=1"), "step", position=1)  # step 1: rank 0 -> rank 4, across the switch
+    labels = next(trace for trace in shown["topology"].data if trace.name == "message labels")
+    switch = next(trace for trace in shown["topology"].data if trace.name == "switches")
+    (sx, sy), (x, y) = (switch.x[0], switch.y[0]), (labels.x[0], labels.y[0])
+    assert np.hypot(x - sx, y - sy) > 0.3  # ranks sit on a unit circle: the label is well off the centre
+
+
+def test_changed_outlines_fit_their_cells_and_the_title_fits():
+    player = page.simulate(scenario("?ranks=4"), "step")["player"]
+    figure = draw.buffer_figure(player, 1)
+    rects = [shape for shape in figure.layout.shapes if shape.type == "rect"]
+    assert len(rects) == figure.layout.meta["changed_cells"] == 4
+    assert all(shape.x1 - shape.x0 < 1 and shape.y1 - shape.y0 < 1 for shape in rects)  # inside one cell, never a neighbour's
+    first_line = figure.layout.title.text.split("<br>")[0]
+    assert first_line == "Buffers after step 1 of 6 (reduce-scatter)"  # the key goes to a second line
+
+
+def test_lane_labels_are_never_cut():
+    for query in ("?ranks=16&size=1MB", "?ranks=64"):  # bars, and the whole-run utilisation at 64 ranks
+        figure = page.simulate(scenario(query), "step")["link_gantt"]
+        assert "12->switch" in list(figure.layout.yaxis.ticktext)
+        assert figure.layout.yaxis.automargin is True, query  # the margin grows to the longest label ("12->switch")

@@ -214,7 +214,8 @@ def topology_figure(player: dict[str, Any], position: int) -> go.Figure:
     figure.add_trace(_rank_markers(ranks, busy, label))
     figure.update_layout(annotations=[_arrow(where, src, dst, 13 if label else 7) for src, dst, *_ in messages[:256]])
     if messages:
-        figure.add_trace(_arrow_labels(messages[:256], where, label_text=len(messages) <= 32))
+        hubs = [(n["x"], n["y"]) for n in others]
+        figure.add_trace(_arrow_labels(messages[:256], where, label_text=len(messages) <= 32, avoid=hubs))
     figure.update_xaxes(visible=False, scaleanchor="y", scaleratio=1)
     figure.update_yaxes(visible=False)
     figure.update_layout(margin={"l": 10, "r": 10, "t": 48, "b": 10}, meta={"step": step, "in_flight": len(messages)})
@@ -258,18 +259,37 @@ def _arrow(where: dict[str, tuple[float, float]], src: int, dst: int, standoff: 
     }  # fmt: skip
 
 
-def _arrow_labels(messages: list, where: dict[str, tuple[float, float]], label_text: bool) -> go.Scatter:
-    """What each arrow carries, written at the arrow's middle (cells and bytes), with a hover."""
+LABEL_AT = 0.55  # where on an arrow its label sits (from the sender)
+LABEL_NEAR_HUB = 0.28  # ... when that point would sit on a switch (sender and receiver opposite)
+
+
+def _label_point(x0: float, y0: float, x1: float, y1: float, avoid: Sequence[tuple[float, float]]) -> tuple[float, float]:
+    """Where an arrow's label goes: a bit past the middle, or nearer the sender when the middle
+    lies on a switch (its label is there, and every chord between opposite ranks crosses it)."""
+    length = math.hypot(x1 - x0, y1 - y0) or 1.0
+    x, y = x0 + LABEL_AT * (x1 - x0), y0 + LABEL_AT * (y1 - y0)
+    if any(math.hypot(x - hx, y - hy) < 0.2 * length for hx, hy in avoid):
+        x, y = x0 + LABEL_NEAR_HUB * (x1 - x0), y0 + LABEL_NEAR_HUB * (y1 - y0)
+    return x, y
+
+
+def _arrow_labels(
+    messages: list, where: dict[str, tuple[float, float]], label_text: bool, avoid: Sequence[tuple[float, float]] = ()
+) -> go.Scatter:
+    """What each arrow carries, written on the arrow (cells and bytes), with a hover; off the
+    switches in ``avoid``."""
     xs, ys, texts, hovers = [], [], [], []
     for message in messages:
         src, dst, start, end, nbytes, chunk = message[:6]
         cells = message[6] if len(message) > 6 else ""
         (x0, y0), (x1, y1) = where[str(src)], where[str(dst)]
-        xs.append(x0 + 0.55 * (x1 - x0))
-        ys.append(y0 + 0.55 * (y1 - y0))
+        x, y = _label_point(x0, y0, x1, y1, avoid)
+        xs.append(x)
+        ys.append(y)
         texts.append(f"{cells} · {format_size(nbytes)}" if cells else format_size(nbytes))
+        part = f", chunk {chunk}" if chunk >= 0 else ""
         hovers.append(
-            f"rank {src} → rank {dst}<br>carries {cells or 'data'}: {format_size(nbytes)}, chunk {chunk}"
+            f"rank {src} → rank {dst}<br>carries {cells or 'data'}: {format_size(nbytes)}{part}"
             f"<br>{format_time(start)} → {format_time(end)}"
         )
     return go.Scatter(
@@ -327,8 +347,11 @@ def buffer_figure(player: dict[str, Any], position: int) -> go.Figure:
     columns = [f"p{c // chunks}" + (f".{c % chunks}" if chunks > 1 else "") for c in range(len(cells[0]))]
     text, hover = _cell_words(counts, holders, p, reduces, columns)
     title = f"Buffers after {step_title(player, index_of(position, frames))}" if frame["step"] >= 0 else "Buffers (inputs)"
-    title += ": cell = how many ranks' data it sums" if reduces else ": cell = whose data it holds"
-    figure = base_figure(title, max(260, 70 + 24 * p))
+    # the key on a second, smaller line: one line was cut at the card's width
+    key = "cell = how many ranks' data it sums" if reduces else "cell = whose data it holds"
+    title += f"<br><span style='font-size:12px;color:#555'>{key}; red outline: changed in this step</span>"
+    figure = base_figure(title, max(280, 90 + 24 * p))
+    figure.update_layout(margin={"t": 64})
     small = len(columns) * p <= 1024
     figure.add_trace(
         go.Heatmap(
@@ -353,7 +376,9 @@ def buffer_figure(player: dict[str, Any], position: int) -> go.Figure:
     index = max(0, min(position, len(frames) - 1))
     changed = _changed_cells(frames[index - 1]["cells"], cells) if index > 0 else []
     if changed:
-        figure.add_trace(_changed_outlines(changed, columns, p))
+        hover, shapes = _changed_outlines(changed, columns, p)
+        figure.add_trace(hover)
+        figure.update_layout(shapes=shapes)
     figure.update_layout(meta={"step": frame["step"], "full_cells": full, "changed_cells": len(changed)})
     return figure
 
@@ -388,15 +413,21 @@ def _holding(holders: list[str], reduces: bool) -> str:
     return f"the sum of ranks {listed}" if reduces else f"the data of ranks {listed}"
 
 
-def _changed_outlines(changed: list[tuple[int, int]], columns: list[str], ranks: int) -> go.Scatter:
-    """Red outlines around the cells that changed in this step."""
-    return go.Scatter(
+def _changed_outlines(changed: list[tuple[int, int]], columns: list[str], ranks: int) -> tuple[go.Scatter, list[dict[str, Any]]]:
+    """Red outlines around the cells that changed in this step: rectangles exactly one cell
+    large (inset a little, inside the gaps), whatever the grid's size, and invisible points at
+    their centres for the hover."""
+    shapes = [
+        {"type": "rect", "xref": "x", "yref": "y", "x0": c - 0.46, "x1": c + 0.46, "y0": r - 0.44, "y1": r + 0.44,
+         "line": {"color": FLIGHT_COLOR, "width": 2}, "fillcolor": "rgba(0,0,0,0)", "layer": "above"}
+        for r, c in changed
+    ]  # fmt: skip
+    hover = go.Scatter(
         x=[columns[c] for _, c in changed], y=[f"rank {r}" for r, _ in changed], mode="markers",
-        marker={"symbol": "square-open", "size": max(10, min(26, 300 // max(len(columns), ranks))), "color": FLIGHT_COLOR,
-                "line": {"width": 2.5}},
-        hovertext=[f"rank {r}, {columns[c]}: changed in this step" for r, c in changed], hoverinfo="text",
-        showlegend=False, name="changed in this step",
+        marker={"size": 6, "opacity": 0}, hovertext=[f"rank {r}, {columns[c]}: changed in this step" for r, c in changed],
+        hoverinfo="text", showlegend=False, name="changed in this step",
     )  # fmt: skip
+    return hover, shapes
 
 
 def index_of(position: int, frames: list) -> int:

@@ -418,7 +418,7 @@ def utilisation_figure(
         xaxis={"domain": [0, 0.78], "title": f"time ({unit}), whole run in {UTIL_BINS} bins", "range": [0, span * factor]},
         xaxis2={"domain": [0.82, 0.95], "title": "busy (%)", "range": [0, 100], "anchor": "y"},
         yaxis={"type": "category", "categoryorder": "array", "categoryarray": names, "autorange": "reversed",
-               "tickvals": [names[i] for i in shown], "ticktext": [names[i] for i in shown]},
+               "tickvals": [names[i] for i in shown], "ticktext": [names[i] for i in shown], "automargin": True},
         showlegend=False,
         meta={"utilisation": True, "lanes": len(names), "span_s": span, "bars": int(len(starts)), "time_factor": factor},
     )  # fmt: skip
