@@ -102,7 +102,18 @@ def error_field(message: str) -> str:
 # A field checked alone, on this valid scenario: the scenario's own parser and checks give the
 # message, and each box gets its own even when several are wrong (the whole form is checked after).
 _ALONE_BASE = {"op": "all_reduce", "algorithm": "ring", "ranks": "8", "size": "64MiB", "latency": "5us", "bandwidth": "25GB/s"}
-_CHECKED_ALONE = ("ranks", "size", "latency", "bandwidth", "reduce_bandwidth", "intra_latency", "intra_bandwidth", "chunks", "overhead", "eager_limit")
+_CHECKED_ALONE = (
+    "ranks",
+    "size",
+    "latency",
+    "bandwidth",
+    "reduce_bandwidth",
+    "intra_latency",
+    "intra_bandwidth",
+    "chunks",
+    "overhead",
+    "eager_limit",
+)
 
 
 def _check_field(name: str, text: str) -> None:

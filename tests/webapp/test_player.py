@@ -9,7 +9,6 @@ import pytest
 from dash import Patch, no_update
 from dash.exceptions import PreventUpdate
 
-from sim.collective import explore
 from webapp import collective as model
 from webapp import ids
 from webapp.figures import collectives as draw

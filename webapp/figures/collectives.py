@@ -461,7 +461,7 @@ def side_by_side_figure(columns: Sequence[tuple], rank_counts: Sequence[int] = (
     figure.update_layout(margin={"l": 60, "r": 20, "t": 60, "b": 48}, template={})
     centres = (np.arange(UTIL_BINS) + 0.5) * span / UTIL_BINS * factor
     grids = []
-    for index, (label, ranks, starts, ends) in enumerate(columns):
+    for index, (_, ranks, starts, ends) in enumerate(columns):
         seen = int(ranks.max()) + 1 if len(ranks) else 1
         count = max(seen, rank_counts[index] if index < len(rank_counts) else 0)
         grids.append(in_flight(ranks, starts, ends, count, span))

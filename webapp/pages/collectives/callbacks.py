@@ -486,7 +486,10 @@ def _register_player(app: Any) -> None:
         inputs={"position": Input(ids.COLL_STEP, "value"), "player": State(ids.COLL_PLAYER_STORE, "data")},
         prevent_initial_call=True,
     )(guarded(mark_step, lambda message: answer(MARKED)))
-    playing = {"disabled": Output(ids.COLL_TICK, "disabled", allow_duplicate=True), "label": Output(ids.COLL_PLAY, "children", allow_duplicate=True)}
+    playing = {
+        "disabled": Output(ids.COLL_TICK, "disabled", allow_duplicate=True),
+        "label": Output(ids.COLL_PLAY, "children", allow_duplicate=True),
+    }
     slider = {"position": State(ids.COLL_STEP, "value"), "maximum": State(ids.COLL_STEP, "max")}
     app.callback(
         output={**playing, "step": Output(ids.COLL_STEP, "value", allow_duplicate=True)},

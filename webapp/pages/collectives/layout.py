@@ -16,7 +16,17 @@ from webapp import collective as model
 from webapp import ids, urlstate
 from webapp.components import field, graph, hardware_dropdown
 
-__all__ = ["HARDWARE_FIELDS", "SPEEDS", "TICK_MS", "TWO_LEVEL_ONLY", "VIEW_DEFAULTS", "algorithms_for_op", "compare_choices", "layout", "scenario_of"]
+__all__ = [
+    "HARDWARE_FIELDS",
+    "SPEEDS",
+    "TICK_MS",
+    "TWO_LEVEL_ONLY",
+    "VIEW_DEFAULTS",
+    "algorithms_for_op",
+    "compare_choices",
+    "layout",
+    "scenario_of",
+]
 
 LABELS = {
     "hardware": ("Hardware", "a preset fills ranks, topology and links (collsim hardware list)"),
