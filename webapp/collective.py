@@ -102,7 +102,18 @@ def error_field(message: str) -> str:
 # A field checked alone, on this valid scenario: the scenario's own parser and checks give the
 # message, and each box gets its own even when several are wrong (the whole form is checked after).
 _ALONE_BASE = {"op": "all_reduce", "algorithm": "ring", "ranks": "8", "size": "64MiB", "latency": "5us", "bandwidth": "25GB/s"}
-_CHECKED_ALONE = ("ranks", "size", "latency", "bandwidth", "reduce_bandwidth", "intra_latency", "intra_bandwidth", "chunks", "overhead", "eager_limit")
+_CHECKED_ALONE = (
+    "ranks",
+    "size",
+    "latency",
+    "bandwidth",
+    "reduce_bandwidth",
+    "intra_latency",
+    "intra_bandwidth",
+    "chunks",
+    "overhead",
+    "eager_limit",
+)
 
 
 def _check_field(name: str, text: str) -> None:
@@ -264,6 +275,7 @@ def run(scenario: CollectiveScenario, max_messages: int = MAX_SIM_MESSAGES, esti
         record = "full" if estimate <= 2 * max_messages else "auto"
         result, buffers = explore.run(scenario.replace(record=record), frames=frames and scenario.ranks <= PLAYER_MAX_RANKS)
         closed = closed_form(scenario, result)
+        closed, breakdown = switch_form_if_equal(scenario, result, closed, breakdown)
         return Outcome(scenario, "simulated", result, closed.time_s, "", breakdown, closed.exact, closed.note, buffers)
     cli = cli_command(scenario)
     why = f"about {estimate:,} message-equivalents of work is too much to simulate in the browser (limit {max_messages:,})"
@@ -312,7 +324,33 @@ def run_with_progress(scenario: CollectiveScenario, report: Callable[[float, str
     result = collect(started)
     report(1.0, f"{net.message_count:,} messages simulated; drawing the figures")
     closed = closed_form(s, result)
+    closed, breakdown = switch_form_if_equal(scenario, result, closed, breakdown)
     return Outcome(scenario, "simulated", result, closed.time_s, "", breakdown, closed.exact, closed.note)
+
+
+EXACT_RELATIVE = 1e-12  # a simulated time this close to the closed form is the closed form (float noise)
+
+
+def switch_form_if_equal(
+    scenario: CollectiveScenario, result: CollectiveResult, closed: explore.ClosedForm, breakdown: dict[str, float]
+) -> tuple[explore.ClosedForm, dict[str, float]]:
+    """A topology without a closed form of its own (a physical ring, ...) whose simulated time
+    equals the switch's closed form exactly: that closed form, said so (no "closed form: none"
+    beside a time that matches it to the last digit). Otherwise ``closed`` and ``breakdown``."""
+    if closed.time_s is not None or scenario.topology == "switch" or result is None:
+        return closed, breakdown
+    try:
+        switch = scenario.replace(topology="switch")
+        other = explore.closed_form(switch)
+    except (CollsimError, ValueError, KeyError):
+        return closed, breakdown
+    if other.time_s is None or not other.exact or abs(result.time_s - other.time_s) > EXACT_RELATIVE * other.time_s:
+        return closed, breakdown
+    note = (
+        f"the closed form is derived for one port per rank into a switch; on this {scenario.topology} every message "
+        "of this algorithm has a link of its own, and the simulated time equals it exactly"
+    )
+    return explore.ClosedForm(other.time_s, True, note), closed_form_breakdown(switch)
 
 
 BREAKDOWN_NAMES = {"latency": "alpha (latency)", "bandwidth": "beta (bandwidth)", "reduction": "gamma (reduction)"}
@@ -435,8 +473,24 @@ def _with_cells(messages: list[list], frames: list[dict[str, Any]] | None, index
         changed = [c for c, (old, new) in enumerate(zip(before[dst], after[dst])) if old != new]
         if senders[dst] > 1 and chunks > 1:
             changed = [c for c in changed if c % chunks == chunk] or changed
+        changed = _carried_by(changed, before, after, src, dst)
         out.append([src, dst, start, end, nbytes, chunk, _cells_text(changed, len(before[dst]), chunks)])
     return out
+
+
+def _carried_by(changed: list[int], before: list[list[int]], after: list[list[int]], src: int, dst: int) -> list[int]:
+    """Of the receiver's changed cells, those this message carried: first the cells whose new
+    data is exactly what the sender held at the step's start (a copy or partial sum sent on),
+    else those whose new data the sender held at all. A step of an NCCL algorithm can hold
+    several rounds, so a receiver's cell may also change by a later message of the same step
+    (through another sender's forward): that cell is not named on this arrow."""
+
+    def new(c: int) -> int:
+        return after[dst][c] & ~before[dst][c]
+
+    exact = [c for c in changed if new(c) and new(c) == before[src][c] & ~before[dst][c]]
+    some = [c for c in changed if new(c) & (before[src][c] | after[src][c])]
+    return exact or some or changed
 
 
 def _cells_text(cells: list[int], total: int, chunks: int) -> str:

@@ -4,6 +4,7 @@ algorithm's record (sim.algorithms.registry). The step player draws what these r
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -38,7 +39,16 @@ def description(op: str, algorithm: str) -> str:
     """The algorithm's own one-paragraph description (its docstring's first paragraph)."""
     spec = algorithm_spec(op, algorithm)
     text = (spec.program.__doc__ or "").strip() if spec else ""
-    return " ".join(text.split("\n\n")[0].split())
+    return plain(" ".join(text.split("\n\n")[0].split()))
+
+
+def plain(text: str) -> str:
+    """Docstring markup out of a sentence a person reads: ``node_ranks`` -> node_ranks,
+    :func:`x` -> x, *word* -> word; parenthetical asides that only name code are dropped."""
+    text = re.sub(r"\s*\(``[^`]+``:[^)]*\)", "", text)  # "(``node_ranks``: each node's ranks ...)": code detail
+    text = re.sub(r":\w+:`~?([^`]+)`", r"\1", text)
+    text = text.replace("``", "")
+    return re.sub(r"(?<!\w)\*([^*\s][^*]*)\*(?!\w)", r"\1", text)
 
 
 def step_sentence(move: str, sizes: Sequence[int]) -> str:

@@ -116,10 +116,8 @@ def test_player_callbacks():
     shown = page.show_step(2, player)
     assert shown["topology"].layout.meta["step"] == 1 and shown["caption"].startswith("Step 2 of 6 (reduce-scatter):")
     assert page.show_step(0, None)["caption"] == ""
-    assert page.toggle_play(1, True) == {"disabled": False, "label": "Pause"}
-    assert page.toggle_play(2, False) == {"disabled": True, "label": "Play"}
-    assert page.tick(1, 3, 6) == 4
-    assert page.tick(2, 6, 6) == 0
+    assert page.toggle_play(1, True, 2, 6) == {"disabled": False, "label": "Pause", "step": no_update}
+    assert page.toggle_play(2, False, 3, 6) == {"disabled": True, "label": "Play", "step": no_update}
 
 
 def test_algorithm_options_follow_the_op():

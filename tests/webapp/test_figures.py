@@ -133,7 +133,7 @@ def test_buffer_figure_counts_contributions(ring4):
     assert end.layout.meta["full_cells"] == 16
     assert end.layout.meta["changed_cells"] == 4  # the last all-gather step fills one piece per rank
     assert figures.buffer_figure(player, 1).layout.meta["changed_cells"] == 4
-    assert "sum of ranks 0, 1, 2, 3" in end.data[0].hovertext[0][0]
+    assert "the sum of ranks 0, 1, 2 and 3" in end.data[0].hovertext[0][0]
 
 
 def test_buffer_figure_explains_when_absent(ring4):
@@ -242,7 +242,7 @@ def test_many_bars_are_drawn_as_a_raster():
     assert raster.type == "heatmap" and raster.z.shape == (32, figures.RASTER_BINS)
     assert figure.layout.meta["bars"] == len(events)
     assert "time bins" in figure.layout.annotations[0].text
-    last_step = max(e["step"] for e in events)
+    last_step = len({e["step"] for e in events})  # numbered as the player numbers steps: from 1
     assert raster.z[0, -1] == last_step  # every lane ends busy with the last step
     assert raster.z.dtype == "float32" and list(raster.y) == [f"rank {r}" for r in range(32)]  # hover names the lane
     assert len(figure.layout.yaxis.ticktext) <= figures.MAX_LANE_LABELS  # 32 lanes, every other one labelled

@@ -172,6 +172,15 @@ def player_positions(player: dict[str, Any]) -> int:
     return len(player["steps"]) + 1
 
 
+def step_span(player: dict[str, Any], position: int) -> tuple[float, float, int] | None:
+    """(first send, last arrival, step number) of the step at slider ``position``, in seconds;
+    None at the inputs (position 0)."""
+    step, messages = _at(player, position)
+    if step is None or not messages:
+        return None
+    return min(m[2] for m in messages), max(m[3] for m in messages), max(1, min(position, len(player["steps"])))
+
+
 def _at(player: dict[str, Any], position: int) -> tuple[int | None, list]:
     position = max(0, min(position, len(player["steps"])))
     if position == 0:
@@ -205,7 +214,8 @@ def topology_figure(player: dict[str, Any], position: int) -> go.Figure:
     figure.add_trace(_rank_markers(ranks, busy, label))
     figure.update_layout(annotations=[_arrow(where, src, dst, 13 if label else 7) for src, dst, *_ in messages[:256]])
     if messages:
-        figure.add_trace(_arrow_labels(messages[:256], where, label_text=len(messages) <= 32))
+        hubs = [(n["x"], n["y"]) for n in others]
+        figure.add_trace(_arrow_labels(messages[:256], where, label_text=len(messages) <= 32, avoid=hubs))
     figure.update_xaxes(visible=False, scaleanchor="y", scaleratio=1)
     figure.update_yaxes(visible=False)
     figure.update_layout(margin={"l": 10, "r": 10, "t": 48, "b": 10}, meta={"step": step, "in_flight": len(messages)})
@@ -249,18 +259,37 @@ def _arrow(where: dict[str, tuple[float, float]], src: int, dst: int, standoff: 
     }  # fmt: skip
 
 
-def _arrow_labels(messages: list, where: dict[str, tuple[float, float]], label_text: bool) -> go.Scatter:
-    """What each arrow carries, written at the arrow's middle (cells and bytes), with a hover."""
+LABEL_AT = 0.55  # where on an arrow its label sits (from the sender)
+LABEL_NEAR_HUB = 0.28  # ... when that point would sit on a switch (sender and receiver opposite)
+
+
+def _label_point(x0: float, y0: float, x1: float, y1: float, avoid: Sequence[tuple[float, float]]) -> tuple[float, float]:
+    """Where an arrow's label goes: a bit past the middle, or nearer the sender when the middle
+    lies on a switch (its label is there, and every chord between opposite ranks crosses it)."""
+    length = math.hypot(x1 - x0, y1 - y0) or 1.0
+    x, y = x0 + LABEL_AT * (x1 - x0), y0 + LABEL_AT * (y1 - y0)
+    if any(math.hypot(x - hx, y - hy) < 0.2 * length for hx, hy in avoid):
+        x, y = x0 + LABEL_NEAR_HUB * (x1 - x0), y0 + LABEL_NEAR_HUB * (y1 - y0)
+    return x, y
+
+
+def _arrow_labels(
+    messages: list, where: dict[str, tuple[float, float]], label_text: bool, avoid: Sequence[tuple[float, float]] = ()
+) -> go.Scatter:
+    """What each arrow carries, written on the arrow (cells and bytes), with a hover; off the
+    switches in ``avoid``."""
     xs, ys, texts, hovers = [], [], [], []
     for message in messages:
         src, dst, start, end, nbytes, chunk = message[:6]
         cells = message[6] if len(message) > 6 else ""
         (x0, y0), (x1, y1) = where[str(src)], where[str(dst)]
-        xs.append(x0 + 0.55 * (x1 - x0))
-        ys.append(y0 + 0.55 * (y1 - y0))
+        x, y = _label_point(x0, y0, x1, y1, avoid)
+        xs.append(x)
+        ys.append(y)
         texts.append(f"{cells} · {format_size(nbytes)}" if cells else format_size(nbytes))
+        part = f", chunk {chunk}" if chunk >= 0 else ""
         hovers.append(
-            f"rank {src} → rank {dst}<br>carries {cells or 'data'}: {format_size(nbytes)}, chunk {chunk}"
+            f"rank {src} → rank {dst}<br>carries {cells or 'data'}: {format_size(nbytes)}{part}"
             f"<br>{format_time(start)} → {format_time(end)}"
         )
     return go.Scatter(
@@ -271,12 +300,16 @@ def _arrow_labels(messages: list, where: dict[str, tuple[float, float]], label_t
 
 
 def step_title(player: dict[str, Any], position: int) -> str:
-    """ "step 3 of 14 (reduce-scatter)": positions count from 1, the phase named when known."""
+    """ "step 3 of 14 (reduce-scatter)": positions count from 1, the phase named when known; a
+    phase named with its own parentheses follows a colon ("step 1 of 6: reduce (up the tree)"),
+    never "((...))"."""
     count = len(player["steps"])
     position = max(1, min(position, count))
     phases = player.get("phases") or []
     phase = phases[position - 1] if position - 1 < len(phases) else ""
-    return f"step {position} of {count}" + (f" ({phase})" if phase else "")
+    if not phase:
+        return f"step {position} of {count}"
+    return f"step {position} of {count}" + (f", {phase}" if "(" in phase else f" ({phase})")
 
 
 def step_caption(player: dict[str, Any], position: int) -> str:
@@ -310,12 +343,15 @@ def buffer_figure(player: dict[str, Any], position: int) -> go.Figure:
     counts = [[bin(value).count("1") for value in row] for row in cells]
     holders = [[_ranks_in(value) for value in row] for row in cells]
     reduces = player["reduces"]
-    text, hover = _cell_words(counts, holders, p, reduces)
     chunks = player["chunks"]
     columns = [f"p{c // chunks}" + (f".{c % chunks}" if chunks > 1 else "") for c in range(len(cells[0]))]
+    text, hover = _cell_words(counts, holders, p, reduces, columns)
     title = f"Buffers after {step_title(player, index_of(position, frames))}" if frame["step"] >= 0 else "Buffers (inputs)"
-    title += ": cell = how many ranks' data it sums" if reduces else ": cell = whose data it holds"
-    figure = base_figure(title, max(260, 70 + 24 * p))
+    # the key on a second, smaller line: one line was cut at the card's width
+    key = "cell = how many ranks' data it sums" if reduces else "cell = whose data it holds"
+    title += f"<br><span style='font-size:12px;color:#555'>{key}; red outline: changed in this step</span>"
+    figure = base_figure(title, max(280, 90 + 24 * p))
+    figure.update_layout(margin={"t": 64})
     small = len(columns) * p <= 1024
     figure.add_trace(
         go.Heatmap(
@@ -340,13 +376,18 @@ def buffer_figure(player: dict[str, Any], position: int) -> go.Figure:
     index = max(0, min(position, len(frames) - 1))
     changed = _changed_cells(frames[index - 1]["cells"], cells) if index > 0 else []
     if changed:
-        figure.add_trace(_changed_outlines(changed, columns, p))
+        hover, shapes = _changed_outlines(changed, columns, p)
+        figure.add_trace(hover)
+        figure.update_layout(shapes=shapes)
     figure.update_layout(meta={"step": frame["step"], "full_cells": full, "changed_cells": len(changed)})
     return figure
 
 
-def _cell_words(counts: list[list[int]], holders: list[list[list[str]]], ranks: int, reduces: bool) -> tuple[list, list]:
-    """Each cell's label (3/8: a partial sum of 3 ranks; or whose data it holds) and its hover."""
+def _cell_words(
+    counts: list[list[int]], holders: list[list[list[str]]], ranks: int, reduces: bool, columns: Sequence[str] = ()
+) -> tuple[list, list]:
+    """Each cell's label (3/8: a partial sum of 3 ranks; or whose data it holds) and its hover,
+    in the words the axes use (the column's name, p4; "rank 0's data", "the sum of ranks 0, 1")."""
     text = [
         [
             (f"{count}/{ranks}" if reduces else (holder[0] if len(holder) == 1 else str(count))) if count else ""
@@ -354,23 +395,39 @@ def _cell_words(counts: list[list[int]], holders: list[list[list[str]]], ranks: 
         ]
         for crow, hrow in zip(counts, holders)
     ]
-    verb = "sum of ranks" if reduces else "data of rank"
     hover = [
-        [f"rank {r}, cell {c}: " + (f"{verb} {', '.join(holders[r][c])}" if counts[r][c] else "empty") for c in range(len(counts[r]))]
+        [f"rank {r}, {columns[c] if c < len(columns) else f'p{c}'}: " + _holding(holders[r][c], reduces) for c in range(len(counts[r]))]
         for r in range(len(counts))
     ]
     return text, hover
 
 
-def _changed_outlines(changed: list[tuple[int, int]], columns: list[str], ranks: int) -> go.Scatter:
-    """Red outlines around the cells that changed in this step."""
-    return go.Scatter(
+def _holding(holders: list[str], reduces: bool) -> str:
+    """What a cell holds, in words: empty, rank 3's data, the sum of ranks 0, 1 and 2, or the
+    data of ranks 0 and 1 (copies side by side)."""
+    if not holders:
+        return "empty"
+    if len(holders) == 1:
+        return f"rank {holders[0]}'s data"
+    listed = ", ".join(holders[:-1]) + f" and {holders[-1]}"
+    return f"the sum of ranks {listed}" if reduces else f"the data of ranks {listed}"
+
+
+def _changed_outlines(changed: list[tuple[int, int]], columns: list[str], ranks: int) -> tuple[go.Scatter, list[dict[str, Any]]]:
+    """Red outlines around the cells that changed in this step: rectangles exactly one cell
+    large (inset a little, inside the gaps), whatever the grid's size, and invisible points at
+    their centres for the hover."""
+    shapes = [
+        {"type": "rect", "xref": "x", "yref": "y", "x0": c - 0.46, "x1": c + 0.46, "y0": r - 0.44, "y1": r + 0.44,
+         "line": {"color": FLIGHT_COLOR, "width": 2}, "fillcolor": "rgba(0,0,0,0)", "layer": "above"}
+        for r, c in changed
+    ]  # fmt: skip
+    hover = go.Scatter(
         x=[columns[c] for _, c in changed], y=[f"rank {r}" for r, _ in changed], mode="markers",
-        marker={"symbol": "square-open", "size": max(10, min(26, 300 // max(len(columns), ranks))), "color": FLIGHT_COLOR,
-                "line": {"width": 2.5}},
-        hovertext=[f"rank {r}, {columns[c]}: changed in this step" for r, c in changed], hoverinfo="text",
-        showlegend=False, name="changed in this step",
+        marker={"size": 6, "opacity": 0}, hovertext=[f"rank {r}, {columns[c]}: changed in this step" for r, c in changed],
+        hoverinfo="text", showlegend=False, name="changed in this step",
     )  # fmt: skip
+    return hover, shapes
 
 
 def index_of(position: int, frames: list) -> int:
@@ -391,9 +448,11 @@ def _ranks_in(mask: int) -> list[str]:
 PART_COLORS = {"latency": "#1f77b4", "bandwidth": "#ff7f0e", "reduction": "#2ca02c", "overhead": "#9467bd", "contention": "#d62728"}
 
 
-def side_by_side_figure(columns: Sequence[tuple[str, np.ndarray, np.ndarray, np.ndarray]]) -> go.Figure:
+def side_by_side_figure(columns: Sequence[tuple], rank_counts: Sequence[int] = ()) -> go.Figure:
     """Two runs' per-rank activity (operations in flight per time bin) stacked on one time axis:
-    ``columns`` holds (label, rank per interval, start, end) for each run."""
+    ``columns`` holds (label, rank per interval, start, end) for each run; ``rank_counts`` the
+    ranks of each run (a rank that only receives still gets its row). Both panels share one
+    colour scale (one zmin/zmax, one colour bar), so one shade means the same in both."""
     from plotly.subplots import make_subplots
 
     span = max(float(ends.max()) for _, _, _, ends in columns if len(ends)) or 1.0
@@ -401,22 +460,28 @@ def side_by_side_figure(columns: Sequence[tuple[str, np.ndarray, np.ndarray, np.
     figure = make_subplots(rows=len(columns), cols=1, shared_xaxes=True, vertical_spacing=0.12, subplot_titles=[c[0] for c in columns])
     figure.update_layout(margin={"l": 60, "r": 20, "t": 60, "b": 48}, template={})
     centres = (np.arange(UTIL_BINS) + 0.5) * span / UTIL_BINS * factor
-    for row, (label, ranks, starts, ends) in enumerate(columns, start=1):
-        count = int(ranks.max()) + 1 if len(ranks) else 1
-        grid = in_flight(ranks, starts, ends, count, span)
+    grids = []
+    for index, (_, ranks, starts, ends) in enumerate(columns):
+        seen = int(ranks.max()) + 1 if len(ranks) else 1
+        count = max(seen, rank_counts[index] if index < len(rank_counts) else 0)
+        grids.append(in_flight(ranks, starts, ends, count, span))
+    top = max((float(grid.max()) for grid in grids if grid.size), default=1.0) or 1.0
+    for row, ((label, *_), grid) in enumerate(zip(columns, grids), start=1):
+        count = grid.shape[0]
         figure.add_trace(
-            go.Heatmap(z=grid.astype(np.float32), x=centres, y=[f"rank {r}" for r in range(count)], colorscale="Blues", zmin=0,
-                       showscale=row == 1, colorbar={"title": {"text": "in flight"}, "thickness": 12},
+            go.Heatmap(z=grid.astype(np.float32), x=centres, y=[f"rank {r}" for r in range(count)], coloraxis="coloraxis",
                        hovertemplate=f"{label}<br>%{{y}}, %{{x:.4g}} {unit}: %{{z:.2f}} in flight<extra></extra>", name=label),
             row=row, col=1,
         )  # fmt: skip
         figure.update_yaxes(autorange="reversed", row=row, col=1, nticks=min(count, 12))
-        figure.add_vline(x=float(ends.max()) * factor if len(ends) else 0, line={"dash": "dot", "color": "#d62728"}, row=row, col=1)
+        end = float(columns[row - 1][3].max()) * factor if len(columns[row - 1][3]) else 0
+        figure.add_vline(x=end, line={"dash": "dot", "color": "#d62728"}, row=row, col=1)
     figure.update_xaxes(title=f"time ({unit}), one axis for both", row=len(columns), col=1, range=[0, span * factor])
     figure.update_layout(
         title={"text": "Side by side: per-rank activity on one time axis", "x": 0.01, "font": {"size": 15}},
         height=200 + 160 * len(columns),
-        meta={"columns": [c[0] for c in columns], "span_s": span},
+        coloraxis={"colorscale": "Blues", "cmin": 0, "cmax": top, "colorbar": {"title": {"text": "in flight"}, "thickness": 12}},
+        meta={"columns": [c[0] for c in columns], "span_s": span, "zmax": top},
     )
     return figure
 

@@ -113,7 +113,13 @@ RASTER_BINS = 480  # about 2 px per bin on the page's widest timeline
 
 
 def gantt_figure(
-    rows: Sequence[dict[str, Any]], lane: str, color_by: str, title: str, lane_label: str = "", cut_note: str = ""
+    rows: Sequence[dict[str, Any]],
+    lane: str,
+    color_by: str,
+    title: str,
+    lane_label: str = "",
+    cut_note: str = "",
+    all_lanes: Sequence[Any] = (),
 ) -> go.Figure:
     """Bars from start_s to end_s, one lane per ``row[lane]``, coloured by a number.
 
@@ -122,15 +128,19 @@ def gantt_figure(
     messages as a few dozen paths instead of one element per bar (hover on a bar's middle).
     Above ``SEGMENT_BARS`` bars the lanes are drawn as an image of ``RASTER_BINS`` time bins
     (a heatmap), which draws in milliseconds whatever the number of messages.
+
+    Steps are numbered as the player numbers them: from 1, in order of the recorded steps.
+    ``all_lanes``: lanes drawn even when nothing happens on them (ranks that only receive).
     """
     if not rows:
         return note_figure("no events to draw", title)
     factor, unit = time_unit(max(row["end_s"] for row in rows))
-    lanes = sorted({row[lane] for row in rows}, key=_lane_key)
+    lanes = sorted({row[lane] for row in rows} | set(all_lanes), key=_lane_key)
     lane_index = {value: index for index, value in enumerate(lanes)}
     columns = ("src", "dst", "bytes", "step", "chunk", "start_s", "end_s")
     table = np.array(list(map(itemgetter(*columns), rows)), dtype=float)
     table[:, 5:] *= factor
+    table[:, 3] = player_step_numbers(table[:, 3])
     values = table[:, columns.index(color_by) if color_by in columns else 3]
     low, high = float(values.min()), float(values.max())
     bins = np.minimum(((values - low) / (high - low) * COLOR_BINS).astype(int), COLOR_BINS - 1) if high > low else np.zeros(len(rows), int)
@@ -159,10 +169,26 @@ def gantt_figure(
         xaxis={"title": {"text": f"time ({unit})"}, "rangemode": "tozero"},
         showlegend=False,
         hovermode="closest",
-        meta={"bars": len(rows), "lanes": len(lanes), "kinds": sorted(set(row_kinds.tolist()))},
+        meta={"bars": len(rows), "lanes": len(lanes), "kinds": sorted(set(row_kinds.tolist())), "time_factor": factor},
         annotations=annotations,
     )
     return go.Figure(data=traces, layout=layout, _validate=False)
+
+
+def player_step_numbers(steps: np.ndarray) -> np.ndarray:
+    """Recorded step values -> the player's step numbers: 1 for the first step recorded, 2 for
+    the next, ... (the player's slider counts the same way; 0 is its "inputs" position)."""
+    return np.searchsorted(np.unique(steps), steps).astype(float) + 1.0
+
+
+def step_mark(start_s: float, end_s: float, factor: float, label: str = "") -> dict[str, Any]:
+    """A translucent vertical band over [start_s, end_s] (seconds; the figure's time axis is
+    scaled by ``factor``): the player's current step on a timeline."""
+    return {
+        "type": "rect", "xref": "x", "yref": "paper", "x0": start_s * factor, "x1": end_s * factor, "y0": 0, "y1": 1,
+        "fillcolor": "rgba(214,39,40,0.12)", "line": {"color": FLIGHT_COLOR, "width": 1, "dash": "dot"}, "layer": "below",
+        "name": "player step", "label": {"text": label, "textposition": "top center", "font": {"size": 10, "color": FLIGHT_COLOR}},
+    }  # fmt: skip
 
 
 def _segment_traces(
@@ -207,6 +233,7 @@ def _lane_axis(lane_texts: list[str], raster: bool) -> dict[str, Any]:
         "range": [len(lane_texts) - 0.5, -0.5],
         "type": "category" if raster else "linear",
         "title": None,
+        "automargin": True,  # long lane names ("12->switch") widen the margin instead of being cut
         "showgrid": False,
         "zeroline": False,
     }
@@ -279,13 +306,14 @@ def _segments(table: np.ndarray, lanes: np.ndarray, kind: str, colour: str, widt
 def _bar_hover(table: np.ndarray, lanes: np.ndarray, kind: str, width_px: float, unit: str) -> go.Scatter:
     """Invisible points at the middle of each bar of one kind, carrying what the bar is."""
     verb = "%{customdata[0]:.0f}→%{customdata[1]:.0f}" if kind == "send" else "on rank %{customdata[0]:.0f}"
+    chunk = ", chunk %{customdata[4]:.0f}" if (table[:, 4] >= 0).any() else ""  # -1: the algorithm has no chunks
     return go.Scatter(
         x=(table[:, 5] + table[:, 6]) / 2,
         y=lanes,
         mode="markers",
         marker={"size": max(6.0, width_px), "opacity": 0, "maxdisplayed": 1},  # hover needs the points, not their SVG nodes
         customdata=table,
-        hovertemplate=f"{kind} {verb}<br>%{{customdata[2]:,.0f}} bytes, step %{{customdata[3]:.0f}}, chunk %{{customdata[4]:.0f}}<br>%{{customdata[5]:.4g}} → %{{customdata[6]:.4g}} {unit}<extra></extra>",
+        hovertemplate=f"{kind} {verb}<br>%{{customdata[2]:,.0f}} bytes, step %{{customdata[3]:.0f}}{chunk}<br>%{{customdata[5]:.4g}} → %{{customdata[6]:.4g}} {unit}<extra></extra>",
         name=kind,
         showlegend=False,
         _validate=False,
@@ -344,11 +372,18 @@ def busy_fraction(lanes: np.ndarray, starts: np.ndarray, ends: np.ndarray, lane_
 
 
 def utilisation_figure(
-    lane_names: Sequence[str], lanes: np.ndarray, starts: np.ndarray, ends: np.ndarray, title: str, what: str = "messages in flight"
+    lane_names: Sequence[str],
+    lanes: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    title: str,
+    what: str = "messages in flight",
+    keep_idle: bool = False,
 ) -> go.Figure:
     """The whole run at any size: lane x time heatmap of the mean number of ``what`` per time
     bin, and beside it each lane's busy fraction (time with at least one in flight). Lanes in
-    natural order (rank 2 before rank 14)."""
+    natural order (rank 2 before rank 14); lanes with nothing on them are left out unless
+    ``keep_idle`` (ranks that only receive are still ranks)."""
     if not len(starts):
         return note_figure("no events to draw", title)
     span = float(ends.max()) or 1.0
@@ -356,7 +391,7 @@ def utilisation_figure(
     position = np.empty(len(order), dtype=int)
     position[order] = np.arange(len(order))
     used = np.unique(lanes)
-    keep = [i for i in order if i in set(used.tolist())]
+    keep = order if keep_idle else [i for i in order if i in set(used.tolist())]
     rows = {lane: row for row, lane in enumerate(keep)}
     mapped = np.array([rows[lane] for lane in lanes.tolist()], dtype=int)
     grid = in_flight(mapped, starts, ends, len(keep), span)
@@ -383,23 +418,30 @@ def utilisation_figure(
         xaxis={"domain": [0, 0.78], "title": f"time ({unit}), whole run in {UTIL_BINS} bins", "range": [0, span * factor]},
         xaxis2={"domain": [0.82, 0.95], "title": "busy (%)", "range": [0, 100], "anchor": "y"},
         yaxis={"type": "category", "categoryorder": "array", "categoryarray": names, "autorange": "reversed",
-               "tickvals": [names[i] for i in shown], "ticktext": [names[i] for i in shown]},
+               "tickvals": [names[i] for i in shown], "ticktext": [names[i] for i in shown], "automargin": True},
         showlegend=False,
-        meta={"utilisation": True, "lanes": len(names), "span_s": span, "bars": int(len(starts))},
+        meta={"utilisation": True, "lanes": len(names), "span_s": span, "bars": int(len(starts)), "time_factor": factor},
     )  # fmt: skip
     return figure
 
 
 def rank_timeline(
-    result_events: Callable[[], list], ranks: np.ndarray, starts: np.ndarray, ends: np.ndarray, color_by: str = "step"
+    result_events: Callable[[], list],
+    ranks: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    color_by: str = "step",
+    rank_count: int | None = None,
 ) -> go.Figure:
     """Per-rank timeline: bars while drawable (``result_events()`` builds them), else the whole
-    run as utilisation (sends and reductions in flight per rank) with each rank's busy fraction."""
+    run as utilisation (sends and reductions in flight per rank) with each rank's busy fraction.
+    ``rank_count``: every rank gets a lane, also one that only receives."""
+    count = rank_count or (int(ranks.max()) + 1 if len(ranks) else 0)
     if len(starts) <= SEGMENT_BARS:
-        return rank_gantt(result_events(), color_by)
-    names = [f"rank {r}" for r in range(int(ranks.max()) + 1)]
+        return rank_gantt(result_events(), color_by, ranks=count)
+    names = [f"rank {r}" for r in range(max(count, int(ranks.max()) + 1))]
     title = f"Per-rank activity, whole run ({len(starts):,} sends and reductions; too many to draw one by one)"
-    return utilisation_figure(names, ranks, starts, ends, title, "operations in flight")
+    return utilisation_figure(names, ranks, starts, ends, title, "operations in flight", keep_idle=True)
 
 
 def link_timeline(
@@ -412,11 +454,13 @@ def link_timeline(
     return utilisation_figure(names, lanes, starts, ends, title)
 
 
-def rank_gantt(events: Sequence[dict[str, Any]], color_by: str = "step", limit: int = GANTT_BARS) -> go.Figure:
-    """Per-rank timeline of a result's events (sends and reductions), EVENT_COLUMNS rows."""
+def rank_gantt(events: Sequence[dict[str, Any]], color_by: str = "step", limit: int = GANTT_BARS, ranks: int = 0) -> go.Figure:
+    """Per-rank timeline of a result's events (sends and reductions), EVENT_COLUMNS rows; with
+    ``ranks``, a lane for each of ranks 0..ranks-1 (a rank that only receives has no events)."""
     rows, note = limit_lanes(events, "rank", limit)
     rows = [dict(row, src=row["rank"], dst=row["peer"]) for row in rows]
-    return gantt_figure(rows, "rank", color_by, f"Per-rank timeline (colour: {color_by})", "rank", note)
+    shown = range(ranks) if not note else ()
+    return gantt_figure(rows, "rank", color_by, f"Per-rank timeline (colour: {color_by})", "rank", note, all_lanes=shown)
 
 
 def link_gantt(rows: Sequence[dict[str, Any]], color_by: str = "step", limit: int = GANTT_BARS) -> go.Figure:

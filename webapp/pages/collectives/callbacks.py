@@ -10,7 +10,7 @@ import json
 import uuid
 from typing import Any
 
-from dash import ClientsideFunction, Input, Output, State, ctx, html, no_update
+from dash import ClientsideFunction, Input, Output, Patch, State, ctx, html, no_update
 from dash.exceptions import PreventUpdate
 
 from sim.collective import explore
@@ -22,7 +22,14 @@ from webapp.callbacks import answer, events_csv, guarded
 from webapp.components import graph, number_card
 from webapp.figures import collectives as draw
 from webapp.figures import common
-from webapp.pages.collectives.layout import HARDWARE_FIELDS, TWO_LEVEL_ONLY, algorithms_for_op, compare_choices, scenario_of
+from webapp.pages.collectives.layout import (
+    HARDWARE_FIELDS,
+    TICK_MS,
+    TWO_LEVEL_ONLY,
+    algorithms_for_op,
+    compare_choices,
+    scenario_of,
+)
 
 __all__ = [
     "PANELS",
@@ -33,12 +40,16 @@ __all__ = [
     "compare_update",
     "crossover_panel",
     "download",
+    "mark_step",
     "panels",
     "register",
     "show_step",
     "simulate",
     "simulate_in_background",
+    "step_by",
+    "step_shapes",
     "tick",
+    "tick_interval",
     "toggle_play",
     "validate",
 ]
@@ -56,6 +67,7 @@ PANELS = {  # what a run draws: the simulation callback's outputs (and the backg
     "buffers": (ids.COLL_BUFFERS, "figure"),
     "caption": (ids.COLL_STEP_LABEL, "children"),
 }
+MARKED = ("rank_gantt", "link_gantt")  # the timelines that mark the player's step
 RUN = (*PANELS, "job")  # the simulation callback also hands large scenarios to the background run
 SECOND = ("options", "value", "row", "note", "style")  # the second column (side by side)
 
@@ -90,7 +102,7 @@ def summary_cards(outcome: model.Outcome) -> list:
     cards = [
         number_card("Simulated", format_time(numbers["time_s"]) if numbers["time_s"] is not None else "—", ids.COLL_SIM_TIME),
         number_card("Closed form", _closed_text(numbers), ids.COLL_ANALYTIC_TIME),
-        number_card("Sim vs closed form", f"{error:+.1e} relative" if error is not None else "—", ids.COLL_REL_ERROR),
+        number_card("Sim vs closed form", _error_text(error), ids.COLL_REL_ERROR),
         number_card("Messages / steps", f"{messages:,} / {numbers['steps']}" if messages is not None else "—", ids.COLL_MESSAGES),
         number_card("On the wire", format_size(wire) if wire is not None else "—", ids.COLL_WIRE),
         number_card("algbw / busbw", bandwidths, ids.COLL_BW),
@@ -98,6 +110,13 @@ def summary_cards(outcome: model.Outcome) -> list:
     if numbers["analytic_note"]:
         cards.append(html.Div(numbers["analytic_note"], id=ids.COLL_CLOSED_NOTE, className="closed-note", style={"flexBasis": "100%"}))
     return cards
+
+
+def _error_text(error: float | None) -> str:
+    """The relative difference simulated vs closed form; "exact" below float noise (1e-12)."""
+    if error is None:
+        return "—"
+    return "exact" if abs(error) < model.EXACT_RELATIVE else f"{error:+.1e} relative"
 
 
 def _closed_text(numbers: dict) -> str:
@@ -160,11 +179,11 @@ def panels(outcome: model.Outcome, color_by: str, position: int = 0) -> dict[str
     player = model.player_data(scenario, result, outcome.frames)
     positions = draw.player_positions(player) if player else 1
     position = max(0, min(int(position or 0), positions - 1))
-    return {
+    shown = {
         **shown,
         "notice": outcome.note
         or f"Simulated {scenario.op}/{scenario.algorithm} on {scenario.ranks} ranks ({scenario.topology}) message by message.",
-        "rank_gantt": common.rank_timeline(result.events, *model.rank_intervals(result), color_by),
+        "rank_gantt": common.rank_timeline(result.events, *model.rank_intervals(result), color_by, scenario.ranks),
         "link_gantt": common.link_timeline(
             names, lanes, starts, ends, lambda: model.link_events(result, common.SEGMENT_BARS + 1), color_by
         ),
@@ -173,6 +192,13 @@ def panels(outcome: model.Outcome, color_by: str, position: int = 0) -> dict[str
         "step": position,
         **show_step(position, player),
     }
+    if player:  # the timelines' scales, for the step marks the slider moves (show_step)
+        player["time_factors"] = {name: (shown[name].layout.meta or {}).get("time_factor") for name in MARKED}
+    for name in MARKED:
+        mark = step_shapes(player, position, name)
+        if mark:
+            shown[name].update_layout(shapes=mark)
+    return shown
 
 
 def simulate_in_background(set_progress: Any, job: dict | None) -> dict[str, Any]:
@@ -213,15 +239,67 @@ def show_step(position: int | None, player: dict | None) -> dict[str, Any]:
     }
 
 
-def toggle_play(clicks: int | None, disabled: bool) -> dict[str, Any]:
+def step_shapes(player: dict | None, position: int, timeline: str) -> list[dict[str, Any]] | None:
+    """The shapes that mark the player's step at ``position`` on ``timeline`` ("rank_gantt" or
+    "link_gantt"): a band from the step's first send to its last arrival, labelled "step k"
+    (the timelines' hover and colour bar number steps the same way); none at the inputs
+    (position 0). None when the timeline's time scale is not known."""
+    factor = ((player or {}).get("time_factors") or {}).get(timeline)
+    if not player or not factor:
+        return None
+    span = draw.step_span(player, int(position or 0))
+    if span is None:
+        return []
+    start, end, number = span
+    return [common.step_mark(start, end, factor, f"step {number}")]
+
+
+def mark_step(position: int | None, player: dict | None) -> dict[str, Any]:
+    """The slider moved: the step marks on both timelines, as patches (the bars are not resent)."""
+    marks = {}
+    for name in MARKED:
+        shapes = step_shapes(player, int(position or 0), name)
+        if shapes is None:
+            marks[name] = no_update
+        else:
+            marks[name] = Patch()
+            marks[name]["layout"]["shapes"] = shapes
+    return marks
+
+
+def toggle_play(clicks: int | None, disabled: bool, position: int | None = None, maximum: int | None = None) -> dict[str, Any]:
+    """Play / Pause. Play at the last step starts again from the inputs (position 0)."""
     playing = not disabled
-    return {"disabled": True, "label": "Play"} if playing else {"disabled": False, "label": "Pause"}
+    if playing:
+        return {"disabled": True, "label": "Play", "step": no_update}
+    at_end = maximum is not None and int(position or 0) >= int(maximum or 0)
+    return {"disabled": False, "label": "Pause", "step": 0 if at_end else no_update}
 
 
-def tick(_: int, position: int | None, maximum: int | None) -> int:
-    """Next slider position; wraps to the start after the last step."""
+def tick(_: int, position: int | None, maximum: int | None) -> dict[str, Any]:
+    """Next slider position while playing; at the last step the player stops there (Play
+    becomes Play again) instead of starting over."""
     position, maximum = int(position or 0), int(maximum or 0)
-    return 0 if position >= maximum else position + 1
+    if position >= maximum:
+        return {"step": no_update, "disabled": True, "label": "Play"}
+    last = position + 1 >= maximum
+    return {"step": position + 1, "disabled": True if last else no_update, "label": "Play" if last else no_update}
+
+
+def step_by(trigger: str | None, position: int | None, maximum: int | None) -> int:
+    """Previous / next: one step back or on, kept within 0..maximum."""
+    if trigger not in (ids.COLL_PREV, ids.COLL_NEXT):
+        raise PreventUpdate
+    position, maximum = int(position or 0), int(maximum or 0)
+    moved = position - 1 if trigger == ids.COLL_PREV else position + 1
+    if not 0 <= moved <= maximum:
+        raise PreventUpdate
+    return moved
+
+
+def tick_interval(speed: float | None) -> int:
+    """The Play timer's period (ms) at ``speed`` (0.5x: twice as long per step)."""
+    return round(TICK_MS / float(speed or 1))
 
 
 def crossover_panel(data: dict | None) -> Any:
@@ -253,7 +331,9 @@ def compare_panel(value: str | None, compare_field: str | None, data: dict | Non
             }
     labels = [f"A: {getattr(a, name)}", f"B: {value}"]
     runs = [explore.run(s)[0] for s in (a, b)]
-    timeline = draw.side_by_side_figure([(label, *model.rank_intervals(run)) for label, run in zip(labels, runs)])
+    timeline = draw.side_by_side_figure(
+        [(label, *model.rank_intervals(run)) for label, run in zip(labels, runs)], [s.ranks for s in (a, b)]
+    )
     parts = draw.parts_figure(labels, [explore.decompose(s) for s in (a, b)])
     ratio = runs[1].time_s / runs[0].time_s if runs[0].time_s else float("inf")
     times = f"{format_time(runs[1].time_s)} vs {format_time(runs[0].time_s)}"
@@ -402,17 +482,34 @@ def _register_player(app: Any) -> None:
         )
     )
     app.callback(
-        output={"disabled": Output(ids.COLL_TICK, "disabled"), "label": Output(ids.COLL_PLAY, "children")},
-        inputs={"clicks": Input(ids.COLL_PLAY, "n_clicks"), "disabled": State(ids.COLL_TICK, "disabled")},
+        output={name: Output(*PANELS[name], allow_duplicate=True) for name in MARKED},
+        inputs={"position": Input(ids.COLL_STEP, "value"), "player": State(ids.COLL_PLAYER_STORE, "data")},
+        prevent_initial_call=True,
+    )(guarded(mark_step, lambda message: answer(MARKED)))
+    playing = {
+        "disabled": Output(ids.COLL_TICK, "disabled", allow_duplicate=True),
+        "label": Output(ids.COLL_PLAY, "children", allow_duplicate=True),
+    }
+    slider = {"position": State(ids.COLL_STEP, "value"), "maximum": State(ids.COLL_STEP, "max")}
+    app.callback(
+        output={**playing, "step": Output(ids.COLL_STEP, "value", allow_duplicate=True)},
+        inputs={"clicks": Input(ids.COLL_PLAY, "n_clicks"), "disabled": State(ids.COLL_TICK, "disabled"), **slider},
         prevent_initial_call=True,
     )(toggle_play)
     app.callback(
+        output={**playing, "step": Output(ids.COLL_STEP, "value", allow_duplicate=True)},
+        inputs={"_": Input(ids.COLL_TICK, "n_intervals"), **slider},
+        prevent_initial_call=True,
+    )(tick)
+    app.callback(
         Output(ids.COLL_STEP, "value", allow_duplicate=True),
-        Input(ids.COLL_TICK, "n_intervals"),
+        Input(ids.COLL_PREV, "n_clicks"),
+        Input(ids.COLL_NEXT, "n_clicks"),
         State(ids.COLL_STEP, "value"),
         State(ids.COLL_STEP, "max"),
         prevent_initial_call=True,
-    )(tick)
+    )(lambda prev, next_, position, maximum: step_by(ctx.triggered_id, position, maximum))
+    app.callback(Output(ids.COLL_TICK, "interval"), Input(ids.COLL_SPEED, "value"), prevent_initial_call=True)(tick_interval)
 
 
 def _register_views(app: Any) -> None:

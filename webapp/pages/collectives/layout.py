@@ -16,7 +16,17 @@ from webapp import collective as model
 from webapp import ids, urlstate
 from webapp.components import field, graph, hardware_dropdown
 
-__all__ = ["HARDWARE_FIELDS", "TWO_LEVEL_ONLY", "VIEW_DEFAULTS", "algorithms_for_op", "compare_choices", "layout", "scenario_of"]
+__all__ = [
+    "HARDWARE_FIELDS",
+    "SPEEDS",
+    "TICK_MS",
+    "TWO_LEVEL_ONLY",
+    "VIEW_DEFAULTS",
+    "algorithms_for_op",
+    "compare_choices",
+    "layout",
+    "scenario_of",
+]
 
 LABELS = {
     "hardware": ("Hardware", "a preset fills ranks, topology and links (collsim hardware list)"),
@@ -42,6 +52,8 @@ DROPDOWNS = ("hardware", "op", "algorithm", "topology", "sharing", "placement")
 HARDWARE_FIELDS = ("ranks", "topology", "gpus_per_node", "bandwidth", "latency", "intra_bandwidth", "intra_latency")
 TWO_LEVEL_ONLY = ("gpus_per_node", "intra_latency", "intra_bandwidth", "placement")
 VIEW_DEFAULTS = {"step": "0", "color": "step", "cmp": ""}  # view options kept in the URL beside the inputs
+TICK_MS = 900  # one step per 0.9 s at 1x
+SPEEDS = (("0.5x", 0.5), ("1x", 1), ("2x", 2))
 COMPARE_FIELDS = {"algorithm": "another algorithm", "topology": "another topology", "sharing": "another sharing mode"}
 EXAMPLES = (
     (
@@ -100,11 +112,18 @@ def _player_controls(step: int) -> html.Div:
     slider = dcc.Slider(
         id=ids.COLL_STEP, min=0, max=max(1, step), step=1, value=step, marks=None, updatemode="drag", tooltip={"always_visible": False}
     )
+    speed = dcc.RadioItems(
+        id=ids.COLL_SPEED, options=[{"label": f" {label}", "value": value} for label, value in SPEEDS], value=1, inline=True,
+        className="speed",
+    )  # fmt: skip
     return html.Div(
         [
+            html.Button("◀", id=ids.COLL_PREV, n_clicks=0, className="button", title="previous step"),
             html.Button("Play", id=ids.COLL_PLAY, n_clicks=0, className="button"),
+            html.Button("▶", id=ids.COLL_NEXT, n_clicks=0, className="button", title="next step"),
             html.Div(slider, className="slider"),
-            dcc.Interval(id=ids.COLL_TICK, interval=900, disabled=True),
+            speed,
+            dcc.Interval(id=ids.COLL_TICK, interval=TICK_MS, disabled=True),
         ],
         className="player-controls",
     )
