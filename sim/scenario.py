@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sim.errors import CollsimError
 from sim.algorithms.registry import algorithm_spec, algorithms_for, ops
+from sim.errors import CollsimError
 from sim.units import parse_bandwidth, parse_size, parse_time, require_unit
 
 RECORD_MODES = ("auto", "full", "aggregate")

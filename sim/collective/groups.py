@@ -19,8 +19,8 @@ from functools import cached_property
 from typing import Any
 
 from sim.collective.call import Call
-from sim.errors import CollsimError
 from sim.collective.verify import initial_buffers
+from sim.errors import CollsimError
 
 Groups = tuple[tuple[int, ...], ...]
 

@@ -124,7 +124,7 @@ def _ring_ops(call: Call, p: PathParams, group: list[int], i: int, channel: int,
         span = range(loop * slices, (loop + 1) * slices)
         step = 0
 
-        def block(owner: int) -> list:
+        def block(owner: int, span: range = span) -> list:
             cut = _split(call, p.channels, channel, owner, parts)
             return [cut[j] for j in span if cut[j][2]]
 

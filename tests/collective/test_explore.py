@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from sim.collective import explore
 from sim.algorithms.registry import algorithms_for, ops
+from sim.collective import explore
 from sim.collective.runner import run_collective
 from sim.scenario import CollectiveScenario
 

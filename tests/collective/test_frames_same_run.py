@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+from sim.algorithms.registry import algorithm_spec, algorithms_for, ops
 from sim.collective import explore, runner
 from sim.collective import frames as buffer_frames
-from sim.algorithms.registry import algorithm_spec, algorithms_for, ops
 from sim.scenario import CollectiveScenario
 
 FIELDS = (

@@ -2,9 +2,9 @@
 
 import pytest
 
-from sim.errors import CollsimError
 from sim.algorithms.registry import algorithm_spec, algorithms_for, ops
 from sim.collective.runner import run_collective
+from sim.errors import CollsimError
 from sim.scenario import CollectiveScenario
 
 ROOTED = ("broadcast", "reduce", "gather", "scatter")

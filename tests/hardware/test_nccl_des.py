@@ -2,9 +2,9 @@
 
 import pytest
 
+from sim.collective.runner import run_collective
 from sim.hardware.nccl_des import channel_ring, channel_tree, scenario_for_pick
 from sim.hardware.nccl_model import predict
-from sim.collective.runner import run_collective
 from sim.scenario import CollectiveScenario
 
 

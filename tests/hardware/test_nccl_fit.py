@@ -3,7 +3,7 @@
 import pytest
 
 from sim.errors import CollsimError
-from sim.hardware.nccl_fit import fit, read_log, regime_stats, compare, des_time
+from sim.hardware.nccl_fit import compare, des_time, fit, read_log, regime_stats
 from sim.hardware.presets import CONSTANTS, TRIAL, effective, list_presets, load_preset, parse_preset
 
 

@@ -7,10 +7,10 @@ import sys
 import pytest
 import yaml
 
-from sim.errors import CollsimError
-from sim.hardware.presets import HERE, list_presets, load_preset, parse_preset
-from sim.hardware.cluster import build
 from sim.collective.runner import run_collective
+from sim.errors import CollsimError
+from sim.hardware.cluster import build
+from sim.hardware.presets import HERE, list_presets, load_preset, parse_preset
 from sim.scenario import CollectiveScenario
 
 

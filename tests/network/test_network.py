@@ -6,10 +6,10 @@ import networkx as nx
 import pytest
 import simpy
 
-from sim.network import topology as topo
+from sim.collective.runner import run_collective
 from sim.errors import CollsimError
 from sim.network import make_network
-from sim.collective.runner import run_collective
+from sim.network import topology as topo
 from sim.scenario import CollectiveScenario
 
 

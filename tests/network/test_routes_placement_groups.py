@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.network import topology as topo
-from sim.errors import CollsimError
 from sim.collective.runner import build_topology, run_collective
+from sim.errors import CollsimError
+from sim.network import topology as topo
 from sim.scenario import CollectiveScenario
 
 SHARING = ("fifo", "fair")
@@ -276,8 +276,8 @@ def test_cli_placement_groups_and_errors():
 def test_nccl_algorithms_run_on_groups(algorithm):
     """NCCL's rings and trees lay ranks out by node; a group reports its own ranks per node (it
     used to have none: AttributeError). Groups of one whole node each run as that node alone."""
-    from sim.hardware.presets import scenario_fields
     from sim.collective.runner import run_collective
+    from sim.hardware.presets import scenario_fields
     from sim.scenario import CollectiveScenario
 
     fields = {"op": "all_reduce", "algorithm": algorithm, "size": "1MiB"}

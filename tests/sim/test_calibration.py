@@ -6,8 +6,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from sim.collective.analytic import busbw_factor
 from sim.cli import cli
+from sim.collective.analytic import busbw_factor
 
 O_S, W_BPS, P = 1.5e-3, 0.8e9, 2
 

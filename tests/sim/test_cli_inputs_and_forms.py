@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from sim.collective import analytic
 from sim.cli import cli
+from sim.collective import analytic
 from sim.collective.collapsed import run as run_in_mode
-from sim.errors import CollsimError
 from sim.collective.runner import run_collective
+from sim.errors import CollsimError
 from sim.scenario import CollectiveScenario
 
 ROOT = Path(__file__).resolve().parents[2]

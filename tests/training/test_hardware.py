@@ -4,10 +4,10 @@ two_level network with its NIC rails, the same network as ``collsim sim collecti
 import pytest
 
 from sim.collective.collapsed import collective_time
-from sim.training.ddp import DDPScenario, run_ddp
 from sim.errors import CollsimError
 from sim.hardware.presets import scenario_fields
 from sim.scenario import CollectiveScenario
+from sim.training.ddp import DDPScenario, run_ddp
 
 BASE = dict(preset="cs336-tiny", backward_time_s=0.05, comm="network", bucket_cap_bytes=4 * 2**20)
 

@@ -3,10 +3,9 @@ times, NIC overrides and NVLink domains larger than a node."""
 
 import pytest
 
-from sim.hardware.nccl_des import scenario_for_pick
-
 from sim.errors import CollsimError
 from sim.hardware.cluster import build, variant_name
+from sim.hardware.nccl_des import scenario_for_pick
 from sim.hardware.nccl_model import predict
 from sim.hardware.presets import list_presets, load_preset, scenario_fields
 from sim.training.comm import hardware_ow, pick_time

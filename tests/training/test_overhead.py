@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from sim.training.ddp import DDPScenario, optimize, run_ddp, sweep_bucket_sizes
 from sim.errors import CollsimError
+from sim.training.ddp import DDPScenario, optimize, run_ddp, sweep_bucket_sizes
 from sim.training.overhead import fit_overhead, fit_ow, overhead_simple, t_quantile_975
 
 MiB = 2**20

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from sim.training.ddp import DDPScenario, backward_flops, run_ddp
 from sim.errors import CollsimError
+from sim.training.ddp import DDPScenario, backward_flops, run_ddp
 from sim.training.params import Param, preset
 
 
