@@ -8,7 +8,7 @@ import math
 
 from sim.algorithms.registry import Shape
 from sim.collective.call import Call
-from sim.hardware.nccl_path import MAX_MESSAGES, PathParams, _ring_ops, channel_ring
+from sim.hardware.nccl_path import MAX_MESSAGES, PathParams, channel_part, ring_parts
 from sim.hardware.nccl_proto import chunking
 
 __all__ = ["nvls_counts", "ring_counts", "tree_counts"]
@@ -19,17 +19,16 @@ def _call(op: str, s: Shape) -> Call:
 
 
 def ring_counts(op: str, phases: tuple[str, ...], protocol: str, algorithm: str = "Ring"):
-    """Counts of NCCL's ring (or PAT, which runs the ring's schedule) for ``phases``."""
+    """Counts of NCCL's ring (or PAT, which runs the ring's schedule) for ``phases``: in each
+    phase every owner's non-empty slices travel p - 1 hops (sim.hardware.nccl_path._ring_ops)."""
 
     def counts(s: Shape) -> tuple[int, int]:
         if s.p == 1:
             return 0, 0
         call, params = _call(op, s), PathParams(algorithm, protocol, s.k, s.k, heads=s.gpus)
-        messages = 0
-        for channel in range(s.k):
-            group = channel_ring(s.p, s.gpus, channel)
-            messages += sum(op_[0] == "s" for i in range(s.p) for op_ in _ring_ops(call, params, group, i, channel, phases))
-        return messages, s.p * s.k  # sender-receiver pairs (routes): a right neighbour per channel
+        loops, slices = ring_parts(call, params, s.p, (s.p - 1) * len(phases))
+        slices_sent = sum(sum(1 for cut in channel_part(call, s.k, channel, owner, loops * slices) if cut[2]) for channel in range(s.k) for owner in range(s.p))
+        return len(phases) * (s.p - 1) * slices_sent, s.p * s.k  # pairs (routes): a right neighbour per channel
 
     return counts
 

@@ -90,13 +90,13 @@ def channel_ring(ranks: int, gpus_per_node: int, channel: int) -> list[int]:
     return order
 
 
-def _split(call: Call, channels: int, channel: int, owner: int, parts: int) -> tuple:
+def channel_part(call: Call, channels: int, channel: int, owner: int, parts: int) -> tuple:
     """Channel ``channel``'s part of block ``owner``, cut in ``parts`` (loops x slices)."""
     piece = call.pieces(channels, call.pieces(call.ranks)[owner])[channel]
     return call.pieces(parts, piece)
 
 
-def _ring_parts(call: Call, p: PathParams, m: int, steps: int) -> tuple[int, int]:
+def ring_parts(call: Call, p: PathParams, m: int, steps: int) -> tuple[int, int]:
     """(loops, slices a loop) of one channel: NCCL's loop of nRanks chunks, slices of a chunk,
     merged to at most MAX_MESSAGES messages per connection."""
     per_channel = max(call.size_bytes // max(p.channels, 1), 1)
@@ -117,7 +117,7 @@ def _ring_ops(call: Call, p: PathParams, group: list[int], i: int, channel: int,
     ("r"|"a", piece, step) receives (put or add)."""
     m = len(group)
     steps = (m - 1) * len(phases)
-    loops, slices = _ring_parts(call, p, m, steps)
+    loops, slices = ring_parts(call, p, m, steps)
     parts = loops * slices
     ops = []
     for loop in range(loops):
@@ -125,7 +125,7 @@ def _ring_ops(call: Call, p: PathParams, group: list[int], i: int, channel: int,
         step = 0
 
         def block(owner: int, span: range = span) -> list:
-            cut = _split(call, p.channels, channel, owner, parts)
+            cut = channel_part(call, p.channels, channel, owner, parts)
             return [cut[j] for j in span if cut[j][2]]
 
         if "reduce_scatter" in phases:
