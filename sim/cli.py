@@ -204,6 +204,7 @@ def collective(scenario_file: str | None, trace: str | None, csv_path: str | Non
     if "size_bytes" not in data:
         data.setdefault("size", 0)
     scenario = CollectiveScenario.from_dict(data)
+    _check_budget(scenario, mode)
     result = run_in_mode(scenario, mode)
     if (trace or csv_path) and result.mode == "collapsed":
         raise CollsimError("--trace and --csv need per-message events: use --mode full")
@@ -220,6 +221,17 @@ def collective(scenario_file: str | None, trace: str | None, csv_path: str | Non
         click.echo(f"  time per call    {summary['time_s']:.6g} s")
     else:
         click.echo(format_summary(summary))
+
+
+def _check_budget(scenario: Any, mode: str) -> None:
+    """Refuse before starting a run beyond the time and memory limits (sim.collective.budget)."""
+    from sim.collective import budget
+    from sim.collective.collapsed import why_not_collapsed
+
+    if mode == "full" or why_not_collapsed(scenario) is not None:
+        budget.check_run(scenario, "sim collective")
+    else:
+        budget.check_collapsed(scenario)
 
 
 def _apply_calibration(data: dict[str, Any], path: str, backend: str | None) -> None:

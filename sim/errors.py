@@ -1,8 +1,26 @@
 """The one exception users see: a message naming what was wrong and what is allowed."""
 
+from __future__ import annotations
+
+import re
+
+_LEADING_FIELD = re.compile(r"^(--)?([a-z][a-z0-9_]*(?:[-_][a-z0-9]+)*)\s*:")
+
 
 class CollsimError(ValueError):
-    """Bad input or an impossible scenario. The CLI prints its message and exits with code 2."""
+    """Bad input or an impossible scenario. The CLI prints its message and exits with code 2.
+
+    ``field``: the input it is about (a scenario key such as ``chunks`` or ``bandwidth``), so the
+    CLI, scenario files and the explorer's forms show the same message at the same input. Given
+    explicitly, or read from a message that starts ``name:`` / ``--name:``; None when the error
+    is about no single input."""
+
+    def __init__(self, message: str = "", field: str | None = None) -> None:
+        super().__init__(message)
+        if field is None:
+            match = _LEADING_FIELD.match(str(message))
+            field = match.group(2).replace("-", "_") if match else None
+        self.field = field
 
 
 class DeadlockError(CollsimError):

@@ -100,11 +100,16 @@ def work(scenario: CollectiveScenario) -> Work:
     k = s.chunks if algorithm_spec(s.op, s.algorithm) and algorithm_spec(s.op, s.algorithm).chunked else 1
     gpus = s.gpus_per_node_resolved if s.topology == "two_level" else s.ranks
     messages, pairs, exact = _counts(s.op, s.algorithm, s.ranks, k, gpus)
-    if messages < 0:
+    if messages < 0 and k > PROBE_MAX_CHUNKS:  # probe at fewer chunks: each chunk is sent the same way
+        few = s.replace(chunks=PROBE_MAX_CHUNKS, size_bytes=max(s.element_bytes * s.ranks * PROBE_MAX_CHUNKS, min(s.size_bytes, PROBE_MAX_BYTES)))
+        messages, pairs = _extrapolated(few)
+        messages = messages * k // PROBE_MAX_CHUNKS
+    elif messages < 0:
         messages, pairs = _extrapolated(s)
     return Work(messages * s.repetitions, min(pairs, s.ranks * (s.ranks - 1)), exact)
 
 
+PROBE_MAX_CHUNKS = 16  # probes run at most this many chunks (the count grows linearly in chunks)
 PROBE_MAX_BYTES = 16 * 2**20  # probes run at most this size (some algorithms cut messages into fixed-size pieces)
 
 
