@@ -178,7 +178,7 @@ def collective(scenario_file: str | None, trace: str | None, csv_path: str | Non
     from sim.collective.collapsed import run as run_in_mode
     from sim.collective.collapsed import summarize
     from sim.collective.results import check_output_path
-    from sim.scenario import CollectiveScenario, check_keys, load_mapping
+    from sim.scenario import CollectiveScenario, check_keys, load_mapping, override
 
     for path, what in ((trace, "--trace"), (csv_path, "--csv")):
         if path:
@@ -187,7 +187,7 @@ def collective(scenario_file: str | None, trace: str | None, csv_path: str | Non
     data = load_mapping(scenario_file) if scenario_file else {}
     check_keys(CollectiveScenario, data)  # a misspelt key is named before "missing --ranks"
     model = flags.pop("model")
-    data.update(_scenario_fields(flags))
+    data = override(CollectiveScenario, data, _scenario_fields(flags))
     if "hardware" in data or "nodes" in data:
         from sim.hardware.cli import apply_hardware
 

@@ -109,8 +109,16 @@ def from_mapping(cls: type, data: dict[str, Any], parsers: dict[str, Parser], al
         raise CollsimError(f"{cls.__name__}: expected a mapping of fields, got {type(data).__name__}")
     check_keys(cls, data)
     values: dict[str, Any] = {}
+    given: dict[str, str] = {}
     for key, value in data.items():
         name = aliases.get(key, key)
+        if name in given:
+            raise CollsimError(
+                f"{given[name]}: given twice, as {given[name]!r} ({data[given[name]]!r}) and as {key!r} ({value!r}); "
+                "keep one of them",
+                field=given[name],
+            )
+        given[name] = key
         kind = unit_kind(name)
         if kind and key != name:
             require_unit(value, key, kind)
@@ -124,6 +132,17 @@ def from_mapping(cls: type, data: dict[str, Any], parsers: dict[str, Parser], al
     if missing:
         raise CollsimError(f"{cls.__name__}: missing required field(s): {', '.join(missing)}")
     return cls(**values)
+
+
+def override(cls: type, data: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """``data`` (a scenario file's fields) with ``given`` (flags) laid over it: a flag replaces
+    the file's value under either name (``--latency`` replaces ``latency_s:``), where giving
+    both names in one mapping is an error (:func:`from_mapping`)."""
+    aliases = getattr(cls, "ALIASES", {})
+    names = {aliases.get(key, key) for key in given}
+    merged = {key: value for key, value in data.items() if aliases.get(key, key) not in names}
+    merged.update(given)
+    return merged
 
 
 def load_mapping(path: str | Path, kind: str = "scenario file") -> dict[str, Any]:

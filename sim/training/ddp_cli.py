@@ -82,8 +82,10 @@ def scenario_data(scenario_file: str | None, flags: dict[str, Any]) -> dict[str,
         given["layer_times"] = _layer_times(given["layer_times"])
     if "flops_per_s" in given:
         given["flops_per_s"] = parse_flops(given["flops_per_s"])
-    data.update(given)
-    return data
+    from sim.scenario import override  # a flag replaces the file's value under either name (latency / latency_s)
+    from sim.training.ddp import DDPScenario
+
+    return override(DDPScenario, data, given)
 
 
 @click.command("ddp")
