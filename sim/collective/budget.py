@@ -103,7 +103,7 @@ def messages_of(s: Any) -> Any:
 def _memory(s: Any, messages: int, pairs: int, chunks: int) -> int:
     recorded = {"full": messages, "aggregate": 0}.get(s.record, min(messages, s.max_events))
     per_call = messages // max(1, s.repetitions)
-    in_flight = min(per_call, s.ranks * chunks * 4)  # chunked programs post a chunk's sends to every peer at once
+    in_flight = min(per_call, s.ranks * chunks * 2)  # chunked programs post their chunks at once
     payload = 3 * s.size_bytes * (s.ranks if s.verify else 0)
     return BASE_BYTES + recorded * ROW_BYTES + in_flight * IN_FLIGHT_BYTES + pairs * ROUTE_BYTES + s.ranks * RANK_BYTES + payload
 
