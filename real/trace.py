@@ -276,7 +276,7 @@ def trace_worker(ctx: Any, payload: dict[str, Any]) -> None:
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
 
     def step(index: int) -> None:
-        inputs, targets = _global_batch(spec, 0, index, device)
+        inputs, targets = _global_batch(spec, 0, index, device, ctx.world_size)
         inputs, targets = shard(inputs, ctx.rank, ctx.world_size), shard(targets, ctx.rank, ctx.world_size)
         with record_function("forward"):
             loss = spec.loss(model, inputs, targets)
