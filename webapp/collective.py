@@ -210,16 +210,44 @@ def parse_form(form: dict[str, Any]) -> tuple[CollectiveScenario | None, dict[st
             errors[name] = str(error)
     if fields["op"] not in ops():
         errors["op"] = f"op: choose one of {', '.join(ops())}"
+    if "placement" not in fields and str(form.get("placement") or "block") != "block":  # dropped off two_level: say so, as the CLI does
+        try:
+            CollectiveScenario.from_dict({**fields, "placement": form["placement"]})
+        except CollsimError as error:
+            errors["placement"] = str(error)
     if errors:
         return None, errors
     try:
         return CollectiveScenario.from_dict(fields), {}
     except CollsimError as error:
-        return None, {error_field(str(error)) or "algorithm": str(error)}
+        return None, {_form_field(error) or error_field(str(error)) or "algorithm": str(error)}
+
+
+def _form_field(error: CollsimError) -> str:
+    """The form field a CollsimError names (its ``field``, canonical names read back to the
+    form's: latency_s -> latency), or "" when it names none of them."""
+    name = getattr(error, "field", None) or ""
+    short = {canonical: alias for alias, canonical in CollectiveScenario.ALIASES.items()}
+    name = short.get(name, name)
+    return name if name in DEFAULTS and name not in ("algorithm",) else ""
 
 
 def form_from_query(search: str | None) -> dict[str, str]:
-    return urlstate.form_from_query(search, DEFAULTS)
+    """The form from a link; a link naming only a hardware preset (``?hardware=dgx-h100``) gets
+    the ranks, topology and links the preset sets, as picking it in the form does."""
+    form = urlstate.form_from_query(search, DEFAULTS)
+    given = urlstate.query_keys(search)
+    if form.get("hardware") and not given & set(HARDWARE_SETS):
+        try:
+            values = hardware_form(form["hardware"], form["ranks"] if "ranks" in given else None)
+        except CollsimError:
+            values = None  # an unknown preset: the form shows the hardware field's message
+        if values:
+            form.update(values)
+    return form
+
+
+HARDWARE_SETS = ("topology", "gpus_per_node", "bandwidth", "latency", "intra_bandwidth", "intra_latency")
 
 
 def query_from_form(form: dict[str, Any]) -> str:
@@ -315,12 +343,20 @@ def run_with_progress(scenario: CollectiveScenario, report: Callable[[float, str
     step, clock = env.step, time.perf_counter
     report(0.0, "starting")
     next_report = clock() + PROGRESS_EVERY_S
+    from sim.collective.budget import BACKGROUND_MAX_SECONDS
+
+    deadline = clock() + BACKGROUND_MAX_SECONDS  # a job whose page went away ends by itself (it ran 8 min after the tab closed)
     with no_gc():
         try:
             while True:
                 for _ in range(PROGRESS_EVENTS):
                     step()
                 if clock() >= next_report:
+                    if clock() > deadline:
+                        raise CollsimError(
+                            f"stopped after {BACKGROUND_MAX_SECONDS:.0f} s, the explorer's limit for one run "
+                            f"({net.message_count:,} of about {expected:,} messages); simulate it on the command line: {cli_command(s)}"
+                        )
                     fraction = min(net.message_count / expected if expected else 0.0, 0.99)
                     report(fraction, f"{net.message_count:,} of {expected:,} messages, simulated time {env.now:.4g} s")
                     next_report = clock() + PROGRESS_EVERY_S
