@@ -196,8 +196,7 @@ def collective(scenario_file: str | None, trace: str | None, csv_path: str | Non
         from sim.hardware.cli import echo_nccl
 
         return echo_nccl(data, as_json)
-    if calibration:
-        _apply_calibration(data, calibration, backend)
+    calibration_used = _apply_calibration(data, calibration, backend) if calibration else None
     missing = [flag for flag, keys in _REQUIRED.items() if not any(key in data for key in keys)]
     if missing:
         raise CollsimError(f"missing {', '.join(missing)} (give the flag or a --scenario file that sets it)")
@@ -213,6 +212,8 @@ def collective(scenario_file: str | None, trace: str | None, csv_path: str | Non
     if csv_path:
         result.to_csv(csv_path)
     summary = summarize(result)
+    if calibration_used is not None:
+        summary["calibration"] = calibration_used
     if as_json:
         click.echo(json.dumps(summary))
     elif summary["mode"] == "collapsed":
@@ -221,6 +222,8 @@ def collective(scenario_file: str | None, trace: str | None, csv_path: str | Non
         click.echo(f"  time per call    {summary['time_s']:.6g} s")
     else:
         click.echo(format_summary(summary))
+    if calibration_used is not None and calibration_used["extrapolated"] and not as_json:
+        click.echo(f"  note             {calibration_used['note']}")
 
 
 def _check_budget(scenario: Any, mode: str) -> None:
@@ -234,17 +237,37 @@ def _check_budget(scenario: Any, mode: str) -> None:
         budget.check_collapsed(scenario)
 
 
-def _apply_calibration(data: dict[str, Any], path: str, backend: str | None) -> None:
+def _apply_calibration(data: dict[str, Any], path: str, backend: str | None) -> dict[str, Any]:
     """Fill the fields the user did not give from a calibration file (flags and files win)."""
     from sim.calibration import calibrated_fields, load_calibration
 
     if "op" not in data or "ranks" not in data:
         raise CollsimError("--calibration needs --op and --ranks to pick the calibrated entry")
-    fields = calibrated_fields(load_calibration(path), data["op"], int(data["ranks"]), backend)
+    document = load_calibration(path)
+    fields = calibrated_fields(document, data["op"], int(data["ranks"]), backend)
     short = {"overhead_s": "overhead", "latency_s": "latency", "bandwidth_Bps": "bandwidth"}
     for key, value in fields.items():
         if key not in data and short.get(key) not in data and value is not None:
             data[key] = value
+    return calibration_note(document, path, data["op"], int(data["ranks"]), backend)
+
+
+def calibration_note(document: dict[str, Any], path: str, op: str, ranks: int, backend: str | None) -> dict[str, Any]:
+    """Where a calibration's figures come from for (op, ranks): measured at this world size, or
+    extrapolated from the world sizes it was fitted at (stated in text and JSON, never silent)."""
+    measured = sorted(
+        {
+            int(entry["world_size"])
+            for entry in document.get("collectives", [])
+            if entry.get("op") == op and (backend is None or entry.get("backend") == backend) and entry.get("world_size") is not None
+        }
+    )
+    extrapolated = ranks not in measured
+    note = {"file": path, "op": op, "ranks": ranks, "fitted_world_sizes": measured, "extrapolated": extrapolated}
+    if extrapolated:
+        sizes = ", ".join(map(str, measured)) or "none for this op"
+        note["note"] = f"calibration fitted at p = {sizes}, applied at p = {ranks}: extrapolated across world sizes (alpha-beta fit)"
+    return note
 
 
 _REQUIRED = {"--op": ("op",), "--algorithm": ("algorithm",), "--ranks": ("ranks",), "--bandwidth": ("bandwidth", "bandwidth_Bps")}
