@@ -102,3 +102,16 @@ def test_side_by_side_float_noise_is_no_difference():
     b = {**a, "bandwidth": 2e-3 - 8.674e-19, "total": 2.01e-3 - 8.674e-19}
     title = figures.parts_figure(["A: ring", "B: ring"], [a, b]).layout.meta["summary"]
     assert "no difference" in title and "e-" not in title
+
+
+def test_your_own_hardware_preset_file_is_accepted_where_a_preset_name_is(tmp_path):
+    from pathlib import Path
+
+    import sim.hardware.presets as presets
+
+    own = tmp_path / "my-box.yaml"
+    own.write_text((Path(presets.__file__).parent / "dgx-h100.yaml").read_text())
+    args = ["sim", "collective", "--op", "all_reduce", "--size", "64MiB", "--json"]
+    mine = json.loads(_run([*args, "--hardware", str(own)]).output)
+    bundled = json.loads(_run([*args, "--hardware", "dgx-h100"]).output)
+    assert mine["time_s"] == bundled["time_s"]

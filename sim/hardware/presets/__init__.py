@@ -103,9 +103,14 @@ def list_presets() -> list[str]:
 
 
 def load_preset(name: str) -> Preset:
-    """The preset called ``name`` (see :func:`list_presets`); CollsimError for an unknown name."""
+    """The preset called ``name`` (see :func:`list_presets`), or your own preset file (a path
+    ending .yaml/.yml, same fields as the bundled ones); CollsimError for an unknown name."""
+    if str(name).lower().endswith((".yaml", ".yml")):
+        from sim.scenario import load_mapping
+
+        return parse_preset(load_mapping(name, "hardware preset file"), str(name))
     if name not in list_presets():
-        raise CollsimError(f"hardware: unknown preset {name!r}; allowed: {', '.join(list_presets())}")
+        raise CollsimError(f"hardware: unknown preset {name!r}; allowed: {', '.join(list_presets())}, or a preset file ending .yaml/.yml")
     return _load(name)
 
 
