@@ -429,6 +429,8 @@ def import_trace_command(trace: str, params_path: str | None, model: str | None,
 
     if params_path and model:
         raise CollsimError("--params and --model both name the parameters; give one")
+    if out:
+        check_output_file(out, "--out")
     if record:
         from real.launcher import LaunchConfig
         from real.trace import record_ddp_trace
@@ -796,9 +798,12 @@ def export(
     db: str | None, table: str, csv_path: str | None, json_path: str | None, nccl_path: str | None, run_ids: tuple[str, ...]
 ) -> None:
     """Export the store: a table as CSV, everything as JSON, or collectives as nccl-tests text."""
-    store = _read_store(db)
     if not (csv_path or json_path or nccl_path):
         raise CollsimError("give --csv FILE, --json FILE or --nccl-tests FILE")
+    for path, what in ((csv_path, "--csv"), (json_path, "--json"), (nccl_path, "--nccl-tests")):
+        if path:
+            check_output_file(path, what)
+    store = _read_store(db)
     if csv_path:
         if table == "all":
             raise CollsimError("--csv writes one table; choose --table")
@@ -855,6 +860,7 @@ def params(model: str, output: str) -> None:
         module = getattr(importlib.import_module(name), attribute)()
     else:
         raise CollsimError(f"--model: {model!r} is neither a built-in model ({', '.join(MODELS)}) nor module:factory")
+    check_output_file(output, "--output")
     save_params(module, output)
     click.echo(f"# {sum(1 for p in module.parameters() if p.requires_grad)} parameter tensors written to {output}")
 

@@ -158,7 +158,7 @@ def load_mapping(path: str | Path, kind: str = "scenario file") -> dict[str, Any
     try:
         data = parse_data(path.read_text(), path.suffix)
     except yaml.YAMLError as error:
-        raise CollsimError(f"{kind} {str(path)!r} is not valid YAML/JSON: {error}") from None
+        raise CollsimError(f"{kind} {str(path)!r} is not valid YAML/JSON: {' '.join(str(error).split())}") from None
     except (OSError, UnicodeDecodeError) as error:
         raise CollsimError(f"{kind} {str(path)!r} cannot be read as YAML/JSON text: {error}") from None
     if not isinstance(data, dict):
@@ -335,7 +335,11 @@ class CollectiveScenario(ScenarioData):
                 )
         for rank, delay in self.stragglers:
             if not 0 <= rank < self.ranks or delay < 0:
-                raise CollsimError(f"stragglers: need rank in 0..{self.ranks - 1} and delay >= 0, got {rank}:{delay}")
+                from sim.units import format_time
+
+                raise CollsimError(
+                    f"stragglers: need rank in 0..{self.ranks - 1} and delay >= 0, got {rank}:{format_time(delay).replace(' ', '')}"
+                )
 
     def _check_algorithm(self) -> None:
         if self.op not in ops():

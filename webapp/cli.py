@@ -36,6 +36,7 @@ def ui(host: str, port: int, debug: bool, db_path: str | None) -> None:
             db_path = str(Path(db_path) / "results.sqlite")  # a `collsim validate --out DIR` folder
         if not Path(db_path).is_file():
             raise CollsimError(f"--db: results store {db_path!r} not found (give a SQLite store or a `collsim validate` output folder)")
+    _check_host(host, port)
     app = create_app(db_path)
     if debug:
         _stop_on_signals(None)
@@ -55,6 +56,18 @@ def ui(host: str, port: int, debug: bool, db_path: str | None) -> None:
         pass
     finally:
         server.server_close()
+
+
+def _check_host(host: str, port: int) -> None:
+    """An address that does not resolve is one error line naming --host (it printed a bare
+    resolver message and exited 1)."""
+    import socket
+
+    try:
+        socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as error:
+        reason = getattr(error, "strerror", None) or str(error)
+        raise CollsimError(f"--host: cannot use {host!r} ({reason}); give an address of this machine such as 127.0.0.1 or 0.0.0.0") from None
 
 
 STOP_WITHIN_S = 4.0  # SIGTERM / SIGINT: the process is gone within this, whatever it is doing

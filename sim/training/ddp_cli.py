@@ -63,6 +63,8 @@ _INPUT_FILES = {"params_file": "--params parameter list", "profile_file": "--pro
 def _check_input_files(data: dict[str, Any]) -> None:
     for key, kind in _INPUT_FILES.items():
         path = data.get(key)
+        if isinstance(path, str) and Path(path).is_dir():  # said as what it is, not "not found"
+            raise CollsimError(f"{kind} file {path!r} is a directory; give a file")
         if isinstance(path, str) and not Path(path).is_file():
             raise CollsimError(f"{kind} file {path!r} not found")
 

@@ -14,6 +14,8 @@ import pytest
 
 pytest.importorskip("torch")
 
+TRACE = Path(__file__).resolve().parents[2] / "real" / "data" / "trace_ddp_small_gloo_2ranks.json.gz"
+
 
 def collsim(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "sim.cli", *args], capture_output=True, text=True, timeout=timeout, cwd=cwd)
@@ -32,6 +34,13 @@ def _one_error(done: subprocess.CompletedProcess, *words: str) -> str:
 def _cases(tmp: Path) -> list[tuple[list[str], tuple[str, ...]]]:
     a_file = tmp / "a_file"
     a_file.write_text("x")
+    binary = tmp / "binary.bin"
+    binary.write_bytes(bytes(range(256)) * 8)
+    empty_trace = tmp / "empty.json"
+    empty_trace.write_text('{"traceEvents": []}')
+    broken = tmp / "broken.yaml"
+    broken.write_text("a: [1, 2\n")
+    (tmp / "grid.yaml").write_text("kind: collective\nbase: {op: all_reduce, algorithm: ring, bandwidth: 25GB/s, size: 1MiB}\ngrid: {ranks: [2, 4]}\n")
     return [
         (["real", "bench", "--sizes", "1", "--no-db"], ("sizes", "1 B", "4 B")),
         (["real", "bench", "--launches", "0", "--no-db"], ("--launches", ">= 1")),
@@ -45,6 +54,18 @@ def _cases(tmp: Path) -> list[tuple[list[str], tuple[str, ...]]]:
         (["fit", "--calibration", str(tmp / "MISSING_DIR" / "cal.yaml")], ("--calibration", "does not exist")),
         (["fit", "--calibration", str(a_file / "cal.yaml")], ("--calibration", "is a file")),
         (["validate", "--ranks", "2", "--sizes", "4KiB,16KiB,1", "--out", str(tmp / "v")], ("--sizes",)),
+        (["real", "export", "--csv", str(tmp / "MISSING_DIR" / "x.csv")], ("--csv", "does not exist")),
+        (["real", "import-trace", str(TRACE), "--model", "small", "-o", str(tmp / "MISSING_DIR" / "p.json")], ("--out", "does not exist")),
+        (["real", "import-trace", str(TRACE), "--params", str(binary)], ("params file", "cannot be read")),
+        (["real", "import-trace", str(empty_trace), "--model", "small"], ("traceEvents list is empty",)),
+        (["real", "import-trace", str(tmp), "--model", "small"], ("is a directory",)),
+        (["sim", "ddp", "--params", str(binary), "--o", "10us", "--w", "10GB/s", "--backward-time", "100ms"], ("cannot be read",)),
+        (["sim", "ddp", "--params", str(tmp), "--o", "10us", "--w", "10GB/s", "--backward-time", "100ms"], ("is a directory",)),
+        (["sim", "collective", "--scenario", str(broken)], ("broken.yaml", "not valid YAML", "line 1")),
+        (["sweep", str(tmp / "grid.yaml"), "--csv", str(tmp / "MISSING_DIR" / "s.csv")], ("--csv", "does not exist")),
+        (["sim", "collective", "--op", "all_reduce", "--algorithm", "ring", "--ranks", "8", "--bandwidth", "25GB/s",
+          "--straggler", "99:1ms"], ("got 99:1ms",)),  # fmt: skip
+        (["ui", "--host", "999.1.1.1"], ("--host", "999.1.1.1")),
     ]
 
 
