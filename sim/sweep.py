@@ -323,7 +323,6 @@ def sweep_command(
     grid = load_grid(grid_file)
     if csv_path:
         check_output_path(csv_path, "--csv")
-    check_output_path(db, "--db")
     if workers is not None and workers < 1:
         raise CollsimError(f"--workers: must be >= 1, got {workers}")
     started = time.perf_counter()
