@@ -161,8 +161,12 @@ def ddp(
     if calibration:
         _apply_calibration(data, calibration, backend)
     scenario = model.DDPScenario.from_dict(data)
+    from sim.collective.budget import check_ddp  # refused before it runs (issue 22), not after minutes
+
+    sizes = parse_size_list(sweep, "--sweep-bucket-sizes") if sweep else None
+    check_ddp(scenario, len(sizes) if sizes else (12 if optimize else 1))
     if sweep:
-        rows = model.sweep_bucket_sizes(scenario, parse_size_list(sweep, "--sweep-bucket-sizes"))
+        rows = model.sweep_bucket_sizes(scenario, sizes)
         click.echo(json.dumps(rows) if as_json else format_sweep(rows))
         return
     if optimize:

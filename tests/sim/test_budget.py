@@ -112,6 +112,8 @@ WORST = [
     ["sim", "collective", "--op", "all_reduce", "--algorithm", "ring", "--ranks", "8", "--size", "1MiB", "--repetitions", "1000000",
      "--bandwidth", "25GB/s"],
     ["sim", "ddp", "--preset", "small", "--sweep-bucket-sizes", "1KiB:1GiB:x1.0001", "--bandwidth", "25GB/s"],
+    ["sim", "ddp", "--preset", "gpt2", "--backward-time", "120ms", "--comm", "network", "--algorithm", "double_binary_tree",
+     "--ranks", "1024", "--chunks", "64", "--latency", "5us", "--bandwidth", "25GB/s", "--mode", "full"],
 ]
 
 LIMITED = """
