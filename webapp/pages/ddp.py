@@ -50,7 +50,10 @@ def _input(name: str, value: str) -> Any:
     if name == "hardware":
         return hardware_dropdown(fid, value, model.hardware_options())
     if name == "preset":
-        return dcc.Dropdown(id=fid, options=list(model.presets()), value=value, clearable=False)
+        options = list(model.presets())
+        if value and value not in options:  # a link's unknown preset stays in its field, flagged (it computed GPT-2)
+            options = [{"label": str(name), "value": name} for name in options] + [{"label": f"{value} (unknown)", "value": value}]
+        return dcc.Dropdown(id=fid, options=options, value=value, clearable=False)
     if name == "strategy":
         return dcc.Dropdown(id=fid, options=list(model.strategies()), value=value, clearable=False)
     if name == "sharding":
