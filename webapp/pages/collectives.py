@@ -407,7 +407,7 @@ def simulate(data: dict | None, color_by: str, background: bool = True, position
     ``position``: the slider's current value; the player stays at that step when the new run has
     it (the slider is left alone then: setting it would draw the player a second time)."""
     if not data:
-        return ("Fix the highlighted inputs; the figures show the last valid scenario.", *([no_update] * (KEEP + 1)))
+        return ("Fix the highlighted inputs; nothing is computed until they are valid (figures shown, if any, are from an earlier valid scenario).", *([no_update] * (KEEP + 1)))
     try:
         scenario = _scenario(data)
         work = explore.work(scenario)

@@ -290,7 +290,7 @@ def simulate(data: dict | None) -> tuple:
     from sim.training.ddp import DDPScenario
 
     if not data:
-        return ("Fix the highlighted inputs; the figures show the last valid scenario.", *[no_update] * 5)
+        return ("Fix the highlighted inputs; nothing is computed until they are valid (figures shown, if any, are from an earlier valid scenario).", *[no_update] * 5)
     try:
         scenario = DDPScenario.from_dict(data)
         answer = model.run(scenario)
@@ -334,7 +334,7 @@ def simulate_training(data: dict | None) -> tuple:
     from sim.training.fsdp import FSDPScenario
 
     if not data:
-        return ("Fix the highlighted inputs; the figures show the last valid scenario.", *[no_update] * 5)
+        return ("Fix the highlighted inputs; nothing is computed until they are valid (figures shown, if any, are from an earlier valid scenario).", *[no_update] * 5)
     try:
         scenario = FSDPScenario.from_dict(data)
         answer = model.run_training(scenario)
