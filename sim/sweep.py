@@ -163,9 +163,12 @@ def run_point(kind: str, mode: str, scenario: dict[str, Any]) -> dict[str, Any]:
                 check_collapsed(parsed)
             summary = summarize(run_in_mode(parsed, mode))
         else:
+            from sim.collective.budget import check_ddp
             from sim.training.ddp import DDPScenario, run_ddp
 
-            summary = run_ddp(DDPScenario.from_dict(scenario)).summary()
+            parsed_ddp = DDPScenario.from_dict(scenario)
+            check_ddp(parsed_ddp, what="sweep point")
+            summary = run_ddp(parsed_ddp).summary()
         status, error = "ok", None
     except CollsimError as problem:
         summary, status, error = None, "error", str(problem)

@@ -137,3 +137,31 @@ def test_the_worst_inputs_are_refused_cleanly_under_a_4gib_address_space(args):
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr[-2000:]
     assert "Traceback" not in result.stderr and "MemoryError" not in result.stderr
     assert time.monotonic() - started < 60
+
+
+def test_a_sweep_point_beyond_the_limits_is_stored_failed_with_the_reason_and_the_rest_run(tmp_path):
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(
+        "kind: collective\nbase: {op: all_reduce, algorithm: double_binary_tree, bandwidth: 25GB/s, size: 1GiB, chunks: 64}\n"
+        "grid: {ranks: [4, 1024]}\n"
+    )
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "sim.cli", "sweep", str(grid), "--db", str(tmp_path / "s.sqlite"), "--workers", "1", "--quiet"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 1 and "1 ran, 1 invalid or failed" in done.stdout
+    assert "ranks=1024: sweep point:" in done.stderr and "would fit" in done.stderr
+    assert time.monotonic() - started < 60
+
+
+def test_a_sweep_grid_of_too_many_points_is_refused_before_anything_runs(tmp_path):
+    from sim.sweep import load_grid
+
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(
+        "kind: collective\nbase: {op: all_reduce, algorithm: ring, bandwidth: 25GB/s}\n"
+        f"grid: {{ranks: {list(range(2, 202))}, size: {[f'{k}KiB' for k in range(1, 101)]}}}\n"
+    )
+    with pytest.raises(CollsimError, match="20,000 points is beyond the limit of 10,000"):
+        load_grid(grid)
