@@ -158,8 +158,7 @@ def ddp(
     calibration, backend = flags.pop("calibration"), flags.pop("backend")
     data = scenario_data(scenario_file, flags)
     _check_input_files(data)
-    if calibration:
-        _apply_calibration(data, calibration, backend)
+    calibration_used = _apply_calibration(data, calibration, backend) if calibration else None
     scenario = model.DDPScenario.from_dict(data)
     from sim.collective.budget import check_ddp  # refused before it runs (issue 22), not after minutes
 
@@ -178,20 +177,30 @@ def ddp(
         result.write_trace(trace)
     if csv_path:
         result.to_csv(csv_path)
-    click.echo(json.dumps(result.summary()) if as_json else format_summary(result.summary()))
+    summary = result.summary()
+    if calibration_used is not None:
+        summary["calibration"] = calibration_used  # fitted at which world sizes, extrapolated or not
+    click.echo(json.dumps(summary) if as_json else format_summary(summary))
 
 
-def _apply_calibration(data: dict[str, Any], path: str, backend: str | None) -> None:
+def _apply_calibration(data: dict[str, Any], path: str, backend: str | None) -> dict[str, Any]:
     """o and w from a calibration file for the ow model, unless given (flags and files win)."""
     from sim.calibration import calibrated_ow, load_calibration
 
     if data.get("comm", "ow") != "ow":
         raise CollsimError("--calibration gives o and w: use it with --comm ow")
-    o_s, w_Bps = calibrated_ow(load_calibration(path), int(data.get("ranks", 2)), backend)
+    document = load_calibration(path)
+    o_s, w_Bps = calibrated_ow(document, int(data.get("ranks", 2)), backend)
     if not any(key in data for key in ("o", "o_s")):
         data["o_s"] = o_s
     if not any(key in data for key in ("w", "w_Bps")):
         data["w_Bps"] = w_Bps
+    from sim.cli import calibration_note  # extrapolation across world sizes is said, not silent (issue 22)
+
+    note = calibration_note(document, path, "all_reduce", int(data.get("ranks", 2)), backend)
+    if note["extrapolated"]:
+        click.echo(f"note: {note['note']}", err=True)
+    return note
 
 
 def _time(seconds: float | None) -> str:

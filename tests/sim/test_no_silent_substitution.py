@@ -115,3 +115,14 @@ def test_your_own_hardware_preset_file_is_accepted_where_a_preset_name_is(tmp_pa
     mine = json.loads(_run([*args, "--hardware", str(own)]).output)
     bundled = json.loads(_run([*args, "--hardware", "dgx-h100"]).output)
     assert mine["time_s"] == bundled["time_s"]
+
+
+def test_sim_ddp_says_when_its_calibration_is_extrapolated_across_world_sizes(tmp_path):
+    path = _calibration(tmp_path)
+    args = ["sim", "ddp", "--preset", "small", "--backward-time", "100ms", "--calibration", path, "--json"]
+    far = CliRunner().invoke(cli, [*args, "--ranks", "64"])
+    assert far.exit_code == 0
+    assert "extrapolated across world sizes" in far.stderr
+    assert json.loads(far.stdout)["calibration"]["extrapolated"] is True
+    near = CliRunner().invoke(cli, [*args, "--ranks", "2"])
+    assert json.loads(near.stdout)["calibration"]["extrapolated"] is False
