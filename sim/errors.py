@@ -22,6 +22,11 @@ class CollsimError(ValueError):
             field = match.group(2).replace("-", "_") if match else None
         self.field = field
 
+    def __reduce__(self) -> tuple:  # across processes (sweep pool, Dask, background jobs) the field stays
+        if type(self).__init__ is not CollsimError.__init__:  # a subclass with its own arguments
+            return super().__reduce__()
+        return (type(self), (str(self), self.field))
+
 
 class DeadlockError(CollsimError):
     """The simulation ended with ranks still waiting for messages that never come."""

@@ -126,3 +126,10 @@ def test_sim_ddp_says_when_its_calibration_is_extrapolated_across_world_sizes(tm
     assert json.loads(far.stdout)["calibration"]["extrapolated"] is True
     near = CliRunner().invoke(cli, [*args, "--ranks", "2"])
     assert json.loads(near.stdout)["calibration"]["extrapolated"] is False
+
+
+def test_an_errors_field_survives_another_process():
+    import pickle
+
+    error = pickle.loads(pickle.dumps(CollsimError("too many for this page", field="chunks")))
+    assert str(error) == "too many for this page" and error.field == "chunks"
