@@ -346,12 +346,15 @@ def run_with_progress(scenario: CollectiveScenario, report: Callable[[float, str
     from sim.collective.budget import BACKGROUND_MAX_SECONDS
 
     deadline = clock() + BACKGROUND_MAX_SECONDS  # a job whose page went away ends by itself (it ran 8 min after the tab closed)
+    parent = os.getppid()  # and a job whose server is gone (killed) ends at its next report
     with no_gc():
         try:
             while True:
                 for _ in range(PROGRESS_EVENTS):
                     step()
                 if clock() >= next_report:
+                    if os.getppid() != parent:
+                        raise CollsimError("the server that started this job is gone; stopped")
                     if clock() > deadline:
                         raise CollsimError(
                             f"stopped after {BACKGROUND_MAX_SECONDS:.0f} s, the explorer's limit for one run "
