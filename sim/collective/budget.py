@@ -75,8 +75,17 @@ def _format_seconds(seconds: float) -> str:
     return f"{seconds:.2g} s"
 
 
-def estimate(scenario: Any) -> Estimate:
-    """Messages, message-visits and peak memory of a full (message-by-message) run."""
+def _needs_probes(s: Any, max_seconds: float) -> bool:
+    """False when even the bound (every message re-sharing every flow of its call) fits the
+    time limit: then no probe need run."""
+    messages = messages_of(s).messages
+    per_call = messages / max(1, s.repetitions)
+    return s.sharing == "fair" and messages * (1 + per_call) * SECONDS_PER_VISIT > max_seconds
+
+
+def estimate(scenario: Any, probe: bool = True) -> Estimate:
+    """Messages, message-visits and peak memory of a full (message-by-message) run; with
+    ``probe=False`` the visits are the bound (every message re-shares every flow of its call)."""
     from sim.algorithms.registry import algorithm_spec
     from sim.collective.explore import work
 
@@ -88,7 +97,7 @@ def estimate(scenario: Any) -> Estimate:
     visits = messages
     if s.sharing == "fair" and messages:
         per_call = messages / max(1, s.repetitions)  # a re-share touches at most the flows of one call
-        visits = int(messages * (1 + min(_visits_per_message(s, chunks), per_call)))
+        visits = int(messages * (1 + min(_visits_per_message(s, chunks) if probe else per_call, per_call)))
     return Estimate(messages, visits, _memory(s, messages, told.pairs, chunks), told.exact)
 
 
@@ -213,7 +222,7 @@ def check_run(scenario: Any, what: str = "this run", max_seconds: float = MAX_SE
             field="repetitions",
         )
     _check_replay_size(s)
-    told = estimate(s)
+    told = estimate(s, probe=_needs_probes(s, max_seconds))
     if told.seconds <= max_seconds and told.memory_bytes <= max_memory:
         return told
     from sim.units import format_size
