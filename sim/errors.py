@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-_LEADING_FIELD = re.compile(r"^(--)?([a-z][a-z0-9_]*(?:[-_][a-z0-9]+)*)\s*:")
+# "name: ...", "--name: ...", or "name <what> ...: " (topology ring: ..., placement file 'x': ...)
+_LEADING_FIELD = re.compile(r"^(--)?([a-z][a-z0-9_]*(?:-[a-z0-9]+)*)(?:\s*:|\s[^:]{0,60}:)")
 
 
 class CollsimError(ValueError):
@@ -12,8 +13,8 @@ class CollsimError(ValueError):
 
     ``field``: the input it is about (a scenario key such as ``chunks`` or ``bandwidth``), so the
     CLI, scenario files and the explorer's forms show the same message at the same input. Given
-    explicitly, or read from a message that starts ``name:`` / ``--name:``; None when the error
-    is about no single input."""
+    explicitly, or read from a message that starts ``name:`` / ``--name:`` (or ``name <what>:``,
+    as in ``topology ring: ...``); None when the error is about no single input."""
 
     def __init__(self, message: str = "", field: str | None = None) -> None:
         super().__init__(message)

@@ -71,40 +71,6 @@ REQUIRED = {
 }
 OPTIONAL_DEFAULTS = {"chunks": "1", "overhead": "0us"}  # an empty box means these (the hints say so)
 
-# Which form field a scenario error belongs to: the first matching message prefix wins.
-_ERROR_FIELDS = (
-    ("algorithm ", "ranks", "power-of-two"),
-    ("algorithm ", "topology", "needs topology"),
-    ("algorithm:", "algorithm", ""),
-    ("op:", "op", ""),
-    ("ranks", "ranks", ""),
-    ("root", "ranks", ""),
-    ("size", "size", ""),
-    ("chunks", "chunks", ""),
-    ("gpus_per_node", "gpus_per_node", ""),
-    ("stragglers", "stragglers", ""),
-    ("reduce_bandwidth", "reduce_bandwidth", ""),
-    ("intra_bandwidth", "intra_bandwidth", ""),
-    ("intra_latency", "intra_latency", ""),
-    ("bandwidth", "bandwidth", ""),
-    ("latency", "latency", ""),
-    ("overhead", "overhead", ""),
-    ("topology", "topology", ""),
-    ("hardware", "hardware", ""),
-    ("sharing", "sharing", ""),
-    ("eager_limit", "eager_limit", ""),
-    ("placement", "placement", ""),
-)
-
-
-def error_field(message: str) -> str:
-    """The form field a :class:`CollsimError` message is about ("" when none fits)."""
-    for prefix, name, contains in _ERROR_FIELDS:
-        if message.startswith(prefix) and contains in message:
-            return name
-    return ""
-
-
 def _check_field(name: str, text: str) -> None:
     """Field-level checks, so each box gets its own message even when several are wrong."""
     text = (text or "").strip()
@@ -220,7 +186,7 @@ def parse_form(form: dict[str, Any]) -> tuple[CollectiveScenario | None, dict[st
     try:
         return CollectiveScenario.from_dict(fields), {}
     except CollsimError as error:
-        return None, {_form_field(error) or error_field(str(error)) or "algorithm": str(error)}
+        return None, {_form_field(error) or "algorithm": str(error)}
 
 
 def _form_field(error: CollsimError) -> str:
@@ -228,8 +194,8 @@ def _form_field(error: CollsimError) -> str:
     form's: latency_s -> latency), or "" when it names none of them."""
     name = getattr(error, "field", None) or ""
     short = {canonical: alias for alias, canonical in CollectiveScenario.ALIASES.items()}
-    name = short.get(name, name)
-    return name if name in DEFAULTS and name not in ("algorithm",) else ""
+    name = {"root": "ranks", "groups": "ranks"}.get(name, short.get(name, name))  # the form has no root or groups box
+    return name if name in DEFAULTS else ""
 
 
 def form_from_query(search: str | None) -> dict[str, str]:

@@ -353,5 +353,5 @@ def check_points(count: int, what: str, setting: str, limit: int = MAX_SWEEP_POI
     if count > limit:
         raise CollsimError(
             f"{what}: {count:,} points is beyond the limit of {limit:,}; {setting}",
-            field=what.lstrip("-").replace("-", "_"),
+            field=what.split()[0].lstrip("-").replace("-", "_"),
         )
