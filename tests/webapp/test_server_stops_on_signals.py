@@ -22,20 +22,27 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _serve() -> tuple[int, subprocess.Popen]:
+    """`collsim ui` on a free port, once it answers."""
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-m", "sim.cli", "ui", "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).read()
+            return port, process
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                pytest.fail("collsim ui did not start")
+            time.sleep(0.3)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_the_server_and_its_helpers_stop_within_5_s_of_a_signal(signum):
-    port = free_port()
-    process = subprocess.Popen([sys.executable, "-m", "sim.cli", "ui", "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    port, process = _serve()
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).read()
-                break
-            except OSError:
-                assert process.poll() is None and time.monotonic() < deadline, "collsim ui did not start"
-                time.sleep(0.3)
         children = psutil.Process(process.pid).children(recursive=True)
         process.send_signal(signum)
         started = time.monotonic()
@@ -79,17 +86,8 @@ def _post_crossover(port: int, fields: dict) -> None:
 @pytest.mark.slow
 def test_the_server_stops_within_5_s_while_its_crossover_helper_is_busy():
     """A 1,024-rank, 6-chunk crossover keeps the helper busy ~14 s (2-vCPU VM); SIGTERM 2 s into it."""
-    port = free_port()
-    process = subprocess.Popen([sys.executable, "-m", "sim.cli", "ui", "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    port, process = _serve()
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).read()
-                break
-            except OSError:
-                assert process.poll() is None and time.monotonic() < deadline, "collsim ui did not start"
-                time.sleep(0.3)
         children = psutil.Process(process.pid).children(recursive=True)
         _post_crossover(port, {"ranks": "1024", "chunks": "6"})
         time.sleep(2.0)
