@@ -121,6 +121,10 @@ def _visits_per_message(s: Any, chunks: int) -> float:
     """Flows touched by re-sharing per message, from probes (extrapolated in ranks and chunks)."""
     size = min(s.size_bytes, PROBE_MAX_BYTES)
     key = s.replace(stragglers=(), repetitions=1, record="aggregate", jitter_s=0.0, verify=False, root=0, size_bytes=size, groups=())
+    try:  # the probes set ranks and chunks themselves: one cache entry whatever the scenario's
+        key = key.replace(ranks=PROBE_RANKS[-1], chunks=1, size_bytes=size - size % (PROBE_RANKS[-1] * key.element_bytes) or key.element_bytes * PROBE_RANKS[-1])
+    except CollsimError:
+        pass
     probe_k = min(chunks, PROBE_MAX_CHUNKS)
     ranks = [p for p in PROBE_RANKS if p < s.ranks] or [s.ranks]
     if s.ranks <= PROBE_RANKS[-1] and chunks <= PROBE_MAX_CHUNKS:
@@ -237,18 +241,32 @@ def _field(s: Any) -> str:
 
 
 def _hint(s: Any, told: Estimate, max_seconds: float, max_memory: int) -> str:
-    ratio = max(told.seconds / max_seconds, told.memory_bytes / max_memory)
     hints = []
-    if s.chunks > 1:
-        hints.append(f"--chunks {max(1, int(s.chunks / ratio / 1.5))}")
-    if s.ranks > 2:
-        hints.append(f"--ranks {max(2, int(s.ranks / math.sqrt(ratio) / 1.5))}")
+    for name in ("chunks", "ranks"):
+        fitting = _largest_fitting(s, name, max_seconds, max_memory)
+        if fitting is not None:
+            hints.append(f"--{name} {fitting}")
     if s.repetitions > 1:
         hints.append("--repetitions 1")
     if s.record == "full":
         hints.append("--record auto")
     fits = (" or ".join(hints) + " would fit; ") if hints else ""
     return f"{fits}--mode collapsed answers from the closed form or a replay where one applies"
+
+
+def _largest_fitting(s: Any, name: str, max_seconds: float, max_memory: int) -> int | None:
+    """The largest value of ``name`` (chunks or ranks), halving from the scenario's, whose run
+    fits the limits (probes are cached, so each try costs little); None when none does."""
+    value = getattr(s, name) // 2
+    while value >= (1 if name == "chunks" else 2):
+        try:
+            told = estimate(s.replace(**{name: value}))
+        except CollsimError:  # e.g. a power-of-two algorithm: keep halving
+            told = None
+        if told is not None and told.seconds <= max_seconds and told.memory_bytes <= max_memory:
+            return value
+        value //= 2
+    return None
 
 
 def _check_replay_size(s: Any) -> None:
