@@ -95,6 +95,13 @@ class BenchSpec:
             raise CollsimError(f"dtype: unknown {self.dtype!r}; allowed: {', '.join(DTYPES)}")
         if not self.sizes:
             raise CollsimError("sizes: need at least one size")
+        element = DTYPES[self.dtype][1]
+        odd = [size for size in self.sizes if size < element or size % element]
+        if odd and any(op != "barrier" for op in self.ops):  # measured as something else, silently (--sizes 1 moved 4 B)
+            raise CollsimError(
+                f"sizes: {odd[0]} B is not a whole number of {self.dtype} elements ({element} B each); "
+                f"give multiples of {element} B, such as {max(element, odd[0] // element * element)} or {(odd[0] // element + 1) * element}"
+            )
         if not 1 <= self.rounds <= self.iters:
             raise CollsimError(f"rounds: must be between 1 and iters ({self.iters}), got {self.rounds}")
 

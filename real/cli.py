@@ -60,6 +60,8 @@ def _measured_launches(
     """Run ``measure`` ``launches`` times, each a run in the store, rows appended as they come."""
     from real.store import new_run_id, recorded_run
 
+    if launches < 1:
+        raise CollsimError(f"--launches: must be >= 1, got {launches}")
     results: list = []
     for index in range(launches):
         run_meta = {**meta, "run_id": new_run_id(), "launch": index}
@@ -258,6 +260,12 @@ def ddp(model: str, strategies: str, bucket_sizes: str, rounds: int, warmup_roun
     configs = _ddp_configs(strategies, bucket_sizes)
     if rounds < 1 or warmup_rounds < 0:
         raise CollsimError("--rounds must be >= 1 and --warmup-rounds >= 0")
+    if launches < 1:
+        raise CollsimError(f"--launches: must be >= 1, got {launches}")
+    if profile_dir:
+        check_output_dir(profile_dir, "--profile-dir")
+    if params_path:
+        check_output_file(params_path, "--params")
     config = _config(backend, device, ranks, timeout_s, op_timeout_s, threads)
     store = _store(db, no_db)
     meta = _run_meta(config, "collsim real ddp " + " ".join(sys.argv[3:]), label)
@@ -348,7 +356,16 @@ def fsdp(model: str, strategies: str, shard_size: int | None, rounds: int, warmu
         raise CollsimError(f"--strategies: unknown {', '.join(unknown) or '(empty)'}; allowed: {', '.join(STRATEGIES)}")
     if rounds < 1 or warmup_rounds < 0:
         raise CollsimError("--rounds must be >= 1 and --warmup-rounds >= 0")
+    if launches < 1:
+        raise CollsimError(f"--launches: must be >= 1, got {launches}")
+    if shard_size is not None and shard_size < 1:
+        raise CollsimError(f"--shard-size: must be >= 1 (ranks per shard group), got {shard_size}")
+    if save_path:
+        check_output_file(save_path, "--save")
     config = _config(backend, device, ranks, timeout_s, op_timeout_s, threads)
+    if shard_size is not None and config.world_size % shard_size:
+        raise CollsimError(f"--shard-size: must divide the world size {config.world_size}, got {shard_size}")
+    store = None if check else _store(db, no_db)
     if check:
         rows = check_equality(config, model=model, strategies=tuple(names), shard_size=shard_size)
         if as_json:
@@ -359,9 +376,12 @@ def fsdp(model: str, strategies: str, shard_size: int | None, rounds: int, warmu
         if not all(row["allclose"] for row in rows):
             raise SystemExit(1)
         return
-    if launches < 1:
-        raise CollsimError(f"--launches: must be >= 1, got {launches}")
-    per_launch = [run_bench(model, names, config, rounds, warmup_rounds, shard_size=shard_size) for _ in range(launches)]
+    meta = _run_meta(config, "collsim real fsdp " + " ".join(sys.argv[3:]), label)
+
+    def measure(run_meta: dict[str, Any], _: Callable) -> list:
+        return [run_bench(model, names, config, rounds, warmup_rounds, shard_size=shard_size)]
+
+    per_launch = _measured_launches(store, "fsdp", meta, launches, measure)  # each launch a run in the store
     if not _is_rank_zero():
         return
     rows = [row for launch_rows in per_launch for row in launch_rows]
@@ -379,6 +399,8 @@ def fsdp(model: str, strategies: str, shard_size: int | None, rounds: int, warmu
         click.echo(f"  {row['strategy']:<14} measured {format_time(row['median_s']):>10} {spread:>24}  simulated {sim_text}")
     if save_path:
         click.echo(f"# wrote {save_path}; compare per strategy with: collsim compare SPEC (kind: fsdp, measured: {save_path})")
+    if store is not None:
+        click.echo(f"# {launches} fsdp run(s) recorded in {store.path} (the step rows are in --save files; the store keeps the runs)")
 
 
 def _save_fsdp_rows(path: str, per_launch: list[list[dict[str, Any]]], model: str, config: Any, shard_size: int | None, label: str | None) -> None:
@@ -407,6 +429,8 @@ def import_trace_command(trace: str, params_path: str | None, model: str | None,
 
     if params_path and model:
         raise CollsimError("--params and --model both name the parameters; give one")
+    if out:
+        check_output_file(out, "--out")
     if record:
         from real.launcher import LaunchConfig
         from real.trace import record_ddp_trace
@@ -473,8 +497,11 @@ def fit(db: str | None, stat: str, op: str | None, backend: str | None, world_si
     if not 0 < confidence < 1:
         raise CollsimError(f"--confidence: must be between 0 and 1, got {confidence}")
     store = _read_store(db)
+    if calibration:
+        check_output_file(calibration, "--calibration")
     rows = store.collectives(op=op, backend=backend, world_size=world_size, source=source)
     rows = [row for row in rows if row.get("run_status") != "running"]
+    _check_filters_match(store, rows, {"--op": op, "--backend": backend, "--world-size": world_size, "--source": source})
     fits = fit_groups(rows, stat, confidence)
     steps = store.ddp_steps()
     if not fits and not steps:
@@ -504,6 +531,53 @@ def fit(db: str | None, stat: str, op: str | None, backend: str | None, world_si
     click.echo(format_fits(fits, alpha_beta, pieces, ddp_fit, stat, confidence))
     if calibration:
         click.echo(f"# calibration written to {calibration}")
+
+
+def _check_filters_match(store: Any, rows: list[dict[str, Any]], filters: dict[str, Any]) -> None:
+    """A filter that matches no row is an error naming the values the store has (``fit --op
+    nonexistent`` printed headers and exited 0)."""
+    given = {flag: value for flag, value in filters.items() if value is not None}
+    if rows or not given:
+        return
+    everything = store.collectives()
+    column = {"--op": "op", "--backend": "backend", "--world-size": "world_size", "--source": "source"}
+    for flag, value in given.items():
+        present = sorted({row.get(column[flag]) for row in everything if row.get(column[flag]) is not None}, key=str)
+        if value not in present:
+            listed = ", ".join(map(str, present)) or "none"
+            raise CollsimError(f"{flag}: no measurements with {column[flag]} {value!r} in {store.path or 'the bundled sample data'}; present: {listed}")
+    raise CollsimError(f"no measurements match {' '.join(f'{flag} {value}' for flag, value in given.items())} together")
+
+
+def check_output_file(path: str, what: str) -> None:
+    """An output file that cannot be written is refused before the measurement, not after it."""
+    from pathlib import Path
+
+    target = Path(path)
+    if target.is_dir():
+        raise CollsimError(f"{what}: {path!r} is a directory; give a file name")
+    parent = target.parent if str(target.parent) else Path(".")
+    if not parent.is_dir():
+        what_is = "is a file, not a directory" if parent.exists() else "does not exist"
+        raise CollsimError(f"{what}: cannot write {path!r}: {str(parent)!r} {what_is}")
+    if not os.access(parent, os.W_OK):
+        raise CollsimError(f"{what}: cannot write {path!r}: no permission to write in {str(parent)!r}")
+
+
+def check_output_dir(path: str, what: str) -> None:
+    """A directory that will be created (or written into), checked before the measurement."""
+    from pathlib import Path
+
+    target = Path(path)
+    if target.exists() and not target.is_dir():
+        raise CollsimError(f"{what}: {path!r} is a file; give a directory")
+    existing = target
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise CollsimError(f"{what}: cannot create {path!r}: {str(existing)!r} is a file")
+    if not os.access(existing, os.W_OK):
+        raise CollsimError(f"{what}: cannot create {path!r}: no permission to write in {str(existing)!r}")
 
 
 def _num(value: float | None, scale: float = 1.0, digits: str = ".3f") -> str:
@@ -724,9 +798,12 @@ def export(
     db: str | None, table: str, csv_path: str | None, json_path: str | None, nccl_path: str | None, run_ids: tuple[str, ...]
 ) -> None:
     """Export the store: a table as CSV, everything as JSON, or collectives as nccl-tests text."""
-    store = _read_store(db)
     if not (csv_path or json_path or nccl_path):
         raise CollsimError("give --csv FILE, --json FILE or --nccl-tests FILE")
+    for path, what in ((csv_path, "--csv"), (json_path, "--json"), (nccl_path, "--nccl-tests")):
+        if path:
+            check_output_file(path, what)
+    store = _read_store(db)
     if csv_path:
         if table == "all":
             raise CollsimError("--csv writes one table; choose --table")
@@ -783,6 +860,7 @@ def params(model: str, output: str) -> None:
         module = getattr(importlib.import_module(name), attribute)()
     else:
         raise CollsimError(f"--model: {model!r} is neither a built-in model ({', '.join(MODELS)}) nor module:factory")
+    check_output_file(output, "--output")
     save_params(module, output)
     click.echo(f"# {sum(1 for p in module.parameters() if p.requires_grad)} parameter tensors written to {output}")
 
@@ -807,14 +885,13 @@ def validate(backend: str, ranks: str, quick: bool, out_dir: str, db: str | None
     from dataclasses import replace
     from pathlib import Path
 
-    from real.validate import analyse, format_text, make_plan, measure, summary_document, write_outputs
+    from real.validate import analyse, check_plan, format_text, make_plan, mark_folder, measure, prepare_folder, summary_document
+    from real.validate import write_outputs
 
     world_sizes = _world_sizes(ranks)
     plan = make_plan(backend, world_sizes, quick)
     if sizes:
         plan = replace(plan, sizes=tuple(parse_size_list(sizes, "--sizes")))
-        if len(plan.sizes) < 4:
-            raise CollsimError(f"--sizes: need 4 or more sizes to hold alternate sizes out, got {len(plan.sizes)}")
     if launches is not None:
         if launches < 1:
             raise CollsimError(f"--launches: must be >= 1, got {launches}")
@@ -823,28 +900,49 @@ def validate(backend: str, ranks: str, quick: bool, out_dir: str, db: str | None
         plan = replace(plan, ddp_launches=0, fsdp_launches=0)
     if no_fsdp:
         plan = replace(plan, fsdp_launches=0)
+    check_plan(plan)  # everything checkable is checked before the first measurement
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise CollsimError(f"--out {out_dir!r} is a file; give a directory")
+    if db:
+        check_output_file(db, "--db")
+    command = "collsim validate " + " ".join(sys.argv[2:])
     store = None
     if _is_rank_zero():
         from real.store import open_store
 
-        out.mkdir(parents=True, exist_ok=True)
-        store = open_store(db or out / "results.sqlite")
-    configs = {p: _config(backend, None, p, 3600.0, op_timeout_s, threads) for p in plan.world_sizes}
-    meta = _run_meta(configs[plan.world_sizes[0]], "collsim validate " + " ".join(sys.argv[2:]), "validate")
-    with _progress(plan.total_points(), "validate") as tick:
-        measured = measure(plan, store, configs.__getitem__, meta, tick)
-    if not _is_rank_zero():
-        return
-    if not measured.collectives:
-        raise CollsimError("interrupted before any point was measured; nothing to analyse")
-    meta.update(world_sizes=list(plan.world_sizes), quick=plan.quick, interrupted=measured.interrupted, seconds=measured.seconds,
-                store=str(store.path) if store else None, run_ids=measured.run_ids, sizes=list(plan.sizes), launches=plan.launches)  # fmt: skip
-    summary = analyse(measured.collectives, measured.ddp_steps, measured.profiles, backend, meta, fsdp=measured.fsdp)
-    paths = write_outputs(summary, out, plotlyjs)
+        previous = prepare_folder(out, command)
+        if previous is not None:
+            click.echo(f"# the previous run's report and files moved to {previous}", err=True)
+        try:
+            store = open_store(db or out / "results.sqlite")
+        except CollsimError as error:
+            mark_folder(out, "failed", error=str(error))
+            raise
+    try:
+        configs = {p: _config(backend, None, p, 3600.0, op_timeout_s, threads) for p in plan.world_sizes}
+        meta = _run_meta(configs[plan.world_sizes[0]], command, "validate")
+        with _progress(plan.total_points(), "validate") as tick:
+            measured = measure(plan, store, configs.__getitem__, meta, tick)
+        if not _is_rank_zero():
+            return
+        if not measured.collectives:
+            raise CollsimError("interrupted before any point was measured; nothing to analyse")
+        meta.update(world_sizes=list(plan.world_sizes), quick=plan.quick, interrupted=measured.interrupted, seconds=measured.seconds,
+                    store=str(store.path) if store else None, run_ids=measured.run_ids, sizes=list(plan.sizes), launches=plan.launches)  # fmt: skip
+        summary = analyse(measured.collectives, measured.ddp_steps, measured.profiles, backend, meta, fsdp=measured.fsdp)
+        paths = write_outputs(summary, out, plotlyjs)
+    except BaseException as error:
+        if _is_rank_zero():
+            interrupted = isinstance(error, KeyboardInterrupt) or "interrupted" in str(error)
+            mark_folder(out, "interrupted" if interrupted else "failed", error=str(error) or type(error).__name__)
+        raise
     click.echo(format_text(summary_document(summary), paths, measured))
+    if measured.interrupted:
+        mark_folder(out, "interrupted", error="interrupted (Ctrl-C): the report covers the points measured before", run_ids=measured.run_ids)
+        click.echo("# interrupted: the report above is partial (status.json: interrupted); exit status 130", err=True)
+        sys.exit(130)
+    mark_folder(out, "complete", run_ids=measured.run_ids, seconds=measured.seconds)
 
 
 def _world_sizes(ranks: str) -> list[int]:

@@ -89,7 +89,7 @@ def equality_worker(ctx: Any, payload: dict[str, Any]) -> None:
     reference = _fresh_model(spec, seed, device)
     optimizer = torch.optim.SGD(reference.parameters(), lr=lr, momentum=MOMENTUM)
     for step in range(steps):
-        inputs, targets = _global_batch(spec, seed, step, device)
+        inputs, targets = _global_batch(spec, seed, step, device, ctx.world_size)
         optimizer.zero_grad(set_to_none=True)
         spec.loss(reference, inputs, targets).backward()
         optimizer.step()
@@ -101,7 +101,7 @@ def equality_worker(ctx: Any, payload: dict[str, Any]) -> None:
         ctx.status(f"fsdp {strategy} training")
         model, optimizer = wrap(_fresh_model(spec, seed, device), strategy, lr, device, payload.get("shard_size"))
         for step in range(steps):
-            inputs, targets = _global_batch(spec, seed, step, device)
+            inputs, targets = _global_batch(spec, seed, step, device, ctx.world_size)
             optimizer.zero_grad(set_to_none=True)
             spec.loss(model, shard(inputs, ctx.rank, ctx.world_size), shard(targets, ctx.rank, ctx.world_size)).backward()
             optimizer.step()
@@ -183,7 +183,7 @@ def bench_worker(ctx: Any, payload: dict[str, Any]) -> None:
         configs.append((strategy, model, optimizer))
     warmup, rounds = payload["warmup_rounds"], payload["rounds"]
     for round_index in range(warmup + rounds):
-        inputs, targets = _global_batch(spec, payload["seed"], round_index, device)
+        inputs, targets = _global_batch(spec, payload["seed"], round_index, device, ctx.world_size)
         inputs, targets = shard(inputs, ctx.rank, ctx.world_size), shard(targets, ctx.rank, ctx.world_size)
         for name, model, optimizer in configs:
             ctx.status(f"fsdp round {round_index} {name}")

@@ -73,9 +73,17 @@ def parse_text(text: str, op: str | None = None, world_size: int | None = None, 
     """
     meta: dict[str, Any] = {"source": "nccl-tests", "devices": []}
     rows = []
+    section_where: dict[str, str] = {}
+    section_op, section_p = None, None  # one file may hold several tables (collsim real export --nccl-tests)
     for line in text.splitlines():
         if line.startswith("#"):
             _header_line(line, meta)
+            found = _op_from(line) if "test starting" in line.lower() else None
+            section_op = found or section_op
+            exported = re.match(r"#\s*collsim export:.*backend (\S+), device (\S+), world size (\d+)", line)
+            if exported:
+                section_p, section_op = int(exported.group(3)), None
+                section_where = {"backend": exported.group(1), "device": exported.group(2)}
             continue
         match = _ROW.match(line)
         if not match:
@@ -89,9 +97,10 @@ def parse_text(text: str, op: str | None = None, world_size: int | None = None, 
         half = values[4:8] if in_place and len(values) >= 8 else values[0:4]
         if len(half) < 3:
             continue
-        rows.append(
-            _row(op or meta.get("op") or "unknown", None, int(size), int(count), dtype, redop, int(root) if root else -1, *half[:3])
-        )
+        row = _row(op or section_op or meta.get("op") or "unknown", None, int(size), int(count), dtype, redop, int(root) if root else -1, *half[:3])
+        row["world_size"] = world_size or section_p
+        row.update(section_where)  # an exported gloo/cpu table stays gloo/cpu
+        rows.append(row)
     _fill_world_size(rows, world_size or (len(meta["devices"]) or None))
     if not rows:
         raise CollsimError("no nccl-tests result lines found (expected lines such as '  1048576  262144  float  sum  -1  ...')")
@@ -117,13 +126,16 @@ def _header_line(line: str, meta: dict[str, Any]) -> None:
 
 
 def _fill_world_size(rows: list[dict[str, Any]], world_size: int | None) -> None:
+    """Rows without a world size of their own (from their section) take ``world_size``, else
+    the one busbw/algbw gives."""
+    open_rows = [row for row in rows if row.get("world_size") is None]
     guess = world_size
     if guess is None:
-        for row in rows:
+        for row in open_rows:
             guess = world_size_from_busbw(row["op"], row["algbw_GBps"], row["busbw_GBps"])
             if guess:
                 break
-    for row in rows:
+    for row in open_rows:
         row["world_size"] = guess
 
 

@@ -348,7 +348,8 @@ __all__ = ["Store", "open_store", "read_only_copy", "new_run_id", "sample_about"
 
 def recorded_run(store: Any, run_meta: dict[str, Any], work: Callable[..., Any], *args: Any) -> Any:
     """``work(*args)`` as one run of the store (``store`` may be None): marked ok, failed with the
-    launcher's message, or failed as interrupted on Ctrl-C (the rows measured before are kept)."""
+    error's message (a launch error or any other), or failed as interrupted on Ctrl-C (the rows
+    measured before are kept)."""
     from real.launcher import LaunchError
 
     try:
@@ -357,9 +358,9 @@ def recorded_run(store: Any, run_meta: dict[str, Any], work: Callable[..., Any],
         if store is not None:
             store.finish_run(run_meta["run_id"], "failed", "interrupted (Ctrl-C); the rows measured before are kept")
         raise
-    except LaunchError as error:
+    except (LaunchError, Exception) as error:  # any failure: the run must not stay "running"
         if store is not None:
-            store.finish_run(run_meta["run_id"], "failed", str(error))
+            store.finish_run(run_meta["run_id"], "failed", str(error) or type(error).__name__)
         raise
     if store is not None:
         store.finish_run(run_meta["run_id"], "ok")

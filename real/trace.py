@@ -45,6 +45,8 @@ _SNAKE = {"AllReduce": "all_reduce", "AllGather": "all_gather", "ReduceScatter":
 def load_trace(path: str | Path) -> dict[str, Any]:
     """The trace JSON (gzip allowed); one clear error when it is not a Chrome trace."""
     path = Path(path)
+    if path.is_dir():
+        raise CollsimError(f"trace {str(path)!r} is a directory; give a trace file")
     if not path.is_file():
         raise CollsimError(f"trace {str(path)!r}: file not found")
     try:
@@ -53,7 +55,9 @@ def load_trace(path: str | Path) -> dict[str, Any]:
     except (OSError, ValueError) as error:
         raise CollsimError(f"trace {str(path)!r}: not a (gzipped) Chrome trace JSON ({error})") from None
     events = data.get("traceEvents") if isinstance(data, dict) else data
-    if not isinstance(events, list) or not events:
+    if isinstance(events, list) and not events:
+        raise CollsimError(f"trace {str(path)!r}: its traceEvents list is empty (the profiler recorded nothing); profile at least one step")
+    if not isinstance(events, list):
         raise CollsimError(f"trace {str(path)!r}: no 'traceEvents' list; expected a torch.profiler export_chrome_trace file")
     return {
         "traceEvents": [e for e in events if isinstance(e, dict)],
@@ -276,7 +280,7 @@ def trace_worker(ctx: Any, payload: dict[str, Any]) -> None:
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
 
     def step(index: int) -> None:
-        inputs, targets = _global_batch(spec, 0, index, device)
+        inputs, targets = _global_batch(spec, 0, index, device, ctx.world_size)
         inputs, targets = shard(inputs, ctx.rank, ctx.world_size), shard(targets, ctx.rank, ctx.world_size)
         with record_function("forward"):
             loss = spec.loss(model, inputs, targets)

@@ -130,6 +130,70 @@ def make_plan(backend: str, world_sizes: Iterable[int], quick: bool) -> Plan:
                 ddp_rounds=8, ddp_launches=3)  # fmt: skip
 
 
+def check_plan(plan: Plan) -> None:
+    """Everything about a plan that can be checked before the first measurement (the issue's
+    full validate failed on 3 ranks after 641 s): the model, every world size, every stage's
+    parameters. Raises CollsimError naming the flag."""
+    from real.ddp import model_spec
+
+    model_spec(plan.model)
+    if len(plan.sizes) < 4:
+        raise CollsimError(f"--sizes: need 4 or more sizes to hold alternate sizes out, got {len(plan.sizes)}")
+    if min(plan.sizes) < 4:
+        raise CollsimError(f"--sizes: every size must hold at least one float32 element (4 B), got {min(plan.sizes)} B")
+    if plan.launches < 1 or plan.iters < 1 or plan.rounds < 1 or plan.rounds > plan.iters:
+        raise CollsimError(f"--launches: need launches >= 1 and 1 <= rounds <= iters, got {plan.launches}, {plan.rounds}, {plan.iters}")
+    for world_size in plan.world_sizes:
+        if world_size < 2:
+            raise CollsimError(f"--ranks: need world sizes >= 2, got {world_size}")
+
+
+OUTPUT_FILES = ("summary.json", "calibration.yaml", "report.html", "fsdp_measured.json")
+STATUS_FILE = "status.json"
+
+
+def prepare_folder(out: Path, command: str) -> Path | None:
+    """Before measuring: move the previous run's outputs into ``OUT/previous/`` (so no report
+    is left looking like this run's) and write ``OUT/status.json`` with state ``running``;
+    returns the folder they were moved to (None when there were none)."""
+    import shutil
+
+    out.mkdir(parents=True, exist_ok=True)
+    probe = out / ".collsim-write-test"
+    try:
+        probe.write_text("")
+        probe.unlink()
+    except OSError as error:
+        raise CollsimError(f"--out: cannot write in {str(out)!r}: {error.strerror or error}") from None
+    stale = [out / name for name in OUTPUT_FILES if (out / name).exists()]
+    previous = None
+    if stale:
+        previous = out / "previous"
+        shutil.rmtree(previous, ignore_errors=True)
+        previous.mkdir()
+        for path in stale:
+            path.rename(previous / path.name)
+        if (out / STATUS_FILE).exists():
+            (out / STATUS_FILE).rename(previous / STATUS_FILE)
+    mark_folder(out, "running", command=command)
+    return previous
+
+
+def mark_folder(out: Path, state: str, **facts: Any) -> None:
+    """``OUT/status.json``: running, complete, interrupted (a partial report) or failed (no report)."""
+    from real.bench import now_utc
+
+    path = out / STATUS_FILE
+    document: dict[str, Any] = {}
+    if path.exists():
+        try:
+            document = json.loads(path.read_text())
+        except ValueError:
+            document = {}
+    document.update(facts, state=state, updated_at=now_utc())
+    path.write_text(json.dumps(document, indent=1, default=str))
+
+
 # ----------------------------------------------------------------------------- measure
 
 

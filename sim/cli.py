@@ -182,7 +182,7 @@ def collective(scenario_file: str | None, trace: str | None, csv_path: str | Non
     from sim.collective.collapsed import run as run_in_mode
     from sim.collective.collapsed import summarize
     from sim.collective.results import check_output_path
-    from sim.scenario import CollectiveScenario, check_keys, load_mapping
+    from sim.scenario import CollectiveScenario, check_keys, load_mapping, override
 
     for path, what in ((trace, "--trace"), (csv_path, "--csv")):
         if path:
@@ -192,7 +192,7 @@ def collective(scenario_file: str | None, trace: str | None, csv_path: str | Non
     check_keys(CollectiveScenario, data)  # a misspelt key is named before "missing --ranks"
     model = flags.pop("model")
     restrict = {"nccl_algo": flags.pop("nccl_algo"), "nccl_proto": flags.pop("nccl_proto")}
-    data.update(_scenario_fields(flags))
+    data = override(CollectiveScenario, data, _scenario_fields(flags))
     if "nics_per_node" in data or "nic_bandwidth" in data:  # NIC overrides: a preset variant (sim.hardware.cluster)
         from sim.hardware.cluster import variant_name
 
@@ -207,14 +207,14 @@ def collective(scenario_file: str | None, trace: str | None, csv_path: str | Non
         from sim.hardware.cli import echo_nccl
 
         return echo_nccl(data, as_json, **restrict)
-    if calibration:
-        _apply_calibration(data, calibration, backend)
+    calibration_used = _apply_calibration(data, calibration, backend) if calibration else None
     missing = [flag for flag, keys in _REQUIRED.items() if not any(key in data for key in keys)]
     if missing:
         raise CollsimError(f"missing {', '.join(missing)} (give the flag or a --scenario file that sets it)")
     if "size_bytes" not in data:
         data.setdefault("size", 0)
     scenario = CollectiveScenario.from_dict(data)
+    _check_budget(scenario, mode)
     result = run_in_mode(scenario, mode)
     if (trace or csv_path) and result.mode == "collapsed":
         raise CollsimError("--trace and --csv need per-message events: use --mode full")
@@ -223,6 +223,8 @@ def collective(scenario_file: str | None, trace: str | None, csv_path: str | Non
     if csv_path:
         result.to_csv(csv_path)
     summary = summarize(result)
+    if calibration_used is not None:
+        summary["calibration"] = calibration_used
     if as_json:
         click.echo(json.dumps(summary))
     elif summary["mode"] == "collapsed":
@@ -231,19 +233,52 @@ def collective(scenario_file: str | None, trace: str | None, csv_path: str | Non
         click.echo(f"  time per call    {summary['time_s']:.6g} s")
     else:
         click.echo(format_summary(summary))
+    if calibration_used is not None and calibration_used["extrapolated"] and not as_json:
+        click.echo(f"  note             {calibration_used['note']}")
 
 
-def _apply_calibration(data: dict[str, Any], path: str, backend: str | None) -> None:
+def _check_budget(scenario: Any, mode: str) -> None:
+    """Refuse before starting a run beyond the time and memory limits (sim.collective.budget)."""
+    from sim.collective import budget
+    from sim.collective.collapsed import why_not_collapsed
+
+    if mode == "full" or why_not_collapsed(scenario) is not None:
+        budget.check_run(scenario, "sim collective")
+    else:
+        budget.check_collapsed(scenario)
+
+
+def _apply_calibration(data: dict[str, Any], path: str, backend: str | None) -> dict[str, Any]:
     """Fill the fields the user did not give from a calibration file (flags and files win)."""
     from sim.calibration import calibrated_fields, load_calibration
 
     if "op" not in data or "ranks" not in data:
         raise CollsimError("--calibration needs --op and --ranks to pick the calibrated entry")
-    fields = calibrated_fields(load_calibration(path), data["op"], int(data["ranks"]), backend)
+    document = load_calibration(path)
+    fields = calibrated_fields(document, data["op"], int(data["ranks"]), backend)
     short = {"overhead_s": "overhead", "latency_s": "latency", "bandwidth_Bps": "bandwidth"}
     for key, value in fields.items():
         if key not in data and short.get(key) not in data and value is not None:
             data[key] = value
+    return calibration_note(document, path, data["op"], int(data["ranks"]), backend)
+
+
+def calibration_note(document: dict[str, Any], path: str, op: str, ranks: int, backend: str | None) -> dict[str, Any]:
+    """Where a calibration's figures come from for (op, ranks): measured at this world size, or
+    extrapolated from the world sizes it was fitted at (stated in text and JSON, never silent)."""
+    measured = sorted(
+        {
+            int(entry["world_size"])
+            for entry in document.get("collectives", [])
+            if entry.get("op") == op and (backend is None or entry.get("backend") == backend) and entry.get("world_size") is not None
+        }
+    )
+    extrapolated = ranks not in measured
+    note = {"file": path, "op": op, "ranks": ranks, "fitted_world_sizes": measured, "extrapolated": extrapolated}
+    if extrapolated:
+        sizes = ", ".join(map(str, measured)) or "none for this op"
+        note["note"] = f"calibration fitted at p = {sizes}, applied at p = {ranks}: extrapolated across world sizes (alpha-beta fit)"
+    return note
 
 
 _REQUIRED = {"--op": ("op",), "--algorithm": ("algorithm",), "--ranks": ("ranks",), "--bandwidth": ("bandwidth", "bandwidth_Bps")}

@@ -109,8 +109,16 @@ def from_mapping(cls: type, data: dict[str, Any], parsers: dict[str, Parser], al
         raise CollsimError(f"{cls.__name__}: expected a mapping of fields, got {type(data).__name__}")
     check_keys(cls, data)
     values: dict[str, Any] = {}
+    given: dict[str, str] = {}
     for key, value in data.items():
         name = aliases.get(key, key)
+        if name in given:
+            raise CollsimError(
+                f"{given[name]}: given twice, as {given[name]!r} ({data[given[name]]!r}) and as {key!r} ({value!r}); "
+                "keep one of them",
+                field=given[name],
+            )
+        given[name] = key
         kind = unit_kind(name)
         if kind and key != name:
             require_unit(value, key, kind)
@@ -126,6 +134,17 @@ def from_mapping(cls: type, data: dict[str, Any], parsers: dict[str, Parser], al
     return cls(**values)
 
 
+def override(cls: type, data: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """``data`` (a scenario file's fields) with ``given`` (flags) laid over it: a flag replaces
+    the file's value under either name (``--latency`` replaces ``latency_s:``), where giving
+    both names in one mapping is an error (:func:`from_mapping`)."""
+    aliases = getattr(cls, "ALIASES", {})
+    names = {aliases.get(key, key) for key in given}
+    merged = {key: value for key, value in data.items() if aliases.get(key, key) not in names}
+    merged.update(given)
+    return merged
+
+
 def load_mapping(path: str | Path, kind: str = "scenario file") -> dict[str, Any]:
     """A YAML or JSON file's top-level mapping, with a clear message when it is not one;
     ``kind`` names the file in messages ("profile", "calibration file", "sweep grid"...)."""
@@ -139,7 +158,7 @@ def load_mapping(path: str | Path, kind: str = "scenario file") -> dict[str, Any
     try:
         data = parse_data(path.read_text(), path.suffix)
     except yaml.YAMLError as error:
-        raise CollsimError(f"{kind} {str(path)!r} is not valid YAML/JSON: {error}") from None
+        raise CollsimError(f"{kind} {str(path)!r} is not valid YAML/JSON: {' '.join(str(error).split())}") from None
     except (OSError, UnicodeDecodeError) as error:
         raise CollsimError(f"{kind} {str(path)!r} cannot be read as YAML/JSON text: {error}") from None
     if not isinstance(data, dict):
@@ -316,7 +335,11 @@ class CollectiveScenario(ScenarioData):
                 )
         for rank, delay in self.stragglers:
             if not 0 <= rank < self.ranks or delay < 0:
-                raise CollsimError(f"stragglers: need rank in 0..{self.ranks - 1} and delay >= 0, got {rank}:{delay}")
+                from sim.units import format_time
+
+                raise CollsimError(
+                    f"stragglers: need rank in 0..{self.ranks - 1} and delay >= 0, got {rank}:{format_time(delay).replace(' ', '')}"
+                )
 
     def _check_algorithm(self) -> None:
         if self.op not in ops():

@@ -108,7 +108,13 @@ def load_grid(path: str | Path) -> Grid:
         check_keys(_scenario_class(kind), {**base, **axes})
     except CollsimError as error:
         raise CollsimError(f"grid {path}: {error}") from None
-    return Grid(str(data.get("name", Path(path).stem)), kind, mode, base, axes)
+    grid = Grid(str(data.get("name", Path(path).stem)), kind, mode, base, axes)
+    from sim.collective.budget import MAX_SWEEP_POINTS, check_points
+
+    check_points(
+        grid.size, f"grid {path}", f"split it into grids of at most {MAX_SWEEP_POINTS:,} points (fewer values per grid field)"
+    )
+    return grid
 
 
 def _scenario_class(kind: str) -> Any:
@@ -143,15 +149,24 @@ def run_point(kind: str, mode: str, scenario: dict[str, Any]) -> dict[str, Any]:
     started = time.perf_counter()
     try:
         if kind == "collective":
+            from sim.collective.budget import check_collapsed, check_run
             from sim.collective.collapsed import run as run_in_mode
-            from sim.collective.collapsed import summarize
+            from sim.collective.collapsed import summarize, why_not_collapsed
             from sim.scenario import CollectiveScenario
 
-            summary = summarize(run_in_mode(CollectiveScenario.from_dict(scenario), mode))
+            parsed = CollectiveScenario.from_dict(scenario)
+            if mode == "full" or why_not_collapsed(parsed) is not None:
+                check_run(parsed, "sweep point")  # refused before it runs, stored with the reason
+            else:
+                check_collapsed(parsed)
+            summary = summarize(run_in_mode(parsed, mode))
         else:
+            from sim.collective.budget import check_ddp
             from sim.training.ddp import DDPScenario, run_ddp
 
-            summary = run_ddp(DDPScenario.from_dict(scenario)).summary()
+            parsed_ddp = DDPScenario.from_dict(scenario)
+            check_ddp(parsed_ddp, what="sweep point")
+            summary = run_ddp(parsed_ddp).summary()
         status, error = "ok", None
     except CollsimError as problem:
         summary, status, error = None, "error", str(problem)
@@ -304,7 +319,11 @@ def sweep_command(
     grid_file: str, db: str, workers: int | None, scheduler: str | None, quiet: bool, as_json: bool, csv_path: str | None
 ) -> None:
     """Run a grid of scenarios (GRID.yaml); finished points are skipped on a rerun."""
+    from sim.collective.results import check_output_path
+
     grid = load_grid(grid_file)
+    if csv_path:
+        check_output_path(csv_path, "--csv")
     if workers is not None and workers < 1:
         raise CollsimError(f"--workers: must be >= 1, got {workers}")
     started = time.perf_counter()

@@ -1,8 +1,10 @@
 """Parse and print sizes, bandwidths and times.
 
-Sizes: ``B``, decimal ``KB MB GB TB`` (1e3...), binary ``KiB MiB GiB TiB`` (1024...).
-Bandwidths: ``B/s KB/s MB/s GB/s TB/s`` (decimal), ``KiB/s MiB/s GiB/s`` (binary),
-``bps Kbps Mbps Gbps Tbps`` (bits per second, decimal). Times: ``s ms us ns`` (and ``µs``).
+``B`` is bytes and ``b`` bits in every unit (the prefix's case does not matter, the B's does):
+sizes ``B``, decimal ``KB MB GB TB`` (1e3...), binary ``KiB MiB GiB TiB`` (1024...), bits ``b Kb
+Mb Gb`` (also ``Mbit``); bandwidths the same per second: ``MB/s GB/s GiB/s`` bytes, ``Mb/s Gb/s
+Gbit/s Mbps Gbps`` bits, so ``8Mb/s`` is 1 MB/s. A spelling whose B cannot be read (``GBPS``
+in capitals, ``GBps``) is refused with both readings. Times: ``s ms us ns`` (and ``µs``).
 
 Where a bare number is allowed: a size without a unit is bytes (as nccl-tests reads sizes)
 everywhere. A time or bandwidth without a unit is an error wherever a person types it (a CLI
@@ -20,32 +22,11 @@ import re
 
 from sim.errors import CollsimError
 
-SIZE_UNITS = {
-    "B": 1,
-    "KB": 10**3,
-    "MB": 10**6,
-    "GB": 10**9,
-    "TB": 10**12,
-    "KIB": 2**10,
-    "MIB": 2**20,
-    "GIB": 2**30,
-    "TIB": 2**40,
-}
-BANDWIDTH_UNITS = {
-    "B/S": 1.0,
-    "KB/S": 1e3,
-    "MB/S": 1e6,
-    "GB/S": 1e9,
-    "TB/S": 1e12,
-    "KIB/S": 2.0**10,
-    "MIB/S": 2.0**20,
-    "GIB/S": 2.0**30,
-    "BPS": 1 / 8,
-    "KBPS": 1e3 / 8,
-    "MBPS": 1e6 / 8,
-    "GBPS": 1e9 / 8,
-    "TBPS": 1e12 / 8,
-}
+_PREFIX = {"": 1, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "KI": 2**10, "MI": 2**20, "GI": 2**30, "TI": 2**40}
+_PREFIX_NAMES = {"": "", "K": "kilo", "M": "mega", "G": "giga", "T": "tera", "KI": "kibi", "MI": "mebi", "GI": "gibi", "TI": "tebi"}
+# a unit: a prefix (k, K, M, G, T, or Ki, Mi, Gi, Ti), then B (bytes) or b / bit (bits); for a
+# bandwidth then /s, or ps ("Gbps"); "B" and "b" are told apart by their case, prefixes are not
+_UNIT = re.compile(r"^(?P<prefix>(?:[kKmMgGtT][iI]?)?)(?P<base>B|b|bit|bits|byte|bytes|Byte|Bytes)?(?P<rate>/s|ps|PS)?$")
 TIME_UNITS = {"S": 1.0, "MS": 1e3, "US": 1e6, "NS": 1e9}  # divisors: 5 / 1e6 is exactly 5e-06
 
 _NUMBER = re.compile(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*([A-Za-zµμ/]*)\s*$")
@@ -63,17 +44,40 @@ def _split(text: str | float | int, what: str, allowed: str) -> tuple[float, str
 
 
 def _unit(table: dict[str, float], unit: str, text: object, what: str, allowed: str) -> float:
-    # Gbps vs GB/s differ only by case of the B; check the bit units case-sensitively.
-    if unit.lower().endswith("bps") and not unit.endswith("bps"):
-        raise CollsimError(f"{what}: unknown unit in {text!r}; allowed: {allowed}")
     key = unit.replace("µ", "u").replace("μ", "u").upper()
     if key not in table:
         raise CollsimError(f"{what}: unknown unit in {text!r}; allowed: {allowed}")
     return table[key]
 
 
-SIZE_HELP = "B, KB, MB, GB, TB (decimal) or KiB, MiB, GiB, TiB (binary), e.g. 64MiB"
-BANDWIDTH_HELP = "B/s, KB/s, MB/s, GB/s (decimal), KiB/s, MiB/s, GiB/s (binary) or bps, Mbps, Gbps (bits), e.g. 25GB/s"
+def _bytes_factor(unit: str, text: object, what: str, allowed: str, rate: bool) -> float:
+    """Bytes (per second) in one of ``unit``: ``B`` is bytes and ``b`` bits, in every spelling
+    (MB, Mb, Mbit, MiB; MB/s, Mb/s, Mbit/s, Mbps, MiB/s). A spelling whose B cannot be read
+    (``GBPS`` in capitals, ``GBps``) is refused with both readings."""
+    match = _UNIT.match(unit)
+    if not match or (match.group("rate") is not None) != rate or match.group("base") is None:
+        raise CollsimError(f"{what}: unknown unit in {text!r}; allowed: {allowed}")
+    prefix, base, per = match.group("prefix"), match.group("base"), match.group("rate")
+    bits = base[0] == "b"
+    if per == "PS" or (per == "ps" and not bits):  # GBPS, GBps: bytes by the B, bits as in Gbps
+        raise _ambiguous(text, what, prefix)
+    factor = _PREFIX[prefix.upper()]
+    return factor / 8 if bits else float(factor)
+
+
+def _ambiguous(text: object, what: str, prefix: str) -> CollsimError:
+    p = prefix[:1].upper() + prefix[1:].lower()
+    name = _PREFIX_NAMES.get(prefix.upper(), "")
+    return CollsimError(
+        f"{what}: {str(text).strip()!r} is ambiguous: {p}b/s ({name}bits per second) or {p}B/s ({name}bytes per second); "
+        f"write one of those (b is bits, B is bytes)"
+    )
+
+
+SIZE_HELP = "B, KB, MB, GB, TB (decimal bytes), KiB, MiB, GiB, TiB (binary) or b, Kb, Mb, Gb (bits), e.g. 64MiB"
+BANDWIDTH_HELP = (
+    "B/s, KB/s, MB/s, GB/s (decimal bytes), KiB/s, MiB/s, GiB/s (binary) or b/s, Mb/s, Gb/s, Gbit/s, Gbps (bits), e.g. 25GB/s"
+)
 TIME_HELP = "s, ms, us, ns, e.g. 5us or 1.5e-6s"
 
 
@@ -103,7 +107,7 @@ def require_unit(value: object, what: str, kind: str) -> None:
 def parse_size(text: str | int | float, what: str = "size") -> int:
     """Bytes in ``text`` ("64MiB", "1.5KB", 4096); must be a whole, non-negative number."""
     value, unit = _split(text, what, SIZE_HELP)
-    factor = _unit(SIZE_UNITS, unit or "B", text, what, SIZE_HELP)
+    factor = _bytes_factor(unit or "B", text, what, SIZE_HELP, rate=False)
     nbytes = value * factor
     if not math.isfinite(nbytes) or nbytes < 0:
         raise CollsimError(f"{what}: must be a non-negative size, got {text!r}")
@@ -115,7 +119,7 @@ def parse_size(text: str | int | float, what: str = "size") -> int:
 def parse_bandwidth(text: str | int | float, what: str = "bandwidth") -> float:
     """Bytes per second in ``text`` ("25GB/s", "100Gbps", "1e9")."""
     value, unit = _split(text, what, BANDWIDTH_HELP)
-    factor = _unit(BANDWIDTH_UNITS, unit or "B/s", text, what, BANDWIDTH_HELP)
+    factor = _bytes_factor(unit or "B/s", text, what, BANDWIDTH_HELP, rate=True)
     return value * factor
 
 
@@ -123,6 +127,9 @@ def parse_time(text: str | int | float, what: str = "time") -> float:
     """Seconds in ``text`` ("5us", "1.5e-6s", "120ms", 0.001)."""
     value, unit = _split(text, what, TIME_HELP)
     return value / _unit(TIME_UNITS, unit or "s", text, what, TIME_HELP)
+
+
+MAX_LIST_POINTS = 10_000  # a size range longer than this is refused before anything runs (sim.collective.budget)
 
 
 def parse_size_list(text: str, what: str = "sizes") -> list[int]:
@@ -133,9 +140,19 @@ def parse_size_list(text: str, what: str = "sizes") -> list[int]:
         if len(parts) != 3 or not parts[2].lower().startswith("x"):
             raise CollsimError(f"{what}: a range is START:STOP:xFACTOR (e.g. 4KiB:64MiB:x4), got {text!r}")
         start, stop = parse_size(parts[0], what), parse_size(parts[1], what)
-        factor = float(parts[2][1:])
-        if start <= 0 or stop < start or factor <= 1:
+        try:
+            factor = float(parts[2][1:])
+        except ValueError:
+            raise CollsimError(f"{what}: FACTOR in START:STOP:xFACTOR must be a number such as x2, got {parts[2]!r}") from None
+        if start <= 0 or stop < start or not factor > 1 or not math.isfinite(factor):
             raise CollsimError(f"{what}: need 0 < START <= STOP and FACTOR > 1, got {text!r}")
+        count = int(math.log(stop / start) / math.log(factor) + 1e-9) + 1
+        if count > MAX_LIST_POINTS:
+            least = (stop / start) ** (1 / (MAX_LIST_POINTS - 1))
+            raise CollsimError(
+                f"{what}: {text!r} has {count:,} points, beyond the limit of {MAX_LIST_POINTS:,}; "
+                f"use a factor of at least x{least:.4g} (e.g. {parts[0]}:{parts[1]}:x2)"
+            )
         sizes, size = [], float(start)
         while size <= stop * (1 + 1e-12):
             sizes.append(int(round(size)))
@@ -144,6 +161,8 @@ def parse_size_list(text: str, what: str = "sizes") -> list[int]:
     items = [item for item in text.split(",") if item.strip()]
     if not items:
         raise CollsimError(f"{what}: empty list")
+    if len(items) > MAX_LIST_POINTS:
+        raise CollsimError(f"{what}: {len(items):,} sizes, beyond the limit of {MAX_LIST_POINTS:,}")
     return [parse_size(item, what) for item in items]
 
 

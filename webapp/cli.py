@@ -36,15 +36,19 @@ def ui(host: str, port: int, debug: bool, db_path: str | None) -> None:
             db_path = str(Path(db_path) / "results.sqlite")  # a `collsim validate --out DIR` folder
         if not Path(db_path).is_file():
             raise CollsimError(f"--db: results store {db_path!r} not found (give a SQLite store or a `collsim validate` output folder)")
+    _check_host(host, port)
     app = create_app(db_path)
-    _exit_cleanly_on_sigterm()
     if debug:
+        _stop_on_signals(None)
         app.run(host=host, port=port, debug=True)
         return
     try:
         server = make_server(host, port, app.server, threaded=True)
     except OSError as error:
         raise CollsimError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+    server.daemon_threads = True  # a request still computing does not hold the exit
+    server.block_on_close = False
+    _stop_on_signals(server)
     click.echo(f"collsim explorer on http://{host}:{server.server_port}/  (Ctrl+C to stop)")
     try:
         server.serve_forever()
@@ -54,10 +58,62 @@ def ui(host: str, port: int, debug: bool, db_path: str | None) -> None:
         server.server_close()
 
 
-def _exit_cleanly_on_sigterm() -> None:
-    """SIGTERM (a service manager, ``kill``) exits like Ctrl+C, so exit handlers run (they
-    remove the app's background-job cache directory)."""
-    import signal
-    import sys
+def _check_host(host: str, port: int) -> None:
+    """An address that does not resolve is one error line naming --host (it printed a bare
+    resolver message and exited 1)."""
+    import socket
 
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as error:
+        reason = getattr(error, "strerror", None) or str(error)
+        raise CollsimError(f"--host: cannot use {host!r} ({reason}); give an address of this machine such as 127.0.0.1 or 0.0.0.0") from None
+
+
+STOP_WITHIN_S = 4.0  # SIGTERM / SIGINT: the process is gone within this, whatever it is doing
+
+
+def _stop_on_signals(server: object | None) -> None:
+    """SIGTERM (a service manager, ``kill``) and SIGINT (Ctrl+C) stop the server within
+    :data:`STOP_WITHIN_S` whatever it is doing: its child processes (background jobs, the
+    crossover helper) are ended, exit handlers run (they remove the background-job cache
+    directory), and a watchdog ends the process should anything still hold it."""
+    import atexit
+    import os
+    import signal
+    import threading
+
+    def stop(signum: int, frame: object) -> None:
+        code = 0 if signum == signal.SIGTERM else 130
+        watchdog = threading.Timer(STOP_WITHIN_S, os._exit, (code,))
+        watchdog.daemon = True
+        watchdog.start()
+        _end_children()
+        if server is not None:
+            threading.Thread(target=server.shutdown, daemon=True).start()  # serve_forever returns
+        atexit._run_exitfuncs()
+        os._exit(code)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+
+
+def _end_children() -> None:
+    """Terminate this process's children (background jobs, the crossover helper); kill any
+    still there a second later."""
+    try:
+        import psutil
+    except ImportError:
+        return
+    children = psutil.Process().children(recursive=True)
+    for child in children:
+        try:
+            child.terminate()
+        except psutil.Error:
+            pass
+    _, alive = psutil.wait_procs(children, timeout=1.0)
+    for child in alive:
+        try:
+            child.kill()
+        except psutil.Error:
+            pass

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -64,40 +65,6 @@ REQUIRED = {
     "bandwidth": "give a rate such as 25GB/s or 100Gbps",
 }
 OPTIONAL_DEFAULTS = {"chunks": "1", "overhead": "0us"}  # an empty box means these (the hints say so)
-
-# Which form field a scenario error belongs to: the first matching message prefix wins.
-_ERROR_FIELDS = (
-    ("algorithm ", "ranks", "power-of-two"),
-    ("algorithm ", "topology", "needs topology"),
-    ("algorithm:", "algorithm", ""),
-    ("op:", "op", ""),
-    ("ranks", "ranks", ""),
-    ("root", "ranks", ""),
-    ("size", "size", ""),
-    ("chunks", "chunks", ""),
-    ("gpus_per_node", "gpus_per_node", ""),
-    ("stragglers", "stragglers", ""),
-    ("reduce_bandwidth", "reduce_bandwidth", ""),
-    ("intra_bandwidth", "intra_bandwidth", ""),
-    ("intra_latency", "intra_latency", ""),
-    ("bandwidth", "bandwidth", ""),
-    ("latency", "latency", ""),
-    ("overhead", "overhead", ""),
-    ("topology", "topology", ""),
-    ("hardware", "hardware", ""),
-    ("sharing", "sharing", ""),
-    ("eager_limit", "eager_limit", ""),
-    ("placement", "placement", ""),
-)
-
-
-def error_field(message: str) -> str:
-    """The form field a :class:`CollsimError` message is about ("" when none fits)."""
-    for prefix, name, contains in _ERROR_FIELDS:
-        if message.startswith(prefix) and contains in message:
-            return name
-    return ""
-
 
 # A field checked alone, on this valid scenario: the scenario's own parser and checks give the
 # message, and each box gets its own even when several are wrong (the whole form is checked after).
@@ -207,17 +174,44 @@ def parse_form(form: dict[str, Any]) -> tuple[CollectiveScenario | None, dict[st
             errors[name] = str(error)
     if fields["op"] not in ops():
         errors["op"] = f"op: choose one of {', '.join(ops())}"
+    if "placement" not in fields and str(form.get("placement") or "block") != "block":  # dropped off two_level: say so, as the CLI does
+        try:
+            CollectiveScenario.from_dict({**fields, "placement": form["placement"]})
+        except CollsimError as error:
+            errors["placement"] = str(error)
     if errors:
         return None, errors
     try:
         return CollectiveScenario.from_dict(fields), {}
     except CollsimError as error:
-        named = getattr(error, "field", None)  # the field the error names, where sim says it
-        return None, {(named if named in DEFAULTS else error_field(str(error))) or "algorithm": str(error)}
+        return None, {_form_field(error) or "algorithm": str(error)}
+
+
+def _form_field(error: CollsimError) -> str:
+    """The form field a CollsimError names (its ``field``, canonical names read back to the
+    form's: latency_s -> latency), or "" when it names none of them."""
+    name = getattr(error, "field", None) or ""
+    short = {canonical: alias for alias, canonical in CollectiveScenario.ALIASES.items()}
+    name = {"root": "ranks", "groups": "ranks"}.get(name, short.get(name, name))  # the form has no root or groups box
+    return name if name in DEFAULTS else ""
 
 
 def form_from_query(search: str | None) -> dict[str, str]:
-    return urlstate.form_from_query(search, DEFAULTS)
+    """The form from a link; a link naming only a hardware preset (``?hardware=dgx-h100``) gets
+    the ranks, topology and links the preset sets, as picking it in the form does."""
+    form = urlstate.form_from_query(search, DEFAULTS)
+    given = urlstate.query_keys(search)
+    if form.get("hardware") and not given & set(HARDWARE_SETS):
+        try:
+            values = hardware_form(form["hardware"], form["ranks"] if "ranks" in given else None)
+        except CollsimError:
+            values = None  # an unknown preset: the form shows the hardware field's message
+        if values:
+            form.update(values)
+    return form
+
+
+HARDWARE_SETS = ("topology", "gpus_per_node", "bandwidth", "latency", "intra_bandwidth", "intra_latency")
 
 
 def query_from_form(form: dict[str, Any]) -> str:
@@ -232,8 +226,12 @@ def algorithm_options(op: str) -> list[str]:
 
 
 def estimate_cost(scenario: CollectiveScenario) -> int:
-    """Message-equivalents of work of a per-message run, told without running it."""
-    return explore.work(scenario).cost
+    """Message-equivalents of work of a per-message run, told without running it: messages
+    plus the flows fair re-sharing touches (sim.collective.budget), plus routes."""
+    from sim.collective.budget import estimate
+
+    told = explore.work(scenario)
+    return estimate(scenario).visits + explore.ROUTE_COST * told.pairs
 
 
 @dataclass
@@ -310,12 +308,23 @@ def run_with_progress(scenario: CollectiveScenario, report: Callable[[float, str
     step, clock = env.step, time.perf_counter
     report(0.0, "starting")
     next_report = clock() + PROGRESS_EVERY_S
+    from sim.collective.budget import BACKGROUND_MAX_SECONDS
+
+    deadline = clock() + BACKGROUND_MAX_SECONDS  # a job whose page went away ends by itself (it ran 8 min after the tab closed)
+    parent = os.getppid()  # and a job whose server is gone (killed) ends at its next report
     with no_gc():
         try:
             while True:
                 for _ in range(PROGRESS_EVENTS):
                     step()
                 if clock() >= next_report:
+                    if os.getppid() != parent:
+                        raise CollsimError("the server that started this job is gone; stopped")
+                    if clock() > deadline:
+                        raise CollsimError(
+                            f"stopped after {BACKGROUND_MAX_SECONDS:.0f} s, the explorer's limit for one run "
+                            f"({net.message_count:,} of about {expected:,} messages); simulate it on the command line: {cli_command(s)}"
+                        )
                     fraction = min(net.message_count / expected if expected else 0.0, 0.99)
                     report(fraction, f"{net.message_count:,} of {expected:,} messages, simulated time {env.now:.4g} s")
                     next_report = clock() + PROGRESS_EVERY_S

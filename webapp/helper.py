@@ -41,6 +41,9 @@ def crossover(scenario: CollectiveScenario, sizes: tuple[int, ...] = CROSSOVER_S
     With :func:`start_helper` (the served app), a crossover not cached here is computed in a
     helper process: its CPU then runs on the other core beside the same update's simulation,
     where a thread would wait for the interpreter lock."""
+    from sim.collective.budget import check_crossover
+
+    check_crossover(scenario, tuple(sizes))  # refused before the helper starts (it grew to 12.8 GB on chunks 1,000,000)
     return [dict(row) for row in _crossover(explore.crossover_key(scenario), tuple(sizes))]
 
 

@@ -16,3 +16,8 @@ def query_from_form(form: dict[str, Any], defaults: dict[str, str]) -> str:
     """Only the fields that differ from the defaults, so shared links stay short."""
     changed = {key: str(form.get(key) or "") for key in defaults if str(form.get(key) or "") != defaults[key]}
     return "?" + urlencode(changed) if changed else ""
+
+
+def query_keys(search: str | None) -> set[str]:
+    """The keys a URL query string names (whatever their values)."""
+    return {key for key, _ in parse_qsl((search or "").lstrip("?"), keep_blank_values=True)}

@@ -140,7 +140,8 @@ class AlgorithmSpec:
             raise CollsimError(
                 f"algorithm {self.name} for {self.op} needs a power-of-two number of ranks, got {p}; "
                 f"use ranks in 1, 2, 4, 8, ... or an algorithm that takes any count "
-                f"({', '.join(a for a, s in _REGISTRY[self.op].items() if not s.power_of_two)})"
+                f"({', '.join(a for a, s in _REGISTRY[self.op].items() if not s.power_of_two)})",
+                field="ranks",
             )
         if scenario.chunks > 1 and not self.chunked:
             chunked = [f"{s.op}/{s.name}" for algs in _REGISTRY.values() for s in algs.values() if s.chunked]
@@ -151,7 +152,7 @@ class AlgorithmSpec:
                 f"({scenario.element_bytes} bytes); collectives move whole elements"
             )
         if self.topology and scenario.topology != self.topology:
-            raise CollsimError(f"algorithm {self.name} needs topology {self.topology}, got {scenario.topology}")
+            raise CollsimError(f"algorithm {self.name} needs topology {self.topology}, got {scenario.topology}", field="topology")
 
 
 def register(op: str, name: str, **record: Any) -> Callable[[RankProgram], RankProgram]:

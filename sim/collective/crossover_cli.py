@@ -71,7 +71,11 @@ def crossover_command(sizes: str | None, as_csv: bool, as_json: bool, **flags: A
             why = str(error)
     if scenario is None:
         raise CollsimError(why)
-    rows = crossover(scenario, _sizes(sizes)) + _nccl_rows(scenario, _sizes(sizes))
+    from sim.collective.budget import check_crossover
+
+    chosen = _sizes(sizes)
+    check_crossover(scenario, chosen)
+    rows = crossover(scenario, chosen) + _nccl_rows(scenario, chosen)
     if as_json:
         click.echo(json.dumps(rows))
     elif as_csv:

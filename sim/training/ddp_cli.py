@@ -63,6 +63,8 @@ _INPUT_FILES = {"params_file": "--params parameter list", "profile_file": "--pro
 def _check_input_files(data: dict[str, Any]) -> None:
     for key, kind in _INPUT_FILES.items():
         path = data.get(key)
+        if isinstance(path, str) and Path(path).is_dir():  # said as what it is, not "not found"
+            raise CollsimError(f"{kind} file {path!r} is a directory; give a file")
         if isinstance(path, str) and not Path(path).is_file():
             raise CollsimError(f"{kind} file {path!r} not found")
 
@@ -82,8 +84,10 @@ def scenario_data(scenario_file: str | None, flags: dict[str, Any]) -> dict[str,
         given["layer_times"] = _layer_times(given["layer_times"])
     if "flops_per_s" in given:
         given["flops_per_s"] = parse_flops(given["flops_per_s"])
-    data.update(given)
-    return data
+    from sim.scenario import override  # a flag replaces the file's value under either name (latency / latency_s)
+    from sim.training.ddp import DDPScenario
+
+    return override(DDPScenario, data, given)
 
 
 @click.command("ddp")
@@ -168,12 +172,15 @@ def ddp(
     calibration, backend = flags.pop("calibration"), flags.pop("backend")
     data = scenario_data(scenario_file, flags)
     _check_input_files(data)
-    if calibration:
-        _apply_calibration(data, calibration, backend)
+    calibration_used = _apply_calibration(data, calibration, backend) if calibration else None
     apply_hardware_flags(data)
     scenario = model.DDPScenario.from_dict(data)
+    from sim.collective.budget import check_ddp  # refused before it runs (issue 22), not after minutes
+
+    sizes = parse_size_list(sweep, "--sweep-bucket-sizes") if sweep else None
+    check_ddp(scenario, len(sizes) if sizes else (12 if optimize else 1))
     if sweep:
-        rows = model.sweep_bucket_sizes(scenario, parse_size_list(sweep, "--sweep-bucket-sizes"))
+        rows = model.sweep_bucket_sizes(scenario, sizes)
         click.echo(json.dumps(rows) if as_json else format_sweep(rows))
         return
     if optimize:
@@ -185,7 +192,10 @@ def ddp(
         result.write_trace(trace)
     if csv_path:
         result.to_csv(csv_path)
-    click.echo(json.dumps(result.summary()) if as_json else format_summary(result.summary()))
+    summary = result.summary()
+    if calibration_used is not None:
+        summary["calibration"] = calibration_used  # fitted at which world sizes, extrapolated or not
+    click.echo(json.dumps(summary) if as_json else format_summary(summary))
 
 
 def apply_hardware_flags(data: dict[str, Any]) -> None:
@@ -213,17 +223,24 @@ def apply_hardware_flags(data: dict[str, Any]) -> None:
     data.setdefault("comm", "network")
 
 
-def _apply_calibration(data: dict[str, Any], path: str, backend: str | None) -> None:
+def _apply_calibration(data: dict[str, Any], path: str, backend: str | None) -> dict[str, Any]:
     """o and w from a calibration file for the ow model, unless given (flags and files win)."""
     from sim.calibration import calibrated_ow, load_calibration
 
     if data.get("comm", "ow") != "ow":
         raise CollsimError("--calibration gives o and w: use it with --comm ow")
-    o_s, w_Bps = calibrated_ow(load_calibration(path), int(data.get("ranks", 2)), backend)
+    document = load_calibration(path)
+    o_s, w_Bps = calibrated_ow(document, int(data.get("ranks", 2)), backend)
     if not any(key in data for key in ("o", "o_s")):
         data["o_s"] = o_s
     if not any(key in data for key in ("w", "w_Bps")):
         data["w_Bps"] = w_Bps
+    from sim.cli import calibration_note  # extrapolation across world sizes is said, not silent (issue 22)
+
+    note = calibration_note(document, path, "all_reduce", int(data.get("ranks", 2)), backend)
+    if note["extrapolated"]:
+        click.echo(f"note: {note['note']}", err=True)
+    return note
 
 
 def _time(seconds: float | None) -> str:

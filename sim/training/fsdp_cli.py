@@ -28,6 +28,21 @@ _SHARED = [param for param in ddp_cli.ddp.params if param.name not in _DDP_ONLY]
 _STRATEGIES = ("ddp", "zero1", "full_shard", "shard_grad_op", "no_shard", "hybrid_shard")
 
 
+def _refuse_what_is_not_modelled(data: dict[str, Any]) -> None:
+    """Inputs sim fsdp would otherwise drop without a word (issue 22): a shard group of 0 ranks
+    (read as "default") and a compute slowdown (not modelled here, see sim.training.fsdp)."""
+    size = data.get("shard_size")
+    if size is not None and str(size).strip().lstrip("-").isdigit() and int(size) < 1:
+        raise CollsimError(f"shard_size: must be >= 1 ranks per shard group, got {size}", field="shard_size")
+    slowdown = data.get("slowdown")
+    if slowdown is not None and float(slowdown) != 1.0:
+        raise CollsimError(
+            f"slowdown: sim fsdp does not model compute slowing down under communication (got {slowdown}); "
+            "leave it at 1, or use collsim sim ddp --slowdown for DDP steps",
+            field="slowdown",
+        )
+
+
 def _run(
     scenario_file: str | None,
     compare: str | None,
@@ -52,6 +67,7 @@ def _run(
     if calibration:
         ddp_cli._apply_calibration(data, calibration, backend)
     ddp_cli.apply_hardware_flags(data)
+    _refuse_what_is_not_modelled(data)
     scenario = model.FSDPScenario.from_dict(data)
     if compare:
         rows = model.compare(scenario, [name.strip() for name in compare.split(",") if name.strip()])

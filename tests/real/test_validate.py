@@ -274,8 +274,9 @@ def test_ctrl_c_keeps_what_was_measured_and_still_reports(tmp_path):
     finally:
         if process.poll() is None:
             process.kill()
-    assert process.returncode == 0, stderr
+    assert process.returncode == 130, stderr  # a script can tell: interrupted is not success
     assert "interrupted" in stdout and "Traceback" not in stderr
+    assert json.loads((out / "status.json").read_text())["state"] == "interrupted"
     document = load_validate(out)
     assert document["meta"]["interrupted"] is True
     assert {row["held_out"] for row in document["collectives"]} == {"size", "launch"}

@@ -41,8 +41,49 @@ def test_times(text, seconds):
     ],
 )
 def test_bad_units_are_clear_errors(parse, text):
-    with pytest.raises(CollsimError, match="allowed|whole number|non-negative|expected"):
+    with pytest.raises(CollsimError, match="allowed|whole number|non-negative|expected|ambiguous"):
         parse(text)
+
+
+@pytest.mark.parametrize(
+    "text,bytes_per_s",
+    [("8Mb/s", 1e6), ("8MB/s", 8e6), ("400Gb/s", 50e9), ("400Gbit/s", 50e9), ("400Gbps", 50e9), ("25GB/s", 25e9), ("8kb/s", 1e3)],
+)
+def test_lowercase_b_is_bits_and_capital_b_bytes_in_every_bandwidth_spelling(text, bytes_per_s):
+    assert parse_bandwidth(text) == pytest.approx(bytes_per_s, rel=1e-15)
+
+
+def test_lowercase_b_is_bits_in_sizes_too():
+    assert parse_size("8Mb") == 10**6 and parse_size("8MB") == 8 * 10**6 and parse_size("16b") == 2
+
+
+@pytest.mark.parametrize("text", ["10GBPS", "10GBps", "5MBPS"])
+def test_a_bandwidth_whose_b_cannot_be_read_is_refused_with_both_readings(text):
+    with pytest.raises(CollsimError) as error:
+        parse_bandwidth(text)
+    message = str(error.value)
+    assert "ambiguous" in message and "bits per second" in message and "bytes per second" in message
+    assert error.value.field == "bandwidth"
+
+
+def test_a_megabit_link_takes_eight_times_a_megabyte_link(tmp_path):
+    """The issue's trap: --bandwidth 8Mb/s was read as 8 MB/s (a 15 s broadcast took 1.875 s)."""
+    from sim.collective.runner import run_collective
+    from sim.scenario import CollectiveScenario
+
+    common = {"op": "broadcast", "algorithm": "linear", "ranks": 2, "size": "1MB"}
+    bits = run_collective(CollectiveScenario.from_dict({**common, "bandwidth": "8Mb/s"})).time_s
+    octets = run_collective(CollectiveScenario.from_dict({**common, "bandwidth": "8MB/s"})).time_s
+    assert bits == pytest.approx(1.0) and octets == pytest.approx(0.125)
+
+
+def test_a_scenario_giving_a_key_and_its_canonical_twin_is_an_error():
+    from sim.scenario import CollectiveScenario
+
+    data = {"op": "all_reduce", "algorithm": "ring", "ranks": 4, "bandwidth": "25GB/s", "latency": "5us", "latency_s": 1.0}
+    with pytest.raises(CollsimError, match="latency.*latency_s|latency_s.*latency") as error:
+        CollectiveScenario.from_dict(data)
+    assert error.value.field == "latency"
 
 
 def test_size_lists_and_ranges():

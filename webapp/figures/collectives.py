@@ -500,8 +500,9 @@ def parts_figure(labels: Sequence[str], parts: Sequence[dict[str, float]]) -> go
         total = parts[1]["total"] - parts[0]["total"]
         sign = "+" if total >= 0 else "−"
         title = f"{labels[1]} vs {labels[0]}: {sign}{format_time(abs(total))}, mostly {main} ({'+' if diff[main] >= 0 else '−'}{format_time(abs(diff[main]))})"
-        if abs(total) <= 1e-9 * max(parts[0]["total"], parts[1]["total"]) and not any(diff.values()):
-            title = f"{labels[1]} vs {labels[0]}: the same time, part for part"
+        noise = 1e-9 * max(parts[0]["total"], parts[1]["total"])  # float rounding, not a difference (-8.674e-10 ns was shown)
+        if abs(total) <= noise and all(abs(value) <= noise for value in diff.values()):
+            title = f"{labels[1]} vs {labels[0]}: no difference: the same time, part for part"
     figure = base_figure("Where the time goes", 340)
     for name in names:
         values = [p[name] * factor for p in parts]

@@ -95,7 +95,7 @@ TRAIN_OUTPUTS = {
     "timeline": Output(ids.TRAIN_TIMELINE, "figure"),
     "caption": Output(ids.TRAIN_CAPTION, "children"),
 }
-FIX_INPUTS = "Fix the highlighted inputs; the figures show the last valid scenario."
+FIX_INPUTS = "Fix the highlighted inputs; nothing is computed until they are valid (figures shown, if any, are from an earlier valid scenario)."
 
 # ----------------------------------------------------------------------------- layout
 
@@ -127,6 +127,9 @@ def _input(name: str, value: str) -> Any:
     fid = ids.field_id(name, PAGE)
     if name == "hardware":
         return hardware_dropdown(fid, value, model.hardware_options())
+    if name == "preset" and value and value not in model.presets():  # a link's unknown preset stays in its field, flagged (it computed GPT-2)
+        options = [{"label": str(option), "value": option} for option in _choices(name)] + [{"label": f"{value} (unknown)", "value": value}]
+        return _dropdown(fid, options, value)
     if name in ("preset", "strategy", "sharding", "precision", "gpu", "comm_model", "algorithm"):
         return _dropdown(fid, _choices(name), value)
     if name in ON_OFF:

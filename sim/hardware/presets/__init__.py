@@ -121,14 +121,19 @@ def list_presets() -> list[str]:
 
 
 def load_preset(name: str) -> Preset:
-    """The preset called ``name`` (see :func:`list_presets`); CollsimError for an unknown name.
-    ``NAME:NICSxRATE`` (dgx-h100:16x200Gbps) is NAME with its NICs replaced (sim.hardware.cluster)."""
+    """The preset called ``name`` (see :func:`list_presets`), your own preset file (a path ending
+    .yaml/.yml, same fields as the bundled ones), or ``NAME:NICSxRATE`` (dgx-h100:16x200Gbps: NAME
+    with its NICs replaced, sim.hardware.cluster); CollsimError for an unknown name."""
+    if str(name).lower().endswith((".yaml", ".yml")):
+        from sim.scenario import load_mapping
+
+        return parse_preset(load_mapping(name, "hardware preset file"), str(name))
     if ":" in name:
         from sim.hardware.cluster import load_variant
 
         return load_variant(*name.split(":", 1))
     if name not in list_presets():
-        raise CollsimError(f"hardware: unknown preset {name!r}; allowed: {', '.join(list_presets())}")
+        raise CollsimError(f"hardware: unknown preset {name!r}; allowed: {', '.join(list_presets())}, or a preset file ending .yaml/.yml")
     return _load(name)
 
 

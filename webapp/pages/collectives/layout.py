@@ -103,7 +103,10 @@ def form(values: dict[str, str]) -> html.Div:
         component = _input(name, values[name])
         if name == "algorithm":
             component.options, component.value = algorithms_for_op(values["op"], values["algorithm"])
-        hidden = name in TWO_LEVEL_ONLY and values["topology"] != "two_level"
+            if values["algorithm"] and component.value != values["algorithm"]:  # a link's unknown value stays, flagged
+                component.options = [*component.options, {"label": f"{values['algorithm']} (unknown)", "value": values["algorithm"]}]
+                component.value = values["algorithm"]
+        hidden = name in TWO_LEVEL_ONLY and values["topology"] != "two_level" and values[name] in ("", model.DEFAULTS[name])
         rows.append(field(name, label, hint, component, hidden=hidden))
     return html.Div(rows, className="form")
 

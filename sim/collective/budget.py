@@ -1,0 +1,374 @@
+"""How much time and memory a request will take, told before it starts, and the limits beyond
+which every entry point refuses (CLI ``sim collective``, ``sim crossover``, ``sim ddp`` sweeps
+and repetitions, ``sweep``, the explorer's background jobs and crossover helper).
+
+The unit of work is the *message-visit*: one point-to-point message costs one, and under fair
+sharing every flow a re-share touches costs one more (a message that joins or leaves a busy
+link re-shares every flow connected to it, so a tree algorithm with many chunks in flight pays
+for hundreds of flows per message; :func:`sim.collective.explore.work` counts messages only).
+The visits per message of a scenario come from small probe runs of the same scenario (8 and
+16 ranks, few chunks), extrapolated to its ranks and chunks with the growth exponents the
+probes show; ``tests/sim/test_budget.py`` checks the estimate against counted runs of every
+algorithm under both sharing modes (within 2x).
+
+Limits (:data:`MAX_SECONDS`, :data:`MAX_MEMORY_BYTES`) are stated in each refusal together with
+the setting that would fit (fewer chunks or ranks, ``--mode collapsed``, a coarser sweep).
+Pure model code: no torch, dash or plotly.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from sim.errors import CollsimError
+
+SECONDS_PER_VISIT = 6e-6  # 2-vCPU VM (shared), 2026-11-24: fair-sharing re-share visits cost 3.6-8 us, messages 3-15 us
+SECONDS_PER_MESSAGE = 8e-6
+MAX_SECONDS = 600.0  # a CLI run refused beyond about ten minutes of simulation
+MAX_MEMORY_BYTES = 2 * 2**30  # and beyond 2 GiB of memory
+BACKGROUND_MAX_SECONDS = 120.0  # the explorer's background jobs
+CROSSOVER_MAX_MESSAGES = 20_000_000  # replayed/closed points of one crossover: messages handled by numpy, all sizes
+MAX_SWEEP_POINTS = 10_000  # points of one sweep (sim ddp --sweep-bucket-sizes, collsim sweep)
+MAX_REPETITIONS = 100_000  # back-to-back calls of one scenario
+
+ROW_BYTES = 64  # one recorded message (7 columns) in a RecordTable
+IN_FLIGHT_BYTES = 900  # a posted message waiting for its stream: event, flow, tuple, deque slot
+ROUTE_BYTES = 400  # a cached route per sender-receiver pair
+RANK_BYTES = 4_000  # a rank's process, generator frames, topology node and ports
+BASE_BYTES = 150 * 2**20  # the interpreter with numpy, simpy and the model loaded
+PROBE_RANKS = (8, 16)
+PROBE_MAX_CHUNKS = 16  # probes run at most this many chunks (and a quarter of it for the growth)
+PROBE_MAX_BYTES = 16 * 2**20
+PROBE_MAX_VISITS = 300_000  # a 32-rank probe runs only when it costs less than about a second
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Work and memory of one per-message simulation, told without running it."""
+
+    messages: int
+    visits: int  # message-visits: messages plus flows touched by fair re-sharing
+    memory_bytes: int
+    exact_messages: bool
+
+    @property
+    def seconds(self) -> float:
+        return self.messages * SECONDS_PER_MESSAGE + (self.visits - self.messages) * SECONDS_PER_VISIT
+
+    def describe(self) -> str:
+        from sim.units import format_size
+
+        return (
+            f"about {self.messages:,} messages, {self.visits:,} message-visits "
+            f"(~{_format_seconds(self.seconds)} here) and {format_size(self.memory_bytes)} of memory"
+        )
+
+
+def _format_seconds(seconds: float) -> str:
+    if seconds >= 3600:
+        return f"{seconds / 3600:.3g} h"
+    if seconds >= 60:
+        return f"{seconds / 60:.3g} min"
+    return f"{seconds:.2g} s"
+
+
+def _needs_probes(s: Any, max_seconds: float) -> bool:
+    """False when even the bound (every message re-sharing every flow of its call) fits the
+    time limit: then no probe need run."""
+    messages = messages_of(s).messages
+    per_call = messages / max(1, s.repetitions)
+    return s.sharing == "fair" and messages * (1 + per_call) * SECONDS_PER_VISIT > max_seconds
+
+
+def estimate(scenario: Any, probe: bool = True) -> Estimate:
+    """Messages, message-visits and peak memory of a full (message-by-message) run; with
+    ``probe=False`` the visits are the bound (every message re-shares every flow of its call)."""
+    from sim.algorithms.registry import algorithm_spec
+
+    s = scenario
+    spec = algorithm_spec(s.op, s.algorithm)
+    chunks = s.chunks if spec is not None and spec.chunked else 1
+    told = messages_of(s)
+    messages = int(told.messages)
+    visits = messages
+    if s.sharing == "fair" and messages:
+        per_call = messages / max(1, s.repetitions)  # a re-share touches at most the flows of one call
+        visits = int(messages * (1 + min(_visits_per_message(s, chunks) if probe else per_call, per_call)))
+    return Estimate(messages, visits, _memory(s, messages, told.pairs, chunks), told.exact)
+
+
+def messages_of(s: Any) -> Any:
+    """:func:`sim.collective.explore.work` (messages and routes; it probes at most
+    ``PROBE_MAX_CHUNKS`` chunks and scales linearly in chunks)."""
+    from sim.collective.explore import work
+
+    return work(s)
+
+
+def _memory(s: Any, messages: int, pairs: int, chunks: int) -> int:
+    recorded = {"full": messages, "aggregate": 0}.get(s.record, min(messages, s.max_events))
+    per_call = messages // max(1, s.repetitions)
+    in_flight = min(per_call, s.ranks * chunks * 2)  # chunked programs post their chunks at once
+    payload = 3 * s.size_bytes * (s.ranks if s.verify else 0)
+    return BASE_BYTES + recorded * ROW_BYTES + in_flight * IN_FLIGHT_BYTES + pairs * ROUTE_BYTES + s.ranks * RANK_BYTES + payload
+
+
+def _visits_per_message(s: Any, chunks: int) -> float:
+    """Flows touched by re-sharing per message, from probes (extrapolated in ranks and chunks)."""
+    size = min(s.size_bytes, PROBE_MAX_BYTES)
+    key = s.replace(stragglers=(), repetitions=1, record="aggregate", jitter_s=0.0, verify=False, root=0, size_bytes=size, groups=())
+    try:  # the probes set ranks and chunks themselves: one cache entry whatever the scenario's
+        key = key.replace(ranks=PROBE_RANKS[-1], chunks=1, size_bytes=size - size % (PROBE_RANKS[-1] * key.element_bytes) or key.element_bytes * PROBE_RANKS[-1])
+    except CollsimError:
+        pass
+    probe_k = min(chunks, PROBE_MAX_CHUNKS)
+    ranks = [p for p in PROBE_RANKS if p < s.ranks] or [s.ranks]
+    if s.ranks <= PROBE_RANKS[-1] and chunks <= PROBE_MAX_CHUNKS:
+        return _probe(key, s.ranks, chunks, size)
+    base_p = ranks[-1]
+    v_base = _probe(key, base_p, probe_k, size)
+    growth_p = 0.0
+    if len(ranks) > 1 and s.ranks > base_p:
+        growth_p = _exponent(_probe(key, ranks[0], probe_k, size), v_base, base_p / ranks[0])
+        wider = 2 * base_p
+        if s.ranks > wider and v_base * 2**growth_p * _messages_at(key, wider, probe_k) <= PROBE_MAX_VISITS:
+            v_wider = _probe(key, wider, probe_k, size)  # the growth from 16 to 32 ranks is nearer the target's
+            if v_wider > 0:
+                growth_p = _exponent(v_base, v_wider, 2.0)
+                v_base, base_p = v_wider, wider
+    growth_k = 0.0
+    if chunks > probe_k:
+        growth_k = _exponent(_probe(key, base_p, probe_k // 4, size), v_base, 4.0)
+    value = v_base * (s.ranks / base_p) ** growth_p * (chunks / probe_k) ** growth_k
+    return value
+
+
+def _messages_at(s: Any, ranks: int, chunks: int) -> int:
+    from sim.algorithms.registry import algorithm_spec
+    from sim.collective.explore import work
+
+    spec = algorithm_spec(s.op, s.algorithm)
+    try:
+        return work(s.replace(ranks=ranks, chunks=chunks if spec is not None and spec.chunked else 1)).messages
+    except CollsimError:
+        return 0
+
+
+def _exponent(small: float, large: float, apart: float) -> float:
+    """The growth exponent two probes ``apart`` times apart show (shrinking allowed), in [-2, 2]."""
+    if small <= 0 or large <= 0:
+        return 0.0 if large <= 0 else 1.0
+    return max(-2.0, min(2.0, math.log(large / small) / math.log(apart)))
+
+
+@lru_cache(maxsize=512)
+def _probe(s: Any, ranks: int, chunks: int, nbytes: int) -> float:
+    """Flows touched by re-sharing per message in a run of ``s`` at ``ranks`` and ``chunks``."""
+    from sim.algorithms.registry import algorithm_spec
+
+    changes: dict[str, Any] = {"ranks": ranks}
+    spec = algorithm_spec(s.op, s.algorithm)
+    if spec is not None and spec.chunked:
+        changes["chunks"] = chunks
+    unit = ranks * max(1, changes.get("chunks", 1)) * s.element_bytes
+    changes["size_bytes"] = max(unit, nbytes - nbytes % unit)
+    if s.topology == "two_level":
+        changes["gpus_per_node"] = min(s.gpus_per_node_resolved, ranks)
+        if ranks % changes["gpus_per_node"]:
+            return 0.0
+    if s.topology == "torus2d" or getattr(s, "placement", None) not in (None, "block", "round_robin"):
+        changes.pop("ranks")  # the shape or a placement file fixes the ranks: probe as given
+        changes["size_bytes"] = s.size_bytes
+    try:
+        probe = s.replace(**changes)
+        messages, visits = count_visits(probe)
+    except CollsimError:
+        return 0.0
+    return (visits - messages) / messages if messages else 0.0
+
+
+def count_visits(scenario: Any) -> tuple[int, int]:
+    """(messages, flows touched by fair re-sharing) of a real run of ``scenario``: what the
+    estimate predicts, counted (used by the probes and by the tests)."""
+    from sim.collective.runner import collect, no_gc, start_collective
+
+    started = start_collective(scenario)
+    net = started.net
+    touched = [0]
+    reallocate = getattr(net, "_reallocate", None)
+    if reallocate is not None:
+
+        def counting(flows: Any, now: float) -> None:
+            touched[0] += len(flows)
+            reallocate(flows, now)
+
+        net._reallocate = counting  # this network only; times unchanged
+    with no_gc():
+        started.env.run()
+    result = collect(started)
+    return result.message_count, result.message_count + touched[0]
+
+
+# --------------------------------------------------------------------------- refusals
+
+
+def check_run(scenario: Any, what: str = "this run", max_seconds: float = MAX_SECONDS, max_memory: int = MAX_MEMORY_BYTES) -> Estimate:
+    """Refuse (CollsimError naming the setting that would fit) a per-message run beyond the limits."""
+    s = scenario
+    if s.repetitions > MAX_REPETITIONS:
+        raise CollsimError(
+            f"repetitions: {s.repetitions:,} back-to-back calls is beyond the limit of {MAX_REPETITIONS:,}; "
+            "time_s is per call, so a few repetitions give the same figure (e.g. --repetitions 10)",
+            field="repetitions",
+        )
+    _check_replay_size(s)
+    told = estimate(s, probe=_needs_probes(s, max_seconds))
+    if told.seconds <= max_seconds and told.memory_bytes <= max_memory:
+        return told
+    from sim.units import format_size
+
+    limit = f"limit ~{_format_seconds(max_seconds)} and {format_size(max_memory)}"
+    hint = _hint(s, told, max_seconds, max_memory)
+    raise CollsimError(f"{what}: {s.op}/{s.algorithm} on {s.ranks} ranks needs {told.describe()}; {limit}. {hint}", field=_field(s))
+
+
+def _field(s: Any) -> str:
+    return "chunks" if s.chunks > 1 else "ranks"
+
+
+def _hint(s: Any, told: Estimate, max_seconds: float, max_memory: int) -> str:
+    hints = []
+    for name in ("chunks", "ranks"):
+        fitting = _largest_fitting(s, name, max_seconds, max_memory)
+        if fitting is not None:
+            hints.append(f"--{name} {fitting}")
+    if s.repetitions > 1:
+        hints.append("--repetitions 1")
+    if s.record == "full":
+        hints.append("--record auto")
+    fits = (" or ".join(hints) + " would fit; ") if hints else ""
+    return f"{fits}--mode collapsed answers from the closed form or a replay where one applies"
+
+
+def _largest_fitting(s: Any, name: str, max_seconds: float, max_memory: int) -> int | None:
+    """The largest value of ``name`` (chunks or ranks), halving from the scenario's, whose run
+    fits the limits (probes are cached, so each try costs little); None when none does."""
+    value = getattr(s, name) // 2
+    while value >= (1 if name == "chunks" else 2):
+        try:
+            told = estimate(s.replace(**{name: value}))
+        except CollsimError:  # e.g. a power-of-two algorithm: keep halving
+            told = None
+        if told is not None and told.seconds <= max_seconds and told.memory_bytes <= max_memory:
+            return value
+        value //= 2
+    return None
+
+
+def _check_replay_size(s: Any) -> None:
+    """Replays and closed forms hold every message in numpy arrays: bound them as well."""
+    messages = work_messages(s)
+    if messages > CROSSOVER_MAX_MESSAGES * 50:
+        raise CollsimError(
+            f"{_field(s)}: {s.op}/{s.algorithm} on {s.ranks} ranks with {s.chunks} chunks sends {messages:,} messages; "
+            f"beyond {CROSSOVER_MAX_MESSAGES * 50:,} nothing here can simulate or replay it (use fewer ranks or chunks)",
+            field=_field(s),
+        )
+
+
+def check_collapsed(scenario: Any) -> None:
+    """A collapsed call (closed form, replay or one cached simulation) is bounded by the size of
+    its replay arrays and, where it simulates, by :func:`check_run` at one repetition."""
+    _check_replay_size(scenario)
+    from sim.collective import analytic
+
+    if analytic.for_scenario(scenario) is None and work_messages(scenario) > CROSSOVER_MAX_MESSAGES:
+        raise CollsimError(
+            f"{_field(scenario)}: a collapsed {scenario.op}/{scenario.algorithm} on {scenario.ranks} ranks with {scenario.chunks} chunks "
+            f"replays {work_messages(scenario):,} messages (limit {CROSSOVER_MAX_MESSAGES:,}); use fewer ranks or chunks",
+            field=_field(scenario),
+        )
+
+
+def work_messages(scenario: Any) -> int:
+    return int(messages_of(scenario).messages)
+
+
+def check_crossover(scenario: Any, sizes: tuple[int, ...]) -> None:
+    """Refuse a crossover whose replays alone (every algorithm, every size) would move more than
+    :data:`CROSSOVER_MAX_MESSAGES` messages through numpy, or build a topology too large.
+    The per-message points of a crossover are bounded by its own message budget."""
+    from sim.algorithms.registry import algorithm_spec, algorithms_for
+
+    worst, name = 0, ""
+    largest = max(sizes) if sizes else scenario.size_bytes
+    for algorithm in algorithms_for(scenario.op):
+        spec = algorithm_spec(scenario.op, algorithm)
+        try:
+            point = scenario.replace(algorithm=algorithm, chunks=scenario.chunks if spec.chunked else 1)
+            point = point.replace(size_bytes=max(largest - largest % point.element_bytes, point.element_bytes * point.ranks * point.chunks))
+            messages = work_messages(point)
+        except CollsimError:
+            continue
+        if messages > worst:
+            worst, name = messages, algorithm
+    if worst > CROSSOVER_MAX_MESSAGES:
+        fit_ranks = scenario.ranks
+        while fit_ranks > 2 and worst * (fit_ranks / scenario.ranks) ** 2 > CROSSOVER_MAX_MESSAGES:
+            fit_ranks //= 2
+        hint = f"--chunks {max(1, scenario.chunks * CROSSOVER_MAX_MESSAGES // worst)}" if scenario.chunks > 1 else f"--ranks {fit_ranks}"
+        raise CollsimError(
+            f"{_field(scenario)}: a crossover on {scenario.ranks} ranks with {scenario.chunks} chunks would handle "
+            f"{worst:,} messages for {name} alone (limit {CROSSOVER_MAX_MESSAGES:,}); {hint} fits, or time one "
+            "algorithm with 'collsim sim collective --mode collapsed'",
+            field=_field(scenario),
+        )
+
+
+def check_ddp(scenario: Any, points: int = 1, what: str = "sim ddp") -> None:
+    """Refuse a DDP step (times ``points`` for a sweep) whose network all-reduces, simulated
+    message by message, go beyond :data:`MAX_SECONDS` or :data:`MAX_MEMORY_BYTES`. The o / w
+    comm model costs nothing; in collapsed mode each distinct bucket size is simulated once,
+    unless a closed form or replay answers it."""
+    if getattr(scenario, "comm", None) != "network":
+        return
+    from sim.collective.collapsed import why_not_collapsed
+    from sim.training.ddp import resolve_params
+
+    try:
+        total = sum(param.nbytes for param in resolve_params(scenario))
+    except CollsimError:
+        return  # the run itself says what is wrong
+    cap = max(1, min(scenario.bucket_cap_bytes, total))
+    calls = -(-total // cap) if scenario.strategy == "bucketed" else (1 if scenario.strategy == "flat" else 0)
+    if scenario.strategy in ("naive", "overlap"):
+        calls = len(resolve_params(scenario))
+    call = scenario.collective(max(cap - cap % (4 * scenario.ranks), 4 * scenario.ranks), 4)
+    if scenario.mode == "collapsed" and why_not_collapsed(call) is None:
+        from sim.collective import analytic
+        from sim.collective.collapsed import replay_time
+
+        if analytic.for_scenario(call) is not None or replay_time(call.replace(size_bytes=4 * call.ranks * call.chunks)) is not None:
+            return  # answered without a per-message run
+        calls = min(calls, 2)  # one cached simulation per distinct bucket size (about two sizes)
+    told = estimate(call.replace(record="aggregate"))
+    seconds = told.seconds * calls * points
+    if seconds > MAX_SECONDS or told.memory_bytes > MAX_MEMORY_BYTES:
+        raise CollsimError(
+            f"ranks: {what}: {calls} all-reduce(s) x {points} point(s) simulated message by message on {scenario.ranks} ranks "
+            f"need ~{_format_seconds(seconds)} here ({told.describe()} each); limit ~{_format_seconds(MAX_SECONDS)}. "
+            "Use --comm ow (o and w), fewer --ranks, a larger --bucket-size or --mode collapsed",
+            field="ranks",
+        )
+
+
+def check_points(count: int, what: str, setting: str, limit: int = MAX_SWEEP_POINTS) -> None:
+    """Refuse a sweep of more than ``limit`` points, naming the setting and a coarser one."""
+    if count > limit:
+        raise CollsimError(
+            f"{what}: {count:,} points is beyond the limit of {limit:,}; {setting}",
+            field=what.split()[0].lstrip("-").replace("-", "_"),
+        )
