@@ -8,7 +8,7 @@ import math
 
 from sim.algorithms.registry import Shape
 from sim.collective.call import Call
-from sim.hardware.nccl_path import MAX_MESSAGES, PathParams, channel_part, ring_parts
+from sim.hardware.nccl_path import MAX_MESSAGES, PathParams, ring_parts
 from sim.hardware.nccl_proto import chunking
 
 __all__ = ["nvls_counts", "ring_counts", "tree_counts"]
@@ -18,37 +18,40 @@ def _call(op: str, s: Shape) -> Call:
     return Call(op, s.p, s.elements * s.element_bytes, s.element_bytes, s.k)
 
 
+def _nonempty(elements: int, parts: int, cut: int) -> int:
+    """Non-empty pieces when ``elements`` are split into ``parts`` near-equal parts and each of
+    those into ``cut`` (Call.pieces: the first ``elements % parts`` parts one larger)."""
+    base, extra = divmod(elements, parts)
+    return extra * min(cut, base + 1) + (parts - extra) * min(cut, base)
+
+
 def ring_counts(op: str, phases: tuple[str, ...], protocol: str, algorithm: str = "Ring"):
     """Counts of NCCL's ring (or PAT, which runs the ring's schedule) for ``phases``: in each
-    phase every owner's non-empty slices travel p - 1 hops (sim.hardware.nccl_path._ring_ops)."""
+    phase every owner's non-empty slices travel p - 1 hops (sim.hardware.nccl_path.ring_ops),
+    counted in O(p) whatever the channel count."""
 
     def counts(s: Shape) -> tuple[int, int]:
         if s.p == 1:
             return 0, 0
         call, params = _call(op, s), PathParams(algorithm, protocol, s.k, s.k, heads=s.gpus)
         loops, slices = ring_parts(call, params, s.p, (s.p - 1) * len(phases))
-        slices_sent = sum(sum(1 for cut in channel_part(call, s.k, channel, owner, loops * slices) if cut[2]) for channel in range(s.k) for owner in range(s.p))
-        return len(phases) * (s.p - 1) * slices_sent, s.p * s.k  # pairs (routes): a right neighbour per channel
+        base, extra = divmod(s.elements, s.p)  # each owner's block, cut into k channel parts, each into loops x slices
+        slices_sent = sum(_nonempty(base + (owner < extra), s.k, loops * slices) for owner in range(s.p))
+        return len(phases) * (s.p - 1) * slices_sent, s.p * min(s.k, s.gpus)  # routes: a right neighbour per distinct ring (a rotation of the node)
 
     return counts
 
 
-def _tree_pieces(call: Call, algorithm: str, protocol: str, channels: int, nodes: int) -> list[int]:
-    cut = chunking(algorithm, protocol, call.size_bytes, channels, nodes, call.ranks)
-    found = []
-    for piece in call.pieces(channels):
-        parts = max(1, math.ceil(piece[2] / cut.chunk_bytes))
-        found.append(sum(1 for chunk in call.pieces(parts, piece) if chunk[2]))
-    return found
-
-
 def tree_counts(protocol: str):
-    """NCCL's tree all-reduce: every non-root rank sends each chunk of a channel up and receives it down."""
+    """NCCL's tree all-reduce: every non-root rank sends each chunk of a channel up and receives
+    it down; a channel's slice is cut into ceil(bytes / chunk) tree chunks."""
 
     def counts(s: Shape) -> tuple[int, int]:
         call = _call("all_reduce", s)
-        pieces = _tree_pieces(call, "Tree", protocol, s.k, max(s.p // s.gpus, 1))
-        return 2 * (s.p - 1) * sum(pieces), max(1, 2 * (s.p - 1) * s.k)  # a tree edge each way per channel
+        chunk = chunking("Tree", protocol, call.size_bytes, s.k, max(s.p // s.gpus, 1), s.p).chunk_bytes
+        base, extra = divmod(s.elements, s.k)
+        pieces = sum(count * min(max(1, math.ceil(e * s.element_bytes / chunk)), e) for e, count in ((base + 1, extra), (base, s.k - extra)))
+        return 2 * (s.p - 1) * pieces, max(1, 2 * (s.p - 1) * min(s.k, s.gpus))  # a tree edge each way per distinct tree
 
     return counts
 
