@@ -105,7 +105,7 @@ def _end_children() -> None:
         import psutil
     except ImportError:
         return
-    children = psutil.Process().children(recursive=True)
+    children = [child for child in psutil.Process().children(recursive=True) if not _resource_tracker(child)]
     for child in children:
         try:
             child.terminate()
@@ -117,3 +117,12 @@ def _end_children() -> None:
             child.kill()
         except psutil.Error:
             pass
+
+
+def _resource_tracker(process: object) -> bool:
+    """multiprocessing's resource tracker ignores Ctrl+C and ends with the server by itself; ended
+    first, it is relaunched by the exit handlers and prints a traceback for each semaphore."""
+    try:
+        return "resource_tracker" in " ".join(process.cmdline())
+    except Exception:  # psutil.Error: gone already, or not ours to read
+        return False

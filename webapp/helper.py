@@ -16,6 +16,7 @@ import atexit
 import logging
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -90,7 +91,9 @@ def start_helper() -> None:
 
 def _follow_parent(parent: int) -> None:
     """In the helper: exit when the server is gone. A server killed by a signal runs no exit
-    handler, and the helper, which holds both ends of its task pipe, would wait forever."""
+    handler, and the helper, which holds both ends of its task pipe, would wait forever. Ctrl+C
+    reaches the whole terminal's process group: the server ends the helper, which ignores it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     def watch() -> None:
         while os.getppid() == parent:
