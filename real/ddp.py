@@ -687,7 +687,7 @@ def run_ddp_bench(model: str, configs: list[tuple[str, int | None]], launch_conf
     """Measure DDP steps of the built-in ``model`` for each (strategy, bucket bytes) config."""
     from real.launcher import launch, run_torchrun, under_torchrun
 
-    spec = model_spec(model)
+    model_spec(model)  # an unknown model is refused before any launch
     payload = {"model": model, "configs": configs, "rounds": rounds, "warmup_rounds": warmup_rounds, "seed": seed, "lr": 1e-3,
                "meta": {**meta, "backend": launch_config.backend, "device": launch_config.device, "world_size": launch_config.world_size}}  # fmt: skip
     run = launcher or (run_torchrun if under_torchrun() else launch)

@@ -80,9 +80,9 @@ class Main(LazyGroup):
     cls=Main,
     lazy={
         "real": ("real.cli:real", "Run collectives and DDP steps for real on torch.distributed."),
-        "fit": ("real.cli:fit", "Fit o and w (and more) to measurements in the results store."),
-        "compare": ("real.cli:compare", "Compare simulated with measured times for a scenario."),
-        "validate": ("real.cli:validate", "Measure, fit, predict held-out points and the best bucket size; write a report."),
+        "fit": ("real.cli_analysis:fit", "Fit o and w (and more) to measurements in the results store."),
+        "compare": ("real.cli_analysis:compare", "Compare simulated with measured times for a scenario."),
+        "validate": ("real.cli_analysis:validate", "Measure, fit, predict held-out points and the best bucket size; write a report."),
         "ui": ("webapp.cli:ui", "Serve the browser what-if explorer (Dash) on 127.0.0.1."),
         "sweep": ("sim.sweep:sweep_command", "Run a grid of scenarios on a process pool or a Dask cluster."),
         "hardware": ("sim.hardware.cli:hardware", "List and show hardware presets (DGX A100/H100, PCIe box, CPU Ethernet)."),

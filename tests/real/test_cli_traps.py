@@ -58,7 +58,7 @@ def test_oversubscribed_ranks_warn(monkeypatch):
     import click
 
     import real.bench
-    from real.cli import _config
+    from real.cli_common import launch_config as _config
 
     monkeypatch.setattr(real.bench, "_cpu_count", lambda: 2)
     messages: list[str] = []

@@ -13,7 +13,6 @@ import psutil
 import pytest
 
 
-
 def free_port() -> int:
     import socket
 
