@@ -307,8 +307,14 @@ def _slider(component_id: str, low: float, high: float, value: float, marks: dic
                       updatemode="drag", allow_direct_input=False)  # fmt: skip
 
 
-def layout(search: str = "") -> html.Div:
-    ring = _section(
+def _wide_slider(label: str, slider: Any) -> html.Div:
+    """A labelled slider that takes its share of a row."""
+    return html.Div([html.Label(label, className="label"), slider], style={"flex": "1", "padding": "0 24px"})
+
+
+def _ring_guide() -> html.Div:
+    """Guide 1: ring all-reduce step by step."""
+    return _section(
         "guide-ring",
         "1. Ring all-reduce, step by step",
         "The course's case: 64 MiB of gradients, α = 5 us, 25 GB/s links, reductions at 100 GB/s. The ring does a reduce-scatter "
@@ -322,7 +328,11 @@ def layout(search: str = "") -> html.Div:
             _side_by_side(_graph(GUIDES_RING_CELLS, 470), _graph(GUIDES_RING_BYTES, 320)),
         ],
     )  # fmt: skip
-    cross = _section(
+
+
+def _crossover_guide() -> html.Div:
+    """Guide 2: the ring/tree crossover moved by alpha and bandwidth."""
+    return _section(
         "guide-crossover",
         "2. Why ring wins for big messages and the tree for small ones",
         "Move α (latency per message) and the bandwidth (1/β): the crossover size, where the two closed forms meet, moves with them.",
@@ -332,19 +342,19 @@ def layout(search: str = "") -> html.Div:
                 _label("against ring", dcc.Dropdown(id=GUIDES_CROSS_TREE, clearable=False, value="recursive_doubling", options=[
                     {"label": "recursive doubling (butterfly)", "value": "recursive_doubling"},
                     {"label": "binomial tree: reduce then broadcast", "value": "reduce_broadcast"}])),
-                html.Div([html.Label("α (latency)", className="label"),
-                          _slider(GUIDES_CROSS_ALPHA, -1, 3, math.log10(5), {-1: "0.1 us", 0: "1 us", 1: "10 us", 2: "100 us", 3: "1 ms"}, 0.05)],
-                         style={"flex": "1", "padding": "0 24px"}),
-                html.Div([html.Label("bandwidth (1/β)", className="label"),
-                          _slider(GUIDES_CROSS_BANDWIDTH, 0, 3, math.log10(25), {0: "1 GB/s", 1: "10 GB/s", 2: "100 GB/s", 3: "1 TB/s"}, 0.05)],
-                         style={"flex": "1", "padding": "0 24px"}),
+                _wide_slider("α (latency)", _slider(GUIDES_CROSS_ALPHA, -1, 3, math.log10(5), {-1: "0.1 us", 0: "1 us", 1: "10 us", 2: "100 us", 3: "1 ms"}, 0.05)),
+                _wide_slider("bandwidth (1/β)", _slider(GUIDES_CROSS_BANDWIDTH, 0, 3, math.log10(25), {0: "1 GB/s", 1: "10 GB/s", 2: "100 GB/s", 3: "1 TB/s"}, 0.05)),
             ], className="row"),
             html.Div([html.Div("crossover size", className="card-title"), html.Div(id=GUIDES_CROSS_SIZE, className="card-value")], className="card number",
                      style={"display": "inline-block", "margin": "8px 0"}),
             _side_by_side(_graph(GUIDES_CROSS_GRAPH, 420), html.Div(id=GUIDES_CROSS_TEXT, className="guide-text")),
         ],
     )  # fmt: skip
-    bcast = _section(
+
+
+def _broadcast_guide() -> html.Div:
+    """Guide 3: the course's 15 s binomial broadcast."""
+    return _section(
         "guide-broadcast",
         "3. The 15 s broadcast",
         "The course's example: the root sends 5 MB to 8 ranks over 1 MB/s links (no latency) along a binomial tree.",
@@ -354,7 +364,11 @@ def layout(search: str = "") -> html.Div:
             _side_by_side(_graph(GUIDES_BCAST_TREE, 340), _graph(GUIDES_BCAST_BYTES, 320)),
         ],
     )  # fmt: skip
-    buckets = _section(
+
+
+def _bucket_guide() -> html.Div:
+    """Guide 4: the DDP bucket U-curve beside the simulation."""
+    return _section(
         "guide-buckets",
         "4. How big should my DDP buckets be?",
         "DDP all-reduces gradients in buckets while backward still runs; only what is left when backward ends costs time. "
@@ -370,6 +384,13 @@ def layout(search: str = "") -> html.Div:
             _side_by_side(_graph(GUIDES_BUCKET_GRAPH, 440), html.Div(id=GUIDES_BUCKET_TEXT, className="guide-text")),
         ],
     )  # fmt: skip
+
+
+def layout(search: str = "") -> html.Div:
+    ring = _ring_guide()
+    cross = _crossover_guide()
+    bcast = _broadcast_guide()
+    buckets = _bucket_guide()
     contents = html.Nav([html.A(title, href=f"#{anchor}", style={"marginRight": "16px"}) for anchor, title in (
         ("guide-ring", "Ring all-reduce"), ("guide-crossover", "Ring or tree?"), ("guide-broadcast", "The 15 s broadcast"), ("guide-buckets", "DDP buckets"))])  # fmt: skip
     return html.Div([html.H1("Guides"), contents, ring, cross, bcast, buckets], id="guides-page", style={"display": "grid", "gap": "16px"})
