@@ -42,7 +42,7 @@ PROFILE_KIND = "collsim-ddp-profile"
 __all__ = [
     "COMM_MODELS", "DEFAULT_BUCKET_CAP_BYTES", "DEFAULT_FIRST_BUCKET_BYTES", "STRATEGIES", "PROFILE_KIND", "DDPScenario", "DDPResult",
     "ddp_chrome_trace", "MeasuredProfile", "load_profile", "compute_bucket_assignment_by_size", "bucket_limits", "assign_buckets",
-    "Backward", "uniform_backward", "layer_backward", "backward_flops", "flops_backward", "measured_backward", "CommModel",
+    "Backward", "uniform_backward", "layer_backward", "flops_backward", "mfu_of", "measured_backward", "CommModel",
     "Prepared", "resolve_params", "compute_rate", "recompute", "prepare", "Call", "plan_calls", "run_ddp", "sweep_bucket_sizes", "optimize",
 ]  # fmt: skip
 
@@ -213,16 +213,8 @@ def _layer_of(name: str, layer_times: Sequence[tuple[str, float]]) -> int:
     return max(matches)[1]
 
 
-def backward_flops(param: Param, tokens: int) -> float:
-    """Backward FLOPs of one tensor: 4 x tokens x numel for weights (grad input + grad weight
-    matmuls); an embedding's backward is a scatter-add, tokens x embedding width."""
-    if "embed" in param.name or param.name.endswith(("wte.weight", "wpe.weight")):
-        return float(tokens * (param.shape[-1] if param.shape else 1))
-    return 4.0 * tokens * param.numel
-
-
 def flops_backward(params: Sequence[Param], flops_per_s: float, tokens: int) -> Backward:
-    return _from_durations([backward_flops(param, tokens) / flops_per_s for param in params])
+    return _from_durations([compute.backward_flops(param, tokens) / flops_per_s for param in params])
 
 
 def measured_backward(params: Sequence[Param], profile: MeasuredProfile) -> Backward:
@@ -344,15 +336,26 @@ def _backward(scenario: DDPScenario, params: list[Param], profile: MeasuredProfi
         return layer_backward(params, s.layer_times)
     if s.flops_per_s is not None:
         return flops_backward(params, s.flops_per_s, s.tokens)
+    if s.mfu == compute.MEASURED and compute.measured(s.preset, s.precision).backward_mfu is None:  # measured times, no FLOP model
+        return uniform_backward(params, compute.measured(s.preset, s.precision).backward_s)
     if s.backward_time_s is None and s.backward_rate_Bps is None:  # mfu: from FLOPs at the GPU's peak
-        return flops_backward(params, compute_rate(s), s.tokens)
+        return flops_backward(params, compute_rate(s, "backward"), s.tokens)
     time_s = s.backward_time_s if s.backward_time_s is not None else sum(p.nbytes for p in params) / s.backward_rate_Bps
     return uniform_backward(params, time_s)
 
 
-def compute_rate(scenario: DDPScenario) -> float:
-    """FLOP/s of the FLOP-derived compute: mfu x the GPU's dense peak at the step's precision."""
-    return scenario.mfu * compute.peak_flops(scenario.peak_gpu, scenario.precision)
+def mfu_of(scenario: DDPScenario, phase: str) -> float:
+    """The MFU of ``phase`` ("forward" or "backward"): the scenario's, or with ``mfu = measured``
+    the preset's measured one (``sim.training.compute.measured``)."""
+    if scenario.mfu == compute.MEASURED:
+        found = compute.measured(scenario.preset, scenario.precision)
+        return found.forward_mfu if phase == "forward" else found.backward_mfu
+    return scenario.mfu
+
+
+def compute_rate(scenario: DDPScenario, phase: str = "backward") -> float:
+    """FLOP/s of the FLOP-derived compute: the MFU x the GPU's dense peak at the step's precision."""
+    return mfu_of(scenario, phase) * compute.peak_flops(scenario.peak_gpu, scenario.precision)
 
 
 def _forward_s(scenario: DDPScenario, params: Sequence[Param]) -> float:
@@ -360,7 +363,9 @@ def _forward_s(scenario: DDPScenario, params: Sequence[Param]) -> float:
     tensor), else 0 (as before the compute inputs existed)."""
     if scenario.mfu is None:
         return 0.0
-    return sum(compute.forward_flops(param, scenario.tokens) for param in params) / compute_rate(scenario)
+    if scenario.mfu == compute.MEASURED and compute.measured(scenario.preset, scenario.precision).forward_mfu is None:
+        return compute.measured(scenario.preset, scenario.precision).forward_s
+    return sum(compute.forward_flops(param, scenario.tokens) for param in params) / compute_rate(scenario, "forward")
 
 
 def recompute(backward: Backward, forward_s: float) -> Backward:

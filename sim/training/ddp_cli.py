@@ -111,7 +111,7 @@ def scenario_data(scenario_file: str | None, flags: dict[str, Any]) -> dict[str,
 # compute and memory inputs (sim.training.compute; docs/ddp.md "Compute, precision, memory")
 @click.option("--precision", default=None, type=click.Choice(["fp32", "bf16", "fp16"]), help="parameters and gradients (bytes per gradient element); default: the parameter list's")
 @click.option("--master-weights/--no-master-weights", default=None, help="bf16/fp16: keep fp32 master weights (memory; default on)")
-@click.option("--mfu", default=None, help="backward and forward not given otherwise: from FLOPs at this fraction of the GPU's dense peak, e.g. 40%% (needs --tokens and --gpu or --hardware)")
+@click.option("--mfu", default=None, help="backward and forward not given otherwise: from FLOPs at this fraction of the GPU's dense peak, e.g. 40%, or 'measured' (the preset's MFU measured on an H100, bench/gpu_step_times.py); needs --tokens and --gpu or --hardware")
 @click.option("--gpu", default=None, help="hardware preset whose GPU peak --mfu uses (default --hardware), e.g. dgx-h100")
 @click.option("--activation-checkpointing", is_flag=True, default=None, help="keep layer inputs only; backward recomputes forward (memory, time)")
 @click.option("--slowdown", default=None, type=float, help="compute slowdown factor while comm is in flight (default 1.0)")

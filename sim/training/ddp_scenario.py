@@ -73,7 +73,7 @@ class DDPScenario(ScenarioData):
     # what the step computes and holds (sim.training.compute); the defaults change nothing
     precision: str | None = None  # fp32 | bf16 | fp16 parameters and gradients; None: the parameter list's element sizes
     master_weights: bool = True  # bf16 / fp16: an fp32 master copy of the weights (memory)
-    mfu: float | None = None  # backward and forward not given otherwise: from FLOPs at this fraction of the GPU's peak (with tokens)
+    mfu: float | str | None = None  # "measured": the preset's measured MFU (sim.training.compute.measured); backward and forward not given otherwise: from FLOPs at this fraction of the GPU's peak (with tokens)
     gpu: str | None = None  # hardware preset whose GPU peak mfu uses; None: hardware
     activation_checkpointing: bool = False  # keep layer inputs only; backward recomputes forward
 
@@ -112,13 +112,19 @@ class DDPScenario(ScenarioData):
             raise CollsimError(
                 f"backward profile: give exactly one of backward_time, backward_rate, layer_times, flops_per_s (with tokens), mfu (with tokens and a GPU), profile; got {', '.join(profiles) or 'none'}"
             )
-        if (self.flops_per_s is not None or self.mfu is not None) and self.tokens is None:
+        if (self.flops_per_s is not None or self.mfu is not None) and self.tokens is None and not self._measured_without_flops():
             raise CollsimError("tokens: flops_per_s and mfu need tokens per micro-batch (backward FLOPs per tensor are 4 x tokens x numel)")
         if self.tokens is not None and self.flops_per_s is None and self.mfu is None and transformer_shape(self.preset) is None:
             raise CollsimError(
                 "tokens: only FLOP-based compute (flops_per_s, mfu) and a transformer preset's activation memory use tokens; "
                 "flops_per_s and tokens go together (backward FLOPs per tensor are 4 x tokens x numel)"
             )
+
+    def _measured_without_flops(self) -> bool:
+        """mfu = measured on a model without a FLOP model (ResNet-18): its measured times, no tokens."""
+        from sim.training.compute import MEASURED, measured
+
+        return self.mfu == MEASURED and measured(self.preset, self.precision).backward_mfu is None
 
     def _check_strategy(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -169,8 +175,12 @@ class DDPScenario(ScenarioData):
 
         if self.precision is not None and self.precision not in PRECISIONS:
             raise CollsimError(f"precision: unknown {self.precision!r}; allowed: {', '.join(PRECISIONS)}")
-        if self.mfu is not None and not (0 < self.mfu <= 1):
-            raise CollsimError(f"mfu: must be above 0 and at most 1 (100%), got {self.mfu!r}")
+        from sim.training.compute import MEASURED, measured
+
+        if self.mfu == MEASURED:
+            measured(self.preset, self.precision)
+        elif self.mfu is not None and not (0 < self.mfu <= 1):
+            raise CollsimError(f"mfu: must be above 0 and at most 1 (100%) or 'measured', got {self.mfu!r}")
         if self.gpu is not None:
             from sim.hardware.presets import list_presets
 
@@ -286,7 +296,7 @@ def _first_bucket(value: Any, what: str) -> int | None:
     return None if str(value).lower() in ("none", "off", "") else parse_size(value, what)
 
 
-def _mfu(value: Any, what: str) -> float:
+def _mfu(value: Any, what: str) -> float | str:
     from sim.training.compute import parse_mfu
 
     return parse_mfu(value, what)
