@@ -43,6 +43,7 @@ from sim.collective.results import event_row
 from sim.errors import CollsimError
 from sim.scenario import _bool, _int, _optional
 from sim.training import comm, compute, ddp
+from sim.trace import chrome_trace
 from sim.training.params import Param
 from sim.units import parse_size
 
@@ -494,7 +495,7 @@ class FSDPResult:
         return sorted(rows, key=lambda row: (row["start_s"], row["end_s"], row["resource"]))
 
     def chrome_trace(self) -> dict[str, Any]:
-        return ddp.ddp_chrome_trace(self.events())
+        return chrome_trace(self.events())
 
 
 # --- memory -------------------------------------------------------------------------------
