@@ -297,15 +297,15 @@ def trace_worker(ctx: Any, payload: dict[str, Any]) -> None:
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function
 
-    from real.ddp import _fresh_model, _global_batch, model_spec, shard
+    from real.models import fresh_model, global_batch, model_spec, shard
 
     spec = model_spec(payload["model"])
     device = ctx.torch_device()
-    model = torch.nn.parallel.DistributedDataParallel(_fresh_model(spec, 0, device))
+    model = torch.nn.parallel.DistributedDataParallel(fresh_model(spec, 0, device))
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
 
     def step(index: int) -> None:
-        inputs, targets = _global_batch(spec, 0, index, device, ctx.world_size)
+        inputs, targets = global_batch(spec, 0, index, device, ctx.world_size)
         inputs, targets = shard(inputs, ctx.rank, ctx.world_size), shard(targets, ctx.rank, ctx.world_size)
         with record_function("forward"):
             loss = spec.loss(model, inputs, targets)

@@ -82,7 +82,11 @@ def trace_problems(trace: Any) -> list[str]:
         elif not isinstance(event.get("pid"), int) or not isinstance(event.get("name"), str):
             problems.append(f"event {index}: needs an int pid and a str name")
         elif phase != "M":
-            if not isinstance(event.get("tid"), int) or not isinstance(event.get("ts"), (int, float)) or not isinstance(event.get("args"), dict):
+            if (
+                not isinstance(event.get("tid"), int)
+                or not isinstance(event.get("ts"), (int, float))
+                or not isinstance(event.get("args"), dict)
+            ):
                 problems.append(f"event {index}: needs an int tid, a number ts and an args dict")
             elif phase == "X" and not (isinstance(event.get("dur"), (int, float)) and event["dur"] >= 0):
                 problems.append(f"event {index}: a span needs dur >= 0")

@@ -142,7 +142,9 @@ class Table:
             return self.columns[key]
         if isinstance(key, slice):
             return list(zip(*(values[key].tolist() for values in self.columns.values())))
-        return tuple(value.item() if isinstance(value, np.generic) else value for value in (values[key] for values in self.columns.values()))
+        return tuple(
+            value.item() if isinstance(value, np.generic) else value for value in (values[key] for values in self.columns.values())
+        )
 
     def __iter__(self) -> Iterator[tuple]:
         step = 65_536  # rows in slices: no full list of tuples at once
@@ -318,7 +320,9 @@ class CollectiveResult:
         summed message durations would count flows that share a link (fair) once each."""
         links = self.links
         stats = []
-        for name, messages, nbytes, bandwidth in zip(links["name"], links["messages"].tolist(), links["bytes"].tolist(), links["bandwidth_Bps"].tolist()):
+        for name, messages, nbytes, bandwidth in zip(
+            links["name"], links["messages"].tolist(), links["bytes"].tolist(), links["bandwidth_Bps"].tolist()
+        ):
             if messages:
                 busy = nbytes / bandwidth
                 stats.append(LinkStats(str(name), int(messages), int(nbytes), busy, utilisation(busy, self.total_time_s or 1.0)))

@@ -42,8 +42,8 @@ from typing import Any
 from sim.collective.results import event_row
 from sim.errors import CollsimError
 from sim.scenario import _bool, _int, _optional
-from sim.training import comm, compute, ddp
 from sim.trace import chrome_trace
+from sim.training import comm, compute, ddp
 from sim.training.params import Param
 from sim.units import parse_size
 

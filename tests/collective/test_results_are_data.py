@@ -108,7 +108,9 @@ def test_collective_ddp_and_measured_traces_pass_one_schema_check():
     for trace in (collective, ddp, measured):
         assert trace_problems(trace) == [] and trace_problems(json.loads(json.dumps(trace))) == []
     kinds = [{event["cat"] for event in trace["traceEvents"] if event["ph"] != "M"} for trace in (collective, ddp, measured)]
-    assert {"send", "reduce"} <= kinds[0] and {"comm", "grad_ready", "backward"} <= kinds[1] and {"comm", "grad_ready", "backward"} <= kinds[2]
+    assert (
+        {"send", "reduce"} <= kinds[0] and {"comm", "grad_ready", "backward"} <= kinds[1] and {"comm", "grad_ready", "backward"} <= kinds[2]
+    )
     names = {event["args"]["name"] for event in collective["traceEvents"] if event["name"] == "process_name"}
     assert names == {"ranks: sends", "ranks: compute", "links"}
 
