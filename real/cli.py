@@ -310,7 +310,7 @@ def _save_fsdp_rows(path: str, per_launch: list[list[dict[str, Any]]], model: st
     """The rows of every launch, the parameter list and the run facts, for ``collsim compare`` (kind: fsdp)."""
     from pathlib import Path
 
-    from real.compare import fsdp_document
+    from real.compare_fsdp import fsdp_document
     from real.ddp import export_params
     from real.models import fresh_model, model_spec
 

@@ -203,7 +203,7 @@ def format_fits(
 def compare(scenario_file: str, db: str | None, calibration: str | None, stat: str | None, holdout: bool | None, run_now: bool, launches: int,
             iters: int, rounds: int, as_json: bool) -> None:  # fmt: skip
     """Simulated vs measured per point: error, the measurement's own spread, and whether the error is within it."""
-    from real.compare import _compare, format_report, split_file
+    from real.compare import compare_fields, format_report, split_file
 
     fields, extra = split_file(scenario_file)
     if run_now and extra.get("kind") == "fsdp":
@@ -217,7 +217,7 @@ def compare(scenario_file: str, db: str | None, calibration: str | None, stat: s
         extra["run_ids"] = _measure_for_compare(fields, extra, store, launches, iters, rounds)
     else:
         store = read_store(db)
-    report = _compare(fields, extra, store, calibration, stat, holdout)
+    report = compare_fields(fields, extra, store, calibration, stat, holdout)
     if as_json:
         from real.fit import plain
 

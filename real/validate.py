@@ -240,7 +240,7 @@ def measure(plan: Plan, store: Any, config_for: Callable[[int], Any], meta: dict
 def _measure_fsdp(plan: Plan, config: Any, meta: dict[str, Any], measured: Measured, tick: Callable[[], None]) -> None:
     """FSDP / ZeRO steps (``real.fsdp.run_bench``) at the smallest world size, one fresh launch at a
     time; ``measured.fsdp`` always holds the launches completed so far (Ctrl-C keeps them)."""
-    from real.compare import fsdp_document
+    from real.compare_fsdp import fsdp_document
     from real.ddp import export_params
     from real.fsdp import run_bench
     from real.models import fresh_model, model_spec

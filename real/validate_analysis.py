@@ -260,7 +260,7 @@ def _grid_steps(grid: list[int], first: int | None, second: int | None) -> int |
 
 
 def _per_config(steps: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    from real.compare import _ddp_measured
+    from real.compare import ddp_measured
 
     by_config: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for step in steps:
@@ -268,8 +268,8 @@ def _per_config(steps: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             by_config[step["config"]].append(step)
     table = {}
     for config, members in by_config.items():
-        step = _ddp_measured(members, "step_s")
-        overhead = _ddp_measured(members, "overhead_s")
+        step = ddp_measured(members, "step_s")
+        overhead = ddp_measured(members, "overhead_s")
         table[config] = {
             "config": config, "strategy": members[0]["strategy"], "bucket_bytes": members[0]["bucket_bytes"], "num_buckets": members[0]["comm_calls"],
             "grad_bytes": members[0]["comm_bytes"], "step_s": step["measured_s"], "step_low_s": step["spread_low_s"], "step_high_s": step["spread_high_s"],
@@ -346,10 +346,10 @@ def analyse(collectives: list[dict[str, Any]], ddp_steps: list[dict[str, Any]], 
 
 def fsdp_analysis(document: dict[str, Any] | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Rows {strategy, measured_s, spread, predicted_s, error, within_spread} of the FSDP launches
-    (``real.compare.fsdp_points``: sim fsdp replaying the measured no-communication step with (o, w)
+    (``real.compare_fsdp.fsdp_points``: sim fsdp replaying the measured no-communication step with (o, w)
     from the all-reduces of the same launches, so every prediction is out of sample), and the detail
     (o, w, the replayed phases, the spread's kind, rankings). No FSDP data: ([], {})."""
-    from real.compare import fsdp_points
+    from real.compare_fsdp import fsdp_points
 
     if not document:
         return [], {}

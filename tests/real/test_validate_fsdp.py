@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from real.compare import compare_fsdp, fsdp_document, fsdp_points
+from real.compare_fsdp import compare_fsdp, fsdp_document, fsdp_points
 from real.validate import COLLECTIVE_KEYS, DDP_KEYS, FIT_KEYS, FSDP_KEYS, format_text, load_validate, make_plan, summary_document
 from real.validate_analysis import analyse, fsdp_analysis
 
