@@ -12,7 +12,7 @@ from typing import Any
 
 from real.compare import ddp_measured, judge, percent, summarize
 from sim.errors import CollsimError
-from sim.scenario import _bool
+from sim.scenario import parse_bool
 
 FSDP_MEASURED_KIND = "collsim-fsdp-measured"
 FSDP_SPEC_KEYS = ("kind", "measured", "model", "ranks", "strategies", "o", "w", "backward_prefetch", "limit_all_gathers", "overlap")
@@ -152,7 +152,7 @@ def compare_fsdp(fields: dict[str, Any], base: Path | None = None) -> dict[str, 
         options["backward_prefetch"] = str(fields["backward_prefetch"])
     for key in ("limit_all_gathers", "overlap"):  # overlap: false gives the no-overlap bound
         if key in fields:
-            options[key] = _bool(fields[key], key)
+            options[key] = parse_bool(fields[key], key)
     points, model = fsdp_points(document, strategies, o_s, w_Bps, options)
     return {"kind": "fsdp", "stat": "median step", "calibration": model["source"], "model": {**model, "measured_file": str(path)},
             "points": points, "summary": summarize(points)}  # fmt: skip

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sim.errors import CollsimError
-from sim.scenario import _bool, _int, _optional
+from sim.scenario import optional_parser, parse_bool, parse_int
 from sim.training import comm, ddp
 from sim.training.fsdp_result import FSDPResult, memory_per_rank
 from sim.training.params import Param
@@ -95,10 +95,10 @@ class FSDPScenario(ddp.DDPScenario):
 
 FSDPScenario.PARSERS = {
     **ddp.DDPScenario.PARSERS,
-    "limit_all_gathers": _bool,
-    "shard_size": _optional(_int),
+    "limit_all_gathers": parse_bool,
+    "shard_size": optional_parser(parse_int),
     "optimizer_state_bytes": lambda value, what: parse_size(value, what),
-    "overlap": _bool,
+    "overlap": parse_bool,
 }
 FSDPScenario.ALIASES = dict(ddp.DDPScenario.ALIASES)
 FSDPScenario.LABEL = "FSDP scenario"
