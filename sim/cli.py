@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from sim.cli_fields import field_option
+from sim.cli_fields import field_option, field_options
 from sim.errors import CollsimError
 
 
@@ -99,7 +99,10 @@ def cli() -> None:
     lazy={
         "ddp": ("sim.training.ddp_cli:ddp", "Simulate a DDP step: buckets, overlap, overhead, best bucket size."),
         "fsdp": ("sim.training.fsdp_cli:fsdp", "Simulate an FSDP / ZeRO step: all-gathers, reduce-scatters, memory; --compare strategies."),
-        "crossover": ("sim.collective.crossover_cli:crossover_command", "Time of every algorithm of an op over message size; the fastest per size."),
+        "crossover": (
+            "sim.collective.crossover_cli:crossover_command",
+            "Time of every algorithm of an op over message size; the fastest per size.",
+        ),
     },
 )
 def sim() -> None:
@@ -118,35 +121,19 @@ def _unit(parse):
 
 
 @sim.command("collective")
-@field_option("op")
-@field_option("algorithm")
-@field_option("ranks", type=int)
-@field_option("size_bytes")
-@field_option("latency_s")
-@field_option("bandwidth_Bps")
-@field_option("reduce_bandwidth_Bps")
-@field_option("overhead_s")
-@field_option("chunks", type=int)
-@field_option("topology")
-@field_option("gpus_per_node", type=int)
-@field_option("intra_latency_s")
-@field_option("intra_bandwidth_Bps")
-@field_option("root", type=int)
-@field_option("stragglers", "--straggler", "stragglers", multiple=True)
-@field_option("jitter_s")
-@field_option("seed", type=int)
-@field_option("repetitions", type=int)
-@field_option("element_bytes", type=int)
-@field_option("record")
-@field_option("sharing")
-@field_option("eager_limit_bytes")
-@field_option("placement")
-@field_option("groups")
-@field_option("hardware")
+@field_options(
+    "collective",
+    *("op", "algorithm", "ranks", "size_bytes", "latency_s", "bandwidth_Bps", "reduce_bandwidth_Bps", "overhead_s", "chunks", "topology"),
+    *("gpus_per_node", "intra_latency_s", "intra_bandwidth_Bps", "root", "stragglers", "jitter_s", "seed", "repetitions", "element_bytes"),
+    *("record", "sharing", "eager_limit_bytes", "placement", "groups", "hardware"),
+    decls={"stragglers": ("--straggler", "stragglers")},
+)
 @click.option("--nodes", default=None, type=int, help="with --hardware: number of nodes (default 1)")
 @click.option("--nics-per-node", default=None, type=int, help="with --hardware: NICs a node instead of the preset's (e.g. 16)")
 @click.option("--nic-bandwidth", default=None, help="with --hardware: bandwidth of each NIC instead of the preset's (e.g. 200Gbps)")
-@click.option("--nccl-algo", default=None, help="with --hardware: restrict NCCL's pick as NCCL_ALGO does (Ring,Tree,NVLS,NVLSTree,PAT; ^ excludes)")
+@click.option(
+    "--nccl-algo", default=None, help="with --hardware: restrict NCCL's pick as NCCL_ALGO does (Ring,Tree,NVLS,NVLSTree,PAT; ^ excludes)"
+)
 @click.option("--nccl-proto", default=None, help="with --hardware: restrict NCCL's pick as NCCL_PROTO does (LL,LL128,Simple; ^ excludes)")
 @click.option(
     "--model",
@@ -154,9 +141,13 @@ def _unit(parse):
     type=click.Choice(["des", "nccl"]),
     help="des: simulate (default); nccl: NCCL's own tuning model on --hardware (its pick, time, busbw, every candidate)",
 )
-@field_option("verify", is_flag=True, default=False)
+@field_option("verify")
 @click.option("--scenario", "scenario_file", default=None, help="YAML/JSON scenario file (flags given override it)")
-@click.option("--calibration", default=None, help="calibration file from 'collsim fit --calibration': fills overhead, latency, bandwidth, algorithm not given")
+@click.option(
+    "--calibration",
+    default=None,
+    help="calibration file from 'collsim fit --calibration': fills overhead, latency, bandwidth, algorithm not given",
+)
 @click.option("--backend", default=None, help="with --calibration: use this backend's entries (gloo, nccl)")
 @click.option("--trace", default=None, help="write a Chrome trace JSON (open in Perfetto)")
 @click.option("--csv", "csv_path", default=None, help="write the event table as CSV")

@@ -10,7 +10,7 @@ import click
 
 from sim.fields import field_info, fields_of
 
-__all__ = ["field_option"]
+__all__ = ["field_option", "field_options"]
 
 
 def field_option(name: str, *decls: str, scenario: str = "collective", note: str = "", **kwargs: Any) -> Callable:
@@ -23,6 +23,24 @@ def field_option(name: str, *decls: str, scenario: str = "collective", note: str
     kwargs.setdefault("default", None)
     if info.choices and "type" not in kwargs:
         kwargs["type"] = click.Choice(list(info.choices))
+    elif info.kind in ("int", "float") and "type" not in kwargs:
+        kwargs["type"] = {"int": int, "float": float}[info.kind]
+    elif info.kind == "flag" and not any("/" in decl for decl in decls):
+        kwargs.setdefault("is_flag", True)
+    elif info.kind == "repeated":
+        kwargs.setdefault("multiple", True)
     text = info.help + (f" ({info.low:g} to {info.high:g})" if info.low is not None and info.high is not None else "")
     text += f"; {note}" if note else ""
     return click.option(*(decls or (info.option,)), help=text, **kwargs)
+
+
+def field_options(scenario: str, *names: str, decls: dict[str, tuple[str, ...]] | None = None) -> Callable:
+    """:func:`field_option` for each of ``names``, in this order in ``--help``; ``decls`` gives a
+    field its own flags and destination (``{"params_file": ("--params", "params_file")}``)."""
+
+    def apply(command: Callable) -> Callable:
+        for name in reversed(names):
+            command = field_option(name, *(decls or {}).get(name, ()), scenario=scenario)(command)
+        return command
+
+    return apply

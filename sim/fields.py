@@ -30,7 +30,8 @@ class FieldInfo:
     files and forms and, as ``--short``, on the command line (``size``); ``aliases``: other keys
     accepted for it; ``unit``: "bytes", "s", "B/s" or "" (a plain number or word); ``low`` and
     ``high``: inclusive bounds where the field has them; ``default``: the dataclass default
-    (``dataclasses.MISSING`` where the field is required; filled by :func:`field_info`)."""
+    (``dataclasses.MISSING`` where the field is required; filled by :func:`field_info`);
+    ``kind``: how a command-line flag reads it (text, int, float, flag, repeated)."""
 
     name: str
     label: str
@@ -41,6 +42,7 @@ class FieldInfo:
     low: float | None = None
     high: float | None = None
     choices: tuple[str, ...] = ()
+    kind: str = "text"  # how a flag reads it: text (parsed by the scenario), int, float, flag (on/off) or repeated
     default: Any = None
 
     @property
@@ -65,7 +67,7 @@ F = FieldInfo
 COLLECTIVE = _table(
     F("op", "Operation", "broadcast, reduce, all_reduce, all_gather, reduce_scatter, gather, scatter, barrier, send_recv"),
     F("algorithm", "Algorithm", "e.g. ring, binomial, recursive_doubling, rabenseifner, double_binary_tree"),
-    F("ranks", "Ranks", "number of ranks p", low=1, high=65536),
+    F("ranks", "Ranks", "number of ranks p", low=1, high=65536, kind="int"),
     F(
         "size_bytes",
         "Message size",
@@ -84,20 +86,26 @@ COLLECTIVE = _table(
         unit="B/s",
     ),
     F("overhead_s", "Per-call overhead", "per-call overhead o, e.g. 10us", "overhead", unit="s", low=0),
-    F("chunks", "Chunks", "pipeline chunks k (chain, ring, trees)", low=1),
+    F("chunks", "Chunks", "pipeline chunks k (chain, ring, trees)", low=1, kind="int"),
     F("topology", "Topology", "switch | ring | two_level | torus2d | FILE (GraphML/JSON)"),
-    F("gpus_per_node", "Ranks per node", "two_level: ranks per node (default 8: then ranks must be a multiple of 8)", low=1),
+    F("gpus_per_node", "Ranks per node", "two_level: ranks per node (default 8: then ranks must be a multiple of 8)", low=1, kind="int"),
     F("intra_latency_s", "Intra-node latency", "two_level: latency inside a node", "intra_latency", unit="s", low=0),
     F("intra_bandwidth_Bps", "Intra-node bandwidth", "two_level: bandwidth inside a node", "intra_bandwidth", unit="B/s"),
-    F("element_bytes", "Element bytes", "bytes per element (float32: 4)", unit="bytes", low=1),
-    F("root", "Root", "root rank for rooted collectives", low=0),
-    F("stragglers", "Stragglers", "RANK:DELAY start skew, e.g. 3:1ms (repeatable)"),
+    F("element_bytes", "Element bytes", "bytes per element (float32: 4)", unit="bytes", low=1, kind="int"),
+    F("root", "Root", "root rank for rooted collectives", low=0, kind="int"),
+    F("stragglers", "Stragglers", "RANK:DELAY start skew, e.g. 3:1ms (repeatable)", kind="repeated"),
     F("jitter_s", "Jitter", "mean extra delay per message, exponential, e.g. 1us", "jitter", unit="s", low=0),
-    F("seed", "Seed", "seed for jitter and verification payloads", low=0),
-    F("repetitions", "Repetitions", "back-to-back calls; time_s is per call (total_time / repetitions), buffers fresh each call", low=1),
-    F("verify", "Verify", "move real payloads and check every rank's final buffer"),
+    F("seed", "Seed", "seed for jitter and verification payloads", low=0, kind="int"),
+    F(
+        "repetitions",
+        "Repetitions",
+        "back-to-back calls; time_s is per call (total_time / repetitions), buffers fresh each call",
+        low=1,
+        kind="int",
+    ),
+    F("verify", "Verify", "move real payloads and check every rank's final buffer", kind="flag"),
     F("record", "Recording", "event recording", choices=RECORD_MODES),
-    F("max_events", "Recorded messages", "record auto: above this many messages keep aggregates only", low=0),
+    F("max_events", "Recorded messages", "record auto: above this many messages keep aggregates only", low=0, kind="int"),
     F(
         "sharing",
         "Link sharing",
@@ -121,7 +129,7 @@ DDP = _table(
     F("preset", "Model preset", "model preset: small, medium, large, xl, 2.7B, cs336-tiny, resnet18, gpt2"),
     F("params_file", "Parameter file", "parameter list file (JSON/YAML, registration order)"),  # --params: "params" is the list's own field
     F("param_bytes", "Tensor sizes", "tensor sizes in registration order, e.g. 4MiB,4MiB,16MiB", unit="bytes"),
-    F("element_bytes", "Element bytes", "bytes per element for --param-bytes (default 4)", unit="bytes", low=1),
+    F("element_bytes", "Element bytes", "bytes per element for --param-bytes (default 4)", unit="bytes", low=1, kind="int"),
     F(
         "strategy",
         "DDP strategy",
@@ -145,8 +153,8 @@ DDP = _table(
         unit="bytes",
         low=1,
     ),  # fmt: skip
-    F("rebuild", "Rebuild buckets", "fill buckets in observed gradient-ready order (DDP rebuild)"),
-    F("accumulation_steps", "Accumulation steps", "micro-steps per step; the first k-1 run under no_sync", low=1),
+    F("rebuild", "Rebuild buckets", "fill buckets in observed gradient-ready order (DDP rebuild)", kind="flag"),
+    F("accumulation_steps", "Accumulation steps", "micro-steps per step; the first k-1 run under no_sync", low=1, kind="int"),
     F(
         "backward_time_s",
         "Backward time",
@@ -158,7 +166,13 @@ DDP = _table(
     F("backward_rate_Bps", "Backward rate", "gradient bytes produced per second, e.g. 2GB/s", "backward_rate", unit="B/s"),
     F("layer_times", "Layer times", "per-layer backward times: FILE {prefix: time} or 'layers.0:2ms,...'"),
     F("flops_per_s", "Compute throughput", "compute throughput for FLOP-based backward, e.g. 100TFLOPS (needs tokens)", unit="FLOP/s"),
-    F("tokens", "Tokens per rank", "tokens per micro-batch: sequences x sequence length (FLOPs: 4 x tokens x numel; activations)", low=1),
+    F(
+        "tokens",
+        "Tokens per rank",
+        "tokens per micro-batch: sequences x sequence length (FLOPs: 4 x tokens x numel; activations)",
+        low=1,
+        kind="int",
+    ),
     F("profile_file", "Measured profile", "measured profile JSON written by 'collsim real' (replayed)", "profile"),
     F(
         "forward_time_s",
@@ -176,22 +190,22 @@ DDP = _table(
         unit="s",
         low=0,
     ),
-    F("slowdown", "Compute slowdown", "compute slowdown factor while comm is in flight (default 1.0)", low=1),
+    F("slowdown", "Compute slowdown", "compute slowdown factor while comm is in flight (default 1.0)", low=1, kind="float"),
     F("comm", "Comm model", "ow: o + bytes/w per call; network: simulated all-reduce", choices=("ow", "network")),
     F("o_s", "o (per-call overhead)", "ow: per-call overhead, e.g. 50us", "o", unit="s", low=0),
     F("w_Bps", "w (algorithm bandwidth)", "ow: algorithm bandwidth (per-rank bytes / time), e.g. 10GB/s", "w", unit="B/s"),
     F("algorithm", "All-reduce algorithm", "network: all-reduce algorithm, e.g. ring (default)"),
-    F("ranks", "Ranks", "number of ranks (default 2)", low=1, high=65536),
+    F("ranks", "Ranks", "number of ranks (default 2)", low=1, high=65536, kind="int"),
     F("latency_s", "Link latency", "network: link latency, e.g. 5us", "latency", unit="s", low=0),
     F("bandwidth_Bps", "Link bandwidth", "network: link bandwidth, e.g. 25GB/s", "bandwidth", unit="B/s"),
     F("topology", "Topology", "network: switch | ring | two_level | torus2d | FILE"),
-    F("gpus_per_node", "Ranks per node", "network two_level: ranks per node", low=1),
+    F("gpus_per_node", "Ranks per node", "network two_level: ranks per node", low=1, kind="int"),
     F("intra_latency_s", "Intra-node latency", "network two_level: latency inside a node", "intra_latency", unit="s", low=0),
     F("intra_bandwidth_Bps", "Intra-node bandwidth", "network two_level: bandwidth inside a node", "intra_bandwidth", unit="B/s"),
     F("reduce_bandwidth_Bps", "Reduction bandwidth", "network: reduction bandwidth 1/gamma", "reduce_bandwidth", unit="B/s"),
     F("call_overhead_s", "Call overhead", "network: fixed cost per collective call, e.g. 20us", "call_overhead", unit="s", low=0),
     F("hardware", "Hardware", "a preset sets ranks (whole nodes), the network, o / w and the GPU (collsim hardware list)"),
-    F("chunks", "Chunks", "network: pipeline chunks", low=1),
+    F("chunks", "Chunks", "network: pipeline chunks", low=1, kind="int"),
     F(
         "mode",
         "Network mode",
@@ -204,7 +218,12 @@ DDP = _table(
         "parameters and gradients: bytes per gradient element in every bucket; default: the parameter list's",
         choices=("fp32", "bf16", "fp16"),
     ),  # fmt: skip
-    F("master_weights", "fp32 master weights", "bf16 / fp16: an fp32 copy of the weights for the optimizer (memory; default on)"),
+    F(
+        "master_weights",
+        "fp32 master weights",
+        "bf16 / fp16: an fp32 copy of the weights for the optimizer (memory; default on)",
+        kind="flag",
+    ),
     F(
         "mfu",
         "MFU",
@@ -215,7 +234,12 @@ DDP = _table(
         high=1,
     ),  # fmt: skip
     F("gpu", "GPU", "hardware preset whose GPU peak the MFU uses (default: the hardware's), e.g. dgx-h100"),
-    F("activation_checkpointing", "Activation checkpointing", "keep layer inputs only; backward recomputes forward (memory, time)"),
+    F(
+        "activation_checkpointing",
+        "Activation checkpointing",
+        "keep layer inputs only; backward recomputes forward (memory, time)",
+        kind="flag",
+    ),
 )
 del F
 

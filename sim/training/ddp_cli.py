@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from sim.cli_fields import field_option
+from sim.cli_fields import field_options
 from sim.errors import CollsimError
 
 _PARAM_FLAGS = ("preset", "params_file", "param_bytes")
@@ -93,44 +93,22 @@ def scenario_data(scenario_file: str | None, flags: dict[str, Any]) -> dict[str,
 
 @click.command("ddp")
 @click.option("--scenario", "scenario_file", default=None, help="YAML/JSON DDP scenario file (flags given override it)")
-@field_option("preset", scenario="ddp")
-@field_option("params_file", "--params", "params_file", scenario="ddp")
-@field_option("param_bytes", scenario="ddp")
-@field_option("element_bytes", type=int, scenario="ddp")
-@field_option("strategy", scenario="ddp")
-@field_option("bucket_cap_bytes", scenario="ddp")
-@field_option("first_bucket_bytes", scenario="ddp")
-@field_option("rebuild", is_flag=True, scenario="ddp")
-@field_option("backward_time_s", scenario="ddp")
-@field_option("backward_rate_Bps", scenario="ddp")
-@field_option("profile_file", "--profile", "profile_file", scenario="ddp")
-@field_option("layer_times", scenario="ddp")
-@field_option("flops_per_s", scenario="ddp")
-@field_option("tokens", type=int, scenario="ddp")
-@field_option("forward_time_s", "--forward-time", "--forward", "forward_time", scenario="ddp")
-@field_option("optimizer_time_s", "--optimizer-time", "--optimizer", "optimizer_time", scenario="ddp")
-# compute and memory inputs (sim.training.compute; docs/ddp.md "Compute, precision, memory")
-@field_option("precision", scenario="ddp")
-@field_option("master_weights", "--master-weights/--no-master-weights", scenario="ddp")
-@field_option("mfu", scenario="ddp")
-@field_option("gpu", scenario="ddp")
-@field_option("activation_checkpointing", is_flag=True, scenario="ddp")
-@field_option("slowdown", type=float, scenario="ddp")
-@field_option("accumulation_steps", type=int, scenario="ddp")
-@field_option("comm", scenario="ddp")
-@field_option("o_s", scenario="ddp")
-@field_option("w_Bps", scenario="ddp")
-@field_option("algorithm", scenario="ddp")
-@field_option("ranks", type=int, scenario="ddp")
-@field_option("latency_s", scenario="ddp")
-@field_option("bandwidth_Bps", scenario="ddp")
-@field_option("topology", scenario="ddp")
-@field_option("gpus_per_node", type=int, scenario="ddp")
-@field_option("intra_latency_s", scenario="ddp")
-@field_option("intra_bandwidth_Bps", scenario="ddp")
-@field_option("reduce_bandwidth_Bps", scenario="ddp")
-@field_option("call_overhead_s", scenario="ddp")
-@field_option("chunks", type=int, scenario="ddp")
+@field_options(
+    "ddp",
+    *("preset", "params_file", "param_bytes", "element_bytes", "strategy", "bucket_cap_bytes", "first_bucket_bytes", "rebuild"),
+    *("backward_time_s", "backward_rate_Bps", "profile_file", "layer_times", "flops_per_s", "tokens", "forward_time_s", "optimizer_time_s"),
+    # compute and memory inputs (sim.training.compute; docs/ddp.md "Compute, precision, memory")
+    *("precision", "master_weights", "mfu", "gpu", "activation_checkpointing", "slowdown", "accumulation_steps"),
+    *("comm", "o_s", "w_Bps", "algorithm", "ranks", "latency_s", "bandwidth_Bps", "topology", "gpus_per_node", "intra_latency_s"),
+    *("intra_bandwidth_Bps", "reduce_bandwidth_Bps", "call_overhead_s", "chunks"),
+    decls={
+        "params_file": ("--params", "params_file"),
+        "profile_file": ("--profile", "profile_file"),
+        "forward_time_s": ("--forward-time", "--forward", "forward_time"),
+        "optimizer_time_s": ("--optimizer-time", "--optimizer", "optimizer_time"),
+        "master_weights": ("--master-weights/--no-master-weights",),
+    },
+)
 @click.option(
     "--hardware",
     default=None,
