@@ -63,6 +63,16 @@ def _table(*infos: FieldInfo) -> dict[str, FieldInfo]:
     return {info.name: info for info in infos}
 
 
+def _network(info: FieldInfo) -> FieldInfo:
+    """A collective field as a DDP scenario's ``comm: network`` uses it."""
+    return dataclasses.replace(info, help=f"network: {info.help}")
+
+
+# the collective fields a DDP scenario's network comm model takes as they are
+NETWORK_FIELDS = ("latency_s", "bandwidth_Bps", "topology", "gpus_per_node", "intra_latency_s", "intra_bandwidth_Bps", "reduce_bandwidth_Bps",
+                  "chunks")  # fmt: skip
+
+
 F = FieldInfo
 COLLECTIVE = _table(
     F("op", "Operation", "broadcast, reduce, all_reduce, all_gather, reduce_scatter, gather, scatter, barrier, send_recv"),
@@ -195,17 +205,10 @@ DDP = _table(
     F("o_s", "o (per-call overhead)", "ow: per-call overhead, e.g. 50us", "o", unit="s", low=0),
     F("w_Bps", "w (algorithm bandwidth)", "ow: algorithm bandwidth (per-rank bytes / time), e.g. 10GB/s", "w", unit="B/s"),
     F("algorithm", "All-reduce algorithm", "network: all-reduce algorithm, e.g. ring (default)"),
+    *(_network(COLLECTIVE[name]) for name in NETWORK_FIELDS),
     F("ranks", "Ranks", "number of ranks (default 2)", low=1, high=65536, kind="int"),
-    F("latency_s", "Link latency", "network: link latency, e.g. 5us", "latency", unit="s", low=0),
-    F("bandwidth_Bps", "Link bandwidth", "network: link bandwidth, e.g. 25GB/s", "bandwidth", unit="B/s"),
-    F("topology", "Topology", "network: switch | ring | two_level | torus2d | FILE"),
-    F("gpus_per_node", "Ranks per node", "network two_level: ranks per node", low=1, kind="int"),
-    F("intra_latency_s", "Intra-node latency", "network two_level: latency inside a node", "intra_latency", unit="s", low=0),
-    F("intra_bandwidth_Bps", "Intra-node bandwidth", "network two_level: bandwidth inside a node", "intra_bandwidth", unit="B/s"),
-    F("reduce_bandwidth_Bps", "Reduction bandwidth", "network: reduction bandwidth 1/gamma", "reduce_bandwidth", unit="B/s"),
     F("call_overhead_s", "Call overhead", "network: fixed cost per collective call, e.g. 20us", "call_overhead", unit="s", low=0),
     F("hardware", "Hardware", "a preset sets ranks (whole nodes), the network, o / w and the GPU (collsim hardware list)"),
-    F("chunks", "Chunks", "network: pipeline chunks", low=1, kind="int"),
     F(
         "mode",
         "Network mode",
