@@ -34,6 +34,8 @@ def _family(resource: str) -> tuple[str, str]:
 
 
 def _label(row: dict[str, Any]) -> str:
+    if row["kind"] in INSTANT_KINDS:  # "ready fc1.weight"
+        return f"{str(row['kind']).removeprefix('grad_')} {row.get('name', '')}".strip()
     if row.get("name"):
         return str(row["name"])
     peer = row.get("peer", -1)

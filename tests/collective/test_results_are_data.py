@@ -113,6 +113,7 @@ def test_collective_ddp_and_measured_traces_pass_one_schema_check():
     )
     names = {event["args"]["name"] for event in collective["traceEvents"] if event["name"] == "process_name"}
     assert names == {"ranks: sends", "ranks: compute", "links"}
+    assert any(event["ph"] == "i" and event["name"].startswith("ready ") for event in measured["traceEvents"])
 
 
 def test_the_schema_check_names_what_is_wrong():
