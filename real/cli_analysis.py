@@ -203,7 +203,7 @@ def format_fits(
 def compare(scenario_file: str, db: str | None, calibration: str | None, stat: str | None, holdout: bool | None, run_now: bool, launches: int,
             iters: int, rounds: int, as_json: bool) -> None:  # fmt: skip
     """Simulated vs measured per point: error, the measurement's own spread, and whether the error is within it."""
-    from real.compare import _compare, format_report, split_file
+    from real.compare import compare_fields, format_report, split_file
 
     fields, extra = split_file(scenario_file)
     if run_now and extra.get("kind") == "fsdp":
@@ -217,7 +217,7 @@ def compare(scenario_file: str, db: str | None, calibration: str | None, stat: s
         extra["run_ids"] = _measure_for_compare(fields, extra, store, launches, iters, rounds)
     else:
         store = read_store(db)
-    report = _compare(fields, extra, store, calibration, stat, holdout)
+    report = compare_fields(fields, extra, store, calibration, stat, holdout)
     if as_json:
         from real.fit import plain
 
@@ -233,7 +233,7 @@ def _measure_for_compare(fields: dict[str, Any], extra: dict[str, Any], store: A
     config = launch_config(extra.get("backend", "gloo"), extra.get("device"), int(fields.get("ranks", 2)), 900.0, 60.0, 1)
     meta = run_meta(config, f"collsim compare --run {' '.join(sys.argv[2:])}", "compare --run")
     if extra.get("kind") == "ddp":
-        from real.ddp import run_ddp_bench
+        from real.ddp_bench import run_ddp_bench
 
         configs = [
             (name.split(":")[0], parse_size_list(name.split(":")[1])[0] if ":" in name else None)
@@ -282,7 +282,6 @@ def validate(backend: str, ranks: str, quick: bool, out_dir: str, db: str | None
     from pathlib import Path
 
     from real.validate import (
-        analyse,
         check_plan,
         format_text,
         make_plan,
@@ -292,6 +291,7 @@ def validate(backend: str, ranks: str, quick: bool, out_dir: str, db: str | None
         summary_document,
         write_outputs,
     )
+    from real.validate_analysis import analyse
 
     world_sizes = _world_sizes(ranks)
     plan = make_plan(backend, world_sizes, quick)

@@ -28,7 +28,7 @@ from sim.errors import CollsimError
 from sim.scenario import load_mapping
 from sim.training import comm, compute
 from sim.training import overhead as formula
-from sim.training.ddp_result import DDPResult, ddp_chrome_trace
+from sim.training.ddp_result import DDPResult
 from sim.training.ddp_scenario import (
     COMM_MODELS,
     DEFAULT_BUCKET_CAP_BYTES,
@@ -41,7 +41,7 @@ from sim.training.params import Param, load_params, params_from_bytes, params_fr
 PROFILE_KIND = "collsim-ddp-profile"
 __all__ = [
     "COMM_MODELS", "DEFAULT_BUCKET_CAP_BYTES", "DEFAULT_FIRST_BUCKET_BYTES", "STRATEGIES", "PROFILE_KIND", "DDPScenario", "DDPResult",
-    "ddp_chrome_trace", "MeasuredProfile", "load_profile", "compute_bucket_assignment_by_size", "bucket_limits", "assign_buckets",
+    "MeasuredProfile", "load_profile", "compute_bucket_assignment_by_size", "bucket_limits", "assign_buckets",
     "Backward", "uniform_backward", "layer_backward", "flops_backward", "mfu_of", "measured_backward", "CommModel",
     "Prepared", "resolve_params", "compute_rate", "recompute", "prepare", "Call", "plan_calls", "run_ddp", "sweep_bucket_sizes", "optimize",
 ]  # fmt: skip

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from sim.errors import CollsimError
-from sim.scenario import ScenarioData, _bool, _int, _optional
+from sim.fields import DDP
+from sim.scenario import ScenarioData, aliases_of, optional_parser, parse_bool, parse_int
 from sim.training import comm
 from sim.training.params import PRESETS, Param, params_from_list
 from sim.units import parse_bandwidth, parse_size, parse_time
@@ -188,7 +189,9 @@ class DDPScenario(ScenarioData):
                 raise CollsimError(f"gpu: unknown hardware preset {self.gpu!r}; allowed: {', '.join(list_presets())}")
         if self.mfu is not None:
             if self.peak_gpu is None:
-                raise CollsimError("mfu: needs a GPU whose peak it is a fraction of: give --gpu NAME or --hardware NAME (collsim hardware list)")
+                raise CollsimError(
+                    "mfu: needs a GPU whose peak it is a fraction of: give --gpu NAME or --hardware NAME (collsim hardware list)"
+                )
             peak_flops(self.peak_gpu, self.precision)
 
     def _check_comm(self) -> None:
@@ -309,56 +312,39 @@ def _choice(value: Any, what: str) -> str:
 _DDP_PARSERS: dict[str, Callable[[Any, str], Any]] = {
     "param_bytes": _size_tuple,
     "params": _params_tuple,
-    "element_bytes": _int,
+    "element_bytes": parse_int,
     "bucket_cap_bytes": parse_size,
     "first_bucket_bytes": _first_bucket,
-    "rebuild": _bool,
-    "accumulation_steps": _int,
-    "backward_time_s": _optional(parse_time),
-    "backward_rate_Bps": _optional(parse_bandwidth),
+    "rebuild": parse_bool,
+    "accumulation_steps": parse_int,
+    "backward_time_s": optional_parser(parse_time),
+    "backward_rate_Bps": optional_parser(parse_bandwidth),
     "layer_times": _layer_times,
-    "flops_per_s": _optional(lambda value, what: float(value)),
-    "tokens": _optional(_int),
-    "forward_time_s": _optional(parse_time),
-    "optimizer_time_s": _optional(parse_time),
+    "flops_per_s": optional_parser(lambda value, what: float(value)),
+    "tokens": optional_parser(parse_int),
+    "forward_time_s": optional_parser(parse_time),
+    "optimizer_time_s": optional_parser(parse_time),
     "slowdown": lambda value, what: float(value),
-    "precision": _optional(_choice),
-    "master_weights": _bool,
-    "mfu": _optional(lambda value, what: _mfu(value, what)),
-    "gpu": _optional(_choice),
-    "activation_checkpointing": _bool,
+    "precision": optional_parser(_choice),
+    "master_weights": parse_bool,
+    "mfu": optional_parser(lambda value, what: _mfu(value, what)),
+    "gpu": optional_parser(_choice),
+    "activation_checkpointing": parse_bool,
     "o_s": parse_time,
-    "w_Bps": _optional(parse_bandwidth),
-    "ranks": _int,
+    "w_Bps": optional_parser(parse_bandwidth),
+    "ranks": parse_int,
     "latency_s": parse_time,
-    "bandwidth_Bps": _optional(parse_bandwidth),
-    "gpus_per_node": _optional(_int),
-    "intra_latency_s": _optional(parse_time),
-    "intra_bandwidth_Bps": _optional(parse_bandwidth),
-    "reduce_bandwidth_Bps": _optional(parse_bandwidth),
+    "bandwidth_Bps": optional_parser(parse_bandwidth),
+    "gpus_per_node": optional_parser(parse_int),
+    "intra_latency_s": optional_parser(parse_time),
+    "intra_bandwidth_Bps": optional_parser(parse_bandwidth),
+    "reduce_bandwidth_Bps": optional_parser(parse_bandwidth),
     "call_overhead_s": parse_time,
-    "chunks": _int,
-    "algorithm": _optional(_choice),
-    "hardware": _optional(_choice),
+    "chunks": parse_int,
+    "algorithm": optional_parser(_choice),
+    "hardware": optional_parser(_choice),
 }
-_DDP_ALIASES = {
-    "bucket_size": "bucket_cap_bytes",
-    "bucket_cap": "bucket_cap_bytes",
-    "first_bucket": "first_bucket_bytes",
-    "backward_time": "backward_time_s",
-    "backward_rate": "backward_rate_Bps",
-    "profile": "profile_file",
-    "forward_time": "forward_time_s",
-    "optimizer_time": "optimizer_time_s",
-    "o": "o_s",
-    "w": "w_Bps",
-    "latency": "latency_s",
-    "bandwidth": "bandwidth_Bps",
-    "intra_latency": "intra_latency_s",
-    "intra_bandwidth": "intra_bandwidth_Bps",
-    "reduce_bandwidth": "reduce_bandwidth_Bps",
-    "call_overhead": "call_overhead_s",
-}
+_DDP_ALIASES = aliases_of(DDP)
 DDPScenario.PARSERS = _DDP_PARSERS
 DDPScenario.ALIASES = _DDP_ALIASES
 DDPScenario.LABEL = "DDP scenario"
