@@ -261,6 +261,29 @@ def _measure_for_compare(fields: dict[str, Any], extra: dict[str, Any], store: A
     return [run["run_id"] for run in store.runs() if run["run_id"] not in before]
 
 
+def _validate_plan(backend: str, ranks: str, quick: bool, sizes: str | None, launches: int | None, no_ddp: bool, no_fsdp: bool) -> Any:
+    """validate's plan from its flags, checked whole before the first measurement."""
+    from dataclasses import replace
+
+    from real.validate import check_plan, make_plan
+
+    plan = make_plan(backend, _world_sizes(ranks), quick)
+    if sizes:
+        plan = replace(plan, sizes=tuple(parse_size_list(sizes, "--sizes")))
+    if launches is not None:
+        if launches < 1:
+            raise CollsimError(f"--launches: must be >= 1, got {launches}")
+        plan = replace(
+            plan, launches=launches, ddp_launches=min(plan.ddp_launches, launches), fsdp_launches=min(plan.fsdp_launches, launches)
+        )
+    if no_ddp:
+        plan = replace(plan, ddp_launches=0, fsdp_launches=0)
+    if no_fsdp:
+        plan = replace(plan, fsdp_launches=0)
+    check_plan(plan)  # everything checkable is checked before the first measurement
+    return plan
+
+
 @click.command("validate")
 @click.option("--backend", default="gloo", type=click.Choice(["gloo", "nccl"]), show_default=True)
 @click.option("--ranks", default="2", show_default=True, help="world size, or a comma list (2,3,4); under torchrun: WORLD_SIZE")
@@ -278,13 +301,10 @@ def _measure_for_compare(fields: dict[str, Any], extra: dict[str, Any], store: A
 def validate(backend: str, ranks: str, quick: bool, out_dir: str, db: str | None, sizes: str | None, launches: int | None, no_ddp: bool,
              no_fsdp: bool, plotlyjs: str, threads: int, op_timeout_s: float) -> None:  # fmt: skip
     """Measure collectives and DDP steps, fit o and w, predict held-out points and the best bucket size; write a report."""
-    from dataclasses import replace
     from pathlib import Path
 
     from real.validate import (
-        check_plan,
         format_text,
-        make_plan,
         mark_folder,
         measure,
         prepare_folder,
@@ -293,21 +313,7 @@ def validate(backend: str, ranks: str, quick: bool, out_dir: str, db: str | None
     )
     from real.validate_analysis import analyse
 
-    world_sizes = _world_sizes(ranks)
-    plan = make_plan(backend, world_sizes, quick)
-    if sizes:
-        plan = replace(plan, sizes=tuple(parse_size_list(sizes, "--sizes")))
-    if launches is not None:
-        if launches < 1:
-            raise CollsimError(f"--launches: must be >= 1, got {launches}")
-        plan = replace(
-            plan, launches=launches, ddp_launches=min(plan.ddp_launches, launches), fsdp_launches=min(plan.fsdp_launches, launches)
-        )
-    if no_ddp:
-        plan = replace(plan, ddp_launches=0, fsdp_launches=0)
-    if no_fsdp:
-        plan = replace(plan, fsdp_launches=0)
-    check_plan(plan)  # everything checkable is checked before the first measurement
+    plan = _validate_plan(backend, ranks, quick, sizes, launches, no_ddp, no_fsdp)
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise CollsimError(f"--out {out_dir!r} is a file; give a directory")

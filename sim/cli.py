@@ -212,6 +212,12 @@ def collective(scenario_file: str | None, trace: str | None, csv_path: str | Non
     summary = summarize(result)
     if calibration_used is not None:
         summary["calibration"] = calibration_used
+    _echo_collective(summary, as_json)
+
+
+def _echo_collective(summary: dict[str, Any], as_json: bool) -> None:
+    """The collective's summary as JSON or text (collapsed runs: the time per call)."""
+    calibration_used = summary.get("calibration")
     if as_json:
         click.echo(json.dumps(summary))
     elif summary["mode"] == "collapsed":
