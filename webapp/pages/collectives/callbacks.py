@@ -460,8 +460,8 @@ def _register_run(app: Any, manager: Any) -> None:
             (Output(ids.COLL_PROGRESS, "style"), {"display": "flex"}, {"display": "none"}),
             (Output(ids.COLL_CANCEL, "disabled"), False, True),
         ],
-        # Cancel, or any new scenario (which may be answered directly), stops the run
-        cancel=[Input(ids.COLL_CANCEL, "n_clicks"), Input(ids.COLL_STOP, "data")],
+        # Cancel, any new scenario (which may be answered directly) or another page of the app stops the run
+        cancel=[Input(ids.COLL_CANCEL, "n_clicks"), Input(ids.COLL_STOP, "data"), Input(ids.URL, "pathname")],
         prevent_initial_call=True,
     )(guarded(simulate_in_background, lambda message: answer(PANELS, notice=message)))
     app.callback(Output(ids.COLL_NOTICE, "children", allow_duplicate=True), Input(ids.COLL_CANCEL, "n_clicks"), prevent_initial_call=True)(
