@@ -20,7 +20,7 @@ from typing import Any
 
 import dash
 
-__all__ = ["ORPHAN_AFTER_S", "FollowingManager"]
+__all__ = ["ORPHAN_AFTER_S", "FollowingManager", "check_job"]
 
 log = logging.getLogger(__name__)
 
@@ -88,3 +88,13 @@ class FollowingManager(dash.DiskcacheManager):
                 if not self._last_poll:
                     self._watcher = None
                     return
+
+
+def check_job(scenario: Any) -> None:
+    """Refuse, before it starts, a background run that the work estimate
+    (:func:`sim.collective.budget.check_run`) puts beyond the explorer's limit for one run
+    (``BACKGROUND_MAX_SECONDS``): the issue's 1,024-rank double binary tree with 64 chunks ran
+    two minutes and stopped, where its estimate said twenty. The message names what would fit."""
+    from sim.collective.budget import BACKGROUND_MAX_SECONDS, check_run
+
+    check_run(scenario, "the explorer's background run", max_seconds=BACKGROUND_MAX_SECONDS)

@@ -10,7 +10,8 @@ import pytest
 
 from webapp.jobs import ORPHAN_AFTER_S, FollowingManager
 
-LONG_JOB = "/?ranks=1024&algorithm=double_binary_tree&chunks=64&size=1GiB"  # the issue's: minutes of work
+LONG_JOB = "/?ranks=1024&chunks=2"  # a ring of 4.3 million messages: about a minute of work here
+TOO_LONG = "/?ranks=1024&algorithm=double_binary_tree&chunks=64&size=1GiB"  # the issue's: estimated at twenty minutes
 
 
 def _sleeper(result_key, progress_key, args, context):
@@ -86,3 +87,15 @@ def test_a_background_job_stops_within_seconds_of_its_page_going_away(shared_con
             page.close()
         for job in _job_processes(before):
             job.kill()
+
+
+def test_a_background_run_beyond_the_explorers_limit_is_refused_before_it_starts():
+    from sim.errors import CollsimError
+    from webapp import collective as model
+    from webapp.jobs import check_job
+
+    scenario, _ = model.parse_form(model.form_from_query(TOO_LONG.lstrip("/")))
+    with pytest.raises(CollsimError, match=r"the explorer's background run: .* limit ~2 min.*--chunks \d+ or --ranks \d+ would fit"):
+        check_job(scenario)
+    fits, _ = model.parse_form(model.form_from_query(LONG_JOB.lstrip("/")))
+    check_job(fits)
