@@ -19,7 +19,7 @@ from sim.fields import field_info
 from sim.training import explain
 from sim.units import format_size, format_time
 from webapp import ddp_model as model
-from webapp import figures, ids
+from webapp import figures, ids, urlstate
 from webapp.callbacks import answer, events_csv, guarded, written
 from webapp.components import field, graph, hardware_dropdown, number_card
 
@@ -93,7 +93,9 @@ FIX_INPUTS = "Fix the highlighted inputs; nothing is computed until they are val
 
 
 def _dropdown(fid: str, options: Any, value: str) -> dcc.Dropdown:
-    return dcc.Dropdown(id=fid, options=options, value=value, clearable=False)
+    """A link's value that is none of the options stays in the field, flagged (urlstate.with_unknown)."""
+    options = [option if isinstance(option, dict) else {"label": str(option), "value": option} for option in options]
+    return dcc.Dropdown(id=fid, options=urlstate.with_unknown(options, value), value=value, clearable=False)
 
 
 def _choices(name: str) -> Any:
@@ -119,9 +121,6 @@ def _input(name: str, value: str) -> Any:
     fid = ids.field_id(name, PAGE)
     if name == "hardware":
         return hardware_dropdown(fid, value, model.hardware_options())
-    if name == "preset" and value and value not in model.presets():  # a link's unknown preset stays in its field, flagged (it computed GPT-2)
-        options = [{"label": str(option), "value": option} for option in _choices(name)] + [{"label": f"{value} (unknown)", "value": value}]
-        return _dropdown(fid, options, value)
     if name in ("preset", "strategy", "sharding", "precision", "gpu", "comm_model", "algorithm"):
         return _dropdown(fid, _choices(name), value)
     if name in ON_OFF:
