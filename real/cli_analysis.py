@@ -326,7 +326,7 @@ def validate(backend: str, ranks: str, quick: bool, out_dir: str, db: str | None
         except CollsimError as error:
             mark_folder(out, "failed", error=str(error))
             raise
-    pass  # _stop_on_sigterm()
+    _stop_on_sigterm()
     try:
         configs = {p: launch_config(backend, None, p, 3600.0, op_timeout_s, threads) for p in plan.world_sizes}
         meta = run_meta(configs[plan.world_sizes[0]], command, "validate")
