@@ -318,7 +318,10 @@ def validate(backend: str, ranks: str, quick: bool, out_dir: str, db: str | None
     if is_rank_zero():
         from real.store import open_store
 
-        previous = prepare_folder(out, command)
+        try:
+            previous = prepare_folder(out, command)
+        except OSError as error:  # a read-only file system, /proc, ...: os.access cannot tell beforehand (root)
+            raise CollsimError(f"--out: cannot create {out_dir!r}: {error.strerror or error}") from None
         if previous is not None:
             click.echo(f"# the previous run's report and files moved to {previous}", err=True)
         try:

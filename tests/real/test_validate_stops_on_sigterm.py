@@ -49,3 +49,13 @@ def test_sigterm_marks_the_run_interrupted_in_its_folder_and_store_and_exits_non
     assert json.loads((out / "status.json").read_text())["state"] == "interrupted"
     statuses = [status for (status,) in sqlite3.connect(out / "results.sqlite").execute("SELECT status FROM runs")]
     assert "running" not in statuses, statuses
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc, where nothing can be created")
+def test_an_out_folder_that_cannot_be_created_is_one_error_line_before_any_work(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "sim.cli", "validate", "--ranks", "2", "--quick", "--out", "/proc/collsim-nowhere"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert done.stderr.strip().splitlines() == ["error: --out: cannot create '/proc/collsim-nowhere': No such file or directory"]
