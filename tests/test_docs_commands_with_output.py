@@ -69,5 +69,9 @@ def _timed_commands() -> list[tuple[str, int, str]]:
 def test_a_time_shown_beside_a_command_carries_its_date_and_machine():
     """A comment such as '# ~2.5 min on 2 cores' beside a command went stale unnoticed (the
     README said 2.5 min, docs/real.md 3 min, for the same command)."""
-    undated = [f"{name}:{number}: {comment}" for name, number, comment in _timed_commands() if not (DATE.search(comment) and MACHINE.search(comment))]
+    undated = [
+        f"{name}:{number}: {comment}"
+        for name, number, comment in _timed_commands()
+        if not (DATE.search(comment) and MACHINE.search(comment))
+    ]
     assert undated == [], "give the date and machine of these figures (or run them in a test):\n" + "\n".join(undated)

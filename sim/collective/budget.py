@@ -156,7 +156,11 @@ def _visits_per_message(s: Any, chunks: int) -> float:
     size = min(s.size_bytes, PROBE_MAX_BYTES)
     key = s.replace(stragglers=(), repetitions=1, record="aggregate", jitter_s=0.0, verify=False, root=0, size_bytes=size, groups=())
     try:  # the probes set ranks and chunks themselves: one cache entry whatever the scenario's
-        key = key.replace(ranks=PROBE_RANKS[-1], chunks=1, size_bytes=size - size % (PROBE_RANKS[-1] * key.element_bytes) or key.element_bytes * PROBE_RANKS[-1])
+        key = key.replace(
+            ranks=PROBE_RANKS[-1],
+            chunks=1,
+            size_bytes=size - size % (PROBE_RANKS[-1] * key.element_bytes) or key.element_bytes * PROBE_RANKS[-1],
+        )
     except CollsimError:
         pass
     probe_k = min(chunks, PROBE_MAX_CHUNKS)
