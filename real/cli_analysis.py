@@ -324,7 +324,10 @@ def validate(backend: str, ranks: str, quick: bool, out_dir: str, db: str | None
     if is_rank_zero():
         from real.store import open_store
 
-        previous = prepare_folder(out, command)
+        try:
+            previous = prepare_folder(out, command)
+        except OSError as error:  # a read-only file system, /proc, ...: os.access cannot tell beforehand (root)
+            raise CollsimError(f"--out: cannot create {out_dir!r}: {error.strerror or error}") from None
         if previous is not None:
             click.echo(f"# the previous run's report and files moved to {previous}", err=True)
         try:
@@ -332,6 +335,7 @@ def validate(backend: str, ranks: str, quick: bool, out_dir: str, db: str | None
         except CollsimError as error:
             mark_folder(out, "failed", error=str(error))
             raise
+    _stop_on_sigterm()
     try:
         configs = {p: launch_config(backend, None, p, 3600.0, op_timeout_s, threads) for p in plan.world_sizes}
         meta = run_meta(configs[plan.world_sizes[0]], command, "validate")
@@ -358,6 +362,18 @@ def validate(backend: str, ranks: str, quick: bool, out_dir: str, db: str | None
         click.echo("# interrupted: the report above is partial (status.json: interrupted); exit status 130", err=True)
         sys.exit(130)
     mark_folder(out, "complete", run_ids=measured.run_ids, seconds=measured.seconds)
+
+
+def _stop_on_sigterm() -> None:
+    """SIGTERM (``timeout``, a batch scheduler, ``kill``) stops validate as Ctrl-C does: ranks
+    ended, the partial report written, status.json and the store say interrupted, non-zero exit
+    (killed by ``timeout`` it stayed 'running' in both)."""
+    import signal
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
 
 
 def _world_sizes(ranks: str) -> list[int]:

@@ -8,8 +8,10 @@ link re-shares every flow connected to it, so a tree algorithm with many chunks 
 for hundreds of flows per message; :func:`sim.collective.explore.work` counts messages only).
 The visits per message of a scenario come from small probe runs of the same scenario (8 and
 16 ranks, few chunks), extrapolated to its ranks and chunks with the growth exponents the
-probes show; ``tests/sim/test_budget.py`` checks the estimate against counted runs of every
-algorithm under both sharing modes (within 2x).
+probes show (on a hardware preset: two and four nodes; NCCL's trees also grow with their pieces);
+``tests/sim/test_budget.py`` (every listed algorithm on a switch) and
+``tests/collective/test_budget_presets.py`` (every ``nccl_*`` algorithm on a preset) check the
+estimate against counted runs under both sharing modes (within 2x).
 
 Limits (:data:`MAX_SECONDS`, :data:`MAX_MEMORY_BYTES`) are stated in each refusal together with
 the setting that would fit (fewer chunks or ranks, ``--mode collapsed``, a coarser sweep).
@@ -156,7 +158,11 @@ def _visits_per_message(s: Any, chunks: int) -> float:
     size = min(s.size_bytes, PROBE_MAX_BYTES)
     key = s.replace(stragglers=(), repetitions=1, record="aggregate", jitter_s=0.0, verify=False, root=0, size_bytes=size, groups=())
     try:  # the probes set ranks and chunks themselves: one cache entry whatever the scenario's
-        key = key.replace(ranks=PROBE_RANKS[-1], chunks=1, size_bytes=size - size % (PROBE_RANKS[-1] * key.element_bytes) or key.element_bytes * PROBE_RANKS[-1])
+        key = key.replace(
+            ranks=PROBE_RANKS[-1],
+            chunks=1,
+            size_bytes=size - size % (PROBE_RANKS[-1] * key.element_bytes) or key.element_bytes * PROBE_RANKS[-1],
+        )
     except CollsimError:
         pass
     probe_k = min(chunks, PROBE_MAX_CHUNKS)

@@ -246,9 +246,11 @@ def test_a_launch_cut_short_still_gives_launch_hold_outs():
 @pytest.mark.torch
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_ctrl_c_keeps_what_was_measured_and_still_reports(tmp_path):
-    """SIGINT after the first launch: the run stops, the rows stay in the store, the three files
-    are written from them and say the run was interrupted."""
+@pytest.mark.parametrize("signum", ["SIGINT", "SIGTERM"])
+def test_ctrl_c_keeps_what_was_measured_and_still_reports(tmp_path, signum):
+    """SIGINT (or SIGTERM: `timeout`, a scheduler; it left the run 'running') after the first
+    launch: the run stops, the rows stay in the store, the three files are written from them and
+    say the run was interrupted."""
     import signal
     import sqlite3
     import time
@@ -265,7 +267,7 @@ def test_ctrl_c_keeps_what_was_measured_and_still_reports(tmp_path):
         while time.monotonic() < deadline and _rows(out / "results.sqlite") < 4 * 5 * 2:
             time.sleep(0.5)
         assert _rows(out / "results.sqlite") >= 4 * 5 * 2, "two launches not measured in time"
-        process.send_signal(signal.SIGINT)
+        process.send_signal(getattr(signal, signum))
         stdout, stderr = process.communicate(timeout=120)
     finally:
         if process.poll() is None:

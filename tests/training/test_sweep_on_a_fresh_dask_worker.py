@@ -31,10 +31,15 @@ def test_the_documented_sweep_completes_every_point_on_a_fresh_two_thread_dask_w
     grid_file = tmp_path / "grid.yaml"
     grid_file.write_text(documented_grid())
     grid = load_grid(grid_file)
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))  # the worker imports sim fresh
-    with distributed.LocalCluster(
-        n_workers=1, threads_per_worker=2, processes=True, protocol="tcp", host="127.0.0.1", dashboard_address=None
-    ) as cluster, distributed.Client(cluster) as client:
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    )  # the worker imports sim fresh
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=2, processes=True, protocol="tcp", host="127.0.0.1", dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         workers = client.scheduler_info()["workers"]
         assert len(workers) == 1 and next(iter(workers.values()))["nthreads"] == 2
         assert not any(client.run(lambda: __import__("sys").modules.get("sim") is not None).values()), "the worker must start without sim"
