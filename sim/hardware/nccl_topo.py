@@ -8,7 +8,9 @@ differences for NCCL's data path:
 - link latencies are NCCL's per-hop ``hwLat`` (tuning.cc) for the run's algorithm and protocol,
   times the fitted latency scale: NVLink/PCIe inside a node, NET between nodes;
 - a GPU reaches the node's switch and its NIC through a hub of its own (NVLink and PCIe are
-  separate wires, so no shared port between them), and where channels are collapsed
+  separate wires, so no shared port between them); the GPU-to-hub link carries the GPU's
+  protocol rate on rings (:func:`protocol_cap_GBps`: what the SMs driving the channels can
+  move in LL or LL128, NCCL's llMaxBws / perChMaxRingLL128Bws tables), and where channels are collapsed
   (nccl_path's docstring) every link carries the simulated channels' share.
 """
 
@@ -16,9 +18,11 @@ from __future__ import annotations
 
 import networkx as nx
 
-from sim.hardware.nccl_model import ALGORITHMS, BASE_LAT, HW_LAT, NET, NVLINK, PCI, comm_channels
+from sim.hardware.nccl_model import (
+    ALGORITHMS, BASE_LAT, HW_LAT, LL_MAX_BWS, NET, NVLINK, PCI, PER_CH_MAX_RING_LL128_BWS, comm_channels,
+)  # fmt: skip
 from sim.hardware.nccl_path import MAX_TREE_PIECES, PAIR_OF, PathParams, channel_ring, channel_tree
-from sim.hardware.nccl_proto import PROTOCOLS, channels_used
+from sim.hardware.nccl_proto import BY_NAME, PROTOCOLS, channels_used
 from sim.hardware.presets import effective, load_preset
 from sim.network.topology import Topology
 
@@ -38,6 +42,23 @@ def hop_latencies_s(preset, algorithm: str, protocol: str) -> tuple[float, float
     inter = HW_LAT[NET][net_algo][p]
     start = BASE_LAT[a][p] * eff.latency_scale + eff.base_latency_us
     return intra * eff.latency_scale * 1e-6, inter * eff.latency_scale * 1e-6, start * 1e-6
+
+
+def protocol_cap_GBps(preset, algorithm: str, protocol: str, op: str, nodes: int) -> float | None:
+    """The most a GPU's ring channels move in ``protocol`` (data GB/s out of the GPU = busbw),
+    or None where the DES sets no cap: NCCL v2.27.7-1 tuning.cc:165-176 (llMaxBws,
+    perChMaxRingLL128Bws) and 279-280 (Ring/LL: llMaxBw; Ring/LL128: graph nChannels x
+    perChMaxRingLL128Bw), whatever number of channels the call runs on, as NCCL's model. The
+    tree's caps (lines 281-283) are not applied: the DES's tree moves each chunk hop by hop,
+    and an aggregate cap on every hop would charge it at each of the tree's levels."""
+    system = preset.nccl
+    if system is None or algorithm != "Ring" or protocol == "Simple":
+        return None
+    cc = 3 if system.compute_capability >= 100 else 2 if system.compute_capability >= 90 else 1 if system.compute_capability >= 80 else 0
+    index2 = nodes - 1 if nodes <= 2 else 2
+    if protocol == "LL":
+        return LL_MAX_BWS[cc if nodes == 1 else (1 if system.cpu_vendor == "amd" else 0)][index2]
+    return system.graph("ring", nodes).n_channels * PER_CH_MAX_RING_LL128_BWS[cc][index2]
 
 
 def path_params(scenario, preset) -> PathParams:
@@ -115,12 +136,14 @@ def topology(scenario) -> Topology:
     intra_bw = (s.intra_bandwidth_Bps or s.bandwidth_Bps) * eff.intra_efficiency
     nics = max(preset.nics_per_node * gpus // preset.gpus_per_node, 1)  # a domain's NICs
     nic_bw = s.bandwidth_Bps * eff.inter_efficiency * max(1.0, nics / gpus)
+    cap = protocol_cap_GBps(preset, p.algorithm, p.protocol, s.op, nodes)
+    gpu_rate = cap * 1e9 / BY_NAME[p.protocol].data_per_wire if cap else _FREE  # wire bytes/s
     graph = nx.Graph()
     graph.add_nodes_from(range(s.ranks))
     for node in range(nodes):
         for local in range(gpus):
             rank, hub = node * gpus + local, f"hub{node}.{local}"
-            graph.add_edge(rank, hub, latency=0.0, bandwidth=_FREE)
+            graph.add_edge(rank, hub, latency=0.0, bandwidth=gpu_rate)
             if gpus > 1:
                 graph.add_edge(hub, f"node{node}", latency=intra_lat / 2, bandwidth=intra_bw)
             if nodes > 1:

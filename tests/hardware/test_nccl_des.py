@@ -67,3 +67,38 @@ def test_tree_pick_runs_on_nccl_tree():
     scenario, why = scenario_for_pick("dgx-h100", 2, "all_reduce", 2**20)
     assert why is None and (scenario.algorithm, scenario.chunks) == ("nccl_tree_ll128", 16)
     assert run_collective(scenario.replace(verify=True)).verified
+
+
+def _busbw(scenario) -> float:
+    return scenario.size_bytes / run_collective(scenario).time_s / 1e9 * 2 * (scenario.ranks - 1) / scenario.ranks
+
+
+@pytest.mark.parametrize(
+    "hardware, nodes, proto, cap",
+    [
+        ("dgx-h100", 2, "LL", 39.0),  # llMaxBws[0][1]: two nodes read the Volta/Intel row (tuning.cc:165-170)
+        ("dgx-h100", 1, "LL", 141.0),  # llMaxBws[2][0]: one Hopper node
+        ("gb200-nvl72", 36, "LL", 39.0),  # two NVLink domains = two NCCL nodes
+    ],
+)
+def test_ring_ll_busbw_stops_at_nccls_ll_max_bw(hardware, nodes, proto, cap):
+    """LL's 8-byte lines alone would give half the link rate (hundreds of GB/s on NVLink); the
+    SMs polling the flags hold Ring/LL at llMaxBws, as NCCL's model (tuning.cc:279)."""
+    scenario, _ = scenario_for_pick(hardware, nodes, "all_reduce", 2**27, "Ring", proto)
+    busbw = _busbw(scenario)
+    assert 0.8 * cap < busbw <= cap * 1.001
+
+
+def test_ring_ll128_busbw_stops_at_its_per_channel_cap():
+    """dgx-a100 x 1: Ring/LL128 on 12 NVLink channels of 20 GB/s would give 0.8 x 240 x 120/128 =
+    180 GB/s; NCCL caps it at nChannels x perChMaxRingLL128Bws[Ampere] = 12 x 20 = 240 (no cap
+    binds), while on 2 nodes the ring graph's 8 channels give 8 x 20 = 160 GB/s."""
+    from sim.hardware.nccl_topo import protocol_cap_GBps
+    from sim.hardware.presets import load_preset
+
+    preset = load_preset("dgx-a100")
+    assert protocol_cap_GBps(preset, "Ring", "LL128", "all_reduce", 2) == 8 * 20.0
+    assert protocol_cap_GBps(preset, "Ring", "Simple", "all_reduce", 2) is None
+    assert protocol_cap_GBps(preset, "Tree", "LL", "all_reduce", 2) is None
+    scenario, _ = scenario_for_pick("dgx-a100", 2, "all_reduce", 2**28, "Ring", "LL128")
+    assert _busbw(scenario) <= 160.0 * 1.001
