@@ -138,12 +138,21 @@ def topology(scenario) -> Topology:
     nic_bw = s.bandwidth_Bps * eff.inter_efficiency * max(1.0, nics / gpus)
     cap = protocol_cap_GBps(preset, p.algorithm, p.protocol, s.op, nodes)
     gpu_rate = cap * 1e9 / BY_NAME[p.protocol].data_per_wire if cap else _FREE  # wire bytes/s
+    # A tree's GPU sends to its parent and its children at once, over NVLink and its NIC (NCCL's
+    # tree kernel gives each its own warps); fifo sharing holds every link of a route while a
+    # message passes, so a GPU-to-hub link would hold its NVLink sends while a NIC message passes
+    # at the NIC's rate (half the tree's rate on two nodes). Trees therefore reach the switch and
+    # their own NIC directly, with a port per link (``ports_per_link``, read by the engine); where
+    # GPUs share a NIC the hub stays (a route must not cross a shared NIC).
+    direct = p.algorithm == "Tree" and (nodes == 1 or nics >= gpus)
     graph = nx.Graph()
     graph.add_nodes_from(range(s.ranks))
     for node in range(nodes):
         for local in range(gpus):
-            rank, hub = node * gpus + local, f"hub{node}.{local}"
-            graph.add_edge(rank, hub, latency=0.0, bandwidth=gpu_rate)
+            rank = node * gpus + local
+            hub = rank if direct else f"hub{node}.{local}"
+            if not direct:
+                graph.add_edge(rank, hub, latency=0.0, bandwidth=gpu_rate)
             if gpus > 1:
                 graph.add_edge(hub, f"node{node}", latency=intra_lat / 2, bandwidth=intra_bw)
             if nodes > 1:
@@ -157,6 +166,7 @@ def topology(scenario) -> Topology:
         _partition(built, p, gpus)
     object.__setattr__(built, "nccl", p)  # frozen dataclass; read by nccl_path.params
     object.__setattr__(built, "streams_per_tag", True)  # the engines: one connection per slot tag
+    object.__setattr__(built, "ports_per_link", direct)  # the engines: no single send/receive port
     return built
 
 
