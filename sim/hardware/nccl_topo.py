@@ -19,8 +19,10 @@ from __future__ import annotations
 import networkx as nx
 
 from sim.hardware.nccl_model import (
-    ALGORITHMS, BASE_LAT, HW_LAT, LL_MAX_BWS, NET, NVLINK, PCI, PER_CH_MAX_RING_LL128_BWS, comm_channels,
+    ALGORITHMS, BASE_LAT, HW_LAT, LL_MAX_BWS, NET, NVLINK, PCI, PER_CH_MAX_RING_LL128_BWS, PER_CH_MAX_TREE_BWS,
+    PER_CH_MAX_TREE_LL128_BWS, comm_channels,
 )  # fmt: skip
+TREE_CAPPED = ("LL128",)  # the tree caps the DES applies (docs/nccl-model.md: LL and Simple are not)
 from sim.hardware.nccl_path import MAX_TREE_PIECES, PAIR_OF, PathParams, channel_ring, channel_tree
 from sim.hardware.nccl_proto import BY_NAME, PROTOCOLS, channels_used
 from sim.hardware.presets import effective, load_preset
@@ -45,20 +47,28 @@ def hop_latencies_s(preset, algorithm: str, protocol: str) -> tuple[float, float
 
 
 def protocol_cap_GBps(preset, algorithm: str, protocol: str, op: str, nodes: int) -> float | None:
-    """The most a GPU's ring channels move in ``protocol`` (data GB/s out of the GPU = busbw),
-    or None where the DES sets no cap: NCCL v2.27.7-1 tuning.cc:165-176 (llMaxBws,
-    perChMaxRingLL128Bws) and 279-280 (Ring/LL: llMaxBw; Ring/LL128: graph nChannels x
-    perChMaxRingLL128Bw), whatever number of channels the call runs on, as NCCL's model. The
-    tree's caps (lines 281-283) are not applied: the DES's tree moves each chunk hop by hop,
-    and an aggregate cap on every hop would charge it at each of the tree's levels."""
+    """The most a GPU's channels move in ``protocol`` (data GB/s out of the GPU = busbw for a
+    ring and for a tree's chain), or None where NCCL sets no cap: NCCL v2.27.7-1
+    tuning.cc:165-190 (tables) and 279-283 (use): Ring/LL and Tree/LL llMaxBws; Ring/LL128
+    nChannels x perChMaxRingLL128Bws; Tree/LL128 nChannels x perChMaxTreeLL128Bws; Tree/Simple
+    (all_reduce) nChannels x perChMaxTreeBws (nChannels: the graph's), whatever number of
+    channels the call runs on, as NCCL's model. Of the tree's caps only LL128's is applied
+    (:data:`TREE_CAPPED`): the DES's tree moves each chunk hop by hop, so a cap on every hop
+    charges small calls at every level (Tree/LL at 64-128 KiB ran 18-37 % slow on the 2-node
+    logs), and the Simple one binds before the NICs do (2 x dgx-h100, 1 GiB: 282 against NCCL's
+    model's 306 GB/s busbw)."""
     system = preset.nccl
-    if system is None or algorithm != "Ring" or protocol == "Simple":
+    if system is None or algorithm not in ("Ring", "Tree") or (algorithm, protocol) == ("Ring", "Simple"):
+        return None
+    if algorithm == "Tree" and (protocol not in TREE_CAPPED or op != "all_reduce"):
         return None
     cc = 3 if system.compute_capability >= 100 else 2 if system.compute_capability >= 90 else 1 if system.compute_capability >= 80 else 0
     index2 = nodes - 1 if nodes <= 2 else 2
     if protocol == "LL":
         return LL_MAX_BWS[cc if nodes == 1 else (1 if system.cpu_vendor == "amd" else 0)][index2]
-    return system.graph("ring", nodes).n_channels * PER_CH_MAX_RING_LL128_BWS[cc][index2]
+    graph = system.graph("ring" if algorithm == "Ring" else "tree", nodes)
+    table = {"Ring": PER_CH_MAX_RING_LL128_BWS, "Tree": PER_CH_MAX_TREE_LL128_BWS if protocol == "LL128" else PER_CH_MAX_TREE_BWS}
+    return graph.n_channels * table[algorithm][cc][index2]
 
 
 def path_params(scenario, preset) -> PathParams:
@@ -154,10 +164,10 @@ def topology(scenario) -> Topology:
             if not direct:
                 graph.add_edge(rank, hub, latency=0.0, bandwidth=gpu_rate)
             if gpus > 1:
-                graph.add_edge(hub, f"node{node}", latency=intra_lat / 2, bandwidth=intra_bw)
+                graph.add_edge(hub, f"node{node}", latency=intra_lat / 2, bandwidth=min(intra_bw, gpu_rate) if direct else intra_bw)
             if nodes > 1:
                 nic = f"nic{node}.{local * min(nics, gpus) // gpus}"
-                graph.add_edge(hub, nic, latency=0.0, bandwidth=nic_bw)
+                graph.add_edge(hub, nic, latency=0.0, bandwidth=min(nic_bw, gpu_rate) if direct else nic_bw)
         if nodes > 1:
             for nic in range(min(nics, gpus)):
                 graph.add_edge(f"nic{node}.{nic}", "core", latency=inter_lat / 2, bandwidth=nic_bw)
