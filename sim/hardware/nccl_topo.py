@@ -19,10 +19,18 @@ from __future__ import annotations
 import networkx as nx
 
 from sim.hardware.nccl_model import (
-    ALGORITHMS, BASE_LAT, HW_LAT, LL_MAX_BWS, NET, NVLINK, PCI, PER_CH_MAX_RING_LL128_BWS, PER_CH_MAX_TREE_BWS,
-    PER_CH_MAX_TREE_LL128_BWS, comm_channels,
+    ALGORITHMS,
+    BASE_LAT,
+    HW_LAT,
+    LL_MAX_BWS,
+    NET,
+    NVLINK,
+    PCI,
+    PER_CH_MAX_RING_LL128_BWS,
+    PER_CH_MAX_TREE_BWS,
+    PER_CH_MAX_TREE_LL128_BWS,
+    comm_channels,
 )  # fmt: skip
-TREE_CAPPED = ("LL128",)  # the tree caps the DES applies (docs/nccl-model.md: LL and Simple are not)
 from sim.hardware.nccl_path import MAX_TREE_PIECES, PAIR_OF, PathParams, channel_ring, channel_tree
 from sim.hardware.nccl_proto import BY_NAME, PROTOCOLS, channels_used
 from sim.hardware.presets import effective, load_preset
@@ -31,6 +39,7 @@ from sim.network.topology import Topology
 _FREE = 1e18  # the GPU-to-hub link: no constraint
 COLLAPSE = True  # run copies of channels once (tests switch it off to compare)
 FIRST = 0  # the first channel run when collapsed (tests run each one alone)
+TREE_CAPPED = ("LL128",)  # the tree caps the DES applies (docs/nccl-model.md: LL and Simple are not)
 
 
 def hop_latencies_s(preset, algorithm: str, protocol: str) -> tuple[float, float, float]:
