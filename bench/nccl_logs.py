@@ -38,12 +38,12 @@ def main() -> None:
 
     everything, started = [], time.perf_counter()
     print(f"{'log':58s} {'preset x nodes':20s} {'regime':11s} {'n':>3s}  {'DES median/worst':>18s}  {'NCCL model median/worst':>24s}")
-    for name, (preset, nodes, proto) in CALIBRATION.items():
+    for name, (preset, nodes, proto, algo) in CALIBRATION.items():
         path = Path(args.data) / name
         if preset not in list_presets() or not path.exists():
             print(f"{name:58s} skipped: {'no preset ' + preset if path.exists() else 'no log file'}")
             continue
-        points = compare(path, preset, nodes, proto)
+        points = compare(path, preset, nodes, proto, nccl_algo=algo)
         everything += points
         ranks = nodes * load_preset(preset).gpus_per_node
         for regime, n, des_median, des_worst, model_median, model_worst in regime_stats(points):

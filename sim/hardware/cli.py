@@ -53,11 +53,12 @@ def show_command(name: str, as_json: bool) -> None:
 @click.option("--hardware", "name", required=True, help="the preset the logs ran on (collsim hardware list)")
 @click.option("--nodes", default=None, help="nodes of each log, comma list (default: from its rank count)")
 @click.option("--nccl-proto", default=None, help="NCCL_PROTO the runs had (e.g. Simple,LL128), if set")
+@click.option("--nccl-algo", default=None, help="NCCL_ALGO the runs had (e.g. Ring), if set or known")
 @click.option("--fit", "names", default=None, help="constants to fit, comma list (default: all that the logs can tell)")
 @click.option("--stride", default=1, type=int, help="use every Nth size of each log (faster)")
 @click.option("-o", "--output", default=None, help="write the preset with its fitted block here (default: print the block)")
-def fit_command(logs: tuple[str, ...], name: str, nodes: str | None, nccl_proto: str | None, names: str | None, stride: int,
-                output: str | None) -> None:  # fmt: skip
+def fit_command(logs: tuple[str, ...], name: str, nodes: str | None, nccl_proto: str | None, nccl_algo: str | None,
+                names: str | None, stride: int, output: str | None) -> None:  # fmt: skip
     """Fit a preset's effective constants (bandwidth efficiencies, latency scale, base latency)
     to nccl-tests logs with bounded least squares; print them with 95 % intervals."""
     from sim.hardware.nccl_fit import fit, fitted_block, log_nodes
@@ -67,9 +68,9 @@ def fit_command(logs: tuple[str, ...], name: str, nodes: str | None, nccl_proto:
     if len(counts) != len(logs):
         raise CollsimError(f"--nodes: give one count per log ({len(logs)}), got {nodes!r}")
     chosen = names.split(",") if names else _default_constants(preset, counts)
-    result = fit([(path, n, nccl_proto) for path, n in zip(logs, counts)], name, chosen, stride)
-    block = fitted_block(result, logs, counts, nccl_proto)
-    options = [("--nodes", nodes), ("--nccl-proto", nccl_proto), ("--fit", ",".join(chosen)), ("--stride", stride if stride != 1 else None)]
+    result = fit([(path, n, nccl_proto, nccl_algo) for path, n in zip(logs, counts)], name, chosen, stride)
+    block = fitted_block(result, logs, counts, nccl_proto, nccl_algo)
+    options = [("--nodes", nodes), ("--nccl-proto", nccl_proto), ("--nccl-algo", nccl_algo), ("--fit", ",".join(chosen)), ("--stride", stride if stride != 1 else None)]
     block["command"] = " ".join(["collsim hardware fit", *(Path(log).name for log in logs), "--hardware", name]
                                 + [f"{flag} {value}" for flag, value in options if value is not None])  # fmt: skip
     if output is None:

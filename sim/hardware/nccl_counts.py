@@ -65,7 +65,7 @@ def nvls_counts(op: str, algorithm: str):
         if nodes == 1:
             return 0, 0
         call = _call(op, s)
-        cut = chunking(algorithm, "Simple", call.size_bytes, s.k, nodes, s.p)
+        cut = chunking(algorithm, "Simple", call.size_bytes, s.k, nodes, s.p, s.gpus)
         messages = 0
         for portion in call.pieces(s.gpus):
             parts = min(max(1, math.ceil(portion[2] / cut.chunk_bytes)), MAX_MESSAGES)

@@ -17,15 +17,20 @@ from pathlib import Path
 
 from sim.errors import CollsimError
 
-# calibration logs (../shared/data/nccl-tests): file -> (preset, nodes, NCCL_PROTO the run had);
-# see that folder's README. The A3 Mega run used Google's TCPXO profile (NCCL_PROTO=Simple,LL128).
+# calibration logs (../shared/data/nccl-tests): file -> (preset, nodes, NCCL_PROTO, NCCL_ALGO the
+# run had); see that folder's README. The A3 Mega run used Google's TCPXO profile
+# (NCCL_PROTO=Simple,LL128) and its tuner, which ran Tree: 338 GB/s at 8 GiB is beyond any ring
+# over its 8 x 25 GB/s NICs (<= 200 GB/s busbw), within the tree's 2 x 15/16 x 200. The GB200
+# run's algorithm is not logged; it is Ring by its own numbers (docs/nccl-model.md, "What each log ran"): 183 us at 8 B is 2 x 127 NVLink LL hops, not
+# NVLS/NVLSTree's ~50 us, and its 683 GB/s plateau is the ring graph's 16 x 45.1 GB/s x 0.95
+# (NVLS's switch would give > 1000).
 CALIBRATION = {
-    "hgx-h100_2node_ib400_nccl2.26.2_allreduce_default.txt": ("hgx-h100-nvls", 2, None),
-    "h100_1node_allreduce_nvls_nccl-tests290.txt": ("hgx-h100-nvls", 1, None),
-    "gcp-a3mega_h100_2node_tcpxo_8x200g_allreduce.txt": ("gcp-a3-mega", 2, "Simple,LL128"),
-    "oci-bm.gpu4.8_a100-40g_2node_roce16x100g_allreduce.txt": ("oci-a100-roce", 2, None),
-    "oci-bm.gpu.b4.8_a100-40g_2node_roce_nccl2.29.3_allreduce.txt": ("oci-a100-roce", 2, None),
-    "oci-gb200-nvl72_32trays-128gpu_nccl2.29.2_allreduce.txt": ("gb200-nvl72", 32, None),
+    "hgx-h100_2node_ib400_nccl2.26.2_allreduce_default.txt": ("hgx-h100-nvls", 2, None, None),
+    "h100_1node_allreduce_nvls_nccl-tests290.txt": ("hgx-h100-nvls", 1, None, None),
+    "gcp-a3mega_h100_2node_tcpxo_8x200g_allreduce.txt": ("gcp-a3-mega", 2, "Simple,LL128", "Tree"),
+    "oci-bm.gpu4.8_a100-40g_2node_roce16x100g_allreduce.txt": ("oci-a100-roce", 2, None, None),
+    "oci-bm.gpu.b4.8_a100-40g_2node_roce_nccl2.29.3_allreduce.txt": ("oci-a100-roce", 2, None, None),
+    "oci-gb200-nvl72_32trays-128gpu_nccl2.29.2_allreduce.txt": ("gb200-nvl72", 32, None, "Ring"),
 }
 REGIMES = (("< 1 MiB", 0, 2**20), ("1-256 MiB", 2**20, 2**28), (">= 256 MiB", 2**28, float("inf")))
 
@@ -80,15 +85,17 @@ def des_time(hardware: str, nodes: int, op: str, size: int, nccl_algo=None, nccl
     return run_collective(scenario).time_s, "/".join(PAIR_OF[scenario.algorithm])
 
 
-def compare(path: str | Path, hardware: str, nodes: int, nccl_proto: str | None = None, stride: int = 1) -> list[Point]:
-    """Measured, DES and NCCL-model times at every ``stride``-th size of one log."""
+def compare(path: str | Path, hardware: str, nodes: int, nccl_proto: str | None = None, stride: int = 1,
+            nccl_algo: str | None = None) -> list[Point]:  # fmt: skip
+    """Measured, DES and NCCL-model times at every ``stride``-th size of one log (NCCL_PROTO /
+    NCCL_ALGO as the run had them)."""
     from sim.hardware.nccl_model import predict
 
     op, rows = read_log(path)
     points = []
     for size, measured in rows[::stride]:
-        des, pick = des_time(hardware, nodes, op, size, None, nccl_proto)
-        model = predict(hardware, nodes, op, size, None, nccl_proto).time_s
+        des, pick = des_time(hardware, nodes, op, size, nccl_algo, nccl_proto)
+        model = predict(hardware, nodes, op, size, nccl_algo, nccl_proto).time_s
         points.append(Point(Path(path).name, op, size, measured, des, model, pick))
     return points
 
@@ -108,7 +115,7 @@ def regime_stats(points: list[Point]) -> list[tuple[str, int, float, float, floa
 
 def fit(logs: list[tuple], hardware: str, names: list[str], stride: int = 1) -> dict:
     """Bounded least squares of ``names`` (constants) on ``logs`` ([(path, nodes, NCCL_PROTO
-    or None)]), robust (soft L1 on log time ratios, scale 0.1: a noisy point cannot pull it)."""
+    or None[, NCCL_ALGO or None])]), robust (soft L1 on log time ratios, scale 0.1: a noisy point cannot pull it)."""
     import numpy as np
     from scipy.optimize import least_squares
 
@@ -118,9 +125,9 @@ def fit(logs: list[tuple], hardware: str, names: list[str], stride: int = 1) -> 
     if unknown:
         raise CollsimError(f"--fit: unknown constant(s) {', '.join(unknown)}; allowed: {', '.join(CONSTANTS)}")
     data = []
-    for path, nodes, proto in logs:
+    for path, nodes, proto, *algo in logs:
         op, rows = read_log(path)
-        data += [(nodes, op, size, measured, proto) for size, measured in rows[::stride]]
+        data += [(nodes, op, size, measured, proto, algo[0] if algo else None) for size, measured in rows[::stride]]
     if len(data) <= len(names):
         raise CollsimError(f"hardware fit: {len(data)} points for {len(names)} constants; give more logs or sizes")
     start = effective(load_preset(hardware))
@@ -131,7 +138,7 @@ def fit(logs: list[tuple], hardware: str, names: list[str], stride: int = 1) -> 
     def residuals(x) -> list[float]:
         TRIAL[hardware] = dict(zip(names, map(float, x)))
         try:
-            return [math.log(des_time(hardware, nodes, op, size, None, proto)[0] / measured) for nodes, op, size, measured, proto in data]
+            return [math.log(des_time(hardware, nodes, op, size, algo, proto)[0] / measured) for nodes, op, size, measured, proto, algo in data]
         finally:
             TRIAL.pop(hardware, None)
 
@@ -160,7 +167,7 @@ def log_nodes(path: str | Path, gpus_per_node: int) -> int:
     return max(1, count // gpus_per_node)
 
 
-def fitted_block(result: dict, logs, nodes: list[int], nccl_proto: str | None) -> dict:
+def fitted_block(result: dict, logs, nodes: list[int], nccl_proto: str | None, nccl_algo: str | None = None) -> dict:
     """The ``fitted:`` block of a preset: provenance (logs, date, command) and the constants."""
     import datetime
 
@@ -169,6 +176,7 @@ def fitted_block(result: dict, logs, nodes: list[int], nccl_proto: str | None) -
         "date": datetime.date.today().isoformat(),
         "method": "collsim hardware fit: scipy least_squares (trf, soft_l1 on log time ratios), 95 % intervals from the Jacobian",
         "nccl_proto": nccl_proto,
+        **({"nccl_algo": nccl_algo} if nccl_algo else {}),
         "points": result["points"],
         "rms_log_error": result["rms_log_error"],
         "constants": result["constants"],

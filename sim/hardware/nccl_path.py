@@ -197,13 +197,18 @@ def ring(net: Network, rank: int, call: Call, phases: tuple, protocol: str = "Si
 # -- tree ------------------------------------------------------------------------------------
 def channel_tree(ranks: int, gpus_per_node: int, rank: int, channel: int) -> tuple[int, list[int]]:
     """(parent, children) of ``rank`` in channel ``channel``'s tree, as NCCL builds it: a chain
-    through each node's GPUs from local GPU ``channel`` (the node's head, on that NIC rail), and
-    NCCL's double binary tree over the nodes' heads (tree ``channel % 2``)."""
+    through each node's GPUs from local GPU ``channel // 2`` (the node's head, on that NIC rail),
+    and NCCL's double binary tree over the nodes' heads, tree ``channel % 2``. Channels 2k and
+    2k + 1 are NCCL's graph channel k and its duplicate k + nChannels: connect.cc connectTrees
+    (v2.27.7-1 lines 147-162) gives the duplicate the same chain and NIC and the mirrored tree,
+    so every rail carries one channel of each tree and a node's NICs are evenly loaded (with
+    ``channel % gpus`` heads, channels k and k + gpus shared a rail and a tree: on 8 x dgx-h100
+    the tree ran at 215 GB/s busbw, now 315; NCCL's model 278)."""
     from sim.algorithms.dbtree import double_tree
 
     gpus = gpus_per_node if gpus_per_node and ranks % gpus_per_node == 0 else ranks
     nodes = ranks // gpus
-    order = [(channel + i) % gpus for i in range(gpus)]
+    order = [(channel // 2 + i) % gpus for i in range(gpus)]
     node, local = divmod(rank, gpus)
     position = order.index(local)
     if position:

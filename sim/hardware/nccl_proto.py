@@ -66,8 +66,9 @@ class Chunking:
         return max(1, NCCL_STEPS // self.slice_steps)
 
 
-def chunking(algorithm: str, protocol: str, nbytes: int, channels: int, nodes: int, ranks: int) -> Chunking:
-    """calcCollChunking's chunk and slice for ``algorithm``/``protocol`` (data bytes)."""
+def chunking(algorithm: str, protocol: str, nbytes: int, channels: int, nodes: int, ranks: int, heads: int = 1) -> Chunking:
+    """calcCollChunking's chunk and slice for ``algorithm``/``protocol`` (data bytes); ``heads``:
+    NVLS's heads a channel (``nvls.nHeads``), for the NVLS/NVLSTree cuts."""
     proto = BY_NAME[protocol]
     ring_simple = algorithm == "Ring" and protocol == "Simple"
     chunk_steps = NCCL_STEPS // 2 if ring_simple else 1
@@ -78,7 +79,7 @@ def chunking(algorithm: str, protocol: str, nbytes: int, channels: int, nodes: i
     elif protocol == "LL128":
         chunk = chunk // 16 * 15  # (chunkSize / NCCL_LL128_LINEELEMS) * NCCL_LL128_DATAELEMS
     if algorithm in ("NVLS", "NVLSTree"):
-        chunk = _nvls_chunk(algorithm, nbytes, channels, nodes)
+        chunk = _nvls_chunk(algorithm, nbytes, channels * heads, nodes)
     elif algorithm == "Tree" and protocol == "LL128":
         ppn = ranks / nodes
         steps = 1 + max(nodes.bit_length() - 1, 0) + 0.1 * ppn
@@ -90,8 +91,9 @@ def chunking(algorithm: str, protocol: str, nbytes: int, channels: int, nodes: i
     return Chunking(chunk, max(slice_bytes, 1), slice_steps)
 
 
-def _nvls_chunk(algorithm: str, nbytes: int, channels: int, nodes: int) -> int:
-    ops = channels  # concurrentOps = nChannels x nvls.nHeads; one head per channel here
+def _nvls_chunk(algorithm: str, nbytes: int, ops: int, nodes: int) -> int:
+    """enqueue.cc:2003-2027 (v2.27.7-1): ``ops`` = concurrentOps = nChannels x nvls.nHeads, the
+    heads being the NVLS graph's distinct head GPUs (connect.cc:73-86, 254), 8 on an H100 node."""
     chunk = NVLS_CHUNK
     if algorithm == "NVLSTree":
         if nodes >= 4:

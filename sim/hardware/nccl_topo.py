@@ -8,7 +8,9 @@ differences for NCCL's data path:
 - link latencies are NCCL's per-hop ``hwLat`` (tuning.cc) for the run's algorithm and protocol,
   times the fitted latency scale: NVLink/PCIe inside a node, NET between nodes;
 - a GPU reaches the node's switch and its NIC through a hub of its own (NVLink and PCIe are
-  separate wires, so no shared port between them), and where channels are collapsed
+  separate wires, so no shared port between them); the GPU-to-hub link carries the GPU's
+  protocol rate on rings (:func:`protocol_cap_GBps`: what the SMs driving the channels can
+  move in LL or LL128, NCCL's llMaxBws / perChMaxRingLL128Bws tables), and where channels are collapsed
   (nccl_path's docstring) every link carries the simulated channels' share.
 """
 
@@ -16,15 +18,28 @@ from __future__ import annotations
 
 import networkx as nx
 
-from sim.hardware.nccl_model import ALGORITHMS, BASE_LAT, HW_LAT, NET, NVLINK, PCI, comm_channels
+from sim.hardware.nccl_model import (
+    ALGORITHMS,
+    BASE_LAT,
+    HW_LAT,
+    LL_MAX_BWS,
+    NET,
+    NVLINK,
+    PCI,
+    PER_CH_MAX_RING_LL128_BWS,
+    PER_CH_MAX_TREE_BWS,
+    PER_CH_MAX_TREE_LL128_BWS,
+    comm_channels,
+)  # fmt: skip
 from sim.hardware.nccl_path import MAX_TREE_PIECES, PAIR_OF, PathParams, channel_ring, channel_tree
-from sim.hardware.nccl_proto import PROTOCOLS, channels_used
+from sim.hardware.nccl_proto import BY_NAME, PROTOCOLS, channels_used
 from sim.hardware.presets import effective, load_preset
 from sim.network.topology import Topology
 
 _FREE = 1e18  # the GPU-to-hub link: no constraint
 COLLAPSE = True  # run copies of channels once (tests switch it off to compare)
 FIRST = 0  # the first channel run when collapsed (tests run each one alone)
+TREE_CAPPED = ("LL128",)  # the tree caps the DES applies (docs/nccl-model.md: LL and Simple are not)
 
 
 def hop_latencies_s(preset, algorithm: str, protocol: str) -> tuple[float, float, float]:
@@ -38,6 +53,31 @@ def hop_latencies_s(preset, algorithm: str, protocol: str) -> tuple[float, float
     inter = HW_LAT[NET][net_algo][p]
     start = BASE_LAT[a][p] * eff.latency_scale + eff.base_latency_us
     return intra * eff.latency_scale * 1e-6, inter * eff.latency_scale * 1e-6, start * 1e-6
+
+
+def protocol_cap_GBps(preset, algorithm: str, protocol: str, op: str, nodes: int) -> float | None:
+    """The most a GPU's channels move in ``protocol`` (data GB/s out of the GPU = busbw for a
+    ring and for a tree's chain), or None where NCCL sets no cap: NCCL v2.27.7-1
+    tuning.cc:165-190 (tables) and 279-283 (use): Ring/LL and Tree/LL llMaxBws; Ring/LL128
+    nChannels x perChMaxRingLL128Bws; Tree/LL128 nChannels x perChMaxTreeLL128Bws; Tree/Simple
+    (all_reduce) nChannels x perChMaxTreeBws (nChannels: the graph's), whatever number of
+    channels the call runs on, as NCCL's model. Of the tree's caps only LL128's is applied
+    (:data:`TREE_CAPPED`): the DES's tree moves each chunk hop by hop, so a cap on every hop
+    charges small calls at every level (Tree/LL at 64-128 KiB ran 18-37 % slow on the 2-node
+    logs), and the Simple one binds before the NICs do (2 x dgx-h100, 1 GiB: 282 against NCCL's
+    model's 306 GB/s busbw)."""
+    system = preset.nccl
+    if system is None or algorithm not in ("Ring", "Tree") or (algorithm, protocol) == ("Ring", "Simple"):
+        return None
+    if algorithm == "Tree" and (protocol not in TREE_CAPPED or op != "all_reduce"):
+        return None
+    cc = 3 if system.compute_capability >= 100 else 2 if system.compute_capability >= 90 else 1 if system.compute_capability >= 80 else 0
+    index2 = nodes - 1 if nodes <= 2 else 2
+    if protocol == "LL":
+        return LL_MAX_BWS[cc if nodes == 1 else (1 if system.cpu_vendor == "amd" else 0)][index2]
+    graph = system.graph("ring" if algorithm == "Ring" else "tree", nodes)
+    table = {"Ring": PER_CH_MAX_RING_LL128_BWS, "Tree": PER_CH_MAX_TREE_LL128_BWS if protocol == "LL128" else PER_CH_MAX_TREE_BWS}
+    return graph.n_channels * table[algorithm][cc][index2]
 
 
 def path_params(scenario, preset) -> PathParams:
@@ -115,17 +155,28 @@ def topology(scenario) -> Topology:
     intra_bw = (s.intra_bandwidth_Bps or s.bandwidth_Bps) * eff.intra_efficiency
     nics = max(preset.nics_per_node * gpus // preset.gpus_per_node, 1)  # a domain's NICs
     nic_bw = s.bandwidth_Bps * eff.inter_efficiency * max(1.0, nics / gpus)
+    cap = protocol_cap_GBps(preset, p.algorithm, p.protocol, s.op, nodes)
+    gpu_rate = cap * 1e9 / BY_NAME[p.protocol].data_per_wire if cap else _FREE  # wire bytes/s
+    # A tree's GPU sends to its parent and its children at once, over NVLink and its NIC (NCCL's
+    # tree kernel gives each its own warps); fifo sharing holds every link of a route while a
+    # message passes, so a GPU-to-hub link would hold its NVLink sends while a NIC message passes
+    # at the NIC's rate (half the tree's rate on two nodes). Trees therefore reach the switch and
+    # their own NIC directly, with a port per link (``ports_per_link``, read by the engine); where
+    # GPUs share a NIC the hub stays (a route must not cross a shared NIC).
+    direct = p.algorithm == "Tree" and (nodes == 1 or nics >= gpus)
     graph = nx.Graph()
     graph.add_nodes_from(range(s.ranks))
     for node in range(nodes):
         for local in range(gpus):
-            rank, hub = node * gpus + local, f"hub{node}.{local}"
-            graph.add_edge(rank, hub, latency=0.0, bandwidth=_FREE)
+            rank = node * gpus + local
+            hub = rank if direct else f"hub{node}.{local}"
+            if not direct:
+                graph.add_edge(rank, hub, latency=0.0, bandwidth=gpu_rate)
             if gpus > 1:
-                graph.add_edge(hub, f"node{node}", latency=intra_lat / 2, bandwidth=intra_bw)
+                graph.add_edge(hub, f"node{node}", latency=intra_lat / 2, bandwidth=min(intra_bw, gpu_rate) if direct else intra_bw)
             if nodes > 1:
                 nic = f"nic{node}.{local * min(nics, gpus) // gpus}"
-                graph.add_edge(hub, nic, latency=0.0, bandwidth=nic_bw)
+                graph.add_edge(hub, nic, latency=0.0, bandwidth=min(nic_bw, gpu_rate) if direct else nic_bw)
         if nodes > 1:
             for nic in range(min(nics, gpus)):
                 graph.add_edge(f"nic{node}.{nic}", "core", latency=inter_lat / 2, bandwidth=nic_bw)
@@ -134,6 +185,7 @@ def topology(scenario) -> Topology:
         _partition(built, p, gpus)
     object.__setattr__(built, "nccl", p)  # frozen dataclass; read by nccl_path.params
     object.__setattr__(built, "streams_per_tag", True)  # the engines: one connection per slot tag
+    object.__setattr__(built, "ports_per_link", direct)  # the engines: no single send/receive port
     return built
 
 

@@ -155,7 +155,11 @@ class Network:
         self.compute_table = RecordTable(COMPUTE_COLUMNS, (0,), max_events)
 
     def _port_resources(self, first: int) -> dict[int, int]:
-        """Ranks with several links get a send and a receive port (single-port model)."""
+        """Ranks with several links get a send and a receive port (single-port model), unless
+        the topology says each of a rank's links is a port of its own (``ports_per_link``: NCCL's
+        tree on sim.hardware.nccl_topo, whose GPUs send over NVLink and their NIC at once)."""
+        if getattr(self.topology, "ports_per_link", False):
+            return {}
         graph = self.topology.graph
         multi = [rank for rank in range(self.topology.ranks) if graph.degree(rank) > 1]
         return {rank: first + 2 * i for i, rank in enumerate(multi)}

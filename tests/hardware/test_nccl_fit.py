@@ -118,3 +118,48 @@ def test_hardware_fit_writes_a_preset_with_its_fitted_block(tmp_path):
     assert "effective constants" in shown.output and "base_latency_us" in shown.output
     bad = CliRunner().invoke(hardware, ["fit", str(log), "--hardware", "dgx-h100", "--nodes", "2,2"])
     assert isinstance(bad.exception, CollsimError) and "one count per log" in str(bad.exception)
+
+
+@pytest.mark.slow
+def test_the_gb200_log_is_run_as_the_ring_its_numbers_show():
+    """CALIBRATION runs each log with the NCCL_ALGO it had: the OCI GB200 log as Ring (183 us at
+    8 B is 2 x 127 NVLink LL hops; 683 GB/s at 32 GiB is the ring graph's 16 x 45.1 x 0.95).
+    NCCL's model's own pick there, NVLSTree, was 3.5x too fast at 8 B (+247 %)."""
+    from pathlib import Path
+
+    from sim.hardware.nccl_fit import CALIBRATION
+
+    name = "oci-gb200-nvl72_32trays-128gpu_nccl2.29.2_allreduce.txt"
+    log = Path(__file__).resolve().parents[3] / "shared" / "data" / "nccl-tests" / name
+    if not log.exists():
+        pytest.skip("calibration logs not present")
+    preset, nodes, proto, algo = CALIBRATION[name]
+    assert algo == "Ring"
+    first, *_, last = compare(log, preset, nodes, proto, stride=32, nccl_algo=algo)
+    assert first.pick == "Ring/LL" and last.pick == "Ring/Simple"
+    assert abs(first.des_error) < 0.15 and abs(last.des_error) < 0.15
+    default = compare(log, preset, nodes, proto, stride=64)[0]
+    assert default.pick.startswith("NVLS") and default.des_error > 1.0
+
+
+@pytest.mark.slow
+def test_hardware_fit_runs_the_logs_algorithm(tmp_path):
+    """--nccl-algo: the fit runs the DES on the algorithm the run had (NCCL_ALGO), and the block
+    records it; a log made by Ring + 40 us gives back 40 us only when fitted as Ring."""
+    import yaml
+    from click.testing import CliRunner
+
+    from sim.hardware.cli import hardware
+
+    sizes = [2**k for k in range(10, 16, 2)]
+    log = tmp_path / "ring_run.txt"
+    _write_log(log, [(size, des_time("dgx-h100", 2, "all_reduce", size, "Ring")[0] + 40e-6) for size in sizes])
+    out = tmp_path / "fitted.yaml"
+    args = ["fit", str(log), "--hardware", "dgx-h100", "--nodes", "2", "--fit", "base_latency_us", "-o", str(out)]
+    result = CliRunner().invoke(hardware, [*args, "--nccl-algo", "Ring"])
+    assert result.exit_code == 0, result.output
+    preset = parse_preset(yaml.safe_load(out.read_text()), "fitted")
+    assert preset.fitted["nccl_algo"] == "Ring" and "--nccl-algo Ring" in preset.fitted["command"]
+    assert effective(preset).base_latency_us == pytest.approx(40.0, abs=0.5)
+    CliRunner().invoke(hardware, args)  # NCCL's own pick at these sizes: Tree/LL
+    assert abs(effective(parse_preset(yaml.safe_load(out.read_text()), "fitted")).base_latency_us - 40.0) > 2

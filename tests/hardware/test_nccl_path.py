@@ -133,3 +133,20 @@ def test_nvls_switch_rate_bounds_a_large_all_reduce():
     rate = preset.intra_bandwidth_Bps * effective(preset).nvls_efficiency
     time = run_collective(scenario).time_s
     assert (1 << 30) / rate < time < 1.1 * (1 << 30) / rate  # reduce and multicast overlap
+
+
+@pytest.mark.parametrize(
+    "algorithm, size, nodes, expected",
+    [
+        ("NVLSTree", 32 << 20, 2, 65536),  # 32 MiB < 4 x (16 x 8) x 128 KiB = 64 MiB
+        ("NVLSTree", 64 << 20, 2, 131072),
+        ("NVLSTree", 4 << 20, 2, 32768),  # 4 MiB < 1 x 128 x 64 KiB = 8 MiB
+        ("NVLS", 512 << 20, 1, 65536),  # 512 MiB < 64 x 128 x 128 KiB = 1 GiB
+    ],
+)
+def test_nvls_chunks_count_every_head_of_every_channel(algorithm, size, nodes, expected):
+    """enqueue.cc calcCollChunking cuts NVLS chunks by concurrentOps = nChannels x nvls.nHeads
+    (16 channels x 8 heads on an H100 node), not by the channels alone: 8x larger thresholds,
+    so mid sizes move in smaller chunks (fewer bytes in NCCL_STEPS slots per round trip)."""
+    assert chunking(algorithm, "Simple", size, 16, nodes, 8 * nodes, heads=8).chunk_bytes == expected
+    assert chunking(algorithm, "Simple", size, 16, nodes, 8 * nodes).chunk_bytes >= expected  # one head: never smaller
