@@ -93,6 +93,12 @@ def _ended(end: _End) -> None:
         flow.net._finish(flow)
 
 
+# one callbacks list per kind, shared by every event of that kind: _fire only reads it
+_END_CALLBACKS = [_ended]
+_JOIN_CALLBACKS = [_joined]
+_LATE_JOIN_CALLBACKS = [_joined_late]
+
+
 def _flow(delivery: Event, message: tuple, stream: int, resources: tuple[int, ...], start: float, inverse_bandwidth: float) -> Flow:
     flow = _new(Flow)
     flow.done = False
@@ -305,7 +311,7 @@ class FairNetwork(Network):
                 self._unlone(other)
         flow.updated = flow.start
         flow.remaining = float(flow.nbytes)
-        flow.callbacks = [_joined]
+        flow.callbacks = _JOIN_CALLBACKS
         if latency > 0:
             self._deliver_at(join, flow)  # _joined runs then
         else:
@@ -333,13 +339,13 @@ class FairNetwork(Network):
             flow.updated = flow.start
             join = _new(_Join)
             join.env = self.env
-            join.callbacks = [_joined_late]
+            join.callbacks = _LATE_JOIN_CALLBACKS
             join.flow = flow
             self._deliver_at(flow.join, join)
 
     def _schedule_end(self, flow: Flow, time: float) -> None:
         end = _new(_End)
-        end.callbacks = [_ended]
+        end.callbacks = _END_CALLBACKS
         end.flow = flow
         end.version = flow.version
         instant = self._instants.get(time)
@@ -408,12 +414,17 @@ class FairNetwork(Network):
 
     def _component(self, seeds) -> dict[Flow, None]:
         """Every flow that shares a resource, directly or through other flows, with ``seeds``
-        (an ordered set: the order depends on the run only, not on memory addresses)."""
+        (an ordered set: the order depends on the run only, not on memory addresses). Each
+        resource's flows are read once, however many of the component's flows cross it."""
         active = self._active
         seen = dict.fromkeys(seeds)
         stack = list(seen)
+        read: set[int] = set()
         while stack:
             for index in stack.pop().resources:
+                if index in read:
+                    continue
+                read.add(index)
                 for other in active[index]:
                     if other not in seen:
                         seen[other] = None
@@ -438,7 +449,7 @@ class FairNetwork(Network):
             flow.version = version = flow.version + 1
             if rate > 0:  # _schedule_end, inlined
                 end = _new(_End)
-                end.callbacks = [_ended]
+                end.callbacks = _END_CALLBACKS
                 end.flow = flow
                 end.version = version
                 time = now + flow.remaining / rate
@@ -452,9 +463,10 @@ class FairNetwork(Network):
         bandwidth, the bandwidth of its slowest link, which is one of those resources).
 
         The most constrained resource (smallest capacity left per unfrozen flow; the first such in
-        the order the flows list their resources) freezes its flows at that share, and so on."""
+        the order the flows list their resources) freezes its flows at that share, and so on.
+        When the first bottleneck holds every flow (one shared link, the usual contention), that
+        one step is the answer."""
         capacity, active = self._capacity, self._active
-        left: dict[int, float] = {}
         users: dict[int, int] = {}
         for flow in flows:
             for index in flow.resources:
@@ -462,15 +474,23 @@ class FairNetwork(Network):
                     users[index] += 1
                 else:
                     users[index] = 1
-                    left[index] = capacity[index]
+        keys = list(users)
+        ratios = [capacity[index] / users[index] for index in keys]
+        bottleneck = keys[ratios.index(min(ratios))]  # the first smallest, as min(key=...) picks
+        share = capacity[bottleneck] / users[bottleneck]
+        if share <= 0.0:  # as max(0.0, share)
+            share = 0.0
+        crossing = active[bottleneck]
+        if len(crossing) == len(flows):  # every flow crosses it: all frozen at once
+            return {flow: (flow.peak if flow.peak < share else share) for flow in crossing}
+        return self._fill(flows, users, bottleneck, share)
+
+    def _fill(self, flows: dict[Flow, None], users: dict[int, int], bottleneck: int, share: float) -> dict[Flow, float]:
+        """The rest of progressive filling, from its first bottleneck and share."""
+        capacity, active = self._capacity, self._active
+        left = {index: capacity[index] for index in users}
         rates: dict[Flow, float] = {}
-        while users:
-            keys = list(users)
-            ratios = [left[index] / users[index] for index in keys]
-            bottleneck = keys[ratios.index(min(ratios))]  # the first smallest, as min(key=...) picks
-            share = left[bottleneck] / users[bottleneck]
-            if share <= 0.0:  # as max(0.0, share)
-                share = 0.0
+        while True:
             for flow in active[bottleneck]:
                 if flow in rates:
                     continue
@@ -485,4 +505,11 @@ class FairNetwork(Network):
                     else:
                         del users[index]
             users.pop(bottleneck, None)
-        return rates
+            if not users:
+                return rates
+            keys = list(users)
+            ratios = [left[index] / users[index] for index in keys]
+            bottleneck = keys[ratios.index(min(ratios))]
+            share = left[bottleneck] / users[bottleneck]
+            if share <= 0.0:
+                share = 0.0
