@@ -140,13 +140,7 @@ class FairNetwork(Network):
         streams = self._streams
         current = streams.get(stream, _FREE)
         if current is not _FREE and (current.__class__ is not tuple or current[1].callbacks is not None):
-            # the stream is busy: go behind its current message
-            if current.__class__ is deque:
-                current.append((event, src, dst, nbytes, step, chunk, tag))
-            else:
-                streams[stream] = deque([(event, src, dst, nbytes, step, chunk, tag)])
-                if current is not None:  # a lean flow: its delivery starts the next message
-                    self._hook(current[1], stream)
+            self._enqueue(stream, current, (event, src, dst, nbytes, step, chunk, tag))
             return
         resources, latency, inverse_bandwidth = self._routes.get(src * self._nodes + dst) or self.route(src, dst)
         alone = False  # no flow on the route: none sharing it, none about to join, no lone one moving
@@ -179,9 +173,25 @@ class FairNetwork(Network):
                     table.flush()
                     self._purge()
                 return
-        streams[stream] = None
+        self._start_flow(event, (src, dst, nbytes, step, chunk), stream, (resources, latency, inverse_bandwidth), alone)
+
+    def _enqueue(self, stream: int, current: Any, message: tuple) -> None:
+        """The stream is busy: the message goes behind its current one."""
+        if current.__class__ is deque:
+            current.append(message)
+        else:
+            self._streams[stream] = deque([message])
+            if current is not None:  # a lean flow: its delivery starts the next message
+                self._hook(current[1], stream)
+
+    def _start_flow(self, event: Event, message: tuple, stream: int, route: tuple, alone: bool) -> None:
+        """A message that is a Flow from its start: one that may meet others, a lone one with
+        jitter (its latency drawn now), or an empty one (it arrives when the latency has passed)."""
+        self._streams[stream] = None
+        resources, latency, inverse_bandwidth = route
+        nbytes = message[2]
         now = self.env._now
-        flow = _flow(event, (src, dst, nbytes, step, chunk), stream, resources, now, inverse_bandwidth)
+        flow = _flow(event, message, stream, resources, now, inverse_bandwidth)
         peak = flow.peak
         if self.jitter_s:
             latency += self._draw_jitter()
