@@ -48,7 +48,8 @@ _FREE = object()  # no message on a stream
 class Flow(Event):
     """One message's transfer. A lone flow (``fast``) is its own end event; an ordinary flow is,
     as an event, its join: it fires when the route's latency has passed and the flow then takes
-    part in the bandwidth sharing. ``version`` stales scheduled ends on a rate change."""
+    part in the bandwidth sharing. ``version`` counts its rate changes; ``scheduled`` is its
+    current end event, silenced (no callbacks) when a rate change schedules another."""
 
     # a lone flow sets slots only (no instance dict to allocate); an ordinary flow's solver state
     # (and env, net) go to the instance dict, with these class defaults until set
@@ -56,6 +57,7 @@ class Flow(Event):
     _ok = True
     _value = None
     version = 0
+    scheduled = None
     row_index = None  # a former lean flow's record, written when it started: amended at its end
     rate = 0.0
     remaining = 0.0
@@ -63,9 +65,10 @@ class Flow(Event):
 
 
 class _End(Event):
-    """The scheduled end of a flow at its current rate; stale once the flow's rate changes."""
+    """The scheduled end of a flow at its current rate; silenced once the flow's rate changes
+    (it keeps its place in its instant and fires with no callback: no call per stale end)."""
 
-    __slots__ = ("flow", "version")
+    __slots__ = ("flow",)
     _ok = True
     _value = None
 
@@ -89,12 +92,13 @@ def _joined_late(join: _Join) -> None:
 
 def _ended(end: _End) -> None:
     flow = end.flow
-    if end.version == flow.version and not flow.done:
+    if not flow.done:
         flow.net._finish(flow)
 
 
 # one callbacks list per kind, shared by every event of that kind: _fire only reads it
 _END_CALLBACKS = [_ended]
+_SILENT: list = []  # a stale end's: _fire calls nothing
 _JOIN_CALLBACKS = [_joined]
 _LATE_JOIN_CALLBACKS = [_joined_late]
 
@@ -357,7 +361,7 @@ class FairNetwork(Network):
         end = _new(_End)
         end.callbacks = _END_CALLBACKS
         end.flow = flow
-        end.version = flow.version
+        flow.scheduled = end
         instant = self._instants.get(time)
         if instant is None:
             instant = self._open_instant(time)
@@ -429,12 +433,12 @@ class FairNetwork(Network):
         active = self._active
         seen = dict.fromkeys(seeds)
         stack = list(seen)
-        read: set[int] = set()
+        read: dict[int, None] = {}  # a dict: storing into it is no call, unlike set.add
         while stack:
             for index in stack.pop().resources:
                 if index in read:
                     continue
-                read.add(index)
+                read[index] = None
                 for other in active[index]:
                     if other not in seen:
                         seen[other] = None
@@ -456,12 +460,15 @@ class FairNetwork(Network):
             if old and abs(rate - old) <= 1e-12 * old:
                 continue  # same rate: its scheduled end stands
             flow.rate = rate
-            flow.version = version = flow.version + 1
+            flow.version += 1
+            stale = flow.scheduled
+            if stale is not None:
+                stale.callbacks = _SILENT
+                flow.scheduled = None
             if rate > 0:  # _schedule_end, inlined
-                end = _new(_End)
+                flow.scheduled = end = _new(_End)
                 end.callbacks = _END_CALLBACKS
                 end.flow = flow
-                end.version = version
                 time = now + flow.remaining / rate
                 instant = instants.get(time)
                 if instant is None:
@@ -478,7 +485,9 @@ class FairNetwork(Network):
         one step is the answer."""
         capacity, active = self._capacity, self._active
         users: dict[int, int] = {}
+        count = 0
         for flow in flows:
+            count += 1
             for index in flow.resources:
                 if index in users:
                     users[index] += 1
@@ -490,10 +499,13 @@ class FairNetwork(Network):
         share = capacity[bottleneck] / users[bottleneck]
         if share <= 0.0:  # as max(0.0, share)
             share = 0.0
-        crossing = active[bottleneck]
-        if len(crossing) == len(flows):  # every flow crosses it: all frozen at once
-            return {flow: (flow.peak if flow.peak < share else share) for flow in crossing}
-        return self._fill(flows, users, bottleneck, share)
+        if users[bottleneck] != count:
+            return self._fill(flows, users, bottleneck, share)
+        rates: dict[Flow, float] = {}  # every flow crosses it: all frozen at once
+        for flow in active[bottleneck]:
+            peak = flow.peak
+            rates[flow] = peak if peak < share else share
+        return rates
 
     def _fill(self, flows: dict[Flow, None], users: dict[int, int], bottleneck: int, share: float) -> dict[Flow, float]:
         """The rest of progressive filling, from its first bottleneck and share."""
