@@ -447,18 +447,21 @@ class FairNetwork(Network):
 
     def _reallocate(self, flows: dict[Flow, None], now: float) -> None:
         """Progress every flow to ``now`` at its old rate, then give the component its max-min
-        fair rates; flows whose rate changed get a new scheduled end."""
-        for flow in flows:
-            rate = flow.rate
-            if rate:
-                remaining = flow.remaining - rate * (now - flow.updated)
-                flow.remaining = remaining if remaining > 0.0 else 0.0
-            flow.updated = now
+        fair rates; flows whose rate changed get a new scheduled end. (The solver reads no
+        flow's progress, so each flow is progressed as its new rate is set: one loop.)"""
         instants = self._instants
+        last_time = instant = None  # a component's ends often fall at one time: one look-up
         for flow, rate in self._max_min(flows).items():
             old = flow.rate
-            if old and abs(rate - old) <= 1e-12 * old:
-                continue  # same rate: its scheduled end stands
+            if old:
+                remaining = flow.remaining - old * (now - flow.updated)
+                flow.remaining = remaining if remaining > 0.0 else 0.0
+                flow.updated = now
+                tolerance = 1e-12 * old
+                if -tolerance <= rate - old <= tolerance:
+                    continue  # same rate: its scheduled end stands
+            else:
+                flow.updated = now
             flow.rate = rate
             flow.version += 1
             stale = flow.scheduled
@@ -470,9 +473,11 @@ class FairNetwork(Network):
                 end.callbacks = _END_CALLBACKS
                 end.flow = flow
                 time = now + flow.remaining / rate
-                instant = instants.get(time)
-                if instant is None:
-                    instant = self._open_instant(time)
+                if time != last_time:
+                    last_time = time
+                    instant = instants.get(time)
+                    if instant is None:
+                        instant = self._open_instant(time)
                 instant.events.append(end)
 
     def _max_min(self, flows: dict[Flow, None]) -> dict[Flow, float]:
