@@ -19,7 +19,7 @@ import numpy as np
 from sim.algorithms.registry import algorithms_for, ops
 from sim.collective import explore, narrative
 from sim.collective.analytic import busbw_factor
-from sim.collective.results import CollectiveResult, link_name
+from sim.collective.results import CollectiveResult
 from sim.collective.runner import build_topology, start_collective
 from sim.errors import CollsimError
 from sim.network.layout import node_positions
@@ -431,7 +431,7 @@ def player_data(
     if result is None or scenario.ranks > PLAYER_MAX_RANKS or result.truncated or not result.messages:
         return None
     steps: dict[int, list] = {}
-    net = result.network
+    ends = result.links["src"], result.links["dst"]
     table = message_array(result)
     # times to a millionth of the run (captions show 4 digits): half the JSON the browser stores and resends
     decimals = 6 - math.floor(math.log10(float(table[:, 3].max()) or 1.0))
@@ -441,7 +441,7 @@ def player_data(
         steps.setdefault(step, []).append([src, dst, start, end, nbytes, chunk])
     routes = {}
     for src, dst in {(row[0], row[1]) for row in columns}:
-        routes[(src, dst)] = [[str(a), str(b)] for a, b in (net.links[i] for i in net.route(src, dst)[0] if i < len(net.links))]
+        routes[(src, dst)] = [[ends[0][i], ends[1][i]] for i in result.routes[(src, dst)]]
     ordered = sorted(steps)
     if frames is not None and len(frames) != len(ordered) + 1:
         frames = None  # steps that do not line up with the frames: show messages only
@@ -521,7 +521,7 @@ def message_array(result: CollectiveResult) -> np.ndarray:
 def rank_intervals(result: CollectiveResult) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every send (on its sender) and reduction (on its rank), whole run: rank, start, end."""
     sends = message_array(result)
-    computes = np.array(list(result.network.computes), dtype=float).reshape(-1, 6)
+    computes = np.array(list(result.computes), dtype=float).reshape(-1, 6)
     ranks = np.concatenate([sends[:, 0], computes[:, 0]]).astype(int)
     return ranks, np.concatenate([sends[:, 2], computes[:, 1]]), np.concatenate([sends[:, 3], computes[:, 2]])
 
@@ -529,7 +529,6 @@ def rank_intervals(result: CollectiveResult) -> tuple[np.ndarray, np.ndarray, np
 def link_intervals(result: CollectiveResult) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
     """Every recorded message on every directed link it crossed, whole run: (link names,
     link index per crossing, start, end) as arrays, for utilisation heatmaps at any size."""
-    net = result.network
     messages = result.messages
     if not messages:
         return [], np.zeros(0, int), np.zeros(0), np.zeros(0)
@@ -540,34 +539,23 @@ def link_intervals(result: CollectiveResult) -> tuple[list[str], np.ndarray, np.
     for src, dst, start, end, *_ in messages:
         route = links.get((src, dst))
         if route is None:
-            route = links[(src, dst)] = [i for i in net.route(src, dst)[0] if i < len(net.links)]
+            route = links[(src, dst)] = list(result.routes[(src, dst)])
         for link in route:
             index_of.append(link)
             starts.append(start)
             ends.append(end)
-    names = [link_name(link) for link in net.links]
+    names = [str(name) for name in result.links["name"]]
     return names, np.array(index_of, dtype=int), np.array(starts), np.array(ends)
 
 
 def link_events(result: CollectiveResult, limit: int) -> list[dict[str, Any]]:
     """One row per (message, directed link it crossed): link, start, end, bytes, step, chunk."""
-    net = result.network
+    names = result.links["name"]
     rows: list[dict[str, Any]] = []
     for src, dst, start, end, nbytes, step, chunk in result.messages:
-        for index in net.route(src, dst)[0]:
-            if index < len(net.links):
-                rows.append(
-                    {
-                        "link": link_name(net.links[index]),
-                        "src": src,
-                        "dst": dst,
-                        "start_s": start,
-                        "end_s": end,
-                        "bytes": nbytes,
-                        "step": step,
-                        "chunk": chunk,
-                    }
-                )
-                if len(rows) >= limit:
-                    return rows
+        for index in result.routes[(src, dst)]:
+            rows.append({"link": str(names[index]), "src": src, "dst": dst, "start_s": start, "end_s": end, "bytes": nbytes, "step": step, "chunk": chunk})
+            if len(rows) >= limit:
+                return rows
+    return rows
     return rows
