@@ -3,6 +3,7 @@
     python bench/sharing_speed.py               # 5 interleaved rounds
     python bench/sharing_speed.py --rounds 9 --json out.json
     python bench/sharing_speed.py --in-process --rounds 9   # old vs fifo alternated in one process
+    python bench/sharing_speed.py --calls --contended-256   # Python calls per message (cProfile), once each
 
 Each round runs every configuration once, each in a fresh subprocess, in the same order, so
 ratios compare numbers taken under the same load. Configurations:
@@ -137,13 +138,37 @@ def in_process(rounds: int) -> None:
         print(f"rate {name} / old: median {statistics.median(values):.2f} (min {min(values):.2f}, max {max(values):.2f})")
 
 
+def calls_per_message(contended_256: bool) -> None:
+    """Function calls (Python and C, as cProfile counts them) per simulated message, once per
+    configuration of today's engine, in this process: the measure of the common path's work."""
+    import cProfile
+    import pstats
+
+    from sim.collective.runner import run_collective
+    from sim.scenario import CollectiveScenario
+
+    print(f"{time.strftime('%Y-%m-%d %H:%M')} cProfile of run_collective, calls per message")
+    for name, config in scenarios(contended_256).items():
+        if config["engine"] != "new":
+            continue
+        scenario = CollectiveScenario.from_dict(config["scenario"])
+        profile = cProfile.Profile()
+        result = profile.runcall(run_collective, scenario)
+        calls = pstats.Stats(profile).total_calls
+        print(f"{name:<20} {result.message_count:>9} messages {calls / result.message_count:>8.1f} calls/message")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--in-process", action="store_true", help="alternate old and fifo in this process instead")
     parser.add_argument("--json", default=None, help="write the raw runs here")
     parser.add_argument("--contended-256", action="store_true", help="add the 256-rank contended case (slow under fair)")
+    parser.add_argument("--calls", action="store_true", help="print calls per message (cProfile) instead of timing")
     args = parser.parse_args()
+    if args.calls:
+        calls_per_message(args.contended_256)
+        return
     if args.in_process:
         in_process(args.rounds)
         return

@@ -48,7 +48,8 @@ _FREE = object()  # no message on a stream
 class Flow(Event):
     """One message's transfer. A lone flow (``fast``) is its own end event; an ordinary flow is,
     as an event, its join: it fires when the route's latency has passed and the flow then takes
-    part in the bandwidth sharing. ``version`` stales scheduled ends on a rate change."""
+    part in the bandwidth sharing. ``version`` counts its rate changes; ``scheduled`` is its
+    current end event, silenced (no callbacks) when a rate change schedules another."""
 
     # a lone flow sets slots only (no instance dict to allocate); an ordinary flow's solver state
     # (and env, net) go to the instance dict, with these class defaults until set
@@ -56,6 +57,7 @@ class Flow(Event):
     _ok = True
     _value = None
     version = 0
+    scheduled = None
     row_index = None  # a former lean flow's record, written when it started: amended at its end
     rate = 0.0
     remaining = 0.0
@@ -63,9 +65,10 @@ class Flow(Event):
 
 
 class _End(Event):
-    """The scheduled end of a flow at its current rate; stale once the flow's rate changes."""
+    """The scheduled end of a flow at its current rate; silenced once the flow's rate changes
+    (it keeps its place in its instant and fires with no callback: no call per stale end)."""
 
-    __slots__ = ("flow", "version")
+    __slots__ = ("flow",)
     _ok = True
     _value = None
 
@@ -89,8 +92,15 @@ def _joined_late(join: _Join) -> None:
 
 def _ended(end: _End) -> None:
     flow = end.flow
-    if end.version == flow.version and not flow.done:
+    if not flow.done:
         flow.net._finish(flow)
+
+
+# one callbacks list per kind, shared by every event of that kind: _fire only reads it
+_END_CALLBACKS = [_ended]
+_SILENT: list = []  # a stale end's: _fire calls nothing
+_JOIN_CALLBACKS = [_joined]
+_LATE_JOIN_CALLBACKS = [_joined_late]
 
 
 def _flow(delivery: Event, message: tuple, stream: int, resources: tuple[int, ...], start: float, inverse_bandwidth: float) -> Flow:
@@ -134,13 +144,7 @@ class FairNetwork(Network):
         streams = self._streams
         current = streams.get(stream, _FREE)
         if current is not _FREE and (current.__class__ is not tuple or current[1].callbacks is not None):
-            # the stream is busy: go behind its current message
-            if current.__class__ is deque:
-                current.append((event, src, dst, nbytes, step, chunk, tag))
-            else:
-                streams[stream] = deque([(event, src, dst, nbytes, step, chunk, tag)])
-                if current is not None:  # a lean flow: its delivery starts the next message
-                    self._hook(current[1], stream)
+            self._enqueue(stream, current, (event, src, dst, nbytes, step, chunk, tag))
             return
         resources, latency, inverse_bandwidth = self._routes.get(src * self._nodes + dst) or self.route(src, dst)
         alone = False  # no flow on the route: none sharing it, none about to join, no lone one moving
@@ -173,9 +177,25 @@ class FairNetwork(Network):
                     table.flush()
                     self._purge()
                 return
-        streams[stream] = None
+        self._start_flow(event, (src, dst, nbytes, step, chunk), stream, (resources, latency, inverse_bandwidth), alone)
+
+    def _enqueue(self, stream: int, current: Any, message: tuple) -> None:
+        """The stream is busy: the message goes behind its current one."""
+        if current.__class__ is deque:
+            current.append(message)
+        else:
+            self._streams[stream] = deque([message])
+            if current is not None:  # a lean flow: its delivery starts the next message
+                self._hook(current[1], stream)
+
+    def _start_flow(self, event: Event, message: tuple, stream: int, route: tuple, alone: bool) -> None:
+        """A message that is a Flow from its start: one that may meet others, a lone one with
+        jitter (its latency drawn now), or an empty one (it arrives when the latency has passed)."""
+        self._streams[stream] = None
+        resources, latency, inverse_bandwidth = route
+        nbytes = message[2]
         now = self.env._now
-        flow = _flow(event, (src, dst, nbytes, step, chunk), stream, resources, now, inverse_bandwidth)
+        flow = _flow(event, message, stream, resources, now, inverse_bandwidth)
         peak = flow.peak
         if self.jitter_s:
             latency += self._draw_jitter()
@@ -305,7 +325,7 @@ class FairNetwork(Network):
                 self._unlone(other)
         flow.updated = flow.start
         flow.remaining = float(flow.nbytes)
-        flow.callbacks = [_joined]
+        flow.callbacks = _JOIN_CALLBACKS
         if latency > 0:
             self._deliver_at(join, flow)  # _joined runs then
         else:
@@ -333,15 +353,15 @@ class FairNetwork(Network):
             flow.updated = flow.start
             join = _new(_Join)
             join.env = self.env
-            join.callbacks = [_joined_late]
+            join.callbacks = _LATE_JOIN_CALLBACKS
             join.flow = flow
             self._deliver_at(flow.join, join)
 
     def _schedule_end(self, flow: Flow, time: float) -> None:
         end = _new(_End)
-        end.callbacks = [_ended]
+        end.callbacks = _END_CALLBACKS
         end.flow = flow
-        end.version = flow.version
+        flow.scheduled = end
         instant = self._instants.get(time)
         if instant is None:
             instant = self._open_instant(time)
@@ -408,12 +428,17 @@ class FairNetwork(Network):
 
     def _component(self, seeds) -> dict[Flow, None]:
         """Every flow that shares a resource, directly or through other flows, with ``seeds``
-        (an ordered set: the order depends on the run only, not on memory addresses)."""
+        (an ordered set: the order depends on the run only, not on memory addresses). Each
+        resource's flows are read once, however many of the component's flows cross it."""
         active = self._active
         seen = dict.fromkeys(seeds)
         stack = list(seen)
+        read: dict[int, None] = {}  # a dict: storing into it is no call, unlike set.add
         while stack:
             for index in stack.pop().resources:
+                if index in read:
+                    continue
+                read[index] = None
                 for other in active[index]:
                     if other not in seen:
                         seen[other] = None
@@ -422,29 +447,37 @@ class FairNetwork(Network):
 
     def _reallocate(self, flows: dict[Flow, None], now: float) -> None:
         """Progress every flow to ``now`` at its old rate, then give the component its max-min
-        fair rates; flows whose rate changed get a new scheduled end."""
-        for flow in flows:
-            rate = flow.rate
-            if rate:
-                remaining = flow.remaining - rate * (now - flow.updated)
-                flow.remaining = remaining if remaining > 0.0 else 0.0
-            flow.updated = now
+        fair rates; flows whose rate changed get a new scheduled end. (The solver reads no
+        flow's progress, so each flow is progressed as its new rate is set: one loop.)"""
         instants = self._instants
+        last_time = instant = None  # a component's ends often fall at one time: one look-up
         for flow, rate in self._max_min(flows).items():
             old = flow.rate
-            if old and abs(rate - old) <= 1e-12 * old:
-                continue  # same rate: its scheduled end stands
+            if old:
+                remaining = flow.remaining - old * (now - flow.updated)
+                flow.remaining = remaining if remaining > 0.0 else 0.0
+                flow.updated = now
+                tolerance = 1e-12 * old
+                if -tolerance <= rate - old <= tolerance:
+                    continue  # same rate: its scheduled end stands
+            else:
+                flow.updated = now
             flow.rate = rate
-            flow.version = version = flow.version + 1
+            flow.version += 1
+            stale = flow.scheduled
+            if stale is not None:
+                stale.callbacks = _SILENT
+                flow.scheduled = None
             if rate > 0:  # _schedule_end, inlined
-                end = _new(_End)
-                end.callbacks = [_ended]
+                flow.scheduled = end = _new(_End)
+                end.callbacks = _END_CALLBACKS
                 end.flow = flow
-                end.version = version
                 time = now + flow.remaining / rate
-                instant = instants.get(time)
-                if instant is None:
-                    instant = self._open_instant(time)
+                if time != last_time:
+                    last_time = time
+                    instant = instants.get(time)
+                    if instant is None:
+                        instant = self._open_instant(time)
                 instant.events.append(end)
 
     def _max_min(self, flows: dict[Flow, None]) -> dict[Flow, float]:
@@ -452,25 +485,39 @@ class FairNetwork(Network):
         bandwidth, the bandwidth of its slowest link, which is one of those resources).
 
         The most constrained resource (smallest capacity left per unfrozen flow; the first such in
-        the order the flows list their resources) freezes its flows at that share, and so on."""
+        the order the flows list their resources) freezes its flows at that share, and so on.
+        When the first bottleneck holds every flow (one shared link, the usual contention), that
+        one step is the answer."""
         capacity, active = self._capacity, self._active
-        left: dict[int, float] = {}
         users: dict[int, int] = {}
+        count = 0
         for flow in flows:
+            count += 1
             for index in flow.resources:
                 if index in users:
                     users[index] += 1
                 else:
                     users[index] = 1
-                    left[index] = capacity[index]
+        keys = list(users)
+        ratios = [capacity[index] / users[index] for index in keys]
+        bottleneck = keys[ratios.index(min(ratios))]  # the first smallest, as min(key=...) picks
+        share = capacity[bottleneck] / users[bottleneck]
+        if share <= 0.0:  # as max(0.0, share)
+            share = 0.0
+        if users[bottleneck] != count:
+            return self._fill(flows, users, bottleneck, share)
+        rates: dict[Flow, float] = {}  # every flow crosses it: all frozen at once
+        for flow in active[bottleneck]:
+            peak = flow.peak
+            rates[flow] = peak if peak < share else share
+        return rates
+
+    def _fill(self, flows: dict[Flow, None], users: dict[int, int], bottleneck: int, share: float) -> dict[Flow, float]:
+        """The rest of progressive filling, from its first bottleneck and share."""
+        capacity, active = self._capacity, self._active
+        left = {index: capacity[index] for index in users}
         rates: dict[Flow, float] = {}
-        while users:
-            keys = list(users)
-            ratios = [left[index] / users[index] for index in keys]
-            bottleneck = keys[ratios.index(min(ratios))]  # the first smallest, as min(key=...) picks
-            share = left[bottleneck] / users[bottleneck]
-            if share <= 0.0:  # as max(0.0, share)
-                share = 0.0
+        while True:
             for flow in active[bottleneck]:
                 if flow in rates:
                     continue
@@ -485,4 +532,11 @@ class FairNetwork(Network):
                     else:
                         del users[index]
             users.pop(bottleneck, None)
-        return rates
+            if not users:
+                return rates
+            keys = list(users)
+            ratios = [left[index] / users[index] for index in keys]
+            bottleneck = keys[ratios.index(min(ratios))]
+            share = left[bottleneck] / users[bottleneck]
+            if share <= 0.0:
+                share = 0.0
