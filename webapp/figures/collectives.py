@@ -11,6 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from sim.collective import explore
+from sim.collective.narrative import tree_moves
 from sim.units import format_size, format_time
 from webapp.figures.common import (
     COMPONENT_COLORS,
@@ -190,7 +191,12 @@ def _at(player: dict[str, Any], position: int) -> tuple[int | None, list]:
 
 def topology_figure(player: dict[str, Any], position: int) -> go.Figure:
     """The topology with the messages of the step at slider ``position`` drawn as arrows from
-    sender to receiver, the links they cross highlighted and busy ranks outlined."""
+    sender to receiver, the links they cross highlighted and busy ranks outlined; with chunks,
+    each chunk's arrow beside the others (its own colour, its label apart); beside it the
+    algorithm's logical layout (its trees, or hierarchical's node grid) with this step's edges.
+    Above the drawable size, :func:`aggregate_figure`."""
+    if player.get("aggregate"):
+        return aggregate_figure(player, position)
     layout = player["layout"]
     step, messages = _at(player, position)
     where = {node["id"]: (node["x"], node["y"]) for node in layout["nodes"]}
@@ -212,14 +218,165 @@ def topology_figure(player: dict[str, Any], position: int) -> go.Figure:
     )  # fmt: skip
     label = len(ranks) <= 32
     figure.add_trace(_rank_markers(ranks, busy, label))
-    figure.update_layout(annotations=[_arrow(where, src, dst, 13 if label else 7) for src, dst, *_ in messages[:256]])
+    shown = messages[:256]
+    offsets = _chunk_offsets(shown, player.get("chunks", 1))
+    annotations = [_arrow(where, m[0], m[1], 13 if label else 7, offset, _chunk_colour(m, player)) for m, offset in zip(shown, offsets)]
     if messages:
         hubs = [(n["x"], n["y"]) for n in others]
-        figure.add_trace(_arrow_labels(messages[:256], where, label_text=len(messages) <= 32, avoid=hubs))
+        figure.add_trace(_arrow_labels(shown, where, label_text=len(messages) <= 32, avoid=hubs, offsets=offsets))
+    logical = player.get("logical")
+    if logical:
+        annotations += _logical_panel(figure, logical, messages, busy)
+    figure.update_layout(annotations=annotations)
     figure.update_xaxes(visible=False, scaleanchor="y", scaleratio=1)
     figure.update_yaxes(visible=False)
+    if logical:
+        figure.update_layout(xaxis={"domain": [0, 0.5]}, xaxis2={"domain": [0.54, 1], "visible": False},
+                             yaxis2={"anchor": "x2", "visible": False, "domain": [0, 1]})  # fmt: skip
     figure.update_layout(margin={"l": 10, "r": 10, "t": 48, "b": 10}, meta={"step": step, "in_flight": len(messages)})
     return figure
+
+
+CHUNK_COLOURS = (FLIGHT_COLOR, "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
+CHUNK_SPREAD = 0.09  # how far apart (unit-circle units) the arrows of a pair's chunks run
+
+
+def _chunk_colour(message: list, player: dict[str, Any]) -> str:
+    chunk = message[5]
+    return CHUNK_COLOURS[chunk % len(CHUNK_COLOURS)] if player.get("chunks", 1) > 1 and chunk >= 0 else FLIGHT_COLOR
+
+
+def _chunk_offsets(messages: list, chunks: int) -> list[float]:
+    """Each message's sideways place among the chunks its (sender, receiver) pair carries in
+    the step: 0 when the pair carries one chunk, else spread evenly around 0 (chunk 0 on one
+    side, chunk 1 on the other), so two chunks on one chord are two arrows, not one. (Slices
+    of one chunk, as NCCL's, share their chunk's arrow.)"""
+    pairs: dict[tuple[int, int], set[int]] = {}
+    for message in messages:
+        pairs.setdefault((message[0], message[1]), set()).add(message[5])
+    offsets = []
+    for message in messages:
+        carried = sorted(pairs[(message[0], message[1])])
+        offsets.append(carried.index(message[5]) - (len(carried) - 1) / 2 if len(carried) > 1 else 0.0)
+    return offsets
+
+
+def _shifted(x0: float, y0: float, x1: float, y1: float, offset: float) -> tuple[float, float, float, float]:
+    """The chord moved sideways by ``offset`` spreads (perpendicular to it)."""
+    length = math.hypot(x1 - x0, y1 - y0) or 1.0
+    dx, dy = -(y1 - y0) / length * offset * CHUNK_SPREAD, (x1 - x0) / length * offset * CHUNK_SPREAD
+    return x0 + dx, y0 + dy, x1 + dx, y1 + dy
+
+
+def _logical_panel(figure: go.Figure, logical: dict[str, Any], messages: list, busy: set) -> list[dict[str, Any]]:
+    """The logical layout on the figure's second axes: each tree (root on top, its edges grey)
+    or the node grid, ranks numbered, this step's messages as arrows on it; returns the arrows
+    and panel titles (annotations)."""
+    points: list[tuple[int, float, float]] = []  # (rank, x, y) of every drawn rank
+    annotations: list[dict[str, Any]] = []
+    edges_x: list[float | None] = []
+    edges_y: list[float | None] = []
+    pairs = [(m[0], m[1]) for m in messages]
+    if logical["kind"] == "trees":
+        panels = logical["panels"]
+        moves = tree_moves([panel["parents"] for panel in panels], pairs)
+        for index, panel in enumerate(panels):
+            top = -1.35 * index
+            spots = {rank: (x, top + y) for rank, (x, y) in enumerate(panel["positions"])}
+            for rank, parent in enumerate(panel["parents"]):
+                if parent >= 0:
+                    edges_x += [spots[rank][0], spots[parent][0], None]
+                    edges_y += [spots[rank][1], spots[parent][1], None]
+            points += [(rank, x, y) for rank, (x, y) in spots.items()]
+            annotations.append(_panel_title(f"logical: {panel['title']} (root {panel['root']} on top)", 0.5, top + 1.2))
+            for (src, dst), (tree, _) in zip(pairs, moves):
+                if tree == index:
+                    annotations.append(_logical_arrow(spots[src], spots[dst]))
+    else:
+        spots = {rank: (x, y) for rank, (x, y) in enumerate(logical["positions"])}
+        points = [(rank, x, y) for rank, (x, y) in spots.items()]
+        nodes = logical["nodes"]
+        for column, ranks in enumerate(nodes):
+            annotations.append(_panel_title(f"node {column}", spots[ranks[0]][0], 1.15))
+        annotations.append(_panel_title("logical: a column per node, a row per local index", 0.5, 1.32))
+        annotations += [_logical_arrow(spots[src], spots[dst], curve=True) for src, dst in pairs if src in spots and dst in spots]
+    figure.add_trace(
+        go.Scatter(x=edges_x, y=edges_y, mode="lines", line={"color": "#ccc", "width": 1}, xaxis="x2", yaxis="y2",
+                   hoverinfo="skip", showlegend=False, name="logical edges")
+    )  # fmt: skip
+    figure.add_trace(
+        go.Scatter(
+            x=[x for _, x, _ in points], y=[y for _, _, y in points], mode="markers+text", xaxis="x2", yaxis="y2",
+            marker={"size": 18, "color": RANK_COLOR, "line": {"width": [3 if r in busy else 1 for r, _, _ in points],
+                    "color": [FLIGHT_COLOR if r in busy else "white" for r, _, _ in points]}},
+            text=[str(r) for r, _, _ in points], textfont={"color": "white", "size": 10}, hovertext=[f"rank {r}" for r, _, _ in points],
+            hoverinfo="text", showlegend=False, name="logical ranks",
+        )
+    )  # fmt: skip
+    return annotations
+
+
+def _panel_title(text: str, x: float, y: float) -> dict[str, Any]:
+    return {"text": text, "x": x, "y": y, "xref": "x2", "yref": "y2", "showarrow": False, "font": {"size": 11, "color": "#444"}}
+
+
+def _logical_arrow(a: tuple[float, float], b: tuple[float, float], curve: bool = False) -> dict[str, Any]:
+    """An arrow on the logical layout (x2/y2 axes)."""
+    return {
+        "x": b[0], "y": b[1], "ax": a[0], "ay": a[1], "xref": "x2", "yref": "y2", "axref": "x2", "ayref": "y2",
+        "showarrow": True, "arrowhead": 3, "arrowsize": 1, "arrowwidth": 2, "arrowcolor": FLIGHT_COLOR,
+        "standoff": 9, "startstandoff": 9, "opacity": 0.75, "text": "",
+    }  # fmt: skip
+
+
+def aggregate_figure(player: dict[str, Any], position: int) -> go.Figure:
+    """The player above the drawable size: groups of ranks (one per node, or a sample of ranks
+    with the rest summarised) on a circle, each drawn as large as its share of the ranks; per
+    step an arrow per (sending group, receiving group) labelled with its messages and bytes,
+    and a group's own traffic (inside a node, or among the summarised ranks) written under it."""
+    groups = player["layout"]["groups"]
+    step, messages = _at(player, position)
+    title = f"{player['ranks']} ranks in {len(groups)} groups: " + (step_title(player, position) if step is not None else "before the first message")
+    figure = base_figure(title, 440)
+    inside = {m[0]: m for m in messages if m[0] == m[1]}
+    busy = {m[0] for m in messages} | {m[1] for m in messages}
+    largest = max(group["size"] for group in groups)
+    figure.add_trace(
+        go.Scatter(
+            x=[g["x"] for g in groups], y=[g["y"] for g in groups], mode="markers+text", textposition="top center",
+            marker={"size": [16 + 22 * math.sqrt(g["size"] / largest) for g in groups], "color": RANK_COLOR,
+                    "line": {"width": [4 if i in busy else 1 for i in range(len(groups))],
+                             "color": [FLIGHT_COLOR if i in busy else "white" for i in range(len(groups))]}},
+            text=[g["name"] for g in groups], textfont={"size": 11}, hoverinfo="text", showlegend=False, name="groups",
+            hovertext=[f"{g['name']}: {g['size']} ranks" + (f"<br>inside: {_many(inside[i])}" if i in inside else "") for i, g in enumerate(groups)],
+        )
+    )  # fmt: skip
+    between = [m for m in messages if m[0] != m[1]]
+    where = {str(i): (g["x"], g["y"]) for i, g in enumerate(groups)}
+    offsets = [0.5 if any(o[0] == m[1] and o[1] == m[0] for o in between) else 0.0 for m in between]  # a pair both ways: side by side
+    arrows = [_arrow(where, m[0], m[1], 20, offset) for m, offset in zip(between, offsets)]
+    loops = [
+        {"x": groups[i]["x"], "y": groups[i]["y"], "xref": "x", "yref": "y", "yshift": -30, "showarrow": False,
+         "text": f"↻ {_many(m)} inside", "font": {"size": 10, "color": "#8b0000"}}
+        for i, m in inside.items()
+    ]  # fmt: skip
+    if between:
+        labels = [[m[0], m[1], m[2], m[3], m[4], -1, _many(m, bytes_too=False)] for m in between]
+        figure.add_trace(_arrow_labels(labels, where, label_text=len(between) <= 24, offsets=offsets, names=[g["name"] for g in groups]))
+    figure.update_layout(annotations=arrows + loops)
+    figure.update_xaxes(visible=False, scaleanchor="y", scaleratio=1, range=[-1.6, 1.6])
+    figure.update_yaxes(visible=False, range=[-1.45, 1.45])
+    figure.update_layout(
+        margin={"l": 10, "r": 10, "t": 48, "b": 10},
+        meta={"step": step, "groups": len(groups), "in_flight": sum(m[5] for m in messages), "aggregate": True},
+    )
+    return figure
+
+
+def _many(row: list, bytes_too: bool = True) -> str:
+    """An aggregate row's messages (and bytes): "12 messages, 96 MiB"."""
+    count = f"{row[5]:,} message{'s' if row[5] != 1 else ''}"
+    return f"{count}, {format_size(row[4])}" if bytes_too else count
 
 
 def _links(edges: list, where: dict[str, tuple[float, float]], busy_links: set, highlighted: bool) -> go.Scatter:
@@ -250,12 +407,16 @@ def _rank_markers(ranks: list[dict[str, Any]], busy: set, label: bool) -> go.Sca
     )  # fmt: skip
 
 
-def _arrow(where: dict[str, tuple[float, float]], src: int, dst: int, standoff: int) -> dict[str, Any]:
-    """An arrow annotation from sender to receiver, stopping short of both markers."""
+def _arrow(
+    where: dict[str, tuple[float, float]], src: int, dst: int, standoff: int, offset: float = 0.0, colour: str = FLIGHT_COLOR
+) -> dict[str, Any]:
+    """An arrow annotation from sender to receiver, stopping short of both markers; moved
+    sideways by ``offset`` spreads (a pair's chunks side by side)."""
+    x0, y0, x1, y1 = _shifted(*where[str(src)], *where[str(dst)], offset)
     return {
-        "x": where[str(dst)][0], "y": where[str(dst)][1], "ax": where[str(src)][0], "ay": where[str(src)][1],
+        "x": x1, "y": y1, "ax": x0, "ay": y0,
         "xref": "x", "yref": "y", "axref": "x", "ayref": "y", "showarrow": True, "arrowhead": 3, "arrowsize": 1.2,
-        "arrowwidth": 2, "arrowcolor": FLIGHT_COLOR, "standoff": standoff, "startstandoff": standoff, "opacity": 0.8, "text": "",
+        "arrowwidth": 2, "arrowcolor": colour, "standoff": standoff, "startstandoff": standoff, "opacity": 0.8, "text": "",
     }  # fmt: skip
 
 
@@ -263,33 +424,50 @@ LABEL_AT = 0.55  # where on an arrow its label sits (from the sender)
 LABEL_NEAR_HUB = 0.28  # ... when that point would sit on a switch (sender and receiver opposite)
 
 
-def _label_point(x0: float, y0: float, x1: float, y1: float, avoid: Sequence[tuple[float, float]]) -> tuple[float, float]:
+LABEL_SLIDE = 0.2  # how far along its arrow each further chunk's label moves (labels apart on any chord)
+
+
+def _label_point(
+    x0: float, y0: float, x1: float, y1: float, avoid: Sequence[tuple[float, float]], offset: float = 0.0
+) -> tuple[float, float]:
     """Where an arrow's label goes: a bit past the middle, or nearer the sender when the middle
-    lies on a switch (its label is there, and every chord between opposite ranks crosses it)."""
+    lies on a switch (its label is there, and every chord between opposite ranks crosses it);
+    a chunk's label (``offset`` spreads sideways) also slides along its arrow, so labels of one
+    chord's chunks sit apart whichever way the chord runs."""
+    x0, y0, x1, y1 = _shifted(x0, y0, x1, y1, offset)
     length = math.hypot(x1 - x0, y1 - y0) or 1.0
-    x, y = x0 + LABEL_AT * (x1 - x0), y0 + LABEL_AT * (y1 - y0)
+    at = LABEL_AT + LABEL_SLIDE * offset
+    x, y = x0 + at * (x1 - x0), y0 + at * (y1 - y0)
     if any(math.hypot(x - hx, y - hy) < 0.2 * length for hx, hy in avoid):
-        x, y = x0 + LABEL_NEAR_HUB * (x1 - x0), y0 + LABEL_NEAR_HUB * (y1 - y0)
+        at = LABEL_NEAR_HUB + LABEL_SLIDE * offset
+        x, y = x0 + at * (x1 - x0), y0 + at * (y1 - y0)
     return x, y
 
 
 def _arrow_labels(
-    messages: list, where: dict[str, tuple[float, float]], label_text: bool, avoid: Sequence[tuple[float, float]] = ()
+    messages: list,
+    where: dict[str, tuple[float, float]],
+    label_text: bool,
+    avoid: Sequence[tuple[float, float]] = (),
+    offsets: Sequence[float] = (),
+    names: Sequence[str] = (),
 ) -> go.Scatter:
-    """What each arrow carries, written on the arrow (cells and bytes), with a hover; off the
-    switches in ``avoid``."""
+    """What each arrow carries, written on the arrow (cells and bytes; a chunk's number and
+    start when the pair carries several), with a hover; off the switches in ``avoid``."""
     xs, ys, texts, hovers = [], [], [], []
-    for message in messages:
+    for index, message in enumerate(messages):
         src, dst, start, end, nbytes, chunk = message[:6]
         cells = message[6] if len(message) > 6 else ""
         (x0, y0), (x1, y1) = where[str(src)], where[str(dst)]
-        x, y = _label_point(x0, y0, x1, y1, avoid)
+        offset = offsets[index] if index < len(offsets) else 0.0
+        x, y = _label_point(x0, y0, x1, y1, avoid, offset)
         xs.append(x)
         ys.append(y)
-        texts.append(f"{cells} · {format_size(nbytes)}" if cells else format_size(nbytes))
+        text = f"{cells} · {format_size(nbytes)}" if cells else format_size(nbytes)
+        texts.append(f"chunk {chunk} at {format_time(start)}: {text}" if offset and chunk >= 0 else text)
         part = f", chunk {chunk}" if chunk >= 0 else ""
         hovers.append(
-            f"rank {src} → rank {dst}<br>carries {cells or 'data'}: {format_size(nbytes)}{part}"
+            f"{names[src] if names else f'rank {src}'} → {names[dst] if names else f'rank {dst}'}<br>carries {cells or 'data'}: {format_size(nbytes)}{part}"
             f"<br>{format_time(start)} → {format_time(end)}"
         )
     return go.Scatter(

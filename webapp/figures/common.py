@@ -156,23 +156,28 @@ def gantt_figure(
         width_px = max(2.0, min(14.0, 0.7 * (height - 90) / len(lanes)))
         traces += _segment_traces(table, lane_numbers, row_kinds, bins, (low, high), width_px, unit)
     traces.append(_colour_bar(low, high, color_by))
-    yaxis = _lane_axis(lane_texts, raster=len(rows) > SEGMENT_BARS)
+    meta = {"bars": len(rows), "lanes": len(lanes), "kinds": sorted(set(row_kinds.tolist())), "time_factor": factor}
+    layout = _timeline_layout(title, height, _lane_axis(lane_texts, raster=len(rows) > SEGMENT_BARS), unit, cut_note, meta)
+    return go.Figure(data=traces, layout=layout, _validate=False)
+
+
+def _timeline_layout(title: str, height: int, yaxis: dict[str, Any], unit: str, cut_note: str, meta: dict[str, Any]) -> dict[str, Any]:
+    """A timeline's layout: lanes down, time across, what was left out written top right."""
     annotations = []
     if cut_note:
         annotations.append(
             {"text": cut_note, "x": 1, "y": 1.06, "xref": "paper", "yref": "paper", "showarrow": False, "xanchor": "right", "font": {"size": 11, "color": "#a00"}}
         )  # fmt: skip
-    layout = figure_layout(
+    return figure_layout(
         title,
         height,
         yaxis=yaxis,
         xaxis={"title": {"text": f"time ({unit})"}, "rangemode": "tozero"},
         showlegend=False,
         hovermode="closest",
-        meta={"bars": len(rows), "lanes": len(lanes), "kinds": sorted(set(row_kinds.tolist())), "time_factor": factor},
+        meta=meta,
         annotations=annotations,
     )
-    return go.Figure(data=traces, layout=layout, _validate=False)
 
 
 def player_step_numbers(steps: np.ndarray) -> np.ndarray:
@@ -425,6 +430,9 @@ def utilisation_figure(
     return figure
 
 
+RASTER_MAX_LANES = 256  # up to here a rank timeline too busy for bars is drawn as a step-coloured image
+
+
 def rank_timeline(
     result_events: Callable[[], list],
     ranks: np.ndarray,
@@ -432,16 +440,38 @@ def rank_timeline(
     ends: np.ndarray,
     color_by: str = "step",
     rank_count: int | None = None,
+    values: np.ndarray | None = None,
 ) -> go.Figure:
-    """Per-rank timeline: bars while drawable (``result_events()`` builds them), else the whole
+    """Per-rank timeline: bars while drawable (``result_events()`` builds them); above that, up
+    to ``RASTER_MAX_LANES`` ranks, the bars as an image coloured by ``values`` (each interval's
+    step or chunk, so the steps stay readable where every rank is always busy); else the whole
     run as utilisation (sends and reductions in flight per rank) with each rank's busy fraction.
     ``rank_count``: every rank gets a lane, also one that only receives."""
     count = rank_count or (int(ranks.max()) + 1 if len(ranks) else 0)
     if len(starts) <= SEGMENT_BARS:
         return rank_gantt(result_events(), color_by, ranks=count)
+    if values is not None and max(count, int(ranks.max()) + 1) <= RASTER_MAX_LANES:
+        return interval_raster(ranks, starts, ends, values, max(count, int(ranks.max()) + 1), color_by)
     names = [f"rank {r}" for r in range(max(count, int(ranks.max()) + 1))]
     title = f"Per-rank activity, whole run ({len(starts):,} sends and reductions; too many to draw one by one)"
     return utilisation_figure(names, ranks, starts, ends, title, "operations in flight", keep_idle=True)
+
+
+def interval_raster(lanes: np.ndarray, starts: np.ndarray, ends: np.ndarray, values: np.ndarray, count: int, color_by: str) -> go.Figure:
+    """Per-rank timeline of many intervals as an image (:func:`_raster`): rank x time bin, each
+    bin coloured by the step (or chunk) of the last interval covering it."""
+    factor, unit = time_unit(float(ends.max()))
+    table = np.zeros((len(starts), 7))
+    table[:, 5], table[:, 6] = starts * factor, ends * factor
+    if color_by == "step":
+        values = player_step_numbers(values)
+    low, high = float(values.min()), float(values.max())
+    names = [f"rank {r}" for r in range(count)]
+    traces = [_raster(table, lanes, names, values, low, high, color_by, unit), _colour_bar(low, high, color_by)]
+    title = f"Per-rank timeline (colour: {color_by}; {len(starts):,} sends and reductions in {RASTER_BINS} time bins)"
+    meta = {"bars": len(starts), "lanes": count, "kinds": ["reduce", "send"], "time_factor": factor, "raster": True}
+    layout = _timeline_layout(title, max(260, min(900, 90 + 9 * count)), _lane_axis(names, raster=True), unit, "", meta)
+    return go.Figure(data=traces, layout=layout, _validate=False)
 
 
 def link_timeline(
