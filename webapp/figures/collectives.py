@@ -221,10 +221,12 @@ def topology_figure(player: dict[str, Any], position: int) -> go.Figure:
     shown = messages[:256]
     offsets = _chunk_offsets(shown, player.get("chunks", 1))
     annotations = [_arrow(where, m[0], m[1], 13 if label else 7, offset, _chunk_colour(m, player)) for m, offset in zip(shown, offsets)]
-    if messages:
-        hubs = [(n["x"], n["y"]) for n in others]
-        figure.add_trace(_arrow_labels(shown, where, label_text=len(messages) <= 32, avoid=hubs, offsets=offsets))
+    hubs = [(n["x"], n["y"]) for n in others]
     logical = player.get("logical")
+    if messages:  # beside a logical panel the drawing is half as wide: words for a few arrows only
+        chords = len({(m[0], m[1]) for m in messages})
+        figure.add_trace(_arrow_labels(shown, where, label_text=chords <= (8 if logical else 32), avoid=hubs, offsets=offsets,
+                                       short=bool(logical)))  # fmt: skip
     if logical:
         annotations += _logical_panel(figure, logical, messages, busy)
     figure.update_layout(annotations=annotations)
@@ -247,17 +249,18 @@ def _chunk_colour(message: list, player: dict[str, Any]) -> str:
 
 
 def _chunk_offsets(messages: list, chunks: int) -> list[float]:
-    """Each message's sideways place among the chunks its (sender, receiver) pair carries in
-    the step: 0 when the pair carries one chunk, else spread evenly around 0 (chunk 0 on one
-    side, chunk 1 on the other), so two chunks on one chord are two arrows, not one. (Slices
-    of one chunk, as NCCL's, share their chunk's arrow.)"""
-    pairs: dict[tuple[int, int], set[int]] = {}
+    """Each message's sideways place on its chord: 0 when the chord carries one (sender, chunk)
+    in the step, else spread evenly around 0 in the chord's own frame (both directions and
+    each chunk an arrow of its own: two chunks on one chord are two arrows, not one; slices
+    of one chunk, as NCCL's, share their chunk's arrow)."""
+    chords: dict[tuple[int, int], set[tuple[int, int]]] = {}
     for message in messages:
-        pairs.setdefault((message[0], message[1]), set()).add(message[5])
+        chords.setdefault((min(message[:2]), max(message[:2])), set()).add((message[0], message[5]))
     offsets = []
     for message in messages:
-        carried = sorted(pairs[(message[0], message[1])])
-        offsets.append(carried.index(message[5]) - (len(carried) - 1) / 2 if len(carried) > 1 else 0.0)
+        carried = sorted(chords[(min(message[:2]), max(message[:2]))])
+        place = carried.index((message[0], message[5])) - (len(carried) - 1) / 2 if len(carried) > 1 else 0.0
+        offsets.append(place if message[0] < message[1] else -place)  # the same side whichever way it runs
     return offsets
 
 
@@ -280,6 +283,7 @@ def _logical_panel(figure: go.Figure, logical: dict[str, Any], messages: list, b
     if logical["kind"] == "trees":
         panels = logical["panels"]
         moves = tree_moves([panel["parents"] for panel in panels], pairs)
+        rounds = sub_rounds(messages)
         for index, panel in enumerate(panels):
             top = -1.35 * index
             spots = {rank: (x, top + y) for rank, (x, y) in enumerate(panel["positions"])}
@@ -289,9 +293,16 @@ def _logical_panel(figure: go.Figure, logical: dict[str, Any], messages: list, b
                     edges_y += [spots[rank][1], spots[parent][1], None]
             points += [(rank, x, y) for rank, (x, y) in spots.items()]
             annotations.append(_panel_title(f"logical: {panel['title']} (root {panel['root']} on top)", 0.5, top + 1.2))
-            for (src, dst), (tree, _) in zip(pairs, moves):
+            used: dict[tuple[int, int], list[int]] = {}
+            for (src, dst), (tree, _), number in zip(pairs, moves, rounds):
                 if tree == index:
-                    annotations.append(_logical_arrow(spots[src], spots[dst]))
+                    used.setdefault((src, dst), []).append(number)
+            for (src, dst), numbers in used.items():
+                annotations.append(_logical_arrow(spots[src], spots[dst]))
+                if max(rounds) > 1:  # pipelined: which sub-round of the step each chunk crosses this edge in
+                    annotations.append(_round_label(spots[src], spots[dst], sorted(set(numbers))))
+        if rounds and max(rounds) > 1:
+            annotations.append(_panel_title(f"numbers on arrows: sub-round (1 to {max(rounds)}) of this step", 0.5, -1.35 * len(panels) + 1.2))
     else:
         spots = {rank: (x, y) for rank, (x, y) in enumerate(logical["positions"])}
         points = [(rank, x, y) for rank, (x, y) in spots.items()]
@@ -299,7 +310,12 @@ def _logical_panel(figure: go.Figure, logical: dict[str, Any], messages: list, b
         for column, ranks in enumerate(nodes):
             annotations.append(_panel_title(f"node {column}", spots[ranks[0]][0], 1.15))
         annotations.append(_panel_title("logical: a column per node, a row per local index", 0.5, 1.32))
-        annotations += [_logical_arrow(spots[src], spots[dst], curve=True) for src, dst in pairs if src in spots and dst in spots]
+        cell = 1 / max(len(nodes) - 1, 1), 1 / max(max(map(len, nodes)) - 1, 1)
+        for src, dst in dict.fromkeys(pairs):
+            (x0, y0), (x1, y1) = spots[src], spots[dst]
+            far = abs(x1 - x0) > cell[0] * 1.01 or abs(y1 - y0) > cell[1] * 1.01  # a ring's way back: beside the others
+            annotations.append(_logical_arrow(*((x0, y0 - 0.07), (x1, y1 - 0.07)) if far and y0 == y1 else
+                                              ((x0 + 0.05, y0), (x1 + 0.05, y1)) if far else ((x0, y0), (x1, y1))))  # fmt: skip
     figure.add_trace(
         go.Scatter(x=edges_x, y=edges_y, mode="lines", line={"color": "#ccc", "width": 1}, xaxis="x2", yaxis="y2",
                    hoverinfo="skip", showlegend=False, name="logical edges")
@@ -314,6 +330,19 @@ def _logical_panel(figure: go.Figure, logical: dict[str, Any], messages: list, b
         )
     )  # fmt: skip
     return annotations
+
+
+def sub_rounds(messages: list) -> list[int]:
+    """Each message's sub-round within its step: 1 for those that start first, 2 for the next
+    start time, ... (a pipelined step holds several rounds at different times)."""
+    starts = sorted({round(m[2], 12) for m in messages})
+    return [starts.index(round(m[2], 12)) + 1 for m in messages]
+
+
+def _round_label(a: tuple[float, float], b: tuple[float, float], numbers: list[int]) -> dict[str, Any]:
+    text = ",".join(map(str, numbers[:4])) + ("…" if len(numbers) > 4 else "")
+    return {"text": text, "x": (a[0] + b[0]) / 2, "y": (a[1] + b[1]) / 2, "xref": "x2", "yref": "y2", "showarrow": False,
+            "font": {"size": 9, "color": "#8b0000"}, "bgcolor": "rgba(255,255,255,0.85)", "name": "sub-round"}  # fmt: skip
 
 
 def _panel_title(text: str, x: float, y: float) -> dict[str, Any]:
@@ -451,6 +480,7 @@ def _arrow_labels(
     avoid: Sequence[tuple[float, float]] = (),
     offsets: Sequence[float] = (),
     names: Sequence[str] = (),
+    short: bool = False,
 ) -> go.Scatter:
     """What each arrow carries, written on the arrow (cells and bytes; a chunk's number and
     start when the pair carries several), with a hover; off the switches in ``avoid``."""
@@ -464,7 +494,9 @@ def _arrow_labels(
         xs.append(x)
         ys.append(y)
         text = f"{cells} · {format_size(nbytes)}" if cells else format_size(nbytes)
-        texts.append(f"chunk {chunk} at {format_time(start)}: {text}" if offset and chunk >= 0 else text)
+        if short:  # a half-wide drawing: the size only (the cells are in the hover)
+            text = format_size(nbytes)
+        texts.append(f"chunk {chunk}: {text}" if offset and chunk >= 0 else text)
         part = f", chunk {chunk}" if chunk >= 0 else ""
         hovers.append(
             f"{names[src] if names else f'rank {src}'} → {names[dst] if names else f'rank {dst}'}<br>carries {cells or 'data'}: {format_size(nbytes)}{part}"
