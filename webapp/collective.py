@@ -1,7 +1,9 @@
 """Plain functions behind the collectives page: form -> scenario, scenario -> run, player frames.
 
 Nothing here touches Dash; the page's callbacks are one-line calls into these, and the tests
-call them directly. Nothing is cached between calls: every request carries its own scenario.
+call them directly. Every request carries its own scenario; the last few simulated outcomes are
+kept (:func:`run`), so a scenario asked for again (a value flipped back, a new colouring, a
+second visitor) is drawn without simulating it again.
 """
 
 from __future__ import annotations
@@ -9,7 +11,9 @@ from __future__ import annotations
 import logging
 import math
 import os
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -261,10 +265,31 @@ def closed_form(scenario: CollectiveScenario, result: CollectiveResult | None = 
     return explore.ClosedForm(closed.time_s, closed.exact, note or closed.note) if note else closed
 
 
+OUTCOMES_KEPT = 8  # simulated outcomes kept for scenarios asked for again (a few MB each at most)
+_outcomes: OrderedDict[tuple, Outcome] = OrderedDict()
+_outcomes_lock = threading.Lock()
+
+
 def run(scenario: CollectiveScenario, max_messages: int = MAX_SIM_MESSAGES, estimate: int | None = None, frames: bool = True) -> Outcome:
     """Simulate once when it fits in about a second (with the player's buffer frames), else
     answer with the closed form, else refuse. (The page runs scenarios up to
-    ``BACKGROUND_MAX_MESSAGES`` with :func:`run_with_progress` in a background job first.)"""
+    ``BACKGROUND_MAX_MESSAGES`` with :func:`run_with_progress` in a background job first.)
+    The last ``OUTCOMES_KEPT`` outcomes are kept by scenario: the same scenario again is not
+    simulated again (outcomes are read, never changed, by the figures)."""
+    key = (scenario.to_json(), max_messages, frames)
+    with _outcomes_lock:
+        if key in _outcomes:
+            _outcomes.move_to_end(key)
+            return _outcomes[key]
+    outcome = _run(scenario, max_messages, estimate, frames)
+    with _outcomes_lock:
+        _outcomes[key] = outcome
+        while len(_outcomes) > OUTCOMES_KEPT:
+            _outcomes.popitem(last=False)
+    return outcome
+
+
+def _run(scenario: CollectiveScenario, max_messages: int, estimate: int | None, frames: bool) -> Outcome:
     closed = explore.closed_form(scenario)
     breakdown = closed_form_breakdown(scenario) if closed.time_s is not None else {}
     estimate = estimate_cost(scenario) if estimate is None else estimate
@@ -615,16 +640,31 @@ def _cells_text(cells: list[int], total: int, chunks: int) -> str:
     return ", ".join(cell_name(cell, chunks) for cell in cells)
 
 
+def _table(records: Any, width: int) -> np.ndarray:
+    """Recorded rows as one float array (numpy straight from the record's columns when it has them)."""
+    columns = getattr(records, "columns", None)
+    if callable(columns):
+        arrays = list(columns().values())
+        if len(arrays) == width:
+            return np.column_stack(arrays).astype(float) if len(arrays[0]) else np.zeros((0, width))
+    rows = list(records)
+    return np.array(rows, dtype=float).reshape(len(rows), width)
+
+
 def message_array(result: CollectiveResult) -> np.ndarray:
     """The recorded messages as one float array: src, dst, start, end, nbytes, step, chunk."""
-    rows = list(result.messages)
-    return np.array(rows, dtype=float).reshape(len(rows), 7)
+    return _table(result.messages, 7)
+
+
+def compute_array(result: CollectiveResult) -> np.ndarray:
+    """The recorded reductions as one float array: rank, start, end, nbytes, step, chunk."""
+    return _table(result.network.computes, 6)
 
 
 def rank_intervals(result: CollectiveResult) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every send (on its sender) and reduction (on its rank), whole run: rank, start, end."""
     sends = message_array(result)
-    computes = np.array(list(result.network.computes), dtype=float).reshape(-1, 6)
+    computes = compute_array(result)
     ranks = np.concatenate([sends[:, 0], computes[:, 0]]).astype(int)
     return ranks, np.concatenate([sends[:, 2], computes[:, 1]]), np.concatenate([sends[:, 3], computes[:, 2]])
 
@@ -633,32 +673,31 @@ def rank_values(result: CollectiveResult, color_by: str = "step") -> np.ndarray:
     """Each interval of :func:`rank_intervals` (sends, then reductions): its recorded step, or
     its chunk with ``color_by="chunk"``."""
     column = 6 if color_by == "chunk" else 5
-    sends = message_array(result)[:, column]
-    computes = np.array(list(result.network.computes), dtype=float).reshape(-1, 6)[:, column - 1]
-    return np.concatenate([sends, computes])
+    return np.concatenate([message_array(result)[:, column], compute_array(result)[:, column - 1]])
 
 
 def link_intervals(result: CollectiveResult) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
     """Every recorded message on every directed link it crossed, whole run: (link names,
-    link index per crossing, start, end) as arrays, for utilisation heatmaps at any size."""
+    link index per crossing, start, end) as arrays, for utilisation heatmaps at any size.
+    Each (sender, receiver) pair's route is looked up once."""
     net = result.network
-    messages = result.messages
-    if not messages:
+    table = message_array(result)
+    if not len(table):
         return [], np.zeros(0, int), np.zeros(0), np.zeros(0)
-    links: dict[tuple[int, int], list[int]] = {}
-    index_of: list[int] = []
-    starts: list[float] = []
-    ends: list[float] = []
-    for src, dst, start, end, *_ in messages:
-        route = links.get((src, dst))
-        if route is None:
-            route = links[(src, dst)] = [i for i in net.route(src, dst)[0] if i < len(net.links)]
-        for link in route:
-            index_of.append(link)
-            starts.append(start)
-            ends.append(end)
+    ranks = int(table[:, :2].max()) + 1
+    codes = table[:, 0].astype(np.int64) * ranks + table[:, 1].astype(np.int64)
+    pairs, inverse = np.unique(codes, return_inverse=True)
+    routes = [[i for i in net.route(int(code // ranks), int(code % ranks))[0] if i < len(net.links)] for code in pairs.tolist()]
+    lengths = np.array([len(route) for route in routes], dtype=np.int64)
+    flat = np.array([link for route in routes for link in route], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    per_message = lengths[inverse]
+    message = np.repeat(np.arange(len(table)), per_message)
+    # the k-th link of a message's route: its pair's offset + k
+    within = np.arange(len(message)) - np.repeat(np.cumsum(per_message) - per_message, per_message)
+    index_of = flat[offsets[inverse][message] + within]
     names = [link_name(link) for link in net.links]
-    return names, np.array(index_of, dtype=int), np.array(starts), np.array(ends)
+    return names, index_of, table[message, 2], table[message, 3]
 
 
 def link_events(result: CollectiveResult, limit: int) -> list[dict[str, Any]]:

@@ -20,11 +20,13 @@ from webapp.figures.common import (
     RANK_COLOR,
     SWITCH_COLOR,
     UTIL_BINS,
+    Draft,
     base_figure,
     byte_axis,
     in_flight,
     note_figure,
     time_unit,
+    trace,
 )
 
 
@@ -44,32 +46,32 @@ def breakdown_figure(
     label = "closed form" if exact else "closed form (approx.)"
     # the reason for an approximate or missing closed form is written beside the figure (the
     # page's note) and in the bar's hover: text inside a plot lands on ticks and bars
-    figure = base_figure("Simulated vs closed form (alpha / beta / gamma)", 320)
+    figure = Draft("Simulated vs closed form (alpha / beta / gamma)", 320)
     if simulated_s is not None:
         figure.add_trace(
-            go.Bar(x=["simulated"], y=[simulated_s * factor], name="simulated", marker_color="#444",
+            trace("bar", x=["simulated"], y=[simulated_s * factor], name="simulated", marker={"color": "#444"},
                    text=[format_time(simulated_s)], textposition="outside")
         )  # fmt: skip
     if analytic_s is not None and breakdown:
         for name, seconds in breakdown.items():
             if seconds:
                 figure.add_trace(
-                    go.Bar(x=[label], y=[seconds * factor], name=name, marker_color=COMPONENT_COLORS.get(name),
+                    trace("bar", x=[label], y=[seconds * factor], name=name, marker={"color": COMPONENT_COLORS.get(name)},
                            hovertemplate=f"{name}: {format_time(seconds)}<extra></extra>")
                 )  # fmt: skip
     elif analytic_s is not None:
-        figure.add_trace(go.Bar(x=[label], y=[analytic_s * factor], name=label, marker_color=COMPONENT_COLORS["alpha (latency)"]))
+        figure.add_trace(trace("bar", x=[label], y=[analytic_s * factor], name=label, marker={"color": COMPONENT_COLORS["alpha (latency)"]}))
     else:
         figure.add_trace(
-            go.Bar(x=["closed form: none"], y=[0], name="no closed form", marker_color="#ccc", hovertext=[note], hoverinfo="text")
+            trace("bar", x=["closed form: none"], y=[0], name="no closed form", marker={"color": "#ccc"}, hovertext=[note], hoverinfo="text")
         )
     if analytic_s is not None:
         figure.add_annotation(
             text=("" if exact else "≈ ") + format_time(analytic_s), x=label, y=analytic_s * factor, yshift=10, showarrow=False
         )
     figure.update_layout(barmode="stack", legend={"orientation": "h", "y": -0.2}, meta={"closed_exact": exact, "closed_note": note})
-    figure.update_yaxes(title=f"time ({unit})", rangemode="tozero")
-    return figure
+    figure.update_yaxes(title={"text": f"time ({unit})"}, rangemode="tozero")
+    return figure.figure()
 
 
 def _wrap(text: str, width: int) -> str:
@@ -203,15 +205,15 @@ def topology_figure(player: dict[str, Any], position: int) -> go.Figure:
     busy_links = {tuple(link) for src, dst, *_ in messages for link in player["routes"].get(f"{src}>{dst}", [])}
     busy_links |= {(b, a) for a, b in busy_links}
     title = f"Topology ({layout['name']}): " + (step_title(player, position) if step is not None else "before the first message")
-    figure = base_figure(title, 440)
+    figure = Draft(title, 440)
     for highlighted in (False, True):
         figure.add_trace(_links(layout["edges"], where, busy_links, highlighted))
     busy = {m[0] for m in messages} | {m[1] for m in messages}
     ranks = [node for node in layout["nodes"] if node["rank"] is not None]
     others = [node for node in layout["nodes"] if node["rank"] is None]
     figure.add_trace(
-        go.Scatter(
-            x=[n["x"] for n in others], y=[n["y"] for n in others], mode="markers+text",
+        trace(
+            "scatter", x=[n["x"] for n in others], y=[n["y"] for n in others], mode="markers+text",
             marker={"symbol": "square", "size": 16, "color": SWITCH_COLOR}, text=[n["id"] for n in others],
             textposition="bottom center", hoverinfo="text", showlegend=False, name="switches",
         )
@@ -236,7 +238,7 @@ def topology_figure(player: dict[str, Any], position: int) -> go.Figure:
         figure.update_layout(xaxis={"domain": [0, 0.5]}, xaxis2={"domain": [0.54, 1], "visible": False},
                              yaxis2={"anchor": "x2", "visible": False, "domain": [0, 1]})  # fmt: skip
     figure.update_layout(margin={"l": 10, "r": 10, "t": 48, "b": 10}, meta={"step": step, "in_flight": len(messages)})
-    return figure
+    return figure.figure()
 
 
 CHUNK_COLOURS = (FLIGHT_COLOR, "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
@@ -271,7 +273,7 @@ def _shifted(x0: float, y0: float, x1: float, y1: float, offset: float) -> tuple
     return x0 + dx, y0 + dy, x1 + dx, y1 + dy
 
 
-def _logical_panel(figure: go.Figure, logical: dict[str, Any], messages: list, busy: set) -> list[dict[str, Any]]:
+def _logical_panel(figure: Draft, logical: dict[str, Any], messages: list, busy: set) -> list[dict[str, Any]]:
     """The logical layout on the figure's second axes: each tree (root on top, its edges grey)
     or the node grid, ranks numbered, this step's messages as arrows on it; returns the arrows
     and panel titles (annotations)."""
@@ -317,12 +319,12 @@ def _logical_panel(figure: go.Figure, logical: dict[str, Any], messages: list, b
             annotations.append(_logical_arrow(*((x0, y0 - 0.07), (x1, y1 - 0.07)) if far and y0 == y1 else
                                               ((x0 + 0.05, y0), (x1 + 0.05, y1)) if far else ((x0, y0), (x1, y1))))  # fmt: skip
     figure.add_trace(
-        go.Scatter(x=edges_x, y=edges_y, mode="lines", line={"color": "#ccc", "width": 1}, xaxis="x2", yaxis="y2",
+        trace("scatter", x=edges_x, y=edges_y, mode="lines", line={"color": "#ccc", "width": 1}, xaxis="x2", yaxis="y2",
                    hoverinfo="skip", showlegend=False, name="logical edges")
     )  # fmt: skip
     figure.add_trace(
-        go.Scatter(
-            x=[x for _, x, _ in points], y=[y for _, _, y in points], mode="markers+text", xaxis="x2", yaxis="y2",
+        trace(
+            "scatter", x=[x for _, x, _ in points], y=[y for _, _, y in points], mode="markers+text", xaxis="x2", yaxis="y2",
             marker={"size": 18, "color": RANK_COLOR, "line": {"width": [3 if r in busy else 1 for r, _, _ in points],
                     "color": [FLIGHT_COLOR if r in busy else "white" for r, _, _ in points]}},
             text=[str(r) for r, _, _ in points], textfont={"color": "white", "size": 10}, hovertext=[f"rank {r}" for r, _, _ in points],
@@ -366,13 +368,13 @@ def aggregate_figure(player: dict[str, Any], position: int) -> go.Figure:
     groups = player["layout"]["groups"]
     step, messages = _at(player, position)
     title = f"{player['ranks']} ranks in {len(groups)} groups: " + (step_title(player, position) if step is not None else "before the first message")
-    figure = base_figure(title, 440)
+    figure = Draft(title, 440)
     inside = {m[0]: m for m in messages if m[0] == m[1]}
     busy = {m[0] for m in messages} | {m[1] for m in messages}
     largest = max(group["size"] for group in groups)
     figure.add_trace(
-        go.Scatter(
-            x=[g["x"] for g in groups], y=[g["y"] for g in groups], mode="markers+text", textposition="top center",
+        trace(
+            "scatter", x=[g["x"] for g in groups], y=[g["y"] for g in groups], mode="markers+text", textposition="top center",
             marker={"size": [16 + 22 * math.sqrt(g["size"] / largest) for g in groups], "color": RANK_COLOR,
                     "line": {"width": [4 if i in busy else 1 for i in range(len(groups))],
                              "color": [FLIGHT_COLOR if i in busy else "white" for i in range(len(groups))]}},
@@ -399,7 +401,7 @@ def aggregate_figure(player: dict[str, Any], position: int) -> go.Figure:
         margin={"l": 10, "r": 10, "t": 48, "b": 10},
         meta={"step": step, "groups": len(groups), "in_flight": sum(m[5] for m in messages), "aggregate": True},
     )
-    return figure
+    return figure.figure()
 
 
 def _many(row: list, bytes_too: bool = True) -> str:
@@ -408,7 +410,7 @@ def _many(row: list, bytes_too: bool = True) -> str:
     return f"{count}, {format_size(row[4])}" if bytes_too else count
 
 
-def _links(edges: list, where: dict[str, tuple[float, float]], busy_links: set, highlighted: bool) -> go.Scatter:
+def _links(edges: list, where: dict[str, tuple[float, float]], busy_links: set, highlighted: bool) -> dict[str, Any]:
     """The links in use (red, thick) or the others (grey), as one line trace broken at each link."""
     xs: list[float | None] = []
     ys: list[float | None] = []
@@ -417,19 +419,19 @@ def _links(edges: list, where: dict[str, tuple[float, float]], busy_links: set, 
             xs += [where[u][0], where[v][0], None]
             ys += [where[u][1], where[v][1], None]
     line = {"color": FLIGHT_COLOR if highlighted else "#ccc", "width": 3 if highlighted else 1}
-    return go.Scatter(
-        x=xs, y=ys, mode="lines", line=line, hoverinfo="skip", showlegend=False, name="links in use" if highlighted else "links"
+    return trace(
+        "scatter", x=xs, y=ys, mode="lines", line=line, hoverinfo="skip", showlegend=False, name="links in use" if highlighted else "links"
     )
 
 
-def _rank_markers(ranks: list[dict[str, Any]], busy: set, label: bool) -> go.Scatter:
+def _rank_markers(ranks: list[dict[str, Any]], busy: set, label: bool) -> dict[str, Any]:
     """The ranks, numbered when there are few, outlined in red while they send or receive."""
     outline = {
         "width": [4 if n["rank"] in busy else 1 for n in ranks],
         "color": [FLIGHT_COLOR if n["rank"] in busy else "white" for n in ranks],
     }
-    return go.Scatter(
-        x=[n["x"] for n in ranks], y=[n["y"] for n in ranks], mode="markers+text" if label else "markers",
+    return trace(
+        "scatter", x=[n["x"] for n in ranks], y=[n["y"] for n in ranks], mode="markers+text" if label else "markers",
         marker={"size": 26 if label else 12, "color": RANK_COLOR, "line": outline}, text=[str(n["rank"]) for n in ranks],
         textfont={"color": "white", "size": 12}, hovertext=[f"rank {n['rank']}" for n in ranks], hoverinfo="text",
         showlegend=False, name="ranks",
@@ -481,7 +483,7 @@ def _arrow_labels(
     offsets: Sequence[float] = (),
     names: Sequence[str] = (),
     short: bool = False,
-) -> go.Scatter:
+) -> dict[str, Any]:
     """What each arrow carries, written on the arrow (cells and bytes; a chunk's number and
     start when the pair carries several), with a hover; off the switches in ``avoid``."""
     xs, ys, texts, hovers = [], [], [], []
@@ -502,8 +504,8 @@ def _arrow_labels(
             f"{names[src] if names else f'rank {src}'} → {names[dst] if names else f'rank {dst}'}<br>carries {cells or 'data'}: {format_size(nbytes)}{part}"
             f"<br>{format_time(start)} → {format_time(end)}"
         )
-    return go.Scatter(
-        x=xs, y=ys, mode="text" if label_text else "markers", text=texts, textfont={"size": 10, "color": "#8b0000"},
+    return trace(
+        "scatter", x=xs, y=ys, mode="text" if label_text else "markers", text=texts, textfont={"size": 10, "color": "#8b0000"},
         marker={"size": 8, "color": FLIGHT_COLOR, "opacity": 0.5}, hovertext=hovers, hoverinfo="text", showlegend=False,
         name="message labels",
     )  # fmt: skip
@@ -560,11 +562,12 @@ def buffer_figure(player: dict[str, Any], position: int) -> go.Figure:
     # the key on a second, smaller line: one line was cut at the card's width
     key = "cell = how many ranks' data it sums" if reduces else "cell = whose data it holds"
     title += f"<br><span style='font-size:12px;color:#555'>{key}; red outline: changed in this step</span>"
-    figure = base_figure(title, max(280, 90 + 24 * p))
+    figure = Draft(title, max(280, 90 + 24 * p))
     figure.update_layout(margin={"t": 64})
     small = len(columns) * p <= 1024
     figure.add_trace(
-        go.Heatmap(
+        trace(
+            "heatmap",
             z=[[count / p for count in row] for row in counts],
             x=columns,
             y=[f"rank {r}" for r in range(p)],
@@ -581,7 +584,7 @@ def buffer_figure(player: dict[str, Any], position: int) -> go.Figure:
         )
     )
     figure.update_yaxes(autorange="reversed")
-    figure.update_xaxes(title="piece" + (".chunk" if chunks > 1 else ""), side="bottom")
+    figure.update_xaxes(title={"text": "piece" + (".chunk" if chunks > 1 else "")}, side="bottom")
     full = sum(1 for row in counts for count in row if count == p)
     index = max(0, min(position, len(frames) - 1))
     changed = _changed_cells(frames[index - 1]["cells"], cells) if index > 0 else []
@@ -590,7 +593,7 @@ def buffer_figure(player: dict[str, Any], position: int) -> go.Figure:
         figure.add_trace(hover)
         figure.update_layout(shapes=shapes)
     figure.update_layout(meta={"step": frame["step"], "full_cells": full, "changed_cells": len(changed)})
-    return figure
+    return figure.figure()
 
 
 def _cell_words(
@@ -623,7 +626,7 @@ def _holding(holders: list[str], reduces: bool) -> str:
     return f"the sum of ranks {listed}" if reduces else f"the data of ranks {listed}"
 
 
-def _changed_outlines(changed: list[tuple[int, int]], columns: list[str], ranks: int) -> tuple[go.Scatter, list[dict[str, Any]]]:
+def _changed_outlines(changed: list[tuple[int, int]], columns: list[str], ranks: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Red outlines around the cells that changed in this step: rectangles exactly one cell
     large (inset a little, inside the gaps), whatever the grid's size, and invisible points at
     their centres for the hover."""
@@ -632,8 +635,8 @@ def _changed_outlines(changed: list[tuple[int, int]], columns: list[str], ranks:
          "line": {"color": FLIGHT_COLOR, "width": 2}, "fillcolor": "rgba(0,0,0,0)", "layer": "above"}
         for r, c in changed
     ]  # fmt: skip
-    hover = go.Scatter(
-        x=[columns[c] for _, c in changed], y=[f"rank {r}" for r, _ in changed], mode="markers",
+    hover = trace(
+        "scatter", x=[columns[c] for _, c in changed], y=[f"rank {r}" for r, _ in changed], mode="markers",
         marker={"size": 6, "opacity": 0}, hovertext=[f"rank {r}, {columns[c]}: changed in this step" for r, c in changed],
         hoverinfo="text", showlegend=False, name="changed in this step",
     )  # fmt: skip
