@@ -8,10 +8,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from webapp import collective as model
 from webapp.figures import collectives as draw
 from webapp.pages.collectives import callbacks as page
+from webapp.pages.collectives.layout import scenario_of
 
 
 def shown(query: str, position: int = 1) -> dict:
@@ -94,3 +96,15 @@ def test_rank_timeline_at_64_ranks_shows_its_steps():
     assert figure.layout.meta["raster"] and image.shape[0] == 64
     row = image[0][~np.isnan(image[0])]
     assert len(np.unique(row)) == 126  # every step its own colour along a rank's lane, not one block
+
+
+@pytest.mark.slow
+def test_start_up_warms_the_first_visitors_run():
+    from webapp.app import create_app
+
+    model._outcomes.clear()
+    create_app(background=False)
+    default = page.validate(model.form_from_query(""))["scenario"]
+    key = (scenario_of(default).to_json(), model.MAX_SIM_MESSAGES, True)
+    assert key in model._outcomes  # the first visitor's simulation is already done
+    assert page.simulate(default, "step", background=False)["player"]["steps"]  # and drawn from it
