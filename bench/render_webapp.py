@@ -60,6 +60,9 @@ CASES = {
     "ranks 64->new count (uncached)": ("?ranks=64", "ranks", *[str(p) for p in range(65, 96)]),
     # a network the server has not seen (each bandwidth new): the crossover is computed too
     "bandwidth at 8 ranks, new value (uncached)": ("?ranks=8", "bandwidth", *[f"{b}GB/s" for b in range(11, 49)]),
+    # a size the server has not seen: simulated, not read from the kept outcomes
+    "size at 8 ranks, new value (uncached)": ("?ranks=8", "size", *[f"{m}MiB" for m in range(33, 63)]),
+    "size at 64 ranks, new value (uncached)": ("?ranks=64", "size", *[f"{m}MiB" for m in range(33, 63)]),
 }
 PAGES = {"Collectives": "/", "DDP buckets": "/ddp", "Sim vs measured": "/compare", "Guides": "/guides"}
 # on a fresh page: hook every graph's plotly_afterplot as soon as it exists, to time first loads

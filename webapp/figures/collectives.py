@@ -374,11 +374,13 @@ def aggregate_figure(player: dict[str, Any], position: int) -> go.Figure:
     largest = max(group["size"] for group in groups)
     figure.add_trace(
         trace(
-            "scatter", x=[g["x"] for g in groups], y=[g["y"] for g in groups], mode="markers+text", textposition="top center",
+            "scatter", x=[g["x"] for g in groups], y=[g["y"] for g in groups], mode="markers+text",
             marker={"size": [16 + 22 * math.sqrt(g["size"] / largest) for g in groups], "color": RANK_COLOR,
                     "line": {"width": [4 if i in busy else 1 for i in range(len(groups))],
                              "color": [FLIGHT_COLOR if i in busy else "white" for i in range(len(groups))]}},
-            text=[g["name"] for g in groups], textfont={"size": 11}, hoverinfo="text", showlegend=False, name="groups",
+            text=[g["name"] + (f"<br>↻ {_many(inside[i])} inside" if i in inside else "") for i, g in enumerate(groups)],
+            textposition=[_outward(g["x"], g["y"]) for g in groups], textfont={"size": 10}, hoverinfo="text", showlegend=False,
+            name="groups", cliponaxis=False,
             hovertext=[f"{g['name']}: {g['size']} ranks" + (f"<br>inside: {_many(inside[i])}" if i in inside else "") for i, g in enumerate(groups)],
         )
     )  # fmt: skip
@@ -386,17 +388,12 @@ def aggregate_figure(player: dict[str, Any], position: int) -> go.Figure:
     where = {str(i): (g["x"], g["y"]) for i, g in enumerate(groups)}
     offsets = [0.5 if any(o[0] == m[1] and o[1] == m[0] for o in between) else 0.0 for m in between]  # a pair both ways: side by side
     arrows = [_arrow(where, m[0], m[1], 20, offset) for m, offset in zip(between, offsets)]
-    loops = [
-        {"x": groups[i]["x"], "y": groups[i]["y"], "xref": "x", "yref": "y", "yshift": -30, "showarrow": False,
-         "text": f"↻ {_many(m)} inside", "font": {"size": 10, "color": "#8b0000"}}
-        for i, m in inside.items()
-    ]  # fmt: skip
     if between:
         labels = [[m[0], m[1], m[2], m[3], m[4], -1, _many(m, bytes_too=False)] for m in between]
         figure.add_trace(_arrow_labels(labels, where, label_text=len(between) <= 24, offsets=offsets, names=[g["name"] for g in groups]))
-    figure.update_layout(annotations=arrows + loops)
-    figure.update_xaxes(visible=False, scaleanchor="y", scaleratio=1, range=[-1.6, 1.6])
-    figure.update_yaxes(visible=False, range=[-1.45, 1.45])
+    figure.update_layout(annotations=arrows)
+    figure.update_xaxes(visible=False, scaleanchor="y", scaleratio=1, range=[-1.9, 1.9])
+    figure.update_yaxes(visible=False, range=[-1.55, 1.45])
     figure.update_layout(
         margin={"l": 10, "r": 10, "t": 48, "b": 10},
         meta={"step": step, "groups": len(groups), "in_flight": sum(m[5] for m in messages), "aggregate": True},
@@ -404,9 +401,16 @@ def aggregate_figure(player: dict[str, Any], position: int) -> go.Figure:
     return figure.figure()
 
 
+def _outward(x: float, y: float) -> str:
+    """A group's label position away from the circle's centre (where the arrows run)."""
+    vertical = "top" if y > 0.35 else ("bottom" if y < -0.35 else "middle")
+    horizontal = "center" if abs(x) < 0.1 else ("right" if x > 0 else "left")
+    return f"{vertical} {horizontal}" if vertical != "middle" or horizontal != "center" else "top center"
+
+
 def _many(row: list, bytes_too: bool = True) -> str:
     """An aggregate row's messages (and bytes): "12 messages, 96 MiB"."""
-    count = f"{row[5]:,} message{'s' if row[5] != 1 else ''}"
+    count = f"{row[5]:,} message{'s' if row[5] != 1 else ''}" if not bytes_too else f"{row[5]:,} msg{'s' if row[5] != 1 else ''}"
     return f"{count}, {format_size(row[4])}" if bytes_too else count
 
 
