@@ -245,7 +245,9 @@ def main(argv: list[str] | None = None) -> None:
         from playwright.sync_api import sync_playwright
 
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=args.chromium, headless=True, args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+            browser = p.chromium.launch(
+                executable_path=args.chromium, headless=True, args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
+            )
             first_visitors(browser, dict(item.split("=", 1) for item in args.fresh), args.n)
             browser.close()
     if not urls and not args.fresh:

@@ -99,7 +99,9 @@ def step_sentences(scenario: Any, steps: Sequence[int], sizes: Sequence[Sequence
 COMPOUND_TREES = ("double_binary_tree", "nccl_tree")
 
 
-def logical_view(algorithm: str, p: int, root: int, pairs: Sequence[tuple[int, int]], node_ranks: Sequence[Sequence[int]] = ()) -> dict | None:
+def logical_view(
+    algorithm: str, p: int, root: int, pairs: Sequence[tuple[int, int]], node_ranks: Sequence[Sequence[int]] = ()
+) -> dict | None:
     """The logical layout of a run: ``{"kind": "trees", "panels": [...]}`` (each panel a tree:
     its title, each rank's parent, each rank's position with the root on top) when the
     algorithm is a double binary tree or its messages (``pairs``, the whole run's) span a tree;
@@ -231,9 +233,19 @@ def _hierarchical_phases(node_ranks: Sequence[Sequence[int]], steps_messages: Se
     out = []
     for index, inter in enumerate(across):
         if inter:
-            out.append(("inter-node all-reduce", "across nodes, the ranks with the same local index run a ring all-reduce of the piece they reduced"))
+            out.append(
+                (
+                    "inter-node all-reduce",
+                    "across nodes, the ranks with the same local index run a ring all-reduce of the piece they reduced",
+                )
+            )
         elif index < first:
-            out.append(("intra-node reduce-scatter", "inside each node, every rank passes a piece to the next rank of the node's ring, which adds it"))
+            out.append(
+                (
+                    "intra-node reduce-scatter",
+                    "inside each node, every rank passes a piece to the next rank of the node's ring, which adds it",
+                )
+            )
         else:
             out.append(("intra-node all-gather", "inside each node, ranks pass the fully reduced pieces around the node's ring"))
     return out

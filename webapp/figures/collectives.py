@@ -60,10 +60,14 @@ def breakdown_figure(
                            hovertemplate=f"{name}: {format_time(seconds)}<extra></extra>")
                 )  # fmt: skip
     elif analytic_s is not None:
-        figure.add_trace(trace("bar", x=[label], y=[analytic_s * factor], name=label, marker={"color": COMPONENT_COLORS["alpha (latency)"]}))
+        figure.add_trace(
+            trace("bar", x=[label], y=[analytic_s * factor], name=label, marker={"color": COMPONENT_COLORS["alpha (latency)"]})
+        )
     else:
         figure.add_trace(
-            trace("bar", x=["closed form: none"], y=[0], name="no closed form", marker={"color": "#ccc"}, hovertext=[note], hoverinfo="text")
+            trace(
+                "bar", x=["closed form: none"], y=[0], name="no closed form", marker={"color": "#ccc"}, hovertext=[note], hoverinfo="text"
+            )
         )
     if analytic_s is not None:
         figure.add_annotation(
@@ -277,50 +281,11 @@ def _logical_panel(figure: Draft, logical: dict[str, Any], messages: list, busy:
     """The logical layout on the figure's second axes: each tree (root on top, its edges grey)
     or the node grid, ranks numbered, this step's messages as arrows on it; returns the arrows
     and panel titles (annotations)."""
-    points: list[tuple[int, float, float]] = []  # (rank, x, y) of every drawn rank
-    annotations: list[dict[str, Any]] = []
-    edges_x: list[float | None] = []
-    edges_y: list[float | None] = []
-    pairs = [(m[0], m[1]) for m in messages]
-    if logical["kind"] == "trees":
-        panels = logical["panels"]
-        moves = tree_moves([panel["parents"] for panel in panels], pairs)
-        rounds = sub_rounds(messages)
-        for index, panel in enumerate(panels):
-            top = -1.35 * index
-            spots = {rank: (x, top + y) for rank, (x, y) in enumerate(panel["positions"])}
-            for rank, parent in enumerate(panel["parents"]):
-                if parent >= 0:
-                    edges_x += [spots[rank][0], spots[parent][0], None]
-                    edges_y += [spots[rank][1], spots[parent][1], None]
-            points += [(rank, x, y) for rank, (x, y) in spots.items()]
-            annotations.append(_panel_title(f"logical: {panel['title']} (root {panel['root']} on top)", 0.5, top + 1.2))
-            used: dict[tuple[int, int], list[int]] = {}
-            for (src, dst), (tree, _), number in zip(pairs, moves, rounds):
-                if tree == index:
-                    used.setdefault((src, dst), []).append(number)
-            for (src, dst), numbers in used.items():
-                annotations.append(_logical_arrow(spots[src], spots[dst]))
-                if max(rounds) > 1:  # pipelined: which sub-round of the step each chunk crosses this edge in
-                    annotations.append(_round_label(spots[src], spots[dst], sorted(set(numbers))))
-        if rounds and max(rounds) > 1:
-            annotations.append(_panel_title(f"numbers on arrows: sub-round (1 to {max(rounds)}) of this step", 0.5, -1.35 * len(panels) + 1.2))
-    else:
-        spots = {rank: (x, y) for rank, (x, y) in enumerate(logical["positions"])}
-        points = [(rank, x, y) for rank, (x, y) in spots.items()]
-        nodes = logical["nodes"]
-        for column, ranks in enumerate(nodes):
-            annotations.append(_panel_title(f"node {column}", spots[ranks[0]][0], 1.15))
-        annotations.append(_panel_title("logical: a column per node, a row per local index", 0.5, 1.32))
-        cell = 1 / max(len(nodes) - 1, 1), 1 / max(max(map(len, nodes)) - 1, 1)
-        for src, dst in dict.fromkeys(pairs):
-            (x0, y0), (x1, y1) = spots[src], spots[dst]
-            far = abs(x1 - x0) > cell[0] * 1.01 or abs(y1 - y0) > cell[1] * 1.01  # a ring's way back: beside the others
-            annotations.append(_logical_arrow(*((x0, y0 - 0.07), (x1, y1 - 0.07)) if far and y0 == y1 else
-                                              ((x0 + 0.05, y0), (x1 + 0.05, y1)) if far else ((x0, y0), (x1, y1))))  # fmt: skip
+    drawn = _logical_trees(logical, messages) if logical["kind"] == "trees" else _logical_grid(logical, messages)
+    points, edges_x, edges_y, annotations = drawn
     figure.add_trace(
         trace("scatter", x=edges_x, y=edges_y, mode="lines", line={"color": "#ccc", "width": 1}, xaxis="x2", yaxis="y2",
-                   hoverinfo="skip", showlegend=False, name="logical edges")
+              hoverinfo="skip", showlegend=False, name="logical edges")
     )  # fmt: skip
     figure.add_trace(
         trace(
@@ -332,6 +297,58 @@ def _logical_panel(figure: Draft, logical: dict[str, Any], messages: list, busy:
         )
     )  # fmt: skip
     return annotations
+
+
+Drawn = tuple[list[tuple[int, float, float]], list, list, list[dict[str, Any]]]  # ranks (rank, x, y), edges x, edges y, annotations
+
+
+def _logical_trees(logical: dict[str, Any], messages: list) -> Drawn:
+    """Each tree stacked under the previous one, its edges, and this step's messages as arrows
+    on the tree they travel (with their sub-rounds when the step holds several)."""
+    points, edges_x, edges_y, annotations = [], [], [], []
+    pairs = [(m[0], m[1]) for m in messages]
+    panels = logical["panels"]
+    moves = tree_moves([panel["parents"] for panel in panels], pairs)
+    rounds = sub_rounds(messages)
+    for index, panel in enumerate(panels):
+        top = -1.35 * index
+        spots = {rank: (x, top + y) for rank, (x, y) in enumerate(panel["positions"])}
+        for rank, parent in enumerate(panel["parents"]):
+            if parent >= 0:
+                edges_x += [spots[rank][0], spots[parent][0], None]
+                edges_y += [spots[rank][1], spots[parent][1], None]
+        points += [(rank, x, y) for rank, (x, y) in spots.items()]
+        annotations.append(_panel_title(f"logical: {panel['title']} (root {panel['root']} on top)", 0.5, top + 1.2))
+        used: dict[tuple[int, int], list[int]] = {}
+        for (src, dst), (tree, _), number in zip(pairs, moves, rounds):
+            if tree == index:
+                used.setdefault((src, dst), []).append(number)
+        for (src, dst), numbers in used.items():
+            annotations.append(_logical_arrow(spots[src], spots[dst]))
+            if max(rounds) > 1:  # pipelined: which sub-round of the step each chunk crosses this edge in
+                annotations.append(_round_label(spots[src], spots[dst], sorted(set(numbers))))
+    if rounds and max(rounds) > 1:
+        key = f"numbers on arrows: sub-round (1 to {max(rounds)}) of this step"
+        annotations.append(_panel_title(key, 0.5, -1.35 * len(panels) + 1.2))
+    return points, edges_x, edges_y, annotations
+
+
+def _logical_grid(logical: dict[str, Any], messages: list) -> Drawn:
+    """Hierarchical's node grid (a column per node) and this step's messages as arrows; a
+    ring's way back (first to last) runs beside the others, not over them."""
+    spots = {rank: (x, y) for rank, (x, y) in enumerate(logical["positions"])}
+    nodes = logical["nodes"]
+    annotations = [_panel_title(f"node {column}", spots[ranks[0]][0], 1.15) for column, ranks in enumerate(nodes)]
+    annotations.append(_panel_title("logical: a column per node, a row per local index", 0.5, 1.32))
+    cell = 1 / max(len(nodes) - 1, 1), 1 / max(max(map(len, nodes)) - 1, 1)
+    for src, dst in dict.fromkeys((m[0], m[1]) for m in messages):
+        (x0, y0), (x1, y1) = spots[src], spots[dst]
+        far = abs(x1 - x0) > cell[0] * 1.01 or abs(y1 - y0) > cell[1] * 1.01
+        if far:
+            dx, dy = (0.0, -0.07) if y0 == y1 else (0.05, 0.0)
+            (x0, y0), (x1, y1) = (x0 + dx, y0 + dy), (x1 + dx, y1 + dy)
+        annotations.append(_logical_arrow((x0, y0), (x1, y1)))
+    return [(rank, x, y) for rank, (x, y) in spots.items()], [], [], annotations
 
 
 def sub_rounds(messages: list) -> list[int]:
@@ -367,7 +384,9 @@ def aggregate_figure(player: dict[str, Any], position: int) -> go.Figure:
     and a group's own traffic (inside a node, or among the summarised ranks) written under it."""
     groups = player["layout"]["groups"]
     step, messages = _at(player, position)
-    title = f"{player['ranks']} ranks in {len(groups)} groups: " + (step_title(player, position) if step is not None else "before the first message")
+    title = f"{player['ranks']} ranks in {len(groups)} groups: " + (
+        step_title(player, position) if step is not None else "before the first message"
+    )
     figure = Draft(title, 440)
     inside = {m[0]: m for m in messages if m[0] == m[1]}
     busy = {m[0] for m in messages} | {m[1] for m in messages}

@@ -136,7 +136,10 @@ def simulate(data: dict | None, color_by: str, background: bool = True, position
     ``position``: the slider's current value; the player stays at that step when the new run has
     it (the slider is left alone then: setting it would draw the player a second time)."""
     if not data:
-        return answer(RUN, notice="Fix the highlighted inputs; nothing is computed until they are valid (figures shown, if any, are from an earlier valid scenario).")
+        return answer(
+            RUN,
+            notice="Fix the highlighted inputs; nothing is computed until they are valid (figures shown, if any, are from an earlier valid scenario).",
+        )
     try:
         scenario = scenario_of(data)
         work = explore.work(scenario)
