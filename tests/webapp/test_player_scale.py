@@ -6,6 +6,7 @@ per-rank timeline at 64 ranks. Figures and callbacks called directly (no browser
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -75,18 +76,24 @@ def test_hierarchical_draws_the_node_grid_and_a_phase_per_step():
 
 
 def test_two_chunks_on_one_chord_are_two_arrows_with_labels_apart():
-    player = shown("?ranks=4&algorithm=double_binary_tree&chunks=2")["player"]
+    player = shown("?ranks=8&chunks=2")["player"]  # ring all-reduce: each step sends both chunks on every chord
     figure = draw.topology_figure(player, 1)
     messages = player["messages"][0]
-    arrows = [a for a in figure.layout.annotations if a.showarrow and a.xref == "x"]
+    arrows = [a for a in figure.layout.annotations if a.showarrow]
     labels = next(trace for trace in figure.data if trace.name == "message labels")
-    both = [i for i, m in enumerate(messages) if (m[0], m[1]) == (1, 2)]
-    assert sorted(messages[i][5] for i in both) == [0, 1]  # rank 1 sends both chunks to rank 2 in this step
+    both = [i for i, m in enumerate(messages) if (m[0], m[1]) == (0, 1)]
+    assert sorted(messages[i][5] for i in both) == [0, 1]
     first, second = (arrows[i] for i in both)
     assert (first.ax, first.ay) != (second.ax, second.ay) and first.arrowcolor != second.arrowcolor
     apart = math.hypot(labels.x[both[0]] - labels.x[both[1]], labels.y[both[0]] - labels.y[both[1]])
-    assert apart > 0.2 and labels.text[both[0]].startswith("chunk 0") and labels.text[both[1]].startswith("chunk 1")
-    rounds = [a.text for a in figure.layout.annotations if a.name == "sub-round"]
+    assert labels.mode == "text" and apart > 0.12  # on a unit circle: labels apart, not overprinted
+    texts = sorted(labels.text[i] for i in both)
+    assert re.fullmatch(r"round 1: p\d\.0 · 4 MiB", texts[0]) and re.fullmatch(r"round 2: p\d\.1 · 4 MiB", texts[1])  # two sub-rounds
+
+
+def test_tree_arrows_say_their_sub_rounds():
+    player = shown("?ranks=4&algorithm=double_binary_tree&chunks=2")["player"]
+    rounds = [a.text for a in draw.topology_figure(player, 1).layout.annotations if a.name == "sub-round"]
     assert "1,3" in rounds  # the logical tree says in which sub-round each chunk crosses the edge
 
 

@@ -231,7 +231,7 @@ def topology_figure(player: dict[str, Any], position: int) -> go.Figure:
     logical = player.get("logical")
     if messages:  # beside a logical panel the drawing is half as wide: words for a few arrows only
         chords = len({(m[0], m[1]) for m in messages})
-        figure.add_trace(_arrow_labels(shown, where, label_text=chords <= (8 if logical else 32), avoid=hubs, offsets=offsets,
+        figure.add_trace(_arrow_labels(shown, where, label_text=chords <= (4 if logical else 32), avoid=hubs, offsets=offsets,
                                        short=bool(logical)))  # fmt: skip
     if logical:
         annotations += _logical_panel(figure, logical, messages, busy)
@@ -478,6 +478,7 @@ LABEL_AT = 0.55  # where on an arrow its label sits (from the sender)
 LABEL_NEAR_HUB = 0.28  # ... when that point would sit on a switch (sender and receiver opposite)
 
 
+LABEL_SPREAD = 1.5  # a chunk's label sits this many times farther aside than its arrow (a text line apart)
 LABEL_SLIDE = 0.2  # how far along its arrow each further chunk's label moves (labels apart on any chord)
 
 
@@ -488,7 +489,7 @@ def _label_point(
     lies on a switch (its label is there, and every chord between opposite ranks crosses it);
     a chunk's label (``offset`` spreads sideways) also slides along its arrow, so labels of one
     chord's chunks sit apart whichever way the chord runs."""
-    x0, y0, x1, y1 = _shifted(x0, y0, x1, y1, offset)
+    x0, y0, x1, y1 = _shifted(x0, y0, x1, y1, offset * LABEL_SPREAD)
     length = math.hypot(x1 - x0, y1 - y0) or 1.0
     at = LABEL_AT + LABEL_SLIDE * offset
     x, y = x0 + at * (x1 - x0), y0 + at * (y1 - y0)
@@ -510,6 +511,7 @@ def _arrow_labels(
     """What each arrow carries, written on the arrow (cells and bytes; a chunk's number and
     start when the pair carries several), with a hover; off the switches in ``avoid``."""
     xs, ys, texts, hovers = [], [], [], []
+    rounds = sub_rounds(messages) if any(offsets) else []
     for index, message in enumerate(messages):
         src, dst, start, end, nbytes, chunk = message[:6]
         cells = message[6] if len(message) > 6 else ""
@@ -521,7 +523,10 @@ def _arrow_labels(
         text = f"{cells} · {format_size(nbytes)}" if cells else format_size(nbytes)
         if short:  # a half-wide drawing: the size only (the cells are in the hover)
             text = format_size(nbytes)
-        texts.append(f"chunk {chunk}: {text}" if offset and chunk >= 0 else text)
+        # a chunk's arrow says which sub-round of the step it belongs to: the pipelining, visible
+        if offset and chunk >= 0:  # the cells name the chunk (p3.1: piece 3, chunk 1)
+            text = f"round {rounds[index]}: {text}" if cells and not short else f"chunk {chunk}, round {rounds[index]}: {text}"
+        texts.append(text)
         part = f", chunk {chunk}" if chunk >= 0 else ""
         hovers.append(
             f"{names[src] if names else f'rank {src}'} → {names[dst] if names else f'rank {dst}'}<br>carries {cells or 'data'}: {format_size(nbytes)}{part}"
