@@ -168,7 +168,7 @@ def first_loads(context, urls: dict[str, str], repeats: int) -> None:
                 page = context.new_page()
                 page.add_init_script(INIT)
                 page.goto(url + path)
-                page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
+                page.locator(".js-plotly-plot").first.wait_for(timeout=30_000, state="attached")  # a guide's first graph may be below the fold
                 quiet(page, settle_ms=700)
                 if index:
                     samples.setdefault((name, label), []).append(page.evaluate(LOADED))

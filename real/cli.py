@@ -155,7 +155,8 @@ def ddp(model: str, strategies: str, bucket_sizes: str, rounds: int, warmup_roun
         backend: str, device: str | None, ranks: int, timeout_s: float, op_timeout_s: float, threads: int, launches: int, db: str | None,
         no_db: bool, label: str | None, as_json: bool) -> None:  # fmt: skip
     """Time DDP training steps per strategy, round-robin and paired with a no-communication step."""
-    from real.ddp import model_spec, run_ddp_bench
+    from real.ddp_bench import run_ddp_bench
+    from real.models import model_spec
 
     spec = model_spec(model)
     configs = _ddp_configs(strategies, bucket_sizes)
@@ -210,9 +211,10 @@ def _write_ddp_files(profiles: list[dict[str, Any]], profile_dir: str | None, pa
             name = row["config"].replace(":", "-")
             (Path(profile_dir) / f"{model}-{name}.json").write_text(json.dumps(row["profile"], indent=1))
     if params_path:
-        from real.ddp import _fresh_model, model_spec, save_params
+        from real.ddp import save_params
+        from real.models import fresh_model, model_spec
 
-        save_params(_fresh_model(model_spec(model), 0), params_path)
+        save_params(fresh_model(model_spec(model), 0), params_path)
 
 
 def format_ddp_table(summary: list[dict[str, Any]], meta: dict[str, Any], spec: Any) -> str:
@@ -247,8 +249,8 @@ def fsdp(model: str, strategies: str, shard_size: int | None, rounds: int, warmu
          label: str | None, as_json: bool) -> None:  # fmt: skip
     """Time FSDP2 / ZeRO training steps per strategy beside sim fsdp (replaying the measured
     no-communication phases, o and w fitted to all-reduces measured in the same launch)."""
-    from real.ddp import model_spec
     from real.fsdp import STRATEGIES, check_equality, run_bench, summarize
+    from real.models import model_spec
 
     model_spec(model)
     names = [name.strip() for name in strategies.split(",") if name.strip()]
@@ -308,11 +310,12 @@ def _save_fsdp_rows(path: str, per_launch: list[list[dict[str, Any]]], model: st
     """The rows of every launch, the parameter list and the run facts, for ``collsim compare`` (kind: fsdp)."""
     from pathlib import Path
 
-    from real.compare import fsdp_document
-    from real.ddp import _fresh_model, export_params, model_spec
+    from real.compare_fsdp import fsdp_document
+    from real.ddp import export_params
+    from real.models import fresh_model, model_spec
 
     meta = run_meta(config, "collsim real fsdp " + " ".join(sys.argv[3:]), label)
-    params = export_params(_fresh_model(model_spec(model), 0))
+    params = export_params(fresh_model(model_spec(model), 0))
     Path(path).write_text(json.dumps(fsdp_document(per_launch, model, config.world_size, params, meta, shard_size), indent=1))
 
 
@@ -343,9 +346,10 @@ def import_trace_command(trace: str, params_path: str | None, model: str | None,
 
         params = [param.to_dict() for param in load_params(params_path)]
     elif model:
-        from real.ddp import _fresh_model, export_params, model_spec
+        from real.ddp import export_params
+        from real.models import fresh_model, model_spec
 
-        params = export_params(_fresh_model(model_spec(model), 0))
+        params = export_params(fresh_model(model_spec(model), 0))
     profile = import_trace(trace, params, model)
     if out:
         from pathlib import Path
@@ -478,10 +482,11 @@ def params(model: str, output: str) -> None:
     """Export a torch model's parameter list (registration order) for collsim sim ddp --params."""
     import importlib
 
-    from real.ddp import MODELS, _fresh_model, save_params
+    from real.ddp import save_params
+    from real.models import MODELS, fresh_model
 
     if model in MODELS:
-        module = _fresh_model(MODELS[model], 0)
+        module = fresh_model(MODELS[model], 0)
     elif ":" in model:
         name, attribute = model.split(":", 1)
         module = getattr(importlib.import_module(name), attribute)()

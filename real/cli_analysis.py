@@ -203,7 +203,7 @@ def format_fits(
 def compare(scenario_file: str, db: str | None, calibration: str | None, stat: str | None, holdout: bool | None, run_now: bool, launches: int,
             iters: int, rounds: int, as_json: bool) -> None:  # fmt: skip
     """Simulated vs measured per point: error, the measurement's own spread, and whether the error is within it."""
-    from real.compare import _compare, format_report, split_file
+    from real.compare import compare_fields, format_report, split_file
 
     fields, extra = split_file(scenario_file)
     if run_now and extra.get("kind") == "fsdp":
@@ -217,7 +217,7 @@ def compare(scenario_file: str, db: str | None, calibration: str | None, stat: s
         extra["run_ids"] = _measure_for_compare(fields, extra, store, launches, iters, rounds)
     else:
         store = read_store(db)
-    report = _compare(fields, extra, store, calibration, stat, holdout)
+    report = compare_fields(fields, extra, store, calibration, stat, holdout)
     if as_json:
         from real.fit import plain
 
@@ -233,7 +233,7 @@ def _measure_for_compare(fields: dict[str, Any], extra: dict[str, Any], store: A
     config = launch_config(extra.get("backend", "gloo"), extra.get("device"), int(fields.get("ranks", 2)), 900.0, 60.0, 1)
     meta = run_meta(config, f"collsim compare --run {' '.join(sys.argv[2:])}", "compare --run")
     if extra.get("kind") == "ddp":
-        from real.ddp import run_ddp_bench
+        from real.ddp_bench import run_ddp_bench
 
         configs = [
             (name.split(":")[0], parse_size_list(name.split(":")[1])[0] if ":" in name else None)
@@ -261,6 +261,29 @@ def _measure_for_compare(fields: dict[str, Any], extra: dict[str, Any], store: A
     return [run["run_id"] for run in store.runs() if run["run_id"] not in before]
 
 
+def _validate_plan(backend: str, ranks: str, quick: bool, sizes: str | None, launches: int | None, no_ddp: bool, no_fsdp: bool) -> Any:
+    """validate's plan from its flags, checked whole before the first measurement."""
+    from dataclasses import replace
+
+    from real.validate import check_plan, make_plan
+
+    plan = make_plan(backend, _world_sizes(ranks), quick)
+    if sizes:
+        plan = replace(plan, sizes=tuple(parse_size_list(sizes, "--sizes")))
+    if launches is not None:
+        if launches < 1:
+            raise CollsimError(f"--launches: must be >= 1, got {launches}")
+        plan = replace(
+            plan, launches=launches, ddp_launches=min(plan.ddp_launches, launches), fsdp_launches=min(plan.fsdp_launches, launches)
+        )
+    if no_ddp:
+        plan = replace(plan, ddp_launches=0, fsdp_launches=0)
+    if no_fsdp:
+        plan = replace(plan, fsdp_launches=0)
+    check_plan(plan)  # everything checkable is checked before the first measurement
+    return plan
+
+
 @click.command("validate")
 @click.option("--backend", default="gloo", type=click.Choice(["gloo", "nccl"]), show_default=True)
 @click.option("--ranks", default="2", show_default=True, help="world size, or a comma list (2,3,4); under torchrun: WORLD_SIZE")
@@ -278,36 +301,19 @@ def _measure_for_compare(fields: dict[str, Any], extra: dict[str, Any], store: A
 def validate(backend: str, ranks: str, quick: bool, out_dir: str, db: str | None, sizes: str | None, launches: int | None, no_ddp: bool,
              no_fsdp: bool, plotlyjs: str, threads: int, op_timeout_s: float) -> None:  # fmt: skip
     """Measure collectives and DDP steps, fit o and w, predict held-out points and the best bucket size; write a report."""
-    from dataclasses import replace
     from pathlib import Path
 
     from real.validate import (
-        analyse,
-        check_plan,
         format_text,
-        make_plan,
         mark_folder,
         measure,
         prepare_folder,
         summary_document,
         write_outputs,
     )
+    from real.validate_analysis import analyse
 
-    world_sizes = _world_sizes(ranks)
-    plan = make_plan(backend, world_sizes, quick)
-    if sizes:
-        plan = replace(plan, sizes=tuple(parse_size_list(sizes, "--sizes")))
-    if launches is not None:
-        if launches < 1:
-            raise CollsimError(f"--launches: must be >= 1, got {launches}")
-        plan = replace(
-            plan, launches=launches, ddp_launches=min(plan.ddp_launches, launches), fsdp_launches=min(plan.fsdp_launches, launches)
-        )
-    if no_ddp:
-        plan = replace(plan, ddp_launches=0, fsdp_launches=0)
-    if no_fsdp:
-        plan = replace(plan, fsdp_launches=0)
-    check_plan(plan)  # everything checkable is checked before the first measurement
+    plan = _validate_plan(backend, ranks, quick, sizes, launches, no_ddp, no_fsdp)
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise CollsimError(f"--out {out_dir!r} is a file; give a directory")

@@ -26,7 +26,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from real.ddp import Block, _fresh_model, _global_batch, model_spec, shard
+from real.models import Block, fresh_model, global_batch, model_spec, shard
 from sim.errors import CollsimError
 
 STRATEGIES = ("ddp", "zero1", "full_shard", "shard_grad_op", "no_shard", "hybrid_shard")
@@ -86,22 +86,22 @@ def equality_worker(ctx: Any, payload: dict[str, Any]) -> None:
     spec = model_spec(payload["model"])
     steps, seed, lr = payload["steps"], payload["seed"], payload["lr"]
     device = ctx.torch_device()
-    reference = _fresh_model(spec, seed, device)
+    reference = fresh_model(spec, seed, device)
     optimizer = torch.optim.SGD(reference.parameters(), lr=lr, momentum=MOMENTUM)
     for step in range(steps):
-        inputs, targets = _global_batch(spec, seed, step, device, ctx.world_size)
+        inputs, targets = global_batch(spec, seed, step, device, ctx.world_size)
         optimizer.zero_grad(set_to_none=True)
         spec.loss(reference, inputs, targets).backward()
         optimizer.step()
     expected = [p.detach() for p in reference.parameters()]
     moved = max(
-        float((after - before.detach()).abs().max()) for after, before in zip(expected, _fresh_model(spec, seed, device).parameters())
+        float((after - before.detach()).abs().max()) for after, before in zip(expected, fresh_model(spec, seed, device).parameters())
     )
     for strategy in payload["strategies"]:
         ctx.status(f"fsdp {strategy} training")
-        model, optimizer = wrap(_fresh_model(spec, seed, device), strategy, lr, device, payload.get("shard_size"))
+        model, optimizer = wrap(fresh_model(spec, seed, device), strategy, lr, device, payload.get("shard_size"))
         for step in range(steps):
-            inputs, targets = _global_batch(spec, seed, step, device, ctx.world_size)
+            inputs, targets = global_batch(spec, seed, step, device, ctx.world_size)
             optimizer.zero_grad(set_to_none=True)
             spec.loss(model, shard(inputs, ctx.rank, ctx.world_size), shard(targets, ctx.rank, ctx.world_size)).backward()
             optimizer.step()
@@ -176,14 +176,14 @@ def bench_worker(ctx: Any, payload: dict[str, Any]) -> None:
     spec = model_spec(payload["model"])
     device = ctx.torch_device()
     lr = 1e-3
-    baseline = _fresh_model(spec, payload["seed"], device)
+    baseline = fresh_model(spec, payload["seed"], device)
     configs = [("none", baseline, torch.optim.SGD(baseline.parameters(), lr=lr, momentum=MOMENTUM))]
     for strategy in payload["strategies"]:
-        model, optimizer = wrap(_fresh_model(spec, payload["seed"], device), strategy, lr, device, payload.get("shard_size"))
+        model, optimizer = wrap(fresh_model(spec, payload["seed"], device), strategy, lr, device, payload.get("shard_size"))
         configs.append((strategy, model, optimizer))
     warmup, rounds = payload["warmup_rounds"], payload["rounds"]
     for round_index in range(warmup + rounds):
-        inputs, targets = _global_batch(spec, payload["seed"], round_index, device, ctx.world_size)
+        inputs, targets = global_batch(spec, payload["seed"], round_index, device, ctx.world_size)
         inputs, targets = shard(inputs, ctx.rank, ctx.world_size), shard(targets, ctx.rank, ctx.world_size)
         for name, model, optimizer in configs:
             ctx.status(f"fsdp round {round_index} {name}")
@@ -230,8 +230,8 @@ def summarize(rows: list[dict[str, Any]], model: str, world_size: int, shard_siz
     """Per strategy: measured median step [p10, p90], and ``sim fsdp`` for the same strategy,
     replaying the measured no-communication phase times with (o, w) fitted to the measured
     all-reduces (the ow comm model)."""
-    from real.ddp import _fresh_model as fresh
     from real.ddp import export_params
+    from real.models import fresh_model as fresh
     from sim.training.fsdp import FSDPScenario, run_fsdp
     from sim.training.overhead import fit_ow
 

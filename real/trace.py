@@ -31,7 +31,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from sim.collective.results import event_row
 from sim.errors import CollsimError
+from sim.trace import chrome_trace
 
 PROFILE_KIND = "collsim-ddp-profile"
 _DTYPE_BYTES = {"float": 4, "c10::Half": 2, "c10::BFloat16": 2, "double": 8, "int": 4, "long int": 8, "signed char": 1, "unsigned char": 1,
@@ -229,16 +231,14 @@ def import_trace(path: str | Path, params: list[dict[str, Any]] | None = None, m
     ready = grad_ready(events, start, end)
     plist, names = _match_params(ready, params)
     backward_start = p["backward_start"]
-    grad_rows = [
-        {"rank": 0, "peer": -1, "resource": "compute:0", "kind": "grad_ready", "start_s": max(0.0, (t - backward_start) * 1e-6),
-         "end_s": max(0.0, (t - backward_start) * 1e-6), "bytes": 0, "step": 0, "chunk": -1, "bucket": -1, "name": name}
-        for (t, _), name in zip(ready, names)
-    ]  # fmt: skip
+    grad_rows = [event_row(0, -1, "compute:0", "grad_ready", max(0.0, (t - backward_start) * 1e-6), max(0.0, (t - backward_start) * 1e-6),
+                           0, 0, name=name) for (t, _), name in zip(ready, names)]  # fmt: skip
     layers, previous = [], backward_start
     for (t, _), name in zip(ready, names):
         layers.append({"name": name, "backward_s": max(0.0, (t - previous) * 1e-6)})
         previous = t
     comm = collectives(events, start, end)
+    timeline = measured_rows(p, comm, (start - backward_start) * 1e-6)
     info = data.get("distributedInfo") or {}
     return {
         "kind": PROFILE_KIND,
@@ -247,7 +247,7 @@ def import_trace(path: str | Path, params: list[dict[str, Any]] | None = None, m
         "forward_s": (backward_start - p["forward_start"]) * 1e-6,
         "backward_s": (p["backward_end"] - backward_start) * 1e-6,
         "optimizer_s": (p["optimizer_end"] - p["optimizer_start"]) * 1e-6,
-        "events": grad_rows,
+        "events": sorted(grad_rows + timeline, key=lambda row: (row["start_s"], row["kind"])),
         "trace": {
             "source": str(Path(path).name),
             "step": step_name,
@@ -264,6 +264,31 @@ def import_trace(path: str | Path, params: list[dict[str, Any]] | None = None, m
     }
 
 
+def measured_rows(phase_us: dict[str, float], comm: list[dict[str, Any]], step_offset_s: float) -> list[dict[str, Any]]:
+    """A measured step's phases (forward, backward, optimizer on ``compute:0``) and collectives
+    (``comm:0``) as event rows, seconds since backward start, as every timeline collsim writes
+    (``sim.collective.results.EVENT_COLUMNS``); ``step_offset_s``: the step start in that clock."""
+    origin = phase_us["backward_start"]
+    rows = [
+        event_row(0, -1, "compute:0", kind, (phase_us[start] - origin) * 1e-6, (phase_us[end] - origin) * 1e-6, name=kind)
+        for kind, start, end in (("forward", "forward_start", "backward_start"), ("backward", "backward_start", "backward_end"),
+                                 ("optimizer", "optimizer_start", "optimizer_end"))
+    ]  # fmt: skip
+    for row in comm:
+        start_s = row["start_s"] + step_offset_s
+        rows.append(event_row(0, -1, "comm:0", "comm", start_s, start_s + row["duration_s"], row["bytes"] or 0, name=row["op"]))
+    return rows
+
+
+def measured_trace(profile: dict[str, Any]) -> dict[str, Any]:
+    """The Chrome trace of a measured timeline (a ``collsim-ddp-profile``'s event rows), by the
+    writer every simulated result uses (:func:`sim.trace.chrome_trace`)."""
+    events = profile.get("events") if isinstance(profile, dict) else None
+    if not isinstance(events, list) or not events:
+        raise CollsimError("measured_trace: the profile has no event rows; give a collsim-ddp-profile with 'events'")
+    return chrome_trace(events)
+
+
 # --- recording ----------------------------------------------------------------------------
 
 
@@ -272,15 +297,15 @@ def trace_worker(ctx: Any, payload: dict[str, Any]) -> None:
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function
 
-    from real.ddp import _fresh_model, _global_batch, model_spec, shard
+    from real.models import fresh_model, global_batch, model_spec, shard
 
     spec = model_spec(payload["model"])
     device = ctx.torch_device()
-    model = torch.nn.parallel.DistributedDataParallel(_fresh_model(spec, 0, device))
+    model = torch.nn.parallel.DistributedDataParallel(fresh_model(spec, 0, device))
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
 
     def step(index: int) -> None:
-        inputs, targets = _global_batch(spec, 0, index, device, ctx.world_size)
+        inputs, targets = global_batch(spec, 0, index, device, ctx.world_size)
         inputs, targets = shard(inputs, ctx.rank, ctx.world_size), shard(targets, ctx.rank, ctx.world_size)
         with record_function("forward"):
             loss = spec.loss(model, inputs, targets)

@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from sim.cli_fields import field_option, field_options
 from sim.errors import CollsimError
 
 
@@ -98,7 +99,10 @@ def cli() -> None:
     lazy={
         "ddp": ("sim.training.ddp_cli:ddp", "Simulate a DDP step: buckets, overlap, overhead, best bucket size."),
         "fsdp": ("sim.training.fsdp_cli:fsdp", "Simulate an FSDP / ZeRO step: all-gathers, reduce-scatters, memory; --compare strategies."),
-        "crossover": ("sim.collective.crossover_cli:crossover_command", "Time of every algorithm of an op over message size; the fastest per size."),
+        "crossover": (
+            "sim.collective.crossover_cli:crossover_command",
+            "Time of every algorithm of an op over message size; the fastest per size.",
+        ),
     },
 )
 def sim() -> None:
@@ -117,40 +121,19 @@ def _unit(parse):
 
 
 @sim.command("collective")
-@click.option("--op", default=None, help="broadcast, reduce, all_reduce, all_gather, reduce_scatter, gather, scatter, barrier, send_recv")
-@click.option("--algorithm", default=None, help="e.g. ring, binomial, recursive_doubling, rabenseifner, double_binary_tree")
-@click.option("--ranks", default=None, type=int, help="number of ranks p")
-@click.option("--size", default=None, help="message size n, e.g. 64MiB; a bare number is bytes (all_gather: gathered size)")
-@click.option("--latency", default=None, help="link latency alpha, e.g. 5us (default 0)")
-@click.option("--bandwidth", default=None, help="link bandwidth B, e.g. 25GB/s or 100Gbps")
-@click.option("--reduce-bandwidth", default=None, help="reduction bandwidth 1/gamma, e.g. 100GB/s (default: free)")
-@click.option("--overhead", default=None, help="per-call overhead o, e.g. 10us")
-@click.option("--chunks", default=None, type=int, help="pipeline chunks k (chain, ring, trees)")
-@click.option("--topology", default=None, help="switch | ring | two_level | torus2d | FILE (GraphML/JSON)")
-@click.option("--gpus-per-node", default=None, type=int, help="two_level: ranks per node (default 8: then ranks must be a multiple of 8)")
-@click.option("--intra-latency", default=None, help="two_level: latency inside a node")
-@click.option("--intra-bandwidth", default=None, help="two_level: bandwidth inside a node")
-@click.option("--root", default=None, type=int, help="root rank for rooted collectives")
-@click.option("--straggler", "stragglers", multiple=True, help="RANK:DELAY start skew, e.g. 3:1ms (repeatable)")
-@click.option("--jitter", default=None, help="mean extra delay per message, exponential, e.g. 1us")
-@click.option("--seed", default=None, type=int, help="seed for jitter and verification payloads")
-@click.option("--repetitions", default=None, type=int, help="back-to-back calls; time_s is per call (total_time / repetitions), buffers fresh each call")
-@click.option("--element-bytes", default=None, type=int, help="bytes per element (float32: 4)")
-@click.option("--record", default=None, type=click.Choice(["auto", "full", "aggregate"]), help="event recording")
-@click.option(
-    "--sharing",
-    default=None,
-    type=click.Choice(["fair", "fifo"]),
-    help="how messages share links and ports: fair (max-min fair flows, default) or fifo (work-conserving FIFO queues)",
+@field_options(
+    "collective",
+    *("op", "algorithm", "ranks", "size_bytes", "latency_s", "bandwidth_Bps", "reduce_bandwidth_Bps", "overhead_s", "chunks", "topology"),
+    *("gpus_per_node", "intra_latency_s", "intra_bandwidth_Bps", "root", "stragglers", "jitter_s", "seed", "repetitions", "element_bytes"),
+    *("record", "sharing", "eager_limit_bytes", "placement", "groups", "hardware"),
+    decls={"stragglers": ("--straggler", "stragglers")},
 )
-@click.option("--eager-limit", default=None, help="messages larger than this wait for the matching receive (rendezvous); default 0: all wait")
-@click.option("--placement", default=None, help="ranks on endpoints: block (default), round_robin (two_level: rank r on node r % nodes) or FILE")
-@click.option("--groups", default=None, help="run the collective at once on disjoint groups: 4x8, strided:4 or 0,1;2,3")
-@click.option("--hardware", default=None, help="hardware preset (collsim hardware list): fills ranks, topology and links; flags override")
 @click.option("--nodes", default=None, type=int, help="with --hardware: number of nodes (default 1)")
 @click.option("--nics-per-node", default=None, type=int, help="with --hardware: NICs a node instead of the preset's (e.g. 16)")
 @click.option("--nic-bandwidth", default=None, help="with --hardware: bandwidth of each NIC instead of the preset's (e.g. 200Gbps)")
-@click.option("--nccl-algo", default=None, help="with --hardware: restrict NCCL's pick as NCCL_ALGO does (Ring,Tree,NVLS,NVLSTree,PAT; ^ excludes)")
+@click.option(
+    "--nccl-algo", default=None, help="with --hardware: restrict NCCL's pick as NCCL_ALGO does (Ring,Tree,NVLS,NVLSTree,PAT; ^ excludes)"
+)
 @click.option("--nccl-proto", default=None, help="with --hardware: restrict NCCL's pick as NCCL_PROTO does (LL,LL128,Simple; ^ excludes)")
 @click.option(
     "--model",
@@ -158,9 +141,13 @@ def _unit(parse):
     type=click.Choice(["des", "nccl"]),
     help="des: simulate (default); nccl: NCCL's own tuning model on --hardware (its pick, time, busbw, every candidate)",
 )
-@click.option("--verify", is_flag=True, help="move real payloads and check every rank's final buffer")
+@field_option("verify")
 @click.option("--scenario", "scenario_file", default=None, help="YAML/JSON scenario file (flags given override it)")
-@click.option("--calibration", default=None, help="calibration file from 'collsim fit --calibration': fills overhead, latency, bandwidth, algorithm not given")
+@click.option(
+    "--calibration",
+    default=None,
+    help="calibration file from 'collsim fit --calibration': fills overhead, latency, bandwidth, algorithm not given",
+)
 @click.option("--backend", default=None, help="with --calibration: use this backend's entries (gloo, nccl)")
 @click.option("--trace", default=None, help="write a Chrome trace JSON (open in Perfetto)")
 @click.option("--csv", "csv_path", default=None, help="write the event table as CSV")
@@ -225,6 +212,12 @@ def collective(scenario_file: str | None, trace: str | None, csv_path: str | Non
     summary = summarize(result)
     if calibration_used is not None:
         summary["calibration"] = calibration_used
+    _echo_collective(summary, as_json)
+
+
+def _echo_collective(summary: dict[str, Any], as_json: bool) -> None:
+    """The collective's summary as JSON or text (collapsed runs: the time per call)."""
+    calibration_used = summary.get("calibration")
     if as_json:
         click.echo(json.dumps(summary))
     elif summary["mode"] == "collapsed":

@@ -18,13 +18,14 @@ from typing import Any
 
 from sim.algorithms.registry import algorithm_spec, algorithms_for, ops
 from sim.errors import CollsimError
+from sim.fields import COLLECTIVE, RECORD_MODES, SHARING_MODES, FieldInfo, field_info
 from sim.units import parse_bandwidth, parse_size, parse_time, require_unit
 
-RECORD_MODES = ("auto", "full", "aggregate")
-SHARING_MODES = ("fifo", "fair")
+__all__ = ["RECORD_MODES", "SHARING_MODES", "CollectiveScenario", "FieldInfo", "ScenarioData", "aliases_of", "check_keys", "field_info", "optional_parser", "parse_bool", "parse_int",
+           "from_mapping", "load_mapping", "override", "parse_data", "unit_kind", "unknown_key"]  # fmt: skip
 
 
-def _int(value: Any, what: str) -> int:
+def parse_int(value: Any, what: str) -> int:
     if isinstance(value, bool):
         raise CollsimError(f"{what}: expected a whole number, got {value!r}")
     try:
@@ -36,7 +37,7 @@ def _int(value: Any, what: str) -> int:
     return int(number)
 
 
-def _bool(value: Any, what: str) -> bool:
+def parse_bool(value: Any, what: str) -> bool:
     if isinstance(value, bool):
         return value
     if str(value).lower() in ("true", "yes", "1", "on"):
@@ -46,7 +47,7 @@ def _bool(value: Any, what: str) -> bool:
     raise CollsimError(f"{what}: expected true or false, got {value!r}")
 
 
-def _optional(parse: Callable[[Any, str], Any]) -> Callable[[Any, str], Any]:
+def optional_parser(parse: Callable[[Any, str], Any]) -> Callable[[Any, str], Any]:
     return lambda value, what: None if value in (None, "", "none", "None") else parse(value, what)
 
 
@@ -63,7 +64,7 @@ def _stragglers(value: Any, what: str) -> tuple[tuple[int, float], ...]:
             require_unit(delay, f"{what} {rank}", "time")
     items = value.items() if isinstance(value, dict) else value
     try:
-        pairs = tuple((_int(rank, what), parse_time(delay, what)) for rank, delay in items)
+        pairs = tuple((parse_int(rank, what), parse_time(delay, what)) for rank, delay in items)
     except (TypeError, ValueError):
         raise CollsimError(f"{what}: expected rank:delay pairs such as 3:1ms, got {value!r}") from None
     return tuple(sorted(pairs))
@@ -92,7 +93,7 @@ def check_keys(cls: type, data: dict[str, Any]) -> None:
 
 
 def unit_kind(name: str) -> str | None:
-    """"time" or "bandwidth" for canonical fields that carry their unit in the name."""
+    """ "time" or "bandwidth" for canonical fields that carry their unit in the name."""
     if name.endswith("_Bps"):
         return "bandwidth"
     if name.endswith("_s") and not name.endswith("_per_s"):
@@ -114,8 +115,7 @@ def from_mapping(cls: type, data: dict[str, Any], parsers: dict[str, Parser], al
         name = aliases.get(key, key)
         if name in given:
             raise CollsimError(
-                f"{given[name]}: given twice, as {given[name]!r} ({data[given[name]]!r}) and as {key!r} ({value!r}); "
-                "keep one of them",
+                f"{given[name]}: given twice, as {given[name]!r} ({data[given[name]]!r}) and as {key!r} ({value!r}); keep one of them",
                 field=given[name],
             )
         given[name] = key
@@ -306,12 +306,8 @@ class CollectiveScenario(ScenarioData):
         for name, value in non_negative.items():
             if value is not None and not (value >= 0 and math.isfinite(value)):
                 raise CollsimError(f"{name}: must be a time >= 0 such as 5us, got {value!r}")
-        for name, value, low in (
-            ("chunks", self.chunks, 1),
-            ("element_bytes", self.element_bytes, 1),
-            ("repetitions", self.repetitions, 1),
-            ("max_events", self.max_events, 0),
-        ):
+        for name in ("chunks", "element_bytes", "repetitions", "max_events"):
+            value, low = getattr(self, name), COLLECTIVE[name].low  # the bound is the field's (sim.fields)
             if value < low:
                 raise CollsimError(f"{name}: must be >= {low}, got {value}")
         if not 0 <= self.root < self.ranks:
@@ -404,41 +400,36 @@ class CollectiveScenario(ScenarioData):
 
 
 _COLLECTIVE_PARSERS: dict[str, Parser] = {
-    "ranks": _int,
+    "ranks": parse_int,
     "size_bytes": parse_size,
     "bandwidth_Bps": parse_bandwidth,
     "latency_s": parse_time,
-    "reduce_bandwidth_Bps": _optional(parse_bandwidth),
+    "reduce_bandwidth_Bps": optional_parser(parse_bandwidth),
     "overhead_s": parse_time,
-    "chunks": _int,
+    "chunks": parse_int,
     "topology": lambda value, what: str(value),
-    "gpus_per_node": _optional(_int),
-    "intra_latency_s": _optional(parse_time),
-    "intra_bandwidth_Bps": _optional(parse_bandwidth),
-    "element_bytes": _int,
-    "root": _int,
+    "gpus_per_node": optional_parser(parse_int),
+    "intra_latency_s": optional_parser(parse_time),
+    "intra_bandwidth_Bps": optional_parser(parse_bandwidth),
+    "element_bytes": parse_int,
+    "root": parse_int,
     "stragglers": _stragglers,
     "jitter_s": parse_time,
-    "seed": _int,
-    "repetitions": _int,
-    "verify": _bool,
-    "max_events": _int,
+    "seed": parse_int,
+    "repetitions": parse_int,
+    "verify": parse_bool,
+    "max_events": parse_int,
     "sharing": lambda value, what: str(value),
     "eager_limit_bytes": parse_size,
     "placement": lambda value, what: str(value),
-    "hardware": _optional(lambda value, what: str(value)),
-}
-_COLLECTIVE_ALIASES = {
-    "size": "size_bytes",
-    "bandwidth": "bandwidth_Bps",
-    "latency": "latency_s",
-    "reduce_bandwidth": "reduce_bandwidth_Bps",
-    "overhead": "overhead_s",
-    "intra_latency": "intra_latency_s",
-    "intra_bandwidth": "intra_bandwidth_Bps",
-    "jitter": "jitter_s",
-    "eager_limit": "eager_limit_bytes",
+    "hardware": optional_parser(lambda value, what: str(value)),
 }
 
+
+def aliases_of(fields: dict[str, FieldInfo]) -> dict[str, str]:
+    """Short key -> field name, from the fields' metadata (``size`` -> ``size_bytes``)."""
+    return {key: name for name, info in fields.items() for key in info.keys()}
+
+
 CollectiveScenario.PARSERS = _COLLECTIVE_PARSERS
-CollectiveScenario.ALIASES = _COLLECTIVE_ALIASES
+CollectiveScenario.ALIASES = aliases_of(COLLECTIVE)

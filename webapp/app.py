@@ -23,7 +23,7 @@ import plotly.io as pio
 from dash import ClientsideFunction, Input, Output, State, dcc, html
 from dash.exceptions import PreventUpdate
 
-from webapp import helper, ids
+from webapp import helper, ids, jobs
 from webapp.pages import collectives, compare, ddp, guides
 
 PAGES = (collectives, ddp, compare, guides)  # each: PATH, NAME, TITLE, layout(search), register(app)
@@ -126,7 +126,7 @@ def background_manager() -> Any | None:
         shutil.rmtree(directory, ignore_errors=True)
 
     atexit.register(clean)
-    manager = dash.DiskcacheManager(cache)
+    manager = jobs.FollowingManager(cache)  # a job ends once its page stops polling it (webapp/jobs.py)
     manager.directory = directory
     return manager
 

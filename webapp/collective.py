@@ -23,7 +23,7 @@ import numpy as np
 from sim.algorithms.registry import algorithms_for, ops
 from sim.collective import explore, narrative
 from sim.collective.analytic import busbw_factor
-from sim.collective.results import CollectiveResult, link_name
+from sim.collective.results import CollectiveResult
 from sim.collective.runner import build_topology, start_collective
 from sim.errors import CollsimError
 from sim.network.layout import node_positions
@@ -468,7 +468,7 @@ def player_data(
     if s.ranks > PLAYER_DRAW_RANKS:
         return aggregate_player(s, table, layout)
     steps: dict[int, list] = {}
-    net = result.network
+    ends = result.links["src"], result.links["dst"]
     # times to a millionth of the run (captions show 4 digits): half the JSON the browser stores and resends
     decimals = 6 - math.floor(math.log10(float(table[:, 3].max()) or 1.0))
     times = np.round(table[:, 2:4], decimals).tolist()
@@ -478,7 +478,7 @@ def player_data(
     pairs = {(row[0], row[1]) for row in columns}
     routes = {}
     for src, dst in pairs:
-        routes[(src, dst)] = [[str(a), str(b)] for a, b in (net.links[i] for i in net.route(src, dst)[0] if i < len(net.links))]
+        routes[(src, dst)] = [[str(ends[0][i]), str(ends[1][i])] for i in result.routes[(src, dst)]]
     ordered = sorted(steps)
     if frames is not None and len(frames) != len(ordered) + 1:
         frames = None  # steps that do not line up with the frames: show messages only
@@ -642,9 +642,11 @@ def _cells_text(cells: list[int], total: int, chunks: int) -> str:
 
 def _table(records: Any, width: int) -> np.ndarray:
     """Recorded rows as one float array (numpy straight from the record's columns when it has them)."""
-    columns = getattr(records, "columns", None)
+    columns = getattr(records, "columns", None)  # a results Table's named numpy columns
     if callable(columns):
-        arrays = list(columns().values())
+        columns = columns()
+    if isinstance(columns, dict):
+        arrays = list(columns.values())
         if len(arrays) == width:
             return np.column_stack(arrays).astype(float) if len(arrays[0]) else np.zeros((0, width))
     rows = list(records)
@@ -658,7 +660,7 @@ def message_array(result: CollectiveResult) -> np.ndarray:
 
 def compute_array(result: CollectiveResult) -> np.ndarray:
     """The recorded reductions as one float array: rank, start, end, nbytes, step, chunk."""
-    return _table(result.network.computes, 6)
+    return _table(result.computes, 6)
 
 
 def rank_intervals(result: CollectiveResult) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -680,14 +682,13 @@ def link_intervals(result: CollectiveResult) -> tuple[list[str], np.ndarray, np.
     """Every recorded message on every directed link it crossed, whole run: (link names,
     link index per crossing, start, end) as arrays, for utilisation heatmaps at any size.
     Each (sender, receiver) pair's route is looked up once."""
-    net = result.network
     table = message_array(result)
     if not len(table):
         return [], np.zeros(0, int), np.zeros(0), np.zeros(0)
     ranks = int(table[:, :2].max()) + 1
     codes = table[:, 0].astype(np.int64) * ranks + table[:, 1].astype(np.int64)
     pairs, inverse = np.unique(codes, return_inverse=True)
-    routes = [[i for i in net.route(int(code // ranks), int(code % ranks))[0] if i < len(net.links)] for code in pairs.tolist()]
+    routes = [list(result.routes[(int(code // ranks), int(code % ranks))]) for code in pairs.tolist()]
     lengths = np.array([len(route) for route in routes], dtype=np.int64)
     flat = np.array([link for route in routes for link in route], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
@@ -696,29 +697,28 @@ def link_intervals(result: CollectiveResult) -> tuple[list[str], np.ndarray, np.
     # the k-th link of a message's route: its pair's offset + k
     within = np.arange(len(message)) - np.repeat(np.cumsum(per_message) - per_message, per_message)
     index_of = flat[offsets[inverse][message] + within]
-    names = [link_name(link) for link in net.links]
+    names = [str(name) for name in result.links["name"]]
     return names, index_of, table[message, 2], table[message, 3]
 
 
 def link_events(result: CollectiveResult, limit: int) -> list[dict[str, Any]]:
     """One row per (message, directed link it crossed): link, start, end, bytes, step, chunk."""
-    net = result.network
+    names = result.links["name"]
     rows: list[dict[str, Any]] = []
     for src, dst, start, end, nbytes, step, chunk in result.messages:
-        for index in net.route(src, dst)[0]:
-            if index < len(net.links):
-                rows.append(
-                    {
-                        "link": link_name(net.links[index]),
-                        "src": src,
-                        "dst": dst,
-                        "start_s": start,
-                        "end_s": end,
-                        "bytes": nbytes,
-                        "step": step,
-                        "chunk": chunk,
-                    }
-                )
-                if len(rows) >= limit:
-                    return rows
+        for index in result.routes[(src, dst)]:
+            rows.append(
+                {
+                    "link": str(names[index]),
+                    "src": src,
+                    "dst": dst,
+                    "start_s": start,
+                    "end_s": end,
+                    "bytes": nbytes,
+                    "step": step,
+                    "chunk": chunk,
+                }
+            )
+            if len(rows) >= limit:
+                return rows
     return rows

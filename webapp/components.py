@@ -6,7 +6,7 @@ from typing import Any
 
 from dash import dcc, html
 
-from webapp import ids
+from webapp import ids, urlstate
 
 # The modebar camera saves SVG (vector, for papers); the page's PNG/SVG buttons offer both.
 GRAPH_CONFIG = {
@@ -34,7 +34,7 @@ def field(name: str, label: str, hint: str, component: Any, page: str = "coll", 
 def hardware_dropdown(field_id: str, value: str, names: list[str]) -> dcc.Dropdown:
     """The hardware preset picker both pages share: "none" (the network set by hand) or a preset."""
     options = [{"label": "none: set the network below", "value": ""}] + [{"label": name, "value": name} for name in names]
-    return dcc.Dropdown(id=field_id, options=options, value=value, clearable=False)
+    return dcc.Dropdown(id=field_id, options=urlstate.with_unknown(options, value), value=value, clearable=False)
 
 
 def graph(graph_id: str, height: int = 360, figure: Any = None) -> dcc.Graph:

@@ -18,6 +18,16 @@ def query_from_form(form: dict[str, Any], defaults: dict[str, str]) -> str:
     return "?" + urlencode(changed) if changed else ""
 
 
+def with_unknown(options: list[dict[str, Any]], value: str | None) -> list[dict[str, Any]]:
+    """A dropdown's options, plus a link's value that is none of them, labelled unknown: a
+    dropdown drops a value it does not offer, and the URL writer would then drop it from the
+    address bar (``?sharing=nonsense`` became ``?sharing=`` and ran fair). Kept, the value stays in
+    its field and in the URL, and the field shows why it is refused."""
+    if value in (None, "") or any(option.get("value") == value for option in options):
+        return options
+    return [*options, {"label": f"{value} (unknown)", "value": value}]
+
+
 def query_keys(search: str | None) -> set[str]:
     """The keys a URL query string names (whatever their values)."""
     return {key for key, _ in parse_qsl((search or "").lstrip("?"), keep_blank_values=True)}

@@ -19,7 +19,7 @@ Pure model code: no torch, dash or plotly.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -102,10 +102,45 @@ def estimate(scenario: Any, probe: bool = True) -> Estimate:
 
 def messages_of(s: Any) -> Any:
     """:func:`sim.collective.explore.work` (messages and routes; it probes at most
-    ``PROBE_MAX_CHUNKS`` chunks and scales linearly in chunks)."""
+    ``PROBE_MAX_CHUNKS`` chunks and scales linearly in chunks). NCCL's algorithms on a hardware
+    preset run only the channels that are not copies of another (``sim.hardware.nccl_topo``):
+    the records count every channel, so their count is scaled to the channels run."""
     from sim.collective.explore import work
 
-    return work(s)
+    told = work(s)
+    params = _preset_path(s)
+    if params is None or params.simulated >= params.channels:
+        return told
+    try:
+        counted = work(s.replace(chunks=params.channels)) if params.channels != s.chunks else told
+    except CollsimError:
+        counted = told
+    messages = -(-counted.messages * params.simulated // params.channels)
+    if params.algorithm == "Tree" and params.max_tree_pieces:  # each run channel sends at most this many pieces up and down
+        messages = min(messages, 2 * (s.ranks - 1) * params.simulated * params.max_tree_pieces * s.repetitions)
+    return replace(counted, messages=messages)
+
+
+def _preset_path(s: Any) -> Any:
+    """NCCL's data-path parameters (channels, channels run, tree pieces) of an ``nccl_*``
+    scenario on a hardware preset; None for any other scenario."""
+    from sim.hardware.nccl_path import PAIR_OF
+
+    if not getattr(s, "hardware", None) or s.algorithm not in PAIR_OF:
+        return None
+    from sim.hardware.nccl_topo import path_params
+    from sim.hardware.presets import load_preset
+
+    return path_params(s, load_preset(s.hardware))
+
+
+def _probe_ranks(s: Any) -> tuple[int, int]:
+    """Ranks of the two probes: 8 and 16, or two and four nodes of a hardware preset (a node
+    alone has no traffic between nodes: NVLS then sends no message at all)."""
+    if getattr(s, "hardware", None) and s.topology == "two_level":
+        gpus = s.gpus_per_node_resolved
+        return 2 * gpus, 4 * gpus
+    return PROBE_RANKS
 
 
 def _memory(s: Any, messages: int, pairs: int, chunks: int) -> int:
@@ -125,9 +160,10 @@ def _visits_per_message(s: Any, chunks: int) -> float:
     except CollsimError:
         pass
     probe_k = min(chunks, PROBE_MAX_CHUNKS)
-    ranks = [p for p in PROBE_RANKS if p < s.ranks] or [s.ranks]
-    if s.ranks <= PROBE_RANKS[-1] and chunks <= PROBE_MAX_CHUNKS:
-        return _probe(key, s.ranks, chunks, size)
+    probe_ranks = _probe_ranks(s)
+    ranks = [p for p in probe_ranks if p < s.ranks] or [s.ranks]
+    if s.ranks <= probe_ranks[-1] and chunks <= PROBE_MAX_CHUNKS:
+        return _probe(key, s.ranks, chunks, size) * _size_growth(key, s, s.ranks, chunks, size)
     base_p = ranks[-1]
     v_base = _probe(key, base_p, probe_k, size)
     growth_p = 0.0
@@ -143,7 +179,19 @@ def _visits_per_message(s: Any, chunks: int) -> float:
     if chunks > probe_k:
         growth_k = _exponent(_probe(key, base_p, probe_k // 4, size), v_base, 4.0)
     value = v_base * (s.ranks / base_p) ** growth_p * (chunks / probe_k) ** growth_k
-    return value
+    return value * _size_growth(key, s, base_p, probe_k, size)
+
+
+def _size_growth(key: Any, s: Any, ranks: int, chunks: int, size: int) -> float:
+    """The factor by which re-sharing per message grows from the probes' size to the scenario's,
+    for NCCL's trees, whose messages are pieces of a fixed size: in proportion to the pieces
+    (more in flight, more flows to re-share; 0.8-1.6x of counted runs at 32-64 ranks and
+    64-256 MiB). NVLS and rings show no such growth (tests/collective/test_budget_presets.py)."""
+    if s.size_bytes <= size or not s.algorithm.startswith("nccl_tree"):
+        return 1.0
+    full = _messages_at(key.replace(size_bytes=s.size_bytes - s.size_bytes % key.element_bytes), ranks, chunks)
+    probed = _messages_at(key, ranks, chunks)
+    return full / probed if full > probed > 0 else 1.0
 
 
 def _messages_at(s: Any, ranks: int, chunks: int) -> int:

@@ -24,7 +24,7 @@ For the DDP step model: ``collective_time(scenario).time_s`` is a drop-in for
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -246,7 +246,7 @@ def run(scenario: CollectiveScenario, mode: str = "full") -> Any:
     if mode == "full" or reason:
         result = run_full(scenario)
         if reason:
-            result.mode_note = f"collapsed mode not applicable ({reason}); ran full"
+            result = replace(result, mode_note=f"collapsed mode not applicable ({reason}); ran full")
         return result
     return CollapsedResult(scenario, collective_time(scenario), analytic_time_s=analytic.for_scenario(scenario))
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from sim.cli_fields import field_option
 from sim.errors import CollsimError
 
 
@@ -25,16 +26,16 @@ def _sizes(text: str | None) -> tuple[int, ...]:
 
 
 @click.command("crossover")
-@click.option("--op", required=True, help="all_reduce, broadcast, reduce, all_gather, reduce_scatter, ...")
-@click.option("--ranks", default=None, type=int, help="number of ranks p (required without --hardware)")
-@click.option("--bandwidth", default=None, help="link bandwidth B, e.g. 25GB/s (required without --hardware)")
-@click.option("--latency", default="0", help="link latency alpha, e.g. 5us")
-@click.option("--reduce-bandwidth", default=None, help="reduction bandwidth 1/gamma (default: free)")
-@click.option("--overhead", default=None, help="per-call overhead o, e.g. 10us")
-@click.option("--topology", default=None, help="switch | ring | two_level | torus2d | FILE")
-@click.option("--gpus-per-node", default=None, type=int, help="two_level: ranks per node")
-@click.option("--chunks", default=None, type=int, help="pipeline chunks for chunked algorithms")
-@click.option("--sharing", default=None, help="fair | fifo")
+@field_option("op", required=True)
+@field_option("ranks", type=int, note="required without --hardware")
+@field_option("bandwidth_Bps", note="required without --hardware")
+@field_option("latency_s", default="0")
+@field_option("reduce_bandwidth_Bps")
+@field_option("overhead_s")
+@field_option("topology")
+@field_option("gpus_per_node", type=int)
+@field_option("chunks", type=int)
+@field_option("sharing")
 @click.option("--sizes", default=None, help="comma-separated message sizes (default 1KiB..1GiB, x4)")
 @click.option("--hardware", default=None, help="hardware preset: its network, plus a row of NCCL's pick run in the DES")
 @click.option("--nodes", default=None, type=int, help="with --hardware: number of nodes (default 1)")

@@ -125,7 +125,7 @@ def _probe(s: CollectiveScenario, ranks: int, nbytes: int) -> tuple[int, int]:
     if s.topology == "two_level":
         changes["gpus_per_node"] = min(s.gpus_per_node_resolved, ranks)
     result = runner.run(s.replace(**changes))
-    return result.message_count, len(result.network.overflow)
+    return result.message_count, len(result.overflow)
 
 
 # --------------------------------------------------------------------------- phases

@@ -60,7 +60,7 @@ def run_with_frames(scenario: CollectiveScenario, out: list[dict[str, Any]], on_
         return run(s, on_progress)
     result, frames = recorded(s.replace(element_bytes=s.element_bytes * scale), on_progress)
     out.extend(frames)
-    if s.record == "auto" and max(result.message_count, len(result.network.computes)) > s.max_events:
+    if s.record == "auto" and max(result.message_count, len(result.computes)) > s.max_events:
         return run(s, on_progress)  # the plain run aggregates past max_events: its records differ
     analytic_time_s = group_closed_form(s) if s.groups else analytic.for_scenario(s)
     return replace(result, scenario=s, analytic_time_s=analytic_time_s)
@@ -147,9 +147,9 @@ def recorded(s: CollectiveScenario, on_progress: Progress | None = None) -> tupl
     copies.append(snapshot())
     result = collect(started)
     ends: dict[int, float] = {}
-    for message in result.network.messages:
+    for message in result.messages:
         ends[message[5]] = max(ends.get(message[5], 0.0), message[3])
-    for compute in result.network.computes:
+    for compute in result.computes:
         ends[compute[4]] = max(ends.get(compute[4], 0.0), compute[2])
     frames = [{"step": -1, "cells": copies[0].tolist()}]
     for step in sorted(ends):

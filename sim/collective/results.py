@@ -21,16 +21,17 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterable
-from dataclasses import dataclass, field
-from functools import cached_property
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from sim.errors import CollsimError
 
 if TYPE_CHECKING:  # annotations only: reading results needs no engine
-    from sim.network import Compute, Message, Network
+    from sim.network import Network
 
 EVENT_COLUMNS = ("rank", "peer", "resource", "kind", "start_s", "end_s", "bytes", "step", "chunk", "bucket", "name")
 
@@ -52,12 +53,12 @@ def event_row(
     return dict(zip(EVENT_COLUMNS, (rank, peer, resource, kind, start_s, end_s, nbytes, step, chunk, bucket, name)))
 
 
-def message_rows(messages: Iterable[Message]) -> Iterable[dict[str, Any]]:
+def message_rows(messages: Iterable[tuple]) -> Iterable[dict[str, Any]]:
     for src, dst, start, end, nbytes, step, chunk in messages:
         yield event_row(src, dst, f"port:{src}", "send", start, end, nbytes, step, chunk)
 
 
-def compute_rows(computes: Iterable[Compute]) -> Iterable[dict[str, Any]]:
+def compute_rows(computes: Iterable[tuple]) -> Iterable[dict[str, Any]]:
     for rank, start, end, nbytes, step, chunk in computes:
         yield event_row(rank, -1, f"compute:{rank}", "reduce", start, end, nbytes, step, chunk)
 
@@ -109,6 +110,72 @@ def link_name(link: tuple[object, object]) -> str:
     return f"{link[0]}->{link[1]}"
 
 
+MESSAGE_FIELDS = ("src", "dst", "start_s", "end_s", "nbytes", "step", "chunk")
+COMPUTE_FIELDS = ("rank", "start_s", "end_s", "nbytes", "step", "chunk")
+PAIR_FIELDS = ("src", "dst", "messages", "nbytes", "busy_s")
+LINK_FIELDS = ("name", "src", "dst", "bandwidth_Bps", "latency_s", "kind", "messages", "bytes")
+
+
+class Table:
+    """Named columns of equal length (numpy arrays), read as a sequence of row tuples.
+
+    ``table["src"]`` is a column; ``len``, iteration, ``table[i]`` and slices give rows as
+    tuples of plain Python values in column order; ``to_dict()`` gives lists for JSON. Plain
+    data: it pickles, and nothing in it refers to the run that made it."""
+
+    def __init__(self, columns: dict[str, Any]) -> None:
+        self.columns = {name: np.asarray(values) for name, values in columns.items()}
+        lengths = {len(values) for values in self.columns.values()}
+        if len(lengths) > 1:
+            raise ValueError(f"Table: columns of different lengths {sorted(lengths)}")
+        self.names = tuple(self.columns)
+
+    @classmethod
+    def empty(cls, names: tuple[str, ...]) -> Table:
+        return cls({name: np.zeros(0) for name in names})
+
+    def __len__(self) -> int:
+        return len(next(iter(self.columns.values()))) if self.columns else 0
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str):
+            return self.columns[key]
+        if isinstance(key, slice):
+            return list(zip(*(values[key].tolist() for values in self.columns.values())))
+        return tuple(
+            value.item() if isinstance(value, np.generic) else value for value in (values[key] for values in self.columns.values())
+        )
+
+    def __iter__(self) -> Iterator[tuple]:
+        step = 65_536  # rows in slices: no full list of tuples at once
+        for lo in range(0, len(self), step):
+            yield from zip(*(values[lo : lo + step].tolist() for values in self.columns.values()))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (list, tuple, Table)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    def __repr__(self) -> str:
+        return f"Table({len(self)} rows: {', '.join(self.names)})"
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The rows as dicts by column name."""
+        return [dict(zip(self.names, row)) for row in self]
+
+    def to_dict(self) -> dict[str, list]:
+        return {name: values.tolist() for name, values in self.columns.items()}
+
+
+def utilisation(busy_s: float, span_s: float) -> float:
+    """The one definition of utilisation: the fraction of ``span_s`` a resource spent busy
+    (transmitting, computing). 0 for an empty span."""
+    return busy_s / span_s if span_s > 0 else 0.0
+
+
 @dataclass
 class LinkStats:
     link: str
@@ -118,9 +185,74 @@ class LinkStats:
     utilisation: float
 
 
-@dataclass
+@dataclass(frozen=True)
+class RunRecords:
+    """What a run's network recorded, as plain data (:func:`records_of` reads it once, at the end).
+
+    ``messages`` (MESSAGE_FIELDS) and ``computes`` (COMPUTE_FIELDS): the recorded rows;
+    ``overflow`` (PAIR_FIELDS): per (src, dst) totals of the messages past ``max_events``;
+    ``pairs`` (PAIR_FIELDS): per (src, dst) totals over every message; ``links``
+    (LINK_FIELDS): every directed link with its metadata and crossings (messages, bytes over
+    every message); ``routes``: (src, dst) -> the link indices (rows of ``links``) its
+    messages crossed, for every pair that sent."""
+
+    messages: Table
+    computes: Table
+    overflow: Table
+    pairs: Table
+    links: Table
+    routes: dict[tuple[int, int], tuple[int, ...]]
+
+
+def _pair_table(totals: dict[tuple[int, int], list[float]]) -> Table:
+    keys = sorted(totals)
+    values = [totals[key] for key in keys]
+    return Table({
+        "src": np.array([k[0] for k in keys], dtype=np.int64), "dst": np.array([k[1] for k in keys], dtype=np.int64),
+        "messages": np.array([v[0] for v in values], dtype=np.int64), "nbytes": np.array([v[1] for v in values], dtype=np.int64),
+        "busy_s": np.array([v[2] for v in values], dtype=np.float64),
+    })  # fmt: skip
+
+
+def _link_kind(data: dict[str, Any], u: object, v: object) -> str:
+    """The edge's own ``kind`` where the graph gives one; else where it sits: rank to rank,
+    up (rank into the fabric), down (fabric to rank) or fabric."""
+    if data.get("kind"):
+        return str(data["kind"])
+    rank_u, rank_v = isinstance(u, int), isinstance(v, int)
+    return {(True, True): "rank", (True, False): "up", (False, True): "down"}.get((rank_u, rank_v), "fabric")
+
+
+def records_of(net: Network) -> RunRecords:
+    """Copy what ``net`` recorded into plain data; the routes and per-link crossings are
+    computed here, once."""
+    totals = net.pair_totals()  # every message, recorded or aggregated
+    count = len(net.links)
+    routes = {pair: tuple(index for index in net.route(*pair)[0] if index < count) for pair in sorted(totals)}
+    crossings = np.zeros((count, 2), dtype=np.int64)
+    for pair, (messages, nbytes, _) in totals.items():
+        for index in routes[pair]:
+            crossings[index] += (messages, nbytes)
+    edges = net.topology.graph.edges
+    data = [edges[link] for link in net.links]
+    links = Table({
+        "name": np.array([link_name(link) for link in net.links], dtype=object),
+        "src": np.array([str(u) for u, _ in net.links], dtype=object), "dst": np.array([str(v) for _, v in net.links], dtype=object),
+        "bandwidth_Bps": np.array([float(d["bandwidth"]) for d in data]), "latency_s": np.array([float(d["latency"]) for d in data]),
+        "kind": np.array([_link_kind(d, *link) for d, link in zip(data, net.links)], dtype=object),
+        "messages": crossings[:, 0], "bytes": crossings[:, 1],
+    })  # fmt: skip
+    return RunRecords(
+        Table(net.messages.columns()), Table(net.computes.columns()), _pair_table(net.overflow), _pair_table(totals), links, routes
+    )
+
+
+@dataclass(frozen=True)
 class CollectiveResult:
-    """What one simulated collective run produced."""
+    """What one simulated collective run produced: plain data (named columns, no live objects).
+
+    The records (``messages``, ``computes``, ``overflow``, ``pairs``, ``links``, ``routes``)
+    are those of :class:`RunRecords`; ``to_dict()`` is the whole result as JSON-ready data."""
 
     scenario: Any  # CollectiveScenario
     time_s: float  # per call: total time / repetitions
@@ -131,46 +263,69 @@ class CollectiveResult:
     steps: int
     analytic_time_s: float | None
     verified: bool | None
-    network: Network = field(repr=False)
+    records: RunRecords
     mode: str = "full"
     group_times_s: list[float] | None = None  # with groups: each group's time per call; time_s is the makespan
+    mode_note: str | None = None  # why a collapsed run ran in full
 
     @property
-    def messages(self) -> list[Message]:
-        return self.network.messages
+    def messages(self) -> Table:
+        return self.records.messages
+
+    @property
+    def computes(self) -> Table:
+        return self.records.computes
+
+    @property
+    def overflow(self) -> Table:
+        return self.records.overflow
+
+    @property
+    def pairs(self) -> Table:
+        return self.records.pairs
+
+    @property
+    def links(self) -> Table:
+        return self.records.links
+
+    @property
+    def routes(self) -> dict[tuple[int, int], tuple[int, ...]]:
+        return self.records.routes
 
     @property
     def truncated(self) -> bool:
         """True when messages beyond ``max_events`` were aggregated rather than recorded."""
-        return bool(self.network.overflow)
+        return bool(self.overflow)
 
     def events(self) -> list[dict[str, Any]]:
-        rows = list(message_rows(self.network.messages)) + list(compute_rows(self.network.computes))
+        rows = list(message_rows(self.messages)) + list(compute_rows(self.computes))
         rows.sort(key=lambda row: (row["start_s"], row["rank"]))
         return rows
 
-    @cached_property
-    def link_stats(self) -> list[LinkStats]:
-        """Messages, bytes and busy time per directed link, over every message (recorded or not).
+    def link_rows(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """One event row per (recorded message, directed link it crossed), resource ``link:NAME``."""
+        names, rows = self.links["name"], []
+        for src, dst, start, end, nbytes, step, chunk in self.messages:
+            for index in self.routes[(src, dst)]:
+                rows.append(event_row(src, dst, f"link:{names[index]}", "send", start, end, nbytes, step, chunk))
+                if limit is not None and len(rows) >= limit:
+                    return rows
+        return rows
 
-        A link's busy time is its bytes over its own bandwidth (the time it spends transmitting),
-        so utilisation, busy over the run's span, stays within 1 under both sharing modes: summed
-        message durations would count flows that share a link (fair) once each."""
-        net = self.network
-        pairs = net.pair_totals()  # numpy over the recorded columns plus the aggregated totals
-        per_link = [[0, 0] for _ in net.links]
-        for (src, dst), (count, nbytes, _) in pairs.items():
-            for index in net.route(src, dst)[0]:
-                if index < len(per_link):
-                    per_link[index][0] += count
-                    per_link[index][1] += nbytes
-        span = self.total_time_s or 1.0
-        edges = net.topology.graph.edges
+    @property
+    def link_stats(self) -> list[LinkStats]:
+        """Messages, bytes and busy time per directed link that carried traffic, over every
+        message (recorded or not). A link's busy time is its bytes over its own bandwidth (the
+        time it spends transmitting), so utilisation stays within 1 under both sharing modes:
+        summed message durations would count flows that share a link (fair) once each."""
+        links = self.links
         stats = []
-        for link, (count, nbytes) in zip(net.links, per_link):
-            if count:
-                busy = nbytes / edges[link]["bandwidth"]
-                stats.append(LinkStats(link_name(link), int(count), int(nbytes), busy, busy / span))
+        for name, messages, nbytes, bandwidth in zip(
+            links["name"], links["messages"].tolist(), links["bytes"].tolist(), links["bandwidth_Bps"].tolist()
+        ):
+            if messages:
+                busy = nbytes / bandwidth
+                stats.append(LinkStats(str(name), int(messages), int(nbytes), busy, utilisation(busy, self.total_time_s or 1.0)))
         return stats
 
     def summary(self) -> dict[str, Any]:
@@ -189,68 +344,32 @@ class CollectiveResult:
             "group_times_s": self.group_times_s,
             "algbw_GBps": algbw_GBps(s.size_bytes, self.time_s),
             "busiest_link": None if not links else max(links, key=lambda stats: (stats.busy_s, stats.bytes)).__dict__,
-            "events_recorded": len(self.network.messages),
+            "events_recorded": len(self.messages),
             "events_truncated": self.truncated,
             "scenario": s.to_dict(),
         }
+
+    def to_dict(self) -> dict[str, Any]:
+        """The whole result as JSON-ready data: every field, tables as lists per column, routes
+        as ``{"src", "dst", "links"}`` rows."""
+        out: dict[str, Any] = {}
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if item.name == "scenario":
+                value = value.to_dict()
+            elif item.name == "records":
+                value = {name: getattr(value, name).to_dict() for name in ("messages", "computes", "overflow", "pairs", "links")}
+                value["routes"] = [{"src": src, "dst": dst, "links": list(links)} for (src, dst), links in self.routes.items()]
+            out[item.name] = value
+        return out
 
     def to_csv(self, path: str | Path) -> None:
         write_csv(self.events(), path)
 
     def chrome_trace(self) -> dict[str, Any]:
-        return chrome_trace(self.network.messages, self.network.computes, self.network)
+        from sim.trace import chrome_trace
+
+        return chrome_trace(self.events() + self.link_rows())
 
     def write_trace(self, path: str | Path) -> None:
         write_text(path, json.dumps(self.chrome_trace()), "--trace")
-
-
-def _meta(pid: int, tid: int | None, name: str) -> dict[str, Any]:
-    if tid is None:
-        return {"ph": "M", "pid": pid, "name": "process_name", "args": {"name": name}}
-    return {"ph": "M", "pid": pid, "tid": tid, "name": "thread_name", "args": {"name": name}}
-
-
-def chrome_trace(messages: Iterable[Message], computes: Iterable[Compute], net: Network | None = None) -> dict[str, Any]:
-    """Chrome trace JSON (Perfetto opens it): one track per rank's send port, per rank's
-    compute, and per directed link that carried traffic."""
-    events: list[dict[str, Any]] = [_meta(1, None, "ranks: sends"), _meta(2, None, "ranks: reductions"), _meta(3, None, "links")]
-    seen_ranks: set[int] = set()
-    seen_links: set[int] = set()
-    for src, dst, start, end, nbytes, step, chunk in messages:
-        args = {"bytes": nbytes, "to": dst, "step": step, "chunk": chunk}
-        events.append(
-            {"ph": "X", "pid": 1, "tid": src, "name": f"send {src}->{dst}", "ts": start * 1e6, "dur": (end - start) * 1e6, "args": args}
-        )
-        seen_ranks.add(src)
-        if net is not None:
-            for index in net.route(src, dst)[0]:
-                if index < len(net.links):
-                    seen_links.add(index)
-                    events.append(
-                        {
-                            "ph": "X",
-                            "pid": 3,
-                            "tid": index,
-                            "name": f"{src}->{dst}",
-                            "ts": start * 1e6,
-                            "dur": (end - start) * 1e6,
-                            "args": args,
-                        }
-                    )
-    for rank, start, end, nbytes, step, chunk in computes:
-        events.append(
-            {
-                "ph": "X",
-                "pid": 2,
-                "tid": rank,
-                "name": "reduce",
-                "ts": start * 1e6,
-                "dur": (end - start) * 1e6,
-                "args": {"bytes": nbytes, "step": step, "chunk": chunk},
-            }
-        )
-        seen_ranks.add(rank)
-    events += [_meta(pid, rank, f"rank {rank}") for rank in sorted(seen_ranks) for pid in (1, 2)]
-    if net is not None:
-        events += [_meta(3, index, link_name(net.links[index])) for index in sorted(seen_links)]
-    return {"traceEvents": events, "displayTimeUnit": "ns"}

@@ -16,7 +16,7 @@ from sim.algorithms.registry import algorithm_spec
 from sim.collective import analytic
 from sim.collective.call import Call
 from sim.collective.groups import group_closed_form, group_programs, group_times
-from sim.collective.results import CollectiveResult
+from sim.collective.results import CollectiveResult, records_of
 from sim.collective.verify import check, initial_buffers
 from sim.errors import DeadlockError
 from sim.network import Network, make_network
@@ -240,6 +240,6 @@ def collect(started: Started) -> CollectiveResult:
         steps=len(net.message_table.steps()),
         analytic_time_s=group_closed_form(s) if s.groups else analytic.for_scenario(s),
         verified=all(map(check, started.calls or [started.call])) if s.verify else None,
-        network=net,
+        records=records_of(net),
         group_times_s=group_times(s, ends) if s.groups else None,
     )

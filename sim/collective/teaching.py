@@ -25,7 +25,7 @@ from typing import Any
 
 from sim.algorithms.registry import algorithm_spec, ceil_lg
 from sim.collective.narrative import phase_of
-from sim.collective.results import CollectiveResult, link_name
+from sim.collective.results import CollectiveResult
 from sim.errors import CollsimError
 from sim.units import format_bandwidth, format_size, format_time
 
@@ -113,7 +113,7 @@ def step_bytes(result: CollectiveResult) -> list[StepBytes]:
     message (``record="full"`` or a small ``auto`` run); the lower bound rides along."""
     if result.truncated:
         raise CollsimError("step_bytes: the run aggregated its messages; run it with record='full'")
-    s, net = result.scenario, result.network
+    s, names = result.scenario, result.links["name"]
     bound = lower_bound(s.op, s.ranks, s.size_bytes).nbytes
     by_step: dict[int, list[tuple[int, int, int]]] = {}
     for src, dst, _start, _end, nbytes, step, _chunk in result.messages:
@@ -124,10 +124,8 @@ def step_bytes(result: CollectiveResult) -> list[StepBytes]:
     for step in sorted(by_step):
         for src, dst, nbytes in by_step[step]:
             sent[src] += nbytes
-            for index in net.route(src, dst)[0]:
-                if index < len(net.links):
-                    name = link_name(net.links[index])
-                    links[name] = links.get(name, 0) + nbytes
+            for index in result.routes[(src, dst)]:
+                links[str(names[index])] = links.get(str(names[index]), 0) + nbytes
         out.append(StepBytes(step, phase_of(s.op, s.algorithm, s.ranks, step), tuple(sent), dict(links), bound))
     return out
 
@@ -258,12 +256,12 @@ def step_costs(result: CollectiveResult) -> list[StepCost]:
     """Per step: messages, the bytes of its largest message and of its largest reduction. On
     ``switch(p)`` with one port per rank, the sum over steps of α + β bytes + γ bytes is the
     closed form (tests/collective/test_teaching.py checks ring all-reduce and binomial broadcast)."""
-    s, net = result.scenario, result.network
+    s = result.scenario
     messages: dict[int, list[int]] = {}
     for _src, _dst, _start, _end, nbytes, step, _chunk in result.messages:
         messages.setdefault(int(step), []).append(int(nbytes))
     reduced: dict[int, int] = {}
-    for _rank, _start, _end, nbytes, step, _chunk in net.computes:
+    for _rank, _start, _end, nbytes, step, _chunk in result.computes:
         reduced[int(step)] = max(reduced.get(int(step), 0), int(nbytes))
     return [
         StepCost(step, phase_of(s.op, s.algorithm, s.ranks, step), len(sizes), max(sizes), reduced.get(step, 0))

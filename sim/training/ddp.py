@@ -28,7 +28,7 @@ from sim.errors import CollsimError
 from sim.scenario import load_mapping
 from sim.training import comm, compute
 from sim.training import overhead as formula
-from sim.training.ddp_result import DDPResult, ddp_chrome_trace
+from sim.training.ddp_result import DDPResult
 from sim.training.ddp_scenario import (
     COMM_MODELS,
     DEFAULT_BUCKET_CAP_BYTES,
@@ -41,8 +41,8 @@ from sim.training.params import Param, load_params, params_from_bytes, params_fr
 PROFILE_KIND = "collsim-ddp-profile"
 __all__ = [
     "COMM_MODELS", "DEFAULT_BUCKET_CAP_BYTES", "DEFAULT_FIRST_BUCKET_BYTES", "STRATEGIES", "PROFILE_KIND", "DDPScenario", "DDPResult",
-    "ddp_chrome_trace", "MeasuredProfile", "load_profile", "compute_bucket_assignment_by_size", "bucket_limits", "assign_buckets",
-    "Backward", "uniform_backward", "layer_backward", "backward_flops", "flops_backward", "measured_backward", "CommModel",
+    "MeasuredProfile", "load_profile", "compute_bucket_assignment_by_size", "bucket_limits", "assign_buckets",
+    "Backward", "uniform_backward", "layer_backward", "flops_backward", "mfu_of", "measured_backward", "CommModel",
     "Prepared", "resolve_params", "compute_rate", "recompute", "prepare", "Call", "plan_calls", "run_ddp", "sweep_bucket_sizes", "optimize",
 ]  # fmt: skip
 
@@ -213,16 +213,18 @@ def _layer_of(name: str, layer_times: Sequence[tuple[str, float]]) -> int:
     return max(matches)[1]
 
 
-def backward_flops(param: Param, tokens: int) -> float:
-    """Backward FLOPs of one tensor: 4 x tokens x numel for weights (grad input + grad weight
-    matmuls); an embedding's backward is a scatter-add, tokens x embedding width."""
-    if "embed" in param.name or param.name.endswith(("wte.weight", "wpe.weight")):
-        return float(tokens * (param.shape[-1] if param.shape else 1))
-    return 4.0 * tokens * param.numel
-
-
 def flops_backward(params: Sequence[Param], flops_per_s: float, tokens: int) -> Backward:
-    return _from_durations([backward_flops(param, tokens) / flops_per_s for param in params])
+    """Backward FLOPs per tensor at ``flops_per_s``, gradients ready in reverse registration order.
+    A tied output head (GPT-2's ``wte``) runs its matrix product first, before the last-registered
+    tensor's gradient (measured on an H100: GPT-2's first gradient is ready 45 % into backward),
+    while its own gradient is complete only after the embedding's scatter-add at the end."""
+    durations = [compute.backward_flops(param, tokens) / flops_per_s for param in params]
+    head = [index for index, param in enumerate(params) if param.name in compute.TIED_HEADS]
+    for index in head:
+        head_s = 4.0 * tokens * params[index].numel / flops_per_s
+        durations[index] -= head_s
+        durations[-1] += head_s
+    return _from_durations(durations)
 
 
 def measured_backward(params: Sequence[Param], profile: MeasuredProfile) -> Backward:
@@ -344,15 +346,26 @@ def _backward(scenario: DDPScenario, params: list[Param], profile: MeasuredProfi
         return layer_backward(params, s.layer_times)
     if s.flops_per_s is not None:
         return flops_backward(params, s.flops_per_s, s.tokens)
+    if s.mfu == compute.MEASURED and compute.measured(s.preset, s.precision).backward_mfu is None:  # measured times, no FLOP model
+        return uniform_backward(params, compute.measured(s.preset, s.precision).backward_s)
     if s.backward_time_s is None and s.backward_rate_Bps is None:  # mfu: from FLOPs at the GPU's peak
-        return flops_backward(params, compute_rate(s), s.tokens)
+        return flops_backward(params, compute_rate(s, "backward"), s.tokens)
     time_s = s.backward_time_s if s.backward_time_s is not None else sum(p.nbytes for p in params) / s.backward_rate_Bps
     return uniform_backward(params, time_s)
 
 
-def compute_rate(scenario: DDPScenario) -> float:
-    """FLOP/s of the FLOP-derived compute: mfu x the GPU's dense peak at the step's precision."""
-    return scenario.mfu * compute.peak_flops(scenario.peak_gpu, scenario.precision)
+def mfu_of(scenario: DDPScenario, phase: str) -> float:
+    """The MFU of ``phase`` ("forward" or "backward"): the scenario's, or with ``mfu = measured``
+    the preset's measured one (``sim.training.compute.measured``)."""
+    if scenario.mfu == compute.MEASURED:
+        found = compute.measured(scenario.preset, scenario.precision)
+        return found.forward_mfu if phase == "forward" else found.backward_mfu
+    return scenario.mfu
+
+
+def compute_rate(scenario: DDPScenario, phase: str = "backward") -> float:
+    """FLOP/s of the FLOP-derived compute: the MFU x the GPU's dense peak at the step's precision."""
+    return mfu_of(scenario, phase) * compute.peak_flops(scenario.peak_gpu, scenario.precision)
 
 
 def _forward_s(scenario: DDPScenario, params: Sequence[Param]) -> float:
@@ -360,7 +373,9 @@ def _forward_s(scenario: DDPScenario, params: Sequence[Param]) -> float:
     tensor), else 0 (as before the compute inputs existed)."""
     if scenario.mfu is None:
         return 0.0
-    return sum(compute.forward_flops(param, scenario.tokens) for param in params) / compute_rate(scenario)
+    if scenario.mfu == compute.MEASURED and compute.measured(scenario.preset, scenario.precision).forward_mfu is None:
+        return compute.measured(scenario.preset, scenario.precision).forward_s
+    return sum(compute.forward_flops(param, scenario.tokens) for param in params) / compute_rate(scenario, "forward")
 
 
 def recompute(backward: Backward, forward_s: float) -> Backward:

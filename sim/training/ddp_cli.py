@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from sim.cli_fields import field_options
 from sim.errors import CollsimError
 
 _PARAM_FLAGS = ("preset", "params_file", "param_bytes")
@@ -92,44 +93,22 @@ def scenario_data(scenario_file: str | None, flags: dict[str, Any]) -> dict[str,
 
 @click.command("ddp")
 @click.option("--scenario", "scenario_file", default=None, help="YAML/JSON DDP scenario file (flags given override it)")
-@click.option("--preset", default=None, help="model preset: small, medium, large, xl, 2.7B, cs336-tiny, resnet18, gpt2")
-@click.option("--params", "params_file", default=None, help="parameter list file (JSON/YAML, registration order)")
-@click.option("--param-bytes", default=None, help="tensor sizes in registration order, e.g. 4MiB,4MiB,16MiB")
-@click.option("--element-bytes", default=None, type=int, help="bytes per element for --param-bytes (default 4)")
-@click.option("--strategy", default=None, type=click.Choice(["naive", "flat", "overlap", "bucketed"]), help="default bucketed")
-@click.option("--bucket-size", default=None, help="bucket cap (DDP bucket_cap_mb), default 25MiB")
-@click.option("--first-bucket", default=None, help="first bucket cap, default 1MiB; 'none' for no smaller first bucket")
-@click.option("--rebuild", is_flag=True, default=None, help="fill buckets in observed gradient-ready order (DDP rebuild)")
-@click.option("--backward-time", default=None, help="total backward time, gradients ready uniformly by bytes, e.g. 120ms")
-@click.option("--backward-rate", default=None, help="gradient bytes produced per second, e.g. 2GB/s")
-@click.option("--profile", "profile_file", default=None, help="measured profile JSON written by 'collsim real' (replayed)")
-@click.option("--layer-times", default=None, help="per-layer backward times: FILE {prefix: time} or 'layers.0:2ms,...'")
-@click.option("--flops-per-s", default=None, help="compute throughput for FLOP-based backward, e.g. 100TFLOPS (needs --tokens)")
-@click.option("--tokens", default=None, type=int, help="tokens per micro-batch (FLOP-based backward: 4 x tokens x numel)")
-@click.option("--forward-time", "--forward", "forward_time", default=None, help="forward time per micro-step, e.g. 40ms (default 0, or from FLOPs with --mfu)")
-@click.option("--optimizer-time", "--optimizer", "optimizer_time", default=None, help="optimizer step time, e.g. 5ms (default 0)")
-# compute and memory inputs (sim.training.compute; docs/ddp.md "Compute, precision, memory")
-@click.option("--precision", default=None, type=click.Choice(["fp32", "bf16", "fp16"]), help="parameters and gradients (bytes per gradient element); default: the parameter list's")
-@click.option("--master-weights/--no-master-weights", default=None, help="bf16/fp16: keep fp32 master weights (memory; default on)")
-@click.option("--mfu", default=None, help="backward and forward not given otherwise: from FLOPs at this fraction of the GPU's dense peak, e.g. 40%% (needs --tokens and --gpu or --hardware)")
-@click.option("--gpu", default=None, help="hardware preset whose GPU peak --mfu uses (default --hardware), e.g. dgx-h100")
-@click.option("--activation-checkpointing", is_flag=True, default=None, help="keep layer inputs only; backward recomputes forward (memory, time)")
-@click.option("--slowdown", default=None, type=float, help="compute slowdown factor while comm is in flight (default 1.0)")
-@click.option("--accumulation-steps", default=None, type=int, help="micro-steps per step; the first k-1 run under no_sync")
-@click.option("--comm", default=None, type=click.Choice(["ow", "network"]), help="ow: o + bytes/w per call; network: simulated all-reduce")
-@click.option("--o", default=None, help="ow: per-call overhead, e.g. 50us")
-@click.option("--w", default=None, help="ow: algorithm bandwidth (per-rank bytes / time), e.g. 10GB/s")
-@click.option("--algorithm", default=None, help="network: all-reduce algorithm, e.g. ring (default)")
-@click.option("--ranks", default=None, type=int, help="number of ranks (default 2)")
-@click.option("--latency", default=None, help="network: link latency, e.g. 5us")
-@click.option("--bandwidth", default=None, help="network: link bandwidth, e.g. 25GB/s")
-@click.option("--topology", default=None, help="network: switch | ring | two_level | torus2d | FILE")
-@click.option("--gpus-per-node", default=None, type=int, help="network two_level: ranks per node")
-@click.option("--intra-latency", default=None, help="network two_level: latency inside a node")
-@click.option("--intra-bandwidth", default=None, help="network two_level: bandwidth inside a node")
-@click.option("--reduce-bandwidth", default=None, help="network: reduction bandwidth 1/gamma")
-@click.option("--call-overhead", default=None, help="network: fixed cost per collective call, e.g. 20us")
-@click.option("--chunks", default=None, type=int, help="network: pipeline chunks")
+@field_options(
+    "ddp",
+    *("preset", "params_file", "param_bytes", "element_bytes", "strategy", "bucket_cap_bytes", "first_bucket_bytes", "rebuild"),
+    *("backward_time_s", "backward_rate_Bps", "profile_file", "layer_times", "flops_per_s", "tokens", "forward_time_s", "optimizer_time_s"),
+    # compute and memory inputs (sim.training.compute; docs/ddp.md "Compute, precision, memory")
+    *("precision", "master_weights", "mfu", "gpu", "activation_checkpointing", "slowdown", "accumulation_steps"),
+    *("comm", "o_s", "w_Bps", "algorithm", "ranks", "latency_s", "bandwidth_Bps", "topology", "gpus_per_node", "intra_latency_s"),
+    *("intra_bandwidth_Bps", "reduce_bandwidth_Bps", "call_overhead_s", "chunks"),
+    decls={
+        "params_file": ("--params", "params_file"),
+        "profile_file": ("--profile", "profile_file"),
+        "forward_time_s": ("--forward-time", "--forward", "forward_time"),
+        "optimizer_time_s": ("--optimizer-time", "--optimizer", "optimizer_time"),
+        "master_weights": ("--master-weights/--no-master-weights",),
+    },
+)
 @click.option(
     "--hardware",
     default=None,

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sim.collective.results import event_row, write_csv
+from sim.collective.results import event_row, write_csv, write_text
+from sim.trace import chrome_trace
 from sim.training import overhead as formula
 from sim.training.ddp_scenario import DDPScenario
 
@@ -193,49 +193,8 @@ class DDPResult:
         write_csv(self.events(), path)
 
     def chrome_trace(self) -> dict[str, Any]:
-        return ddp_chrome_trace(self.events())
+        return chrome_trace(self.events())
 
     def write_trace(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.chrome_trace()))
+        write_text(path, json.dumps(self.chrome_trace()), "--trace")
 
-
-def ddp_chrome_trace(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Chrome trace JSON (Perfetto) of DDP event rows: a compute and a comm track per rank;
-    gradient-ready rows become instant markers."""
-    tracks: dict[tuple[int, str], int] = {}
-    events: list[dict[str, Any]] = []
-    for row in rows:
-        tid = tracks.setdefault((row["rank"], row["resource"]), len(tracks))
-        args = {"bytes": row["bytes"], "bucket": row["bucket"], "step": row["step"], "kind": row["kind"]}
-        if row["kind"] == "grad_ready":
-            events.append(
-                {
-                    "ph": "i",
-                    "s": "t",
-                    "pid": row["rank"],
-                    "tid": tid,
-                    "name": f"ready {row['name']}",
-                    "ts": row["start_s"] * 1e6,
-                    "args": args,
-                }
-            )
-        else:
-            events.append(
-                {
-                    "ph": "X",
-                    "pid": row["rank"],
-                    "tid": tid,
-                    "name": row["name"] or row["kind"],
-                    "cat": row["kind"],
-                    "ts": row["start_s"] * 1e6,
-                    "dur": (row["end_s"] - row["start_s"]) * 1e6,
-                    "args": args,
-                }
-            )
-    meta = [
-        {"ph": "M", "pid": rank, "name": "process_name", "args": {"name": f"rank {rank}"}} for rank in sorted({rank for rank, _ in tracks})
-    ]
-    meta += [
-        {"ph": "M", "pid": rank, "tid": tid, "name": "thread_name", "args": {"name": resource}} for (rank, resource), tid in tracks.items()
-    ]
-    return {"traceEvents": meta + events, "displayTimeUnit": "ns"}

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from sim.errors import CollsimError
-from sim.scenario import ScenarioData, _bool, _int, _optional
+from sim.fields import DDP
+from sim.scenario import ScenarioData, aliases_of, optional_parser, parse_bool, parse_int
 from sim.training import comm
 from sim.training.params import PRESETS, Param, params_from_list
 from sim.units import parse_bandwidth, parse_size, parse_time
@@ -73,7 +74,7 @@ class DDPScenario(ScenarioData):
     # what the step computes and holds (sim.training.compute); the defaults change nothing
     precision: str | None = None  # fp32 | bf16 | fp16 parameters and gradients; None: the parameter list's element sizes
     master_weights: bool = True  # bf16 / fp16: an fp32 master copy of the weights (memory)
-    mfu: float | None = None  # backward and forward not given otherwise: from FLOPs at this fraction of the GPU's peak (with tokens)
+    mfu: float | str | None = None  # "measured": the preset's measured MFU (sim.training.compute.measured); backward and forward not given otherwise: from FLOPs at this fraction of the GPU's peak (with tokens)
     gpu: str | None = None  # hardware preset whose GPU peak mfu uses; None: hardware
     activation_checkpointing: bool = False  # keep layer inputs only; backward recomputes forward
 
@@ -112,13 +113,19 @@ class DDPScenario(ScenarioData):
             raise CollsimError(
                 f"backward profile: give exactly one of backward_time, backward_rate, layer_times, flops_per_s (with tokens), mfu (with tokens and a GPU), profile; got {', '.join(profiles) or 'none'}"
             )
-        if (self.flops_per_s is not None or self.mfu is not None) and self.tokens is None:
+        if (self.flops_per_s is not None or self.mfu is not None) and self.tokens is None and not self._measured_without_flops():
             raise CollsimError("tokens: flops_per_s and mfu need tokens per micro-batch (backward FLOPs per tensor are 4 x tokens x numel)")
         if self.tokens is not None and self.flops_per_s is None and self.mfu is None and transformer_shape(self.preset) is None:
             raise CollsimError(
                 "tokens: only FLOP-based compute (flops_per_s, mfu) and a transformer preset's activation memory use tokens; "
                 "flops_per_s and tokens go together (backward FLOPs per tensor are 4 x tokens x numel)"
             )
+
+    def _measured_without_flops(self) -> bool:
+        """mfu = measured on a model without a FLOP model (ResNet-18): its measured times, no tokens."""
+        from sim.training.compute import MEASURED, measured
+
+        return self.mfu == MEASURED and measured(self.preset, self.precision).backward_mfu is None
 
     def _check_strategy(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -169,8 +176,12 @@ class DDPScenario(ScenarioData):
 
         if self.precision is not None and self.precision not in PRECISIONS:
             raise CollsimError(f"precision: unknown {self.precision!r}; allowed: {', '.join(PRECISIONS)}")
-        if self.mfu is not None and not (0 < self.mfu <= 1):
-            raise CollsimError(f"mfu: must be above 0 and at most 1 (100%), got {self.mfu!r}")
+        from sim.training.compute import MEASURED, measured
+
+        if self.mfu == MEASURED:
+            measured(self.preset, self.precision)
+        elif self.mfu is not None and not (0 < self.mfu <= 1):
+            raise CollsimError(f"mfu: must be above 0 and at most 1 (100%) or 'measured', got {self.mfu!r}")
         if self.gpu is not None:
             from sim.hardware.presets import list_presets
 
@@ -178,7 +189,9 @@ class DDPScenario(ScenarioData):
                 raise CollsimError(f"gpu: unknown hardware preset {self.gpu!r}; allowed: {', '.join(list_presets())}")
         if self.mfu is not None:
             if self.peak_gpu is None:
-                raise CollsimError("mfu: needs a GPU whose peak it is a fraction of: give --gpu NAME or --hardware NAME (collsim hardware list)")
+                raise CollsimError(
+                    "mfu: needs a GPU whose peak it is a fraction of: give --gpu NAME or --hardware NAME (collsim hardware list)"
+                )
             peak_flops(self.peak_gpu, self.precision)
 
     def _check_comm(self) -> None:
@@ -286,7 +299,7 @@ def _first_bucket(value: Any, what: str) -> int | None:
     return None if str(value).lower() in ("none", "off", "") else parse_size(value, what)
 
 
-def _mfu(value: Any, what: str) -> float:
+def _mfu(value: Any, what: str) -> float | str:
     from sim.training.compute import parse_mfu
 
     return parse_mfu(value, what)
@@ -299,56 +312,39 @@ def _choice(value: Any, what: str) -> str:
 _DDP_PARSERS: dict[str, Callable[[Any, str], Any]] = {
     "param_bytes": _size_tuple,
     "params": _params_tuple,
-    "element_bytes": _int,
+    "element_bytes": parse_int,
     "bucket_cap_bytes": parse_size,
     "first_bucket_bytes": _first_bucket,
-    "rebuild": _bool,
-    "accumulation_steps": _int,
-    "backward_time_s": _optional(parse_time),
-    "backward_rate_Bps": _optional(parse_bandwidth),
+    "rebuild": parse_bool,
+    "accumulation_steps": parse_int,
+    "backward_time_s": optional_parser(parse_time),
+    "backward_rate_Bps": optional_parser(parse_bandwidth),
     "layer_times": _layer_times,
-    "flops_per_s": _optional(lambda value, what: float(value)),
-    "tokens": _optional(_int),
-    "forward_time_s": _optional(parse_time),
-    "optimizer_time_s": _optional(parse_time),
+    "flops_per_s": optional_parser(lambda value, what: float(value)),
+    "tokens": optional_parser(parse_int),
+    "forward_time_s": optional_parser(parse_time),
+    "optimizer_time_s": optional_parser(parse_time),
     "slowdown": lambda value, what: float(value),
-    "precision": _optional(_choice),
-    "master_weights": _bool,
-    "mfu": _optional(lambda value, what: _mfu(value, what)),
-    "gpu": _optional(_choice),
-    "activation_checkpointing": _bool,
+    "precision": optional_parser(_choice),
+    "master_weights": parse_bool,
+    "mfu": optional_parser(lambda value, what: _mfu(value, what)),
+    "gpu": optional_parser(_choice),
+    "activation_checkpointing": parse_bool,
     "o_s": parse_time,
-    "w_Bps": _optional(parse_bandwidth),
-    "ranks": _int,
+    "w_Bps": optional_parser(parse_bandwidth),
+    "ranks": parse_int,
     "latency_s": parse_time,
-    "bandwidth_Bps": _optional(parse_bandwidth),
-    "gpus_per_node": _optional(_int),
-    "intra_latency_s": _optional(parse_time),
-    "intra_bandwidth_Bps": _optional(parse_bandwidth),
-    "reduce_bandwidth_Bps": _optional(parse_bandwidth),
+    "bandwidth_Bps": optional_parser(parse_bandwidth),
+    "gpus_per_node": optional_parser(parse_int),
+    "intra_latency_s": optional_parser(parse_time),
+    "intra_bandwidth_Bps": optional_parser(parse_bandwidth),
+    "reduce_bandwidth_Bps": optional_parser(parse_bandwidth),
     "call_overhead_s": parse_time,
-    "chunks": _int,
-    "algorithm": _optional(_choice),
-    "hardware": _optional(_choice),
+    "chunks": parse_int,
+    "algorithm": optional_parser(_choice),
+    "hardware": optional_parser(_choice),
 }
-_DDP_ALIASES = {
-    "bucket_size": "bucket_cap_bytes",
-    "bucket_cap": "bucket_cap_bytes",
-    "first_bucket": "first_bucket_bytes",
-    "backward_time": "backward_time_s",
-    "backward_rate": "backward_rate_Bps",
-    "profile": "profile_file",
-    "forward_time": "forward_time_s",
-    "optimizer_time": "optimizer_time_s",
-    "o": "o_s",
-    "w": "w_Bps",
-    "latency": "latency_s",
-    "bandwidth": "bandwidth_Bps",
-    "intra_latency": "intra_latency_s",
-    "intra_bandwidth": "intra_bandwidth_Bps",
-    "reduce_bandwidth": "reduce_bandwidth_Bps",
-    "call_overhead": "call_overhead_s",
-}
+_DDP_ALIASES = aliases_of(DDP)
 DDPScenario.PARSERS = _DDP_PARSERS
 DDPScenario.ALIASES = _DDP_ALIASES
 DDPScenario.LABEL = "DDP scenario"

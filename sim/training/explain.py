@@ -113,6 +113,31 @@ STRATEGY_WORDS = {
 }
 
 
+def _mfu_words(scenario: Any) -> str:
+    """Where FLOP-derived or measured compute times come from (MFU, peak, measurement)."""
+    from sim.hardware.presets import load_preset
+    from sim.training import compute
+    from sim.training.ddp import compute_rate, mfu_of
+
+    found = compute.measured(scenario.preset, scenario.precision) if scenario.mfu == compute.MEASURED else None
+    if found is not None and found.backward_mfu is None:
+        return f" (measured at {found.tokens} images per GPU: {found.source}; tokens and the GPU's peak are not used)"
+    gpu = load_preset(scenario.peak_gpu)
+    precision = scenario.precision or "fp32"
+    forward_mfu, backward_mfu = mfu_of(scenario, "forward"), mfu_of(scenario, "backward")
+    mfu = f"{backward_mfu:.0%} MFU" if forward_mfu == backward_mfu else f"{forward_mfu:.1%} (forward) / {backward_mfu:.1%} (backward) MFU"
+    text = (
+        f" (from FLOPs: forward 2 x tokens x params, backward 4 x; {scenario.tokens:,} tokens at {mfu} of "
+        f"{gpu.gpu_model}'s {gpu.gpu_peak_tflops[precision]:g} TFLOP/s {precision} peak = {compute_rate(scenario) / 1e12:.4g} TFLOP/s backward"
+        f"{'; a typed forward time wins' if scenario.forward_time_s is not None else ''})"
+    )
+    if found is not None:
+        text += f"; the MFU was measured: {found.source}, {found.tokens:,} tokens"
+        if "H100" not in gpu.gpu_model:
+            text += f" (assumed the same on the {gpu.gpu_model})"
+    return text
+
+
 def compute_words(summary: dict[str, Any], scenario: Any) -> str:
     """Where the step's compute times come from: typed, or from FLOPs at the stated MFU of the
     GPU's peak."""
@@ -120,16 +145,7 @@ def compute_words(summary: dict[str, Any], scenario: Any) -> str:
              f"optimizer {format_time(summary['optimizer_time_s'])}"]  # fmt: skip
     text = "Compute: " + ", ".join(parts)
     if scenario.mfu is not None:
-        from sim.hardware.presets import load_preset
-        from sim.training.ddp import compute_rate
-
-        gpu = load_preset(scenario.peak_gpu)
-        precision = scenario.precision or "fp32"
-        text += (
-            f" (from FLOPs: forward 2 x tokens x params, backward 4 x; {scenario.tokens:,} tokens at {scenario.mfu:.0%} MFU of "
-            f"{gpu.gpu_model}'s {gpu.gpu_peak_tflops[precision]:g} TFLOP/s {precision} peak = {compute_rate(scenario) / 1e12:.4g} TFLOP/s"
-            f"{'; a typed forward time wins' if scenario.forward_time_s is not None else ''})"
-        )
+        text += _mfu_words(scenario)
     if scenario.activation_checkpointing:
         text += "; activation checkpointing: backward includes recomputing the forward"
     precision = scenario.precision or "as the parameter list gives"

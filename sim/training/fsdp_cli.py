@@ -51,7 +51,7 @@ def _run(
     as_json: bool,
     **flags: Any,
 ) -> None:
-    from sim.collective.results import check_output_path, write_csv
+    from sim.collective.results import check_output_path, write_csv, write_text
     from sim.training import fsdp as model
 
     for path, what in ((trace, "--trace"), (csv_path, "--csv")):
@@ -75,9 +75,7 @@ def _run(
         return
     result = model.run_fsdp(scenario)
     if trace:
-        from pathlib import Path
-
-        Path(trace).write_text(json.dumps(result.chrome_trace()))
+        write_text(trace, json.dumps(result.chrome_trace()), "--trace")
     if csv_path:
         write_csv(result.events(), csv_path)
     summary = result.summary()

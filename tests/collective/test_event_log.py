@@ -22,7 +22,7 @@ def test_ring_all_reduce_p4_exact_log():
         for src in range(4):
             expected.append((start, start + 2, src, (src + 1) % 4, 1000, step))
     assert log == sorted(expected)
-    combines = sorted((rank, round(start * 1e6, 9), round(end * 1e6, 9)) for rank, start, end, *_ in result.network.computes)
+    combines = sorted((rank, round(start * 1e6, 9), round(end * 1e6, 9)) for rank, start, end, *_ in result.computes)
     assert combines == sorted((rank, s, s + 2) for rank in range(4) for s in (2, 6, 10))
     assert result.time_s == pytest.approx(18e-6, rel=1e-12)
 

@@ -58,7 +58,7 @@ def _grid(op: str, algorithm: str):
 
 
 def _records(result) -> tuple[list, list]:
-    return list(result.network.messages), list(result.network.computes)
+    return list(result.messages), list(result.computes)
 
 
 def _same_records(a: list, b: list, times: slice, exact: bool) -> bool:
@@ -165,7 +165,7 @@ def test_one_run_result_describes_the_users_scenario():
     assert result.scenario is s and result.scenario.element_bytes == 4
     assert result.analytic_time_s is not None and result.analytic_time_s == plain.analytic_time_s
     assert result.summary() == plain.summary()
-    assert list(result.network.messages) == list(plain.network.messages)
+    assert list(result.messages) == list(plain.messages)
 
 
 def test_record_auto_beyond_max_events_keeps_the_plain_runs_aggregates(monkeypatch):
@@ -174,7 +174,7 @@ def test_record_auto_beyond_max_events_keeps_the_plain_runs_aggregates(monkeypat
     result, frames = explore.run(s, frames=True)
     plain = explore.run(s)[0]
     assert calls[0] == 3  # the scaled run, then the plain one for its records
-    assert result.truncated and len(result.network.messages) == len(plain.network.messages) == 20
+    assert result.truncated and len(result.messages) == len(plain.messages) == 20
     assert len(frames) == 2 * 7 + 1
 
 
@@ -186,7 +186,7 @@ def test_frames_follow_the_scenarios_own_timing():
     result, frames = explore.run(s, frames=True)
     step1 = next(frame["cells"] for frame in frames if frame["step"] == 1)
     assert step1[9][9] == 1
-    ends = {(m[0], m[1]): m[3] for m in result.network.messages}
+    ends = {(m[0], m[1]): m[3] for m in result.messages}
     assert ends[(8, 9)] < ends[(0, 4)]
     before = buffer_frames.recorded(miniature(s))[1]
     assert next(frame["cells"] for frame in before if frame["step"] == 1)[9][9] == 0

@@ -274,5 +274,5 @@ def test_fair_sharing_gives_the_same_run_every_time(fields):
     for round_ in range(4):
         ballast.append([object() for _ in range(1000 * (round_ + 1))])  # other addresses for the new flows
         result = run_collective(scenario)
-        runs.append((result.time_s, [tuple(row) for row in result.network.messages], list(result.rank_end_s)))
+        runs.append((result.time_s, [tuple(row) for row in result.messages], list(result.rank_end_s)))
     assert all(run == runs[0] for run in runs[1:])

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from real.compare import compare_fsdp, format_report, fsdp_comm, fsdp_document, fsdp_points, split_file
+from real.compare import format_report, split_file
+from real.compare_fsdp import compare_fsdp, fsdp_comm, fsdp_document, fsdp_points
 from sim.errors import CollsimError
 
 DATA = Path(__file__).resolve().parents[2] / "real" / "data"

@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.torch, pytest.mark.slow]
 
 
 def test_every_strategy_matches_single_process_training():
-    from real.ddp import check_equality
+    from real.ddp_bench import check_equality
     from real.launcher import LaunchConfig
 
     configs = [("naive", None), ("flat", None), ("overlap", None), ("bucketed", 1024), ("bucketed", 64 << 10)]

@@ -78,7 +78,7 @@ def test_mistakes_seen_up_front_are_one_error_line_before_anything_runs(tmp_path
 
 
 def test_a_batch_that_does_not_split_takes_the_next_multiple_of_the_world_size():
-    from real.ddp import batch_for, model_spec
+    from real.models import batch_for, model_spec
 
     small = model_spec("small")
     assert small.batch_size == 8

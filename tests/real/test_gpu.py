@@ -36,7 +36,7 @@ def test_nccl_bench_rows():
 @nccl
 @two_gpus
 def test_nccl_ddp_weights_match_single_process():
-    from real.ddp import check_equality
+    from real.ddp_bench import check_equality
     from real.launcher import LaunchConfig
 
     for row in check_equality(LaunchConfig(2, "nccl", "cuda")):

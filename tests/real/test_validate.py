@@ -11,19 +11,15 @@ import sys
 import numpy as np
 import pytest
 
-from real.validate import (
-    COLLECTIVE_KEYS,
-    DDP_KEYS,
-    FIT_KEYS,
+from real.validate import COLLECTIVE_KEYS, DDP_KEYS, FIT_KEYS, load_validate, summary_document
+from real.validate_analysis import (
     analyse,
     ddp_analysis,
     fit_link_model,
     held_out_by_launch,
     held_out_by_size,
     held_out_by_world_size,
-    load_validate,
     noise,
-    summary_document,
 )
 from sim.collective.analytic import closed_form
 from sim.errors import CollsimError

@@ -9,19 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from real.compare import compare_fsdp, fsdp_document, fsdp_points
-from real.validate import (
-    COLLECTIVE_KEYS,
-    DDP_KEYS,
-    FIT_KEYS,
-    FSDP_KEYS,
-    analyse,
-    format_text,
-    fsdp_analysis,
-    load_validate,
-    make_plan,
-    summary_document,
-)
+from real.compare_fsdp import compare_fsdp, fsdp_document, fsdp_points
+from real.validate import COLLECTIVE_KEYS, DDP_KEYS, FIT_KEYS, FSDP_KEYS, format_text, load_validate, make_plan, summary_document
+from real.validate_analysis import analyse, fsdp_analysis
 
 DATA = Path(__file__).resolve().parents[2] / "real" / "data"
 SIZES = [4096 * 4**k for k in range(5)]

@@ -101,16 +101,15 @@ def test_interleaved_schedule_closes_the_instant() -> None:
 def test_records_are_bounded_and_totals_exact() -> None:
     s = ring_scenario(32, max_events=1000)
     result = run_collective(s)
-    net = result.network
-    assert len(net.messages) == 1000 and result.truncated
-    assert sum(count for count, _, _ in net.overflow.values()) == result.message_count - 1000
-    full = run_collective(s.replace(record="full")).network
-    assert list(full.messages)[:1000] == list(net.messages)
-    assert full.messages[5] == net.messages[5] and full.messages[:3] == net.messages[:3]
-    totals = net.pair_totals()
+    assert len(result.messages) == 1000 and result.truncated
+    assert int(result.overflow["messages"].sum()) == result.message_count - 1000
+    full = run_collective(s.replace(record="full"))
+    assert list(full.messages)[:1000] == list(result.messages)
+    assert full.messages[5] == result.messages[5] and full.messages[:3] == result.messages[:3]
+    totals = {(src, dst): [count, nbytes, busy] for src, dst, count, nbytes, busy in result.pairs}
     assert sum(v[0] for v in totals.values()) == result.message_count
     assert sum(v[1] for v in totals.values()) == result.bytes_sent
-    reference = full.pair_totals()
+    reference = {(src, dst): [count, nbytes, busy] for src, dst, count, nbytes, busy in full.pairs}
     assert {k: v[:2] for k, v in totals.items()} == {k: v[:2] for k, v in reference.items()}
     assert [v[2] for v in totals.values()] == pytest.approx([reference[k][2] for k in totals], rel=1e-9)
 
@@ -132,5 +131,5 @@ def test_memory_bounded_by_recording_mode() -> None:
     aggregate_small = _peak_bytes(small.replace(record="aggregate"))
     assert full - aggregate >= 0.4 * 40 * 130_560  # full keeps the columns (5.2 MB here)
     assert aggregate < 1.5 * aggregate_small  # 4x the messages, not 4x the memory
-    table = run_collective(small.replace(record="full")).network.messages
-    assert table.nbytes() == 40 * len(table)
+    table = run_collective(small.replace(record="full")).messages
+    assert sum(column.nbytes for column in table.columns.values()) == 40 * len(table)

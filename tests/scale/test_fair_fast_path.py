@@ -74,7 +74,7 @@ def test_closed_form_matrix_fair_equals_fifo_bit_for_bit(op, algorithm, p):
             a, b = _same_run(s)
             assert a.time_s == b.time_s, (latency, bandwidth, size)
             assert sorted(a.messages) == sorted(b.messages)
-            assert sorted(a.network.computes) == sorted(b.network.computes)
+            assert sorted(a.computes) == sorted(b.computes)
 
 
 def test_ring_on_a_switch_never_enters_the_solver(monkeypatch):
@@ -134,7 +134,7 @@ def test_random_scenarios_where_no_two_messages_meet_are_identical(monkeypatch, 
     if QUIET[-1]:  # no flow met another under fair, no message waited under fifo
         assert a.time_s == b.time_s
         assert sorted(a.messages) == sorted(b.messages)
-        assert sorted(a.network.computes) == sorted(b.network.computes)
+        assert sorted(a.computes) == sorted(b.computes)
     else:  # messages met: the sharing rules differ, but both deliver everything
         assert a.message_count == b.message_count
 
@@ -146,7 +146,7 @@ def test_the_random_property_was_not_vacuous():
 
 
 def _digest(result) -> str:
-    return hashlib.sha1(repr(sorted(result.network.messages)).encode()).hexdigest()[:16]
+    return hashlib.sha1(repr(sorted(result.messages)).encode()).hexdigest()[:16]
 
 
 # The nccl_* rank programs were rewritten after these were pinned (NCCL's data path: slots,
@@ -233,16 +233,22 @@ def test_records_of_flows_that_met_after_starting_alone_are_amended_wherever_the
     )  # fmt: skip
     full = run_collective(s.replace(record="full"))
     assert full.message_count == 2 * 2 * 64 * 63 > 8192  # rows flushed to columns mid-run
-    rows = list(full.network.messages)
+    rows = list(full.messages)
     alone = 5e-6 + 4096 / 25e9  # the fastest a 4 KiB piece can take: latency + n / B, unshared
     assert all(end - start >= alone * (1 - 1e-12) for _, _, start, end, *_ in rows)
     assert max(end for _, _, _, end, *_ in rows) == pytest.approx(full.total_time_s, rel=1e-12)
     bounded = run_collective(s.replace(max_events=100))
     assert bounded.time_s == full.time_s
-    assert list(bounded.network.messages) == rows[:100]
-    totals, reference = bounded.network.pair_totals(), full.network.pair_totals()
+    assert list(bounded.messages) == rows[:100]
+    totals, reference = pair_totals(bounded), pair_totals(full)
     assert {k: v[:2] for k, v in totals.items()} == {k: v[:2] for k, v in reference.items()}
     assert [v[2] for v in totals.values()] == pytest.approx([reference[k][2] for k in totals], rel=1e-9)
+
+
+
+def pair_totals(result) -> dict:
+    """(src, dst) -> [messages, bytes, busy_s] from the result's pairs table."""
+    return {(src, dst): [count, nbytes, busy] for src, dst, count, nbytes, busy in result.pairs}
 
 
 @pytest.mark.parametrize("before, limit", [(0, None), (0, 10), (20, 10)])

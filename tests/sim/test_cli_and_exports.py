@@ -154,7 +154,7 @@ def test_csv_export(tmp_path):
     result.to_csv(path)
     lines = path.read_text().splitlines()
     assert lines[0] == "rank,peer,resource,kind,start_s,end_s,bytes,step,chunk,bucket,name"
-    assert len(lines) - 1 == result.message_count + len(result.network.computes)
+    assert len(lines) - 1 == result.message_count + len(result.computes)
 
 
 def test_link_utilisation_and_truncation():

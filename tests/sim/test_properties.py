@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sim.algorithms.registry import algorithm_spec, algorithms_for, ops
-from sim.collective.runner import run_collective
+from sim.collective.runner import collect, drive, run_collective, start_collective
 from sim.scenario import CollectiveScenario
 
 ROOTED = ("broadcast", "reduce", "gather", "scatter")
@@ -58,9 +58,11 @@ FAST = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[Hea
 @FAST
 @given(scenarios(verify=True))
 def test_no_deadlock_and_right_answer_for_any_valid_scenario(scenario):
-    result = run_collective(scenario)
+    started = start_collective(scenario)
+    drive(started)
+    result = collect(started)
     assert result.verified is True
-    assert result.network.pending() == []
+    assert started.net.pending() == []
     assert all(end <= result.total_time_s + 1e-15 for end in result.rank_end_s)
 
 

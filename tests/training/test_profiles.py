@@ -5,7 +5,8 @@ import json
 import pytest
 
 from sim.errors import CollsimError
-from sim.training.ddp import DDPScenario, backward_flops, run_ddp
+from sim.training.compute import backward_flops
+from sim.training.ddp import DDPScenario, run_ddp
 from sim.training.params import Param, preset
 
 

@@ -220,9 +220,13 @@ def test_ddp_recommends_the_caps_within_one_percent_of_the_best():
 
 def test_ddp_compute_inputs_reach_the_step():
     data, messages, search = ddp_check()
-    assert data["mfu"] == 0.4 and data["precision"] == "bf16" and data["tokens"] == 8192 and data["backward_time_s"] is None
+    assert data["mfu"] == "measured" and data["precision"] == "bf16" and data["tokens"] == 8192 and data["backward_time_s"] is None
     words = ddp.simulate(data)["compute"]
-    assert "40% MFU" in words and "989.4 TFLOP/s bf16 peak" in words
+    assert "(backward) MFU" in words and "989.4 TFLOP/s bf16 peak" in words and "the MFU was measured: NVIDIA H100" in words
+    stated, *_ = ddp_check(mfu="40%")
+    assert stated["mfu"] == 0.4 and "40% MFU" in ddp.simulate(stated)["compute"]
+    uploaded, messages, _ = ddp_check(uploaded=[{"name": "w", "numel": 1 << 20}])
+    assert uploaded is None and messages["mfu"].startswith("mfu: measured: no measurement"), messages
     typed, messages, search = ddp_check(backward="120ms", forward="40ms", optimizer="5ms", precision="fp32")
     assert not messages and "backward=120ms" in search
     summary = ddp.simulate(typed)
@@ -257,7 +261,7 @@ def test_ddp_uploads():
     assert "'params' list" in ddp.upload(encode('{"weights": []}'), "model.json")["error"]
     assert "numel" in ddp.upload(encode('{"params": [{"name": "a", "numel": -3}]}'), "model.json")["error"]
     assert "not a text file" in ddp.upload("data:application/octet-stream;base64,//79", "x.bin")["error"]
-    data, messages, _ = ddp_check(loaded["store"])
+    data, messages, _ = ddp_check(loaded["store"], mfu="40%")  # an uploaded model has no measured MFU
     assert data["params"] and not messages
 
 

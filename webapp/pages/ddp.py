@@ -15,10 +15,11 @@ from typing import Any
 from dash import Input, Output, State, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
+from sim.fields import field_info
 from sim.training import explain
 from sim.units import format_size, format_time
 from webapp import ddp_model as model
-from webapp import figures, ids
+from webapp import figures, ids, urlstate
 from webapp.callbacks import answer, events_csv, guarded, written
 from webapp.components import field, graph, hardware_dropdown, number_card
 
@@ -27,28 +28,19 @@ NAME = "ddp"
 TITLE = "DDP buckets"
 PAGE = "ddp"
 
+# Form key -> the DDP scenario field whose label and help it shows (sim.fields: the CLI's text too).
+SCENARIO_FIELDS = {
+    "hardware": "hardware", "preset": "preset", "precision": "precision", "master": "master_weights", "tokens": "tokens", "gpu": "gpu",
+    "mfu": "mfu", "forward": "forward_time_s", "optimizer": "optimizer_time_s", "checkpointing": "activation_checkpointing",
+    "strategy": "strategy", "first_bucket": "first_bucket_bytes", "comm_model": "comm", "o": "o_s", "w": "w_Bps",
+    "bandwidth": "bandwidth_Bps", "latency": "latency_s", "algorithm": "algorithm",
+}  # fmt: skip
 LABELS = {
-    "hardware": ("Hardware", "a preset sets ranks (whole nodes), the network, o / w and the GPU (collsim hardware list)"),
-    "preset": ("Model preset", "parameter list of a known model"),
+    **{key: (field_info(name, "ddp").label, field_info(name, "ddp").help) for key, name in SCENARIO_FIELDS.items()},
+    # what only this page has: its own ranks bounds, a backward box taking a time or a rate, a log slider, FSDP's strategy
     "ranks": ("Ranks", "2 to 1024"),
-    "precision": ("Precision", "parameters and gradients: bytes per gradient element in every bucket"),
-    "master": ("fp32 master weights", "bf16 / fp16: an fp32 copy of the weights for the optimizer (memory)"),
-    "tokens": ("Tokens per rank", "per micro-batch: sequences x sequence length (FLOPs, activations)"),
-    "gpu": ("GPU", "its dense peak TFLOP/s at the chosen precision (cited in the preset)"),
-    "mfu": ("MFU", "model FLOP utilisation: the fraction of that peak the step reaches (40% is typical)"),
     "backward": ("Backward time", "empty: from FLOPs (4 x tokens x params) at the MFU; or a time (120ms) or gradient rate (4GB/s)"),
-    "forward": ("Forward time", "empty: from FLOPs (2 x tokens x params) at the MFU; or a time such as 40ms"),
-    "optimizer": ("Optimizer time", "the optimizer step after the last all-reduce, e.g. 5ms (0: left out)"),
-    "checkpointing": ("Activation checkpointing", "keep layer inputs only; backward recomputes forward"),
-    "strategy": ("DDP strategy", "naive, flat, overlap or bucketed (PyTorch DDP): defined under the strategy figure"),
     "bucket": ("Bucket size", "log scale"),
-    "first_bucket": ("First bucket", "PyTorch's 1 MiB first bucket"),
-    "comm_model": ("Comm model", "ow: o + bytes/w per call; network: simulated all-reduce"),
-    "o": ("o (per-call overhead)", "e.g. 50us"),
-    "w": ("w (algorithm bandwidth)", "e.g. 10GB/s"),
-    "bandwidth": ("Link bandwidth", "network model, e.g. 25GB/s"),
-    "latency": ("Link latency", "network model, e.g. 5us"),
-    "algorithm": ("All-reduce algorithm", "network model"),
     "sharding": (
         "Sharding strategy",
         "training step: ddp, zero1 (ZeRO-1), shard_grad_op (ZeRO-2), full_shard (ZeRO-3), no_shard, hybrid_shard",
@@ -101,7 +93,9 @@ FIX_INPUTS = "Fix the highlighted inputs; nothing is computed until they are val
 
 
 def _dropdown(fid: str, options: Any, value: str) -> dcc.Dropdown:
-    return dcc.Dropdown(id=fid, options=options, value=value, clearable=False)
+    """A link's value that is none of the options stays in the field, flagged (urlstate.with_unknown)."""
+    options = [option if isinstance(option, dict) else {"label": str(option), "value": option} for option in options]
+    return dcc.Dropdown(id=fid, options=urlstate.with_unknown(options, value), value=value, clearable=False)
 
 
 def _choices(name: str) -> Any:
@@ -127,9 +121,6 @@ def _input(name: str, value: str) -> Any:
     fid = ids.field_id(name, PAGE)
     if name == "hardware":
         return hardware_dropdown(fid, value, model.hardware_options())
-    if name == "preset" and value and value not in model.presets():  # a link's unknown preset stays in its field, flagged (it computed GPT-2)
-        options = [{"label": str(option), "value": option} for option in _choices(name)] + [{"label": f"{value} (unknown)", "value": value}]
-        return _dropdown(fid, options, value)
     if name in ("preset", "strategy", "sharding", "precision", "gpu", "comm_model", "algorithm"):
         return _dropdown(fid, _choices(name), value)
     if name in ON_OFF:

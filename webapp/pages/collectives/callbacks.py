@@ -17,7 +17,7 @@ from sim.collective import explore
 from sim.errors import CollsimError
 from sim.units import format_bandwidth, format_size, format_time
 from webapp import collective as model
-from webapp import helper, ids
+from webapp import helper, ids, jobs
 from webapp.callbacks import answer, events_csv, guarded
 from webapp.components import graph, number_card
 from webapp.figures import collectives as draw
@@ -144,6 +144,7 @@ def simulate(data: dict | None, color_by: str, background: bool = True, position
         scenario = scenario_of(data)
         work = explore.work(scenario)
         if background and model.MAX_SIM_MESSAGES < work.cost <= model.BACKGROUND_MAX_MESSAGES:
+            jobs.check_job(scenario)  # refused now, with what would fit, rather than stopped at the time limit
             notice = (
                 f"Simulating {scenario.op}/{scenario.algorithm} on {scenario.ranks} ranks in the background "
                 f"(about {work.cost:,} message-equivalents of work); Cancel stops it. The figures below show the last finished run."
@@ -465,8 +466,8 @@ def _register_run(app: Any, manager: Any) -> None:
             (Output(ids.COLL_PROGRESS, "style"), {"display": "flex"}, {"display": "none"}),
             (Output(ids.COLL_CANCEL, "disabled"), False, True),
         ],
-        # Cancel, or any new scenario (which may be answered directly), stops the run
-        cancel=[Input(ids.COLL_CANCEL, "n_clicks"), Input(ids.COLL_STOP, "data")],
+        # Cancel, any new scenario (which may be answered directly) or another page of the app stops the run
+        cancel=[Input(ids.COLL_CANCEL, "n_clicks"), Input(ids.COLL_STOP, "data"), Input(ids.URL, "pathname")],
         prevent_initial_call=True,
     )(guarded(simulate_in_background, lambda message: answer(PANELS, notice=message)))
     app.callback(Output(ids.COLL_NOTICE, "children", allow_duplicate=True), Input(ids.COLL_CANCEL, "n_clicks"), prevent_initial_call=True)(

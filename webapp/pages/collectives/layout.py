@@ -103,9 +103,8 @@ def form(values: dict[str, str]) -> html.Div:
         component = _input(name, values[name])
         if name == "algorithm":
             component.options, component.value = algorithms_for_op(values["op"], values["algorithm"])
-            if values["algorithm"] and component.value != values["algorithm"]:  # a link's unknown value stays, flagged
-                component.options = [*component.options, {"label": f"{values['algorithm']} (unknown)", "value": values["algorithm"]}]
-                component.value = values["algorithm"]
+        if name in DROPDOWNS and values[name]:  # a link's unknown value stays, flagged (urlstate.with_unknown)
+            component.options, component.value = urlstate.with_unknown(component.options, values[name]), values[name]
         hidden = name in TWO_LEVEL_ONLY and values["topology"] != "two_level" and values[name] in ("", model.DEFAULTS[name])
         rows.append(field(name, label, hint, component, hidden=hidden))
     return html.Div(rows, className="form")
