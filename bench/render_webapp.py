@@ -10,6 +10,13 @@ headless Chromium changes an input and records the time from the change to the l
 
 ``--serve PORT`` serves ``webapp.app.create_app()`` from whatever ``webapp`` is first on the path
 (put an older checkout first on PYTHONPATH to time it).
+
+``--fresh LABEL=CHECKOUT`` (repeatable) times the first visitor after a server start: for each
+round and checkout, a new server (``--serve`` with that checkout on PYTHONPATH) is started, and
+as soon as it accepts connections a browser with an empty cache opens the Collectives page;
+the time from navigation start to the last figure drawn is the first visitor's wait.
+
+    python bench/render_webapp.py --fresh old=/path/to/old --fresh new=$PWD -n 5 --no-loads --case none
 """
 
 from __future__ import annotations
@@ -53,8 +60,11 @@ CASES = {
     "ranks 64->new count (uncached)": ("?ranks=64", "ranks", *[str(p) for p in range(65, 96)]),
     # a network the server has not seen (each bandwidth new): the crossover is computed too
     "bandwidth at 8 ranks, new value (uncached)": ("?ranks=8", "bandwidth", *[f"{b}GB/s" for b in range(11, 49)]),
+    # a size the server has not seen: simulated, not read from the kept outcomes
+    "size at 8 ranks, new value (uncached)": ("?ranks=8", "size", *[f"{m}MiB" for m in range(33, 63)]),
+    "size at 64 ranks, new value (uncached)": ("?ranks=64", "size", *[f"{m}MiB" for m in range(33, 63)]),
 }
-PAGES = {"Collectives": "/", "DDP buckets": "/ddp", "Sim vs measured": "/compare"}
+PAGES = {"Collectives": "/", "DDP buckets": "/ddp", "Sim vs measured": "/compare", "Guides": "/guides"}
 # on a fresh page: hook every graph's plotly_afterplot as soon as it exists, to time first loads
 INIT = """window.__ap = []; setInterval(() => {
     for (const g of document.querySelectorAll('.js-plotly-plot')) {
@@ -158,13 +168,55 @@ def first_loads(context, urls: dict[str, str], repeats: int) -> None:
                 page = context.new_page()
                 page.add_init_script(INIT)
                 page.goto(url + path)
-                page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
+                page.locator(".js-plotly-plot").first.wait_for(timeout=30_000, state="attached")  # a guide's first graph may be below the fold
                 quiet(page, settle_ms=700)
                 if index:
                     samples.setdefault((name, label), []).append(page.evaluate(LOADED))
                 page.close()
     for (name, label), values in samples.items():
         print(f"first load {name:17s} {label:6s} {statistics.median(values):5.0f} ms [{min(values):.0f}-{max(values):.0f}]", flush=True)
+
+
+def first_visitors(browser, checkouts: dict[str, str], repeats: int) -> None:
+    """Per checkout: a fresh server, then at once a first visitor with an empty browser cache
+    (interleaved rounds; the server process and its children are stopped after each visit)."""
+    import os
+    import signal
+    import socket
+    import subprocess
+
+    samples: dict[str, list[float]] = {label: [] for label in checkouts}
+    for _ in range(repeats):
+        for label, checkout in checkouts.items():
+            with socket.socket() as probe:
+                probe.bind(("127.0.0.1", 0))
+                port = probe.getsockname()[1]
+            env = {**os.environ, "PYTHONPATH": checkout}
+            server = subprocess.Popen(
+                [sys.executable, __file__, "--serve", str(port)], env=env, start_new_session=True,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+            try:
+                deadline = time.time() + 120
+                while time.time() < deadline:
+                    try:
+                        socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                        break
+                    except OSError:
+                        time.sleep(0.05)
+                context = browser.new_context(viewport={"width": 1400, "height": 1000})  # an empty cache
+                page = context.new_page()
+                page.add_init_script(INIT)
+                page.goto(f"http://127.0.0.1:{port}/")
+                page.locator("#coll-sim-time").wait_for(timeout=60_000)
+                quiet(page, settle_ms=700)
+                samples[label].append(page.evaluate(LOADED))
+                context.close()
+            finally:
+                os.killpg(server.pid, signal.SIGTERM)  # the server and its crossover helper, started here
+                server.wait(timeout=30)
+    for label, values in samples.items():
+        print(f"first visitor after start {label:6s} {statistics.median(values):5.0f} ms [{min(values):.0f}-{max(values):.0f}]", flush=True)
 
 
 def serve(port: int) -> None:
@@ -183,14 +235,25 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--chromium", default="/usr/bin/chromium")
     parser.add_argument("--case", action="append", help="only the update cases whose name contains this (repeatable)")
     parser.add_argument("--no-loads", action="store_true", help="skip the first-load measurements")
+    parser.add_argument("--fresh", action="append", default=[], help="LABEL=CHECKOUT: time the first visitor after a server start")
     args = parser.parse_args(argv)
     if args.serve:
         serve(args.serve)
         return
     urls = dict(item.split("=", 1) for item in args.url)
-    if not urls:
-        sys.exit("give --url LABEL=URL (or --serve PORT to start a server)")
-    run(urls, args.n, args.chromium, args.case, not args.no_loads)
+    if args.fresh:
+        from playwright.sync_api import sync_playwright
+
+        with sync_playwright() as p:
+            browser = p.chromium.launch(
+                executable_path=args.chromium, headless=True, args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
+            )
+            first_visitors(browser, dict(item.split("=", 1) for item in args.fresh), args.n)
+            browser.close()
+    if not urls and not args.fresh:
+        sys.exit("give --url LABEL=URL (or --serve PORT to start a server, or --fresh LABEL=CHECKOUT)")
+    if urls:
+        run(urls, args.n, args.chromium, args.case, not args.no_loads)
 
 
 if __name__ == "__main__":

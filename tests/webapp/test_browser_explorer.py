@@ -85,7 +85,8 @@ def test_timelines_cover_the_whole_run_at_scale_with_lanes_in_numeric_order(app_
     expect(app_page.locator("#coll-sim-time")).to_have_text(sim_time(ranks="64"))
     link = meta(app_page, "coll-gantt-link")
     rank = meta(app_page, "coll-gantt-rank")
-    assert link["utilisation"] and rank["utilisation"]
+    # links: utilisation; ranks (every one busy all the time at 64): an image coloured by step (issue 21)
+    assert link["utilisation"] and rank["raster"] and rank["lanes"] == 64
     scenario, _ = model.parse_form({**model.DEFAULTS, "ranks": "64"})
     assert link["span_s"] == pytest.approx(run_collective(scenario).time_s, rel=1e-6)  # the whole run
     lanes = app_page.evaluate("() => document.querySelector('#coll-gantt-rank .js-plotly-plot').data[0].y.slice(0, 4)")

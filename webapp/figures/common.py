@@ -76,6 +76,48 @@ def base_figure(title: str, height: int = 360) -> go.Figure:
     return go.Figure(layout=figure_layout(title, height), _validate=False)
 
 
+class Draft:
+    """A figure being built as plain dicts, with the few calls this package's figures make
+    (add_trace, update_layout, update_xaxes, update_yaxes: nested dicts merged, as Plotly
+    does); :meth:`figure` makes the Plotly figure once, unchecked. Plotly's own calls cost
+    5-10 ms each in path parsing and checks: a player frame made ~15 of them."""
+
+    def __init__(self, title: str, height: int = 360) -> None:
+        self.data: list[dict[str, Any]] = []
+        self.layout = figure_layout(title, height)
+
+    def add_trace(self, trace: dict[str, Any]) -> None:
+        self.data.append(trace)
+
+    def update_layout(self, **changes: Any) -> None:
+        _merge(self.layout, changes)
+
+    def update_xaxes(self, **changes: Any) -> None:
+        _merge(self.layout.setdefault("xaxis", {}), changes)
+
+    def update_yaxes(self, **changes: Any) -> None:
+        _merge(self.layout.setdefault("yaxis", {}), changes)
+
+    def add_annotation(self, **annotation: Any) -> None:
+        self.layout.setdefault("annotations", []).append(annotation)
+
+    def figure(self) -> go.Figure:
+        return go.Figure(data=self.data, layout=self.layout, _validate=False)
+
+
+def _merge(target: dict[str, Any], changes: dict[str, Any]) -> None:
+    for key, value in changes.items():
+        if isinstance(value, dict) and isinstance(target.get(key), dict):
+            _merge(target[key], value)
+        else:
+            target[key] = value
+
+
+def trace(kind: str, **properties: Any) -> dict[str, Any]:
+    """A trace as a dict (``trace("scatter", x=..., ...)``), for :class:`Draft`: not checked."""
+    return {"type": kind, **properties}
+
+
 def note_figure(text: str, title: str = "", height: int = 300) -> go.Figure:
     """An empty figure that says why there is nothing to draw."""
     figure = base_figure(title, height)
@@ -156,23 +198,28 @@ def gantt_figure(
         width_px = max(2.0, min(14.0, 0.7 * (height - 90) / len(lanes)))
         traces += _segment_traces(table, lane_numbers, row_kinds, bins, (low, high), width_px, unit)
     traces.append(_colour_bar(low, high, color_by))
-    yaxis = _lane_axis(lane_texts, raster=len(rows) > SEGMENT_BARS)
+    meta = {"bars": len(rows), "lanes": len(lanes), "kinds": sorted(set(row_kinds.tolist())), "time_factor": factor}
+    layout = _timeline_layout(title, height, _lane_axis(lane_texts, raster=len(rows) > SEGMENT_BARS), unit, cut_note, meta)
+    return go.Figure(data=traces, layout=layout, _validate=False)
+
+
+def _timeline_layout(title: str, height: int, yaxis: dict[str, Any], unit: str, cut_note: str, meta: dict[str, Any]) -> dict[str, Any]:
+    """A timeline's layout: lanes down, time across, what was left out written top right."""
     annotations = []
     if cut_note:
         annotations.append(
             {"text": cut_note, "x": 1, "y": 1.06, "xref": "paper", "yref": "paper", "showarrow": False, "xanchor": "right", "font": {"size": 11, "color": "#a00"}}
         )  # fmt: skip
-    layout = figure_layout(
+    return figure_layout(
         title,
         height,
         yaxis=yaxis,
         xaxis={"title": {"text": f"time ({unit})"}, "rangemode": "tozero"},
         showlegend=False,
         hovermode="closest",
-        meta={"bars": len(rows), "lanes": len(lanes), "kinds": sorted(set(row_kinds.tolist())), "time_factor": factor},
+        meta=meta,
         annotations=annotations,
     )
-    return go.Figure(data=traces, layout=layout, _validate=False)
 
 
 def player_step_numbers(steps: np.ndarray) -> np.ndarray:
@@ -256,8 +303,11 @@ def _raster(
     first = np.clip((start / span * RASTER_BINS).astype(int), 0, RASTER_BINS - 1)
     last = np.clip(np.ceil(end / span * RASTER_BINS).astype(int), first + 1, RASTER_BINS)
     image = np.full((lane_count, RASTER_BINS), np.nan, dtype=np.float32)
-    for lane, lo, hi, value in zip(lanes.astype(int), first, last, values):
-        image[lane, lo:hi] = value
+    counts = last - first
+    bar = np.repeat(np.arange(len(first)), counts)
+    cells = lanes.astype(np.int64)[bar] * RASTER_BINS + first[bar] + np.arange(len(bar)) - np.repeat(np.cumsum(counts) - counts, counts)
+    cells, latest = np.unique(cells[::-1], return_index=True)  # a bin shows the last bar covering it
+    image.flat[cells] = np.asarray(values, dtype=np.float32)[bar[::-1][latest]]
     centres = ((np.arange(RASTER_BINS) + 0.5) * span / RASTER_BINS).astype(np.float32)
     return go.Heatmap(
         z=image,
@@ -399,30 +449,33 @@ def utilisation_figure(
     factor, unit = time_unit(span)
     names = [str(lane_names[i]) for i in keep]
     centres = (np.arange(UTIL_BINS) + 0.5) * span / UTIL_BINS * factor
-    figure = base_figure(title, max(300, min(900, 110 + 6 * len(keep))))
+    figure = Draft(title, max(300, min(900, 110 + 6 * len(keep))))
     figure.add_trace(
-        go.Heatmap(
-            z=grid.astype(np.float32), x=centres, y=names, colorscale="Blues", zmin=0, xaxis="x", yaxis="y",
+        trace(
+            "heatmap", z=grid.astype(np.float32), x=centres, y=names, colorscale="Blues", zmin=0, xaxis="x", yaxis="y",
             colorbar={"title": {"text": what.split()[0]}, "thickness": 12, "x": 1.0},
             hovertemplate=f"%{{y}}, %{{x:.4g}} {unit}: %{{z:.2f}} {what}<extra></extra>", name="in flight",
         )
     )  # fmt: skip
     figure.add_trace(
-        go.Bar(
-            x=busy * 100, y=names, orientation="h", xaxis="x2", yaxis="y", marker_color="#ff7f0e", name="busy",
+        trace(
+            "bar", x=busy * 100, y=names, orientation="h", xaxis="x2", yaxis="y", marker={"color": "#ff7f0e"}, name="busy",
             hovertemplate="%{y}: busy %{x:.1f}% of the run<extra></extra>",
         )
     )  # fmt: skip
     shown = list(range(0, len(names), math.ceil(len(names) / MAX_LANE_LABELS)))
     figure.update_layout(
-        xaxis={"domain": [0, 0.78], "title": f"time ({unit}), whole run in {UTIL_BINS} bins", "range": [0, span * factor]},
-        xaxis2={"domain": [0.82, 0.95], "title": "busy (%)", "range": [0, 100], "anchor": "y"},
+        xaxis={"domain": [0, 0.78], "title": {"text": f"time ({unit}), whole run in {UTIL_BINS} bins"}, "range": [0, span * factor]},
+        xaxis2={"domain": [0.82, 0.95], "title": {"text": "busy (%)"}, "range": [0, 100], "anchor": "y"},
         yaxis={"type": "category", "categoryorder": "array", "categoryarray": names, "autorange": "reversed",
                "tickvals": [names[i] for i in shown], "ticktext": [names[i] for i in shown], "automargin": True},
         showlegend=False,
         meta={"utilisation": True, "lanes": len(names), "span_s": span, "bars": int(len(starts)), "time_factor": factor},
     )  # fmt: skip
-    return figure
+    return figure.figure()
+
+
+RASTER_MAX_LANES = 256  # up to here a rank timeline too busy for bars is drawn as a step-coloured image
 
 
 def rank_timeline(
@@ -432,16 +485,38 @@ def rank_timeline(
     ends: np.ndarray,
     color_by: str = "step",
     rank_count: int | None = None,
+    values: np.ndarray | None = None,
 ) -> go.Figure:
-    """Per-rank timeline: bars while drawable (``result_events()`` builds them), else the whole
+    """Per-rank timeline: bars while drawable (``result_events()`` builds them); above that, up
+    to ``RASTER_MAX_LANES`` ranks, the bars as an image coloured by ``values`` (each interval's
+    step or chunk, so the steps stay readable where every rank is always busy); else the whole
     run as utilisation (sends and reductions in flight per rank) with each rank's busy fraction.
     ``rank_count``: every rank gets a lane, also one that only receives."""
     count = rank_count or (int(ranks.max()) + 1 if len(ranks) else 0)
     if len(starts) <= SEGMENT_BARS:
         return rank_gantt(result_events(), color_by, ranks=count)
+    if values is not None and max(count, int(ranks.max()) + 1) <= RASTER_MAX_LANES:
+        return interval_raster(ranks, starts, ends, values, max(count, int(ranks.max()) + 1), color_by)
     names = [f"rank {r}" for r in range(max(count, int(ranks.max()) + 1))]
     title = f"Per-rank activity, whole run ({len(starts):,} sends and reductions; too many to draw one by one)"
     return utilisation_figure(names, ranks, starts, ends, title, "operations in flight", keep_idle=True)
+
+
+def interval_raster(lanes: np.ndarray, starts: np.ndarray, ends: np.ndarray, values: np.ndarray, count: int, color_by: str) -> go.Figure:
+    """Per-rank timeline of many intervals as an image (:func:`_raster`): rank x time bin, each
+    bin coloured by the step (or chunk) of the last interval covering it."""
+    factor, unit = time_unit(float(ends.max()))
+    table = np.zeros((len(starts), 7))
+    table[:, 5], table[:, 6] = starts * factor, ends * factor
+    if color_by == "step":
+        values = player_step_numbers(values)
+    low, high = float(values.min()), float(values.max())
+    names = [f"rank {r}" for r in range(count)]
+    traces = [_raster(table, lanes, names, values, low, high, color_by, unit), _colour_bar(low, high, color_by)]
+    title = f"Per-rank timeline (colour: {color_by}; {len(starts):,} sends and reductions in {RASTER_BINS} time bins)"
+    meta = {"bars": len(starts), "lanes": count, "kinds": ["reduce", "send"], "time_factor": factor, "raster": True}
+    layout = _timeline_layout(title, max(260, min(900, 90 + 9 * count)), _lane_axis(names, raster=True), unit, "", meta)
+    return go.Figure(data=traces, layout=layout, _validate=False)
 
 
 def link_timeline(

@@ -136,7 +136,10 @@ def simulate(data: dict | None, color_by: str, background: bool = True, position
     ``position``: the slider's current value; the player stays at that step when the new run has
     it (the slider is left alone then: setting it would draw the player a second time)."""
     if not data:
-        return answer(RUN, notice="Fix the highlighted inputs; nothing is computed until they are valid (figures shown, if any, are from an earlier valid scenario).")
+        return answer(
+            RUN,
+            notice="Fix the highlighted inputs; nothing is computed until they are valid (figures shown, if any, are from an earlier valid scenario).",
+        )
     try:
         scenario = scenario_of(data)
         work = explore.work(scenario)
@@ -184,7 +187,9 @@ def panels(outcome: model.Outcome, color_by: str, position: int = 0) -> dict[str
         **shown,
         "notice": outcome.note
         or f"Simulated {scenario.op}/{scenario.algorithm} on {scenario.ranks} ranks ({scenario.topology}) message by message.",
-        "rank_gantt": common.rank_timeline(result.events, *model.rank_intervals(result), color_by, scenario.ranks),
+        "rank_gantt": common.rank_timeline(
+            result.events, *model.rank_intervals(result), color_by, scenario.ranks, model.rank_values(result, color_by)
+        ),
         "link_gantt": common.link_timeline(
             names, lanes, starts, ends, lambda: model.link_events(result, common.SEGMENT_BARS + 1), color_by
         ),
@@ -230,7 +235,7 @@ def cancelled(clicks: int | None) -> str:
 def show_step(position: int | None, player: dict | None) -> dict[str, Any]:
     """The player at slider ``position``: topology with messages in flight, buffers, caption."""
     if not player:
-        text = "The step player draws up to 64 ranks of a simulated run."
+        text = "The step player draws a simulated run (its messages recorded one by one)."
         return {"topology": common.note_figure(text, "Topology"), "buffers": common.note_figure(text, "Buffers"), "caption": ""}
     position = int(position or 0)
     return {

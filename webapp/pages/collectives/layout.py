@@ -159,8 +159,8 @@ def _downloads() -> html.Div:
 
 
 def _results(view: dict[str, str]) -> html.Div:
-    def row(*columns: tuple[Any, str]) -> html.Div:
-        return html.Div([html.Div(content, className=kind) for content, kind in columns], className="row")
+    def row(*columns: tuple[Any, str], kind: str = "row") -> html.Div:
+        return html.Div([html.Div(content, className=part) for content, part in columns], className=kind)
 
     player = [graph(ids.COLL_TOPOLOGY, 440), _player_controls(_int(view["step"])), html.Div(id=ids.COLL_STEP_LABEL, className="caption")]
     color = dcc.RadioItems(
@@ -171,7 +171,7 @@ def _results(view: dict[str, str]) -> html.Div:
         [
             html.Div(id=ids.COLL_NOTICE, className="notice"),
             html.Div(id=ids.COLL_SUMMARY, className="cards"),
-            row((player, "col"), (graph(ids.COLL_BUFFERS, 440), "col")),
+            row((player, "col"), (graph(ids.COLL_BUFFERS, 440), "col"), kind="row player-row"),  # side by side down to 900 px
             row((graph(ids.COLL_BREAKDOWN, 320), "col narrow"), (graph(ids.COLL_GANTT_RANK, 320), "col wide")),
             html.Div([html.Span("Colour timelines by ", className="muted"), color], className="inline"),
             graph(ids.COLL_GANTT_LINK, 320),
