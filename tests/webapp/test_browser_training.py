@@ -31,7 +31,8 @@ def test_training_step_strategies_timeline_memory_and_url(app_page: Page, live_s
     expect(app_page.locator("#ddp-train-caption")).to_contain_text("activations (Korthikanti et al. 2022")
     expect(app_page.locator("#ddp-train-activations")).to_contain_text("GiB")  # gpt2, 8192 tokens a rank, bf16
     # compute from FLOPs at the stated MFU, strategies defined, the recommended caps as a range
-    expect(app_page.locator("#ddp-compute")).to_contain_text("40% MFU of H100 SXM5 80GB's 989.4 TFLOP/s bf16 peak")
+    expect(app_page.locator("#ddp-compute")).to_contain_text("(backward) MFU of H100 SXM5 80GB's 989.4 TFLOP/s bf16 peak")
+    expect(app_page.locator("#ddp-compute")).to_contain_text("the MFU was measured: NVIDIA H100 80GB HBM3")
     expect(app_page.locator("#ddp-strategy-words")).to_contain_text("overlap: one asynchronous all-reduce per tensor")
     expect(app_page.locator("#ddp-best")).to_contain_text("–")
     expect(app_page.locator("#ddp-field-shard_size")).to_be_hidden()
