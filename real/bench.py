@@ -100,7 +100,7 @@ class BenchSpec:
         if odd and any(op != "barrier" for op in self.ops):  # measured as something else, silently (--sizes 1 moved 4 B)
             raise CollsimError(
                 f"sizes: {odd[0]} B is not a whole number of {self.dtype} elements ({element} B each); "
-                f"give multiples of {element} B, such as {max(element, odd[0] // element * element)} or {(odd[0] // element + 1) * element}"
+                f"give multiples of {element} B, such as {_nearest_multiples(odd[0], element)}"
             )
         if not 1 <= self.rounds <= self.iters:
             raise CollsimError(f"rounds: must be between 1 and iters ({self.iters}), got {self.rounds}")
@@ -367,3 +367,9 @@ def run_bench(
     meta = {**meta, "backend": config.backend, "device": config.device}
     run = launcher or (run_torchrun if under_torchrun() else launch)
     return run(bench_worker, {"spec": asdict(spec), "meta": meta}, config, on_result)
+
+
+def _nearest_multiples(size: int, element: int) -> str:
+    """The whole-element sizes either side of ``size`` ("4" alone when only one exists)."""
+    below, above = size // element * element, (size // element + 1) * element
+    return f"{below} or {above}" if below >= element else str(above)

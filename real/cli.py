@@ -59,6 +59,8 @@ def bench(ops: str, sizes: str, iters: int, warmup: int, dtype: str, rounds: int
     """Time collectives nccl-tests style: size, count, type, redop, root, time, algbw, busbw."""
     from real.bench import OPS, BenchSpec, run_bench
 
+    if launches < 1:  # before the progress bar, like ddp and fsdp
+        raise CollsimError(f"--launches: must be >= 1, got {launches}")
     op_list = list(OPS) if ops.strip() == "all" else [op.strip() for op in ops.split(",") if op.strip()]
     spec = BenchSpec(tuple(op_list), tuple(parse_size_list(sizes, "--sizes")), iters, warmup, dtype, rounds=rounds)
     config = launch_config(backend, device, ranks, timeout_s, op_timeout_s, threads)

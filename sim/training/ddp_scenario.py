@@ -103,7 +103,12 @@ class DDPScenario(ScenarioData):
                 "parameters: give a preset (--preset xl), a parameter file (--params FILE) or sizes (--param-bytes 4MiB,4MiB)"
             )
         if self.preset is not None and self.preset not in PRESETS:
-            raise CollsimError(f"preset: unknown {self.preset!r}; allowed: {', '.join(PRESETS)}")
+            hint = (
+                "; a parameter list file goes in --params FILE (scenario key params_file)"
+                if self.preset.lower().endswith((".json", ".yaml", ".yml")) or "/" in self.preset
+                else ""
+            )
+            raise CollsimError(f"preset: unknown {self.preset!r}; allowed: {', '.join(PRESETS)}{hint}")
         if self.param_bytes is not None and not self.param_bytes:
             raise CollsimError("param_bytes: empty list; give sizes such as 4MiB,4MiB")
         if self.params is not None:
