@@ -44,15 +44,20 @@ def non_empty(chunks: tuple[Piece, ...]) -> tuple[Piece, ...]:
     return tuple(chunk for chunk in chunks if chunk[2]) or chunks[:1]
 
 
+def ring_position(group: Sequence[int], rank: int) -> tuple[int, int, int, int]:
+    """(group size, this rank's place, its right and left neighbours) on the ring ``group``."""
+    m = len(group)
+    i = group.index(rank)
+    return m, i, group[(i + 1) % m], group[(i - 1) % m]
+
+
 def ring_reduce_scatter_steps(
     net: Network, rank: int, call: Call, group: Sequence[int], within: Piece, step0: int = 0, tag: int = 0
 ) -> Generator:
     """Group member i ends holding piece i of ``within`` summed over the group."""
-    m = len(group)
-    if m == 1:
+    if len(group) == 1:
         return
-    i = group.index(rank)
-    right, left = group[(i + 1) % m], group[(i - 1) % m]
+    m, i, right, left = ring_position(group, rank)
     send, recv, reduce = net.send, net.recv, net.reduce
     verify = call.buffers is not None
     subs = _chunked(call, m, within)
@@ -74,11 +79,9 @@ def ring_all_gather_steps(
     net: Network, rank: int, call: Call, group: Sequence[int], within: Piece, step0: int = 0, tag: int = 0
 ) -> Generator:
     """Group member i starts with piece i of ``within`` and ends with all pieces."""
-    m = len(group)
-    if m == 1:
+    if len(group) == 1:
         return
-    i = group.index(rank)
-    right, left = group[(i + 1) % m], group[(i - 1) % m]
+    m, i, right, left = ring_position(group, rank)
     send, recv = net.send, net.recv
     verify = call.buffers is not None
     subs = _chunked(call, m, within)
