@@ -2,4 +2,4 @@
 explore it across sizes (``explore``), check what it moved (``verify``), results as data
 (``results``), concurrent groups (``groups``). docs/architecture.md has the picture."""
 
-__all__ = ["analytic", "call", "collapsed", "crossover_cli", "explore", "groups", "results", "runner", "verify"]
+__all__ = ["analytic", "call", "collapsed", "crossover_cli", "explore", "groups", "player", "results", "runner", "verify"]
