@@ -303,38 +303,13 @@ def validate(backend: str, ranks: str, quick: bool, out_dir: str, db: str | None
     """Measure collectives and DDP steps, fit o and w, predict held-out points and the best bucket size; write a report."""
     from pathlib import Path
 
-    from real.validate import (
-        format_text,
-        mark_folder,
-        measure,
-        prepare_folder,
-        summary_document,
-        write_outputs,
-    )
+    from real.validate import format_text, mark_folder, measure, summary_document, write_outputs
     from real.validate_analysis import analyse
 
     plan = _validate_plan(backend, ranks, quick, sizes, launches, no_ddp, no_fsdp)
     out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise CollsimError(f"--out {out_dir!r} is a file; give a directory")
-    if db:
-        check_output_file(db, "--db")
     command = "collsim validate " + " ".join(sys.argv[2:])
-    store = None
-    if is_rank_zero():
-        from real.store import open_store
-
-        try:
-            previous = prepare_folder(out, command)
-        except OSError as error:  # a read-only file system, /proc, ...: os.access cannot tell beforehand (root)
-            raise CollsimError(f"--out: cannot create {out_dir!r}: {error.strerror or error}") from None
-        if previous is not None:
-            click.echo(f"# the previous run's report and files moved to {previous}", err=True)
-        try:
-            store = open_store(db or out / "results.sqlite")
-        except CollsimError as error:
-            mark_folder(out, "failed", error=str(error))
-            raise
+    store = _validate_folder_and_store(out_dir, db, command)
     _stop_on_sigterm()
     try:
         configs = {p: launch_config(backend, None, p, 3600.0, op_timeout_s, threads) for p in plan.world_sizes}
@@ -362,6 +337,35 @@ def validate(backend: str, ranks: str, quick: bool, out_dir: str, db: str | None
         click.echo("# interrupted: the report above is partial (status.json: interrupted); exit status 130", err=True)
         sys.exit(130)
     mark_folder(out, "complete", run_ids=measured.run_ids, seconds=measured.seconds)
+
+
+def _validate_folder_and_store(out_dir: str, db: str | None, command: str) -> Any:
+    """validate's --out folder made ready (a previous run's files moved aside) and its results
+    store opened, on rank zero; None on the other ranks. --out and --db are checked first."""
+    from pathlib import Path
+
+    from real.validate import mark_folder, prepare_folder
+
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise CollsimError(f"--out {out_dir!r} is a file; give a directory")
+    if db:
+        check_output_file(db, "--db")
+    if not is_rank_zero():
+        return None
+    from real.store import open_store
+
+    try:
+        previous = prepare_folder(out, command)
+    except OSError as error:  # a read-only file system, /proc, ...: os.access cannot tell beforehand (root)
+        raise CollsimError(f"--out: cannot create {out_dir!r}: {error.strerror or error}") from None
+    if previous is not None:
+        click.echo(f"# the previous run's report and files moved to {previous}", err=True)
+    try:
+        return open_store(db or out / "results.sqlite")
+    except CollsimError as error:
+        mark_folder(out, "failed", error=str(error))
+        raise
 
 
 def _stop_on_sigterm() -> None:

@@ -1,5 +1,5 @@
 """One collective call: run it (``runner``), answer in one step (``collapsed``, ``analytic``),
 explore it across sizes (``explore``), check what it moved (``verify``), results as data
-(``results``), concurrent groups (``groups``). docs/architecture.md has the picture."""
+(``results``), concurrent groups (``groups``), what the step player draws (``player``). docs/architecture.md has the picture."""
 
-__all__ = ["analytic", "call", "collapsed", "crossover_cli", "explore", "groups", "results", "runner", "verify"]
+__all__ = ["analytic", "call", "collapsed", "crossover_cli", "explore", "groups", "player", "results", "runner", "verify"]

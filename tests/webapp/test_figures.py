@@ -5,6 +5,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import pytest
 
+from sim.collective.player import link_events, player_data
 from sim.collective.runner import run_collective
 from webapp import collective as model
 from webapp import figures
@@ -14,7 +15,7 @@ from webapp import figures
 def ring4():
     s, _ = model.parse_form({**model.DEFAULTS, "ranks": "4"})
     outcome = model.run(s)
-    return s, outcome.result, model.player_data(s, outcome.result, outcome.frames)
+    return s, outcome.result, player_data(s, outcome.result, outcome.frames)
 
 
 def test_time_unit_picks_a_readable_unit():
@@ -67,7 +68,7 @@ def test_gantt_keeps_whole_lanes_and_says_when_some_were_left_out(ring4):
 
 def test_link_gantt_one_lane_per_used_link(ring4):
     _, result, _ = ring4
-    rows = model.link_events(result, 10_000)
+    rows = link_events(result, 10_000)
     assert len(rows) == 2 * len(result.messages)  # rank -> switch -> rank
     figure = figures.link_gantt(rows, "step")
     assert len(figure.layout.yaxis.ticktext) == 8

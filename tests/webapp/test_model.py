@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from sim.collective.player import player_data, topology_layout
 from sim.collective.runner import run_collective
 from sim.scenario import CollectiveScenario
 from webapp import collective as model
@@ -128,7 +129,7 @@ def test_broadcast_buffers_spread_from_the_root():
 def test_player_data_lists_messages_per_step_and_routes():
     s = scenario(ranks="4")
     outcome = model.run(s)
-    player = model.player_data(s, outcome.result, outcome.frames)
+    player = player_data(s, outcome.result, outcome.frames)
     assert player["steps"] == list(range(6))
     assert all(len(messages) == 4 for messages in player["messages"])
     assert player["routes"]["0>1"] == [["0", "switch"], ["switch", "1"]]
@@ -142,7 +143,7 @@ def test_player_data_lists_messages_per_step_and_routes():
 
 def test_large_runs_get_the_aggregate_player():
     s = scenario(ranks="128")
-    player = model.player_data(s, run_collective(s))
+    player = player_data(s, run_collective(s))
     assert player["aggregate"] and sum(group["size"] for group in player["layout"]["groups"]) == 128
     assert player["buffers"] is None and "routes" not in player  # no per-rank drawing data at this size
 
@@ -175,7 +176,7 @@ def test_topology_layouts():
         {"topology": "torus2d", "ranks": "16"},
         {"topology": "two_level", "ranks": "16", "gpus_per_node": "4"},
     ):
-        layout = model.topology_layout(scenario(**changes))
+        layout = topology_layout(scenario(**changes))
         ranks = [node for node in layout["nodes"] if node["rank"] is not None]
         assert len(ranks) == int(changes.get("ranks", "8"))
         assert len({(node["x"], node["y"]) for node in ranks}) == len(ranks)  # no two ranks on one spot

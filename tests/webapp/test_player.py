@@ -13,7 +13,7 @@ from dash.exceptions import PreventUpdate
 
 from webapp import collective as model
 from webapp import ids
-from webapp.figures import collectives as draw
+from webapp.figures import player as draw
 from webapp.pages.collectives import callbacks as page
 
 BROADCAST = "?op=broadcast&algorithm=binomial&ranks=8&size=5MB&latency=0us&bandwidth=1MB/s"

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from webapp import collective as model
-from webapp.figures import collectives as draw
+from webapp.figures import player as draw
 from webapp.pages.collectives import callbacks as page
 from webapp.pages.collectives.layout import scenario_of
 

@@ -1,7 +1,8 @@
 """Figures: results -> Plotly figures, one module per page plus what they share.
 
 - :mod:`webapp.figures.common`: base figure, time units, byte axes, notes, timelines;
-- :mod:`webapp.figures.collectives`: closed-form breakdown, crossover, step player, side by side;
+- :mod:`webapp.figures.collectives`: closed-form breakdown, crossover, side by side, parts;
+- :mod:`webapp.figures.player`: the Collectives page's step player (topology, buffers, captions);
 - :mod:`webapp.figures.ddp`: DDP step, overhead vs bucket size, strategies, training step;
 - :mod:`webapp.figures.compare`: fits, residuals, simulated vs measured, DDP steps.
 
@@ -11,14 +12,9 @@ write ``figures.note_figure`` or import the page's module.
 
 from webapp.figures.collectives import (
     breakdown_figure,
-    buffer_figure,
     crossover_figure,
     parts_figure,
-    player_positions,
     side_by_side_figure,
-    step_caption,
-    step_title,
-    topology_figure,
     winners,
 )
 from webapp.figures.common import (
@@ -48,6 +44,7 @@ from webapp.figures.ddp import (
     training_strategies_figure,
     training_timeline,
 )
+from webapp.figures.player import buffer_figure, player_positions, step_caption, step_title, topology_figure
 
 __all__ = [
     "GANTT_BARS",

@@ -539,6 +539,6 @@ def rank_gantt(events: Sequence[dict[str, Any]], color_by: str = "step", limit: 
 
 
 def link_gantt(rows: Sequence[dict[str, Any]], color_by: str = "step", limit: int = GANTT_BARS) -> go.Figure:
-    """Per-link timeline: rows from :func:`webapp.collective.link_events`."""
+    """Per-link timeline: rows from :func:`sim.collective.player.link_events`."""
     rows, note = limit_lanes(rows, "link", limit)
     return gantt_figure(rows, "link", color_by, f"Per-link timeline (colour: {color_by})", "", note)

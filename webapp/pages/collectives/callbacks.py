@@ -1,7 +1,7 @@
 """The Collectives page's callbacks: each reads the form, calls one function of
-:mod:`webapp.collective` (or sim), and draws with :mod:`webapp.figures.collectives`. Outputs are
-named (dicts); each callback is a module-level function (tested directly) wired in
-:func:`register`. The callbacks that run in the browser are in ``assets/collsim.js``.
+:mod:`webapp.collective` (or sim), and draws with :mod:`webapp.figures.collectives` (the step
+player with :mod:`webapp.figures.player`). Outputs are named (dicts); each callback is a
+module-level function (tested directly) wired in :func:`register`. The callbacks that run in the browser are in ``assets/collsim.js``.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from dash import ClientsideFunction, Input, Output, Patch, State, ctx, html, no_
 from dash.exceptions import PreventUpdate
 
 from sim.collective import explore
+from sim.collective.player import link_events, link_intervals, player_data, rank_intervals, rank_values
 from sim.errors import CollsimError
 from sim.units import format_bandwidth, format_size, format_time
 from webapp import collective as model
@@ -22,6 +23,7 @@ from webapp.callbacks import answer, events_csv, guarded
 from webapp.components import graph, number_card
 from webapp.figures import collectives as draw
 from webapp.figures import common
+from webapp.figures import player as player_draw
 from webapp.pages.collectives.layout import (
     HARDWARE_FIELDS,
     TICK_MS,
@@ -179,19 +181,19 @@ def panels(outcome: model.Outcome, color_by: str, position: int = 0) -> dict[str
             "step": 0,
             **show_step(0, None),
         }
-    names, lanes, starts, ends = model.link_intervals(result)
-    player = model.player_data(scenario, result, outcome.frames)
-    positions = draw.player_positions(player) if player else 1
+    names, lanes, starts, ends = link_intervals(result)
+    player = player_data(scenario, result, outcome.frames)
+    positions = player_draw.player_positions(player) if player else 1
     position = max(0, min(int(position or 0), positions - 1))
     shown = {
         **shown,
         "notice": outcome.note
         or f"Simulated {scenario.op}/{scenario.algorithm} on {scenario.ranks} ranks ({scenario.topology}) message by message.",
         "rank_gantt": common.rank_timeline(
-            result.events, *model.rank_intervals(result), color_by, scenario.ranks, model.rank_values(result, color_by)
+            result.events, *rank_intervals(result), color_by, scenario.ranks, rank_values(result, color_by)
         ),
         "link_gantt": common.link_timeline(
-            names, lanes, starts, ends, lambda: model.link_events(result, common.SEGMENT_BARS + 1), color_by
+            names, lanes, starts, ends, lambda: link_events(result, common.SEGMENT_BARS + 1), color_by
         ),
         "player": player,
         "step_max": positions - 1,
@@ -239,9 +241,9 @@ def show_step(position: int | None, player: dict | None) -> dict[str, Any]:
         return {"topology": common.note_figure(text, "Topology"), "buffers": common.note_figure(text, "Buffers"), "caption": ""}
     position = int(position or 0)
     return {
-        "topology": draw.topology_figure(player, position),
-        "buffers": draw.buffer_figure(player, position),
-        "caption": draw.step_caption(player, position),
+        "topology": player_draw.topology_figure(player, position),
+        "buffers": player_draw.buffer_figure(player, position),
+        "caption": player_draw.step_caption(player, position),
     }
 
 
@@ -253,7 +255,7 @@ def step_shapes(player: dict | None, position: int, timeline: str) -> list[dict[
     factor = ((player or {}).get("time_factors") or {}).get(timeline)
     if not player or not factor:
         return None
-    span = draw.step_span(player, int(position or 0))
+    span = player_draw.step_span(player, int(position or 0))
     if span is None:
         return []
     start, end, number = span
@@ -338,7 +340,7 @@ def compare_panel(value: str | None, compare_field: str | None, data: dict | Non
     labels = [f"A: {getattr(a, name)}", f"B: {value}"]
     runs = [explore.run(s)[0] for s in (a, b)]
     timeline = draw.side_by_side_figure(
-        [(label, *model.rank_intervals(run)) for label, run in zip(labels, runs)], [s.ranks for s in (a, b)]
+        [(label, *rank_intervals(run)) for label, run in zip(labels, runs)], [s.ranks for s in (a, b)]
     )
     parts = draw.parts_figure(labels, [explore.decompose(s) for s in (a, b)])
     ratio = runs[1].time_s / runs[0].time_s if runs[0].time_s else float("inf")

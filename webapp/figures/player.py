@@ -1,0 +1,534 @@
+"""The Collectives page's step player: the topology with the messages of one step in flight
+(every rank up to ``sim.collective.player.PLAYER_DRAW_RANKS``, groups of ranks above), the
+algorithm's logical layout beside it, per-rank buffers, the step's title and caption. Its data
+is :func:`sim.collective.player.player_data`; the page's other figures are in
+:mod:`webapp.figures.collectives`."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import plotly.graph_objects as go
+
+from sim.collective.narrative import tree_moves
+from sim.units import format_size, format_time
+from webapp.figures.common import (
+    FLIGHT_COLOR,
+    RANK_COLOR,
+    SWITCH_COLOR,
+    Draft,
+    note_figure,
+    trace,
+)
+
+
+def player_positions(player: dict[str, Any]) -> int:
+    """Slider positions: 0 is the input (before any message), k is after step ``steps[k-1]``."""
+    return len(player["steps"]) + 1
+
+
+def step_span(player: dict[str, Any], position: int) -> tuple[float, float, int] | None:
+    """(first send, last arrival, step number) of the step at slider ``position``, in seconds;
+    None at the inputs (position 0)."""
+    step, messages = _at(player, position)
+    if step is None or not messages:
+        return None
+    return min(m[2] for m in messages), max(m[3] for m in messages), max(1, min(position, len(player["steps"])))
+
+
+def _at(player: dict[str, Any], position: int) -> tuple[int | None, list]:
+    position = max(0, min(position, len(player["steps"])))
+    if position == 0:
+        return None, []
+    return player["steps"][position - 1], player["messages"][position - 1]
+
+
+def topology_figure(player: dict[str, Any], position: int) -> go.Figure:
+    """The topology with the messages of the step at slider ``position`` drawn as arrows from
+    sender to receiver, the links they cross highlighted and busy ranks outlined; with chunks,
+    each chunk's arrow beside the others (its own colour, its label apart); beside it the
+    algorithm's logical layout (its trees, or hierarchical's node grid) with this step's edges.
+    Above the drawable size, :func:`aggregate_figure`."""
+    if player.get("aggregate"):
+        return aggregate_figure(player, position)
+    layout = player["layout"]
+    step, messages = _at(player, position)
+    where = {node["id"]: (node["x"], node["y"]) for node in layout["nodes"]}
+    busy_links = {tuple(link) for src, dst, *_ in messages for link in player["routes"].get(f"{src}>{dst}", [])}
+    busy_links |= {(b, a) for a, b in busy_links}
+    title = f"Topology ({layout['name']}): " + (step_title(player, position) if step is not None else "before the first message")
+    figure = Draft(title, 440)
+    for highlighted in (False, True):
+        figure.add_trace(_links(layout["edges"], where, busy_links, highlighted))
+    busy = {m[0] for m in messages} | {m[1] for m in messages}
+    ranks = [node for node in layout["nodes"] if node["rank"] is not None]
+    others = [node for node in layout["nodes"] if node["rank"] is None]
+    figure.add_trace(
+        trace(
+            "scatter", x=[n["x"] for n in others], y=[n["y"] for n in others], mode="markers+text",
+            marker={"symbol": "square", "size": 16, "color": SWITCH_COLOR}, text=[n["id"] for n in others],
+            textposition="bottom center", hoverinfo="text", showlegend=False, name="switches",
+        )
+    )  # fmt: skip
+    label = len(ranks) <= 32
+    figure.add_trace(_rank_markers(ranks, busy, label))
+    shown = messages[:256]
+    offsets = _chunk_offsets(shown, player.get("chunks", 1))
+    annotations = [_arrow(where, m[0], m[1], 13 if label else 7, offset, _chunk_colour(m, player)) for m, offset in zip(shown, offsets)]
+    hubs = [(n["x"], n["y"]) for n in others]
+    logical = player.get("logical")
+    if messages:  # beside a logical panel the drawing is half as wide: words for a few arrows only
+        chords = len({(m[0], m[1]) for m in messages})
+        figure.add_trace(_arrow_labels(shown, where, label_text=chords <= (4 if logical else 32), avoid=hubs, offsets=offsets,
+                                       short=bool(logical)))  # fmt: skip
+    if logical:
+        annotations += _logical_panel(figure, logical, messages, busy)
+    figure.update_layout(annotations=annotations)
+    figure.update_xaxes(visible=False, scaleanchor="y", scaleratio=1)
+    figure.update_yaxes(visible=False)
+    if logical:
+        figure.update_layout(xaxis={"domain": [0, 0.5]}, xaxis2={"domain": [0.54, 1], "visible": False},
+                             yaxis2={"anchor": "x2", "visible": False, "domain": [0, 1]})  # fmt: skip
+    figure.update_layout(margin={"l": 10, "r": 10, "t": 48, "b": 10}, meta={"step": step, "in_flight": len(messages)})
+    return figure.figure()
+
+
+CHUNK_COLOURS = (FLIGHT_COLOR, "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
+CHUNK_SPREAD = 0.09  # how far apart (unit-circle units) the arrows of a pair's chunks run
+
+
+def _chunk_colour(message: list, player: dict[str, Any]) -> str:
+    chunk = message[5]
+    return CHUNK_COLOURS[chunk % len(CHUNK_COLOURS)] if player.get("chunks", 1) > 1 and chunk >= 0 else FLIGHT_COLOR
+
+
+def _chunk_offsets(messages: list, chunks: int) -> list[float]:
+    """Each message's sideways place on its chord: 0 when the chord carries one (sender, chunk)
+    in the step, else spread evenly around 0 in the chord's own frame (both directions and
+    each chunk an arrow of its own: two chunks on one chord are two arrows, not one; slices
+    of one chunk, as NCCL's, share their chunk's arrow)."""
+    chords: dict[tuple[int, int], set[tuple[int, int]]] = {}
+    for message in messages:
+        chords.setdefault((min(message[:2]), max(message[:2])), set()).add((message[0], message[5]))
+    offsets = []
+    for message in messages:
+        carried = sorted(chords[(min(message[:2]), max(message[:2]))])
+        place = carried.index((message[0], message[5])) - (len(carried) - 1) / 2 if len(carried) > 1 else 0.0
+        offsets.append(place if message[0] < message[1] else -place)  # the same side whichever way it runs
+    return offsets
+
+
+def _shifted(x0: float, y0: float, x1: float, y1: float, offset: float) -> tuple[float, float, float, float]:
+    """The chord moved sideways by ``offset`` spreads (perpendicular to it)."""
+    length = math.hypot(x1 - x0, y1 - y0) or 1.0
+    dx, dy = -(y1 - y0) / length * offset * CHUNK_SPREAD, (x1 - x0) / length * offset * CHUNK_SPREAD
+    return x0 + dx, y0 + dy, x1 + dx, y1 + dy
+
+
+def _logical_panel(figure: Draft, logical: dict[str, Any], messages: list, busy: set) -> list[dict[str, Any]]:
+    """The logical layout on the figure's second axes: each tree (root on top, its edges grey)
+    or the node grid, ranks numbered, this step's messages as arrows on it; returns the arrows
+    and panel titles (annotations)."""
+    drawn = _logical_trees(logical, messages) if logical["kind"] == "trees" else _logical_grid(logical, messages)
+    points, edges_x, edges_y, annotations = drawn
+    figure.add_trace(
+        trace("scatter", x=edges_x, y=edges_y, mode="lines", line={"color": "#ccc", "width": 1}, xaxis="x2", yaxis="y2",
+              hoverinfo="skip", showlegend=False, name="logical edges")
+    )  # fmt: skip
+    figure.add_trace(
+        trace(
+            "scatter", x=[x for _, x, _ in points], y=[y for _, _, y in points], mode="markers+text", xaxis="x2", yaxis="y2",
+            marker={"size": 18, "color": RANK_COLOR, "line": {"width": [3 if r in busy else 1 for r, _, _ in points],
+                    "color": [FLIGHT_COLOR if r in busy else "white" for r, _, _ in points]}},
+            text=[str(r) for r, _, _ in points], textfont={"color": "white", "size": 10}, hovertext=[f"rank {r}" for r, _, _ in points],
+            hoverinfo="text", showlegend=False, name="logical ranks",
+        )
+    )  # fmt: skip
+    return annotations
+
+
+Drawn = tuple[list[tuple[int, float, float]], list, list, list[dict[str, Any]]]  # ranks (rank, x, y), edges x, edges y, annotations
+
+
+def _logical_trees(logical: dict[str, Any], messages: list) -> Drawn:
+    """Each tree stacked under the previous one, its edges, and this step's messages as arrows
+    on the tree they travel (with their sub-rounds when the step holds several)."""
+    points, edges_x, edges_y, annotations = [], [], [], []
+    pairs = [(m[0], m[1]) for m in messages]
+    panels = logical["panels"]
+    moves = tree_moves([panel["parents"] for panel in panels], pairs)
+    rounds = sub_rounds(messages)
+    for index, panel in enumerate(panels):
+        top = -1.35 * index
+        spots = {rank: (x, top + y) for rank, (x, y) in enumerate(panel["positions"])}
+        for rank, parent in enumerate(panel["parents"]):
+            if parent >= 0:
+                edges_x += [spots[rank][0], spots[parent][0], None]
+                edges_y += [spots[rank][1], spots[parent][1], None]
+        points += [(rank, x, y) for rank, (x, y) in spots.items()]
+        annotations.append(_panel_title(f"logical: {panel['title']} (root {panel['root']} on top)", 0.5, top + 1.2))
+        used: dict[tuple[int, int], list[int]] = {}
+        for (src, dst), (tree, _), number in zip(pairs, moves, rounds):
+            if tree == index:
+                used.setdefault((src, dst), []).append(number)
+        for (src, dst), numbers in used.items():
+            annotations.append(_logical_arrow(spots[src], spots[dst]))
+            if max(rounds) > 1:  # pipelined: which sub-round of the step each chunk crosses this edge in
+                annotations.append(_round_label(spots[src], spots[dst], sorted(set(numbers))))
+    if rounds and max(rounds) > 1:
+        key = f"numbers on arrows: sub-round (1 to {max(rounds)}) of this step"
+        annotations.append(_panel_title(key, 0.5, -1.35 * len(panels) + 1.2))
+    return points, edges_x, edges_y, annotations
+
+
+def _logical_grid(logical: dict[str, Any], messages: list) -> Drawn:
+    """Hierarchical's node grid (a column per node) and this step's messages as arrows; a
+    ring's way back (first to last) runs beside the others, not over them."""
+    spots = {rank: (x, y) for rank, (x, y) in enumerate(logical["positions"])}
+    nodes = logical["nodes"]
+    annotations = [_panel_title(f"node {column}", spots[ranks[0]][0], 1.15) for column, ranks in enumerate(nodes)]
+    annotations.append(_panel_title("logical: a column per node, a row per local index", 0.5, 1.32))
+    cell = 1 / max(len(nodes) - 1, 1), 1 / max(max(map(len, nodes)) - 1, 1)
+    for src, dst in dict.fromkeys((m[0], m[1]) for m in messages):
+        (x0, y0), (x1, y1) = spots[src], spots[dst]
+        far = abs(x1 - x0) > cell[0] * 1.01 or abs(y1 - y0) > cell[1] * 1.01
+        if far:
+            dx, dy = (0.0, -0.07) if y0 == y1 else (0.05, 0.0)
+            (x0, y0), (x1, y1) = (x0 + dx, y0 + dy), (x1 + dx, y1 + dy)
+        annotations.append(_logical_arrow((x0, y0), (x1, y1)))
+    return [(rank, x, y) for rank, (x, y) in spots.items()], [], [], annotations
+
+
+def sub_rounds(messages: list) -> list[int]:
+    """Each message's sub-round within its step: 1 for those that start first, 2 for the next
+    start time, ... (a pipelined step holds several rounds at different times)."""
+    starts = sorted({round(m[2], 12) for m in messages})
+    return [starts.index(round(m[2], 12)) + 1 for m in messages]
+
+
+def _round_label(a: tuple[float, float], b: tuple[float, float], numbers: list[int]) -> dict[str, Any]:
+    text = ",".join(map(str, numbers[:4])) + ("…" if len(numbers) > 4 else "")
+    return {"text": text, "x": (a[0] + b[0]) / 2, "y": (a[1] + b[1]) / 2, "xref": "x2", "yref": "y2", "showarrow": False,
+            "font": {"size": 9, "color": "#8b0000"}, "bgcolor": "rgba(255,255,255,0.85)", "name": "sub-round"}  # fmt: skip
+
+
+def _panel_title(text: str, x: float, y: float) -> dict[str, Any]:
+    return {"text": text, "x": x, "y": y, "xref": "x2", "yref": "y2", "showarrow": False, "font": {"size": 11, "color": "#444"}}
+
+
+def _logical_arrow(a: tuple[float, float], b: tuple[float, float], curve: bool = False) -> dict[str, Any]:
+    """An arrow on the logical layout (x2/y2 axes)."""
+    return {
+        "x": b[0], "y": b[1], "ax": a[0], "ay": a[1], "xref": "x2", "yref": "y2", "axref": "x2", "ayref": "y2",
+        "showarrow": True, "arrowhead": 3, "arrowsize": 1, "arrowwidth": 2, "arrowcolor": FLIGHT_COLOR,
+        "standoff": 9, "startstandoff": 9, "opacity": 0.75, "text": "",
+    }  # fmt: skip
+
+
+def aggregate_figure(player: dict[str, Any], position: int) -> go.Figure:
+    """The player above the drawable size: groups of ranks (one per node, or a sample of ranks
+    with the rest summarised) on a circle, each drawn as large as its share of the ranks; per
+    step an arrow per (sending group, receiving group) labelled with its messages and bytes,
+    and a group's own traffic (inside a node, or among the summarised ranks) written under it."""
+    groups = player["layout"]["groups"]
+    step, messages = _at(player, position)
+    title = f"{player['ranks']} ranks in {len(groups)} groups: " + (
+        step_title(player, position) if step is not None else "before the first message"
+    )
+    figure = Draft(title, 440)
+    inside = {m[0]: m for m in messages if m[0] == m[1]}
+    busy = {m[0] for m in messages} | {m[1] for m in messages}
+    largest = max(group["size"] for group in groups)
+    figure.add_trace(
+        trace(
+            "scatter", x=[g["x"] for g in groups], y=[g["y"] for g in groups], mode="markers+text",
+            marker={"size": [16 + 22 * math.sqrt(g["size"] / largest) for g in groups], "color": RANK_COLOR,
+                    "line": {"width": [4 if i in busy else 1 for i in range(len(groups))],
+                             "color": [FLIGHT_COLOR if i in busy else "white" for i in range(len(groups))]}},
+            text=[g["name"] + (f"<br>↻ {_many(inside[i])} inside" if i in inside else "") for i, g in enumerate(groups)],
+            textposition=[_outward(g["x"], g["y"]) for g in groups], textfont={"size": 10}, hoverinfo="text", showlegend=False,
+            name="groups", cliponaxis=False,
+            hovertext=[f"{g['name']}: {g['size']} ranks" + (f"<br>inside: {_many(inside[i])}" if i in inside else "") for i, g in enumerate(groups)],
+        )
+    )  # fmt: skip
+    between = [m for m in messages if m[0] != m[1]]
+    where = {str(i): (g["x"], g["y"]) for i, g in enumerate(groups)}
+    offsets = [0.5 if any(o[0] == m[1] and o[1] == m[0] for o in between) else 0.0 for m in between]  # a pair both ways: side by side
+    arrows = [_arrow(where, m[0], m[1], 20, offset) for m, offset in zip(between, offsets)]
+    if between:
+        labels = [[m[0], m[1], m[2], m[3], m[4], -1, _many(m, bytes_too=False)] for m in between]
+        figure.add_trace(_arrow_labels(labels, where, label_text=len(between) <= 24, offsets=offsets, names=[g["name"] for g in groups]))
+    figure.update_layout(annotations=arrows)
+    figure.update_xaxes(visible=False, scaleanchor="y", scaleratio=1, range=[-1.9, 1.9])
+    figure.update_yaxes(visible=False, range=[-1.55, 1.45])
+    figure.update_layout(
+        margin={"l": 10, "r": 10, "t": 48, "b": 10},
+        meta={"step": step, "groups": len(groups), "in_flight": sum(m[5] for m in messages), "aggregate": True},
+    )
+    return figure.figure()
+
+
+def _outward(x: float, y: float) -> str:
+    """A group's label position away from the circle's centre (where the arrows run)."""
+    vertical = "top" if y > 0.35 else ("bottom" if y < -0.35 else "middle")
+    horizontal = "center" if abs(x) < 0.1 else ("right" if x > 0 else "left")
+    return f"{vertical} {horizontal}" if vertical != "middle" or horizontal != "center" else "top center"
+
+
+def _many(row: list, bytes_too: bool = True) -> str:
+    """An aggregate row's messages (and bytes): "12 messages, 96 MiB"."""
+    count = f"{row[5]:,} message{'s' if row[5] != 1 else ''}" if not bytes_too else f"{row[5]:,} msg{'s' if row[5] != 1 else ''}"
+    return f"{count}, {format_size(row[4])}" if bytes_too else count
+
+
+def _links(edges: list, where: dict[str, tuple[float, float]], busy_links: set, highlighted: bool) -> dict[str, Any]:
+    """The links in use (red, thick) or the others (grey), as one line trace broken at each link."""
+    xs: list[float | None] = []
+    ys: list[float | None] = []
+    for u, v in edges:
+        if ((u, v) in busy_links) == highlighted:
+            xs += [where[u][0], where[v][0], None]
+            ys += [where[u][1], where[v][1], None]
+    line = {"color": FLIGHT_COLOR if highlighted else "#ccc", "width": 3 if highlighted else 1}
+    return trace(
+        "scatter", x=xs, y=ys, mode="lines", line=line, hoverinfo="skip", showlegend=False, name="links in use" if highlighted else "links"
+    )
+
+
+def _rank_markers(ranks: list[dict[str, Any]], busy: set, label: bool) -> dict[str, Any]:
+    """The ranks, numbered when there are few, outlined in red while they send or receive."""
+    outline = {
+        "width": [4 if n["rank"] in busy else 1 for n in ranks],
+        "color": [FLIGHT_COLOR if n["rank"] in busy else "white" for n in ranks],
+    }
+    return trace(
+        "scatter", x=[n["x"] for n in ranks], y=[n["y"] for n in ranks], mode="markers+text" if label else "markers",
+        marker={"size": 26 if label else 12, "color": RANK_COLOR, "line": outline}, text=[str(n["rank"]) for n in ranks],
+        textfont={"color": "white", "size": 12}, hovertext=[f"rank {n['rank']}" for n in ranks], hoverinfo="text",
+        showlegend=False, name="ranks",
+    )  # fmt: skip
+
+
+def _arrow(
+    where: dict[str, tuple[float, float]], src: int, dst: int, standoff: int, offset: float = 0.0, colour: str = FLIGHT_COLOR
+) -> dict[str, Any]:
+    """An arrow annotation from sender to receiver, stopping short of both markers; moved
+    sideways by ``offset`` spreads (a pair's chunks side by side)."""
+    x0, y0, x1, y1 = _shifted(*where[str(src)], *where[str(dst)], offset)
+    return {
+        "x": x1, "y": y1, "ax": x0, "ay": y0,
+        "xref": "x", "yref": "y", "axref": "x", "ayref": "y", "showarrow": True, "arrowhead": 3, "arrowsize": 1.2,
+        "arrowwidth": 2, "arrowcolor": colour, "standoff": standoff, "startstandoff": standoff, "opacity": 0.8, "text": "",
+    }  # fmt: skip
+
+
+LABEL_AT = 0.55  # where on an arrow its label sits (from the sender)
+LABEL_NEAR_HUB = 0.28  # ... when that point would sit on a switch (sender and receiver opposite)
+
+
+LABEL_SPREAD = 1.5  # a chunk's label sits this many times farther aside than its arrow (a text line apart)
+LABEL_SLIDE = 0.2  # how far along its arrow each further chunk's label moves (labels apart on any chord)
+
+
+def _label_point(
+    x0: float, y0: float, x1: float, y1: float, avoid: Sequence[tuple[float, float]], offset: float = 0.0
+) -> tuple[float, float]:
+    """Where an arrow's label goes: a bit past the middle, or nearer the sender when the middle
+    lies on a switch (its label is there, and every chord between opposite ranks crosses it);
+    a chunk's label (``offset`` spreads sideways) also slides along its arrow, so labels of one
+    chord's chunks sit apart whichever way the chord runs."""
+    x0, y0, x1, y1 = _shifted(x0, y0, x1, y1, offset * LABEL_SPREAD)
+    length = math.hypot(x1 - x0, y1 - y0) or 1.0
+    at = LABEL_AT + LABEL_SLIDE * offset
+    x, y = x0 + at * (x1 - x0), y0 + at * (y1 - y0)
+    if any(math.hypot(x - hx, y - hy) < 0.2 * length for hx, hy in avoid):
+        at = LABEL_NEAR_HUB + LABEL_SLIDE * offset
+        x, y = x0 + at * (x1 - x0), y0 + at * (y1 - y0)
+    return x, y
+
+
+def _arrow_labels(
+    messages: list,
+    where: dict[str, tuple[float, float]],
+    label_text: bool,
+    avoid: Sequence[tuple[float, float]] = (),
+    offsets: Sequence[float] = (),
+    names: Sequence[str] = (),
+    short: bool = False,
+) -> dict[str, Any]:
+    """What each arrow carries, written on the arrow (cells and bytes; a chunk's number and
+    start when the pair carries several), with a hover; off the switches in ``avoid``."""
+    xs, ys, texts, hovers = [], [], [], []
+    rounds = sub_rounds(messages) if any(offsets) else []
+    for index, message in enumerate(messages):
+        src, dst, start, end, nbytes, chunk = message[:6]
+        cells = message[6] if len(message) > 6 else ""
+        (x0, y0), (x1, y1) = where[str(src)], where[str(dst)]
+        offset = offsets[index] if index < len(offsets) else 0.0
+        x, y = _label_point(x0, y0, x1, y1, avoid, offset)
+        xs.append(x)
+        ys.append(y)
+        text = f"{cells} · {format_size(nbytes)}" if cells else format_size(nbytes)
+        if short:  # a half-wide drawing: the size only (the cells are in the hover)
+            text = format_size(nbytes)
+        # a chunk's arrow says which sub-round of the step it belongs to: the pipelining, visible
+        if offset and chunk >= 0:  # the cells name the chunk (p3.1: piece 3, chunk 1)
+            text = f"round {rounds[index]}: {text}" if cells and not short else f"chunk {chunk}, round {rounds[index]}: {text}"
+        texts.append(text)
+        part = f", chunk {chunk}" if chunk >= 0 else ""
+        hovers.append(
+            f"{names[src] if names else f'rank {src}'} → {names[dst] if names else f'rank {dst}'}<br>carries {cells or 'data'}: {format_size(nbytes)}{part}"
+            f"<br>{format_time(start)} → {format_time(end)}"
+        )
+    return trace(
+        "scatter", x=xs, y=ys, mode="text" if label_text else "markers", text=texts, textfont={"size": 10, "color": "#8b0000"},
+        marker={"size": 8, "color": FLIGHT_COLOR, "opacity": 0.5}, hovertext=hovers, hoverinfo="text", showlegend=False,
+        name="message labels",
+    )  # fmt: skip
+
+
+def step_title(player: dict[str, Any], position: int) -> str:
+    """ "step 3 of 14 (reduce-scatter)": positions count from 1, the phase named when known; a
+    phase named with its own parentheses follows a colon ("step 1 of 6: reduce (up the tree)"),
+    never "((...))"."""
+    count = len(player["steps"])
+    position = max(1, min(position, count))
+    phases = player.get("phases") or []
+    phase = phases[position - 1] if position - 1 < len(phases) else ""
+    if not phase:
+        return f"step {position} of {count}"
+    return f"step {position} of {count}" + (f", {phase}" if "(" in phase else f" ({phase})")
+
+
+def step_caption(player: dict[str, Any], position: int) -> str:
+    """Under the player: the step's number, phase, start-end time and one sentence on what moved."""
+    step, messages = _at(player, position)
+    if step is None:
+        return f"Inputs, before any message. {len(player['steps'])} steps to play: press Play or drag the slider. {player.get('description', '')}"
+    start = min(m[2] for m in messages)
+    end = max(m[3] for m in messages)
+    nbytes = sum(m[4] for m in messages)
+    sentences = player.get("sentences") or []
+    sentence = sentences[position - 1] if position - 1 < len(sentences) else ""
+    title = step_title(player, position)
+    return f"{title[0].upper() + title[1:]}: {format_time(start)} → {format_time(end)}, {format_size(nbytes)} in all. {sentence}"
+
+
+def buffer_figure(player: dict[str, Any], position: int) -> go.Figure:
+    """Each rank's buffer at slider ``position`` (rows: ranks, columns: pieces / chunks),
+    coloured by how many ranks' data a cell holds; hover lists them."""
+    frames = player.get("buffers")
+    if not frames:
+        why = (
+            "barrier moves no data"
+            if player["op"] == "barrier"
+            else "buffer state is drawn for up to 32 ranks and 256 cells (ranks x chunks)"
+        )
+        return note_figure(why, "Buffers", 320)
+    frame = frames[max(0, min(position, len(frames) - 1))]
+    p = player["ranks"]
+    cells = frame["cells"]
+    counts = [[bin(value).count("1") for value in row] for row in cells]
+    holders = [[_ranks_in(value) for value in row] for row in cells]
+    reduces = player["reduces"]
+    chunks = player["chunks"]
+    columns = [f"p{c // chunks}" + (f".{c % chunks}" if chunks > 1 else "") for c in range(len(cells[0]))]
+    text, hover = _cell_words(counts, holders, p, reduces, columns)
+    title = f"Buffers after {step_title(player, index_of(position, frames))}" if frame["step"] >= 0 else "Buffers (inputs)"
+    # the key on a second, smaller line: one line was cut at the card's width
+    key = "cell = how many ranks' data it sums" if reduces else "cell = whose data it holds"
+    title += f"<br><span style='font-size:12px;color:#555'>{key}; red outline: changed in this step</span>"
+    figure = Draft(title, max(280, 90 + 24 * p))
+    figure.update_layout(margin={"t": 64})
+    small = len(columns) * p <= 1024
+    figure.add_trace(
+        trace(
+            "heatmap",
+            z=[[count / p for count in row] for row in counts],
+            x=columns,
+            y=[f"rank {r}" for r in range(p)],
+            text=text if small else None,
+            texttemplate="%{text}" if small else None,
+            hovertext=hover,
+            hoverinfo="text",
+            zmin=0,
+            zmax=1,
+            colorscale=[[0, "#f2f2f2"], [1e-9, "#c6dbef"], [1, "#08306b"]],
+            showscale=False,
+            xgap=1,
+            ygap=1,
+        )
+    )
+    figure.update_yaxes(autorange="reversed")
+    figure.update_xaxes(title={"text": "piece" + (".chunk" if chunks > 1 else "")}, side="bottom")
+    full = sum(1 for row in counts for count in row if count == p)
+    index = max(0, min(position, len(frames) - 1))
+    changed = _changed_cells(frames[index - 1]["cells"], cells) if index > 0 else []
+    if changed:
+        hover, shapes = _changed_outlines(changed, columns, p)
+        figure.add_trace(hover)
+        figure.update_layout(shapes=shapes)
+    figure.update_layout(meta={"step": frame["step"], "full_cells": full, "changed_cells": len(changed)})
+    return figure.figure()
+
+
+def _cell_words(
+    counts: list[list[int]], holders: list[list[list[str]]], ranks: int, reduces: bool, columns: Sequence[str] = ()
+) -> tuple[list, list]:
+    """Each cell's label (3/8: a partial sum of 3 ranks; or whose data it holds) and its hover,
+    in the words the axes use (the column's name, p4; "rank 0's data", "the sum of ranks 0, 1")."""
+    text = [
+        [
+            (f"{count}/{ranks}" if reduces else (holder[0] if len(holder) == 1 else str(count))) if count else ""
+            for count, holder in zip(crow, hrow)
+        ]
+        for crow, hrow in zip(counts, holders)
+    ]
+    hover = [
+        [f"rank {r}, {columns[c] if c < len(columns) else f'p{c}'}: " + _holding(holders[r][c], reduces) for c in range(len(counts[r]))]
+        for r in range(len(counts))
+    ]
+    return text, hover
+
+
+def _holding(holders: list[str], reduces: bool) -> str:
+    """What a cell holds, in words: empty, rank 3's data, the sum of ranks 0, 1 and 2, or the
+    data of ranks 0 and 1 (copies side by side)."""
+    if not holders:
+        return "empty"
+    if len(holders) == 1:
+        return f"rank {holders[0]}'s data"
+    listed = ", ".join(holders[:-1]) + f" and {holders[-1]}"
+    return f"the sum of ranks {listed}" if reduces else f"the data of ranks {listed}"
+
+
+def _changed_outlines(changed: list[tuple[int, int]], columns: list[str], ranks: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Red outlines around the cells that changed in this step: rectangles exactly one cell
+    large (inset a little, inside the gaps), whatever the grid's size, and invisible points at
+    their centres for the hover."""
+    shapes = [
+        {"type": "rect", "xref": "x", "yref": "y", "x0": c - 0.46, "x1": c + 0.46, "y0": r - 0.44, "y1": r + 0.44,
+         "line": {"color": FLIGHT_COLOR, "width": 2}, "fillcolor": "rgba(0,0,0,0)", "layer": "above"}
+        for r, c in changed
+    ]  # fmt: skip
+    hover = trace(
+        "scatter", x=[columns[c] for _, c in changed], y=[f"rank {r}" for r, _ in changed], mode="markers",
+        marker={"size": 6, "opacity": 0}, hovertext=[f"rank {r}, {columns[c]}: changed in this step" for r, c in changed],
+        hoverinfo="text", showlegend=False, name="changed in this step",
+    )  # fmt: skip
+    return hover, shapes
+
+
+def index_of(position: int, frames: list) -> int:
+    return max(0, min(position, len(frames) - 1))
+
+
+def _changed_cells(before: list[list[int]], after: list[list[int]]) -> list[tuple[int, int]]:
+    """(rank, cell) of the cells whose content differs between two frames (red outlines)."""
+    return [(r, c) for r, (old, new) in enumerate(zip(before, after)) for c, (a, b) in enumerate(zip(old, new)) if a != b]
+
+
+def _ranks_in(mask: int) -> list[str]:
+    return [str(bit) for bit in range(mask.bit_length()) if mask >> bit & 1]
