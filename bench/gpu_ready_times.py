@@ -29,6 +29,7 @@ SHIPPED = ROOT / "real" / "data" / "profiles"
 
 def measure(name: str, tokens: int, steps: int, warmup: int, device_name: str) -> dict:
     import torch
+    from gpu_step_times import Timer  # bench/ is this script's own folder on sys.path
 
     from real import presets
     from sim.training.ddp import PROFILE_KIND
@@ -43,20 +44,8 @@ def measure(name: str, tokens: int, steps: int, warmup: int, device_name: str) -
     names = {id(p): n for n, p in model.named_parameters()}
     marks: dict[str, object] = {}
 
-    def mark():  # noqa: ANN202
-        if cuda:
-            event = torch.cuda.Event(enable_timing=True)
-            event.record()
-            return event
-        import time
-
-        return time.perf_counter()
-
-    def since(a, b) -> float:  # noqa: ANN001
-        if cuda:
-            b.synchronize()
-            return a.elapsed_time(b) / 1e3
-        return b - a
+    timer = Timer(device)  # CUDA events on a GPU, perf_counter elsewhere (bench/gpu_step_times.py)
+    mark, since = timer.mark, timer.seconds
 
     for param in model.parameters():
         param.register_post_accumulate_grad_hook(lambda p: marks.__setitem__(names[id(p)], mark()))

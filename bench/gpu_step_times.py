@@ -46,7 +46,7 @@ def _quartiles(values: list[float]) -> tuple[float, float, float]:
     return q[0], statistics.median(values), q[2]
 
 
-class _Timer:
+class Timer:
     """Elapsed seconds of a region: CUDA events on a GPU, perf_counter after a sync elsewhere."""
 
     def __init__(self, device: torch.device) -> None:
@@ -79,7 +79,7 @@ def _steps(name: str, tokens: int, precision: str, steps: int, warmup: int, devi
     generator = torch.Generator().manual_seed(1)
     inputs, targets = presets.batch(name, tokens, device, generator)
     autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16")
-    timer, times = _Timer(device), {"forward": [], "backward": [], "optimizer": [], "step": []}
+    timer, times = Timer(device), {"forward": [], "backward": [], "optimizer": [], "step": []}
     for index in range(warmup + steps):
         t0 = timer.mark()
         with autocast:

@@ -346,12 +346,21 @@ def _backward(scenario: DDPScenario, params: list[Param], profile: MeasuredProfi
         return layer_backward(params, s.layer_times)
     if s.flops_per_s is not None:
         return flops_backward(params, s.flops_per_s, s.tokens)
-    if s.mfu == compute.MEASURED and compute.measured(s.preset, s.precision).backward_mfu is None:  # measured times, no FLOP model
-        return uniform_backward(params, compute.measured(s.preset, s.precision).backward_s)
+    timed = _measured_without_flops(s)
+    if timed is not None:
+        return uniform_backward(params, timed.backward_s)
     if s.backward_time_s is None and s.backward_rate_Bps is None:  # mfu: from FLOPs at the GPU's peak
         return flops_backward(params, compute_rate(s, "backward"), s.tokens)
     time_s = s.backward_time_s if s.backward_time_s is not None else sum(p.nbytes for p in params) / s.backward_rate_Bps
     return uniform_backward(params, time_s)
+
+
+def _measured_without_flops(scenario: DDPScenario) -> compute.Measured | None:
+    """With ``mfu = measured`` on a model without a FLOP model (ResNet-18): its measured times."""
+    if scenario.mfu != compute.MEASURED:
+        return None
+    found = compute.measured(scenario.preset, scenario.precision)
+    return found if found.backward_mfu is None else None
 
 
 def mfu_of(scenario: DDPScenario, phase: str) -> float:
@@ -373,8 +382,9 @@ def _forward_s(scenario: DDPScenario, params: Sequence[Param]) -> float:
     tensor), else 0 (as before the compute inputs existed)."""
     if scenario.mfu is None:
         return 0.0
-    if scenario.mfu == compute.MEASURED and compute.measured(scenario.preset, scenario.precision).forward_mfu is None:
-        return compute.measured(scenario.preset, scenario.precision).forward_s
+    timed = _measured_without_flops(scenario)
+    if timed is not None:
+        return timed.forward_s
     return sum(compute.forward_flops(param, scenario.tokens) for param in params) / compute_rate(scenario, "forward")
 
 
