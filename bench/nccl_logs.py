@@ -5,7 +5,9 @@ model, for every calibration log (../shared/data/nccl-tests, see its README).
 
 Per log: the preset it runs on, then per regime (< 1 MiB, 1-256 MiB, >= 256 MiB) the median
 |busbw error| and the worst error of the DES and of NCCL's model; ``--sizes`` adds every size
-(measured busbw, DES, model, NCCL's pick). busbw error = predicted busbw / measured - 1 =
+(measured busbw, DES, model, NCCL's pick, and the spread between the log's out-of-place and
+in-place times). "Measured" is the faster of those two columns (sim.hardware.nccl_fit.read_log
+says why). busbw error = predicted busbw / measured - 1 =
 measured time / predicted time - 1. Logs whose preset does not exist are listed and skipped.
 """
 
@@ -53,11 +55,15 @@ def main() -> None:
             for p in points:
                 print(f"    {p.size_bytes:>12d} B  measured {_busbw(p.size_bytes, p.measured_s, ranks):8.2f}  "
                       f"DES {_busbw(p.size_bytes, p.des_s, ranks):8.2f} ({p.des_error:+6.1%})  "
-                      f"model {_busbw(p.size_bytes, p.model_s, ranks):8.2f} ({p.model_error:+6.1%})  {p.pick}")  # fmt: skip
+                      f"model {_busbw(p.size_bytes, p.model_s, ranks):8.2f} ({p.model_error:+6.1%})  {p.pick:16s} spread {p.spread:5.1%}")  # fmt: skip
     print("all logs:")
     for regime, n, des_median, des_worst, model_median, model_worst in regime_stats(everything):
         print(f"  {regime:11s} {n:3d} points  DES median {des_median:6.1%} worst {des_worst:+7.1%}   "
               f"NCCL model median {model_median:6.1%} worst {model_worst:+7.1%}")  # fmt: skip
+    beyond = [p for p in everything if abs(p.des_error) > 0.35]
+    print(f"DES points beyond 35 %: {len(beyond)} of {len(everything)}")
+    for p in beyond:
+        print(f"  {p.log[:58]:58s} {p.size_bytes:>12d} B  DES {p.des_error:+6.1%}  model {p.model_error:+6.1%}  spread {p.spread:5.1%}")
     print(f"({time.perf_counter() - started:.1f} s; regimes: {', '.join(r[0] for r in REGIMES)})")
     if args.json:
         Path(args.json).write_text(json.dumps([p.__dict__ for p in everything], indent=1))

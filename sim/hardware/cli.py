@@ -91,7 +91,7 @@ def _default_constants(preset, counts: list[int]) -> list[str]:
     if max(counts) > 1:
         names.append("inter_efficiency")
     if preset.nccl is not None and preset.nccl.nvls:
-        names.append("nvls_efficiency")
+        names += ["nvls_efficiency", "nvls_latency_scale"]
     return names
 
 

@@ -44,7 +44,8 @@ TREE_CAPPED = ("LL128",)  # the tree caps the DES applies (docs/nccl-model.md: L
 
 def hop_latencies_s(preset, algorithm: str, protocol: str) -> tuple[float, float, float]:
     """(intra hop, inter hop, call start) in seconds: NCCL's hwLat/baseLat x latency scale
-    (LL128's hops also x its own scale; + the fitted base latency on the start)."""
+    (LL128's hops also x its own scale, NVLS/NVLSTree's x theirs; + the fitted base latency on
+    the start)."""
     eff = effective(preset)
     a, p = ALGORITHMS.index(algorithm), PROTOCOLS.index(protocol)
     intra_hw = NVLINK if preset.nccl is None or preset.nccl.type_intra == "NVL" else PCI
@@ -53,6 +54,8 @@ def hop_latencies_s(preset, algorithm: str, protocol: str) -> tuple[float, float
     inter = HW_LAT[NET][net_algo][p]
     start = BASE_LAT[a][p] * eff.latency_scale + eff.base_latency_us
     hop_scale = eff.latency_scale * (eff.ll128_latency_scale if protocol == "LL128" else 1.0)
+    if algorithm in ("NVLS", "NVLSTree"):
+        hop_scale *= eff.nvls_latency_scale
     return intra * hop_scale * 1e-6, inter * hop_scale * 1e-6, start * 1e-6
 
 
@@ -94,7 +97,7 @@ def path_params(scenario, preset) -> PathParams:
         channels = channels_used(algorithm, protocol, s.size_bytes, s.chunks, s.ranks)
     simulated = _collapsed(algorithm, channels, nodes) if COLLAPSE and not (s.verify or s.groups) else channels
     intra, inter, start = hop_latencies_s(preset, algorithm, protocol)
-    nvls_latency = HW_LAT[NVLINK][ALGORITHMS.index("NVLS")][2] * eff.latency_scale * 1e-6
+    nvls_latency = HW_LAT[NVLINK][ALGORITHMS.index("NVLS")][2] * eff.latency_scale * eff.nvls_latency_scale * 1e-6
     first = FIRST if simulated < channels else 0
     return PathParams(
         algorithm, protocol, channels, simulated, first=first, start_s=start,

@@ -58,13 +58,14 @@ def test_shipped_fitted_blocks_name_their_logs_and_stay_in_bounds():
 def test_the_des_and_nccls_model_read_the_same_effective_constants():
     preset = load_preset("dgx-h100")
     before = des_time("dgx-h100", 2, "all_reduce", 1 << 12)[0]
+    shipped = effective(preset).base_latency_us
     TRIAL["dgx-h100"] = {"base_latency_us": 100.0}
     try:
         after = des_time("dgx-h100", 2, "all_reduce", 1 << 12)[0]
         assert effective(preset).base_latency_us == 100.0
     finally:
         TRIAL.pop("dgx-h100")
-    assert after == pytest.approx(before + 100e-6)
+    assert after == pytest.approx(before + (100.0 - shipped) * 1e-6)
     assert effective(preset).nccl is preset.nccl  # NCCL's model reads the machine through effective() too
 
 
@@ -86,16 +87,24 @@ def test_a_fitted_block_is_checked():
 
 @pytest.mark.slow
 def test_calibration_targets_on_the_shipped_presets():
-    """The fitted presets against their own logs (bench/nccl_logs.py prints the full table)."""
+    """Issue 20's targets on the six calibration logs (bench/nccl_logs.py prints the full table):
+    median |busbw error| <= 10 % in each regime and no worse than NCCL's own model there, and no
+    point beyond 35 % but the GB200 run's 1 GiB dip (slower than its 2 GiB in both columns: the
+    log's header calls it unexplained, and NCCL's model misses it by as much)."""
     from pathlib import Path
 
+    from sim.hardware.nccl_fit import CALIBRATION
+
     data = Path(__file__).resolve().parents[3] / "shared" / "data" / "nccl-tests"
-    log = data / "oci-bm.gpu4.8_a100-40g_2node_roce16x100g_allreduce.txt"
-    if not log.exists():
+    if not all((data / name).exists() for name in CALIBRATION):
         pytest.skip("calibration logs not present")
-    stats = {name: (des, model) for name, _, des, _, model, _ in regime_stats(compare(log, "oci-a100-roce", 2))}
-    assert stats["< 1 MiB"][0] <= 0.10 and stats["1-256 MiB"][0] <= 0.10
-    assert all(des <= model + 0.02 for des, model in stats.values())
+    points = []
+    for name, (preset, nodes, proto, algo) in CALIBRATION.items():
+        points += compare(data / name, preset, nodes, proto, nccl_algo=algo)
+    for regime, n, des, _, model, _ in regime_stats(points):
+        assert des <= 0.10 and des <= model, (regime, n, des, model)
+    beyond = [(p.log, p.size_bytes) for p in points if abs(p.des_error) > 0.35]
+    assert beyond == [("oci-gb200-nvl72_32trays-128gpu_nccl2.29.2_allreduce.txt", 1 << 30)]
 
 
 @pytest.mark.slow
@@ -113,7 +122,7 @@ def test_hardware_fit_writes_a_preset_with_its_fitted_block(tmp_path):
     assert result.exit_code == 0, result.output
     preset = parse_preset(yaml.safe_load(out.read_text()), "fitted")
     assert preset.fitted["logs"] == ["slow_host.txt (2 nodes)"] and "--fit base_latency_us" in preset.fitted["command"]
-    assert effective(preset).base_latency_us == pytest.approx(40.0, abs=0.5)
+    assert effective(preset).base_latency_us == pytest.approx(40.0 + effective(load_preset("dgx-h100")).base_latency_us, abs=0.5)  # on top of the shipped one
     shown = CliRunner().invoke(hardware, ["show", "dgx-h100"])
     assert "effective constants" in shown.output and "base_latency_us" in shown.output
     bad = CliRunner().invoke(hardware, ["fit", str(log), "--hardware", "dgx-h100", "--nodes", "2,2"])
@@ -160,6 +169,6 @@ def test_hardware_fit_runs_the_logs_algorithm(tmp_path):
     assert result.exit_code == 0, result.output
     preset = parse_preset(yaml.safe_load(out.read_text()), "fitted")
     assert preset.fitted["nccl_algo"] == "Ring" and "--nccl-algo Ring" in preset.fitted["command"]
-    assert effective(preset).base_latency_us == pytest.approx(40.0, abs=0.5)
+    assert effective(preset).base_latency_us == pytest.approx(40.0 + effective(load_preset("dgx-h100")).base_latency_us, abs=0.5)  # on top of the shipped one
     CliRunner().invoke(hardware, args)  # NCCL's own pick at these sizes: Tree/LL
     assert abs(effective(parse_preset(yaml.safe_load(out.read_text()), "fitted")).base_latency_us - 40.0) > 2

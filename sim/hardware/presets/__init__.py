@@ -271,6 +271,7 @@ CONSTANTS = {
     "nvls_efficiency": (0.6, 0.1, 1.0, "NVSwitch reduce/multicast rate per GPU and direction, as a fraction of intra_bandwidth"),
     "latency_scale": (1.0, 0.05, 10.0, "scale on NCCL's per-hop hwLat and baseLat (tuning.cc)"),
     "ll128_latency_scale": (1.0, 0.1, 10.0, "further scale on LL128's per-hop hwLat: its line-flag round trip on the machine's links"),
+    "nvls_latency_scale": (1.0, 0.1, 10.0, "further scale on NVLS/NVLSTree's latencies (the switch's reduce and multicast, NVLSTree's hops): NVLink SHARP's round trip on the machine"),
     "base_latency_us": (0.0, 0.0, 200.0, "fixed cost of a call beyond NCCL's baseLat (launch, host), us"),
 }
 
@@ -288,6 +289,7 @@ class Effective:
     nvls_efficiency: float
     latency_scale: float
     ll128_latency_scale: float
+    nvls_latency_scale: float
     base_latency_us: float
     nccl: NcclSystem | None
     provenance: dict[str, str]
