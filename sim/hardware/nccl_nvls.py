@@ -85,15 +85,21 @@ def _start(net: Network, call: Call, op: str, algorithm: str, p) -> dict:
 
 def _head(net: Network, node: int, head: int, gpus: int, nodes: int, pieces: list, switch: tuple, op: str, p) -> Generator:
     """One head's portion, chunk after chunk: reduce, (tree up and down between nodes),
-    multicast; at most ``window`` chunks between their reduce and the end of their multicast
-    (NCCL_STEPS slots on each of the head's channels)."""
+    multicast; at most ``window`` chunks (NCCL_STEPS slots on each of the head's channels)
+    between their reduce and the stage that frees their slots: on one node the multicast; across
+    nodes the tree's reduce warps, which take a chunk from the switch and send it up (the root:
+    down). NCCL's NVLSTree kernel runs scatter, tree-reduce, tree-broadcast and gather as
+    separate warp groups, each with its own connections' slots (src/device/all_reduce.h,
+    RunWorkColl<AllReduce, NVLS_TREE>), so a chunk's way down and its multicast hold no slot of
+    the switch's reduce."""
     env = net.env
     reduce_server, multicast_server = switch
     rank = node * gpus + head
     window = max(1, NCCL_STEPS * p.channels // max(p.heads if nodes > 1 else gpus, 1))
     ready = [env.event() for _ in pieces]
     done = [env.event() for _ in pieces]
-    env.process(_feed(env, None if op == "all_gather" else reduce_server, pieces, ready, done, window))
+    taken = done if nodes == 1 else [env.event() for _ in pieces]
+    env.process(_feed(env, None if op == "all_gather" else reduce_server, pieces, ready, taken, window))
     multicast = None if op == "reduce_scatter" else multicast_server
     if nodes == 1:
         for k, piece in enumerate(pieces):
@@ -101,18 +107,18 @@ def _head(net: Network, node: int, head: int, gpus: int, nodes: int, pieces: lis
             _finish(multicast, piece, done[k])
     else:
         links = _node_tree(nodes, node, head, gpus)
-        work = [env.process(_up(net, rank, links, pieces, ready, multicast, done))]
+        work = [env.process(_up(net, rank, links, pieces, ready, multicast, done, taken))]
         if links[0] >= 0:
             work.append(env.process(_down(net, rank, links, pieces, multicast, done)))
         yield env.all_of(work)
     yield env.all_of(done)
 
 
-def _feed(env, server: Server | None, pieces: list, ready: list, done: list, window: int) -> Generator:
-    """Issue the switch's reduces in order, ``window`` ahead of the finished chunks."""
+def _feed(env, server: Server | None, pieces: list, ready: list, freed: list, window: int) -> Generator:
+    """Issue the switch's reduces in order, ``window`` ahead of the chunks whose slots are free."""
     for k, piece in enumerate(pieces):
         if k >= window:
-            yield done[k - window]
+            yield freed[k - window]
         if server is None:
             ready[k].succeed()
         else:
@@ -134,9 +140,10 @@ def _node_tree(nodes: int, node: int, head: int, gpus: int) -> tuple[int, list[i
     return (parent * gpus + head if parent >= 0 else -1), [child * gpus + head for child in children]
 
 
-def _up(net: Network, rank: int, links, pieces, ready, multicast, done) -> Generator:
+def _up(net: Network, rank: int, links, pieces, ready, multicast, done, taken) -> Generator:
     """Tree up between nodes: after the node's reduce, each child's chunk, then to the parent;
-    the root multicasts and sends the chunk down."""
+    the root multicasts and sends the chunk down. ``taken[k]``: chunk k has left the switch's
+    slots."""
     parent, children = links
     window = NCCL_STEPS
     queues = {child: deque(net.recv(child, rank, _TAG + k) for k in range(min(window, len(pieces)))) for child in children}
@@ -146,6 +153,7 @@ def _up(net: Network, rank: int, links, pieces, ready, multicast, done) -> Gener
             yield queues[child].popleft()
             if k + window < len(pieces):
                 queues[child].append(net.recv(child, rank, _TAG + (k + window) % window))
+        taken[k].succeed()
         if parent >= 0:
             net.send(rank, parent, piece[2], None, 0, k, _TAG + k % window)
             continue
