@@ -102,7 +102,7 @@ def buffer_figure(player: dict[str, Any], position: int) -> go.Figure:
     figure.update_yaxes(autorange="reversed", fixedrange=True)
     figure.update_xaxes(**_x_axis(grid, unit))
     changed = _changed_cells(frames[index - 1]["cells"], cells) if index > 0 else []
-    shapes = _separators(grid, p)
+    shapes = _separators(grid, p) + _node_lines(player, grid)
     if changed:
         points, outlines = _changed_outlines(changed, grid, p, unit)
         figure.add_trace(points)
@@ -191,7 +191,7 @@ def _columns(cells: list[list[int]], counts: list[list[int]], grid: Grid, ranks:
             [_merged_word(counts[r][g * k : (g + 1) * k], holders[r][g * k : (g + 1) * k], ranks, reduces) for g in range(grid.columns)]
         )
         hover.append(
-            [f"rank {r}, p{g} ({k} {unit}s): " + _merged_hover(row[g * k : (g + 1) * k], reduces, unit) for g in range(grid.columns)]
+            [f"rank {r}, p{g}, its {k} {unit}s: " + _merged_hover(row[g * k : (g + 1) * k], reduces, unit) for g in range(grid.columns)]
         )
     return z, text, hover
 
@@ -214,7 +214,8 @@ def _merged_hover(masks: Sequence[int], reduces: bool, unit: str) -> str:
     for chunk, mask in enumerate(masks):
         groups.setdefault(mask, []).append(chunk)
     if len(groups) == 1:
-        return f"all {_holding(_ranks_in(masks[0]), reduces)}"
+        holders = _ranks_in(masks[0])
+        return f"each holds {_holding(holders, reduces)}" if holders else "all empty"
     parts = [f"{unit}s {_spans(chunks)}: {_holding(_ranks_in(mask), reduces)}" for mask, chunks in list(groups.items())[:4]]
     more = len(groups) - 4
     return "; ".join(parts) + (f"; {more} more different" if more > 0 else "")
@@ -270,6 +271,18 @@ def _separators(grid: Grid, ranks: int) -> list[dict[str, Any]]:
         {"type": "line", "xref": "x", "yref": "y", "x0": piece * grid.chunks - 0.5, "x1": piece * grid.chunks - 0.5,
          "y0": -0.5, "y1": ranks - 0.5, "line": {"color": "white", "width": width}, "layer": "above"}
         for piece in range(1, grid.pieces)
+    ]  # fmt: skip
+
+
+def _node_lines(player: dict[str, Any], grid: Grid) -> list[dict[str, Any]]:
+    """Dark lines between the nodes' rows on a two-level topology (each node's ranks in a row
+    block), so the grid reads per node as the topology beside it does."""
+    nodes = (player.get("layout") or {}).get("node_ranks") or []
+    starts = [ranks[0] for ranks in nodes[1:] if ranks and ranks == list(range(ranks[0], ranks[0] + len(ranks)))]
+    return [
+        {"type": "line", "xref": "x", "yref": "y", "x0": -0.5, "x1": grid.columns - 0.5, "y0": start - 0.5, "y1": start - 0.5,
+         "line": {"color": "#444", "width": 2}, "layer": "above"}
+        for start in starts
     ]  # fmt: skip
 
 
