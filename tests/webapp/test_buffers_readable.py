@@ -13,6 +13,8 @@ from webapp import collective as model
 from webapp.figures import buffers as draw
 from webapp.pages.collectives import callbacks as page
 
+from .test_player_anim import player_of
+
 NCCL_TWO_NODES = "?hardware=dgx-h100&ranks=16"  # NCCL's pick: ring/LL128 on 16 channels, 16 x 256 cells
 CASES = {
     "dgx-h100 x 2, NCCL's pick": NCCL_TWO_NODES,
@@ -28,10 +30,6 @@ CASES = {
     "hierarchical, 32 ranks": "?ranks=32&topology=two_level&gpus_per_node=8&algorithm=hierarchical",
     "pipelined chain, 8 ranks, 8 chunks": "?op=broadcast&algorithm=pipelined_chain&ranks=8&chunks=8",
 }
-
-
-def player_of(query: str) -> dict:
-    return page.simulate(page.validate(model.form_from_query(query))["scenario"], "step")["player"]
 
 
 def columns_px(figure) -> float:
