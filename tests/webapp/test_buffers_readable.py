@@ -176,3 +176,8 @@ def test_above_the_drawable_size_the_note_is_on_short_lines():
         lines = note.text.split("<br>")
         assert len(lines) > 1 and all(draw.label_px(line, 7.5) <= draw.FIGURE_PX - 20 for line in lines), lines
         assert "32 ranks" in note.text
+
+
+def test_the_rows_fill_the_grid_exactly():
+    figure = draw.buffer_figure(player_of("?ranks=32"), 3)  # hover points of the outlines padded the autorange: a blank row's height
+    assert list(figure.layout.yaxis.range) == [31.5, -0.5] and list(figure.layout.xaxis.range) == [-0.5, 31.5]  # rank 0 on top

@@ -99,7 +99,7 @@ def buffer_figure(player: dict[str, Any], position: int) -> go.Figure:
     top = {"y": 1 - TITLE_TOP_PX / height, "yref": "container", "yanchor": "top"}
     figure.update_layout(title=top, margin={"t": 12 + LINE_PX * lines, **MARGIN_PX})
     figure.add_trace(_heatmap(z, text, hover, grid, p))
-    figure.update_yaxes(autorange="reversed", fixedrange=True)
+    figure.update_yaxes(range=[p - 0.5, -0.5], fixedrange=True)  # reversed, exact: the hover points padded an autorange
     figure.update_xaxes(**_x_axis(grid, unit))
     changed = _changed_cells(frames[index - 1]["cells"], cells) if index > 0 else []
     shapes = _separators(grid, p) + _node_lines(player, grid)
