@@ -119,7 +119,7 @@ def _note(player: dict[str, Any]) -> go.Figure:
     buffer frames. Words on short lines: one long line was cut on both sides of the card."""
     if player["op"] == "barrier":
         return note_figure("a barrier moves no data", "Buffers", 320)
-    why = "buffers are drawn for up to 32 ranks<br>and 256 cells (ranks x chunks);<br>the per-rank timeline below<br>shows every rank's messages"
+    why = "buffers are drawn for up to 32 ranks<br>and 256 cells (ranks x chunks);<br>the timelines below show<br>the ranks' messages"
     return note_figure(why, "Buffers", 320)
 
 
