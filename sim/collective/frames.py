@@ -155,4 +155,6 @@ def recorded(s: CollectiveScenario, on_progress: Progress | None = None) -> tupl
     for step in sorted(ends):
         index = int(np.searchsorted(times, ends[step], side="right")) - 1
         frames.append({"step": step, "cells": copies[max(index, 0)].tolist()})
+    if len(frames) > 1:  # the last step shows the result: work after its last message (NVLS's
+        frames[-1]["cells"] = copies[-1].tolist()  # multicast into the node's GPUs) ends the call
     return result, frames

@@ -190,3 +190,17 @@ def test_frames_follow_the_scenarios_own_timing():
     assert ends[(8, 9)] < ends[(0, 4)]
     before = buffer_frames.recorded(miniature(s))[1]
     assert next(frame["cells"] for frame in before if frame["step"] == 1)[9][9] == 0
+
+
+def test_the_last_frame_shows_the_result_when_work_follows_the_last_message():
+    """NVLSTree across nodes: the down messages are the last step, the switch's multicast into the
+    node's GPUs comes after them; the last frame is the finished all-reduce, not the inputs."""
+    from sim.collective.frames import miniature, recorded
+    from sim.hardware.nccl_des import scenario_for_pick
+
+    scenario, _ = scenario_for_pick("hgx-h100-nvls", 2, "all_reduce", 64 << 20)
+    assert scenario.algorithm == "nccl_nvls_tree"
+    _, frames = recorded(miniature(scenario))
+    everyone = (1 << scenario.ranks) - 1
+    assert all(cell == everyone for row in frames[-1]["cells"] for cell in row)
+    assert not any(cell == everyone for row in frames[0]["cells"] for cell in row)
