@@ -44,11 +44,12 @@ from simpy.core import NORMAL
 from simpy.events import Event
 
 from sim.network.engine import BUFFER_ROWS, Network
-from sim.network.flows import END_CALLBACKS, LATE_JOIN_CALLBACKS, End, Flow, Join, max_min, new_flow
+from sim.network.flows import END_CALLBACKS, LATE_JOIN_CALLBACKS, End, Flow, Join, flow_class, max_min, new_flow
 from sim.network.topology import Topology
 
 _new = object.__new__
 _FREE = object()  # no message on a stream
+LAST_ROW = BUFFER_ROWS - 1  # rows buffered before one more fills the buffer
 
 
 class FairNetwork(Network):
@@ -59,6 +60,7 @@ class FairNetwork(Network):
     def __init__(self, env: simpy.Environment, topology: Topology, *args: Any, **kwargs: Any) -> None:
         super().__init__(env, topology, *args, **kwargs)
         self._capacity = self.capacities()
+        self._flow = flow_class(self)  # this network's flows
         self._instant_joins = self._without_latency()
         self._least_capacity = min(self._capacity, default=0.0) or 1e-300  # a zero capacity: never the quick bound
         self._any_instant_joins = any(self._instant_joins)
@@ -101,7 +103,11 @@ class FairNetwork(Network):
             stream += tag * self._pairs
         streams = self._streams
         current = streams.get(stream, _FREE)
-        if current is not _FREE and (current.__class__ is not tuple or current[1].callbacks is not None):
+        if current.__class__ is tuple:  # a lean flow: busy until it is delivered
+            if current[1].callbacks is not None:
+                self._enqueue(stream, current, (event, src, dst, nbytes, step, chunk, tag))
+                return
+        elif current is not _FREE:
             self._enqueue(stream, current, (event, src, dst, nbytes, step, chunk, tag))
             return
         resources, latency, inverse_bandwidth = self._routes.get(src * self._nodes + dst) or self.route(src, dst)
@@ -126,15 +132,19 @@ class FairNetwork(Network):
                 if instant is None:
                     instant = self._open_instant(end)
                 events = instant.events
-                lean = (row, event, instant, stream, table.flushed + len(rows), len(events))
+                buffered = len(rows)
+                lean = (row, event, instant, stream, table.flushed + buffered, len(events))
                 events.append(event)
                 for index in resources:
                     holder[index] = lean
                 streams[stream] = lean
                 rows.append(row)
-                if len(rows) >= BUFFER_ROWS:
+                if buffered >= LAST_ROW:
                     table.flush()
                     self._purge()
+                return
+            if not alone and not self.jitter_s:  # the contended hot path
+                self._ordinary_flow(event, (src, dst, nbytes, step, chunk), stream, resources, latency, inverse_bandwidth)
                 return
         self._start_flow(event, (src, dst, nbytes, step, chunk), stream, (resources, latency, inverse_bandwidth), alone)
 
@@ -148,26 +158,26 @@ class FairNetwork(Network):
                 self._hook(current[1], stream)
 
     def _start_flow(self, event: Event, message: tuple, stream: int, route: tuple, alone: bool) -> None:
-        """A message that is a Flow from its start: one that may meet others, a lone one with
-        jitter (its latency drawn now), or an empty one (it arrives when the latency has passed)."""
-        self._streams[stream] = None
+        """A message that is a Flow from its start: one that may meet others with jitter (its
+        latency drawn now), a lone one with jitter, or an empty one (it arrives when the
+        latency has passed)."""
         resources, latency, inverse_bandwidth = route
-        nbytes = message[2]
-        now = self.env._now
-        flow = new_flow(event, message, stream, resources, now, inverse_bandwidth)
-        peak = flow.peak
         if self.jitter_s:
             latency += self._draw_jitter()
-        flow.join = join = now + latency
+        nbytes = message[2]
         if nbytes and not alone:
-            flow.fast = False
-            self._ordinary_flow(flow, nbytes, join, latency)
-        elif nbytes:  # lone (with jitter): ends at start + latency + n / bandwidth unless a later flow meets it
+            self._ordinary_flow(event, message, stream, resources, latency, inverse_bandwidth)
+            return
+        self._streams[stream] = None
+        now = self.env._now
+        flow = new_flow(self._flow, event, message, stream, resources, now, inverse_bandwidth)
+        flow.join = join = now + latency
+        if nbytes:  # lone (with jitter): ends at start + latency + n / bandwidth unless a later flow meets it
             holder = self._holder
             for index in resources:
                 holder[index] = flow
             flow.fast = True
-            flow.end = end = join + nbytes / peak
+            flow.end = end = join + nbytes / flow.peak
             flow.callbacks = self._lone_callbacks  # one list for all: _fire only reads it
             instant = self._instants.get(end)
             if instant is None:
@@ -242,7 +252,7 @@ class FairNetwork(Network):
         row, delivery, instant, stream, row_index, position = lean
         src, dst, start, end, nbytes, step, chunk = row
         resources, latency, inverse_bandwidth = self._routes[src * self._nodes + dst]
-        flow = new_flow(delivery, (src, dst, nbytes, step, chunk), stream, resources, start, inverse_bandwidth)
+        flow = new_flow(self._flow, delivery, (src, dst, nbytes, step, chunk), stream, resources, start, inverse_bandwidth)
         flow.join = start + latency
         flow.end = end
         flow.fast = True
@@ -262,14 +272,16 @@ class FairNetwork(Network):
                 holder[index] = flow
         return flow
 
-    def _ordinary_flow(self, flow: Flow, nbytes: int, join: float, latency: float) -> None:
+    def _ordinary_flow(self, event: Event, message: tuple, stream: int, resources: tuple, latency: float, inverse_bandwidth: float) -> None:
         """A flow that may meet others: counted on its resources; lone flows it would meet
         (still moving when it joins) become ordinary flows first."""
+        self._streams[stream] = None
+        now = self.env._now
+        flow = new_flow(self._flow, event, message, stream, resources, now, inverse_bandwidth)
+        flow.join = join = now + latency
+        flow.fast = False
+        flow.nbytes = nbytes = message[2]
         ordinary, holder = self._ordinary, self._holder
-        flow.env = self.env
-        flow.net = self
-        flow.nbytes = nbytes
-        now = flow.start
         self._started += 1
         for index in flow.resources:
             ordinary[index] += 1
@@ -298,8 +310,6 @@ class FairNetwork(Network):
         it would have had as one (joined at start + latency at its route's bandwidth, its end
         event still the one scheduled, or joining when its latency has passed)."""
         flow.fast = False
-        flow.env = self.env
-        flow.net = self
         flow.nbytes = flow.message[2]
         ordinary = self._ordinary
         self._started += 1
