@@ -15,9 +15,10 @@ the resources they change, and one solve per changed component runs after that t
 
 Messages from one rank to another move one after the other, in the order they became ready,
 as on one connection (gloo's pair, an MPI queue pair, a TCP socket): k chunks sent back to back
-pipeline instead of merging into one burst that arrives all at once, and two messages between
-the same ranks take turns, as under fifo sharing. Flows to different ranks share fairly. A port's capacity is its rank's fastest link (ranks with one link have no
-separate port: the link is the port).
+pipeline instead of merging into one burst. On NCCL's data path (a connection per slot tag) a
+channel's slots take turns on the wire, latencies overlapping (:meth:`FairNetwork.share_wire`).
+Flows to different ranks share fairly. A port's capacity is its rank's fastest link (a rank with
+one link has no separate port: the link is the port).
 
 Alone on its route a message takes exactly ``latency + n / bandwidth`` (the rate is the route's
 bandwidth, not a sum of partial progress), so the closed forms hold on ``switch(p)`` as under
@@ -85,6 +86,12 @@ class FairNetwork(Network):
         self._settle_event._ok = True
         self._settle_event._value = None
         self._settle_callbacks = [self._settle]
+        # share_wire: slot stream -> wire; wire -> its last flow; flow -> the one ahead; ahead -> the one parked
+        self._wire_of: dict[int, int] = {}
+        self._wire_last: dict[int, Flow] = {}
+        self._turns: dict[Flow, Flow] = {}
+        self._parked: dict[Flow, Flow] = {}
+        self._turn_callbacks = [self._turn]
 
     def _without_latency(self) -> list[bool]:
         """Per resource: whether a route without latency may cross it (a link of latency 0, or a
@@ -99,8 +106,10 @@ class FairNetwork(Network):
     def _transfer(self, event: Event, src: int, dst: int, nbytes: int, step: int, chunk: int, tag: int) -> None:
         """Start a message's flow now, or queue it behind the message its pair is moving."""
         stream = src * self._nodes + dst  # one connection per ordered pair, whatever the tag
+        wire = None
         if self._tagged:  # NCCL's data path: a connection per channel slot (sim.hardware.nccl_topo)
             stream += tag * self._pairs
+            wire = self._wire_of.get(stream)
         streams = self._streams
         current = streams.get(stream, _FREE)
         if current.__class__ is tuple:  # a lean flow: busy until it is delivered
@@ -109,6 +118,9 @@ class FairNetwork(Network):
                 return
         elif current is not _FREE:
             self._enqueue(stream, current, (event, src, dst, nbytes, step, chunk, tag))
+            return
+        if wire is not None and nbytes:
+            self._wired(event, (src, dst, nbytes, step, chunk), stream, wire)
             return
         resources, latency, inverse_bandwidth = self._routes.get(src * self._nodes + dst) or self.route(src, dst)
         alone = False  # no flow on the route: none sharing it, none about to join, no lone one moving
@@ -272,9 +284,12 @@ class FairNetwork(Network):
                 holder[index] = flow
         return flow
 
-    def _ordinary_flow(self, event: Event, message: tuple, stream: int, resources: tuple, latency: float, inverse_bandwidth: float) -> None:
+    def _ordinary_flow(
+        self, event: Event, message: tuple, stream: int, resources: tuple, latency: float, inverse_bandwidth: float, ahead: Flow | None = None
+    ) -> Flow:
         """A flow that may meet others: counted on its resources; lone flows it would meet
-        (still moving when it joins) become ordinary flows first."""
+        (still moving when it joins) become ordinary flows first. ``ahead``: the flow whose
+        bytes it waits for before it joins (:meth:`share_wire`)."""
         self._streams[stream] = None
         now = self.env._now
         flow = new_flow(self._flow, event, message, stream, resources, now, inverse_bandwidth)
@@ -296,14 +311,49 @@ class FairNetwork(Network):
                 self._unlone(other)
         flow.updated = now
         flow.remaining = float(nbytes)
-        flow.callbacks = self._join_callbacks
-        if latency > 0:  # _join runs then
+        if ahead is None:
+            flow.callbacks = self._join_callbacks
+        else:
+            flow.callbacks = self._turn_callbacks
+            self._turns[flow] = ahead
+        if latency > 0:  # _join (or _turn) runs then
             instant = self._instants.get(join)
             if instant is None:
                 instant = self._open_instant(join)
             instant.events.append(flow)
         else:
+            flow.callbacks[0](flow)
+        return flow
+
+    def share_wire(self, src: int, dst: int, tags: range) -> None:
+        """The slots ``tags`` of the connection ``src`` -> ``dst`` take turns on the wire: a slot's
+        flow joins once its latency has passed and the previous slot has moved its bytes (one SM
+        block sends a channel's slots in order); fair then gives fifo's times where nothing else
+        shares. Without a connection per tag a pair's messages move one after the other anyway."""
+        if self._tagged:
+            pair = src * self._nodes + dst
+            wire = pair + tags[0] * self._pairs
+            for tag in tags:
+                self._wire_of[pair + tag * self._pairs] = wire
+
+    def _wired(self, event: Event, message: tuple, stream: int, wire: int) -> None:
+        """A slot's message: an ordinary flow (never lean), behind the wire's previous flow while
+        that one still moves its bytes."""
+        resources, latency, inverse_bandwidth = self._routes.get(message[0] * self._nodes + message[1]) or self.route(message[0], message[1])
+        if self.jitter_s:
+            latency += self._draw_jitter()
+        ahead = self._wire_last.get(wire)
+        ahead = None if ahead is None or ahead.done else ahead
+        self._wire_last[wire] = self._ordinary_flow(event, message, stream, resources, latency, inverse_bandwidth, ahead)
+
+    def _turn(self, flow: Flow) -> None:
+        """A slot's latency has passed: it joins now if the flow ahead of it has moved its bytes,
+        else when that one ends (:meth:`_finish`)."""
+        ahead = self._turns.pop(flow)
+        if ahead.done:
             self._join(flow)
+        else:
+            self._parked[ahead] = flow
 
     def _unlone(self, flow: Flow) -> None:
         """A lone flow is about to meet another: from now on it is an ordinary flow, in the state
@@ -352,7 +402,7 @@ class FairNetwork(Network):
                 shared = True
             bucket[flow] = None
         now = flow.updated = self.env._now
-        if shared:  # _mark, inlined
+        if shared:  # marked for the re-sharing at the end of this instant
             dirty = self._dirty
             for index in flow.resources:
                 dirty[index] = None
@@ -362,14 +412,6 @@ class FairNetwork(Network):
             flow.rate = flow.peak
             if not scheduled:
                 self._schedule_end(flow, now + flow.nbytes / flow.peak)
-
-    def _mark(self, resources: tuple[int, ...]) -> None:
-        """Resources whose flows change now: re-shared once, when this instant's events are done."""
-        dirty = self._dirty
-        for index in resources:
-            dirty[index] = None
-        if not self._settling:
-            self._schedule_settle()
 
     def _schedule_settle(self) -> None:
         """One re-sharing at the end of this instant: an event after those already due now."""
@@ -468,6 +510,10 @@ class FairNetwork(Network):
                 bucket.pop(flow, None)
                 if bucket:  # flows left here: re-shared at the end of this instant
                     dirty[index] = None
+            if self._parked:  # the next slot of its connection waited for its bytes
+                following = self._parked.pop(flow, None)
+                if following is not None:
+                    self._join(following)
             if dirty and not self._settling:
                 self._schedule_settle()
         queue = self._streams.pop(flow.stream)
