@@ -105,7 +105,7 @@ class FairNetwork(Network):
 
     def _transfer(self, event: Event, src: int, dst: int, nbytes: int, step: int, chunk: int, tag: int) -> None:
         """Start a message's flow now, or queue it behind the message its pair is moving."""
-        stream = src * self._nodes + dst  # one connection per ordered pair, whatever the tag
+        stream = pair = src * self._nodes + dst  # one connection per ordered pair, whatever the tag
         wire = None
         if self._tagged:  # NCCL's data path: a connection per channel slot (sim.hardware.nccl_topo)
             stream += tag * self._pairs
@@ -122,7 +122,7 @@ class FairNetwork(Network):
         if wire is not None and nbytes:
             self._wired(event, (src, dst, nbytes, step, chunk), stream, wire)
             return
-        resources, latency, inverse_bandwidth = self._routes.get(src * self._nodes + dst) or self.route(src, dst)
+        resources, latency, inverse_bandwidth = self._routes.get(pair) or self.route(src, dst)
         alone = False  # no flow on the route: none sharing it, none about to join, no lone one moving
         if nbytes:
             ordinary, holder = self._ordinary, self._holder
