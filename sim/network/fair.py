@@ -122,7 +122,8 @@ class FairNetwork(Network):
         if wire is not None and nbytes:
             self._wired(event, (src, dst, nbytes, step, chunk), stream, wire)
             return
-        resources, latency, inverse_bandwidth = self._routes.get(pair) or self.route(src, dst)
+        route = self._routes.get(pair) or self.route(src, dst)
+        resources, latency, inverse_bandwidth = route
         alone = False  # no flow on the route: none sharing it, none about to join, no lone one moving
         if nbytes:
             ordinary, holder = self._ordinary, self._holder
@@ -156,9 +157,9 @@ class FairNetwork(Network):
                     self._purge()
                 return
             if not alone and not self.jitter_s:  # the contended hot path
-                self._ordinary_flow(event, (src, dst, nbytes, step, chunk), stream, resources, latency, inverse_bandwidth)
+                self._ordinary_flow(event, (src, dst, nbytes, step, chunk), stream, route)
                 return
-        self._start_flow(event, (src, dst, nbytes, step, chunk), stream, (resources, latency, inverse_bandwidth), alone)
+        self._start_flow(event, (src, dst, nbytes, step, chunk), stream, route, alone)
 
     def _enqueue(self, stream: int, current: Any, message: tuple) -> None:
         """The stream is busy: the message goes behind its current one."""
@@ -178,7 +179,7 @@ class FairNetwork(Network):
             latency += self._draw_jitter()
         nbytes = message[2]
         if nbytes and not alone:
-            self._ordinary_flow(event, message, stream, resources, latency, inverse_bandwidth)
+            self._ordinary_flow(event, message, stream, (resources, latency, inverse_bandwidth))
             return
         self._streams[stream] = None
         now = self.env._now
@@ -284,12 +285,11 @@ class FairNetwork(Network):
                 holder[index] = flow
         return flow
 
-    def _ordinary_flow(
-        self, event: Event, message: tuple, stream: int, resources: tuple, latency: float, inverse_bandwidth: float, ahead: Flow | None = None
-    ) -> Flow:
+    def _ordinary_flow(self, event: Event, message: tuple, stream: int, route: tuple, ahead: Flow | None = None) -> Flow:
         """A flow that may meet others: counted on its resources; lone flows it would meet
-        (still moving when it joins) become ordinary flows first. ``ahead``: the flow whose
-        bytes it waits for before it joins (:meth:`share_wire`)."""
+        (still moving when it joins) become ordinary flows first. ``route``: (resources, latency,
+        1 / bandwidth); ``ahead``: the flow whose bytes it waits for before it joins (:meth:`share_wire`)."""
+        resources, latency, inverse_bandwidth = route
         self._streams[stream] = None
         now = self.env._now
         flow = new_flow(self._flow, event, message, stream, resources, now, inverse_bandwidth)
@@ -339,12 +339,12 @@ class FairNetwork(Network):
     def _wired(self, event: Event, message: tuple, stream: int, wire: int) -> None:
         """A slot's message: an ordinary flow (never lean), behind the wire's previous flow while
         that one still moves its bytes."""
-        resources, latency, inverse_bandwidth = self._routes.get(message[0] * self._nodes + message[1]) or self.route(message[0], message[1])
+        route = self._routes.get(message[0] * self._nodes + message[1]) or self.route(message[0], message[1])
         if self.jitter_s:
-            latency += self._draw_jitter()
+            route = (route[0], route[1] + self._draw_jitter(), route[2])
         ahead = self._wire_last.get(wire)
         ahead = None if ahead is None or ahead.done else ahead
-        self._wire_last[wire] = self._ordinary_flow(event, message, stream, resources, latency, inverse_bandwidth, ahead)
+        self._wire_last[wire] = self._ordinary_flow(event, message, stream, route, ahead)
 
     def _turn(self, flow: Flow) -> None:
         """A slot's latency has passed: it joins now if the flow ahead of it has moved its bytes,
