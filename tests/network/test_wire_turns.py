@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import pytest
 import simpy
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sim.collective.runner import run_collective
 from sim.hardware.nccl_des import scenario_for_pick
@@ -94,3 +96,37 @@ def test_nccl_data_path_fair_matches_fifo_where_nothing_else_shares(hardware: st
     assert times["fair"] == pytest.approx(times["fifo"], rel=1e-9)
     if (hardware, op) == ("dgx-h100", "broadcast"):
         assert times["fair"] == pytest.approx(537.8e-6, rel=1e-3)  # 2.536 ms before the slots took turns
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    window=st.integers(1, 8),
+    messages=st.lists(st.tuples(st.integers(0, 6), st.integers(1, 5000)), min_size=1, max_size=24),
+)
+def test_one_connection_under_fair_moves_as_under_fifo(window: int, messages: list[tuple[int, int]]) -> None:
+    """Random sizes and send times on one connection of ``window`` slots (message k on slot
+    k mod window), alone on its links: fair's deliveries are fifo's (a slot's bytes start after
+    the previous slot's bytes and after its own previous message arrived)."""
+    delivered = {}
+    for sharing in ("fair", "fifo"):
+        env = simpy.Environment()
+        net = make_network(env, _tagged_switch(2), sharing)
+        net.share_wire(0, 1, range(window))
+        ends: list[float] = [0.0] * len(messages)
+
+        def sender(env=env, net=net, ends=ends):
+            for k, (wait_us, nbytes) in enumerate(messages):
+                if wait_us:
+                    yield env.timeout(wait_us * 1e-6)
+                event = net.send(0, 1, nbytes, tag=k % window)
+                event.callbacks.append(lambda _, k=k: ends.__setitem__(k, env.now))
+
+        def receiver(net=net):
+            for k in range(len(messages)):
+                yield net.recv(0, 1, k % window)
+
+        env.process(sender())
+        env.process(receiver())
+        env.run()
+        delivered[sharing] = ends
+    assert delivered["fair"] == pytest.approx(delivered["fifo"], rel=1e-9)
