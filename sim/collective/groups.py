@@ -144,6 +144,9 @@ class GroupNet:
     def last_send(self, rank: int) -> Any:
         return self.net.last_send(self.members[rank])
 
+    def share_wire(self, src: int, dst: int, tags: range) -> None:
+        self.net.share_wire(self.members[src], self.members[dst], tags)
+
 
 def group_programs(scenario: Any, net: Any) -> tuple[list[tuple[GroupNet, int, Call]], list[Call]]:
     """For every global rank, (its group's network view, its local rank, its group's call), and

@@ -155,6 +155,7 @@ def _connection(net: Network, rank: int, call: Call, left: int, right: int, ops:
     verify = call.buffers is not None
     total = sum(1 for op in ops if op[0] != "s")
     recvs: deque = deque(net.recv(left, rank, tag + k % window) for k in range(min(window, total)))
+    net.share_wire(rank, right, range(tag, tag + window))  # one SM block sends the slots in order
     sent = 0
     posted = len(recvs)
     for kind, piece, step in ops:

@@ -299,6 +299,12 @@ class Network:
         else:
             self._mail[key] = queue[0] if len(queue) == 1 else queue
 
+    def share_wire(self, src: int, dst: int, tags: range) -> None:
+        """Messages ``src`` -> ``dst`` on ``tags`` are the slots of one connection, sent in order
+        by one sender (NCCL's NCCL_STEPS slots of a channel, one SM block): their bytes take turns
+        on the wire, their latencies overlap. Fifo sharing serves a link's messages one at a time
+        already; :class:`sim.network.fair.FairNetwork` makes its flows wait their turn."""
+
     def _transfer(self, event: Event, src: int, dst: int, nbytes: int, step: int, chunk: int, tag: int) -> None:
         """Move a message whose send and (for rendezvous) receive are both posted: the sharing
         semantics (:mod:`sim.network.fifo`, :mod:`sim.network.fair`) decide when it ends."""

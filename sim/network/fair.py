@@ -15,9 +15,10 @@ the resources they change, and one solve per changed component runs after that t
 
 Messages from one rank to another move one after the other, in the order they became ready,
 as on one connection (gloo's pair, an MPI queue pair, a TCP socket): k chunks sent back to back
-pipeline instead of merging into one burst that arrives all at once, and two messages between
-the same ranks take turns, as under fifo sharing. Flows to different ranks share fairly. A port's capacity is its rank's fastest link (ranks with one link have no
-separate port: the link is the port).
+pipeline instead of merging into one burst. On NCCL's data path (a connection per slot tag) a
+channel's slots take turns on the wire, latencies overlapping (:meth:`FairNetwork.share_wire`).
+Flows to different ranks share fairly. A port's capacity is its rank's fastest link (a rank with
+one link has no separate port: the link is the port).
 
 Alone on its route a message takes exactly ``latency + n / bandwidth`` (the rate is the route's
 bandwidth, not a sum of partial progress), so the closed forms hold on ``switch(p)`` as under
@@ -44,11 +45,12 @@ from simpy.core import NORMAL
 from simpy.events import Event
 
 from sim.network.engine import BUFFER_ROWS, Network
-from sim.network.flows import END_CALLBACKS, LATE_JOIN_CALLBACKS, End, Flow, Join, max_min, new_flow
+from sim.network.flows import END_CALLBACKS, LATE_JOIN_CALLBACKS, End, Flow, Join, flow_class, max_min, new_flow
 from sim.network.topology import Topology
 
 _new = object.__new__
 _FREE = object()  # no message on a stream
+LAST_ROW = BUFFER_ROWS - 1  # rows buffered before one more fills the buffer
 
 
 class FairNetwork(Network):
@@ -59,6 +61,7 @@ class FairNetwork(Network):
     def __init__(self, env: simpy.Environment, topology: Topology, *args: Any, **kwargs: Any) -> None:
         super().__init__(env, topology, *args, **kwargs)
         self._capacity = self.capacities()
+        self._flow = flow_class(self)  # this network's flows
         self._instant_joins = self._without_latency()
         self._least_capacity = min(self._capacity, default=0.0) or 1e-300  # a zero capacity: never the quick bound
         self._any_instant_joins = any(self._instant_joins)
@@ -83,6 +86,12 @@ class FairNetwork(Network):
         self._settle_event._ok = True
         self._settle_event._value = None
         self._settle_callbacks = [self._settle]
+        # share_wire: slot stream -> wire; wire -> its last flow; flow -> the one ahead; ahead -> the one parked
+        self._wire_of: dict[int, int] = {}
+        self._wire_last: dict[int, Flow] = {}
+        self._turns: dict[Flow, Flow] = {}
+        self._parked: dict[Flow, Flow] = {}
+        self._turn_callbacks = [self._turn]
 
     def _without_latency(self) -> list[bool]:
         """Per resource: whether a route without latency may cross it (a link of latency 0, or a
@@ -96,15 +105,25 @@ class FairNetwork(Network):
 
     def _transfer(self, event: Event, src: int, dst: int, nbytes: int, step: int, chunk: int, tag: int) -> None:
         """Start a message's flow now, or queue it behind the message its pair is moving."""
-        stream = src * self._nodes + dst  # one connection per ordered pair, whatever the tag
+        stream = pair = src * self._nodes + dst  # one connection per ordered pair, whatever the tag
+        wire = None
         if self._tagged:  # NCCL's data path: a connection per channel slot (sim.hardware.nccl_topo)
             stream += tag * self._pairs
+            wire = self._wire_of.get(stream)
         streams = self._streams
         current = streams.get(stream, _FREE)
-        if current is not _FREE and (current.__class__ is not tuple or current[1].callbacks is not None):
+        if current.__class__ is tuple:  # a lean flow: busy until it is delivered
+            if current[1].callbacks is not None:
+                self._enqueue(stream, current, (event, src, dst, nbytes, step, chunk, tag))
+                return
+        elif current is not _FREE:
             self._enqueue(stream, current, (event, src, dst, nbytes, step, chunk, tag))
             return
-        resources, latency, inverse_bandwidth = self._routes.get(src * self._nodes + dst) or self.route(src, dst)
+        if wire is not None and nbytes:
+            self._wired(event, (src, dst, nbytes, step, chunk), stream, wire)
+            return
+        route = self._routes.get(pair) or self.route(src, dst)
+        resources, latency, inverse_bandwidth = route
         alone = False  # no flow on the route: none sharing it, none about to join, no lone one moving
         if nbytes:
             ordinary, holder = self._ordinary, self._holder
@@ -126,17 +145,21 @@ class FairNetwork(Network):
                 if instant is None:
                     instant = self._open_instant(end)
                 events = instant.events
-                lean = (row, event, instant, stream, table.flushed + len(rows), len(events))
+                buffered = len(rows)
+                lean = (row, event, instant, stream, table.flushed + buffered, len(events))
                 events.append(event)
                 for index in resources:
                     holder[index] = lean
                 streams[stream] = lean
                 rows.append(row)
-                if len(rows) >= BUFFER_ROWS:
+                if buffered >= LAST_ROW:
                     table.flush()
                     self._purge()
                 return
-        self._start_flow(event, (src, dst, nbytes, step, chunk), stream, (resources, latency, inverse_bandwidth), alone)
+            if not alone and not self.jitter_s:  # the contended hot path
+                self._ordinary_flow(event, (src, dst, nbytes, step, chunk), stream, route)
+                return
+        self._start_flow(event, (src, dst, nbytes, step, chunk), stream, route, alone)
 
     def _enqueue(self, stream: int, current: Any, message: tuple) -> None:
         """The stream is busy: the message goes behind its current one."""
@@ -148,26 +171,26 @@ class FairNetwork(Network):
                 self._hook(current[1], stream)
 
     def _start_flow(self, event: Event, message: tuple, stream: int, route: tuple, alone: bool) -> None:
-        """A message that is a Flow from its start: one that may meet others, a lone one with
-        jitter (its latency drawn now), or an empty one (it arrives when the latency has passed)."""
-        self._streams[stream] = None
+        """A message that is a Flow from its start: one that may meet others with jitter (its
+        latency drawn now), a lone one with jitter, or an empty one (it arrives when the
+        latency has passed)."""
         resources, latency, inverse_bandwidth = route
-        nbytes = message[2]
-        now = self.env._now
-        flow = new_flow(event, message, stream, resources, now, inverse_bandwidth)
-        peak = flow.peak
         if self.jitter_s:
             latency += self._draw_jitter()
-        flow.join = join = now + latency
+        nbytes = message[2]
         if nbytes and not alone:
-            flow.fast = False
-            self._ordinary_flow(flow, nbytes, join, latency)
-        elif nbytes:  # lone (with jitter): ends at start + latency + n / bandwidth unless a later flow meets it
+            self._ordinary_flow(event, message, stream, (resources, latency, inverse_bandwidth))
+            return
+        self._streams[stream] = None
+        now = self.env._now
+        flow = new_flow(self._flow, event, message, stream, resources, now, inverse_bandwidth)
+        flow.join = join = now + latency
+        if nbytes:  # lone (with jitter): ends at start + latency + n / bandwidth unless a later flow meets it
             holder = self._holder
             for index in resources:
                 holder[index] = flow
             flow.fast = True
-            flow.end = end = join + nbytes / peak
+            flow.end = end = join + nbytes / flow.peak
             flow.callbacks = self._lone_callbacks  # one list for all: _fire only reads it
             instant = self._instants.get(end)
             if instant is None:
@@ -242,7 +265,7 @@ class FairNetwork(Network):
         row, delivery, instant, stream, row_index, position = lean
         src, dst, start, end, nbytes, step, chunk = row
         resources, latency, inverse_bandwidth = self._routes[src * self._nodes + dst]
-        flow = new_flow(delivery, (src, dst, nbytes, step, chunk), stream, resources, start, inverse_bandwidth)
+        flow = new_flow(self._flow, delivery, (src, dst, nbytes, step, chunk), stream, resources, start, inverse_bandwidth)
         flow.join = start + latency
         flow.end = end
         flow.fast = True
@@ -262,14 +285,18 @@ class FairNetwork(Network):
                 holder[index] = flow
         return flow
 
-    def _ordinary_flow(self, flow: Flow, nbytes: int, join: float, latency: float) -> None:
+    def _ordinary_flow(self, event: Event, message: tuple, stream: int, route: tuple, ahead: Flow | None = None) -> Flow:
         """A flow that may meet others: counted on its resources; lone flows it would meet
-        (still moving when it joins) become ordinary flows first."""
+        (still moving when it joins) become ordinary flows first. ``route``: (resources, latency,
+        1 / bandwidth); ``ahead``: the flow whose bytes it waits for before it joins (:meth:`share_wire`)."""
+        resources, latency, inverse_bandwidth = route
+        self._streams[stream] = None
+        now = self.env._now
+        flow = new_flow(self._flow, event, message, stream, resources, now, inverse_bandwidth)
+        flow.join = join = now + latency
+        flow.fast = False
+        flow.nbytes = nbytes = message[2]
         ordinary, holder = self._ordinary, self._holder
-        flow.env = self.env
-        flow.net = self
-        flow.nbytes = nbytes
-        now = flow.start
         self._started += 1
         for index in flow.resources:
             ordinary[index] += 1
@@ -284,22 +311,55 @@ class FairNetwork(Network):
                 self._unlone(other)
         flow.updated = now
         flow.remaining = float(nbytes)
-        flow.callbacks = self._join_callbacks
-        if latency > 0:  # _join runs then
+        if ahead is None:
+            flow.callbacks = self._join_callbacks
+        else:
+            flow.callbacks = self._turn_callbacks
+            self._turns[flow] = ahead
+        if latency > 0:  # _join (or _turn) runs then
             instant = self._instants.get(join)
             if instant is None:
                 instant = self._open_instant(join)
             instant.events.append(flow)
         else:
+            flow.callbacks[0](flow)
+        return flow
+
+    def share_wire(self, src: int, dst: int, tags: range) -> None:
+        """The slots ``tags`` of the connection ``src`` -> ``dst`` take turns on the wire: a slot's
+        flow joins once its latency has passed and the previous slot has moved its bytes (one SM
+        block sends a channel's slots in order); fair then gives fifo's times where nothing else
+        shares. Without a connection per tag a pair's messages move one after the other anyway."""
+        if self._tagged:
+            pair = src * self._nodes + dst
+            wire = pair + tags[0] * self._pairs
+            for tag in tags:
+                self._wire_of[pair + tag * self._pairs] = wire
+
+    def _wired(self, event: Event, message: tuple, stream: int, wire: int) -> None:
+        """A slot's message: an ordinary flow (never lean), behind the wire's previous flow while
+        that one still moves its bytes."""
+        route = self._routes.get(message[0] * self._nodes + message[1]) or self.route(message[0], message[1])
+        if self.jitter_s:
+            route = (route[0], route[1] + self._draw_jitter(), route[2])
+        ahead = self._wire_last.get(wire)
+        ahead = None if ahead is None or ahead.done else ahead
+        self._wire_last[wire] = self._ordinary_flow(event, message, stream, route, ahead)
+
+    def _turn(self, flow: Flow) -> None:
+        """A slot's latency has passed: it joins now if the flow ahead of it has moved its bytes,
+        else when that one ends (:meth:`_finish`)."""
+        ahead = self._turns.pop(flow)
+        if ahead.done:
             self._join(flow)
+        else:
+            self._parked[ahead] = flow
 
     def _unlone(self, flow: Flow) -> None:
         """A lone flow is about to meet another: from now on it is an ordinary flow, in the state
         it would have had as one (joined at start + latency at its route's bandwidth, its end
         event still the one scheduled, or joining when its latency has passed)."""
         flow.fast = False
-        flow.env = self.env
-        flow.net = self
         flow.nbytes = flow.message[2]
         ordinary = self._ordinary
         self._started += 1
@@ -342,7 +402,7 @@ class FairNetwork(Network):
                 shared = True
             bucket[flow] = None
         now = flow.updated = self.env._now
-        if shared:  # _mark, inlined
+        if shared:  # marked for the re-sharing at the end of this instant
             dirty = self._dirty
             for index in flow.resources:
                 dirty[index] = None
@@ -352,14 +412,6 @@ class FairNetwork(Network):
             flow.rate = flow.peak
             if not scheduled:
                 self._schedule_end(flow, now + flow.nbytes / flow.peak)
-
-    def _mark(self, resources: tuple[int, ...]) -> None:
-        """Resources whose flows change now: re-shared once, when this instant's events are done."""
-        dirty = self._dirty
-        for index in resources:
-            dirty[index] = None
-        if not self._settling:
-            self._schedule_settle()
 
     def _schedule_settle(self) -> None:
         """One re-sharing at the end of this instant: an event after those already due now."""
@@ -458,6 +510,10 @@ class FairNetwork(Network):
                 bucket.pop(flow, None)
                 if bucket:  # flows left here: re-shared at the end of this instant
                     dirty[index] = None
+            if self._parked:  # the next slot of its connection waited for its bytes
+                following = self._parked.pop(flow, None)
+                if following is not None:
+                    self._join(following)
             if dirty and not self._settling:
                 self._schedule_settle()
         queue = self._streams.pop(flow.stream)

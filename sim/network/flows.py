@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from simpy.events import Event
 
-__all__ = ["Flow", "End", "Join", "END_CALLBACKS", "LATE_JOIN_CALLBACKS", "new_flow", "max_min"]
+__all__ = ["Flow", "End", "Join", "END_CALLBACKS", "LATE_JOIN_CALLBACKS", "flow_class", "new_flow", "max_min"]
 
 _new = object.__new__
 
@@ -19,20 +19,23 @@ class Flow(Event):
     """One message's transfer. A lone flow (``fast``) is its own end event; an ordinary flow is,
     as an event, its join: it fires when the route's latency has passed and the flow then takes
     part in the bandwidth sharing. ``version`` counts its rate changes; ``scheduled`` is its
-    current end event (an end event it no longer names passes it over)."""
+    current end event (an end event it no longer names passes it over). Every field is a slot,
+    set by :func:`new_flow` (no instance dict to allocate per message); ``net``, the network
+    that moves it, is a class attribute of the network's own subclass (:func:`flow_class`)."""
 
-    # a lone flow sets slots only (no instance dict to allocate); an ordinary flow's solver state
-    # (and env, net) go to the instance dict, with these class defaults until set
-    __slots__ = ("callbacks", "fast", "done", "delivery", "message", "nbytes", "stream", "resources", "start", "peak", "join", "end")
+    __slots__ = (
+        "callbacks", "fast", "done", "delivery", "message", "nbytes", "stream", "resources", "start", "peak", "join", "end",
+        "version", "scheduled", "deferred", "row_index", "rate", "remaining", "updated",
+    )  # fmt: skip
     _ok = True
     _value = None
-    version = 0
-    scheduled = None
-    deferred = False  # its end came while its component was about to be re-shared, bytes left
-    row_index = None  # a former lean flow's record, written when it started: amended at its end
-    rate = 0.0
-    remaining = 0.0
-    updated = 0.0
+    # deferred: its end came while its component was about to be re-shared, bytes left
+    # row_index: a former lean flow's record, written when it started: amended at its end
+
+
+def flow_class(net: object) -> type[Flow]:
+    """Flows of ``net``: a subclass whose class attribute ``net`` the end and join callbacks read."""
+    return type("Flow", (Flow,), {"__slots__": (), "net": net})
 
 
 class End(Event):
@@ -68,8 +71,10 @@ END_CALLBACKS = [_ended]
 LATE_JOIN_CALLBACKS = [_joined_late]
 
 
-def new_flow(delivery: Event, message: tuple, stream: int, resources: tuple[int, ...], start: float, inverse_bandwidth: float) -> Flow:
-    flow = _new(Flow)
+def new_flow(
+    cls: type[Flow], delivery: Event, message: tuple, stream: int, resources: tuple[int, ...], start: float, inverse_bandwidth: float
+) -> Flow:
+    flow = _new(cls)
     flow.done = False
     flow.delivery = delivery
     flow.message = message
@@ -77,6 +82,13 @@ def new_flow(delivery: Event, message: tuple, stream: int, resources: tuple[int,
     flow.resources = resources
     flow.start = start
     flow.peak = 1.0 / inverse_bandwidth
+    flow.version = 0
+    flow.scheduled = None
+    flow.deferred = False
+    flow.row_index = None
+    flow.rate = 0.0
+    flow.remaining = 0.0
+    flow.updated = 0.0
     return flow
 
 
