@@ -44,20 +44,50 @@ def register_pages(app: dash.Dash) -> None:
         page.register(app)
 
 
-def shell() -> html.Div:
+ROUTE_BUILT = "route-built"  # dcc.Store: the path and query whose page the layout already carries
+
+
+def shell(app: dash.Dash | None = None) -> html.Div:
+    """The shell; in the layout request of a page load (``/_dash-layout``, whose Referer is the
+    page's address) with that page already built in it, so the first load asks no routing
+    request and renders the page with the shell (:func:`built_route`)."""
     links = [dcc.Link(entry["name"], href=entry["path"], className="nav-link", id=entry["nav_id"]) for entry in registered()]
+    built = built_route(app) if app is not None else None
     return html.Div(
         [
             dcc.Location(id=ids.URL, refresh=False),
             dcc.Store(id=ids.URL_WRITTEN),
             dcc.Store(id=ids.ROUTE_REQUEST),
+            dcc.Store(id=ROUTE_BUILT, data=built and {"pathname": built[0], "search": built[1]}),
             html.Header(
                 [html.Span("collsim", className="brand"), html.Span("what-if explorer", className="tagline"), html.Nav(links, id=ids.NAV)],
                 className="header",
             ),
-            html.Main(id=ids.PAGE, className="page"),
+            html.Main(built[2] if built else None, id=ids.PAGE, className="page"),
         ]
     )
+
+
+def built_route(app: dash.Dash) -> tuple[str, str, object] | None:
+    """(path, query, page) for the page that asked for the layout, or None outside a layout
+    request, without a Referer (then the routing callback builds the page, as on any later
+    navigation), or for a Referer on another host.
+
+    The browser's gate (``collsim.routeGate``) skips the first route request that names this
+    path and query, once: the page is there already. Built here as :func:`route` builds it."""
+    from urllib.parse import urlsplit
+
+    from flask import has_request_context, request
+
+    if not has_request_context() or not request.path.endswith("_dash-layout") or not request.referrer:
+        return None
+    page = urlsplit(request.referrer)
+    if page.netloc != request.host:
+        return None
+    prefix = app.config.requests_pathname_prefix or "/"
+    path = "/" + page.path[len(prefix) :] if page.path.startswith(prefix) else page.path
+    search = "?" + page.query if page.query else ""
+    return page.path, search, route(path, search)
 
 
 def on_route_request(request: dict | None) -> object:
@@ -197,13 +227,14 @@ def create_app(db_path: str | None = None, background: bool = True, warm: bool =
     app.server.config["COLLSIM_DB"] = db_path
     app.server.after_request(cache_fingerprinted_assets)
     register_pages(app)
-    app.layout = shell()
+    app.layout = lambda: shell(app)
     app.clientside_callback(
         ClientsideFunction("collsim", "routeGate"),
         Output(ids.ROUTE_REQUEST, "data"),
         Input(ids.URL, "pathname"),
         Input(ids.URL, "search"),
         State(ids.URL_WRITTEN, "data"),
+        State(ROUTE_BUILT, "data"),
     )
     app.callback(Output(ids.PAGE, "children"), Input(ids.ROUTE_REQUEST, "data"))(on_route_request)
     if warm:

@@ -34,6 +34,7 @@ from webapp.pages.collectives.layout import (
     algorithms_for_op,
     channels_label,
     compare_choices,
+    drawn_at_load,
     nccl_options,
     scenario_of,
 )
@@ -473,6 +474,8 @@ def _register_run(app: Any, manager: Any) -> None:
     background = manager is not None
 
     def simulate_form(form: dict[str, Any], color_by: str, position: int | None) -> dict[str, Any]:
+        if ctx.triggered_id is None and drawn_at_load(form, background):  # at load: the layout came drawn (first_view)
+            raise PreventUpdate
         return simulate(validate(form)["scenario"], color_by, background, position, form.get("algorithm") == pick.NCCL)
 
     app.callback(

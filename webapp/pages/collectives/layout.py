@@ -28,6 +28,8 @@ __all__ = [
     "algorithms_for_op",
     "channels_label",
     "compare_choices",
+    "drawn_at_load",
+    "first_view",
     "layout",
     "nccl_options",
     "scenario_of",
@@ -222,14 +224,19 @@ def layout(search: str = "") -> html.Div:
     compare_field, _, compare_value = view["cmp"].partition(":")
     compare_field = compare_field if compare_field in COMPARE_FIELDS else "algorithm"
     url_names = {"names": list(model.DEFAULTS), "defaults": {**model.DEFAULTS, **VIEW_DEFAULTS}}
+    results = _results(view)
+    drawn = first_view(values, view)
+    for component in results._traverse():  # the panels as the simulation callback would answer them
+        for prop, value in drawn.get(getattr(component, "id", None), {}).items():
+            setattr(component, prop, value)
     content = [
         intro(),
         progress_box(),
-        dcc.Loading(_results(view), type="default", delay_show=250, overlay_style={"visibility": "visible", "opacity": 0.5}),
+        dcc.Loading(results, type="default", delay_show=250, overlay_style={"visibility": "visible", "opacity": 0.5}),
         compare_section(compare_field, compare_value, values),
         dcc.Loading(graph(ids.COLL_CROSSOVER, 400), type="dot", delay_show=250),
     ]
-    stores = [dcc.Store(id=store_id) for store_id in (ids.COLL_SCENARIO, ids.COLL_PLAYER_STORE, ids.COLL_JOB, ids.COLL_STOP)]
+    stores = [dcc.Store(id=store_id, **drawn.get(store_id, {})) for store_id in (ids.COLL_SCENARIO, ids.COLL_PLAYER_STORE, ids.COLL_JOB, ids.COLL_STOP)]
     return html.Div(
         [
             *stores,
@@ -239,6 +246,46 @@ def layout(search: str = "") -> html.Div:
         ],
         className="layout",
     )
+
+
+def drawn_at_load(values: dict[str, Any], background: bool) -> bool:
+    """Whether the page for these form ``values`` comes drawn (:func:`first_view`): a valid
+    scenario the simulation callback would run here and now, not as a background job. That
+    callback's call at load then answers nothing (``callbacks.simulate_form``)."""
+    from sim.collective import explore
+    from webapp.pages.collectives import callbacks
+
+    try:
+        data = callbacks.validate(values)["scenario"]
+        if not data:
+            return False
+        cost = explore.work(scenario_of(data)).cost
+    except Exception:  # noqa: BLE001 - the callback at load runs and says what is wrong
+        return False
+    return not (background and model.MAX_SIM_MESSAGES < cost <= model.BACKGROUND_MAX_MESSAGES)
+
+
+def first_view(values: dict[str, str], view: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """{component id: {property: value}}: the panels the simulation callback would answer at load
+    (the same call), when :func:`drawn_at_load`; else {} (the callback runs at load). The page's
+    figures come with its layout: they draw as the page first renders, one round trip and one
+    render sooner than from the callback, and no empty figure is drawn before them."""
+    import dash
+
+    from webapp.callbacks import answer, guarded
+    from webapp.pages.collectives import callbacks
+
+    background = getattr(dash.get_app(), "_background_manager", None) is not None
+    if not drawn_at_load(values, background):
+        return {}
+    run = guarded(callbacks.simulate, lambda message: answer(callbacks.RUN, notice=message))
+    color = view["color"] if view["color"] in ("step", "chunk") else "step"
+    shown = run(callbacks.validate(values)["scenario"], color, background, _int(view["step"]), values.get("algorithm") == pick.NCCL)
+    drawn: dict[str, dict[str, Any]] = {}
+    for name, (component_id, prop) in {**callbacks.PANELS, "job": (ids.COLL_JOB, "data")}.items():
+        if shown[name] is not no_update:
+            drawn.setdefault(component_id, {})[prop] = shown[name]
+    return drawn
 
 
 def _int(text: str) -> int:
