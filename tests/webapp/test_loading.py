@@ -18,6 +18,14 @@ def client():
     return create_app(background=False, warm=False).server.test_client()
 
 
+def as_json(value) -> str:
+    import json
+
+    from plotly.utils import PlotlyJSONEncoder
+
+    return json.dumps(value, cls=PlotlyJSONEncoder, sort_keys=True)
+
+
 def scripts_of(client) -> list[str]:
     html = client.get("/").get_data(as_text=True)
     return re.findall(r'<script src="([^"]+)"', html)
@@ -70,3 +78,63 @@ def test_pages_draw_without_fetching_dccs_chunks_lazily(page, live_server):
             "() => performance.getEntriesByType('resource').map(e => e.name).filter(n => /async-(graph|dropdown|slider)\\.js/.test(n))"
         )
         assert lazy == [], (path, lazy)
+
+
+def test_guides_come_drawn_with_the_values_their_inputs_start_at():
+    """The guides' layout carries what each callback answers for the inputs' first values, and
+    those values are the ones VIEWS names (a changed default would draw a stale first view)."""
+    from webapp.pages import guides
+
+    page = guides.layout("")
+    components = {getattr(c, "id", None): c for c in page._traverse()}
+    for outputs, inputs, view in guides.VIEWS.values():
+        for component_id, value in inputs.values():
+            assert components[component_id].value == value, component_id
+        shown = view(**{name: value for name, (_, value) in inputs.items()})
+        for name, (component_id, prop) in outputs.items():
+            assert as_json(getattr(components[component_id], prop)) == as_json(shown[name]), (component_id, prop)
+    figures = [c for c in page._traverse() if type(c).__name__ == "Graph"]
+    assert len(figures) == 6 and all(c.figure.data for c in figures)
+
+
+def test_collectives_layout_comes_drawn_for_a_scenario_run_at_once_and_not_for_others():
+    import importlib
+
+    from webapp import collective as model
+    from webapp.app import create_app, route
+
+    layout = importlib.import_module("webapp.pages.collectives.layout")
+
+    app = create_app(background=True, warm=False)
+    with app.server.app_context():
+        graphs = {c.id: c.figure for c in route("/", "?ranks=16")._traverse() if type(c).__name__ == "Graph"}
+        assert all(getattr(graphs[name], "data", None) for name in ("coll-topology-graph", "coll-buffers-graph", "coll-gantt-rank"))
+        assert isinstance(graphs["coll-crossover"], dict)  # the crossover comes from its callback
+        values = model.form_from_query("?ranks=16")
+        assert layout.drawn_at_load(values, background=True)
+        assert not layout.drawn_at_load({**values, "ranks": "zero"}, background=True)  # invalid: the callback says why
+        big = model.form_from_query("?ranks=512&size=1GiB")
+        assert not layout.drawn_at_load(big, background=True) and layout.first_view(big, layout.VIEW_DEFAULTS) == {}
+
+
+@pytest.mark.browser
+def test_a_first_load_asks_no_route_and_no_run_and_finds_dccs_lazies_resolved(page, live_server):
+    """The page comes with the layout request and the Collectives panels with the page: the
+    route callback and the simulation answer nothing at load (204), the figures are drawn from
+    the layout, and Graph, Dropdown and Slider were resolved before the first render."""
+    answered = []
+    page.on("response", lambda r: answered.append((r.request.post_data_json.get("output"), r.status)) if "update-component" in r.url else None)
+    page.goto(live_server + "/?ranks=8&size=32MiB")
+    page.locator("#coll-topology-graph .main-svg").first.wait_for(timeout=30_000)
+    page.locator("#coll-crossover .main-svg").first.wait_for(timeout=30_000)
+    page.wait_for_timeout(500)
+    statuses = {output: status for output, status in answered}
+    assert statuses.get("page.children", 204) == 204
+    run = next(output for output in statuses if "coll-topology-graph.figure" in output)
+    assert statuses[run] == 204
+    assert "32 MiB" in page.locator("#coll-summary").inner_text() or "32MiB" in page.url
+    ready = page.evaluate("() => window.collsimLazyReady")
+    assert "Graph" in ready and len(ready) >= 3
+    page.locator("#coll-size").fill("16MiB")
+    page.locator("#coll-size").press("Enter")
+    page.wait_for_function("() => document.querySelector('#coll-summary').innerText.includes('16 MiB')", timeout=30_000)
