@@ -23,6 +23,7 @@ from sim.training.ddp import DDPScenario
 from sim.units import format_bandwidth, format_size, format_time
 from webapp.components import GRAPH_CONFIG
 from webapp.figures import guides as draw
+from webapp.pages import drawn_into
 
 __all__ = ["NAME", "PATH", "TITLE", "broadcast_view", "bucket_view", "crossover_view", "layout", "register", "ring_view"]
 
@@ -394,11 +395,7 @@ def layout(search: str = "") -> html.Div:
     contents = html.Nav([html.A(title, href=f"#{anchor}", style={"marginRight": "16px"}) for anchor, title in (
         ("guide-ring", "Ring all-reduce"), ("guide-crossover", "Ring or tree?"), ("guide-broadcast", "The 15 s broadcast"), ("guide-buckets", "DDP buckets"))])  # fmt: skip
     page = html.Div([html.H1("Guides"), contents, ring, cross, bcast, buckets], id="guides-page", style={"display": "grid", "gap": "16px"})
-    drawn = first_views()
-    for component in page._traverse():
-        for prop, value in drawn.get(getattr(component, "id", None), {}).items():
-            setattr(component, prop, value)
-    return page
+    return drawn_into(page, first_views())
 
 
 # --------------------------------------------------------------------------- callbacks

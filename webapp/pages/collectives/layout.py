@@ -16,6 +16,7 @@ from sim.scenario import SHARING_MODES, CollectiveScenario
 from webapp import collective as model
 from webapp import ids, urlstate
 from webapp.components import field, graph, hardware_dropdown
+from webapp.pages import drawn_into
 
 __all__ = [
     "HARDWARE_FIELDS",
@@ -224,11 +225,8 @@ def layout(search: str = "") -> html.Div:
     compare_field, _, compare_value = view["cmp"].partition(":")
     compare_field = compare_field if compare_field in COMPARE_FIELDS else "algorithm"
     url_names = {"names": list(model.DEFAULTS), "defaults": {**model.DEFAULTS, **VIEW_DEFAULTS}}
-    results = _results(view)
     drawn = first_view(values, view)
-    for component in results._traverse():  # the panels as the simulation callback would answer them
-        for prop, value in drawn.get(getattr(component, "id", None), {}).items():
-            setattr(component, prop, value)
+    results = drawn_into(_results(view), drawn)  # the panels as the simulation callback would answer them
     content = [
         intro(),
         progress_box(),
