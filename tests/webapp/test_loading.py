@@ -107,9 +107,13 @@ def test_collectives_layout_comes_drawn_for_a_scenario_run_at_once_and_not_for_o
 
     app = create_app(background=True, warm=False)
     with app.server.app_context():
-        graphs = {c.id: c.figure for c in route("/", "?ranks=16")._traverse() if type(c).__name__ == "Graph"}
-        assert all(getattr(graphs[name], "data", None) for name in ("coll-topology-graph", "coll-buffers-graph", "coll-gantt-rank"))
-        assert isinstance(graphs["coll-crossover"], dict)  # the crossover comes from its callback
+        page = route("/", "?ranks=16")
+        graphs = {c.id: c.figure for c in page._traverse() if type(c).__name__ == "Graph"}
+        assert all(getattr(graphs[name], "data", None) for name in ("coll-topology-graph", "coll-buffers-graph", "coll-gantt-rank", "coll-crossover"))
+        stores = {c.id: getattr(c, "data", None) for c in page._traverse() if type(c).__name__ == "Store"}
+        assert stores[layout.CROSSOVER_DRAWN] is True
+        invalid = route("/", "?ranks=zero")
+        assert {c.id: getattr(c, "data", None) for c in invalid._traverse() if type(c).__name__ == "Store"}[layout.CROSSOVER_DRAWN] is False
         values = model.form_from_query("?ranks=16")
         assert layout.drawn_at_load(values, background=True)
         assert not layout.drawn_at_load({**values, "ranks": "zero"}, background=True)  # invalid: the callback says why
@@ -119,9 +123,10 @@ def test_collectives_layout_comes_drawn_for_a_scenario_run_at_once_and_not_for_o
 
 @pytest.mark.browser
 def test_a_first_load_asks_no_route_and_no_run_and_finds_dccs_lazies_resolved(page, live_server):
-    """The page comes with the layout request and the Collectives panels with the page: the
-    route callback and the simulation answer nothing at load (204), the figures are drawn from
-    the layout, and Graph, Dropdown and Slider were resolved before the first render."""
+    """The page comes with the layout request and the Collectives panels and crossover with the
+    page: the route callback, the simulation and the crossover answer nothing at load (204), the
+    figures are drawn from the layout, and Graph, Dropdown and Slider were resolved before the
+    first render."""
     answered = []
     page.on("response", lambda r: answered.append((r.request.post_data_json.get("output"), r.status)) if "update-component" in r.url else None)
     page.goto(live_server + "/?ranks=8&size=32MiB")
@@ -131,7 +136,7 @@ def test_a_first_load_asks_no_route_and_no_run_and_finds_dccs_lazies_resolved(pa
     statuses = {output: status for output, status in answered}
     assert statuses.get("page.children", 204) == 204
     run = next(output for output in statuses if "coll-topology-graph.figure" in output)
-    assert statuses[run] == 204
+    assert statuses[run] == 204 and statuses["coll-crossover.figure"] == 204
     ready = page.evaluate("() => window.collsimLazyReady")
     assert "Graph" in ready and len(ready) >= 3
     drawn = page.locator("#coll-sim-time").inner_text()

@@ -27,6 +27,7 @@ from webapp.figures import common
 from webapp.figures import player as player_draw
 from webapp.pages.collectives.controls import step_by, tick, tick_interval, toggle_play
 from webapp.pages.collectives.layout import (
+    CROSSOVER_DRAWN,
     HARDWARE_FIELDS,
     LABELS,
     PICK_FIELDS,
@@ -566,10 +567,13 @@ def _register_views(app: Any) -> None:
             "shown": {"options": State(ids.COLL_CMP_VALUE, "options"), "style": State(ids.COLL_CMP_ROW, "style")},
         },
     )(guarded(compare_update, lambda message: answer(SECOND, row=[], note=message, style={"display": "none"})))
-    app.callback(output=Output(ids.COLL_CROSSOVER, "figure"), inputs={"form": form_inputs()})(
-        guarded(
-            lambda form: crossover_panel(validate(form)["scenario"]), lambda message: common.note_figure(message, "Algorithm crossover")
-        )
+    def crossover_form(form: dict[str, Any], drawn: bool | None) -> Any:
+        if ctx.triggered_id is None and drawn:  # at load: the layout came with it (layout.first_crossover)
+            raise PreventUpdate
+        return crossover_panel(validate(form)["scenario"])
+
+    app.callback(output=Output(ids.COLL_CROSSOVER, "figure"), inputs={"form": form_inputs(), "drawn": State(CROSSOVER_DRAWN, "data")})(
+        guarded(crossover_form, lambda message: common.note_figure(message, "Algorithm crossover"))
     )
     buttons = [ids.COLL_DL_YAML, ids.COLL_DL_JSON, ids.COLL_DL_CSV, ids.COLL_DL_TRACE]
     app.callback(

@@ -19,6 +19,7 @@ from webapp.components import field, graph, hardware_dropdown
 from webapp.pages import drawn_into
 
 __all__ = [
+    "CROSSOVER_DRAWN",
     "HARDWARE_FIELDS",
     "NCCL_ONLY",
     "PICK_FIELDS",
@@ -30,6 +31,7 @@ __all__ = [
     "channels_label",
     "compare_choices",
     "drawn_at_load",
+    "first_crossover",
     "first_view",
     "layout",
     "nccl_options",
@@ -67,6 +69,7 @@ CHANNELS = {
     "nccl": ("Channels", "NCCL channels the algorithm runs on (empty: 1)"),
 }
 TWO_LEVEL_ONLY = ("gpus_per_node", "intra_latency", "intra_bandwidth", "placement")
+CROSSOVER_DRAWN = "coll-crossover-drawn"  # dcc.Store: the layout came with the crossover drawn (first_crossover)
 VIEW_DEFAULTS = {"step": "0", "color": "step", "cmp": ""}  # view options kept in the URL beside the inputs
 TICK_MS = 900  # one step per 0.9 s at 1x
 SPEEDS = (("0.5x", 0.5), ("1x", 1), ("2x", 2))
@@ -226,13 +229,15 @@ def layout(search: str = "") -> html.Div:
     compare_field = compare_field if compare_field in COMPARE_FIELDS else "algorithm"
     url_names = {"names": list(model.DEFAULTS), "defaults": {**model.DEFAULTS, **VIEW_DEFAULTS}}
     drawn = first_view(values, view)
+    crossover = first_crossover(values)
     results = drawn_into(_results(view), drawn)  # the panels as the simulation callback would answer them
     content = [
         intro(),
         progress_box(),
         dcc.Loading(results, type="default", delay_show=250, overlay_style={"visibility": "visible", "opacity": 0.5}),
         compare_section(compare_field, compare_value, values),
-        dcc.Loading(graph(ids.COLL_CROSSOVER, 400), type="dot", delay_show=250),
+        dcc.Loading(graph(ids.COLL_CROSSOVER, 400, figure=crossover), type="dot", delay_show=250),
+        dcc.Store(id=CROSSOVER_DRAWN, data=crossover is not None),
     ]
     stores = [dcc.Store(id=store_id, **drawn.get(store_id, {})) for store_id in (ids.COLL_SCENARIO, ids.COLL_PLAYER_STORE, ids.COLL_JOB, ids.COLL_STOP)]
     return html.Div(
@@ -284,6 +289,21 @@ def first_view(values: dict[str, str], view: dict[str, str]) -> dict[str, dict[s
         if shown[name] is not no_update:
             drawn.setdefault(component_id, {})[prop] = shown[name]
     return drawn
+
+
+def first_crossover(values: dict[str, str]) -> Any | None:
+    """The crossover the crossover callback would answer at load (the same call: the helper's,
+    kept per network), or None when the form is not valid (the callback says why). The layout
+    carries it, and says so in :data:`CROSSOVER_DRAWN` (the callback's call at load then answers
+    nothing): the whole page is drawn in its first render, no request waits for those draws."""
+    from webapp.pages.collectives import callbacks
+
+    try:
+        data = callbacks.validate(values)["scenario"]
+        figure = callbacks.crossover_panel(data) if data else None
+    except Exception:  # noqa: BLE001 - the callback at load runs and says what is wrong
+        return None
+    return None if figure is no_update else figure
 
 
 def _int(text: str) -> int:
