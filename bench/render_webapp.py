@@ -245,6 +245,7 @@ def first_visitors(browser, checkouts: dict[str, str], repeats: int) -> None:
     import subprocess
 
     samples: dict[str, list[float]] = {label: [] for label in checkouts}
+    starts: dict[str, list[float]] = {label: [] for label in checkouts}  # process start to accepting connections
     for _ in range(repeats):
         for label, checkout in checkouts.items():
             with socket.socket() as probe:
@@ -255,11 +256,13 @@ def first_visitors(browser, checkouts: dict[str, str], repeats: int) -> None:
                 [sys.executable, __file__, "--serve", str(port)], env=env, start_new_session=True,
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )  # fmt: skip
+            started = time.time()
             try:
                 deadline = time.time() + 120
                 while time.time() < deadline:
                     try:
                         socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                        starts[label].append(time.time() - started)
                         break
                     except OSError:
                         time.sleep(0.05)
@@ -275,7 +278,12 @@ def first_visitors(browser, checkouts: dict[str, str], repeats: int) -> None:
                 os.killpg(server.pid, signal.SIGTERM)  # the server and its crossover helper, started here
                 server.wait(timeout=30)
     for label, values in samples.items():
-        print(f"first visitor after start {label:6s} {statistics.median(values):5.0f} ms [{min(values):.0f}-{max(values):.0f}]", flush=True)
+        up = starts[label]
+        print(
+            f"first visitor after start {label:6s} {statistics.median(values):5.0f} ms [{min(values):.0f}-{max(values):.0f}]"
+            f" | server start to accepting {statistics.median(up):.1f} s [{min(up):.1f}-{max(up):.1f}]",
+            flush=True,
+        )
 
 
 def serve(port: int) -> None:

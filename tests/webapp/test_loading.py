@@ -124,7 +124,8 @@ def test_collectives_layout_comes_drawn_for_a_scenario_run_at_once_and_not_for_o
 @pytest.mark.browser
 def test_a_first_load_asks_no_route_and_no_run_and_finds_dccs_lazies_resolved(page, live_server):
     """The page comes with the layout request and the Collectives panels and crossover with the
-    page: the route callback, the simulation and the crossover answer nothing at load (204), the
+    page: the route callback, the simulation and the crossover answer nothing at load (204),
+    validation and the Channels placeholder are not asked at all (the layout has them), the
     figures are drawn from the layout, and Graph, Dropdown and Slider were resolved before the
     first render."""
     answered = []
@@ -137,6 +138,7 @@ def test_a_first_load_asks_no_route_and_no_run_and_finds_dccs_lazies_resolved(pa
     assert statuses.get("page.children", 204) == 204
     run = next(output for output in statuses if "coll-topology-graph.figure" in output)
     assert statuses[run] == 204 and statuses["coll-crossover.figure"] == 204
+    assert not [output for output in statuses if "coll-scenario.data" in output or "coll-chunks.placeholder" in output]  # in the layout
     ready = page.evaluate("() => window.collsimLazyReady")
     assert "Graph" in ready and len(ready) >= 3
     drawn = page.locator("#coll-sim-time").inner_text()

@@ -63,6 +63,7 @@ __all__ = [
     "tick_interval",
     "toggle_play",
     "validate",
+    "validation_failed",
 ]
 
 CHUNKS_LABEL = LABELS["chunks"]
@@ -122,6 +123,11 @@ def nccl_fields(algorithm: str | None, op: str | None, nccl_algo: str | None) ->
     options = nccl_options(op or "", nccl_algo)
     return {"algo_options": options["nccl_algo"], "proto_options": options["nccl_proto"], "algo_style": shown, "proto_style": shown,
             "label": label, "hint": hint}  # fmt: skip
+
+
+def validation_failed(message: str) -> dict[str, Any]:
+    """What validation answers when it fails unexpectedly: no scenario, the message under Hardware."""
+    return {"scenario": None, "errors": {**answer(model.DEFAULTS), "hardware": message}}
 
 
 def validate(form: dict[str, Any]) -> dict[str, Any]:
@@ -431,7 +437,8 @@ def _register_form(app: Any) -> None:
         prevent_initial_call=True,  # the layout has them
     )(nccl_fields)  # fmt: skip
     app.callback(
-        Output(ids.field_id("chunks"), "placeholder"), Input(ids.COLL_SCENARIO, "data"), State(ids.field_id("algorithm"), "value")
+        Output(ids.field_id("chunks"), "placeholder"), Input(ids.COLL_SCENARIO, "data"), State(ids.field_id("algorithm"), "value"),
+        prevent_initial_call=True,  # the layout has it (layout.checked)
     )(channels_placeholder)
     app.clientside_callback(  # the layout sets them at load
         ClientsideFunction("collsim", "twoLevelFields"),
@@ -447,9 +454,10 @@ def _register_form(app: Any) -> None:
         prevent_initial_call=True,
     )(guarded(apply_hardware, lambda message: answer((*HARDWARE_FIELDS, *PICK_FIELDS, "algorithm_options"))))  # fmt: skip
     errors = {name: Output(ids.error_id(name), "children") for name in model.DEFAULTS}
-    app.callback(output={"scenario": Output(ids.COLL_SCENARIO, "data"), "errors": errors}, inputs={"form": form_inputs()})(
-        guarded(validate, lambda message: {"scenario": None, "errors": {**answer(model.DEFAULTS), "hardware": message}})
-    )
+    app.callback(
+        output={"scenario": Output(ids.COLL_SCENARIO, "data"), "errors": errors}, inputs={"form": form_inputs()},
+        prevent_initial_call=True,  # the layout has its answer (layout.checked)
+    )(guarded(validate, validation_failed))
     # Two writers of one query, both in the browser: an input change is written at once (the view
     # options as State), a view change (step, colour, comparison) too; one callback with all of
     # them as Inputs would wait for the simulation, whose output the step is.

@@ -29,6 +29,7 @@ __all__ = [
     "VIEW_DEFAULTS",
     "algorithms_for_op",
     "channels_label",
+    "checked",
     "compare_choices",
     "drawn_at_load",
     "first_crossover",
@@ -240,7 +241,7 @@ def layout(search: str = "") -> html.Div:
         dcc.Store(id=CROSSOVER_DRAWN, data=crossover is not None),
     ]
     stores = [dcc.Store(id=store_id, **drawn.get(store_id, {})) for store_id in (ids.COLL_SCENARIO, ids.COLL_PLAYER_STORE, ids.COLL_JOB, ids.COLL_STOP)]
-    return html.Div(
+    page = html.Div(
         [
             *stores,
             dcc.Store(id=ids.COLL_URL_NAMES, data=url_names),
@@ -249,6 +250,7 @@ def layout(search: str = "") -> html.Div:
         ],
         className="layout",
     )
+    return drawn_into(page, checked(values))
 
 
 def drawn_at_load(values: dict[str, Any], background: bool) -> bool:
@@ -288,6 +290,22 @@ def first_view(values: dict[str, str], view: dict[str, str]) -> dict[str, dict[s
     for name, (component_id, prop) in {**callbacks.PANELS, "job": (ids.COLL_JOB, "data")}.items():
         if shown[name] is not no_update:
             drawn.setdefault(component_id, {})[prop] = shown[name]
+    return drawn
+
+
+def checked(values: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """{component id: {property: value}}: what validation answers for the form ``values`` (the
+    scenario store, the message under each field) and the Channels field's placeholder it sets:
+    the layout carries them, so neither callback runs at load (they run on a change)."""
+    from webapp.callbacks import guarded
+    from webapp.pages.collectives import callbacks
+
+    shown = guarded(callbacks.validate, callbacks.validation_failed)(values)
+    drawn: dict[str, dict[str, Any]] = {ids.COLL_SCENARIO: {"data": shown["scenario"]}}
+    for name, message in shown["errors"].items():
+        if message is not no_update:
+            drawn[ids.error_id(name)] = {"children": message}
+    drawn[ids.field_id("chunks")] = {"placeholder": callbacks.channels_placeholder(shown["scenario"], values.get("algorithm"))}
     return drawn
 
 
