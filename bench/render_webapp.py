@@ -140,7 +140,14 @@ VIEWPORT = {"width": 1400, "height": 1000}
 CACHES = ("returning", "private", "cold")
 
 
-def run(urls: dict[str, str], repeats: int, chromium: str, cases: list[str] | None = None, loads: bool = True, caches: tuple[str, ...] = ("returning",)) -> None:
+def run(
+    urls: dict[str, str],
+    repeats: int,
+    chromium: str,
+    cases: list[str] | None = None,
+    loads: bool = True,
+    caches: tuple[str, ...] = ("returning",),
+) -> None:
     import tempfile
 
     from playwright.sync_api import sync_playwright
@@ -148,7 +155,9 @@ def run(urls: dict[str, str], repeats: int, chromium: str, cases: list[str] | No
     with sync_playwright() as p, tempfile.TemporaryDirectory(prefix="collsim-bench-profile-") as profile:
         browser = p.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
         if "returning" in caches:  # a profile on disk (Chromium keeps no code cache in a private context)
-            context = p.chromium.launch_persistent_context(profile, executable_path=chromium, headless=True, args=CHROMIUM_ARGS, viewport=VIEWPORT)
+            context = p.chromium.launch_persistent_context(
+                profile, executable_path=chromium, headless=True, args=CHROMIUM_ARGS, viewport=VIEWPORT
+            )
         else:
             context = browser.new_context(viewport=VIEWPORT)
         if loads:
@@ -157,7 +166,7 @@ def run(urls: dict[str, str], repeats: int, chromium: str, cases: list[str] | No
                     first_loads(lambda: context, urls, repeats, cache)
                 elif cache == "private":
                     private = browser.new_context(viewport=VIEWPORT)
-                    first_loads(lambda: private, urls, repeats, cache)
+                    first_loads(lambda private=private: private, urls, repeats, cache)
                     private.close()
                 else:
                     first_loads(lambda: browser.new_context(viewport=VIEWPORT), urls, repeats, cache, own=True)
@@ -213,7 +222,9 @@ def first_loads(context_of, urls: dict[str, str], repeats: int, cache: str = "re
                 cdp.send("Performance.enable")
                 before = main_thread_s(cdp)
                 page.goto(url + path)
-                page.locator(".js-plotly-plot").first.wait_for(timeout=30_000, state="attached")  # a guide's first graph may be below the fold
+                page.locator(".js-plotly-plot").first.wait_for(
+                    timeout=30_000, state="attached"
+                )  # a guide's first graph may be below the fold
                 quiet(page, settle_ms=700)
                 if index:
                     samples.setdefault((name, label), []).append(page.evaluate(LOADED))
@@ -303,7 +314,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--case", action="append", help="only the update cases whose name contains this (repeatable)")
     parser.add_argument("--no-loads", action="store_true", help="skip the first-load measurements")
     parser.add_argument("--fresh", action="append", default=[], help="LABEL=CHECKOUT: time the first visitor after a server start")
-    parser.add_argument("--cache", action="append", choices=CACHES, help="first loads with this browser cache (repeatable; default returning)")
+    parser.add_argument(
+        "--cache", action="append", choices=CACHES, help="first loads with this browser cache (repeatable; default returning)"
+    )
     args = parser.parse_args(argv)
     if args.serve:
         serve(args.serve)

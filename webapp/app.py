@@ -44,9 +44,6 @@ def register_pages(app: dash.Dash) -> None:
         page.register(app)
 
 
-ROUTE_BUILT = "route-built"  # dcc.Store: the path and query whose page the layout already carries
-
-
 def shell(app: dash.Dash | None = None) -> html.Div:
     """The shell; in the layout request of a page load (``/_dash-layout``, whose Referer is the
     page's address) with that page already built in it, so the first load asks no routing
@@ -58,7 +55,7 @@ def shell(app: dash.Dash | None = None) -> html.Div:
             dcc.Location(id=ids.URL, refresh=False),
             dcc.Store(id=ids.URL_WRITTEN),
             dcc.Store(id=ids.ROUTE_REQUEST),
-            dcc.Store(id=ROUTE_BUILT, data=built and {"pathname": built[0], "search": built[1]}),
+            dcc.Store(id=ids.ROUTE_BUILT, data=built and {"pathname": built[0], "search": built[1]}),
             html.Header(
                 [html.Span("collsim", className="brand"), html.Span("what-if explorer", className="tagline"), html.Nav(links, id=ids.NAV)],
                 className="header",
@@ -234,7 +231,7 @@ def create_app(db_path: str | None = None, background: bool = True, warm: bool =
         Input(ids.URL, "pathname"),
         Input(ids.URL, "search"),
         State(ids.URL_WRITTEN, "data"),
-        State(ROUTE_BUILT, "data"),
+        State(ids.ROUTE_BUILT, "data"),
     )
     app.callback(Output(ids.PAGE, "children"), Input(ids.ROUTE_REQUEST, "data"))(on_route_request)
     if warm:

@@ -101,6 +101,7 @@ def test_collectives_layout_comes_drawn_for_a_scenario_run_at_once_and_not_for_o
     import importlib
 
     from webapp import collective as model
+    from webapp import ids
     from webapp.app import create_app, route
 
     layout = importlib.import_module("webapp.pages.collectives.layout")
@@ -109,11 +110,16 @@ def test_collectives_layout_comes_drawn_for_a_scenario_run_at_once_and_not_for_o
     with app.server.app_context():
         page = route("/", "?ranks=16")
         graphs = {c.id: c.figure for c in page._traverse() if type(c).__name__ == "Graph"}
-        assert all(getattr(graphs[name], "data", None) for name in ("coll-topology-graph", "coll-buffers-graph", "coll-gantt-rank", "coll-crossover"))
+        assert all(
+            getattr(graphs[name], "data", None)
+            for name in ("coll-topology-graph", "coll-buffers-graph", "coll-gantt-rank", "coll-crossover")
+        )
         stores = {c.id: getattr(c, "data", None) for c in page._traverse() if type(c).__name__ == "Store"}
-        assert stores[layout.CROSSOVER_DRAWN] is True
+        assert stores[ids.COLL_CROSSOVER_DRAWN] is True
         invalid = route("/", "?ranks=zero")
-        assert {c.id: getattr(c, "data", None) for c in invalid._traverse() if type(c).__name__ == "Store"}[layout.CROSSOVER_DRAWN] is False
+        assert {c.id: getattr(c, "data", None) for c in invalid._traverse() if type(c).__name__ == "Store"}[
+            ids.COLL_CROSSOVER_DRAWN
+        ] is False
         values = model.form_from_query("?ranks=16")
         assert layout.drawn_at_load(values, background=True)
         assert not layout.drawn_at_load({**values, "ranks": "zero"}, background=True)  # invalid: the callback says why
@@ -129,7 +135,9 @@ def test_a_first_load_asks_no_route_and_no_run_and_finds_dccs_lazies_resolved(pa
     figures are drawn from the layout, and Graph, Dropdown and Slider were resolved before the
     first render."""
     answered = []
-    page.on("response", lambda r: answered.append((r.request.post_data_json.get("output"), r.status)) if "update-component" in r.url else None)
+    page.on(
+        "response", lambda r: answered.append((r.request.post_data_json.get("output"), r.status)) if "update-component" in r.url else None
+    )
     page.goto(live_server + "/?ranks=8&size=32MiB")
     page.locator("#coll-topology-graph .main-svg").first.wait_for(timeout=30_000)
     page.locator("#coll-crossover .main-svg").first.wait_for(timeout=30_000)

@@ -27,7 +27,6 @@ from webapp.figures import common
 from webapp.figures import player as player_draw
 from webapp.pages.collectives.controls import step_by, tick, tick_interval, toggle_play
 from webapp.pages.collectives.layout import (
-    CROSSOVER_DRAWN,
     HARDWARE_FIELDS,
     LABELS,
     PICK_FIELDS,
@@ -437,7 +436,9 @@ def _register_form(app: Any) -> None:
         prevent_initial_call=True,  # the layout has them
     )(nccl_fields)  # fmt: skip
     app.callback(
-        Output(ids.field_id("chunks"), "placeholder"), Input(ids.COLL_SCENARIO, "data"), State(ids.field_id("algorithm"), "value"),
+        Output(ids.field_id("chunks"), "placeholder"),
+        Input(ids.COLL_SCENARIO, "data"),
+        State(ids.field_id("algorithm"), "value"),
         prevent_initial_call=True,  # the layout has it (layout.checked)
     )(channels_placeholder)
     app.clientside_callback(  # the layout sets them at load
@@ -455,7 +456,8 @@ def _register_form(app: Any) -> None:
     )(guarded(apply_hardware, lambda message: answer((*HARDWARE_FIELDS, *PICK_FIELDS, "algorithm_options"))))  # fmt: skip
     errors = {name: Output(ids.error_id(name), "children") for name in model.DEFAULTS}
     app.callback(
-        output={"scenario": Output(ids.COLL_SCENARIO, "data"), "errors": errors}, inputs={"form": form_inputs()},
+        output={"scenario": Output(ids.COLL_SCENARIO, "data"), "errors": errors},
+        inputs={"form": form_inputs()},
         prevent_initial_call=True,  # the layout has its answer (layout.checked)
     )(guarded(validate, validation_failed))
     # Two writers of one query, both in the browser: an input change is written at once (the view
@@ -575,14 +577,15 @@ def _register_views(app: Any) -> None:
             "shown": {"options": State(ids.COLL_CMP_VALUE, "options"), "style": State(ids.COLL_CMP_ROW, "style")},
         },
     )(guarded(compare_update, lambda message: answer(SECOND, row=[], note=message, style={"display": "none"})))
+
     def crossover_form(form: dict[str, Any], drawn: bool | None) -> Any:
         if ctx.triggered_id is None and drawn:  # at load: the layout came with it (layout.first_crossover)
             raise PreventUpdate
         return crossover_panel(validate(form)["scenario"])
 
-    app.callback(output=Output(ids.COLL_CROSSOVER, "figure"), inputs={"form": form_inputs(), "drawn": State(CROSSOVER_DRAWN, "data")})(
-        guarded(crossover_form, lambda message: common.note_figure(message, "Algorithm crossover"))
-    )
+    app.callback(
+        output=Output(ids.COLL_CROSSOVER, "figure"), inputs={"form": form_inputs(), "drawn": State(ids.COLL_CROSSOVER_DRAWN, "data")}
+    )(guarded(crossover_form, lambda message: common.note_figure(message, "Algorithm crossover")))
     buttons = [ids.COLL_DL_YAML, ids.COLL_DL_JSON, ids.COLL_DL_CSV, ids.COLL_DL_TRACE]
     app.callback(
         output={"file": Output(ids.COLL_DOWNLOAD, "data"), "error": Output(ids.COLL_DL_ERROR, "children")},

@@ -19,7 +19,6 @@ from webapp.components import field, graph, hardware_dropdown
 from webapp.pages import drawn_into
 
 __all__ = [
-    "CROSSOVER_DRAWN",
     "HARDWARE_FIELDS",
     "NCCL_ONLY",
     "PICK_FIELDS",
@@ -70,7 +69,6 @@ CHANNELS = {
     "nccl": ("Channels", "NCCL channels the algorithm runs on (empty: 1)"),
 }
 TWO_LEVEL_ONLY = ("gpus_per_node", "intra_latency", "intra_bandwidth", "placement")
-CROSSOVER_DRAWN = "coll-crossover-drawn"  # dcc.Store: the layout came with the crossover drawn (first_crossover)
 VIEW_DEFAULTS = {"step": "0", "color": "step", "cmp": ""}  # view options kept in the URL beside the inputs
 TICK_MS = 900  # one step per 0.9 s at 1x
 SPEEDS = (("0.5x", 0.5), ("1x", 1), ("2x", 2))
@@ -238,9 +236,12 @@ def layout(search: str = "") -> html.Div:
         dcc.Loading(results, type="default", delay_show=250, overlay_style={"visibility": "visible", "opacity": 0.5}),
         compare_section(compare_field, compare_value, values),
         dcc.Loading(graph(ids.COLL_CROSSOVER, 400, figure=crossover), type="dot", delay_show=250),
-        dcc.Store(id=CROSSOVER_DRAWN, data=crossover is not None),
+        dcc.Store(id=ids.COLL_CROSSOVER_DRAWN, data=crossover is not None),
     ]
-    stores = [dcc.Store(id=store_id, **drawn.get(store_id, {})) for store_id in (ids.COLL_SCENARIO, ids.COLL_PLAYER_STORE, ids.COLL_JOB, ids.COLL_STOP)]
+    stores = [
+        dcc.Store(id=store_id, **drawn.get(store_id, {}))
+        for store_id in (ids.COLL_SCENARIO, ids.COLL_PLAYER_STORE, ids.COLL_JOB, ids.COLL_STOP)
+    ]
     page = html.Div(
         [
             *stores,
@@ -312,7 +313,7 @@ def checked(values: dict[str, str]) -> dict[str, dict[str, Any]]:
 def first_crossover(values: dict[str, str]) -> Any | None:
     """The crossover the crossover callback would answer at load (the same call: the helper's,
     kept per network), or None when the form is not valid (the callback says why). The layout
-    carries it, and says so in :data:`CROSSOVER_DRAWN` (the callback's call at load then answers
+    carries it, and says so in :data:`webapp.ids.COLL_CROSSOVER_DRAWN` (the callback's call at load then answers
     nothing): the whole page is drawn in its first render, no request waits for those draws."""
     from webapp.pages.collectives import callbacks
 
