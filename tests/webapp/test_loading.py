@@ -67,6 +67,7 @@ def test_no_page_renders_a_dash_table():
 
 
 @pytest.mark.browser
+@pytest.mark.slow
 def test_pages_draw_without_fetching_dccs_chunks_lazily(page, live_server):
     """dcc finds the chunks the index served (no request for an unfingerprinted async-*.js), and
     every page still draws its graphs."""
