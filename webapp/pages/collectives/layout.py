@@ -314,7 +314,7 @@ def first_crossover(values: dict[str, str]) -> Any | None:
     """The crossover the crossover callback would answer at load (the same call: the helper's,
     kept per network), or None when the form is not valid (the callback says why). The layout
     carries it, and says so in :data:`webapp.ids.COLL_CROSSOVER_DRAWN` (the callback's call at load then answers
-    nothing): the whole page is drawn in its first render, no request waits for those draws."""
+    nothing): the whole page is drawn in its first render; no answer after it has anything to draw."""
     from webapp.pages.collectives import callbacks
 
     try:
