@@ -17,6 +17,16 @@ as soon as it accepts connections a browser with an empty cache opens the Collec
 the time from navigation start to the last figure drawn is the first visitor's wait.
 
     python bench/render_webapp.py --fresh old=/path/to/old --fresh new=$PWD -n 5 --no-loads --case none
+
+What a "first load" is (``--cache``): a page opened in a new tab, timed from navigation start to
+the last graph drawn (or response received), the server warm, one warm-up round not counted.
+
+- ``returning`` (the default since 2026-11-24): a browser with a profile on disk that has opened
+  the app before, as a person's own browser: its HTTP cache and Chromium's V8 code cache (kept
+  only for scripts it did not have to revalidate, and only in a profile on disk) are warm.
+- ``private``: a private (incognito) context that has opened the app before: HTTP cache warm, no
+  code cache (scripts are parsed and compiled on every load). The only mode before 2026-11-24.
+- ``cold``: a new private context for every load: nothing cached, every script downloaded.
 """
 
 from __future__ import annotations
@@ -125,16 +135,41 @@ def measure(page, case: str, flip: bool, index: int = 0) -> dict:
     return page.evaluate(RESULT, t0)
 
 
-def run(urls: dict[str, str], repeats: int, chromium: str, cases: list[str] | None = None, loads: bool = True) -> None:
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
+VIEWPORT = {"width": 1400, "height": 1000}
+CACHES = ("returning", "private", "cold")
+
+
+def run(
+    urls: dict[str, str],
+    repeats: int,
+    chromium: str,
+    cases: list[str] | None = None,
+    loads: bool = True,
+    caches: tuple[str, ...] = ("returning",),
+) -> None:
+    import tempfile
+
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=chromium, headless=True, args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
-        )
-        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    with sync_playwright() as p, tempfile.TemporaryDirectory(prefix="collsim-bench-profile-") as profile:
+        browser = p.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
+        if "returning" in caches:  # a profile on disk (Chromium keeps no code cache in a private context)
+            context = p.chromium.launch_persistent_context(
+                profile, executable_path=chromium, headless=True, args=CHROMIUM_ARGS, viewport=VIEWPORT
+            )
+        else:
+            context = browser.new_context(viewport=VIEWPORT)
         if loads:
-            first_loads(context, urls, repeats)
+            for cache in caches:
+                if cache == "returning":
+                    first_loads(lambda: context, urls, repeats, cache)
+                elif cache == "private":
+                    private = browser.new_context(viewport=VIEWPORT)
+                    first_loads(lambda private=private: private, urls, repeats, cache)
+                    private.close()
+                else:
+                    first_loads(lambda: browser.new_context(viewport=VIEWPORT), urls, repeats, cache, own=True)
         for case in [name for name in CASES if not cases or any(part in name for part in cases)]:
             pages = {}
             for label, url in urls.items():
@@ -167,28 +202,49 @@ def run(urls: dict[str, str], repeats: int, chromium: str, cases: list[str] | No
                 )
             for page in pages.values():
                 page.close()
+        context.close()
         browser.close()
 
 
-def first_loads(context, urls: dict[str, str], repeats: int) -> None:
-    """Per page: navigation start to the last figure drawn or response received, on a fresh tab
-    (the browser cache warm after the first round, as for a user's second visit)."""
-    import statistics
-
+def first_loads(context_of, urls: dict[str, str], repeats: int, cache: str = "returning", own: bool = False) -> None:
+    """Per page: navigation start to the last figure drawn or response received, on a new tab of
+    the context ``context_of()`` gives (``own``: a new one per load, closed after it; the
+    browser's caches are what ``--cache`` says, see the module's docstring)."""
     samples: dict[tuple[str, str], list[float]] = {}
+    busy: dict[tuple[str, str], list[float]] = {}
     for index in range(repeats + 1):
         for name, path in PAGES.items():
             for label, url in urls.items():  # interleaved
+                context = context_of()
                 page = context.new_page()
                 page.add_init_script(INIT)
+                cdp = context.new_cdp_session(page)
+                cdp.send("Performance.enable")
+                before = main_thread_s(cdp)
                 page.goto(url + path)
-                page.locator(".js-plotly-plot").first.wait_for(timeout=30_000, state="attached")  # a guide's first graph may be below the fold
+                page.locator(".js-plotly-plot").first.wait_for(
+                    timeout=30_000, state="attached"
+                )  # a guide's first graph may be below the fold
                 quiet(page, settle_ms=700)
                 if index:
                     samples.setdefault((name, label), []).append(page.evaluate(LOADED))
+                    busy.setdefault((name, label), []).append((main_thread_s(cdp) - before) * 1e3)
                 page.close()
+                if own:
+                    context.close()
     for (name, label), values in samples.items():
-        print(f"first load {name:17s} {label:6s} {statistics.median(values):5.0f} ms [{min(values):.0f}-{max(values):.0f}]", flush=True)
+        cpu = busy[(name, label)]
+        print(
+            f"first load ({cache}) {name:17s} {label:6s} {statistics.median(values):5.0f} ms [{min(values):.0f}-{max(values):.0f}]"
+            f" | main thread busy {statistics.median(cpu):5.0f} ms [{min(cpu):.0f}-{max(cpu):.0f}]",
+            flush=True,
+        )
+
+
+def main_thread_s(cdp) -> float:
+    """Seconds the page's renderer main thread has been busy (Chrome's TaskDuration): less blurred
+    by the machine's load than a wall time (the 1.2 s settle after the load is idle)."""
+    return next(m["value"] for m in cdp.send("Performance.getMetrics")["metrics"] if m["name"] == "TaskDuration")
 
 
 def first_visitors(browser, checkouts: dict[str, str], repeats: int) -> None:
@@ -200,6 +256,7 @@ def first_visitors(browser, checkouts: dict[str, str], repeats: int) -> None:
     import subprocess
 
     samples: dict[str, list[float]] = {label: [] for label in checkouts}
+    starts: dict[str, list[float]] = {label: [] for label in checkouts}  # process start to accepting connections
     for _ in range(repeats):
         for label, checkout in checkouts.items():
             with socket.socket() as probe:
@@ -210,11 +267,13 @@ def first_visitors(browser, checkouts: dict[str, str], repeats: int) -> None:
                 [sys.executable, __file__, "--serve", str(port)], env=env, start_new_session=True,
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )  # fmt: skip
+            started = time.time()
             try:
                 deadline = time.time() + 120
                 while time.time() < deadline:
                     try:
                         socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                        starts[label].append(time.time() - started)
                         break
                     except OSError:
                         time.sleep(0.05)
@@ -230,7 +289,12 @@ def first_visitors(browser, checkouts: dict[str, str], repeats: int) -> None:
                 os.killpg(server.pid, signal.SIGTERM)  # the server and its crossover helper, started here
                 server.wait(timeout=30)
     for label, values in samples.items():
-        print(f"first visitor after start {label:6s} {statistics.median(values):5.0f} ms [{min(values):.0f}-{max(values):.0f}]", flush=True)
+        up = starts[label]
+        print(
+            f"first visitor after start {label:6s} {statistics.median(values):5.0f} ms [{min(values):.0f}-{max(values):.0f}]"
+            f" | server start to accepting {statistics.median(up):.1f} s [{min(up):.1f}-{max(up):.1f}]",
+            flush=True,
+        )
 
 
 def serve(port: int) -> None:
@@ -250,6 +314,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--case", action="append", help="only the update cases whose name contains this (repeatable)")
     parser.add_argument("--no-loads", action="store_true", help="skip the first-load measurements")
     parser.add_argument("--fresh", action="append", default=[], help="LABEL=CHECKOUT: time the first visitor after a server start")
+    parser.add_argument(
+        "--cache", action="append", choices=CACHES, help="first loads with this browser cache (repeatable; default returning)"
+    )
     args = parser.parse_args(argv)
     if args.serve:
         serve(args.serve)
@@ -259,15 +326,13 @@ def main(argv: list[str] | None = None) -> None:
         from playwright.sync_api import sync_playwright
 
         with sync_playwright() as p:
-            browser = p.chromium.launch(
-                executable_path=args.chromium, headless=True, args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
-            )
+            browser = p.chromium.launch(executable_path=args.chromium, headless=True, args=CHROMIUM_ARGS)
             first_visitors(browser, dict(item.split("=", 1) for item in args.fresh), args.n)
             browser.close()
     if not urls and not args.fresh:
         sys.exit("give --url LABEL=URL (or --serve PORT to start a server, or --fresh LABEL=CHECKOUT)")
     if urls:
-        run(urls, args.n, args.chromium, args.case, not args.no_loads)
+        run(urls, args.n, args.chromium, args.case, not args.no_loads, tuple(args.cache or ("returning",)))
 
 
 if __name__ == "__main__":

@@ -44,20 +44,47 @@ def register_pages(app: dash.Dash) -> None:
         page.register(app)
 
 
-def shell() -> html.Div:
+def shell(app: dash.Dash | None = None) -> html.Div:
+    """The shell; in the layout request of a page load (``/_dash-layout``, whose Referer is the
+    page's address) with that page already built in it, so the first load asks no routing
+    request and renders the page with the shell (:func:`built_route`)."""
     links = [dcc.Link(entry["name"], href=entry["path"], className="nav-link", id=entry["nav_id"]) for entry in registered()]
+    built = built_route(app) if app is not None else None
     return html.Div(
         [
             dcc.Location(id=ids.URL, refresh=False),
             dcc.Store(id=ids.URL_WRITTEN),
             dcc.Store(id=ids.ROUTE_REQUEST),
+            dcc.Store(id=ids.ROUTE_BUILT, data=built and {"pathname": built[0], "search": built[1]}),
             html.Header(
                 [html.Span("collsim", className="brand"), html.Span("what-if explorer", className="tagline"), html.Nav(links, id=ids.NAV)],
                 className="header",
             ),
-            html.Main(id=ids.PAGE, className="page"),
+            html.Main(built[2] if built else None, id=ids.PAGE, className="page"),
         ]
     )
+
+
+def built_route(app: dash.Dash) -> tuple[str, str, object] | None:
+    """(path, query, page) for the page that asked for the layout, or None outside a layout
+    request, without a Referer (then the routing callback builds the page, as on any later
+    navigation), or for a Referer on another host.
+
+    The browser's gate (``collsim.routeGate``) skips the first route request that names this
+    path and query, once: the page is there already. Built here as :func:`route` builds it."""
+    from urllib.parse import urlsplit
+
+    from flask import has_request_context, request
+
+    if not has_request_context() or not request.path.endswith("_dash-layout") or not request.referrer:
+        return None
+    page = urlsplit(request.referrer)
+    if page.netloc != request.host:
+        return None
+    prefix = app.config.requests_pathname_prefix or "/"
+    path = "/" + page.path[len(prefix) :] if page.path.startswith(prefix) else page.path
+    search = "?" + page.query if page.query else ""
+    return page.path, search, route(path, search)
 
 
 def on_route_request(request: dict | None) -> object:
@@ -98,14 +125,54 @@ def _route(pathname: str | None, search: str | None) -> object:
 # update). Browsers the app supports need none of it but the global regeneratorRuntime that the
 # lazy loaders of dash-renderer and dcc call, which webapp/assets/regenerator-runtime.js defines.
 POLYFILL_TAG = re.compile(r"<script[^>]*/polyfill@[^>]*></script>\s*")
+# Dash serves dash_table's bundle to every page (12 ms to evaluate); no page has a DataTable.
+TABLE_TAG = re.compile(r"<script[^>]*/dash_table/[^>]*></script>\s*")
+# dcc's main bundle, whose fingerprint (".v4_4_1m1795493357.js") its lazy chunks are served under
+DCC_TAG = re.compile(r'<script src="(?P<prefix>[^"]*/dcc/)dash_core_components(?P<print>\.v[^"/]*\.js)"></script>')
+# dcc's lazy chunks the pages draw with (Graph everywhere, Dropdown and Slider on every page with
+# a form): dcc asks for each only when a page first renders one, unfingerprinted, so revalidated on
+# every load, one round trip after the page was rendered. Served as scripts of the page instead,
+# fingerprinted (cached for a year), they are installed before the renderer starts and dcc's
+# import() finds them without a request. (Upload, on Sim vs measured only, stays lazy.)
+EAGER_CHUNKS = ("graph", "dropdown", "slider")
+# Assets are served with ?m=<modification time> (a new file, a new URL): those responses may be
+# cached without revalidation. Flask's default (no-cache) made every page load ask the server again
+# for each of the seven assets, plotly.js among them, before any could run (in one traced load on
+# a loaded machine the last 304 came 0.5 s after navigation start, the cached bundles at 50 ms).
+ASSET_MAX_AGE = 31_536_000  # a year, as Dash serves its own fingerprinted bundles
 
 
 class App(dash.Dash):
-    """The Dash app, served without @babel/polyfill (see :data:`POLYFILL_TAG`)."""
+    """The Dash app, served without @babel/polyfill and dash_table (:data:`POLYFILL_TAG`,
+    :data:`TABLE_TAG`), with dcc's lazy chunks among its scripts (:data:`EAGER_CHUNKS`)."""
 
     def interpolate_index(self, **kwargs: Any) -> str:
-        kwargs["scripts"] = POLYFILL_TAG.sub("", kwargs.get("scripts", ""))
+        kwargs["scripts"] = page_scripts(kwargs.get("scripts", ""))
         return super().interpolate_index(**kwargs)
+
+
+def page_scripts(scripts: str) -> str:
+    """Dash's script tags for the index page, less the polyfill and dash_table, with dcc's lazy
+    chunks that every page renders right after dcc's own bundles."""
+    scripts = TABLE_TAG.sub("", POLYFILL_TAG.sub("", scripts))
+    dcc = DCC_TAG.search(scripts)
+    if not dcc:
+        return scripts
+    shared = scripts.find("</script>", scripts.find("dash_core_components-shared", dcc.end()))
+    at = shared + len("</script>") if shared >= 0 else dcc.end()
+    chunks = "".join(f'\n<script src="{dcc["prefix"]}async-{name}{dcc["print"]}"></script>' for name in EAGER_CHUNKS)
+    return scripts[:at] + chunks + scripts[at:]
+
+
+def cache_fingerprinted_assets(response: Any) -> Any:
+    """Let a browser keep an asset served under its fingerprint (``?m=``) for a year."""
+    from flask import request
+
+    if request.path.startswith("/assets/") and request.args.get("m") and response.status_code in (200, 304):
+        response.cache_control.no_cache = None
+        response.cache_control.public = True
+        response.cache_control.max_age = ASSET_MAX_AGE
+    return response
 
 
 def background_manager() -> Any | None:
@@ -155,14 +222,16 @@ def create_app(db_path: str | None = None, background: bool = True, warm: bool =
     )
     app._background_manager = manager  # the pages' background callbacks run through it
     app.server.config["COLLSIM_DB"] = db_path
+    app.server.after_request(cache_fingerprinted_assets)
     register_pages(app)
-    app.layout = shell()
+    app.layout = lambda: shell(app)
     app.clientside_callback(
         ClientsideFunction("collsim", "routeGate"),
         Output(ids.ROUTE_REQUEST, "data"),
         Input(ids.URL, "pathname"),
         Input(ids.URL, "search"),
         State(ids.URL_WRITTEN, "data"),
+        State(ids.ROUTE_BUILT, "data"),
     )
     app.callback(Output(ids.PAGE, "children"), Input(ids.ROUTE_REQUEST, "data"))(on_route_request)
     if warm:

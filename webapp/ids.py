@@ -6,6 +6,7 @@ PAGE = "page"
 NAV = "nav"
 URL_WRITTEN = "url-written"  # dcc.Store: the query a page last wrote (anything else in the URL is Back/Forward)
 ROUTE_REQUEST = "route-request"  # dcc.Store: a path and query the page container must be built for
+ROUTE_BUILT = "route-built"  # dcc.Store: the path and query whose page the layout already carries (app.built_route)
 
 # collectives page: each form field has an error slot next to it (error_id(field))
 
@@ -41,6 +42,7 @@ COLL_GANTT_RANK = "coll-gantt-rank"
 COLL_GANTT_LINK = "coll-gantt-link"
 COLL_COLOR_BY = "coll-color-by"
 COLL_CROSSOVER = "coll-crossover"
+COLL_CROSSOVER_DRAWN = "coll-crossover-drawn"  # dcc.Store: the layout came with the crossover drawn (layout.first_crossover)
 COLL_PLAYER_STORE = "coll-player-store"
 COLL_TOPOLOGY = "coll-topology-graph"
 COLL_BUFFERS = "coll-buffers-graph"

@@ -7,11 +7,19 @@ window.dash_clientside = Object.assign({}, window.dash_clientside, {
     collsim: {
         /* The routing gate: a query the page wrote itself (every input change writes one) asks
            the server nothing; a new path, or a query from Back/Forward or the address bar, becomes
-           a route request (with a time, so the same request twice still builds the page again). */
-        routeGate: function (pathname, search, written) {
+           a route request (with a time, so the same request twice still builds the page again).
+           The layout of a page load carries that page already (`built`: its path and query,
+           webapp.app.built_route): the first request for that page is skipped, once; its query
+           may already be the one the page wrote at load (the URL writers run first then). */
+        routeGate: function (pathname, search, written, built) {
             const triggered = (dash_clientside.callback_context.triggered || []).map(t => t.prop_id);
             const searchOnly = triggered.length > 0 && triggered.every(id => id.endsWith('.search'));
             if (searchOnly && (search || '') === (written || '')) { return window.dash_clientside.no_update; }
+            if (built && !window.collsimBuiltRouteUsed) {
+                window.collsimBuiltRouteUsed = true;
+                const same = (built.search || '') === (search || '') || (search || '') === (written || '');
+                if (built.pathname === pathname && same) { return window.dash_clientside.no_update; }
+            }
             return {pathname: pathname, search: search || '', at: Date.now()};
         },
 

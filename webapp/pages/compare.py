@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
-from dash import Input, Output, dcc, html
+from dash import Input, Output, ctx, dcc, html
 from flask import current_app, has_app_context
 
 from real import overlays
@@ -25,6 +25,7 @@ from webapp.components import graph, number_card
 from webapp.figures import common
 from webapp.figures import compare as draw
 from webapp.figures.ddp import ddp_timeline
+from webapp.pages import drawn_into
 
 PATH = "/compare"
 NAME = "compare"
@@ -107,8 +108,40 @@ def layout(search: str = "") -> html.Div:
         "stat": query.get("stat") if query.get("stat") in stats else stats[0],
         "algorithm": query.get("algorithm") if query.get("algorithm") in algorithms else algorithms[0],
     }
-    controls = _controls(options, stats, algorithms, picked)
-    return html.Div([controls, dcc.Loading(_content(overlays.ddp_configs(store)), type="default", delay_show=250)], className="compare")
+    configs = overlays.ddp_configs(store)
+    drawn = first_view(picked, configs[-1] if configs else None)
+    controls = drawn_into(_controls(options, stats, algorithms, picked), drawn)
+    return html.Div([controls, dcc.Loading(drawn_into(_content(configs), drawn), type="default", delay_show=250)], className="compare")
+
+
+def first_view(picked: dict[str, str], config: str | None) -> dict[str, dict[str, Any]]:
+    """{component id: {property: value}}: what :func:`update` and :func:`overlay` answer for the
+    picked group, statistic and algorithm and the last DDP config, so the page comes drawn (at load
+    ``update``'s callback only writes the URL, :func:`update_or_url`). A group ``update`` cannot
+    show is left to the callback (its message)."""
+    drawn: dict[str, dict[str, Any]] = {}
+    try:
+        shown = update(picked["group"], picked["stat"], picked["algorithm"])
+    except Exception:  # noqa: BLE001 - the callback at load says what is wrong
+        shown = {}
+    for name, value in shown.items():
+        if name not in ("search", "written"):
+            drawn.setdefault(OUTPUTS[name].component_id, {})[OUTPUTS[name].component_property] = value
+    try:
+        view = overlay(config)
+    except Exception:  # noqa: BLE001 - the overlay callback at load says what is wrong
+        return drawn
+    drawn.setdefault(ids.CMP_DDP_NOTE, {})["children"] = view["note"]
+    drawn.setdefault(ids.CMP_DDP_OVERLAY, {})["figure"] = view["figure"]
+    return drawn
+
+
+def update_or_url(key: str, stat: str, algorithm: str) -> dict[str, Any]:
+    """:func:`update`; at load (the layout came drawn, :func:`first_view`) only the URL it writes."""
+    shown = update(key, stat, algorithm)
+    if ctx.triggered_id is None:
+        return answer(OUTPUTS, search=shown["search"])
+    return shown
 
 
 def _dropdown(label: str, component_id: str, options: list, value: Any, wide: bool = False) -> html.Div:
@@ -300,8 +333,9 @@ def register(app: Any) -> None:
         output=OUTPUTS,
         inputs={"key": Input(ids.CMP_RUNS, "value"), "stat": Input(ids.CMP_STAT, "value"), "algorithm": Input(ids.CMP_ALGORITHM, "value")},
         prevent_initial_call="initial_duplicate",
-    )(guarded(written(update), lambda message: answer(OUTPUTS, notice=message)))
+    )(guarded(written(update_or_url), lambda message: answer(OUTPUTS, notice=message)))
     app.callback(
         output={"note": Output(ids.CMP_DDP_NOTE, "children"), "figure": Output(ids.CMP_DDP_OVERLAY, "figure")},
         inputs={"config": Input(ids.CMP_DDP_CONFIG, "value")},
+        prevent_initial_call=True,  # the layout comes drawn (first_view)
     )(guarded(overlay, lambda message: {"note": message, "figure": common.note_figure(message, "DDP timeline")}))

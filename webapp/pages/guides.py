@@ -23,6 +23,7 @@ from sim.training.ddp import DDPScenario
 from sim.units import format_bandwidth, format_size, format_time
 from webapp.components import GRAPH_CONFIG
 from webapp.figures import guides as draw
+from webapp.pages import drawn_into
 
 __all__ = ["NAME", "PATH", "TITLE", "broadcast_view", "bucket_view", "crossover_view", "layout", "register", "ring_view"]
 
@@ -393,40 +394,58 @@ def layout(search: str = "") -> html.Div:
     buckets = _bucket_guide()
     contents = html.Nav([html.A(title, href=f"#{anchor}", style={"marginRight": "16px"}) for anchor, title in (
         ("guide-ring", "Ring all-reduce"), ("guide-crossover", "Ring or tree?"), ("guide-broadcast", "The 15 s broadcast"), ("guide-buckets", "DDP buckets"))])  # fmt: skip
-    return html.Div([html.H1("Guides"), contents, ring, cross, bcast, buckets], id="guides-page", style={"display": "grid", "gap": "16px"})
+    page = html.Div([html.H1("Guides"), contents, ring, cross, bcast, buckets], id="guides-page", style={"display": "grid", "gap": "16px"})
+    return drawn_into(page, first_views())
 
 
 # --------------------------------------------------------------------------- callbacks
 
 
+# Each guide's callback: its outputs, its inputs and their values as the layout sets them. The
+# layout comes with what the callbacks answer for those values (:func:`first_views`), so a first
+# load draws the guides without a round trip, and the callbacks run only when an input changes.
+VIEWS = {
+    "ring": (
+        {"cells": (GUIDES_RING_CELLS, "figure"), "bytes": (GUIDES_RING_BYTES, "figure"), "text": (GUIDES_RING_TEXT, "children"),
+         "formula": (GUIDES_RING_FORMULA, "children"), "max": (GUIDES_RING_STEP, "max")},
+        {"ranks": (GUIDES_RING_RANKS, 8), "position": (GUIDES_RING_STEP, 0)},
+        lambda ranks, position: ring_view(ranks, position),
+    ),
+    "cross": (
+        {"figure": (GUIDES_CROSS_GRAPH, "figure"), "size": (GUIDES_CROSS_SIZE, "children"), "text": (GUIDES_CROSS_TEXT, "children")},
+        {"ranks": (GUIDES_CROSS_RANKS, 8), "tree": (GUIDES_CROSS_TREE, "recursive_doubling"),
+         "log_alpha_us": (GUIDES_CROSS_ALPHA, math.log10(5)), "log_bandwidth_GBps": (GUIDES_CROSS_BANDWIDTH, math.log10(25))},
+        lambda ranks, tree, log_alpha_us, log_bandwidth_GBps: crossover_view(ranks, tree, log_alpha_us, log_bandwidth_GBps),
+    ),
+    "broadcast": (
+        {"tree": (GUIDES_BCAST_TREE, "figure"), "bytes": (GUIDES_BCAST_BYTES, "figure"), "text": (GUIDES_BCAST_TEXT, "children")},
+        {"position": (GUIDES_BCAST_STEP, 0)},
+        lambda position: broadcast_view(position),
+    ),
+    "buckets": (
+        {"figure": (GUIDES_BUCKET_GRAPH, "figure"), "text": (GUIDES_BUCKET_TEXT, "children")},
+        {"model": (GUIDES_BUCKET_MODEL, "course"), "o_us": (GUIDES_BUCKET_O, 50), "w_GBps": (GUIDES_BUCKET_W, 10), "backward_ms": (GUIDES_BUCKET_T, None)},
+        lambda model, o_us, w_GBps, backward_ms: bucket_view(model, o_us, w_GBps, backward_ms),
+    ),
+}  # fmt: skip
+
+
+@lru_cache(maxsize=1)
+def first_views() -> dict[str, dict[str, Any]]:
+    """{component id: {property: value}}: what each guide's callback answers for the inputs the
+    layout starts with (the layout's own values, :data:`VIEWS`); kept (the inputs never change)."""
+    drawn: dict[str, dict[str, Any]] = {}
+    for outputs, inputs, view in VIEWS.values():
+        shown = view(**{name: value for name, (_, value) in inputs.items()})
+        for name, (component_id, prop) in outputs.items():
+            drawn.setdefault(component_id, {})[prop] = shown[name]
+    return drawn
+
+
 def register(app: Any) -> None:
-    @app.callback(
-        output={"cells": Output(GUIDES_RING_CELLS, "figure"), "bytes": Output(GUIDES_RING_BYTES, "figure"), "text": Output(GUIDES_RING_TEXT, "children"),
-                "formula": Output(GUIDES_RING_FORMULA, "children"), "max": Output(GUIDES_RING_STEP, "max")},
-        inputs={"ranks": Input(GUIDES_RING_RANKS, "value"), "position": Input(GUIDES_RING_STEP, "value")},
-    )  # fmt: skip
-    def _ring(ranks: int, position: int) -> dict[str, Any]:
-        return ring_view(ranks, position)
-
-    @app.callback(
-        output={"figure": Output(GUIDES_CROSS_GRAPH, "figure"), "size": Output(GUIDES_CROSS_SIZE, "children"), "text": Output(GUIDES_CROSS_TEXT, "children")},
-        inputs={"ranks": Input(GUIDES_CROSS_RANKS, "value"), "tree": Input(GUIDES_CROSS_TREE, "value"),
-                "log_alpha_us": Input(GUIDES_CROSS_ALPHA, "value"), "log_bandwidth_GBps": Input(GUIDES_CROSS_BANDWIDTH, "value")},
-    )  # fmt: skip
-    def _cross(ranks: int, tree: str, log_alpha_us: float, log_bandwidth_GBps: float) -> dict[str, Any]:
-        return crossover_view(ranks, tree, log_alpha_us, log_bandwidth_GBps)
-
-    @app.callback(
-        output={"tree": Output(GUIDES_BCAST_TREE, "figure"), "bytes": Output(GUIDES_BCAST_BYTES, "figure"), "text": Output(GUIDES_BCAST_TEXT, "children")},
-        inputs={"position": Input(GUIDES_BCAST_STEP, "value")},
-    )  # fmt: skip
-    def _broadcast(position: int) -> dict[str, Any]:
-        return broadcast_view(position)
-
-    @app.callback(
-        output={"figure": Output(GUIDES_BUCKET_GRAPH, "figure"), "text": Output(GUIDES_BUCKET_TEXT, "children")},
-        inputs={"model": Input(GUIDES_BUCKET_MODEL, "value"), "o_us": Input(GUIDES_BUCKET_O, "value"),
-                "w_GBps": Input(GUIDES_BUCKET_W, "value"), "backward_ms": Input(GUIDES_BUCKET_T, "value")},
-    )  # fmt: skip
-    def _buckets(model: str, o_us: float, w_GBps: float, backward_ms: float | None) -> dict[str, Any]:
-        return bucket_view(model, o_us, w_GBps, backward_ms)
+    for outputs, inputs, view in VIEWS.values():
+        app.callback(
+            output={name: Output(*target) for name, target in outputs.items()},
+            inputs={name: Input(component_id, "value") for name, (component_id, _) in inputs.items()},
+            prevent_initial_call=True,  # the layout comes drawn (first_views)
+        )(view)

@@ -34,6 +34,7 @@ from webapp.pages.collectives.layout import (
     algorithms_for_op,
     channels_label,
     compare_choices,
+    drawn_at_load,
     nccl_options,
     scenario_of,
 )
@@ -61,6 +62,7 @@ __all__ = [
     "tick_interval",
     "toggle_play",
     "validate",
+    "validation_failed",
 ]
 
 CHUNKS_LABEL = LABELS["chunks"]
@@ -120,6 +122,11 @@ def nccl_fields(algorithm: str | None, op: str | None, nccl_algo: str | None) ->
     options = nccl_options(op or "", nccl_algo)
     return {"algo_options": options["nccl_algo"], "proto_options": options["nccl_proto"], "algo_style": shown, "proto_style": shown,
             "label": label, "hint": hint}  # fmt: skip
+
+
+def validation_failed(message: str) -> dict[str, Any]:
+    """What validation answers when it fails unexpectedly: no scenario, the message under Hardware."""
+    return {"scenario": None, "errors": {**answer(model.DEFAULTS), "hardware": message}}
 
 
 def validate(form: dict[str, Any]) -> dict[str, Any]:
@@ -429,7 +436,10 @@ def _register_form(app: Any) -> None:
         prevent_initial_call=True,  # the layout has them
     )(nccl_fields)  # fmt: skip
     app.callback(
-        Output(ids.field_id("chunks"), "placeholder"), Input(ids.COLL_SCENARIO, "data"), State(ids.field_id("algorithm"), "value")
+        Output(ids.field_id("chunks"), "placeholder"),
+        Input(ids.COLL_SCENARIO, "data"),
+        State(ids.field_id("algorithm"), "value"),
+        prevent_initial_call=True,  # the layout has it (layout.checked)
     )(channels_placeholder)
     app.clientside_callback(  # the layout sets them at load
         ClientsideFunction("collsim", "twoLevelFields"),
@@ -445,9 +455,11 @@ def _register_form(app: Any) -> None:
         prevent_initial_call=True,
     )(guarded(apply_hardware, lambda message: answer((*HARDWARE_FIELDS, *PICK_FIELDS, "algorithm_options"))))  # fmt: skip
     errors = {name: Output(ids.error_id(name), "children") for name in model.DEFAULTS}
-    app.callback(output={"scenario": Output(ids.COLL_SCENARIO, "data"), "errors": errors}, inputs={"form": form_inputs()})(
-        guarded(validate, lambda message: {"scenario": None, "errors": {**answer(model.DEFAULTS), "hardware": message}})
-    )
+    app.callback(
+        output={"scenario": Output(ids.COLL_SCENARIO, "data"), "errors": errors},
+        inputs={"form": form_inputs()},
+        prevent_initial_call=True,  # the layout has its answer (layout.checked)
+    )(guarded(validate, validation_failed))
     # Two writers of one query, both in the browser: an input change is written at once (the view
     # options as State), a view change (step, colour, comparison) too; one callback with all of
     # them as Inputs would wait for the simulation, whose output the step is.
@@ -473,6 +485,8 @@ def _register_run(app: Any, manager: Any) -> None:
     background = manager is not None
 
     def simulate_form(form: dict[str, Any], color_by: str, position: int | None) -> dict[str, Any]:
+        if ctx.triggered_id is None and drawn_at_load(form, background):  # at load: the layout came drawn (first_view)
+            raise PreventUpdate
         return simulate(validate(form)["scenario"], color_by, background, position, form.get("algorithm") == pick.NCCL)
 
     app.callback(
@@ -563,11 +577,15 @@ def _register_views(app: Any) -> None:
             "shown": {"options": State(ids.COLL_CMP_VALUE, "options"), "style": State(ids.COLL_CMP_ROW, "style")},
         },
     )(guarded(compare_update, lambda message: answer(SECOND, row=[], note=message, style={"display": "none"})))
-    app.callback(output=Output(ids.COLL_CROSSOVER, "figure"), inputs={"form": form_inputs()})(
-        guarded(
-            lambda form: crossover_panel(validate(form)["scenario"]), lambda message: common.note_figure(message, "Algorithm crossover")
-        )
-    )
+
+    def crossover_form(form: dict[str, Any], drawn: bool | None) -> Any:
+        if ctx.triggered_id is None and drawn:  # at load: the layout came with it (layout.first_crossover)
+            raise PreventUpdate
+        return crossover_panel(validate(form)["scenario"])
+
+    app.callback(
+        output=Output(ids.COLL_CROSSOVER, "figure"), inputs={"form": form_inputs(), "drawn": State(ids.COLL_CROSSOVER_DRAWN, "data")}
+    )(guarded(crossover_form, lambda message: common.note_figure(message, "Algorithm crossover")))
     buttons = [ids.COLL_DL_YAML, ids.COLL_DL_JSON, ids.COLL_DL_CSV, ids.COLL_DL_TRACE]
     app.callback(
         output={"file": Output(ids.COLL_DOWNLOAD, "data"), "error": Output(ids.COLL_DL_ERROR, "children")},

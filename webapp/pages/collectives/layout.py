@@ -16,6 +16,7 @@ from sim.scenario import SHARING_MODES, CollectiveScenario
 from webapp import collective as model
 from webapp import ids, urlstate
 from webapp.components import field, graph, hardware_dropdown
+from webapp.pages import drawn_into
 
 __all__ = [
     "HARDWARE_FIELDS",
@@ -27,7 +28,11 @@ __all__ = [
     "VIEW_DEFAULTS",
     "algorithms_for_op",
     "channels_label",
+    "checked",
     "compare_choices",
+    "drawn_at_load",
+    "first_crossover",
+    "first_view",
     "layout",
     "nccl_options",
     "scenario_of",
@@ -222,15 +227,22 @@ def layout(search: str = "") -> html.Div:
     compare_field, _, compare_value = view["cmp"].partition(":")
     compare_field = compare_field if compare_field in COMPARE_FIELDS else "algorithm"
     url_names = {"names": list(model.DEFAULTS), "defaults": {**model.DEFAULTS, **VIEW_DEFAULTS}}
+    drawn = first_view(values, view)
+    crossover = first_crossover(values)
+    results = drawn_into(_results(view), drawn)  # the panels as the simulation callback would answer them
     content = [
         intro(),
         progress_box(),
-        dcc.Loading(_results(view), type="default", delay_show=250, overlay_style={"visibility": "visible", "opacity": 0.5}),
+        dcc.Loading(results, type="default", delay_show=250, overlay_style={"visibility": "visible", "opacity": 0.5}),
         compare_section(compare_field, compare_value, values),
-        dcc.Loading(graph(ids.COLL_CROSSOVER, 400), type="dot", delay_show=250),
+        dcc.Loading(graph(ids.COLL_CROSSOVER, 400, figure=crossover), type="dot", delay_show=250),
+        dcc.Store(id=ids.COLL_CROSSOVER_DRAWN, data=crossover is not None),
     ]
-    stores = [dcc.Store(id=store_id) for store_id in (ids.COLL_SCENARIO, ids.COLL_PLAYER_STORE, ids.COLL_JOB, ids.COLL_STOP)]
-    return html.Div(
+    stores = [
+        dcc.Store(id=store_id, **drawn.get(store_id, {}))
+        for store_id in (ids.COLL_SCENARIO, ids.COLL_PLAYER_STORE, ids.COLL_JOB, ids.COLL_STOP)
+    ]
+    page = html.Div(
         [
             *stores,
             dcc.Store(id=ids.COLL_URL_NAMES, data=url_names),
@@ -239,6 +251,78 @@ def layout(search: str = "") -> html.Div:
         ],
         className="layout",
     )
+    return drawn_into(page, checked(values))
+
+
+def drawn_at_load(values: dict[str, Any], background: bool) -> bool:
+    """Whether the page for these form ``values`` comes drawn (:func:`first_view`): a valid
+    scenario the simulation callback would run here and now, not as a background job. That
+    callback's call at load then answers nothing (``callbacks.simulate_form``)."""
+    from sim.collective import explore
+    from webapp.pages.collectives import callbacks
+
+    try:
+        data = callbacks.validate(values)["scenario"]
+        if not data:
+            return False
+        cost = explore.work(scenario_of(data)).cost
+    except Exception:  # noqa: BLE001 - the callback at load runs and says what is wrong
+        return False
+    return not (background and model.MAX_SIM_MESSAGES < cost <= model.BACKGROUND_MAX_MESSAGES)
+
+
+def first_view(values: dict[str, str], view: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """{component id: {property: value}}: the panels the simulation callback would answer at load
+    (the same call), when :func:`drawn_at_load`; else {} (the callback runs at load). The page's
+    figures come with its layout: they draw as the page first renders, one round trip and one
+    render sooner than from the callback, and no empty figure is drawn before them."""
+    import dash
+
+    from webapp.callbacks import answer, guarded
+    from webapp.pages.collectives import callbacks
+
+    background = getattr(dash.get_app(), "_background_manager", None) is not None
+    if not drawn_at_load(values, background):
+        return {}
+    run = guarded(callbacks.simulate, lambda message: answer(callbacks.RUN, notice=message))
+    color = view["color"] if view["color"] in ("step", "chunk") else "step"
+    shown = run(callbacks.validate(values)["scenario"], color, background, _int(view["step"]), values.get("algorithm") == pick.NCCL)
+    drawn: dict[str, dict[str, Any]] = {}
+    for name, (component_id, prop) in {**callbacks.PANELS, "job": (ids.COLL_JOB, "data")}.items():
+        if shown[name] is not no_update:
+            drawn.setdefault(component_id, {})[prop] = shown[name]
+    return drawn
+
+
+def checked(values: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """{component id: {property: value}}: what validation answers for the form ``values`` (the
+    scenario store, the message under each field) and the Channels field's placeholder it sets:
+    the layout carries them, so neither callback runs at load (they run on a change)."""
+    from webapp.callbacks import guarded
+    from webapp.pages.collectives import callbacks
+
+    shown = guarded(callbacks.validate, callbacks.validation_failed)(values)
+    drawn: dict[str, dict[str, Any]] = {ids.COLL_SCENARIO: {"data": shown["scenario"]}}
+    for name, message in shown["errors"].items():
+        if message is not no_update:
+            drawn[ids.error_id(name)] = {"children": message}
+    drawn[ids.field_id("chunks")] = {"placeholder": callbacks.channels_placeholder(shown["scenario"], values.get("algorithm"))}
+    return drawn
+
+
+def first_crossover(values: dict[str, str]) -> Any | None:
+    """The crossover the crossover callback would answer at load (the same call: the helper's,
+    kept per network), or None when the form is not valid (the callback says why). The layout
+    carries it, and says so in :data:`webapp.ids.COLL_CROSSOVER_DRAWN` (the callback's call at load then answers
+    nothing): the whole page is drawn in its first render; no answer after it has anything to draw."""
+    from webapp.pages.collectives import callbacks
+
+    try:
+        data = callbacks.validate(values)["scenario"]
+        figure = callbacks.crossover_panel(data) if data else None
+    except Exception:  # noqa: BLE001 - the callback at load runs and says what is wrong
+        return None
+    return None if figure is no_update else figure
 
 
 def _int(text: str) -> int:
