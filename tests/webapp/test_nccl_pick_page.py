@@ -82,3 +82,17 @@ def test_the_url_keeps_the_pick_and_a_preset_link_opens_on_it():
     html = str(layout("?hardware=dgx-h100&ranks=16"))
     assert "NCCL's pick" in html and "'Channels'" in html and "coll-chunks-label" in html
     assert model.algorithm_options("all_reduce", "cpu-ethernet-25g")[0] == "ring"  # gloo: no NCCL's pick
+
+
+def test_a_run_with_no_message_says_why_the_player_has_no_step():
+    """NVLS on one node moves everything through the switch: no message to play, and the player
+    says so in lines that fit its card (the generic sentence ran off both panels)."""
+    chosen = page.apply_hardware("hgx-h100-nvls", "8", "all_reduce", "ring")
+    form = {**model.DEFAULTS, "hardware": "hgx-h100-nvls", "size": "64MiB"}
+    form.update({key: value for key, value in chosen.items() if key in form and value is not no_update})
+    shown = page.simulate(page.validate(form)["scenario"], "step", False, 0, True)
+    assert "NCCL picks NVLS/Simple" in str(shown["summary"])
+    for panel in ("topology", "buffers"):
+        text = shown[panel].layout.annotations[0].text
+        assert "no message between ranks" in text and "NVLink SHARP" in text
+        assert all(len(line) <= 48 for line in text.split("<br>"))

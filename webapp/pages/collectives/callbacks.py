@@ -25,7 +25,7 @@ from webapp.figures import buffers as buffers_draw
 from webapp.figures import collectives as draw
 from webapp.figures import common
 from webapp.figures import player as player_draw
-from webapp.pages.collectives.controls import step_by, tick, tick_interval, toggle_play
+from webapp.pages.collectives.controls import no_player_reason, step_by, tick, tick_interval, toggle_play
 from webapp.pages.collectives.layout import (
     HARDWARE_FIELDS,
     LABELS,
@@ -243,7 +243,7 @@ def panels(outcome: model.Outcome, color_by: str, position: int = 0, picked: boo
         "player": player,
         "step_max": positions - 1,
         "step": position,
-        **show_step(position, player),
+        **show_step(position, player, no_player_reason(result)),
     }
     if player:  # the timelines' scales, for the step marks the slider moves (show_step)
         player["time_factors"] = {name: (shown[name].layout.meta or {}).get("time_factor") for name in MARKED}
@@ -279,10 +279,10 @@ def cancelled(clicks: int | None) -> str:
     return "Cancelled: the background run was stopped. The figures show the last finished run; change an input to run again."
 
 
-def show_step(position: int | None, player: dict | None) -> dict[str, Any]:
+def show_step(position: int | None, player: dict | None, reason: str = "") -> dict[str, Any]:
     """The player at slider ``position``: topology with messages in flight, buffers, caption."""
     if not player:
-        text = "The step player draws a simulated run (its messages recorded one by one)."
+        text = reason or no_player_reason(None)
         return {"topology": common.note_figure(text, "Topology"), "buffers": common.note_figure(text, "Buffers"), "caption": ""}
     position = int(position or 0)
     return {  # the same step of a run at another size draws the same: revised() lets the browser skip it

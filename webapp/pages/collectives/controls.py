@@ -4,6 +4,7 @@ callbacks that wire them are in :mod:`webapp.pages.collectives.callbacks`."""
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 from dash import no_update
@@ -46,3 +47,15 @@ def step_by(trigger: str | None, position: int | None, maximum: int | None) -> i
 def tick_interval(speed: float | None) -> int:
     """The Play timer's period (ms) at ``speed`` (0.5x: twice as long per step)."""
     return round(TICK_MS / float(speed or 1))
+
+
+def no_player_reason(result: Any) -> str:
+    """Why a run (None: none yet) has no step to play, in lines that fit the player's card."""
+    if result is not None and result.truncated:
+        text = "The run's records were cut at max_events; the step player needs every message."
+    elif result is not None and not result.messages:
+        text = ("This run sends no message between ranks: the switch adds the GPUs' copies and multicasts "
+                "the sum (NVLink SHARP), so there is no step to play.")  # fmt: skip
+    else:
+        text = "The step player draws a simulated run (its messages recorded one by one)."
+    return "<br>".join(textwrap.wrap(text, 48))

@@ -277,11 +277,16 @@ def first_view(values: dict[str, str], view: dict[str, str]) -> dict[str, dict[s
     figures come with its layout: they draw as the page first renders, one round trip and one
     render sooner than from the callback, and no empty figure is drawn before them."""
     import dash
+    import dash.exceptions
 
     from webapp.callbacks import answer, guarded
     from webapp.pages.collectives import callbacks
 
-    background = getattr(dash.get_app(), "_background_manager", None) is not None
+    try:
+        app = dash.get_app()
+    except dash.exceptions.AppNotFoundError:  # the layout built outside a served app (tests, scripts)
+        app = None
+    background = getattr(app, "_background_manager", None) is not None
     if not drawn_at_load(values, background):
         return {}
     run = guarded(callbacks.simulate, lambda message: answer(callbacks.RUN, notice=message))
