@@ -192,8 +192,9 @@ def _size_growth(key: Any, s: Any, ranks: int, chunks: int, size: int) -> float:
     """The factor by which re-sharing per message grows from the probes' size to the scenario's,
     for NCCL's trees, whose messages are pieces of a fixed size: with the pieces (more in flight,
     more flows to re-share), as their square root since one solve per instant serves them all;
-    likewise NVLS since its chunks follow NCCL's size rule (heads x channels). NVLSTree and rings
-    show no such growth (tests/collective/test_budget_presets.py)."""
+    NVLS's in proportion to them, since its chunks follow NCCL's size rule (heads x channels) and
+    no slot beyond the switch's holds them back. NVLSTree and rings show no such growth
+    (tests/collective/test_budget_presets.py)."""
     if s.size_bytes <= size or not (s.algorithm.startswith("nccl_tree") or s.algorithm == "nccl_nvls"):
         return 1.0
     full = _messages_at(key.replace(size_bytes=s.size_bytes - s.size_bytes % key.element_bytes), ranks, chunks)

@@ -90,7 +90,12 @@ def read_log(path: str | Path) -> tuple[str, list[tuple[int, float]]]:
     in-place (16 B: 24.96 / 24.93 us) and 256 B at 94.40 against 25.90 us, spikes in one column
     that no cost model should follow (bench/nccl_logs.py prints both columns' spread)."""
     op, rows = read_columns(path)
-    return op, [(size, min(out, inp) if inp else out) for size, out, inp in rows]
+    return op, [(size, _faster(out, inp)) for size, out, inp in rows]
+
+
+def _faster(out: float, inp: float | None) -> float:
+    """The measured time of a size: the faster of its two columns (:func:`read_log` says why)."""
+    return min(out, inp) if inp else out
 
 
 def des_time(hardware: str, nodes: int, op: str, size: int, nccl_algo=None, nccl_proto=None) -> tuple[float, str]:
@@ -114,7 +119,7 @@ def compare(path: str | Path, hardware: str, nodes: int, nccl_proto: str | None 
     op, rows = read_columns(path)
     points = []
     for size, out, inp in rows[::stride]:
-        measured = min(out, inp) if inp else out
+        measured = _faster(out, inp)
         des, pick = des_time(hardware, nodes, op, size, nccl_algo, nccl_proto)
         model = predict(hardware, nodes, op, size, nccl_algo, nccl_proto).time_s
         points.append(Point(Path(path).name, op, size, measured, des, model, pick, abs(out - inp) / measured if inp else 0.0))
