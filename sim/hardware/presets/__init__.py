@@ -180,7 +180,7 @@ def parse_preset(raw: Any, label: str) -> Preset:
         nccl=_nccl(raw["nccl"], label),
         sources={str(key): str(value) for key, value in sources.items()},
         nvlink_domain_nodes=int(raw.get("nvlink_domain_nodes", 1)),
-        fitted=_fitted(raw.get("fitted"), label),
+        fitted=_fitted(raw.get("fitted"), label, raw),
         gpu_peak_tflops={str(key): float(value) for key, value in (raw.get("gpu_peak_tflops") or {}).items()},
     )
 
@@ -309,16 +309,24 @@ def effective(preset: Preset) -> Effective:
             values[name], provenance[name] = trial[name], "trial value (collsim hardware fit)"
         elif name in fitted:
             values[name] = float(fitted[name]["value"])
-            provenance[name] = f"fitted ({fitted[name].get('interval', '')}) on {', '.join((preset.fitted or {}).get('logs', []))}"
+            source = (preset.fitted or {}).get("taken_from")
+            provenance[name] = f"fitted ({fitted[name].get('interval', '')}) on {', '.join((preset.fitted or {}).get('logs', []))}" + (
+                f", taken from {source}" if source else ""
+            )
         else:
             values[name] = default
             provenance[name] = "default (no fit)"
     return Effective(nccl=preset.nccl, provenance=provenance, **values)
 
 
-def _fitted(raw: Any, label: str) -> dict[str, Any] | None:
+def _fitted(raw: Any, label: str, preset: dict | None = None) -> dict[str, Any] | None:
+    """The ``fitted:`` block, checked. A block with ``taken_from: PRESET`` and ``take: [names]``
+    carries those constants of that preset's own fit (same hardware, no log of its own): they are
+    read from that preset, never copied, so a refit there moves both."""
     if raw is None:
         return None
+    if isinstance(raw, dict) and "taken_from" in raw:
+        raw = _taken(raw, label, preset or {})
     if not isinstance(raw, dict) or not isinstance(raw.get("constants"), dict) or not raw.get("logs"):
         raise CollsimError(f"hardware preset {label}: fitted needs 'logs' (what was fitted on) and 'constants' (name: {{value, interval}})")
     for name, entry in raw["constants"].items():
@@ -327,3 +335,29 @@ def _fitted(raw: Any, label: str) -> dict[str, Any] | None:
         if not isinstance(entry, dict) or "value" not in entry:
             raise CollsimError(f"hardware preset {label}: fitted.{name} needs a value")
     return raw
+
+
+def _taken(raw: dict, label: str, preset: dict) -> dict[str, Any]:
+    source, take = raw["taken_from"], raw.get("take")
+    if source not in list_presets() or source == label:
+        raise CollsimError(f"hardware preset {label}: fitted.taken_from must name another shipped preset, got {source!r}; allowed: {', '.join(list_presets())}")
+    fitted = _load(source).fitted or {}
+    own = fitted.get("constants", {})
+    if not isinstance(take, list) or not take or any(name not in own for name in take):
+        raise CollsimError(
+            f"hardware preset {label}: fitted.take must list constants that {source} has fitted ({', '.join(own) or 'none'}), got {take!r}"
+        )
+    if "constants" in raw or "logs" in raw:
+        raise CollsimError(f"hardware preset {label}: a fitted block with taken_from reads logs and constants from {source}; give neither")
+    constants = {name: dict(own[name]) for name in take}
+    for name, rate in _RATES.items():  # an efficiency carries the fitted rate in bytes/s, not the fraction
+        mine, theirs = _maybe(parse_bandwidth, preset.get(rate), f"{label} {rate}"), getattr(_load(source), f"{rate}_Bps")
+        if name in constants and mine and theirs and mine != theirs:
+            entry = constants[name]
+            entry["value"] = float(entry["value"]) * theirs / mine
+            entry["interval"] = [round(float(bound) * theirs / mine, 6) for bound in entry.get("interval", [])]
+            entry["rescaled"] = f"x {theirs / mine:.6g}: {source}'s fitted rate on this preset's {rate}"
+    return {**raw, "logs": list(fitted["logs"]), "command": fitted["command"], "date": fitted.get("date"), "constants": constants}
+
+
+_RATES = {"intra_efficiency": "intra_bandwidth", "nvls_efficiency": "intra_bandwidth", "inter_efficiency": "nic_bandwidth"}
