@@ -284,6 +284,10 @@ def tree(net: Network, rank: int, call: Call, protocol: str = "Simple") -> Gener
             continue
         links = channel_tree(call.ranks, net.topology.gpus_per_node, rank, channel)
         tag = _TREE_TAG + 2 * window * channel
+        if links[0] >= 0:  # one SM block sends a connection's slots in order: up to the parent,
+            net.share_wire(rank, links[0], range(tag, tag + window))
+        for child in links[1]:  # and down to each child
+            net.share_wire(rank, child, range(tag + window, tag + 2 * window))
         phases.append(env.process(_tree_up(net, rank, call, links, pieces, tag, window, p, channel)))
         if links[0] >= 0:
             phases.append(env.process(_tree_down(net, rank, call, links, pieces, tag, window, p, channel)))
