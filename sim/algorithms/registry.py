@@ -169,6 +169,7 @@ def register(op: str, name: str, **record: Any) -> Callable[[RankProgram], RankP
 def _load() -> None:
     import sim.algorithms  # noqa: F401  (registers every algorithm on import)
     import sim.hardware.nccl_des  # noqa: F401  (nccl_ring: rings on NCCL's channels)
+    import sim.hardware.nccl_p2p  # noqa: F401  (nccl_p2p: all_to_all and send_recv on NCCL's point-to-point path)
     import sim.hardware.nccl_rooted  # noqa: F401  (nccl_ring for broadcast and reduce: chains on NCCL's channels)
 
 

@@ -20,7 +20,7 @@ __all__ = ["NCCL", "NCCL_OPS", "PICK_KEYS", "PICKED_OPS", "PickInfo", "describe"
 NCCL = "nccl"  # the algorithm meaning "what NCCL would pick, on its channels" (sim.training.comm uses this one)
 PICK_KEYS = ("nccl_algo", "nccl_proto")  # scenario keys restricting the pick, as NCCL_ALGO / NCCL_PROTO
 NCCL_OPS = ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter")  # NCCL's tuner picks for these
-PICKED_OPS = (*NCCL_OPS, "all_to_all")  # all_to_all: what NCCL runs (grouped send/recv, sim.hardware.nccl_rooted)
+PICKED_OPS = (*NCCL_OPS, "all_to_all", "send_recv")  # what NCCL runs for these: grouped send/recv (sim.hardware.nccl_p2p)
 _FLAGS = "nccl_algo/nccl_proto (--nccl-algo/--nccl-proto)"
 
 

@@ -166,10 +166,10 @@ def scenario_for_pick(hardware: str, nodes: int, op: str, size_bytes: int, nccl_
     from sim.hardware.presets import load_preset, scenario_fields
     from sim.scenario import CollectiveScenario
 
-    if op == "all_to_all":  # no tuner pick: NCCL runs it as grouped point-to-point (sim.hardware.nccl_rooted)
-        from sim.hardware.nccl_rooted import all_to_all_scenario
+    if op in ("all_to_all", "send_recv"):  # no tuner pick: NCCL runs them as grouped point-to-point (sim.hardware.nccl_p2p)
+        from sim.hardware.nccl_p2p import p2p_scenario
 
-        return all_to_all_scenario(hardware, nodes, size_bytes, nccl_algo, nccl_proto, **fields), None
+        return p2p_scenario(hardware, nodes, op, size_bytes, nccl_algo, nccl_proto, **fields), None
     preset = load_preset(hardware)
     pick = predict(preset, nodes, op, size_bytes, nccl_algo, nccl_proto)
     name = NAMES.get((pick.nccl_algorithm, pick.nccl_protocol))

@@ -25,14 +25,11 @@ from collections.abc import Callable, Generator
 
 from sim.algorithms.registry import Phase, Shape, register
 from sim.collective.call import Call, Piece
-from sim.errors import CollsimError
 from sim.hardware.nccl_path import NAMES, PathParams, channel_ring, params, run_connection
 from sim.hardware.nccl_proto import LL, LL128, NCCL_STEPS, SIMPLE, Chunking, chunking
 from sim.network import Network
 
 __all__ = [
-    "ALL_TO_ALL_NOTE",
-    "all_to_all_scenario",
     "pick_note",
     "WAVE_BYTES",
     "chain",
@@ -158,27 +155,8 @@ for _op in ("broadcast", "reduce"):
         register(_op, NAMES[("Ring", _protocol)], **_record(_op, _protocol))(_program(_op, _protocol))
 
 
-ALL_TO_ALL_NOTE = ("NCCL has no all_to_all kernel: it runs grouped ncclSend/ncclRecv to every peer on its p2p channels "
-                   "(nccl-tests alltoall.cu); simulated as the direct algorithm on the preset's topology")  # fmt: skip
-
-
-def all_to_all_scenario(hardware: str, nodes: int, size_bytes: int, nccl_algo: str | None = None, nccl_proto: str | None = None, **fields):
-    """What NCCL runs for all_to_all on a preset: every rank sends to every peer at once (``direct``)
-    on the preset's own topology; NCCL_ALGO / NCCL_PROTO pick nothing there (p2p ignores them)."""
-    from sim.hardware.presets import scenario_fields
-    from sim.scenario import CollectiveScenario
-
-    if nccl_algo or nccl_proto:
-        raise CollsimError(
-            "--nccl-algo/--nccl-proto: NCCL's all_to_all is grouped ncclSend/ncclRecv, which NCCL_ALGO and NCCL_PROTO do not select; drop them"
-        )
-    return CollectiveScenario.from_dict(
-        {**scenario_fields(hardware, nodes), "op": "all_to_all", "size_bytes": size_bytes, "algorithm": "direct", **fields}
-    )
-
-
 def pick_note(scenario) -> str | None:
-    """What the default pick on a preset ran, where the output should say so (all_to_all; on a
+    """What the default pick on a preset ran, where the output should say so (all_to_all and send_recv; on a
     gloo preset, where the run is not gloo's own algorithm: sim.hardware.gloo)."""
     from sim.hardware.presets import load_preset  # yaml: only where a preset is used
 
@@ -186,6 +164,8 @@ def pick_note(scenario) -> str | None:
         from sim.hardware.gloo import gloo_note
 
         return gloo_note(scenario.op, scenario.algorithm)
-    if scenario.hardware and scenario.op == "all_to_all" and scenario.algorithm == "direct":
-        return ALL_TO_ALL_NOTE
+    if scenario.hardware and scenario.algorithm == "nccl_p2p":
+        from sim.hardware.nccl_p2p import P2P_NOTE
+
+        return P2P_NOTE
     return None

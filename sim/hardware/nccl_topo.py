@@ -162,14 +162,20 @@ def topology(scenario) -> Topology:
     (``topology.nccl``, read by sim.hardware.nccl_path.params)."""
     s = scenario
     preset = load_preset(s.hardware)
-    p = path_params(s, preset)
+    p2p = s.algorithm == "nccl_p2p"  # NCCL's send/recv path (sim.hardware.nccl_p2p): no channels, no protocol cap
+    if p2p:
+        from sim.hardware.nccl_p2p import path_params as p2p_params
+
+        p = p2p_params(s, preset)
+    else:
+        p = path_params(s, preset)
     eff = effective(preset)
     nodes, gpus = _domains(preset, s.ranks)
     intra_lat, inter_lat, _ = hop_latencies_s(preset, p.algorithm, p.protocol)
     intra_bw = (s.intra_bandwidth_Bps or s.bandwidth_Bps) * eff.intra_efficiency
     nics = max(preset.nics_per_node * gpus // preset.gpus_per_node, 1)  # a domain's NICs
     nic_bw = s.bandwidth_Bps * eff.inter_efficiency * max(1.0, nics / gpus)
-    cap = protocol_cap_GBps(preset, p.algorithm, p.protocol, s.op, nodes)
+    cap = None if p2p else protocol_cap_GBps(preset, p.algorithm, p.protocol, s.op, nodes)
     gpu_rate = cap * 1e9 / BY_NAME[p.protocol].data_per_wire if cap else _FREE  # wire bytes/s
     # A tree's GPU sends to its parent and its children at once, over NVLink and its NIC (NCCL's
     # tree kernel gives each its own warps); fifo sharing holds every link of a route while a

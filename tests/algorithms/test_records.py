@@ -105,10 +105,11 @@ NCCL = [spec for spec in SPECS if spec.name.startswith("nccl_")]
 @pytest.mark.parametrize("spec", NCCL, ids=[f"{spec.op}/{spec.name}" for spec in NCCL])
 def test_nccl_counts_hold_across_nodes(spec):
     """Two nodes of 4 GPUs (NVLSTree's tree over the NICs sends messages there), 2 channels, 3 MiB."""
-    fields = {"op": spec.op, "algorithm": spec.name, "ranks": 8, "chunks": 2, "size_bytes": 3 << 20, "bandwidth": "10GB/s",
+    chunks = 2 if spec.chunked else 1  # nccl_p2p: a message a peer, no channels
+    fields = {"op": spec.op, "algorithm": spec.name, "ranks": 8, "chunks": chunks, "size_bytes": 3 << 20, "bandwidth": "10GB/s",
               "topology": "two_level", "gpus_per_node": 4}  # fmt: skip
     s = CollectiveScenario.from_dict(fields)
     from sim.algorithms.registry import Shape
 
-    messages, _ = spec.counts(Shape(8, 2, 4, s.elements, s.element_bytes))
+    messages, _ = spec.counts(Shape(8, chunks, 4, s.elements, s.element_bytes))
     assert messages == run_collective(s).message_count
