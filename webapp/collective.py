@@ -149,9 +149,10 @@ def hardware_form(name: str | None, ranks: str | None) -> dict[str, str] | None:
 
 def pick_form(name: str | None, op: str | None) -> dict[str, str]:
     """What choosing a preset sets besides the network: on a GPU preset, for an op NCCL's pick
-    covers, Algorithm "NCCL's pick" with its own channels (Channels empty) and the data path's
-    sharing (fifo, as the CLI's default); {} otherwise (the algorithm stays)."""
-    from sim.hardware.nccl_des import DATA_PATH_SHARING
+    covers, Algorithm "NCCL's pick" with its own channels (Channels empty) and the pick's
+    sharing (the data path's fifo; fair for p2p's all_to_all and send_recv, as the CLI's default);
+    {} otherwise (the algorithm stays)."""
+    from sim.hardware.nccl_p2p import sharing_for
     from sim.training.comm import uses_nccl
 
     try:
@@ -159,7 +160,7 @@ def pick_form(name: str | None, op: str | None) -> dict[str, str]:
             return {}
     except CollsimError:  # an unknown preset: the hardware field says so
         return {}
-    return {"algorithm": pick.NCCL, "chunks": "", "sharing": DATA_PATH_SHARING, "nccl_algo": "", "nccl_proto": ""}
+    return {"algorithm": pick.NCCL, "chunks": "", "sharing": sharing_for(op), "nccl_algo": "", "nccl_proto": ""}
 
 
 def nccl_choices(op: str, nccl_algo: str | None = None) -> tuple[list[str], list[str]]:

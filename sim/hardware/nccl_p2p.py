@@ -19,7 +19,7 @@ machine has one description whichever op runs on it.
   bandwidth-delay product (14 us x 46 GB/s = 0.64 MB), so the slots never bind and a message
   whole on its route (no store-and-forward on it) takes the same time.
 - **Sharing**: every peer's message is in flight at once and the network shares the ports and
-  links (fair sharing by default, as the ``direct`` algorithm). PXN (a GPU handing a message for
+  links (:data:`P2P_SHARING`, fair, as the ``direct`` algorithm). PXN (a GPU handing a message for
   another rail to that rail's GPU over NVLink) is not modelled: on the non-blocking core every
   NIC carries the same bytes either way.
 """
@@ -34,10 +34,14 @@ from sim.errors import CollsimError
 from sim.hardware.nccl_path import PathParams, params, wire_bytes
 from sim.network import Network
 
-__all__ = ["P2P_LL_THRESHOLD", "P2P_NOTE", "P2P_OPS", "path_params", "peer_bytes", "p2p_scenario", "protocol_for"]
+__all__ = ["P2P_LL_THRESHOLD", "P2P_NOTE", "P2P_OPS", "P2P_SHARING", "path_params", "peer_bytes", "p2p_scenario", "protocol_for", "sharing_for"]
 
 P2P_LL_THRESHOLD = 16384  # src/enqueue.cc:859 NCCL_P2P_LL_THRESHOLD
 P2P_OPS = ("all_to_all", "send_recv")
+# Every peer's message is in flight at once on channels of its own: they share a GPU's links (fair),
+# where fifo's one send port a rank would queue its NVLink messages behind its NIC messages
+# (2 x dgx-h100 all_to_all 16 MiB: 206.5 us fair, the NICs' bound; 226.9 us fifo).
+P2P_SHARING = "fair"
 P2P_NOTE = (
     "NCCL runs grouped ncclSend/ncclRecv (nccl-tests alltoall.cu / sendrecv.cu; no tuner pick, no model time): each message on "
     "NCCL's p2p path, LL up to 16 KiB a peer, else Simple, at the preset's effective rates and NCCL's latencies"
@@ -70,7 +74,15 @@ def p2p_scenario(hardware: str, nodes: int, op: str, size_bytes: int, nccl_algo:
 
     if nccl_algo or nccl_proto:
         raise CollsimError(f"--nccl-algo/--nccl-proto: NCCL's {op} is grouped ncclSend/ncclRecv, which NCCL_ALGO and NCCL_PROTO do not select; drop them")
-    return CollectiveScenario.from_dict({**scenario_fields(hardware, nodes), "op": op, "size_bytes": size_bytes, "algorithm": "nccl_p2p", **fields})
+    base = {**scenario_fields(hardware, nodes), "op": op, "size_bytes": size_bytes, "algorithm": "nccl_p2p", "sharing": P2P_SHARING}
+    return CollectiveScenario.from_dict({**base, **fields})
+
+
+def sharing_for(op: str) -> str:
+    """The sharing NCCL's pick runs ``op`` under on a preset: p2p's, or the collectives' data path's."""
+    from sim.hardware.nccl_des import DATA_PATH_SHARING
+
+    return P2P_SHARING if op in P2P_OPS else DATA_PATH_SHARING
 
 
 def _block(call: Call, index: int) -> tuple[int, int, int]:

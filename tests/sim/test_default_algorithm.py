@@ -116,3 +116,18 @@ def test_the_gloo_cpu_preset_runs_what_gloo_runs_for_every_op(op):
 def test_the_gloo_preset_refuses_nccl_restrictions():
     result = _run("--hardware", "cpu-ethernet-25g", "--nodes", "2", "--op", "all_reduce", "--size", "1MiB", "--nccl-proto", "LL")
     assert result.exit_code != 0 and "--nccl-algo/--nccl-proto" in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("op", ["all_to_all", "send_recv"])
+def test_the_explorer_gives_the_clis_number_for_a_preset_p2p_op(op):
+    """Choosing a preset sets NCCL's pick and its sharing (p2p's fair): the explorer's number is the CLI's."""
+    from webapp import collective as explorer
+
+    result = _run("--hardware", "dgx-h100", "--nodes", "2", "--op", op, "--size", "16MiB", "--json")
+    assert result.exit_code == 0, result.output
+    form = {**explorer.DEFAULTS, **explorer.hardware_form("dgx-h100", "16"), "hardware": "dgx-h100", "op": op, "size": "16MiB",
+            **explorer.pick_form("dgx-h100", op)}  # fmt: skip
+    scenario, errors = explorer.parse_form(form)
+    assert not errors and scenario.algorithm == "nccl_p2p", errors
+    outcome = explorer.run(scenario, frames=False)
+    assert outcome.result.time_s == pytest.approx(json.loads(result.output)["time_s"], rel=1e-12)
