@@ -19,7 +19,7 @@ send's delivery, so it is correct when messages wait for the matching receive (r
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 
 import numpy as np
 
@@ -64,13 +64,20 @@ def pairwise_all_to_all(net: Network, rank: int, call: Call) -> Generator:
     phases=(Phase("all blocks at once", "every rank sends each other rank its block at once, and the network shares the ports"),),
 )  # fmt: skip
 def direct_all_to_all(net: Network, rank: int, call: Call) -> Generator:
+    yield from all_blocks_at_once(net, rank, call)
+
+
+def all_blocks_at_once(net: Network, rank: int, call: Call, wire: Callable[[int], int] | None = None) -> Generator:
+    """Send each other rank its block at once (to rank + d, from rank - d), then wait for every
+    block and every send; ``wire`` gives the bytes on the wire of a block's bytes (a protocol's
+    lines: sim.hardware.nccl_p2p)."""
     p = call.ranks
     mine = call.take(rank)
     sends = []
     for offset in range(1, p):
         dst = (rank + offset) % p
         lo, hi, nbytes = _block(call, dst)
-        sends.append(net.send(rank, dst, nbytes, None if mine is None else mine[lo:hi], 0))
+        sends.append(net.send(rank, dst, wire(nbytes) if wire else nbytes, None if mine is None else mine[lo:hi], 0))
     receives = [((rank - offset) % p, net.recv((rank - offset) % p, rank)) for offset in range(1, p)]
     for src, event in receives:
         payload = yield event

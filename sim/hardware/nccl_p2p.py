@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 
+from sim.algorithms.alltoall import all_blocks_at_once
 from sim.algorithms.registry import Phase, register
 from sim.collective.call import Call
 from sim.errors import CollsimError
@@ -85,11 +86,6 @@ def sharing_for(op: str) -> str:
     return P2P_SHARING if op in P2P_OPS else DATA_PATH_SHARING
 
 
-def _block(call: Call, index: int) -> tuple[int, int, int]:
-    size = call.elements // call.ranks
-    return (index * size, (index + 1) * size, size * call.element_bytes)
-
-
 @register(
     "all_to_all", "nccl_p2p", splits=True, listed=False,
     form="every peer's message at once on NCCL's p2p path: the time depends on how the network shares ports and links",
@@ -100,20 +96,7 @@ def nccl_p2p_all_to_all(net: Network, rank: int, call: Call) -> Generator:
     p = params(net, call, "Ring", "Simple")
     if p.start_s:
         yield net.env.timeout(p.start_s)
-    ranks = call.ranks
-    mine = call.take(rank)
-    sends = []
-    for offset in range(1, ranks):  # NCCL's p2p rounds: send to rank + d, receive from rank - d
-        dst = (rank + offset) % ranks
-        lo, hi, nbytes = _block(call, dst)
-        sends.append(net.send(rank, dst, wire_bytes(nbytes, p.protocol), None if mine is None else mine[lo:hi], 0))
-    receives = [((rank - offset) % ranks, net.recv((rank - offset) % ranks, rank)) for offset in range(1, ranks)]
-    for src, event in receives:
-        payload = yield event
-        call.put(rank, payload, _block(call, src))
-    for sent in sends:
-        if not sent.processed:
-            yield sent
+    yield from all_blocks_at_once(net, rank, call, lambda nbytes: wire_bytes(nbytes, p.protocol))
 
 
 @register(
