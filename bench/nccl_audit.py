@@ -70,7 +70,9 @@ def _size(nbytes: int) -> str:
     return f"{nbytes} B"
 
 
-def run(presets: list[str], nodes_list: list[int], ops: list[str], sizes: list[int], cpu_limit: float, only_flagged: bool) -> tuple[list, list]:
+def run(
+    presets: list[str], nodes_list: list[int], ops: list[str], sizes: list[int], cpu_limit: float, only_flagged: bool
+) -> tuple[list, list]:
     """Every case in order, printing each; returns (cases, skipped)."""
     cases, skipped = [], []
     for preset in presets:
@@ -101,6 +103,21 @@ def run(presets: list[str], nodes_list: list[int], ops: list[str], sizes: list[i
     return cases, skipped
 
 
+def markdown(cases: list[dict], sizes: tuple[int, ...] = (64 << 20, 1 << 30)) -> str:
+    """A table of DES/model per preset x op (rows) and node count (columns): ``sizes``' ratios
+    in each cell, flagged ones marked ``*``; then the flag counts per op."""
+    nodes = sorted({c["nodes"] for c in cases})
+    cell = {(c["preset"], c["op"], c["nodes"], c["size_bytes"]): c for c in cases}
+    lines = [f"| preset | op | {' | '.join(f'{n} node' + ('s' if n > 1 else '') for n in nodes)} |", "|---|---|" + "---|" * len(nodes)]
+    for preset, op in dict.fromkeys((c["preset"], c["op"]) for c in cases):
+        row = []
+        for n in nodes:
+            found = [cell.get((preset, op, n, size)) for size in sizes]
+            row.append(" / ".join(f"{c['ratio']:.2f}{'*' if c['flag'] else ''}" if c else "-" for c in found) if any(found) else "")
+        lines.append(f"| {preset} | {op} | {' | '.join(row)} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--presets", default=None, help="comma list (default: every GPU preset)")
@@ -110,7 +127,11 @@ def main() -> None:
     parser.add_argument("--cpu-limit", type=float, default=5.0, help="skip cases estimated above this many CPU seconds")
     parser.add_argument("--flagged", action="store_true", help="print only flagged cases")
     parser.add_argument("--json", default=None, help="write every case to this file")
+    parser.add_argument("--markdown", default=None, help="read a --json file and print its 64 MiB / 1 GiB table (no runs)")
     args = parser.parse_args()
+    if args.markdown:
+        print(markdown(json.loads(Path(args.markdown).read_text())["cases"]))
+        return
     presets = args.presets.split(",") if args.presets else gpu_presets()
     started = time.process_time()
     cases, skipped = run(presets, [int(n) for n in args.nodes.split(",")], args.ops.split(","),
@@ -119,7 +140,9 @@ def main() -> None:
     print(f"\n{len(cases)} cases, {len(flagged)} flagged ({sum(c['flag'] == '>2x' for c in cases)} >2x, "
           f"{sum(c['flag'] == '>25%' for c in cases)} >25% at >= 64 MiB); CPU {time.process_time() - started:.0f} s")  # fmt: skip
     for s in skipped:
-        print(f"skipped (DES estimated > {args.cpu_limit:g} CPU s: {s['estimate_cpu_s']:.1f}): {s['preset']} x {s['nodes']} {s['op']} {_size(s['size_bytes'])}")
+        print(
+            f"skipped (DES estimated > {args.cpu_limit:g} CPU s: {s['estimate_cpu_s']:.1f}): {s['preset']} x {s['nodes']} {s['op']} {_size(s['size_bytes'])}"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps({"cases": cases, "skipped": skipped}, indent=1))
 
