@@ -66,6 +66,29 @@ class PathParams:
     heads: int = 1  # NVLSTree heads per node (NIC rails)
     max_tree_pieces: int | None = None  # on presets: MAX_TREE_PIECES (speed); elsewhere NCCL's own chunks
     simple_buff_bytes: int | None = None  # NCCL_BUFFSIZE of the preset (None: NCCL's 4 MiB)
+    ll_pace_Bps: float = 0.0  # Tree/LL on a preset: the simulated channels' share of the GPU's LL rate (data bytes/s)
+
+
+class Pacer:
+    """A GPU's LL line rate shared by its tree passes (Tree/LL: llMaxBw, nccl_topo.ll_max_GBps):
+    a pass of n data bytes (a chunk reduced from the children and sent up, or received from the
+    parent and sent to every child: one thread handles a line for all its peers, the flag poll of
+    its loads being the cost, all_reduce.h:159-163 / prims_ll.h) starts no earlier than the
+    previous pass's start + n / rate. The GPU moves at most ``rate`` on average, while a lone
+    chunk passes a hop at the link's rate (LL forwards line by line: its fill is per-hop
+    latency, not chunk / rate at every hop)."""
+
+    def __init__(self, rate_Bps: float) -> None:
+        self.rate_Bps = rate_Bps
+        self.free_s = 0.0
+
+    def delay(self, now_s: float, nbytes: int) -> float:
+        """Seconds to wait before sending ``nbytes`` now (0 without a rate)."""
+        if not self.rate_Bps:
+            return 0.0
+        start = max(now_s, self.free_s)
+        self.free_s = start + nbytes / self.rate_Bps
+        return start - now_s
 
 
 def params(net: Network, call: Call, algorithm: str, protocol: str) -> PathParams:
@@ -225,7 +248,14 @@ def channel_tree(ranks: int, gpus_per_node: int, rank: int, channel: int) -> tup
     return parent, below + [child * gpus + order[0] for child in node_children]
 
 
-def _tree_up(net, rank, call, tree, pieces, tag, window, p, channel) -> Generator:
+def _paced(net: Network, pacer: Pacer | None, nbytes: int) -> Generator:
+    """Wait for the GPU's store rate (Tree/LL), if any."""
+    wait = pacer.delay(net.env.now, nbytes) if pacer else 0.0
+    if wait > 0:
+        yield net.env.timeout(wait)
+
+
+def _tree_up(net, rank, call, tree, pieces, tag, window, p, channel, pacer=None) -> Generator:
     """Reduce up: every piece from each child (posted ``window`` ahead), then to the parent (the
     root sends it down instead)."""
     parent, children = tree
@@ -242,6 +272,7 @@ def _tree_up(net, rank, call, tree, pieces, tag, window, p, channel) -> Generato
             if verify:
                 call.add(rank, payload, piece)
         wire = wire_bytes(piece[2], p.protocol)
+        yield from _paced(net, pacer, piece[2])
         if parent >= 0:
             net.send(rank, parent, wire, call.take(rank, piece) if verify else None, 0, channel, tag + k % window)
         else:
@@ -249,7 +280,7 @@ def _tree_up(net, rank, call, tree, pieces, tag, window, p, channel) -> Generato
                 net.send(rank, child, wire, call.take(rank, piece) if verify else None, 1, channel, tag + window + k % window)
 
 
-def _tree_down(net, rank, call, tree, pieces, tag, window, p, channel) -> Generator:
+def _tree_down(net, rank, call, tree, pieces, tag, window, p, channel, pacer=None) -> Generator:
     parent, children = tree
     down = tag + window
     queue = deque(net.recv(parent, rank, down + k) for k in range(min(window, len(pieces))))
@@ -258,6 +289,8 @@ def _tree_down(net, rank, call, tree, pieces, tag, window, p, channel) -> Genera
         if k + window < len(pieces):
             queue.append(net.recv(parent, rank, down + (k + window) % window))
         call.put(rank, payload, piece)
+        if children:
+            yield from _paced(net, pacer, piece[2])
         for child in children:
             net.send(rank, child, wire_bytes(piece[2], p.protocol), payload, 1, channel, down + k % window)
 
@@ -275,6 +308,7 @@ def tree(net: Network, rank: int, call: Call, protocol: str = "Simple") -> Gener
     cut = chunking("Tree", protocol, call.size_bytes, p.channels, nodes, call.ranks, simple_buff_bytes=p.simple_buff_bytes)
     channels = list(enumerate(call.pieces(p.channels)))[p.first : p.first + p.simulated]
     window = cut.in_flight
+    pacer = Pacer(p.ll_pace_Bps) if p.ll_pace_Bps else None  # one per GPU: up and down, every simulated channel
     phases = []
     for channel, piece in channels:
         parts = max(1, math.ceil(piece[2] / cut.chunk_bytes))
@@ -288,9 +322,9 @@ def tree(net: Network, rank: int, call: Call, protocol: str = "Simple") -> Gener
             net.share_wire(rank, links[0], range(tag, tag + window))
         for child in links[1]:  # and down to each child
             net.share_wire(rank, child, range(tag + window, tag + 2 * window))
-        phases.append(env.process(_tree_up(net, rank, call, links, pieces, tag, window, p, channel)))
+        phases.append(env.process(_tree_up(net, rank, call, links, pieces, tag, window, p, channel, pacer)))
         if links[0] >= 0:
-            phases.append(env.process(_tree_down(net, rank, call, links, pieces, tag, window, p, channel)))
+            phases.append(env.process(_tree_down(net, rank, call, links, pieces, tag, window, p, channel, pacer)))
     yield env.all_of(phases)
 
 

@@ -39,7 +39,7 @@ from sim.network.topology import Topology
 _FREE = 1e18  # the GPU-to-hub link: no constraint
 COLLAPSE = True  # run copies of channels once (tests switch it off to compare)
 FIRST = 0  # the first channel run when collapsed (tests run each one alone)
-TREE_CAPPED = ("LL128",)  # the tree caps the DES applies (docs/nccl-model.md: LL and Simple are not)
+TREE_CAPPED = ("LL128",)  # the tree caps the DES applies to links (LL: paced, nccl_path.Pacer; Simple: none)
 
 
 def hop_latencies_s(preset, algorithm: str, protocol: str) -> tuple[float, float, float]:
@@ -65,11 +65,12 @@ def protocol_cap_GBps(preset, algorithm: str, protocol: str, op: str, nodes: int
     tuning.cc:165-190 (tables) and 279-283 (use): Ring/LL and Tree/LL llMaxBws; Ring/LL128
     nChannels x perChMaxRingLL128Bws; Tree/LL128 nChannels x perChMaxTreeLL128Bws; Tree/Simple
     (all_reduce) nChannels x perChMaxTreeBws (nChannels: the graph's), whatever number of
-    channels the call runs on, as NCCL's model. Of the tree's caps only LL128's is applied
-    (:data:`TREE_CAPPED`): the DES's tree moves each chunk hop by hop, so a cap on every hop
+    channels the call runs on, as NCCL's model. Of the tree's caps only LL128's is applied to the
+    links (:data:`TREE_CAPPED`): the DES's tree moves each chunk hop by hop, so a cap on every hop
     charges small calls at every level (Tree/LL at 64-128 KiB ran 18-37 % slow on the 2-node
     logs), and the Simple one binds before the NICs do (2 x dgx-h100, 1 GiB: 282 against NCCL's
-    model's 306 GB/s busbw)."""
+    model's 306 GB/s busbw). Tree/LL's bound, llMaxBw, is a rate over the GPU's passes instead
+    (:func:`ll_max_GBps`, PathParams.ll_pace_Bps, nccl_path.Pacer)."""
     system = preset.nccl
     if system is None or algorithm not in ("Ring", "Tree") or (algorithm, protocol) == ("Ring", "Simple"):
         return None
@@ -78,10 +79,34 @@ def protocol_cap_GBps(preset, algorithm: str, protocol: str, op: str, nodes: int
     cc = 3 if system.compute_capability >= 100 else 2 if system.compute_capability >= 90 else 1 if system.compute_capability >= 80 else 0
     index2 = nodes - 1 if nodes <= 2 else 2
     if protocol == "LL":
-        return LL_MAX_BWS[cc if nodes == 1 else (1 if system.cpu_vendor == "amd" else 0)][index2]
+        return ll_max_GBps(system, nodes)
     graph = system.graph("ring" if algorithm == "Ring" else "tree", nodes)
     table = {"Ring": PER_CH_MAX_RING_LL128_BWS, "Tree": PER_CH_MAX_TREE_LL128_BWS if protocol == "LL128" else PER_CH_MAX_TREE_BWS}
     return graph.n_channels * table[algorithm][cc][index2]
+
+
+def ll_max_GBps(system, nodes: int) -> float:
+    """What a GPU's SMs move in LL, all channels together (data GB/s out of the GPU): NCCL
+    v2.27.7-1 tuning.cc:165-170 llMaxBws, measured for ring and tree alike ("avg of ring & tree").
+    LL's 16-byte lines carry 8 data bytes and one thread stores and polls one line at a time, so
+    LL is bounded by the SMs' store rate, not by the links: the same bound for a ring's and a
+    tree's kernel (runTreeSplit only divides the block's threads between up and down)."""
+    cc = 3 if system.compute_capability >= 100 else 2 if system.compute_capability >= 90 else 1 if system.compute_capability >= 80 else 0
+    return LL_MAX_BWS[cc if nodes == 1 else (1 if system.cpu_vendor == "amd" else 0)][nodes - 1 if nodes <= 2 else 2]
+
+
+def through_cpu_Bps(preset, algorithm: str, nodes: int) -> float:
+    """A GPU's rate to the other GPUs of its node where NCCL's paths between them cross the CPU
+    (type_intra PHB or SYS: the root complex, or the CPUs' SMP link, e.g. GPUs without P2P): the
+    graph's nChannels x bwIntra, which NCCL's search reserved on every link of the path
+    (src/graph/search.cc, ncclTopoCompute; e.g. 1 x 5 GB/s on 8 RTX 4090 through SYS, where the
+    GPUs' own PCIe links would carry 25); unbounded (_FREE) where GPUs reach each other directly
+    (NVLink, PCIe switches), whose links the topology already models."""
+    system = preset.nccl
+    if system is None or system.type_intra not in ("PHB", "SYS"):
+        return _FREE
+    graph = system.graph("tree" if algorithm == "Tree" else "ring", nodes)
+    return graph.n_channels * graph.bw_intra * 1e9 if graph else _FREE
 
 
 def path_params(scenario, preset) -> PathParams:
@@ -104,6 +129,7 @@ def path_params(scenario, preset) -> PathParams:
         nvls_Bps=(s.intra_bandwidth_Bps or 0.0) * eff.nvls_efficiency, nvls_latency_s=nvls_latency,
         heads=max(1, min(gpus, preset.nics_per_node * gpus // preset.gpus_per_node or gpus)), max_tree_pieces=MAX_TREE_PIECES // simulated,
         simple_buff_bytes=preset.nccl.buffsize if preset.nccl else None,
+        ll_pace_Bps=ll_max_GBps(preset.nccl, nodes) * 1e9 * simulated / channels if (algorithm, protocol) == ("Tree", "LL") and preset.nccl else 0.0,
     )  # fmt: skip
 
 
@@ -172,7 +198,7 @@ def topology(scenario) -> Topology:
     eff = effective(preset)
     nodes, gpus = _domains(preset, s.ranks)
     intra_lat, inter_lat, _ = hop_latencies_s(preset, p.algorithm, p.protocol)
-    intra_bw = (s.intra_bandwidth_Bps or s.bandwidth_Bps) * eff.intra_efficiency
+    intra_bw = min((s.intra_bandwidth_Bps or s.bandwidth_Bps) * eff.intra_efficiency, through_cpu_Bps(preset, p.algorithm, nodes))
     nics = max(preset.nics_per_node * gpus // preset.gpus_per_node, 1)  # a domain's NICs
     nic_bw = s.bandwidth_Bps * eff.inter_efficiency * max(1.0, nics / gpus)
     cap = None if p2p else protocol_cap_GBps(preset, p.algorithm, p.protocol, s.op, nodes)
