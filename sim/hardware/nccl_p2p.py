@@ -64,7 +64,7 @@ def path_params(scenario, preset) -> PathParams:
     from sim.hardware.nccl_topo import hop_latencies_s
 
     protocol = protocol_for(scenario.op, scenario.ranks, scenario.size_bytes)
-    _, _, start = hop_latencies_s(preset, "Ring", protocol)
+    _, _, start = hop_latencies_s(preset, "Ring", protocol, preset.nccl_nodes(max(scenario.ranks // preset.gpus_per_node, 1))[0])
     return PathParams("Ring", protocol, 1, 1, start_s=start, simple_buff_bytes=preset.nccl.buffsize if preset.nccl else None)
 
 

@@ -42,17 +42,19 @@ FIRST = 0  # the first channel run when collapsed (tests run each one alone)
 TREE_CAPPED = ("LL128",)  # the tree caps the DES applies to links (LL: paced, nccl_path.Pacer; Simple: none)
 
 
-def hop_latencies_s(preset, algorithm: str, protocol: str) -> tuple[float, float, float]:
+def hop_latencies_s(preset, algorithm: str, protocol: str, nodes: int = 2) -> tuple[float, float, float]:
     """(intra hop, inter hop, call start) in seconds: NCCL's hwLat/baseLat x latency scale
     (LL128's hops also x its own scale, NVLS/NVLSTree's x theirs; + the fitted base latency on
-    the start)."""
+    the start where the call crosses the network, ``nodes`` > 1: every preset's base is fitted
+    on multi-node logs, and gcp-a3-mega's 126 us is TCPXO's per-call floor, which a call inside
+    one node never meets; charged there too it made 1-node 4 KiB calls 8x NCCL's model)."""
     eff = effective(preset)
     a, p = ALGORITHMS.index(algorithm), PROTOCOLS.index(protocol)
     intra_hw = NVLINK if preset.nccl is None or preset.nccl.type_intra == "NVL" else PCI
     net_algo = a if algorithm != "PAT" else ALGORITHMS.index("Tree")
     intra = HW_LAT[intra_hw][a][p] or HW_LAT[intra_hw][ALGORITHMS.index("Ring")][p]
     inter = HW_LAT[NET][net_algo][p]
-    start = BASE_LAT[a][p] * eff.latency_scale + eff.base_latency_us
+    start = BASE_LAT[a][p] * eff.latency_scale + (eff.base_latency_us if nodes > 1 else 0.0)
     hop_scale = eff.latency_scale * (eff.ll128_latency_scale if protocol == "LL128" else 1.0)
     if algorithm in ("NVLS", "NVLSTree"):
         hop_scale *= eff.nvls_latency_scale
@@ -121,7 +123,7 @@ def path_params(scenario, preset) -> PathParams:
     else:
         channels = channels_used(algorithm, protocol, s.size_bytes, s.chunks, s.ranks)
     simulated = _collapsed(algorithm, channels, nodes) if COLLAPSE and not (s.verify or s.groups) else channels
-    intra, inter, start = hop_latencies_s(preset, algorithm, protocol)
+    intra, inter, start = hop_latencies_s(preset, algorithm, protocol, nodes)
     nvls_latency = HW_LAT[NVLINK][ALGORITHMS.index("NVLS")][2] * eff.latency_scale * eff.nvls_latency_scale * 1e-6
     first = FIRST if simulated < channels else 0
     return PathParams(

@@ -272,7 +272,7 @@ CONSTANTS = {
     "latency_scale": (1.0, 0.05, 10.0, "scale on NCCL's per-hop hwLat and baseLat (tuning.cc)"),
     "ll128_latency_scale": (1.0, 0.1, 10.0, "further scale on LL128's per-hop hwLat: its line-flag round trip on the machine's links"),
     "nvls_latency_scale": (1.0, 0.1, 10.0, "further scale on NVLS/NVLSTree's latencies (the switch's reduce and multicast, NVLSTree's hops): NVLink SHARP's round trip on the machine"),
-    "base_latency_us": (0.0, 0.0, 200.0, "fixed cost of a call beyond NCCL's baseLat (launch, host), us"),
+    "base_latency_us": (0.0, 0.0, 200.0, "fixed cost of a call that crosses the network beyond NCCL's baseLat (proxy, plugin, host), us; none inside one node"),
 }
 
 
