@@ -64,6 +64,7 @@ def _start(net: Network, call: Call, op: str, algorithm: str, p) -> dict:
     nodes = max(call.ranks // gpus, 1)
     rate = p.nvls_Bps or 1e12
     heads = gpus if nodes == 1 else max(1, min(p.heads, gpus))
+    lanes = max(1, p.channels)  # NCCL's channels run alike side by side: one stands for all
     cut = chunking(algorithm, "Simple", call.size_bytes, p.channels, nodes, call.ranks, heads, p.simple_buff_bytes)
     total = None
     if call.buffers is not None:
@@ -72,18 +73,20 @@ def _start(net: Network, call: Call, op: str, algorithm: str, p) -> dict:
     for node in range(nodes):
         processes = []
         for head in range(heads):  # heads share the switch equally and run alike: a server each
-            switch = (Server(env, rate / heads, p.nvls_latency_s / 2), Server(env, rate / heads, p.nvls_latency_s / 2))
+            share = rate / heads / lanes  # one channel's share of the head's part of the switch
+            switch = (Server(env, share, p.nvls_latency_s / 2), Server(env, share, p.nvls_latency_s / 2))
             portion = call.pieces(heads)[head]
-            parts = min(max(1, math.ceil(portion[2] / cut.chunk_bytes)), MAX_MESSAGES)
-            pieces = [piece for piece in call.pieces(parts, portion) if piece[2]]
+            lane = call.pieces(lanes, portion)[0]  # the largest channel part: every channel runs alike
+            parts = min(max(1, math.ceil(lane[2] / cut.chunk_bytes)), MAX_MESSAGES)
+            pieces = [piece for piece in call.pieces(parts, lane) if piece[2]]
             if not pieces:
                 continue
-            processes.append(env.process(_head(net, node, head, gpus, nodes, pieces, switch, op, p)))
+            processes.append(env.process(_head(net, node, head, gpus, nodes, pieces, switch, op, p, lanes)))
         done.append(env.all_of(processes))
     return {"done": done, "total": total}
 
 
-def _head(net: Network, node: int, head: int, gpus: int, nodes: int, pieces: list, switch: tuple, op: str, p) -> Generator:
+def _head(net: Network, node: int, head: int, gpus: int, nodes: int, pieces: list, switch: tuple, op: str, p, lanes: int = 1) -> Generator:
     """One head's portion, chunk after chunk: reduce, (tree up and down between nodes),
     multicast; at most ``window`` chunks (NCCL_STEPS slots on each of the head's channels)
     between their reduce and the stage that frees their slots: on one node the multicast; across
@@ -95,7 +98,7 @@ def _head(net: Network, node: int, head: int, gpus: int, nodes: int, pieces: lis
     env = net.env
     reduce_server, multicast_server = switch
     rank = node * gpus + head
-    window = max(1, NCCL_STEPS * p.channels // max(p.heads if nodes > 1 else gpus, 1))
+    window = NCCL_STEPS
     ready = [env.event() for _ in pieces]
     done = [env.event() for _ in pieces]
     taken = done if nodes == 1 else [env.event() for _ in pieces]
@@ -107,9 +110,9 @@ def _head(net: Network, node: int, head: int, gpus: int, nodes: int, pieces: lis
             _finish(multicast, piece, done[k])
     else:
         links = _node_tree(nodes, node, head, gpus)
-        work = [env.process(_up(net, rank, links, pieces, ready, multicast, done, taken))]
+        work = [env.process(_up(net, rank, links, pieces, ready, multicast, done, taken, lanes))]
         if links[0] >= 0:
-            work.append(env.process(_down(net, rank, links, pieces, multicast, done)))
+            work.append(env.process(_down(net, rank, links, pieces, multicast, done, lanes)))
         yield env.all_of(work)
     yield env.all_of(done)
 
@@ -140,7 +143,7 @@ def _node_tree(nodes: int, node: int, head: int, gpus: int) -> tuple[int, list[i
     return (parent * gpus + head if parent >= 0 else -1), [child * gpus + head for child in children]
 
 
-def _up(net: Network, rank: int, links, pieces, ready, multicast, done, taken) -> Generator:
+def _up(net: Network, rank: int, links, pieces, ready, multicast, done, taken, lanes: int = 1) -> Generator:
     """Tree up between nodes: after the node's reduce, each child's chunk, then to the parent;
     the root multicasts and sends the chunk down. ``taken[k]``: chunk k has left the switch's
     slots."""
@@ -155,14 +158,14 @@ def _up(net: Network, rank: int, links, pieces, ready, multicast, done, taken) -
                 queues[child].append(net.recv(child, rank, _TAG + (k + window) % window))
         taken[k].succeed()
         if parent >= 0:
-            net.send(rank, parent, piece[2], None, 0, k, _TAG + k % window)
+            net.send(rank, parent, piece[2] * lanes, None, 0, k, _TAG + k % window)
             continue
         for child in children:
-            net.send(rank, child, piece[2], None, 1, k, _DOWN + k % window)
+            net.send(rank, child, piece[2] * lanes, None, 1, k, _DOWN + k % window)
         _finish(multicast, piece, done[k])
 
 
-def _down(net: Network, rank: int, links, pieces, multicast, done) -> Generator:
+def _down(net: Network, rank: int, links, pieces, multicast, done, lanes: int = 1) -> Generator:
     """Tree down: each chunk from the parent, on to the children and into the node's multicast."""
     parent, children = links
     window = NCCL_STEPS
@@ -172,5 +175,5 @@ def _down(net: Network, rank: int, links, pieces, multicast, done) -> Generator:
         if k + window < len(pieces):
             queue.append(net.recv(parent, rank, _DOWN + (k + window) % window))
         for child in children:
-            net.send(rank, child, piece[2], None, 1, k, _DOWN + k % window)
+            net.send(rank, child, piece[2] * lanes, None, 1, k, _DOWN + k % window)
         _finish(multicast, piece, done[k])
