@@ -6,10 +6,20 @@ Per node the switch has two FIFO servers: *reduce* (every GPU's copy of a chunk 
 NVLink and comes back reduced; time per chunk = bytes / rate) and *multicast* (one copy goes in,
 every GPU receives it), each at the preset's NVLS rate per GPU and direction, with half of NCCL's
 NVLS latency after each. The buffer is cut into ``heads`` portions (one per GPU on one node; one
-per NIC rail across nodes) in NCCL's NVLS chunks. NVLSTree: after the node's reduce a chunk
-climbs NCCL's double binary tree over the nodes' head GPUs of its rail (tree = rail mod 2), over
-the NICs as engine messages with slots, and comes down it before the node's multicast.
+per NIC rail across nodes). NVLSTree: after the node's reduce a chunk climbs NCCL's double binary
+tree over the nodes' head GPUs of its rail (tree = rail mod 2), over the NICs as engine messages
+with slots, and comes down it before the node's multicast.
 all_gather runs the multicast only, reduce_scatter the reduce only.
+
+**Channels as lanes.** NCCL runs its NVLS channels (16 on SM90, ``nvls.cc``) side by side, each
+on its own contiguous part of every head's portion (``ncclCollCbdPart``), chunk after chunk in
+NCCL's NVLS chunks with NCCL_STEPS slots per connection (``RunWorkColl<AllReduce, NVLS_TREE>``:
+scatter, reduce, broadcast and gather warp groups). The channels run alike and start together,
+so each holds 1/channels of every resource it crosses, and a chunk takes channels x its own
+time at each stage: the pipeline's fill. The DES runs one channel per head (the largest part)
+with the servers at 1/channels of the head's share and each network message carrying
+channels x its bytes (the NIC's share): exact for identical channels in lock step, and
+1/channels of the events of running them all.
 """
 
 from __future__ import annotations
@@ -87,8 +97,8 @@ def _start(net: Network, call: Call, op: str, algorithm: str, p) -> dict:
 
 
 def _head(net: Network, node: int, head: int, gpus: int, nodes: int, pieces: list, switch: tuple, op: str, p, lanes: int = 1) -> Generator:
-    """One head's portion, chunk after chunk: reduce, (tree up and down between nodes),
-    multicast; at most ``window`` chunks (NCCL_STEPS slots on each of the head's channels)
+    """One channel of a head, chunk after chunk: reduce, (tree up and down between nodes),
+    multicast; at most ``window`` chunks (the channel's NCCL_STEPS slots)
     between their reduce and the stage that frees their slots: on one node the multicast; across
     nodes the tree's reduce warps, which take a chunk from the switch and send it up (the root:
     down). NCCL's NVLSTree kernel runs scatter, tree-reduce, tree-broadcast and gather as
