@@ -192,10 +192,11 @@ def _size_growth(key: Any, s: Any, ranks: int, chunks: int, size: int) -> float:
     """The factor by which re-sharing per message grows from the probes' size to the scenario's,
     for NCCL's trees, whose messages are pieces of a fixed size: with the pieces (more in flight,
     more flows to re-share), as their square root since one solve per instant serves them all;
-    NVLS's in proportion to them, since its chunks follow NCCL's size rule (heads x channels) and
-    no slot beyond the switch's holds them back. NVLSTree and rings show no such growth
-    (tests/collective/test_budget_presets.py)."""
-    if s.size_bytes <= size or not (s.algorithm.startswith("nccl_tree") or s.algorithm == "nccl_nvls"):
+    NVLS's and NVLSTree's in proportion to them, since their chunks follow NCCL's size rule (heads
+    x channels) and each head's one simulated channel carries every channel's share, so each
+    more in flight meets every other (NVLSTree grew so once its channels became lanes). Rings
+    show no such growth (tests/collective/test_budget_presets.py)."""
+    if s.size_bytes <= size or not (s.algorithm.startswith("nccl_tree") or s.algorithm.startswith("nccl_nvls")):
         return 1.0
     full = _messages_at(key.replace(size_bytes=s.size_bytes - s.size_bytes % key.element_bytes), ranks, chunks)
     probed = _messages_at(key, ranks, chunks)
@@ -203,7 +204,7 @@ def _size_growth(key: Any, s: Any, ranks: int, chunks: int, size: int) -> float:
     # share one solve, so a tree's work grows with the square root of the pieces; NVLS's in
     # proportion (its chunks wait for no slot beyond the switch's, so each more in flight across
     # nodes meets every other: counted 2.05x at 4 x dgx-h100, 16 -> 64 MiB)
-    exponent = 1.0 if s.algorithm == "nccl_nvls" else 0.5
+    exponent = 1.0 if s.algorithm.startswith("nccl_nvls") else 0.5
     return (full / probed) ** exponent if full > probed > 0 else 1.0
 
 

@@ -58,7 +58,8 @@ def tree_counts(protocol: str):
 
 def nvls_counts(op: str, algorithm: str):
     """NVLS moves a node's data through the switch (no point-to-point messages); across nodes the
-    heads' chunks climb and descend a double binary tree over the NICs."""
+    heads' chunks climb and descend a double binary tree over the NICs, one channel a head (the
+    DES runs one and lets it stand for the others)."""
 
     def counts(s: Shape) -> tuple[int, int]:
         nodes = max(s.p // s.gpus, 1)
@@ -68,8 +69,9 @@ def nvls_counts(op: str, algorithm: str):
         cut = chunking(algorithm, "Simple", call.size_bytes, s.k, nodes, s.p, s.gpus)
         messages = 0
         for portion in call.pieces(s.gpus):
-            parts = min(max(1, math.ceil(portion[2] / cut.chunk_bytes)), MAX_MESSAGES)
-            messages += 2 * (nodes - 1) * sum(1 for piece in call.pieces(parts, portion) if piece[2])
+            lane = call.pieces(max(1, s.k), portion)[0]  # one channel stands for all (nccl_nvls: lanes)
+            parts = min(max(1, math.ceil(lane[2] / cut.chunk_bytes)), MAX_MESSAGES)
+            messages += 2 * (nodes - 1) * sum(1 for piece in call.pieces(parts, lane) if piece[2])
         return messages, 2 * (nodes - 1) * s.gpus
 
     return counts
