@@ -18,8 +18,9 @@ def _rates():
 def test_one_chunk_per_channel_crosses_every_stage_at_its_channels_share():
     """8 MiB on 2 nodes: 16 channels x 8 heads, one 64 KiB chunk each. The critical path is the
     child's switch reduce, the NIC up, the NIC down and the child's multicast, each at the
-    channel's share (1/8 of the switch per head, 1/16 of that per channel; 1/16 of the NIC),
-    plus half NCCL's NVLS latency per switch stage and the inter-node hop latency per NIC hop."""
+    channel's share (1/8 of the switch per head, 1/16 of that per channel; on the NIC 1/8, its
+    tree's 8 channels: the other tree's 8 cross it the other way at that moment), plus half
+    NCCL's NVLS latency per switch stage and the inter-node hop latency per NIC hop."""
     preset, switch, nic = _rates()
     chunk, heads, channels = 64 * 1024, 8, 16
     _, inter, _ = hop_latencies_s(preset, "NVLSTree", "Simple")
@@ -30,7 +31,7 @@ def test_one_chunk_per_channel_crosses_every_stage_at_its_channels_share():
 
     p = path_params(Scenario, preset)
     assert p.channels == channels and p.heads == heads
-    expected = 2 * (chunk / (switch / heads / channels) + p.nvls_latency_s / 2) + 2 * (chunk * channels / nic + inter) + p.start_s
+    expected = 2 * (chunk / (switch / heads / channels) + p.nvls_latency_s / 2) + 2 * (chunk * channels / 2 / nic + inter) + p.start_s
     seconds, pick = des_time("hgx-h100-nvls", 2, "all_reduce", 8 << 20)
     assert pick == "NVLSTree/Simple"
     assert seconds == pytest.approx(expected, rel=0.01)
@@ -50,3 +51,19 @@ def test_the_fill_grows_with_the_chunk_then_amortises():
     fill = {size: des_time("hgx-h100-nvls", 2, "all_reduce", size)[0] - size / switch for size in (8 << 20, 64 << 20, 1 << 30)}
     assert fill[64 << 20] > 1.3 * fill[8 << 20]
     assert fill[1 << 30] == pytest.approx(fill[64 << 20], rel=0.35)
+
+
+def test_channels_alternate_trees_so_every_nic_carries_a_double_binary_trees_load():
+    """NCCL puts channel c on tree c mod 2 (connect.cc ``treeUp[c % 2]``), so a head's NIC is
+    interior in one tree for half its channels and a leaf in the other for the rest: 2 x its
+    head's data each way, not the 3 x of an interior node with every channel on one tree. 4
+    nodes, 1 GiB, NVLSTree forced (NCCL's pick there is Ring)."""
+    from sim.hardware.nccl_des import scenario_for_pick
+    from sim.collective.runner import run
+
+    _, _, nic = _rates()
+    scenario, _ = scenario_for_pick("hgx-h100-nvls", 4, "all_reduce", 1 << 30, "nvlstree", "simple")
+    assert scenario.algorithm == "nccl_nvls_tree"
+    seconds = run(scenario).time_s
+    per_head = (1 << 30) / 8 / nic
+    assert 2 * per_head < seconds < 2.3 * per_head
