@@ -71,7 +71,7 @@ def nvls_counts(op: str, algorithm: str):
         trees = 2 if s.k > 1 else 1  # one channel a head for each tree of the pair (nccl_nvls: lanes)
         for portion in call.pieces(s.gpus):
             for lane in call.pieces(max(1, s.k), portion)[:trees]:
-                parts = min(max(1, math.ceil(lane[2] / cut.chunk_bytes)), MAX_MESSAGES)
+                parts = min(max(1, math.ceil(lane[2] / cut.chunk_bytes)), MAX_MESSAGES // trees)
                 messages += 2 * (nodes - 1) * sum(1 for piece in call.pieces(parts, lane) if piece[2])
         return messages, 2 * (nodes - 1) * s.gpus
 

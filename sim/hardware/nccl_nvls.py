@@ -88,7 +88,7 @@ def _start(net: Network, call: Call, op: str, algorithm: str, p) -> dict:
                 share = rate / heads / lanes  # one channel's share of the head's part of the switch
                 switch = (Server(env, share, p.nvls_latency_s / 2), Server(env, share, p.nvls_latency_s / 2))
                 lane = call.pieces(lanes, portion)[tree]  # channel `tree`, standing for every channel of its tree
-                parts = min(max(1, math.ceil(lane[2] / cut.chunk_bytes)), MAX_MESSAGES)
+                parts = min(max(1, math.ceil(lane[2] / cut.chunk_bytes)), MAX_MESSAGES // trees)
                 pieces = [piece for piece in call.pieces(parts, lane) if piece[2]]
                 if pieces:
                     processes.append(env.process(_head(net, node, head, gpus, nodes, pieces, switch, op, p, (lanes // trees, tree))))
