@@ -67,3 +67,18 @@ def test_channels_alternate_trees_so_every_nic_carries_a_double_binary_trees_loa
     seconds = run(scenario).time_s
     per_head = (1 << 30) / 8 / nic
     assert 2 * per_head < seconds < 2.3 * per_head
+
+
+@pytest.mark.parametrize("nodes, size", [(2, 8 << 20), (4, 64 << 20), (4, 8 << 30)])
+def test_the_records_message_count_is_the_runs(nodes, size):
+    """nccl_counts.nvls_counts counts what the DES sends: one channel a head on each tree, each
+    capped at MAX_MESSAGES // 2 pieces (8 GiB on 4 nodes: 1024 chunks a channel, merged)."""
+    from sim.collective import budget
+    from sim.collective.explore import work
+    from sim.hardware.nccl_des import scenario_for_pick
+
+    scenario, _ = scenario_for_pick("hgx-h100-nvls", nodes, "all_reduce", size, "nvlstree", "simple")
+    scenario = scenario.replace(record="aggregate")
+    counted, _ = budget.count_visits(scenario)
+    told = work(scenario)
+    assert told.exact and told.messages == counted > 0
