@@ -96,7 +96,9 @@ def _start(net: Network, call: Call, op: str, algorithm: str, p) -> dict:
     return {"done": done, "total": total}
 
 
-def _head(net: Network, node: int, head: int, gpus: int, nodes: int, pieces: list, switch: tuple, op: str, p, lane: tuple = (1, 0)) -> Generator:
+def _head(
+    net: Network, node: int, head: int, gpus: int, nodes: int, pieces: list, switch: tuple, op: str, p, lane: tuple = (1, 0)
+) -> Generator:
     """One channel of a head, chunk after chunk: reduce, (tree up and down between nodes),
     multicast; at most ``window`` chunks (the channel's NCCL_STEPS slots)
     between their reduce and the stage that frees their slots: on one node the multicast; across

@@ -58,8 +58,8 @@ def test_channels_alternate_trees_so_every_nic_carries_a_double_binary_trees_loa
     interior in one tree for half its channels and a leaf in the other for the rest: 2 x its
     head's data each way, not the 3 x of an interior node with every channel on one tree. 4
     nodes, 1 GiB, NVLSTree forced (NCCL's pick there is Ring)."""
-    from sim.hardware.nccl_des import scenario_for_pick
     from sim.collective.runner import run
+    from sim.hardware.nccl_des import scenario_for_pick
 
     _, _, nic = _rates()
     scenario, _ = scenario_for_pick("hgx-h100-nvls", 4, "all_reduce", 1 << 30, "nvlstree", "simple")
