@@ -7,8 +7,9 @@ NVLink and comes back reduced; time per chunk = bytes / rate) and *multicast* (o
 every GPU receives it), each at the preset's NVLS rate per GPU and direction, with half of NCCL's
 NVLS latency after each. The buffer is cut into ``heads`` portions (one per GPU on one node; one
 per NIC rail across nodes). NVLSTree: after the node's reduce a chunk climbs NCCL's double binary
-tree over the nodes' head GPUs of its rail (tree = rail mod 2), over the NICs as engine messages
-with slots, and comes down it before the node's multicast.
+tree over the nodes' head GPUs of its rail (channel c on tree c mod 2, src/graph/connect.cc
+``treeUp[c % 2]``), over the NICs as engine messages with slots, and comes down it before the
+node's multicast.
 all_gather runs the multicast only, reduce_scatter the reduce only.
 
 **Channels as lanes.** NCCL runs its NVLS channels (16 on SM90, ``nvls.cc``) side by side, each
@@ -16,10 +17,11 @@ on its own contiguous part of every head's portion (``ncclCollCbdPart``), chunk 
 NCCL's NVLS chunks with NCCL_STEPS slots per connection (``RunWorkColl<AllReduce, NVLS_TREE>``:
 scatter, reduce, broadcast and gather warp groups). The channels run alike and start together,
 so each holds 1/channels of every resource it crosses, and a chunk takes channels x its own
-time at each stage: the pipeline's fill. The DES runs one channel per head (the largest part)
-with the servers at 1/channels of the head's share and each network message carrying
-channels x its bytes (the NIC's share): exact for identical channels in lock step, and
-1/channels of the events of running them all.
+time at each stage: the pipeline's fill. The DES runs one channel per head and tree (one tree
+on a single node, two across nodes) with the servers at 1/channels of the head's share and each
+network message carrying its tree's channels' bytes (their share of the NIC, which the other
+tree's channel shares with it): exact for identical channels in lock step on the switch, and
+1/8 to 1/16 of the events of running them all; a head's chunks stay capped at MAX_MESSAGES.
 """
 
 from __future__ import annotations
