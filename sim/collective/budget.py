@@ -45,6 +45,10 @@ PROBE_RANKS = (8, 16)
 PROBE_MAX_CHUNKS = 16  # probes run at most this many chunks (and a quarter of it for the growth)
 PROBE_MAX_BYTES = 16 * 2**20
 PROBE_MAX_VISITS = 300_000  # a 32-rank probe runs only when it costs less than about a second
+# a scenario within the probes' ranks and of at most this many messages is its own probe (counted at
+# its own size): re-sharing hangs on which flows start together, which a size's growth cannot carry
+# (NVLS across 4 x dgx-h100: 1.46 re-shares a message at 16 MiB, 7.46 at 64 MiB)
+PROBE_WHOLE_MESSAGES = 2_000
 
 
 @dataclass(frozen=True)
@@ -169,6 +173,9 @@ def _visits_per_message(s: Any, chunks: int) -> float:
     probe_ranks = _probe_ranks(s)
     ranks = [p for p in probe_ranks if p < s.ranks] or [s.ranks]
     if s.ranks <= probe_ranks[-1] and chunks <= PROBE_MAX_CHUNKS:
+        whole = key.replace(size_bytes=s.size_bytes - s.size_bytes % key.element_bytes)
+        if size < s.size_bytes and 0 < _messages_at(whole, s.ranks, chunks) <= PROBE_WHOLE_MESSAGES:
+            return _probe(whole, s.ranks, chunks, whole.size_bytes)
         return _probe(key, s.ranks, chunks, size) * _size_growth(key, s, s.ranks, chunks, size)
     base_p = ranks[-1]
     v_base = _probe(key, base_p, probe_k, size)
@@ -192,11 +199,11 @@ def _size_growth(key: Any, s: Any, ranks: int, chunks: int, size: int) -> float:
     """The factor by which re-sharing per message grows from the probes' size to the scenario's,
     for NCCL's trees, whose messages are pieces of a fixed size: with the pieces (more in flight,
     more flows to re-share), as their power 3/4 (one solve per instant serves the pieces in flight, but a connection's
-    slots join the sharing one by one);
-    NVLS's in proportion to them, since its chunks follow NCCL's size rule (heads x channels) and
-    no slot beyond the switch's holds them back. NVLSTree and rings show no such growth
-    (tests/collective/test_budget_presets.py)."""
-    if s.size_bytes <= size or not (s.algorithm.startswith("nccl_tree") or s.algorithm == "nccl_nvls"):
+    slots join the sharing one by one); NVLS's and NVLSTree's in proportion to them, since their
+    chunks follow NCCL's size rule (heads x channels) and each head's one simulated channel
+    carries every channel's share, so each more in flight meets every other (NVLSTree grew so
+    once its channels became lanes). Rings show no such growth (tests/collective/test_budget_presets.py)."""
+    if s.size_bytes <= size or not (s.algorithm.startswith("nccl_tree") or s.algorithm.startswith("nccl_nvls")):
         return 1.0
     full = _messages_at(key.replace(size_bytes=s.size_bytes - s.size_bytes % key.element_bytes), ranks, chunks)
     probed = _messages_at(key, ranks, chunks)
@@ -207,7 +214,7 @@ def _size_growth(key: Any, s: Any, ranks: int, chunks: int, size: int) -> float:
     # pieces, so the power 3/4 (x2.8). NVLS's in proportion (its chunks wait for no slot beyond
     # the switch's, so each more in flight across nodes meets every other: counted 2.05x at
     # 4 x dgx-h100, 16 -> 64 MiB)
-    exponent = 1.0 if s.algorithm == "nccl_nvls" else 0.75
+    exponent = 1.0 if s.algorithm.startswith("nccl_nvls") else 0.75
     return (full / probed) ** exponent if full > probed > 0 else 1.0
 
 

@@ -155,7 +155,7 @@ def gap_why(op: str, nccl_algorithm: str) -> str:
     if op in ("broadcast", "reduce"):
         return "NCCL's model charges one hop of latency and no pipeline fill; the DES's chain sends its first piece across p - 1 hops"
     if nccl_algorithm in ("NVLS", "NVLSTree"):
-        return "the DES queues each chunk at the NVSwitch's own rate, NCCL_STEPS chunks in flight a channel; NCCL's closed formula averages that"
+        return "the DES moves each channel's chunks through the switch and the NICs at the channel's share, NCCL_STEPS in flight (pipeline fill); NCCL's closed formula has no fill"
     return "the DES moves each slice through NCCL's 8 slots a connection on links the channels share (pipeline fill, link sharing); NCCL's closed formula averages them"
 
 

@@ -58,7 +58,8 @@ def tree_counts(protocol: str):
 
 def nvls_counts(op: str, algorithm: str):
     """NVLS moves a node's data through the switch (no point-to-point messages); across nodes the
-    heads' chunks climb and descend a double binary tree over the NICs."""
+    heads' chunks climb and descend NCCL's double binary tree over the NICs, channel c on tree c
+    mod 2: the DES runs one channel a head for each tree and lets it stand for the others."""
 
     def counts(s: Shape) -> tuple[int, int]:
         nodes = max(s.p // s.gpus, 1)
@@ -67,9 +68,11 @@ def nvls_counts(op: str, algorithm: str):
         call = _call(op, s)
         cut = chunking(algorithm, "Simple", call.size_bytes, s.k, nodes, s.p, s.gpus)
         messages = 0
+        trees = 2 if s.k > 1 else 1  # one channel a head for each tree of the pair (nccl_nvls: lanes)
         for portion in call.pieces(s.gpus):
-            parts = min(max(1, math.ceil(portion[2] / cut.chunk_bytes)), MAX_MESSAGES)
-            messages += 2 * (nodes - 1) * sum(1 for piece in call.pieces(parts, portion) if piece[2])
+            for lane in call.pieces(max(1, s.k), portion)[:trees]:
+                parts = min(max(1, math.ceil(lane[2] / cut.chunk_bytes)), MAX_MESSAGES // trees)
+                messages += 2 * (nodes - 1) * sum(1 for piece in call.pieces(parts, lane) if piece[2])
         return messages, 2 * (nodes - 1) * s.gpus
 
     return counts

@@ -51,7 +51,8 @@ def test_nvls_tree_runs_in_the_des():
     """hgx-h100-nvls x 2 at 64 MiB: NCCL picks NVLSTree, and the DES runs it (no fallback to the model)."""
     pick = pick_time("hgx-h100-nvls", 2, "all_reduce", 64 * 2**20)
     assert pick.nccl_pick == "NVLSTree/Simple" and pick.algorithm == "nccl_nvls_tree" and not pick.why
-    assert pick.time_s == pytest.approx(predict("hgx-h100-nvls", 2, "all_reduce", 64 * 2**20).time_s, rel=0.5)
+    model = predict("hgx-h100-nvls", 2, "all_reduce", 64 * 2**20).time_s  # no pipeline fill: the 2-node log took 466 us
+    assert model < pick.time_s < 2 * model
 
 
 def test_ow_without_buckets_fits_the_bucket_range():
