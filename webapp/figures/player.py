@@ -580,7 +580,8 @@ def step_caption(player: dict[str, Any], position: int) -> str:
     """Under the player: the step's number, phase, start-end time and one sentence on what moved."""
     step, messages = _at(player, position)
     if step is None:
-        return f"Inputs, before any message. {len(player['steps'])} steps to play: press Play or drag the slider. {player.get('description', '')}"
+        steps = len(player['steps'])
+        return f"Inputs, before any message. {steps} step{'s' if steps != 1 else ''} to play: press Play or drag the slider. {player.get('description', '')}"
     start = min(m[2] for m in messages)
     end = max(m[3] for m in messages)
     nbytes = sum(m[4] for m in messages)
