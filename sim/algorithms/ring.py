@@ -14,12 +14,14 @@ Ring reduce-scatter, p = 4, piece j = j-th quarter; rank i sends piece (i-s-1) a
 from __future__ import annotations
 
 from collections.abc import Generator, Sequence
+from typing import Any
 
 from sim.algorithms.phases import RING_ALL_GATHER, RING_REDUCE_SCATTER, RS_THEN, THEN_AG
 from sim.algorithms.registry import Form, Phase, register
 from sim.collective.call import Call, Piece
 from sim.errors import CollsimError
 from sim.network import Network
+from sim.network.machine import Machine
 
 
 def _chunked(call: Call, parts: int, within: Piece) -> list[tuple[Piece, ...]]:
@@ -231,3 +233,52 @@ def hierarchical_all_reduce(net: Network, rank: int, call: Call) -> Generator:
     yield from ring_all_gather_steps(net, rank, call, inter, mine, step, tag=2)
     step += nodes - 1
     yield from ring_all_gather_steps(net, rank, call, intra, whole, step, tag=1)
+
+
+def _plain_machine(env: Any, net: Network, rank: int, call: Call) -> Machine | None:
+    """The plain ring all-reduce as a :class:`sim.network.machine.Machine` (no ``Process._resume``
+    per message), where ring_all_reduce would run :func:`_ring_all_reduce_plain`."""
+    if call.chunks == 1 and call.buffers is None and call.ranks > 1:
+        pieces = call.pieces(call.ranks)
+        return Machine(env, lambda machine: _plain_ring_steps(machine, net, rank, call.ranks, pieces))
+    return None
+
+
+def _plain_ring_steps(machine: Machine, net: Network, rank: int, m: int, pieces: tuple[Piece, ...]) -> Generator:
+    """:func:`_ring_all_reduce_plain`'s calls, in its order, for a Machine: each ``yield event``
+    of the plain generator is "append ``resume`` to the event's callbacks unless it has been
+    processed, then yield" (what ``Process._resume`` does for it)."""
+    yield  # primed by Machine; the Initialize event resumes from here
+    resume = machine.resume
+    right, left = (rank + 1) % m, (rank - 1) % m
+    send, recv, reduce = net.send, net.recv, net.reduce
+    gamma = net.gamma
+    send(rank, right, pieces[(rank - 1) % m][2], None, 0, 0, 0)
+    last = m - 2
+    for step in range(m - 1):
+        nbytes = pieces[(rank - step - 2) % m][2]
+        delivery = recv(left, rank, 0)
+        if delivery.callbacks is not None:
+            delivery.callbacks.append(resume)
+            yield
+        if gamma and nbytes:
+            combine = reduce(rank, nbytes, step, 0)
+            if combine.callbacks is not None:
+                combine.callbacks.append(resume)
+                yield
+        if step < last:
+            send(rank, right, nbytes, None, step + 1, 0, 0)
+    step0 = m - 1
+    send(rank, right, pieces[rank][2], None, step0, 0, 0)
+    for step in range(m - 1):
+        delivery = recv(left, rank, 0)
+        if delivery.callbacks is not None:
+            delivery.callbacks.append(resume)
+            yield
+        if step < last:
+            send(rank, right, pieces[(rank - step - 1) % m][2], None, step0 + step + 1, 0, 0)
+    machine.done()
+    yield  # never resumed
+
+
+ring_all_reduce.machine = _plain_machine  # type: ignore[attr-defined]  # read by sim.collective.runner
