@@ -123,19 +123,16 @@ class FairNetwork(Network):
             self._wired(event, (src, dst, nbytes, step, chunk), stream, wire)
             return
         route = self._routes.get(pair) or self.route(src, dst)
-        resources, latency, inverse_bandwidth = route
-        alone = False  # no flow on the route: none sharing it, none about to join, no lone one moving
-        if nbytes:
+        if nbytes and not self.jitter_s:
+            resources, latency, inverse_bandwidth = route
             ordinary, holder = self._ordinary, self._holder
-            for index in resources:
+            for index in resources:  # alone: no flow sharing the route, none about to join, no lone one moving
                 if ordinary[index]:
                     break
                 other = holder[index]
                 if other is not None and (other[1].callbacks is not None if other.__class__ is tuple else not other.done):
                     break
-            else:
-                alone = True
-            if alone and not self.jitter_s:  # lean: its record and its delivery at start + latency + n / bandwidth, now
+            else:  # lean: its record and its delivery at start + latency + n / bandwidth, now
                 now = self.env._now
                 end = now + latency + nbytes / (1.0 / inverse_bandwidth)
                 table = self.message_table
@@ -156,10 +153,9 @@ class FairNetwork(Network):
                     table.flush()
                     self._purge()
                 return
-            if not alone and not self.jitter_s:  # the contended hot path
-                self._ordinary_flow(event, (src, dst, nbytes, step, chunk), stream, route)
-                return
-        self._start_flow(event, (src, dst, nbytes, step, chunk), stream, route, alone)
+            self._ordinary_flow(event, (src, dst, nbytes, step, chunk), stream, route)  # the contended hot path
+            return
+        self._start_flow(event, (src, dst, nbytes, step, chunk), stream, route)
 
     def _enqueue(self, stream: int, current: Any, message: tuple) -> None:
         """The stream is busy: the message goes behind its current one."""
@@ -170,11 +166,15 @@ class FairNetwork(Network):
             if current is not None:  # a lean flow: its delivery starts the next message
                 self._hook(current[1], stream)
 
-    def _start_flow(self, event: Event, message: tuple, stream: int, route: tuple, alone: bool) -> None:
-        """A message that is a Flow from its start: one that may meet others with jitter (its
-        latency drawn now), a lone one with jitter, or an empty one (it arrives when the
-        latency has passed)."""
+    def _start_flow(self, event: Event, message: tuple, stream: int, route: tuple) -> None:
+        """A message that is a Flow from its start: one that may meet others with jitter (its latency
+        drawn now), a lone one with jitter, or an empty one (it arrives when the latency has passed)."""
         resources, latency, inverse_bandwidth = route
+        ordinary, holder = self._ordinary, self._holder  # alone: as _transfer's test, no flow on the route
+        alone = message[2] and not any(
+            ordinary[index] or (other := holder[index]) is not None and (other[1].callbacks is not None if other.__class__ is tuple else not other.done)
+            for index in resources
+        )
         if self.jitter_s:
             latency += self._draw_jitter()
         nbytes = message[2]
