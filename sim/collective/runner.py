@@ -159,7 +159,7 @@ def start_collective(scenario: CollectiveScenario, topology: topo.Topology | Non
         generator frame fewer to resume per message), its end noted by callbacks instead."""
         if delays.get(rank) or s.overhead_s or s.repetitions != 1:
             return RankProcess(env, rank_main(rank))
-        if machine is not None and not per_rank:  # the program as callbacks: no generator per message
+        if machine is not None and not per_rank:  # resumed by its events directly: no Process._resume per message
             process = machine(env, net, rank, call)
             if process is not None:
                 process.callbacks.append(lambda _: _program_done(rank))
