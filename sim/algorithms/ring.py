@@ -14,12 +14,14 @@ Ring reduce-scatter, p = 4, piece j = j-th quarter; rank i sends piece (i-s-1) a
 from __future__ import annotations
 
 from collections.abc import Generator, Sequence
+from typing import Any
 
 from sim.algorithms.phases import RING_ALL_GATHER, RING_REDUCE_SCATTER, RS_THEN, THEN_AG
 from sim.algorithms.registry import Form, Phase, register
 from sim.collective.call import Call, Piece
 from sim.errors import CollsimError
 from sim.network import Network
+from sim.network.machine import Machine
 
 
 def _chunked(call: Call, parts: int, within: Piece) -> list[tuple[Piece, ...]]:
@@ -176,27 +178,48 @@ def _ring_all_reduce_chunked(net: Network, rank: int, call: Call) -> Generator:
                 send(rank, right, sub[2], payload, step0 + step + 1, chunk, 0)
 
 
-def _ring_all_reduce_plain(net: Network, rank: int, m: int, pieces: tuple[Piece, ...]) -> Generator:
+def _ring_all_reduce_plain(net: Network, rank: int, m: int, pieces: tuple[Piece, ...], machine: Machine | None = None) -> Generator:
     """ring_all_reduce with one chunk and no payloads: the same messages in the same order,
-    without the per-step chunk loop, and no reduce call when reductions are free."""
+    without the per-step chunk loop, and no reduce call when reductions are free.
+
+    With ``machine`` (:class:`sim.network.machine.Machine`: no ``Process._resume`` per message)
+    the generator first yields once (primed), and each ``yield event`` becomes "append the
+    machine's ``resume`` to the event's callbacks unless it has been processed, then yield"
+    (what ``Process._resume`` does for it); at the end it calls ``machine.done()``."""
+    resume = None
+    if machine is not None:
+        yield  # primed by Machine; the Initialize event resumes from here
+        resume = machine.resume
     right, left = (rank + 1) % m, (rank - 1) % m
     send, recv, reduce = net.send, net.recv, net.reduce
     gamma = net.gamma
     send(rank, right, pieces[(rank - 1) % m][2], None, 0, 0, 0)
     last = m - 2
-    for step in range(m - 1):
-        nbytes = pieces[(rank - step - 2) % m][2]
-        yield recv(left, rank, 0)
-        if gamma and nbytes:
-            yield reduce(rank, nbytes, step, 0)
-        if step < last:
-            send(rank, right, nbytes, None, step + 1, 0, 0)
-    step0 = m - 1
-    send(rank, right, pieces[rank][2], None, step0, 0, 0)
-    for step in range(m - 1):
-        yield recv(left, rank, 0)
-        if step < last:
-            send(rank, right, pieces[(rank - step - 1) % m][2], None, step0 + step + 1, 0, 0)
+    for k in range(2 * m - 2):  # reduce-scatter steps 0 .. m - 2, then all-gather steps 0 .. m - 2
+        delivery = recv(left, rank, 0)
+        if resume is None:
+            yield delivery
+        elif delivery.callbacks is not None:
+            delivery.callbacks.append(resume)
+            yield
+        if k <= last:  # reduce-scatter step k
+            nbytes = pieces[(rank - k - 2) % m][2]
+            if gamma and nbytes:
+                combine = reduce(rank, nbytes, k, 0)
+                if resume is None:
+                    yield combine
+                elif combine.callbacks is not None:
+                    combine.callbacks.append(resume)
+                    yield
+            if k < last:
+                send(rank, right, nbytes, None, k + 1, 0, 0)
+            else:  # the all-gather starts: this rank's reduced piece goes right
+                send(rank, right, pieces[rank][2], None, m - 1, 0, 0)
+        elif k - m + 1 < last:  # all-gather step k - (m - 1) forwards what it received
+            send(rank, right, pieces[(rank - k + m - 2) % m][2], None, k + 1, 0, 0)
+    if machine is not None:
+        machine.done()
+        yield  # never resumed
 
 
 @register(
@@ -231,3 +254,15 @@ def hierarchical_all_reduce(net: Network, rank: int, call: Call) -> Generator:
     yield from ring_all_gather_steps(net, rank, call, inter, mine, step, tag=2)
     step += nodes - 1
     yield from ring_all_gather_steps(net, rank, call, intra, whole, step, tag=1)
+
+
+def _plain_machine(env: Any, net: Network, rank: int, call: Call) -> Machine | None:
+    """The plain ring all-reduce as a :class:`sim.network.machine.Machine` (no ``Process._resume``
+    per message), where ring_all_reduce would run :func:`_ring_all_reduce_plain`."""
+    if call.chunks == 1 and call.buffers is None and call.ranks > 1:
+        pieces = call.pieces(call.ranks)
+        return Machine(env, lambda machine: _ring_all_reduce_plain(net, rank, call.ranks, pieces, machine))
+    return None
+
+
+ring_all_reduce.machine = _plain_machine  # type: ignore[attr-defined]  # read by sim.collective.runner

@@ -152,11 +152,18 @@ def start_collective(scenario: CollectiveScenario, topology: topo.Topology | Non
                 yield last
         ends[rank] = env.now
 
+    machine = getattr(program, "machine", None)  # sim.network.machine: the same program as callbacks
+
     def start(rank: int) -> simpy.Process:
         """The rank's process; without skew, overhead or repetitions, the program itself (one
         generator frame fewer to resume per message), its end noted by callbacks instead."""
         if delays.get(rank) or s.overhead_s or s.repetitions != 1:
             return RankProcess(env, rank_main(rank))
+        if machine is not None and not per_rank:  # resumed by its events directly: no Process._resume per message
+            process = machine(env, net, rank, call)
+            if process is not None:
+                process.callbacks.append(lambda _: _program_done(rank))
+                return process
         process = RankProcess(env, program(*(per_rank[rank] if per_rank else (net, rank, call))))
         process.callbacks.append(lambda _: _program_done(rank))
         return process

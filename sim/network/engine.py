@@ -255,8 +255,11 @@ class Network:
         key = src * self._nodes + dst + tag * self._pairs
         mail = self._mail
         waiting = mail.get(key)
-        if waiting is None:  # not sent yet: post the receive
-            event = mail[key] = _delivery(self.env)
+        if waiting is None:  # not sent yet: post the receive (_delivery, inlined: the hot path)
+            event = mail[key] = _new(Delivery)
+            event.env = self.env
+            event.callbacks = []
+            event._value = PENDING
             return event
         if waiting.__class__ is not list and waiting._value is not PENDING:  # already sent
             del mail[key]

@@ -1,36 +1,33 @@
 """Max-min fair sharing: every message is a flow that shares links and ports with the others.
 
-A message (once its send and, for rendezvous, its receive are posted) first waits out its
-route's latency, then becomes a flow over every resource of its route. The flows on a resource
-share its capacity max-min fairly (progressive filling: the most constrained resource's share
-goes to every unfrozen flow crossing it, and so on), each flow at most its route's bandwidth.
-Rates change only when a flow starts or ends, and only for the flows connected to it through
-shared resources (the connected component of the flow-resource graph: max-min allocation
-decomposes over components, so the rest keep their rates and their scheduled ends). This is
-SimGrid's flow model (LV08/CM02) with its correction factors set to 1, except that SimGrid
-weights shares by route latency and this model shares equally (docs/simgrid-check.md). As in
-SimGrid, the rates are solved once per simulated instant: the starts and ends of one time mark
-the resources they change, and one solve per changed component runs after that time's events
-(docs/scale.md: what that changes against a solve at every single start and end).
+A message (once its send and, for rendezvous, its receive are posted) first waits out its route's latency,
+then becomes a flow over every resource of its route. The flows on a resource share its capacity max-min
+fairly (progressive filling: the most constrained resource's share goes to every unfrozen flow crossing it,
+and so on), each flow at most its route's bandwidth. Rates change only when a flow starts or ends, and only
+for the flows connected to it through shared resources (the connected component of the flow-resource graph:
+max-min allocation decomposes over components, so the rest keep their rates and their scheduled ends). This is
+SimGrid's flow model (LV08/CM02) with its correction factors set to 1, except that SimGrid weights shares by
+route latency and this model shares equally (docs/simgrid-check.md). As in SimGrid, the rates are solved once
+per simulated instant: the starts and ends of one time mark the resources they change, and one solve per
+changed component runs after that time's events (docs/scale.md: what that changes against a solve at every
+single start and end).
 
-Messages from one rank to another move one after the other, in the order they became ready,
-as on one connection (gloo's pair, an MPI queue pair, a TCP socket): k chunks sent back to back
-pipeline instead of merging into one burst. On NCCL's data path (a connection per slot tag) a
-channel's slots take turns on the wire, latencies overlapping (:meth:`FairNetwork.share_wire`).
-Flows to different ranks share fairly. A port's capacity is its rank's fastest link (a rank with
-one link has no separate port: the link is the port).
+Messages from one rank to another move one after the other, in the order they became ready, as on one
+connection (gloo's pair, an MPI queue pair, a TCP socket): k chunks sent back to back pipeline instead of
+merging into one burst. On NCCL's data path (a connection per slot tag) a channel's slots take turns on the
+wire, latencies overlapping (:meth:`FairNetwork.share_wire`). Flows to different ranks share fairly. A port's
+capacity is its rank's fastest link (a rank with one link has no separate port: the link is the port).
 
 Alone on its route a message takes exactly ``latency + n / bandwidth`` (the rate is the route's
 bandwidth, not a sum of partial progress), so the closed forms hold on ``switch(p)`` as under
 fifo sharing.
 
-**Fast path** (docs/scale.md). A message whose resources hold no other flow when it starts (no
-flow sharing them, none waiting out its latency to join them, and no earlier lone flow still on
-them) is a *lone* flow: its end, ``start + latency + n / bandwidth``, is scheduled at once, one
-event per message, and it never enters the max-min solver. A later message that would meet it
-(its flow joins one of those resources before the lone flow's end) turns it back into an
-ordinary flow, in the state it would have had anyway: joined at ``start + latency`` at its
-route's bandwidth (or about to join). Rates change only when flows meet, so the answer is the
+**Fast path** (docs/scale.md). A message whose resources hold no other flow when it starts (no flow sharing
+them, none waiting out its latency to join them, and no earlier lone flow still on them) is a *lone* flow: its
+end, ``start + latency + n / bandwidth``, is scheduled at once, one event per message, and it never enters the
+max-min solver. A later message that would meet it (its flow joins one of those resources before the lone
+flow's end) turns it back into an ordinary flow, in the state it would have had anyway: joined at ``start +
+latency`` at its route's bandwidth (or about to join). Rates change only when flows meet, so the answer is the
 solver's: the ends of lone flows are computed with the same arithmetic as before.
 """
 
@@ -51,6 +48,11 @@ from sim.network.topology import Topology
 _new = object.__new__
 _FREE = object()  # no message on a stream
 LAST_ROW = BUFFER_ROWS - 1  # rows buffered before one more fills the buffer
+
+
+def _moving(other: Any) -> bool:
+    """Whether a resource's last lone flow (a lean tuple, a Flow or None) is still moving."""
+    return other is not None and (other[1].callbacks is not None if other.__class__ is tuple else not other.done)
 
 
 class FairNetwork(Network):
@@ -123,19 +125,17 @@ class FairNetwork(Network):
             self._wired(event, (src, dst, nbytes, step, chunk), stream, wire)
             return
         route = self._routes.get(pair) or self.route(src, dst)
-        resources, latency, inverse_bandwidth = route
-        alone = False  # no flow on the route: none sharing it, none about to join, no lone one moving
-        if nbytes:
+        if nbytes and not self.jitter_s:
+            resources, latency, inverse_bandwidth = route
             ordinary, holder = self._ordinary, self._holder
-            for index in resources:
+            for index in resources:  # alone: no flow sharing the route, none about to join, no lone one moving
                 if ordinary[index]:
                     break
                 other = holder[index]
-                if other is not None and (other[1].callbacks is not None if other.__class__ is tuple else not other.done):
-                    break
-            else:
-                alone = True
-            if alone and not self.jitter_s:  # lean: its record and its delivery at start + latency + n / bandwidth, now
+                if other is not None and other is not current:  # current: this stream's last lean flow, delivered
+                    if other[1].callbacks is not None if other.__class__ is tuple else not other.done:
+                        break
+            else:  # lean: its record and its delivery at start + latency + n / bandwidth, now
                 now = self.env._now
                 end = now + latency + nbytes / (1.0 / inverse_bandwidth)
                 table = self.message_table
@@ -156,10 +156,9 @@ class FairNetwork(Network):
                     table.flush()
                     self._purge()
                 return
-            if not alone and not self.jitter_s:  # the contended hot path
-                self._ordinary_flow(event, (src, dst, nbytes, step, chunk), stream, route)
-                return
-        self._start_flow(event, (src, dst, nbytes, step, chunk), stream, route, alone)
+            self._ordinary_flow(event, (src, dst, nbytes, step, chunk), stream, route)  # the contended hot path
+            return
+        self._start_flow(event, (src, dst, nbytes, step, chunk), stream, route)
 
     def _enqueue(self, stream: int, current: Any, message: tuple) -> None:
         """The stream is busy: the message goes behind its current one."""
@@ -170,11 +169,12 @@ class FairNetwork(Network):
             if current is not None:  # a lean flow: its delivery starts the next message
                 self._hook(current[1], stream)
 
-    def _start_flow(self, event: Event, message: tuple, stream: int, route: tuple, alone: bool) -> None:
-        """A message that is a Flow from its start: one that may meet others with jitter (its
-        latency drawn now), a lone one with jitter, or an empty one (it arrives when the
-        latency has passed)."""
+    def _start_flow(self, event: Event, message: tuple, stream: int, route: tuple) -> None:
+        """A message that is a Flow from its start: one that may meet others with jitter (its latency
+        drawn now), a lone one with jitter, or an empty one (it arrives when the latency has passed)."""
         resources, latency, inverse_bandwidth = route
+        ordinary, holder = self._ordinary, self._holder  # alone: as _transfer's test, no flow on the route
+        alone = message[2] and not any(ordinary[index] or _moving(holder[index]) for index in resources)
         if self.jitter_s:
             latency += self._draw_jitter()
         nbytes = message[2]
