@@ -154,7 +154,7 @@ def _timed_step(config: _Config, spec: ModelSpec, inputs: torch.Tensor, targets:
 
 def ddp_bench_worker(ctx: Any, payload: dict[str, Any]) -> None:
     """Round-robin DDP benchmark: each round runs the no-communication step, then every config
-    (rotated each round), each step preceded by a barrier; per-step times are the max over ranks.
+    (rotated each round), each step preceded by a barrier; each time (the step and each phase on its own) is the max over ranks.
     Rank 0 reports one row per (round, config) after each round, and one profile per config at the end.
     """
     spec = model_spec(payload["model"])

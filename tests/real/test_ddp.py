@@ -51,7 +51,9 @@ def test_ddp_cli_rows_profiles_and_params(tmp_path):
     assert len(steps) == 2 * 4
     for step in steps:
         assert step["overhead_s"] == pytest.approx(step["step_s"] - step["baseline_step_s"])
-        assert step["step_s"] >= step["forward_s"] + step["backward_s"]
+        # each column is its own maximum over ranks, so the phases of different ranks need not sum
+        # to the step; each phase of the slowest rank still fits inside the slowest step
+        assert step["step_s"] >= max(step["forward_s"], step["backward_s"], step["sync_s"], step["optimizer_s"]) > 0
     assert {p["config"] for p in store.ddp_profiles()} == {"none", "naive", "bucketed:1KiB", "bucketed:16KiB"}
     listed = load_params(params)
     assert [p.name for p in listed] == ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "fc3.weight", "fc3.bias"]
