@@ -120,6 +120,7 @@ class PickInfo:
     model_time_s: float  # NCCL's tuning model's time for this (algorithm, protocol)
     model_pick: str  # what NCCL's model picks unrestricted, "Ring/LL128"
     why: str  # one line: why the DES and NCCL's model differ
+    rates: str  # one line: the effective rates and latencies the DES ran at, and where each comes from
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -132,7 +133,7 @@ def describe(scenario, picked: bool = True) -> PickInfo | None:
         return None  # before the imports: a plain run loads no preset reader (yaml)
     from sim.hardware.nccl_model import predict
     from sim.hardware.nccl_path import PAIR_OF
-    from sim.hardware.nccl_topo import path_params
+    from sim.hardware.nccl_topo import path_params, rates_line
     from sim.hardware.presets import load_preset
 
     if scenario.algorithm not in PAIR_OF:
@@ -146,8 +147,9 @@ def describe(scenario, picked: bool = True) -> PickInfo | None:
     best = predict(preset, nodes, scenario.op, scenario.size_bytes)
     channels = path_params(scenario, preset).channels
     return PickInfo(
-        picked, algorithm, protocol, channels, model.time_s, f"{best.nccl_algorithm}/{best.nccl_protocol}", gap_why(scenario.op, algorithm)
-    )
+        picked, algorithm, protocol, channels, model.time_s, f"{best.nccl_algorithm}/{best.nccl_protocol}", gap_why(scenario.op, algorithm),
+        rates_line(scenario),
+    )  # fmt: skip
 
 
 def gap_why(op: str, nccl_algorithm: str) -> str:
@@ -159,14 +161,15 @@ def gap_why(op: str, nccl_algorithm: str) -> str:
     return "the DES moves each slice through NCCL's 8 slots a connection on links the channels share (pipeline fill, link sharing); NCCL's closed formula averages them"
 
 
-def lines(info: PickInfo, des_time_s: float | None) -> tuple[str, str]:
-    """What ran ("NCCL picks Ring/LL128 on 8 channels") and NCCL's model time beside the DES's."""
+def lines(info: PickInfo, des_time_s: float | None) -> tuple[str, str, str]:
+    """What ran ("NCCL picks Ring/LL128 on 8 channels"), NCCL's model time beside the DES's, and
+    the effective rates and latencies it ran at (the form's datasheet figures x fitted constants)."""
     from sim.units import format_time
 
     word = "NCCL picks" if info.picked else f"runs (NCCL would pick {info.model_pick}):"
     ran = f"{word} {info.nccl_algorithm}/{info.nccl_protocol} on {info.channels} channel{'s' if info.channels != 1 else ''}"
     model = f"NCCL's model {format_time(info.model_time_s)}"
     if des_time_s is None or not info.model_time_s:
-        return ran, model
+        return ran, model, info.rates
     gap = des_time_s / info.model_time_s - 1
-    return ran, f"{model}, DES {format_time(des_time_s)} ({gap:+.1%}): {info.why}"
+    return ran, f"{model}, DES {format_time(des_time_s)} ({gap:+.1%}): {info.why}", info.rates

@@ -197,12 +197,9 @@ def topology(scenario) -> Topology:
         p = p2p_params(s, preset)
     else:
         p = path_params(s, preset)
-    eff = effective(preset)
     nodes, gpus = _domains(preset, s.ranks)
     intra_lat, inter_lat, _ = hop_latencies_s(preset, p.algorithm, p.protocol)
-    intra_bw = min((s.intra_bandwidth_Bps or s.bandwidth_Bps) * eff.intra_efficiency, through_cpu_Bps(preset, p.algorithm, nodes))
-    nics = max(preset.nics_per_node * gpus // preset.gpus_per_node, 1)  # a domain's NICs
-    nic_bw = s.bandwidth_Bps * eff.inter_efficiency * max(1.0, nics / gpus)
+    intra_bw, nic_bw, nics = link_rates(s, preset, p.algorithm)
     cap = None if p2p else protocol_cap_GBps(preset, p.algorithm, p.protocol, s.op, nodes)
     gpu_rate = cap * 1e9 / BY_NAME[p.protocol].data_per_wire if cap else _FREE  # wire bytes/s
     # A tree's GPU sends to its parent and its children at once, over NVLink and its NIC (NCCL's
@@ -235,6 +232,68 @@ def topology(scenario) -> Topology:
     object.__setattr__(built, "streams_per_tag", True)  # the engines: one connection per slot tag
     object.__setattr__(built, "ports_per_link", direct)  # the engines: no single send/receive port
     return built
+
+
+def link_rates(scenario, preset, algorithm: str) -> tuple[float, float, int]:
+    """(a GPU's intra-node rate, a GPU's network rate, a domain's NICs) in bytes/s as the DES's
+    links carry them: the scenario's datasheet rates (the form's fields) x the preset's effective
+    efficiencies, the intra rate bounded where NCCL's paths cross the CPU."""
+    s, eff = scenario, effective(preset)
+    nodes, gpus = _domains(preset, s.ranks)
+    intra_bw = min((s.intra_bandwidth_Bps or s.bandwidth_Bps) * eff.intra_efficiency, through_cpu_Bps(preset, algorithm, nodes))
+    nics = max(preset.nics_per_node * gpus // preset.gpus_per_node, 1)  # a domain's NICs
+    return intra_bw, s.bandwidth_Bps * eff.inter_efficiency * max(1.0, nics / gpus), nics
+
+
+def rates_line(scenario) -> str:
+    """One line: the rates and latencies an NCCL run on a preset moves at, each with where it
+    comes from (the datasheet figures in the scenario x the effective constants, fitted or
+    default), so a reader of the form's datasheet fields knows what the DES ran at."""
+    from sim.units import format_bandwidth, format_time
+
+    s = scenario
+    preset = load_preset(s.hardware)
+    algorithm, protocol = PAIR_OF[s.algorithm]
+    eff = effective(preset)
+    nodes, gpus = _domains(preset, s.ranks)
+
+    def origin(name: str) -> str:
+        return eff.provenance[name].split(" ", 1)[0]  # fitted / default / trial
+
+    intra_bw, nic_bw, nics = link_rates(s, preset, algorithm)
+    wire = "NVLink" if preset.nccl is None or preset.nccl.type_intra == "NVL" else "PCIe"
+    intra_data = s.intra_bandwidth_Bps or s.bandwidth_Bps
+    parts = []
+    if gpus > 1:
+        bound = " (NCCL's path through the CPU)" if intra_bw < intra_data * eff.intra_efficiency else ""
+        parts.append(
+            f"{wire} {format_bandwidth(intra_bw)} a GPU = {eff.intra_efficiency:.3g} ({origin('intra_efficiency')}) x {format_bandwidth(intra_data)}{bound}"
+        )
+    if nodes > 1:
+        share = f" x {nics / gpus:g} NICs" if nics > gpus else ""
+        parts.append(
+            f"network {format_bandwidth(nic_bw)} a GPU = {eff.inter_efficiency:.3g} ({origin('inter_efficiency')}) x {format_bandwidth(s.bandwidth_Bps)}{share}"
+        )
+    if algorithm in ("NVLS", "NVLSTree"):
+        parts.append(
+            f"switch {format_bandwidth(intra_data * eff.nvls_efficiency)} = {eff.nvls_efficiency:.3g} ({origin('nvls_efficiency')}) x {format_bandwidth(intra_data)}"
+        )
+    cap = protocol_cap_GBps(preset, algorithm, protocol, s.op, nodes)
+    if protocol == "LL" and algorithm == "Tree" and preset.nccl:
+        cap = ll_max_GBps(preset.nccl, nodes)
+    if cap:
+        parts.append(f"{protocol} at most {format_bandwidth(cap * 1e9)} a GPU (NCCL's table)")
+    intra_lat, inter_lat, start = hop_latencies_s(preset, algorithm, protocol, nodes)
+    hops = [f"{wire} {format_time(intra_lat)}"] * (gpus > 1) + [f"network {format_time(inter_lat)}"] * (nodes > 1)
+    base = (
+        f" incl. base {format_time(eff.base_latency_us * 1e-6)} ({origin('base_latency_us')})" if nodes > 1 and eff.base_latency_us else ""
+    )
+    extra = [(name, value) for name, value in (("LL128", eff.ll128_latency_scale), ("NVLS", eff.nvls_latency_scale)) if value != 1.0]
+    extra = [(name, value) for name, value in extra if name == protocol or (name == "NVLS" and algorithm in ("NVLS", "NVLSTree"))]
+    scales = "".join(f" x {value:.3g} ({name}, {origin(name.lower() + '_latency_scale')})" for name, value in extra)
+    call = f", call {format_time(start)}" if start else ""
+    latency = f"hops {', '.join(hops)}{call}{base}: NCCL's {algorithm}/{protocol} tables x {eff.latency_scale:.3g} ({origin('latency_scale')}){scales}"
+    return f"runs at {'; '.join(parts)}; {latency}" if parts else f"runs at {latency}"
 
 
 def _domains(preset, ranks: int) -> tuple[int, int]:

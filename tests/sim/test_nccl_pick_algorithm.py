@@ -86,3 +86,31 @@ def test_a_named_nccl_algorithm_says_what_ran_and_what_nccl_would_pick():
     assert (info.nccl_algorithm, info.nccl_protocol, info.channels, info.model_pick) == ("Ring", "Simple", 8, "Ring/LL128")
     assert info.model_time_s == predict("dgx-h100", 2, "all_reduce", SIZE, "Ring", "Simple").time_s
     assert describe(s.replace(algorithm="ring"), picked=False) is None
+
+
+def test_the_rates_line_names_what_the_links_carry_and_where_each_comes_from(monkeypatch):
+    """The datasheet figures a form shows x the preset's effective constants: the line's rates
+    are the DES topology's own link rates (every channel run, so no link is split among the
+    simulated ones), and a changed constant moves both."""
+    from sim.hardware import nccl_topo, presets
+    from sim.hardware.nccl_topo import rates_line, topology
+    from sim.units import format_bandwidth
+
+    monkeypatch.setattr(nccl_topo, "COLLAPSE", False)
+    scenario, _ = scenario_for_pick("oci-a100-roce", 2, "all_reduce", 2**30, "Ring", "Simple")
+    built = topology(scenario).graph
+    nvlink, nic = built.edges["hub0.0", "node0"]["bandwidth"], built.edges["hub0.0", "nic0.0"]["bandwidth"]
+    line = rates_line(scenario)
+    eff = presets.effective(presets.load_preset("oci-a100-roce"))
+    assert f"NVLink {format_bandwidth(nvlink)} a GPU = 0.8 (default) x 300 GB/s" in line
+    assert f"network {format_bandwidth(nic)} a GPU = {eff.inter_efficiency:.3g} (fitted) x 12.5 GB/s x 2 NICs" in line
+    assert "(fitted): NCCL's Ring/Simple tables x 1 (default)" in line and "incl. base 12.77 us" in line
+    presets.TRIAL["oci-a100-roce"] = {"intra_efficiency": 0.5}
+    try:
+        assert "NVLink 150 GB/s a GPU = 0.5 (trial) x 300 GB/s" in rates_line(scenario)
+        assert topology(scenario).graph.edges["hub0.0", "node0"]["bandwidth"] == 150e9
+    finally:
+        presets.TRIAL.pop("oci-a100-roce")
+    one_node, _ = scenario_for_pick("hgx-h100-nvls", 1, "all_reduce", 2**30, None, None)
+    assert "switch 256.9 GB/s = 0.642 (fitted) x 400 GB/s" in rates_line(one_node) and "network" not in rates_line(one_node)
+    assert describe(one_node).rates == rates_line(one_node)

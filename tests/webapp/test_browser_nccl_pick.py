@@ -37,6 +37,7 @@ def test_picking_dgx_h100_runs_nccls_pick_with_the_clis_time(app_page: Page, liv
     note = app_page.locator("#coll-nccl-note")
     expect(note).to_contain_text("NCCL picks Ring/LL128 on 16 channels")
     expect(note).to_contain_text("NCCL's model 242.6 us, DES 250.9 us")
+    expect(note).to_contain_text("runs at NVLink 360 GB/s a GPU")
     expect(app_page.locator("#coll-sim-time")).to_have_text(cli_time())
     expect(app_page).to_have_url(re.compile(r"algorithm=nccl"))
     shot("collectives-nccl", docs=True, full_page=False)

@@ -38,6 +38,8 @@ def test_choosing_a_gpu_preset_runs_nccls_pick_and_says_so():
     text = summary_text(form)
     assert "NCCL picks Ring/LL128 on 16 channels" in text and format_time(cli_time()) in text
     assert "NCCL's model 242.6 us, DES 250.9 us (+3.4%)" in text and "8 slots a connection" in text
+    # the form's Bandwidth/Latency fields hold the datasheet's figures; the note says what the DES ran at
+    assert "runs at NVLink 360 GB/s a GPU = 0.8 (default) x 450 GB/s; network 46 GB/s a GPU = 0.92 (default) x 50 GB/s" in text
 
 
 def test_a_protocol_choice_changes_the_result_as_the_clis_nccl_proto():

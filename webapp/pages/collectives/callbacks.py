@@ -149,9 +149,9 @@ def summary_cards(outcome: model.Outcome, picked: bool = False) -> list:
     ]
     info = model.pick_info(outcome.scenario, picked)
     if info is not None:  # what NCCL picks (or what ran) on its channels, and NCCL's own model beside the DES
-        ran, versus = pick.lines(info, numbers["time_s"])
+        ran, versus, rates = pick.lines(info, numbers["time_s"])
         cards.insert(1, number_card("NCCL's model", format_time(info.model_time_s), ids.COLL_NCCL_TIME))
-        cards.append(html.Div([html.B(ran), html.Br(), versus], id=ids.COLL_NCCL_NOTE, className="closed-note", style={"flexBasis": "100%"}))  # fmt: skip
+        cards.append(html.Div([html.B(ran), html.Br(), versus, html.Br(), rates], id=ids.COLL_NCCL_NOTE, className="closed-note", style={"flexBasis": "100%"}))  # fmt: skip
     if numbers["analytic_note"]:
         cards.append(html.Div(numbers["analytic_note"], id=ids.COLL_CLOSED_NOTE, className="closed-note", style={"flexBasis": "100%"}))
     return cards
