@@ -4,7 +4,7 @@ other machines) NCCL's model is the only reference, and at large sizes it is usu
 few % of real runs.
 
     python bench/nccl_audit.py [--presets a,b] [--nodes 1,2,4,8,16] [--ops ...] [--sizes ...]
-                               [--cpu-limit 5] [--flagged] [--json FILE]
+                               [--cpu-limit 8] [--flagged] [--json FILE]
 
 Per case: NCCL's pick (the DES runs the same pick), the DES and model times, ratio DES/model,
 and a flag: ``>25%`` where |ratio - 1| > 25 % at >= 64 MiB (NCCL's model is trustworthy there),
@@ -124,7 +124,7 @@ def main() -> None:
     parser.add_argument("--nodes", default=",".join(map(str, NODES)))
     parser.add_argument("--ops", default=",".join(OPS))
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="bytes, comma list")
-    parser.add_argument("--cpu-limit", type=float, default=5.0, help="skip cases estimated above this many CPU seconds")
+    parser.add_argument("--cpu-limit", type=float, default=8.0, help="skip cases estimated above this many CPU seconds")
     parser.add_argument("--flagged", action="store_true", help="print only flagged cases")
     parser.add_argument("--json", default=None, help="write every case to this file")
     parser.add_argument("--markdown", default=None, help="read a --json file and print its 64 MiB / 1 GiB table (no runs)")

@@ -67,6 +67,9 @@ REQUIRED = {
     "latency": "give a time such as 5us (0 for none)",
     "bandwidth": "give a rate such as 25GB/s or 100Gbps",
 }
+# Link sharing "auto": what the CLI runs without --sharing: NCCL's pick's own (its data path's per
+# algorithm, sim.hardware.nccl_des.data_path_sharing; p2p's for all_to_all / send_recv), else fair.
+AUTO_SHARING = "auto"
 OPTIONAL_DEFAULTS = {"chunks": "1", "overhead": "0us"}  # an empty box means these (the hints say so)
 
 # A field checked alone, on this valid scenario: the scenario's own parser and checks give the
@@ -118,7 +121,11 @@ def scenario_fields(form: dict[str, Any]) -> dict[str, Any]:
             fields.pop(key, None)
     if data["hardware"]:
         fields["hardware"] = data["hardware"]
-    fields["sharing"] = data["sharing"] or DEFAULTS["sharing"]
+    sharing = data["sharing"] or DEFAULTS["sharing"]
+    if sharing != AUTO_SHARING:
+        fields["sharing"] = sharing
+    elif data["algorithm"] != pick.NCCL:  # auto: what the CLI runs without --sharing
+        fields["sharing"] = DEFAULTS["sharing"]
     fields["eager_limit"] = data["eager_limit"] or "0"
     if fields["topology"] == "two_level" and data["placement"] not in ("", "block"):
         fields["placement"] = data["placement"]
@@ -149,10 +156,9 @@ def hardware_form(name: str | None, ranks: str | None) -> dict[str, str] | None:
 
 def pick_form(name: str | None, op: str | None) -> dict[str, str]:
     """What choosing a preset sets besides the network: on a GPU preset, for an op NCCL's pick
-    covers, Algorithm "NCCL's pick" with its own channels (Channels empty) and the pick's
-    sharing (the data path's fifo; fair for p2p's all_to_all and send_recv, as the CLI's default);
-    {} otherwise (the algorithm stays)."""
-    from sim.hardware.nccl_p2p import sharing_for
+    covers, Algorithm "NCCL's pick" with its own channels (Channels empty) and sharing "auto" (the
+    pick's own, as the CLI's default: the data path's per algorithm, Tree fair and the others
+    fifo; p2p's for all_to_all and send_recv); {} otherwise (the algorithm stays)."""
     from sim.training.comm import uses_nccl
 
     try:
@@ -160,7 +166,7 @@ def pick_form(name: str | None, op: str | None) -> dict[str, str]:
             return {}
     except CollsimError:  # an unknown preset: the hardware field says so
         return {}
-    return {"algorithm": pick.NCCL, "chunks": "", "sharing": sharing_for(op), "nccl_algo": "", "nccl_proto": ""}
+    return {"algorithm": pick.NCCL, "chunks": "", "sharing": AUTO_SHARING, "nccl_algo": "", "nccl_proto": ""}
 
 
 def nccl_choices(op: str, nccl_algo: str | None = None) -> tuple[list[str], list[str]]:

@@ -22,11 +22,23 @@ from sim.hardware.nccl_nvls import nvls
 from sim.hardware.nccl_path import NAMES, channel_ring, channel_tree, ring, tree
 from sim.network import Network
 
-__all__ = ["NAMES", "channel_ring", "channel_tree", "scenario_for_pick"]
+__all__ = ["NAMES", "channel_ring", "channel_tree", "data_path_sharing", "scenario_for_pick"]
 _AR, _RS, _AG = ("reduce_scatter", "all_gather"), ("reduce_scatter",), ("all_gather",)
-# A channel's slices on a link take turns (one SM block drives a channel's connection): fifo
-# sharing; on the channel-partitioned links of nccl_topo it is also 10-100x faster than fair.
+# How messages share links on NCCL's data path, per algorithm (:func:`data_path_sharing`). A
+# channel's slices on a link take turns (one SM block drives a channel's connection): fifo for
+# Ring, PAT, NVLS and NVLSTree, where fair gives the same times (one connection a channel on a
+# link) at more CPU (NVLSTree's lanes at 8 GiB on 8 x hgx-h100-nvls: 19.7 s against 2 s). A Tree
+# runs fair: a chain GPU sends up and down at once (runTreeSplit's two thread groups,
+# src/device/all_reduce.h), interleaved on its NVLink, while fifo holds a message's whole route,
+# so up and down sends waited on each other's receivers and left the busiest NVLink 9.5 % idle at
+# 8 GiB on 2 x gcp-a3-mega (fair: 2.5 %; 56.21 -> 52.17 ms, the log 47.5).
 DATA_PATH_SHARING = "fifo"
+TREE_SHARING = "fair"
+
+
+def data_path_sharing(nccl_algorithm: str) -> str:
+    """The sharing NCCL's ``nccl_algorithm`` (Ring, Tree, NVLS, NVLSTree, PAT) runs under by default."""
+    return TREE_SHARING if nccl_algorithm == "Tree" else DATA_PATH_SHARING
 
 # The records (sim.algorithms.registry) of NCCL's algorithms: none has a closed form (slots,
 # protocols and channels sharing ports are the DES's to answer); counts from sim.hardware.nccl_counts.
@@ -177,5 +189,5 @@ def scenario_for_pick(hardware: str, nodes: int, op: str, size_bytes: int, nccl_
         return None, f"NCCL picks {pick.nccl_algorithm}/{pick.nccl_protocol} for {op}; the DES has no CollNet (in-network SHARP reduction) counterpart"
     channels = default_channels(preset, nodes) if preset.nccl is not None else 1
     base = {**scenario_fields(hardware, nodes), "op": op, "size_bytes": size_bytes, "algorithm": name, "chunks": channels,
-            "sharing": DATA_PATH_SHARING, **fields}  # fmt: skip
+            "sharing": data_path_sharing(pick.nccl_algorithm), **fields}  # fmt: skip
     return CollectiveScenario.from_dict(base), None

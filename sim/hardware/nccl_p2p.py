@@ -35,7 +35,7 @@ from sim.errors import CollsimError
 from sim.hardware.nccl_path import PathParams, params, wire_bytes
 from sim.network import Network
 
-__all__ = ["P2P_LL_THRESHOLD", "P2P_NOTE", "P2P_OPS", "P2P_SHARING", "path_params", "peer_bytes", "p2p_scenario", "protocol_for", "sharing_for"]
+__all__ = ["P2P_LL_THRESHOLD", "P2P_NOTE", "P2P_OPS", "P2P_SHARING", "path_params", "peer_bytes", "p2p_scenario", "protocol_for"]
 
 P2P_LL_THRESHOLD = 16384  # src/enqueue.cc:859 NCCL_P2P_LL_THRESHOLD
 P2P_OPS = ("all_to_all", "send_recv")
@@ -77,13 +77,6 @@ def p2p_scenario(hardware: str, nodes: int, op: str, size_bytes: int, nccl_algo:
         raise CollsimError(f"--nccl-algo/--nccl-proto: NCCL's {op} is grouped ncclSend/ncclRecv, which NCCL_ALGO and NCCL_PROTO do not select; drop them")
     base = {**scenario_fields(hardware, nodes), "op": op, "size_bytes": size_bytes, "algorithm": "nccl_p2p", "sharing": P2P_SHARING}
     return CollectiveScenario.from_dict({**base, **fields})
-
-
-def sharing_for(op: str) -> str:
-    """The sharing NCCL's pick runs ``op`` under on a preset: p2p's, or the collectives' data path's."""
-    from sim.hardware.nccl_des import DATA_PATH_SHARING
-
-    return P2P_SHARING if op in P2P_OPS else DATA_PATH_SHARING
 
 
 @register(

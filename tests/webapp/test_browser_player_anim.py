@@ -177,8 +177,13 @@ def test_play_moves_the_chunks_of_every_step(app_page: Page, live_server: str):
     drawn(app_page, "coll-topology-graph")
     app_page.locator("#coll-speed label", has_text="0.5x").click()
     app_page.evaluate(  # record, per step drawn, the most frames its chunks moved over (a redraw of
-        # the same step after Play stops starts a new motion, whose count begins at 0 again)
-        f"() => {{ window.__moved = {{}}; window.__watch = setInterval(() => {{ const p = {GRAPH}; const m = p && p._collsimMotion;"
+        # the same step after Play stops starts a new motion, whose count begins at 0 again): every
+        # motion the player starts is kept as it is set on the graph (a sampler alone missed a whole
+        # step's motion once at CI's load), and a 20 ms sampler covers a graph element made anew
+        f"() => {{ window.__moved = {{}}; window.__motions = []; const g = {GRAPH}; let current = g._collsimMotion;"
+        " Object.defineProperty(g, '_collsimMotion', {configurable: true, get() { return current; },"
+        " set(m) { current = m; window.__motions.push([g.layout.title.text, m]); }});"
+        f" window.__watch = setInterval(() => {{ const p = {GRAPH}; const m = p && p._collsimMotion;"
         " if (m) { const t = p.layout.title.text; window.__moved[t] = Math.max(window.__moved[t] || 0, m.frames); } }, 20); }"
     )
     app_page.locator("#coll-play").click()
@@ -188,7 +193,10 @@ def test_play_moves_the_chunks_of_every_step(app_page: Page, live_server: str):
     moved = app_page.evaluate(
         f"() => {{ clearInterval(window.__watch); const p = {GRAPH}; const t = p.layout.title.text;"
         " window.__moved[t] = Math.max(window.__moved[t] || 0, p._collsimMotion.frames);"
+        " for (const [title, m] of window.__motions) { window.__moved[title] = Math.max(window.__moved[title] || 0, m.frames); }"
         " return window.__moved; }"
     )
+    seen = app_page.evaluate("() => window.__motions.map(([title, m]) => title)")  # the setter saw every step's motion
+    assert {re.search(r"step \d of 3", title).group() for title in seen if "step" in title} == {f"step {k} of 3" for k in (1, 2, 3)}, seen
     frames = {re.search(r"step \d of 3", title).group(): count for title, count in moved.items() if "step" in title}
     assert {step: count >= 3 for step, count in frames.items()} == {f"step {k} of 3": True for k in (1, 2, 3)}, moved

@@ -352,7 +352,7 @@ def test_hardware_picker_fills_the_network_and_the_crossover_shows_nccls_pick():
     assert filled.pop("algorithm_options")[0] == {"label": "NCCL's pick", "value": "nccl"}
     assert filled == {"ranks": "16", "topology": "two_level", "gpus_per_node": "8", "bandwidth": "50GB/s", "latency": "14us",
                       "intra_bandwidth": "450GB/s", "intra_latency": "3.4us", "reduce_bandwidth": "", "algorithm": "nccl",
-                      "chunks": "", "sharing": "fifo", "nccl_algo": "", "nccl_proto": ""}  # fmt: skip
+                      "chunks": "", "sharing": "auto", "nccl_algo": "", "nccl_proto": ""}  # fmt: skip
     data = scenario_of(hardware="dgx-h100", **filled)
     assert data["hardware"] == "dgx-h100"
     figure = page.crossover_panel(data)

@@ -34,7 +34,7 @@ def cli_time(*more: str) -> float:
 
 def test_choosing_a_gpu_preset_runs_nccls_pick_and_says_so():
     form = picked_form()
-    assert (form["algorithm"], form["chunks"], form["sharing"], form["reduce_bandwidth"]) == ("nccl", "", "fifo", "")
+    assert (form["algorithm"], form["chunks"], form["sharing"], form["reduce_bandwidth"]) == ("nccl", "", "auto", "")
     text = summary_text(form)
     assert "NCCL picks Ring/LL128 on 16 channels" in text and format_time(cli_time()) in text
     assert "NCCL's model 242.6 us, DES 250.9 us (+3.4%)" in text and "8 slots a connection" in text
@@ -79,7 +79,7 @@ def test_the_url_keeps_the_pick_and_a_preset_link_opens_on_it():
     assert "algorithm=nccl" in query and "nccl_proto=LL128" in query and "chunks=&" in query
     assert model.form_from_query(query) == form
     opened = model.form_from_query("?hardware=dgx-h100&ranks=16")
-    assert (opened["algorithm"], opened["chunks"], opened["sharing"]) == ("nccl", "", "fifo")
+    assert (opened["algorithm"], opened["chunks"], opened["sharing"]) == ("nccl", "", "auto")
     assert model.form_from_query("?hardware=dgx-h100&algorithm=nccl_ring")["algorithm"] == "nccl_ring"  # a link's algorithm stays
     html = str(layout("?hardware=dgx-h100&ranks=16"))
     assert "NCCL's pick" in html and "'Channels'" in html and "coll-chunks-label" in html
@@ -98,3 +98,31 @@ def test_a_run_with_no_message_says_why_the_player_has_no_step():
         text = shown[panel].layout.annotations[0].text
         assert "no message between ranks" in text and "NVLink SHARP" in text
         assert all(len(line) <= 48 for line in text.split("<br>"))
+
+
+def test_auto_sharing_runs_the_picks_own_as_the_cli_and_a_chosen_one_as_its_flag():
+    """NCCL's tree runs fair by default (sim.hardware.nccl_des.data_path_sharing), its ring fifo;
+    the form's "auto" (what choosing a preset sets) gives the CLI's default, fifo its --sharing fifo."""
+    chosen = page.apply_hardware("gcp-a3-mega", "16", "all_reduce", "ring")
+    form = {**model.DEFAULTS, "hardware": "gcp-a3-mega", "size": "64MiB"}
+    form.update({key: value for key, value in chosen.items() if key in form and value is not no_update})
+    assert form["sharing"] == "auto"
+
+    def cli_run(*more: str) -> dict:
+        args = ["sim", "collective", "--hardware", "gcp-a3-mega", "--nodes", "2", "--op", "all_reduce", "--size", "64MiB", "--json", *more]
+        return json.loads(CliRunner().invoke(cli, args).output)
+
+    default, fifo = cli_run(), cli_run("--sharing", "fifo")
+    assert (
+        default["algorithm"].startswith("nccl_tree")
+        and default["scenario"]["sharing"] == "fair"
+        and fifo["time_s"] > default["time_s"] * 1.02
+    )
+    for sharing, expected in (("auto", default), ("fifo", fifo), ("fair", default)):
+        scenario, errors = model.parse_form({**form, "sharing": sharing})
+        assert not errors and scenario.sharing == expected["scenario"]["sharing"]
+        assert format_time(expected["time_s"]) in str(
+            page.simulate(page.validate({**form, "sharing": sharing})["scenario"], "step", False, 0, True)["summary"]
+        )
+    ring, _ = model.parse_form({**form, "algorithm": "ring", "sharing": "auto"})  # no pick: the engine's default
+    assert ring.sharing == "fair"

@@ -56,7 +56,7 @@ LABELS = {
     "chunks": ("Chunks k", "pipeline chunks (chunked algorithms)"),
     "overhead": ("Per-call overhead o", "e.g. 10us"),
     "stragglers": ("Stragglers", "rank:delay pairs, e.g. 3:20us,5:1ms"),
-    "sharing": ("Link sharing", "fair: flows that meet share a link (max-min); fifo: they queue"),
+    "sharing": ("Link sharing", "fair: flows that meet share a link (max-min); fifo: they queue; auto: NCCL's pick's own, else fair"),
     "eager_limit": ("Eager limit", "larger messages wait for their receive; 0: all wait (NCCL), 64KiB: MPI-like"),
     "placement": ("Rank placement", "two_level: block fills a node first; round_robin alternates nodes"),
 }
@@ -106,7 +106,7 @@ def _choices(values: Any) -> list[dict[str, str]]:
 def _input(name: str, value: str) -> Any:
     if name == "hardware":
         return hardware_dropdown(ids.field_id(name), value, model.hardware_options())
-    lists = {"op": ops(), "topology": TOPOLOGIES, "sharing": SHARING_MODES, "placement": ("block", "round_robin")}
+    lists = {"op": ops(), "topology": TOPOLOGIES, "sharing": (*SHARING_MODES, model.AUTO_SHARING), "placement": ("block", "round_robin")}
     if name in ("algorithm", *NCCL_ONLY):  # the page comes with its op's choices (no callback at load): see form()
         return dcc.Dropdown(id=ids.field_id(name), options=[], value=value, clearable=False)
     if name in lists:
