@@ -34,3 +34,18 @@ def test_a_preset_run_is_estimated_from_the_channels_it_runs_not_every_channel()
     assert scenario.chunks > 1  # NCCL's channels: copies of one ring, run once
     messages, _ = budget.count_visits(scenario)
     assert budget.estimate(scenario).messages == messages
+
+
+@pytest.mark.slow
+def test_a_deep_fair_tree_is_not_underestimated():
+    """NCCL's tree runs fair by default; its re-sharing grows with depth beyond what the 2-4 node
+    probes show, and with LL128's pieces faster than the other protocols': at 16 x dgx-h100, 64 MiB
+    (Tree/LL128, 128 ranks) the estimate read about half the counted visits before
+    (budget.TREE_RANK_GROWTH, the LL128 size exponent). An underestimate starts an explorer job that
+    its time limit then stops."""
+    scenario, _ = scenario_for_pick("dgx-h100", 16, "all_reduce", 64 * 2**20)
+    assert (scenario.algorithm, scenario.sharing) == ("nccl_tree_ll128", "fair")
+    scenario = scenario.replace(record="aggregate")
+    messages, visits = budget.count_visits(scenario)
+    told = budget.estimate(scenario)
+    assert 1.0 <= told.visits / visits <= 2.5, (told, messages, visits)
