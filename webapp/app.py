@@ -175,6 +175,21 @@ def cache_fingerprinted_assets(response: Any) -> Any:
     return response
 
 
+def not_found_status(response: Any) -> Any:
+    """A page load of an address that is no page gets HTTP 404 (the shell still says "Page not
+    found" and links the pages): crawlers, link checkers and monitors read the status, not the
+    text. Dash's own routes (``/_dash-...``, ``/_favicon...``) and assets are left alone."""
+    from flask import request
+
+    path = request.path.rstrip("/") or "/"
+    if request.method != "GET" or response.status_code != 200 or response.mimetype != "text/html":
+        return response
+    if path.startswith(("/_", "/assets")) or path in {(page.PATH.rstrip("/") or "/") for page in PAGES}:
+        return response
+    response.status_code = 404
+    return response
+
+
 def background_manager() -> Any | None:
     """A Dash background-callback manager with its own cache in a new temporary directory
     (removed when the process exits), or None when ``diskcache``/``multiprocess`` are missing
@@ -223,6 +238,7 @@ def create_app(db_path: str | None = None, background: bool = True, warm: bool =
     app._background_manager = manager  # the pages' background callbacks run through it
     app.server.config["COLLSIM_DB"] = db_path
     app.server.after_request(cache_fingerprinted_assets)
+    app.server.after_request(not_found_status)
     register_pages(app)
     app.layout = lambda: shell(app)
     app.clientside_callback(

@@ -172,6 +172,18 @@ def test_pages_are_registered_with_dash_pages_and_route_from_the_registry():
     assert "Page not found" in str(route("/nowhere", ""))
 
 
+def test_an_address_that_is_no_page_answers_404_and_the_pages_200():
+    from webapp.app import PAGES, create_app
+
+    client = create_app(background=False, warm=False).server.test_client()
+    for module in PAGES:
+        assert client.get(module.PATH + "?ranks=16").status_code == 200, module.PATH
+    assert client.get("/ddp/").status_code == 200
+    missing = client.get("/nowhere")
+    assert missing.status_code == 404 and b"_dash-config" in missing.data  # the shell still loads and says so
+    assert client.get("/_dash-layout").status_code == 200 and client.get("/assets/style.css").status_code == 200
+
+
 # ----------------------------------------------------------------------------- DDP
 
 from webapp.pages import ddp  # noqa: E402
