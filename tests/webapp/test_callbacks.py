@@ -173,15 +173,26 @@ def test_pages_are_registered_with_dash_pages_and_route_from_the_registry():
 
 
 def test_an_address_that_is_no_page_answers_404_and_the_pages_200():
+    import contextvars
+
     from webapp.app import PAGES, create_app
 
-    client = create_app(background=False, warm=False).server.test_client()
-    for module in PAGES:
-        assert client.get(module.PATH + "?ranks=16").status_code == 200, module.PATH
-    assert client.get("/ddp/").status_code == 200
-    missing = client.get("/nowhere")
-    assert missing.status_code == 404 and b"_dash-config" in missing.data  # the shell still loads and says so
-    assert client.get("/_dash-layout").status_code == 200 and client.get("/assets/style.css").status_code == 200
+    def answers() -> dict[str, tuple[int, bytes]]:
+        client = create_app(background=False, warm=False).server.test_client()
+        paths = [module.PATH + "?ranks=16" for module in PAGES] + ["/ddp/", "/nowhere", "/_dash-layout", "/assets/style.css"]
+        return {path: (response.status_code, response.data) for path in paths for response in [client.get(path)]}
+
+    # in a context of its own: a request sets Dash's current app in the caller's context
+    # (dash._get_app.with_app_context), and later tests would read this app without background jobs
+    got = contextvars.copy_context().run(answers)
+    assert {path: status for path, (status, _) in got.items()} == {
+        **{module.PATH + "?ranks=16": 200 for module in PAGES},
+        "/ddp/": 200,
+        "/nowhere": 404,
+        "/_dash-layout": 200,
+        "/assets/style.css": 200,
+    }
+    assert b"_dash-config" in got["/nowhere"][1]  # the shell still loads and says "Page not found"
 
 
 # ----------------------------------------------------------------------------- DDP
