@@ -1,6 +1,6 @@
 """Fair sharing on deep NCCL trees: progressive filling by scanning every resource each round
-against the heap of :func:`sim.network.flows._fill_heap` (components of ``HEAP_FROM`` resources
-and more), interleaved in one process, CPU time; the simulated times must be identical.
+against the heap :func:`sim.network.flows._fill` uses for components of ``HEAP_FROM`` resources
+and more, interleaved in one process, CPU time; the simulated times must be identical.
 
     python bench/deep_tree_speed.py [--rounds 3] [--cases dgx-h100:32:64MiB,hgx-h100-nvls:16:1GiB]
 

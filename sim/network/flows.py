@@ -132,12 +132,23 @@ HEAP_FROM = 48  # components with this many resources or more find each next bot
 def _fill(
     flows: dict[Flow, None], users: dict[int, int], bottleneck: int, share: float, capacity: list[float], active: list
 ) -> dict[Flow, float]:
-    """The rest of progressive filling, from its first bottleneck and share."""
+    """The rest of progressive filling, from its first bottleneck and share.
+
+    Each next bottleneck is the resource with the least capacity left per unfrozen flow, the
+    first such in ``users``' order: found by a scan of every resource, or, in a component of
+    :data:`HEAP_FROM` resources or more (a deep tree's: 120 and more), from a heap of (share,
+    place in ``users``) entries pushed again for the resources the frozen flows touched, so a
+    round costs what it touches. The same choice from the same divisions: bit-identical rates
+    (tests/network/test_max_min_heap.py)."""
+    left = {index: capacity[index] for index in users}
+    rates: dict[Flow, float] = {}
+    heap: list | None = None
     if len(users) >= HEAP_FROM:
-        return _fill_heap(users, bottleneck, share, capacity, active)
-    left = {index: capacity[index] for index in users}
-    rates: dict[Flow, float] = {}
+        place = {index: n for n, index in enumerate(users)}
+        heap = [(left[index] / count, place[index], index) for index, count in users.items()]
+        heapify(heap)
     while True:
+        touched = []
         for flow in active[bottleneck]:
             if flow in rates:
                 continue
@@ -149,58 +160,26 @@ def _fill(
                 count = users[index] - 1
                 if count:
                     users[index] = count
+                    touched.append(index)
                 else:
                     del users[index]
         users.pop(bottleneck, None)
         if not users:
             return rates
-        keys = list(users)
-        ratios = [left[index] / users[index] for index in keys]
-        bottleneck = keys[ratios.index(min(ratios))]
-        share = left[bottleneck] / users[bottleneck]
-        if share <= 0.0:
-            share = 0.0
-
-
-def _fill_heap(users: dict[int, int], bottleneck: int, share: float, capacity: list[float], active: list) -> dict[Flow, float]:
-    """:func:`_fill` for a large component (a deep tree's: 120 and more resources): each next
-    bottleneck comes from a heap of (share left per flow, place in ``users``) instead of a scan of
-    every resource, so a solve costs the resources its frozen flows touch, not all of them each
-    round. The same choice (the smallest share, the first such in ``users``' order) from the same
-    float divisions: the rates are bit-identical (tests/network/test_max_min_heap.py)."""
-    left = {index: capacity[index] for index in users}
-    place = {index: n for n, index in enumerate(users)}
-    heap = [(left[index] / count, place[index], index) for index, count in users.items()]
-    heapify(heap)
-    rates: dict[Flow, float] = {}
-    while True:
-        touched = set()
-        for flow in active[bottleneck]:
-            if flow in rates:
-                continue
-            peak = flow.peak
-            rate = peak if peak < share else share
-            rates[flow] = rate
-            for index in flow.resources:
-                left[index] -= rate
-                count = users[index] - 1
-                if count:
-                    users[index] = count
-                    touched.add(index)
-                else:
-                    del users[index]
-        users.pop(bottleneck, None)
-        if not users:
-            return rates
-        for index in touched:
-            if index in users:
-                heappush(heap, (left[index] / users[index], place[index], index))
-        while True:  # the least current entry: a resource still shared, at its current share
-            ratio, _, index = heap[0]
-            if index in users and ratio == left[index] / users[index]:
-                break
-            heappop(heap)
-        bottleneck = index
+        if heap is None:
+            keys = list(users)
+            ratios = [left[index] / users[index] for index in keys]
+            bottleneck = keys[ratios.index(min(ratios))]
+        else:
+            for index in set(touched):
+                if index in users:
+                    heappush(heap, (left[index] / users[index], place[index], index))
+            while True:  # the least current entry: a resource still shared, at its current share
+                ratio, _, index = heap[0]
+                if index in users and ratio == left[index] / users[index]:
+                    break
+                heappop(heap)
+            bottleneck = index
         share = left[bottleneck] / users[bottleneck]
         if share <= 0.0:
             share = 0.0
