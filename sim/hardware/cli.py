@@ -118,8 +118,7 @@ def format_preset(data: dict[str, Any]) -> str:
     if data["nccl"]:
         lines.append("  NCCL (what its topology search reports; read by --model nccl):")
         for key, value in data["nccl"].items():
-            source = sources.get("nccl." + key) or ("NCCL's default NCCL_BUFFSIZE (4 MiB, src/init.cc:813)" if key == "buffsize" else "")
-            lines.append(f"    {key:20s} {value}\n    {'':20s} source: {source}")
+            lines.append(f"    {key:20s} {value}\n    {'':20s} source: {sources.get('nccl.' + key, '')}")
     effective = data.get("effective") or {}
     if effective:
         lines.append("  effective constants (read by the DES data path and --model nccl; docs/nccl-model.md):")

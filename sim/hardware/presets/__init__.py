@@ -31,6 +31,7 @@ _NCCL_FIELDS = ("compute_capability", "cpu_vendor", "nvswitch", "nvls", "collnet
                 "latency_inter_us", "same_channels")  # fmt: skip
 _NCCL_OPTIONAL = ("buffsize",)  # NCCL_BUFFSIZE of the machine's documented NCCL environment (default 4 MiB)
 DEFAULT_BUFFSIZE = 1 << 22  # src/init.cc DEFAULT_BUFFSIZE: comm->buffSizes[Simple]
+DEFAULT_BUFFSIZE_SOURCE = "NCCL's default NCCL_BUFFSIZE (4 MiB, src/init.cc:813)"  # cited where a preset gives none
 
 
 @dataclass(frozen=True)
@@ -178,11 +179,19 @@ def parse_preset(raw: Any, label: str) -> Preset:
         inter_switch=str(raw["inter_switch"]),
         max_nodes=None if raw["max_nodes"] is None else int(raw["max_nodes"]),
         nccl=_nccl(raw["nccl"], label),
-        sources={str(key): str(value) for key, value in sources.items()},
+        sources=_sources(raw, sources),
         nvlink_domain_nodes=int(raw.get("nvlink_domain_nodes", 1)),
         fitted=_fitted(raw.get("fitted"), label, raw),
         gpu_peak_tflops={str(key): float(value) for key, value in (raw.get("gpu_peak_tflops") or {}).items()},
     )
+
+
+def _sources(raw: dict, sources: dict) -> dict[str, str]:
+    """The preset's citations, and NCCL's default buffer size's where the preset takes that default."""
+    cited = {str(key): str(value) for key, value in sources.items()}
+    if isinstance(raw.get("nccl"), dict) and "buffsize" not in raw["nccl"]:
+        cited.setdefault("nccl.buffsize", DEFAULT_BUFFSIZE_SOURCE)
+    return cited
 
 
 def _check_cited(raw: dict, sources: dict, label: str) -> None:
