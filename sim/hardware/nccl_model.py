@@ -171,14 +171,16 @@ def _considered_proto(system: NcclSystem, func: int, algo: int, proto: int, node
     return True
 
 
-def _compcap_index(cc: int) -> int:
+def compcap_index(cc: int) -> int:
+    """The compute-capability row of NCCL's bandwidth tables (tuning.cc compCapIndex: Volta,
+    Ampere, Hopper, Blackwell)."""
     return 3 if cc >= 100 else 2 if cc >= 90 else 1 if cc >= 80 else 0
 
 
 def _bandwidth(system: NcclSystem, graphs: list, func: int, algo: int, proto: int, nodes: int, ranks: int) -> float:
     graph = graphs[algo]
     name = FUNCTIONS[func]
-    cc_index = _compcap_index(system.compute_capability)
+    cc_index = compcap_index(system.compute_capability)
     index2 = nodes - 1 if nodes <= 2 else 2
     index1 = cc_index if nodes == 1 else (1 if system.cpu_vendor == "amd" else 0)
     ll_max_bw = LL_MAX_BWS[index1][index2]

@@ -30,6 +30,7 @@ from sim.hardware.nccl_model import (
     PER_CH_MAX_TREE_BWS,
     PER_CH_MAX_TREE_LL128_BWS,
     comm_channels,
+    compcap_index,
 )  # fmt: skip
 from sim.hardware.nccl_path import MAX_TREE_PIECES, PAIR_OF, PathParams, channel_ring, channel_tree
 from sim.hardware.nccl_proto import BY_NAME, PROTOCOLS, channels_used
@@ -78,7 +79,7 @@ def protocol_cap_GBps(preset, algorithm: str, protocol: str, op: str, nodes: int
         return None
     if algorithm == "Tree" and (protocol not in TREE_CAPPED or op != "all_reduce"):
         return None
-    cc = 3 if system.compute_capability >= 100 else 2 if system.compute_capability >= 90 else 1 if system.compute_capability >= 80 else 0
+    cc = compcap_index(system.compute_capability)
     index2 = nodes - 1 if nodes <= 2 else 2
     if protocol == "LL":
         return ll_max_GBps(system, nodes)
@@ -93,7 +94,7 @@ def ll_max_GBps(system, nodes: int) -> float:
     LL's 16-byte lines carry 8 data bytes and one thread stores and polls one line at a time, so
     LL is bounded by the SMs' store rate, not by the links: the same bound for a ring's and a
     tree's kernel (runTreeSplit only divides the block's threads between up and down)."""
-    cc = 3 if system.compute_capability >= 100 else 2 if system.compute_capability >= 90 else 1 if system.compute_capability >= 80 else 0
+    cc = compcap_index(system.compute_capability)
     return LL_MAX_BWS[cc if nodes == 1 else (1 if system.cpu_vendor == "amd" else 0)][nodes - 1 if nodes <= 2 else 2]
 
 
@@ -288,9 +289,11 @@ def rates_line(scenario) -> str:
     base = (
         f" incl. base {format_time(eff.base_latency_us * 1e-6)} ({origin('base_latency_us')})" if nodes > 1 and eff.base_latency_us else ""
     )
-    extra = [(name, value) for name, value in (("LL128", eff.ll128_latency_scale), ("NVLS", eff.nvls_latency_scale)) if value != 1.0]
-    extra = [(name, value) for name, value in extra if name == protocol or (name == "NVLS" and algorithm in ("NVLS", "NVLSTree"))]
-    scales = "".join(f" x {value:.3g} ({name}, {origin(name.lower() + '_latency_scale')})" for name, value in extra)
+    scales = ""  # the further scales hop_latencies_s applies, where they differ from 1
+    if protocol == "LL128" and eff.ll128_latency_scale != 1.0:
+        scales += f" x {eff.ll128_latency_scale:.3g} (LL128, {origin('ll128_latency_scale')})"
+    if algorithm in ("NVLS", "NVLSTree") and eff.nvls_latency_scale != 1.0:
+        scales += f" x {eff.nvls_latency_scale:.3g} (NVLS, {origin('nvls_latency_scale')})"
     call = f", call {format_time(start)}" if start else ""
     latency = f"hops {', '.join(hops)}{call}{base}: NCCL's {algorithm}/{protocol} tables x {eff.latency_scale:.3g} ({origin('latency_scale')}){scales}"
     return f"runs at {'; '.join(parts)}; {latency}" if parts else f"runs at {latency}"
