@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import sim.network.flows as flows  # noqa: E402
 from sim.collective.runner import run_collective  # noqa: E402
+from sim.errors import CollsimError  # noqa: E402
 from sim.hardware.nccl_des import scenario_for_pick  # noqa: E402
 from sim.units import parse_size  # noqa: E402
 
@@ -30,9 +31,19 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--cases", default="dgx-h100:32:64MiB,hgx-h100-nvls:16:1GiB", help="PRESET:NODES:SIZE,...")
     args = parser.parse_args()
-    for case in args.cases.split(","):
-        hardware, nodes, size = case.split(":")
-        scenario, _ = scenario_for_pick(hardware, int(nodes), "all_reduce", parse_size(size, "--cases"))
+    cases = []
+    for case in args.cases.split(","):  # all checked before the first run
+        parts = case.split(":")
+        if len(parts) != 3 or not parts[1].isdigit():
+            parser.error(f"--cases: each case is PRESET:NODES:SIZE (e.g. dgx-h100:32:64MiB), got {case!r}")
+        try:
+            scenario, why = scenario_for_pick(parts[0], int(parts[1]), "all_reduce", parse_size(parts[2], "--cases"))
+        except CollsimError as error:
+            parser.error(f"--cases {case}: {error}")
+        if scenario is None:
+            parser.error(f"--cases {case}: {why}")
+        cases.append((case, scenario))
+    for case, scenario in cases:
         cpu: dict[str, list[float]] = {"scan": [], "heap": []}
         answers: dict[str, set[str]] = {"scan": set(), "heap": set()}
         for round_index in range(args.rounds):
