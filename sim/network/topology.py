@@ -147,32 +147,39 @@ class Topology:
         return up + down[-2::-1]
 
     @cached_property
-    def _distances(self) -> dict[object, dict[object, tuple[int, float]]]:
-        return {}  # destination -> node -> (hops, latency) of its best route there, filled lazily
+    def _searches(self) -> dict[object, _Search]:
+        return {}  # destination -> its search by (hops, latency), settled as far as routes needed
+
+    @cached_property
+    def _neighbours(self) -> dict[object, tuple[tuple[object, float], ...]]:
+        """Node -> (neighbour, link latency) pairs, neighbours in :func:`_node_key` order: plain
+        tuples for the route searches (networkx's adjacency views cost a Python call per item)."""
+        adj = self.graph.adj
+        return {
+            node: tuple((neighbour, float(adj[node][neighbour]["latency"])) for neighbour in sorted(adj[node], key=_node_key))
+            for node in adj
+        }
 
     def _shortest_path(self, src: object, dst: object) -> list[object]:
         """Fewest hops, then least latency, then the smallest node sequence: walk from ``src``,
         each time to the smallest neighbour that lies on a best route to ``dst``."""
-        graph = self.graph
-        if dst not in self._distances:
-            self._distances[dst] = _hops_and_latency(graph, dst)
-        cost = self._distances[dst]
+        neighbours = self._neighbours
+        search = self._searches.get(dst)
+        if search is None:
+            search = self._searches[dst] = _Search(neighbours, dst)
+        cost = search.reach(src)
         if src not in cost:
             raise CollsimError(f"topology {self.name}: no route from {src} to {dst}")
         path = [src]
-        while path[-1] != dst:
-            here = path[-1]
+        here = src
+        while here != dst:
             hops, latency = cost[here]
-            path.append(
-                min(
-                    (
-                        node
-                        for node, edge in graph.adj[here].items()
-                        if cost[node][0] == hops - 1 and _same(cost[node][1] + edge["latency"], latency)
-                    ),
-                    key=_node_key,
-                )
-            )
+            for node, link_latency in neighbours[here]:  # the first that qualifies is the smallest
+                known = cost.get(node)
+                if known is not None and known[0] == hops - 1 and _same(known[1] + link_latency, latency):
+                    break
+            path.append(node)
+            here = node
         return path
 
 
@@ -197,21 +204,39 @@ def _ring_walk(start: int, end: int, size: int) -> list[int]:
     return [(start + step * i) % size for i in range((forward if step == 1 else size - forward) + 1)]
 
 
-def _hops_and_latency(graph: nx.Graph, dst: object) -> dict[object, tuple[int, float]]:
-    """(hops, summed latency) of every node's best route to ``dst``, ordered by hops then latency."""
-    best: dict[object, tuple[int, float]] = {}
-    heap: list[tuple[int, float, int, object]] = [(0, 0.0, 0, dst)]
-    counter = 1
-    while heap:
-        hops, latency, _, node = heappop(heap)
-        if node in best:
-            continue
-        best[node] = (hops, latency)
-        for neighbour, edge in graph.adj[node].items():
-            if neighbour not in best:
-                heappush(heap, (hops + 1, latency + edge["latency"], counter, neighbour))
-                counter += 1
-    return best
+class _Search:
+    """Dijkstra from one destination over (hops, summed latency), settled lazily: only as far as
+    the sources routed to it so far (an NCCL topology has a GPU's few peers for each of its
+    hundreds of GPUs; searching the whole graph per destination cost a third of a 64-node run).
+    Nodes settle in the order of a whole search, with the same (hops, latency), and every node
+    on a best route from a settled source is settled before it (it has fewer hops), so the walk
+    in :meth:`Topology._shortest_path` reads the same costs."""
+
+    __slots__ = ("neighbours", "best", "heap", "counter")
+
+    def __init__(self, neighbours: dict[object, tuple[tuple[object, float], ...]], dst: object) -> None:
+        self.neighbours = neighbours
+        self.best: dict[object, tuple[int, float]] = {}
+        self.heap: list[tuple[int, float, int, object]] = [(0, 0.0, 0, dst)]
+        self.counter = 1
+
+    def reach(self, src: object) -> dict[object, tuple[int, float]]:
+        """Settled nodes -> (hops, latency) of their best route to the destination, ``src``
+        among them unless it has no route there."""
+        best, heap, neighbours = self.best, self.heap, self.neighbours
+        counter = self.counter
+        while src not in best and heap:
+            hops, latency, _, node = heappop(heap)
+            if node in best:
+                continue
+            best[node] = (hops, latency)
+            hops += 1
+            for neighbour, link_latency in neighbours[node]:
+                if neighbour not in best:
+                    heappush(heap, (hops, latency + link_latency, counter, neighbour))
+                    counter += 1
+        self.counter = counter
+        return best
 
 
 def _link(graph: nx.Graph, u: object, v: object, latency_s: float, bandwidth_Bps: float) -> None:

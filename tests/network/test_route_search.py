@@ -1,0 +1,68 @@
+"""Routes on graphs that are not trees, tori or rings (NCCL's topologies, user graphs): fewest
+hops, then the least summed latency, then the smallest node sequence (sim/network/topology.py).
+
+The search behind them is settled lazily per destination (only as far as the routes asked so
+far); these tests check its routes against the rule itself, found by brute force over every
+fewest-hop path, asking for the pairs in a shuffled order so that searches are resumed."""
+
+import random
+
+import networkx as nx
+import pytest
+
+from sim.errors import CollsimError
+from sim.hardware.nccl_des import scenario_for_pick
+from sim.hardware.nccl_topo import topology as nccl_topology
+from sim.network import topology as topo
+
+LATENCIES = (0.0, 1e-6, 2e-6, 3e-6)  # 1e-6 + 2e-6 != 3e-6 in floats: the 1e-9 tie rule matters
+
+
+def _rule(graph: nx.Graph, src, dst) -> list:
+    """The documented route, by brute force: every fewest-hop path, the least latency (sums
+    within 1e-9 relative are a tie), then the smallest node sequence (ranks by number first)."""
+    paths = list(nx.all_shortest_paths(graph, src, dst))
+    latency = {tuple(path): sum(graph.edges[hop]["latency"] for hop in zip(path, path[1:])) for path in paths}
+    least = min(latency.values())
+    best = [path for path in paths if abs(latency[tuple(path)] - least) <= 1e-9 * max(abs(least), latency[tuple(path)])]
+    return min(best, key=lambda path: [topo._node_key(node) for node in path])
+
+
+def _random_graph(seed: int) -> tuple[nx.Graph, int]:
+    rng = random.Random(seed)
+    ranks = rng.randint(3, 14)
+    graph = nx.gnm_random_graph(ranks, rng.randint(ranks, 3 * ranks), seed=seed)
+    for hub in range(rng.randint(0, 3)):  # named nodes beside the ranks
+        for rank in rng.sample(range(ranks), rng.randint(1, ranks)):
+            graph.add_edge(f"sw{hub}", rank)
+    for edge in graph.edges:
+        graph.edges[edge].update(latency=rng.choice(LATENCIES), bandwidth=1e9)
+    return graph, ranks
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_routes_on_random_graphs_follow_the_rule(seed):
+    graph, ranks = _random_graph(seed)
+    built = topo.Topology("custom", graph, ranks)
+    assert built._tree is None  # searched, not routed by climbing a tree
+    pairs = [(src, dst) for src in graph.nodes for dst in graph.nodes if src != dst]
+    random.Random(seed).shuffle(pairs)
+    for src, dst in pairs:
+        if nx.has_path(graph, src, dst):
+            assert built.path(src, dst) == _rule(graph, src, dst), (src, dst)
+        else:
+            with pytest.raises(CollsimError, match="no route"):
+                built.path(src, dst)
+
+
+@pytest.mark.parametrize("preset, nodes", [("dgx-h100", 3), ("gcp-a3-mega", 2), ("oci-a100-roce", 2)])
+def test_routes_on_nccl_topologies_follow_the_rule(preset, nodes):
+    scenario, why = scenario_for_pick(preset, nodes, "all_reduce", 64 << 20)
+    assert scenario is not None, why
+    built = nccl_topology(scenario)
+    graph = built.graph
+    pairs = [(src, dst) for src in range(built.ranks) for dst in range(built.ranks) if src != dst]
+    random.Random(0).shuffle(pairs)
+    fresh = topo.Topology(built.name, graph, built.ranks)  # no search left over from the build
+    for src, dst in pairs[:300]:
+        assert fresh.path(src, dst) == _rule(graph, src, dst), (src, dst)
