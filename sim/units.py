@@ -163,7 +163,13 @@ def parse_size_list(text: str, what: str = "sizes") -> list[int]:
         raise CollsimError(f"{what}: empty list")
     if len(items) > MAX_LIST_POINTS:
         raise CollsimError(f"{what}: {len(items):,} sizes, beyond the limit of {MAX_LIST_POINTS:,}")
-    return [parse_size(item, what) for item in items]
+    sizes = []
+    for item in items:
+        try:
+            sizes.append(parse_size(item, what))
+        except CollsimError as error:
+            raise CollsimError(f"{error}; {what} is a comma list (1MiB,4MiB) or a range START:STOP:xFACTOR (4KiB:64MiB:x4)") from None
+    return sizes
 
 
 def format_size(nbytes: float) -> str:

@@ -14,14 +14,16 @@ from sim.errors import CollsimError
 
 
 def _sizes(text: str | None) -> tuple[int, ...]:
+    """The sizes to compare: a comma list or a START:STOP:xFACTOR range, as ``--sizes`` takes
+    elsewhere (sim.units.parse_size_list); every one positive."""
     from sim.collective.explore import CROSSOVER_SIZES
-    from sim.units import parse_size
+    from sim.units import parse_size_list
 
     if not text:
         return CROSSOVER_SIZES
-    sizes = tuple(parse_size(part.strip(), "sizes") for part in text.split(",") if part.strip())
-    if not sizes or min(sizes) <= 0:
-        raise CollsimError(f"sizes: give positive sizes separated by commas, such as 1KiB,1MiB,64MiB; got {text!r}")
+    sizes = tuple(parse_size_list(text, "sizes"))
+    if min(sizes) <= 0:
+        raise CollsimError(f"sizes: give positive sizes, as a comma list (1KiB,1MiB,64MiB) or a range (1KiB:1GiB:x4); got {text!r}")
     return sizes
 
 
@@ -36,7 +38,7 @@ def _sizes(text: str | None) -> tuple[int, ...]:
 @field_option("gpus_per_node", type=int)
 @field_option("chunks", type=int)
 @field_option("sharing")
-@click.option("--sizes", default=None, help="comma-separated message sizes (default 1KiB..1GiB, x4)")
+@click.option("--sizes", default=None, help="message sizes: a comma list (1KiB,64MiB) or START:STOP:xFACTOR (default 1KiB:1GiB:x4)")
 @click.option("--hardware", default=None, help="hardware preset: its network, plus a row of NCCL's pick run in the DES")
 @click.option("--nodes", default=None, type=int, help="with --hardware: number of nodes (default 1)")
 @click.option("--nics-per-node", default=None, type=int, help="with --hardware: NICs a node instead of the preset's")

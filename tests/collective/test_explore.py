@@ -187,3 +187,19 @@ def test_cli_crossover_bad_sizes_is_one_error_line(tmp_path):
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 2 and done.stderr.startswith("error: sizes") and "Traceback" not in done.stderr
+
+
+def test_cli_crossover_takes_a_size_range_as_other_size_flags_do():
+    from click.testing import CliRunner
+
+    from sim.cli import cli
+
+    args = ["sim", "crossover", "--op", "all_reduce", "--ranks", "8", "--bandwidth", "25GB/s", "--latency", "5us", "--json"]
+    ranged = CliRunner().invoke(cli, [*args, "--sizes", "1KiB:1MiB:x4"])
+    listed = CliRunner().invoke(cli, [*args, "--sizes", "1KiB,4KiB,16KiB,64KiB,256KiB,1MiB"])
+    assert ranged.exit_code == 0 and listed.exit_code == 0, ranged.output
+    rows = __import__("json").loads(ranged.output)
+    assert rows == __import__("json").loads(listed.output)
+    assert {row["size_bytes"] for row in rows} - {None} == {4**k * 1024 for k in range(6)}  # None: an algorithm that cannot run
+    wrong = CliRunner().invoke(cli, [*args, "--sizes", "1KiB..1MiB"])
+    assert wrong.exit_code == 2 and "START:STOP:xFACTOR" in wrong.output and "Traceback" not in wrong.output
