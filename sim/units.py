@@ -110,7 +110,7 @@ def parse_size(text: str | int | float, what: str = "size") -> int:
     factor = _bytes_factor(unit or "B", text, what, SIZE_HELP, rate=False)
     nbytes = value * factor
     if not math.isfinite(nbytes) or nbytes < 0:
-        raise CollsimError(f"{what}: must be a non-negative size, got {text!r}")
+        raise CollsimError(f"{what}: must be a finite, non-negative size, got {text!r}")
     if abs(nbytes - round(nbytes)) > 1e-6 * max(1.0, nbytes):
         raise CollsimError(f"{what}: {text!r} is not a whole number of bytes")
     return int(round(nbytes))

@@ -15,6 +15,12 @@ def test_sizes(text, nbytes):
     assert parse_size(text) == nbytes
 
 
+@pytest.mark.parametrize("text", ["-1MiB", "1e400B", "1e308GiB"])
+def test_negative_or_infinite_sizes_are_refused_by_name(text):
+    with pytest.raises(CollsimError, match=r"size: must be a finite, non-negative size, got"):
+        parse_size(text)
+
+
 @pytest.mark.parametrize(
     "text,rate",
     [("25GB/s", 25e9), ("100Gbps", 100e9 / 8), ("1GiB/s", 2**30), ("10MB/s", 1e7), ("1e9", 1e9), ("800Mbps", 1e8)],
