@@ -66,3 +66,20 @@ def test_routes_on_nccl_topologies_follow_the_rule(preset, nodes):
     fresh = topo.Topology(built.name, graph, built.ranks)  # no search left over from the build
     for src, dst in pairs[:300]:
         assert fresh.path(src, dst) == _rule(graph, src, dst), (src, dst)
+
+
+def test_route_speed_bench_runs_as_documented():
+    """bench/route_speed.py (docs/scale.md, seventh pass): one round here, this checkout against
+    itself (the docs compare with the commit before); a bad --cases is one usage error."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    command = [sys.executable, "bench/route_speed.py", "--rounds", "1", "--cases", "dgx-h100:2", "--against", str(root)]
+    done = subprocess.run(command, cwd=root, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    line = done.stdout.strip()
+    assert line.startswith("dgx-h100:2") and " this " in line and " against " in line and line.endswith("same routes: True"), line
+    wrong = subprocess.run([*command[:4], "--cases", "dgx-h100"], cwd=root, capture_output=True, text=True, timeout=60)
+    assert wrong.returncode == 2 and "each case is PRESET:NODES" in wrong.stderr and "Traceback" not in wrong.stderr
