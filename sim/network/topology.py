@@ -151,30 +151,35 @@ class Topology:
         return {}  # destination -> its search by (hops, latency), settled as far as routes needed
 
     @cached_property
-    def _neighbours(self) -> dict[object, tuple[tuple[object, float], ...]]:
-        """Node -> (neighbour, link latency) pairs, neighbours in :func:`_node_key` order: plain
-        tuples for the route searches (networkx's adjacency views cost a Python call per item)."""
+    def _neighbours(self) -> _Adjacency:
+        """The graph as plain tuples for the route searches (networkx's adjacency views cost a
+        Python call per item): nodes numbered, each node's (neighbour, link latency, neighbour's
+        number) in :func:`_node_key` order."""
         adj = self.graph.adj
-        return {
-            node: tuple((neighbour, float(adj[node][neighbour]["latency"])) for neighbour in sorted(adj[node], key=_node_key))
-            for node in adj
-        }
+        nodes = list(adj)
+        number = {node: i for i, node in enumerate(nodes)}
+        links = [
+            tuple((other, float(adj[node][other]["latency"]), number[other]) for other in sorted(adj[node], key=_node_key))
+            for node in nodes
+        ]
+        return _Adjacency(nodes, number, links)
 
     def _shortest_path(self, src: object, dst: object) -> list[object]:
         """Fewest hops, then least latency, then the smallest node sequence: walk from ``src``,
         each time to the smallest neighbour that lies on a best route to ``dst``."""
-        neighbours = self._neighbours
+        graph = self._neighbours
         search = self._searches.get(dst)
         if search is None:
-            search = self._searches[dst] = _Search(neighbours, dst)
+            search = self._searches[dst] = _Search(graph, dst)
         cost = search.reach(src)
         if src not in cost:
             raise CollsimError(f"topology {self.name}: no route from {src} to {dst}")
+        number, links = graph.number, graph.links
         path = [src]
         here = src
         while here != dst:
             hops, latency = cost[here]
-            for node, link_latency in neighbours[here]:  # the first that qualifies is the smallest
+            for node, link_latency, _ in links[number[here]]:  # the first that qualifies is the smallest
                 known = cost.get(node)
                 if known is not None and known[0] == hops - 1 and _same(known[1] + link_latency, latency):
                     break
@@ -204,38 +209,48 @@ def _ring_walk(start: int, end: int, size: int) -> list[int]:
     return [(start + step * i) % size for i in range((forward if step == 1 else size - forward) + 1)]
 
 
+@dataclass(frozen=True)
+class _Adjacency:
+    """A graph's nodes (``nodes[i]`` is node number i), their numbers, and ``links[i]``: node i's
+    (neighbour, link latency, neighbour's number), neighbours in :func:`_node_key` order."""
+
+    nodes: list[object]
+    number: dict[object, int]
+    links: list[tuple[tuple[object, float, int], ...]]
+
+
 class _Search:
     """Dijkstra from one destination over (hops, summed latency), settled lazily: only as far as
     the sources routed to it so far (an NCCL topology has a GPU's few peers for each of its
     hundreds of GPUs; searching the whole graph per destination cost a third of a 64-node run).
-    Nodes settle in the order of a whole search, with the same (hops, latency), and every node
-    on a best route from a settled source is settled before it (it has fewer hops), so the walk
-    in :meth:`Topology._shortest_path` reads the same costs."""
+    Each node settles at the (hops, latency) of a whole search (ties among equal keys are taken
+    in node-number order, which moves no value), and every node on a best route from a settled
+    source has fewer hops, so it is settled first: the walk in :meth:`Topology._shortest_path`
+    reads the same costs. Heap entries are (hops, latency, node number): what a search keeps
+    between sources stays small."""
 
-    __slots__ = ("neighbours", "best", "heap", "counter")
+    __slots__ = ("graph", "best", "heap")
 
-    def __init__(self, neighbours: dict[object, tuple[tuple[object, float], ...]], dst: object) -> None:
-        self.neighbours = neighbours
+    def __init__(self, graph: _Adjacency, dst: object) -> None:
+        self.graph = graph
         self.best: dict[object, tuple[int, float]] = {}
-        self.heap: list[tuple[int, float, int, object]] = [(0, 0.0, 0, dst)]
-        self.counter = 1
+        self.heap: list[tuple[int, float, int]] = [(0, 0.0, graph.number[dst])]
 
     def reach(self, src: object) -> dict[object, tuple[int, float]]:
         """Settled nodes -> (hops, latency) of their best route to the destination, ``src``
         among them unless it has no route there."""
-        best, heap, neighbours = self.best, self.heap, self.neighbours
-        counter = self.counter
+        best, heap = self.best, self.heap
+        nodes, links = self.graph.nodes, self.graph.links
         while src not in best and heap:
-            hops, latency, _, node = heappop(heap)
+            hops, latency, number = heappop(heap)
+            node = nodes[number]
             if node in best:
                 continue
             best[node] = (hops, latency)
             hops += 1
-            for neighbour, link_latency in neighbours[node]:
+            for neighbour, link_latency, other in links[number]:
                 if neighbour not in best:
-                    heappush(heap, (hops, latency + link_latency, counter, neighbour))
-                    counter += 1
-        self.counter = counter
+                    heappush(heap, (hops, latency + link_latency, other))
         return best
 
 
