@@ -171,10 +171,12 @@ def _partition(built: Topology, p: PathParams, gpus: int) -> None:
     simulated channels get (simulated among them) / k, and the others need not run."""
     graph = built.graph
     crossing: dict[tuple, list[int]] = {}
-    for channel in range(p.channels):
+    channel_pairs = [_pairs(p, built.ranks, gpus, channel) for channel in range(p.channels)]
+    paths = built.paths([pair for pairs in channel_pairs for pair in pairs])
+    for channel, pairs in enumerate(channel_pairs):
         used = set()
-        for src, dst in _pairs(p, built.ranks, gpus, channel):
-            path = built.path(src, dst)
+        for pair in pairs:
+            path = paths[pair]
             used |= set(zip(path, path[1:]))
         for link in used:
             crossing.setdefault(link, []).append(channel)

@@ -93,7 +93,19 @@ class Topology:
             return self._ring_path(src, dst)
         if self._tree is not None:
             return self._tree_path(src, dst)
-        return self._shortest_path(src, dst)
+        known = self._searched_paths.get((src, dst))
+        return list(known) if known is not None else self._shortest_path(src, dst)
+
+    def paths(self, pairs: Sequence[tuple[object, object]]) -> dict[tuple[object, object], list[object]]:
+        """The routes of many (src, dst) pairs, each as :meth:`path` gives it. On a searched graph
+        they are found destination by destination, so that each destination's search is built
+        once however few of them the bounded cache keeps (:data:`SEARCH_ENTRIES`), and kept for
+        :meth:`path` (an NCCL topology's channels ask for the same pairs again when they run)."""
+        ordered = sorted(set(pairs), key=lambda pair: (_node_key(pair[1]), _node_key(pair[0])))
+        found = {pair: self.path(*pair) for pair in ordered}
+        if self._tree is None and self.name not in ("torus2d", "ring"):
+            self._searched_paths.update((pair, tuple(path)) for pair, path in found.items())
+        return found
 
     # -- routing -----------------------------------------------------------------------------
     @cached_property
@@ -147,8 +159,12 @@ class Topology:
         return up + down[-2::-1]
 
     @cached_property
-    def _searches(self) -> dict[object, _Search]:
-        return {}  # destination -> its search by (hops, latency), settled as far as routes needed
+    def _searches(self) -> _Searches:
+        return _Searches()  # destination -> its search by (hops, latency), settled as far as routes needed
+
+    @cached_property
+    def _searched_paths(self) -> dict[tuple[object, object], tuple[object, ...]]:
+        return {}  # routes found by paths(), kept: searches are dropped beyond SEARCH_ENTRIES
 
     @cached_property
     def _neighbours(self) -> _Adjacency:
@@ -168,10 +184,7 @@ class Topology:
         """Fewest hops, then least latency, then the smallest node sequence: walk from ``src``,
         each time to the smallest neighbour that lies on a best route to ``dst``."""
         graph = self._neighbours
-        search = self._searches.get(dst)
-        if search is None:
-            search = self._searches[dst] = _Search(graph, dst)
-        cost = search.reach(src)
+        cost = self._searches.reach(graph, dst, src)
         if src not in cost:
             raise CollsimError(f"topology {self.name}: no route from {src} to {dst}")
         number, links = graph.number, graph.links
@@ -209,6 +222,36 @@ def _ring_walk(start: int, end: int, size: int) -> list[int]:
     return [(start + step * i) % size for i in range((forward if step == 1 else size - forward) + 1)]
 
 
+SEARCH_ENTRIES = 4_000_000  # settled nodes and heap entries kept over all destinations' searches (~100 B each)
+
+
+class _Searches:
+    """Each destination's :class:`_Search`, the least recently used dropped once they hold more
+    than :data:`SEARCH_ENTRIES` entries together (a search over every node per destination is
+    quadratic in the graph: 8 GiB at 1,024 x dgx-h100 before this bound). A dropped search is
+    built again if asked for again; :meth:`Topology.paths` asks destination by destination."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = SEARCH_ENTRIES if limit is None else limit
+        self.searches: dict[object, _Search] = {}  # least recently used first
+        self.entries = 0
+
+    def reach(self, graph: _Adjacency, dst: object, src: object) -> dict[object, tuple[int, float]]:
+        """The costs of ``dst``'s search, settled as far as ``src``."""
+        searches = self.searches
+        search = searches.pop(dst, None)
+        if search is None:
+            search = _Search(graph, dst)
+        searches[dst] = search  # now the most recently used
+        before = search.size()
+        cost = search.reach(src)
+        self.entries += search.size() - before
+        while self.entries > self.limit and len(searches) > 1:
+            oldest = next(iter(searches))
+            self.entries -= searches.pop(oldest).size()
+        return cost
+
+
 @dataclass(frozen=True)
 class _Adjacency:
     """A graph's nodes (``nodes[i]`` is node number i), their numbers, and ``links[i]``: node i's
@@ -235,6 +278,10 @@ class _Search:
         self.graph = graph
         self.best: dict[object, tuple[int, float]] = {}
         self.heap: list[tuple[int, float, int]] = [(0, 0.0, graph.number[dst])]
+
+    def size(self) -> int:
+        """Entries held: settled nodes and heap entries."""
+        return len(self.best) + len(self.heap)
 
     def reach(self, src: object) -> dict[object, tuple[int, float]]:
         """Settled nodes -> (hops, latency) of their best route to the destination, ``src``

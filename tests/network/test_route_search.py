@@ -83,3 +83,42 @@ def test_route_speed_bench_runs_as_documented():
     assert line.startswith("dgx-h100:2") and " this " in line and " against " in line and line.endswith("same routes: True"), line
     wrong = subprocess.run([*command[:4], "--cases", "dgx-h100"], cwd=root, capture_output=True, text=True, timeout=60)
     assert wrong.returncode == 2 and "each case is PRESET:NODES" in wrong.stderr and "Traceback" not in wrong.stderr
+
+
+def test_routes_follow_the_rule_when_searches_are_dropped():
+    """The searches' cache is bounded (topology.SEARCH_ENTRIES): with a bound of a few entries every
+    search is dropped and built again, and the routes stay the same, one at a time or in bulk."""
+    graph, ranks = _random_graph(7)
+    pairs = [(src, dst) for src in graph.nodes for dst in graph.nodes if src != dst and nx.has_path(graph, src, dst)]
+    random.Random(7).shuffle(pairs)
+    roomy = topo.Topology("custom", graph, ranks)
+    tight = topo.Topology("custom", graph, ranks)
+    tight._searches.limit = 5
+    bulk = topo.Topology("custom", graph, ranks)
+    bulk._searches.limit = 5
+    found = bulk.paths(pairs)
+    for src, dst in pairs:
+        assert tight.path(src, dst) == roomy.path(src, dst) == found[src, dst] == bulk.path(src, dst) == _rule(graph, src, dst)
+    held = tight._searches
+    assert held.entries <= 5 or len(held.searches) == 1  # the bound held (one search is always kept)
+    assert len(held.searches) < len(roomy._searches.searches) == len({dst for _, dst in pairs})
+
+
+def test_a_large_nccl_topology_keeps_its_searches_bounded():
+    """16 x dgx-h100 (128 GPUs whose routes are searched: a GPU reaches its node's switch and its
+    NIC) under a bound of 10,000 entries, a quarter of what its searches hold unbounded: the
+    entries stay within the bound (plus the last search), and the channels' routes are kept."""
+    scenario, why = scenario_for_pick("dgx-h100", 16, "all_reduce", 1 << 20)
+    assert scenario is not None, why
+    limit = topo.SEARCH_ENTRIES
+    topo.SEARCH_ENTRIES = 10_000
+    try:
+        built = nccl_topology(scenario)
+    finally:
+        topo.SEARCH_ENTRIES = limit
+    searches = built._searches
+    assert searches.limit == 10_000 and searches.entries <= 10_000 + 2 * built.graph.number_of_nodes()
+    assert len(searches.searches) < built.ranks and built._searched_paths  # dropped some; kept the routes
+    fresh = topo.Topology(built.name, built.graph, built.ranks)
+    for src, dst in list(built._searched_paths)[:200]:
+        assert built.path(src, dst) == fresh.path(src, dst)
