@@ -50,6 +50,14 @@ PROBE_MAX_VISITS = 300_000  # a 32-rank probe runs only when it costs less than 
 # its own size): re-sharing hangs on which flows start together, which a size's growth cannot carry
 # (NVLS across 4 x dgx-h100: 1.46 re-shares a message at 16 MiB, 7.46 at 64 MiB)
 PROBE_WHOLE_MESSAGES = 2_000
+# Routes on a graph that is not a tree (a hardware preset's GPUs reach their node's switch and their
+# NIC) are searched from each destination: about SEARCH_FILL entries (settled nodes and heap) per
+# node of the graph and destination, each SECONDS_PER_SEARCH_ENTRY of CPU and SEARCH_ENTRY_BYTES
+# while kept (sim.network.topology keeps SEARCH_ENTRIES at most). Measured 2026-11-24 on 32-128 x
+# dgx-h100: 1.19-1.22 entries, 0.84-1.44 us and 94-127 B each.
+SEARCH_FILL = 1.2
+SECONDS_PER_SEARCH_ENTRY = 1.0e-6
+SEARCH_ENTRY_BYTES = 110
 
 
 @dataclass(frozen=True)
@@ -60,17 +68,24 @@ class Estimate:
     visits: int  # message-visits: messages plus flows touched by fair re-sharing
     memory_bytes: int
     exact_messages: bool
+    route_entries: int = 0  # entries of the route searches (0: routes are climbed or walked, not searched)
 
     @property
     def seconds(self) -> float:
-        return self.messages * SECONDS_PER_MESSAGE + (self.visits - self.messages) * SECONDS_PER_VISIT
+        return (
+            self.messages * SECONDS_PER_MESSAGE
+            + (self.visits - self.messages) * SECONDS_PER_VISIT
+            + self.route_entries * SECONDS_PER_SEARCH_ENTRY
+        )
 
     def describe(self) -> str:
         from sim.units import format_size
 
+        routes = self.route_entries * SECONDS_PER_SEARCH_ENTRY
+        searched = f", route searches ~{_format_seconds(routes)} of it" if routes >= 1 else ""
         return (
             f"about {self.messages:,} messages, {self.visits:,} message-visits "
-            f"(~{_format_seconds(self.seconds)} here) and {format_size(self.memory_bytes)} of memory"
+            f"(~{_format_seconds(self.seconds)} here{searched}) and {format_size(self.memory_bytes)} of memory"
         )
 
 
@@ -104,7 +119,26 @@ def estimate(scenario: Any, probe: bool = True) -> Estimate:
     if s.sharing == "fair" and messages:
         per_call = messages / max(1, s.repetitions)  # a re-share touches at most the flows of one call
         visits = int(messages * (1 + min(_visits_per_message(s, chunks) if probe else per_call, per_call)))
-    return Estimate(messages, visits, _memory(s, messages, told.pairs, chunks), told.exact)
+    routes = _route_entries(s)
+    memory = _memory(s, messages, told.pairs, chunks) + min(routes, _search_limit()) * SEARCH_ENTRY_BYTES
+    return Estimate(messages, visits, memory, told.exact, routes)
+
+
+def _route_entries(s: Any) -> int:
+    """Entries the route searches of a hardware preset's topology hold (0 where routes are not
+    searched): :data:`SEARCH_FILL` x ranks x nodes of the graph."""
+    if not getattr(s, "hardware", None):
+        return 0
+    from sim.hardware.cluster import route_search_size
+
+    searched, nodes = route_search_size(s)
+    return int(SEARCH_FILL * searched * nodes)
+
+
+def _search_limit() -> int:
+    from sim.network.topology import SEARCH_ENTRIES
+
+    return SEARCH_ENTRIES
 
 
 def messages_of(s: Any) -> Any:
@@ -144,8 +178,8 @@ def _preset_path(s: Any) -> Any:
 def _probe_ranks(s: Any) -> tuple[int, int]:
     """Ranks of the two probes: 8 and 16, or two and four nodes of a hardware preset (a node
     alone has no traffic between nodes: NVLS then sends no message at all)."""
-    if getattr(s, "hardware", None) and s.topology == "two_level":
-        gpus = s.gpus_per_node_resolved
+    gpus = _node_gpus(s)
+    if gpus:
         return 2 * gpus, 4 * gpus
     return PROBE_RANKS
 
@@ -325,7 +359,8 @@ def _hint(s: Any, told: Estimate, max_seconds: float, max_memory: int) -> str:
     for name in ("chunks", "ranks"):
         fitting = _largest_fitting(s, name, max_seconds, max_memory)
         if fitting is not None:
-            hints.append(f"--{name} {fitting}")
+            gpus = _node_gpus(s)
+            hints.append(f"--nodes {fitting // gpus}" if name == "ranks" and gpus else f"--{name} {fitting}")
     if s.repetitions > 1:
         hints.append("--repetitions 1")
     if s.record == "full":
@@ -338,6 +373,9 @@ def _largest_fitting(s: Any, name: str, max_seconds: float, max_memory: int) -> 
     """The largest value of ``name`` (chunks or ranks), halving from the scenario's, whose run
     fits the limits (probes are cached, so each try costs little); None when none does."""
     value = getattr(s, name) // 2
+    gpus = _node_gpus(s) if name == "ranks" else 0
+    if gpus:  # a hardware preset's ranks are whole nodes: --nodes halves
+        value = max(s.ranks // gpus // 2, 1) * gpus if s.ranks > gpus else 0
     while value >= (1 if name == "chunks" else 2):
         try:
             told = estimate(s.replace(**{name: value}))
@@ -345,8 +383,15 @@ def _largest_fitting(s: Any, name: str, max_seconds: float, max_memory: int) -> 
             told = None
         if told is not None and told.seconds <= max_seconds and told.memory_bytes <= max_memory:
             return value
-        value //= 2
+        value = (value // gpus // 2) * gpus if gpus else value // 2
     return None
+
+
+def _node_gpus(s: Any) -> int:
+    """GPUs a node of the scenario's hardware preset (its ranks come in whole nodes: ``--nodes``), else 0."""
+    if getattr(s, "hardware", None) and s.topology == "two_level":
+        return s.gpus_per_node_resolved
+    return 0
 
 
 def _check_replay_size(s: Any) -> None:

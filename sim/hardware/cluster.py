@@ -60,13 +60,32 @@ def build(
 def for_scenario(scenario) -> Topology:
     """The topology of a scenario with ``hardware`` set (its link fields already hold the
     preset's figures or the user's overrides)."""
-    from sim.hardware.presets import load_preset
-
     s = scenario
     if s.algorithm.startswith("nccl_"):  # NCCL's data path: effective rates, NCCL's hop latencies
         from sim.hardware import nccl_topo
 
         return nccl_topo.topology(s)
+    return _plain(s)
+
+
+def route_search_size(scenario) -> tuple[int, int]:
+    """(ranks, nodes of the graph) of a scenario with ``hardware`` set when its routes are
+    searched (its graph is not a tree), else (0, nodes); built without finding any route.
+    Searching costs about ranks x nodes in time and memory (sim.collective.budget)."""
+    s = scenario
+    if s.algorithm.startswith("nccl_"):
+        from sim.hardware import nccl_topo
+
+        return nccl_topo.route_search_size(s)
+    built = _plain(s)
+    return (0 if built._tree is not None else built.ranks), built.graph.number_of_nodes()
+
+
+def _plain(scenario) -> Topology:
+    """The preset's cluster for any algorithm but NCCL's own: the scenario's link fields."""
+    from sim.hardware.presets import load_preset
+
+    s = scenario
     preset = load_preset(s.hardware)
     nodes = s.ranks // preset.gpus_per_node
     intra_latency = s.latency_s if s.intra_latency_s is None else s.intra_latency_s

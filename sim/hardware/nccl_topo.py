@@ -165,14 +165,13 @@ def _pairs(p: PathParams, ranks: int, gpus: int, channel: int) -> set[tuple[int,
     return {(order[i], order[(i + 1) % len(order)]) for i in range(len(order))}
 
 
-def _partition(built: Topology, p: PathParams, gpus: int) -> None:
+def _partition(built: Topology, p: PathParams, channel_pairs: list[set[tuple[int, int]]], paths: dict) -> None:
     """Channels partition the links (NCCL's search allots each channel its bandwidth on every
     link it crosses): a directed link crossed by k channels gives each 1/k of its rate, so the
-    simulated channels get (simulated among them) / k, and the others need not run."""
+    simulated channels get (simulated among them) / k, and the others need not run.
+    ``channel_pairs``: each channel's (sender, receiver) pairs; ``paths``: their routes."""
     graph = built.graph
     crossing: dict[tuple, list[int]] = {}
-    channel_pairs = [_pairs(p, built.ranks, gpus, channel) for channel in range(p.channels)]
-    paths = built.paths([pair for pairs in channel_pairs for pair in pairs])
     for channel, pairs in enumerate(channel_pairs):
         used = set()
         for pair in pairs:
@@ -191,6 +190,30 @@ def _partition(built: Topology, p: PathParams, gpus: int) -> None:
 def topology(scenario) -> Topology:
     """The topology of an ``nccl_*`` scenario on its preset, carrying its PathParams
     (``topology.nccl``, read by sim.hardware.nccl_path.params)."""
+    built, p, direct = _built(scenario)
+    if scenario.algorithm != "nccl_p2p":  # the channels' routes, found destination by destination and kept
+        channel_pairs = [_pairs(p, built.ranks, built.gpus_per_node, channel) for channel in range(p.channels)]
+        paths = built.paths([pair for pairs in channel_pairs for pair in pairs])
+        if p.simulated < p.channels:
+            _partition(built, p, channel_pairs, paths)
+    object.__setattr__(built, "nccl", p)  # frozen dataclass; read by nccl_path.params
+    object.__setattr__(built, "streams_per_tag", True)  # the engines: one connection per slot tag
+    object.__setattr__(built, "ports_per_link", direct)  # the engines: no single send/receive port
+    return built
+
+
+def route_search_size(scenario) -> tuple[int, int]:
+    """(ranks, nodes of the graph) when the scenario's routes are searched (its graph is not a
+    tree: a GPU reaches its node's switch and its NIC), else (0, nodes): what the route searches
+    cost is about ranks x nodes (sim.collective.budget)."""
+    built, _, _ = _built(scenario)
+    nodes = built.graph.number_of_nodes()
+    return (0 if built._tree is not None else built.ranks), nodes
+
+
+def _built(scenario) -> tuple[Topology, PathParams, bool]:
+    """The scenario's topology before its channels partition the links: (topology, path
+    parameters, whether a tree's GPUs reach the switch and their NIC directly)."""
     s = scenario
     preset = load_preset(s.hardware)
     p2p = s.algorithm == "nccl_p2p"  # NCCL's send/recv path (sim.hardware.nccl_p2p): no channels, no protocol cap
@@ -228,13 +251,7 @@ def topology(scenario) -> Topology:
         if nodes > 1:
             for nic in range(min(nics, gpus)):
                 graph.add_edge(f"nic{node}.{nic}", "core", latency=inter_lat / 2, bandwidth=nic_bw)
-    built = Topology("two_level", graph, s.ranks, gpus)
-    if p.simulated < p.channels:
-        _partition(built, p, gpus)
-    object.__setattr__(built, "nccl", p)  # frozen dataclass; read by nccl_path.params
-    object.__setattr__(built, "streams_per_tag", True)  # the engines: one connection per slot tag
-    object.__setattr__(built, "ports_per_link", direct)  # the engines: no single send/receive port
-    return built
+    return Topology("two_level", graph, s.ranks, gpus), p, direct
 
 
 def link_rates(scenario, preset, algorithm: str) -> tuple[float, float, int]:

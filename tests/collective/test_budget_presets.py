@@ -49,3 +49,42 @@ def test_a_deep_fair_tree_is_not_underestimated():
     messages, visits = budget.count_visits(scenario)
     told = budget.estimate(scenario)
     assert 1.0 <= told.visits / visits <= 2.5, (told, messages, visits)
+
+
+@pytest.mark.parametrize("preset, nodes", [("dgx-h100", 16), ("gcp-a3-mega", 8), ("oci-a100-roce", 8)])
+def test_route_searches_are_estimated_within_2x_of_a_counted_topology(preset, nodes):
+    """A preset's routes are searched from each destination (its graph is not a tree): the
+    estimate's entries against those the topology's searches hold once built (no bound)."""
+    from sim.hardware.nccl_topo import topology
+    from sim.network import topology as topo
+
+    scenario, why = scenario_for_pick(preset, nodes, "all_reduce", 64 * 2**20)
+    assert scenario is not None, why
+    limit, topo.SEARCH_ENTRIES = topo.SEARCH_ENTRIES, 10**9
+    try:
+        built = topology(scenario)
+    finally:
+        topo.SEARCH_ENTRIES = limit
+    counted = built._searches.entries
+    assert counted > 0
+    assert 0.5 <= budget.estimate(scenario, probe=False).route_entries / counted <= 2.0
+
+
+def test_a_cluster_whose_routes_alone_pass_the_limit_is_refused_naming_the_nodes_that_fit(monkeypatch):
+    """2,048 x dgx-h100 (16,384 GPUs): its route searches alone are about 11 minutes here. Refused
+    before any of its routes is searched, in --nodes (a preset's ranks are whole nodes; --ranks would be
+    refused beside --nodes)."""
+    from sim.errors import CollsimError
+    from sim.network import topology as topo
+
+    reach = topo._Search.reach
+
+    def small_only(search, src):  # the probes (2 and 4 nodes) search their own small graphs
+        assert len(search.graph.nodes) < 1_000, "a route of the large cluster was searched before the refusal"
+        return reach(search, src)
+
+    monkeypatch.setattr(topo._Search, "reach", small_only)
+    scenario, _ = scenario_for_pick("dgx-h100", 2048, "all_reduce", 2**20)
+    with pytest.raises(CollsimError, match=r"route searches ~.* --nodes 1024 would fit") as refused:
+        budget.check_run(scenario, "sim collective")
+    assert "--ranks" not in str(refused.value)
