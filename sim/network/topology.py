@@ -228,7 +228,7 @@ SEARCH_ENTRIES = 4_000_000  # settled nodes and heap entries kept over all desti
 class _Searches:
     """Each destination's :class:`_Search`, the least recently used dropped once they hold more
     than :data:`SEARCH_ENTRIES` entries together (a search over every node per destination is
-    quadratic in the graph: 8 GiB at 1,024 x dgx-h100 before this bound). A dropped search is
+    quadratic in the graph: 1,024 x dgx-h100 ran out of a 6 GB limit before this bound). A dropped search is
     built again if asked for again; :meth:`Topology.paths` asks destination by destination."""
 
     def __init__(self, limit: int | None = None) -> None:
