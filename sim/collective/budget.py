@@ -125,13 +125,19 @@ def estimate(scenario: Any, probe: bool = True) -> Estimate:
 
 
 def _route_entries(s: Any) -> int:
-    """Entries the route searches of a hardware preset's topology hold (0 where routes are not
-    searched): :data:`SEARCH_FILL` x ranks x nodes of the graph."""
-    if not getattr(s, "hardware", None):
-        return 0
-    from sim.hardware.cluster import route_search_size
+    """Entries the route searches of a hardware preset's topology or a user graph hold (0 where
+    routes are climbed or walked, not searched): :data:`SEARCH_FILL` x ranks x nodes of the graph."""
+    from sim.network.topology import TOPOLOGIES, load_graph
 
-    searched, nodes = route_search_size(s)
+    if getattr(s, "hardware", None):
+        from sim.hardware.cluster import route_search_size
+
+        searched, nodes = route_search_size(s)
+    elif s.topology not in TOPOLOGIES:  # a user graph file
+        graph = load_graph(s.topology)
+        searched, nodes = (0 if graph._tree is not None else graph.ranks), graph.graph.number_of_nodes()
+    else:
+        return 0
     return int(SEARCH_FILL * searched * nodes)
 
 
