@@ -353,7 +353,9 @@ def check_run(scenario: Any, what: str = "this run", max_seconds: float = MAX_SE
 
     limit = f"limit ~{_format_seconds(max_seconds)} and {format_size(max_memory)}"
     hint = _hint(s, told, max_seconds, max_memory)
-    raise CollsimError(f"{what}: {s.op}/{s.algorithm} on {s.ranks} ranks needs {told.describe()}; {limit}. {hint}", field=_field(s))
+    gpus = _node_gpus(s)
+    where = f"{s.ranks // gpus} x {s.hardware} ({s.ranks:,} ranks)" if gpus else f"{s.ranks} ranks"
+    raise CollsimError(f"{what}: {s.op}/{s.algorithm} on {where} needs {told.describe()}; {limit}. {hint}", field=_field(s))
 
 
 def _field(s: Any) -> str:
