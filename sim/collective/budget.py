@@ -58,6 +58,10 @@ PROBE_WHOLE_MESSAGES = 2_000
 SEARCH_FILL = 1.2
 SECONDS_PER_SEARCH_ENTRY = 1.0e-6
 SEARCH_ENTRY_BYTES = 110
+# A route found alone (an NCCL channel's pairs: Topology.paths) costs its neighbourhood: 21-33 us
+# a pair on 64-1,024 x dgx-h100 (2026-11-24), and is kept (a tuple of its nodes).
+SECONDS_PER_PAIR_ROUTE = 30e-6
+PAIR_ROUTE_BYTES = 250
 
 
 @dataclass(frozen=True)
@@ -68,20 +72,25 @@ class Estimate:
     visits: int  # message-visits: messages plus flows touched by fair re-sharing
     memory_bytes: int
     exact_messages: bool
-    route_entries: int = 0  # entries of the route searches (0: routes are climbed or walked, not searched)
+    route_entries: int = 0  # entries of the route searches from destinations (0: none searched whole)
+    route_pairs: int = 0  # routes found alone, pair by pair
 
     @property
     def seconds(self) -> float:
         return (
             self.messages * SECONDS_PER_MESSAGE
             + (self.visits - self.messages) * SECONDS_PER_VISIT
-            + self.route_entries * SECONDS_PER_SEARCH_ENTRY
+            + self.route_seconds
         )
+
+    @property
+    def route_seconds(self) -> float:
+        return self.route_entries * SECONDS_PER_SEARCH_ENTRY + self.route_pairs * SECONDS_PER_PAIR_ROUTE
 
     def describe(self) -> str:
         from sim.units import format_size
 
-        routes = self.route_entries * SECONDS_PER_SEARCH_ENTRY
+        routes = self.route_seconds
         searched = f", route searches ~{_format_seconds(routes)} of it" if routes >= 1 else ""
         return (
             f"about {self.messages:,} messages, {self.visits:,} message-visits "
@@ -119,26 +128,27 @@ def estimate(scenario: Any, probe: bool = True) -> Estimate:
     if s.sharing == "fair" and messages:
         per_call = messages / max(1, s.repetitions)  # a re-share touches at most the flows of one call
         visits = int(messages * (1 + min(_visits_per_message(s, chunks) if probe else per_call, per_call)))
-    routes = _route_entries(s)
-    memory = _memory(s, messages, told.pairs, chunks) + min(routes, _search_limit()) * SEARCH_ENTRY_BYTES
-    return Estimate(messages, visits, memory, told.exact, routes)
+    entries, alone = _route_work(s)
+    memory = _memory(s, messages, told.pairs, chunks) + min(entries, _search_limit()) * SEARCH_ENTRY_BYTES
+    return Estimate(messages, visits, memory + alone * PAIR_ROUTE_BYTES, told.exact, entries, alone)
 
 
-def _route_entries(s: Any) -> int:
-    """Entries the route searches of a hardware preset's topology or a user graph hold (0 where
-    routes are climbed or walked, not searched): :data:`SEARCH_FILL` x ranks x nodes of the graph."""
+def _route_work(s: Any) -> tuple[int, int]:
+    """(entries of the searches from destinations, routes found alone) for a hardware preset's
+    topology or a user graph; (0, 0) where routes are climbed or walked. A search from a
+    destination holds about :data:`SEARCH_FILL` x the graph's nodes."""
     from sim.network.topology import TOPOLOGIES, load_graph
 
     if getattr(s, "hardware", None):
-        from sim.hardware.cluster import route_search_size
+        from sim.hardware.cluster import route_work
 
-        searched, nodes = route_search_size(s)
-    elif s.topology not in TOPOLOGIES:  # a user graph file
+        whole, nodes, alone = route_work(s)
+    elif s.topology not in TOPOLOGIES:  # a user graph file: its pairs are asked for as the run goes
         graph = load_graph(s.topology)
-        searched, nodes = (0 if graph._tree is not None else graph.ranks), graph.graph.number_of_nodes()
+        whole, nodes, alone = (0 if graph._tree is not None else graph.ranks), graph.graph.number_of_nodes(), 0
     else:
-        return 0
-    return int(SEARCH_FILL * searched * nodes)
+        return 0, 0
+    return int(SEARCH_FILL * whole * nodes), alone
 
 
 def _search_limit() -> int:

@@ -68,17 +68,17 @@ def for_scenario(scenario) -> Topology:
     return _plain(s)
 
 
-def route_search_size(scenario) -> tuple[int, int]:
-    """(ranks, nodes of the graph) of a scenario with ``hardware`` set when its routes are
-    searched (its graph is not a tree), else (0, nodes); built without finding any route.
-    Searching costs about ranks x nodes in time and memory (sim.collective.budget)."""
+def route_work(scenario) -> tuple[int, int, int]:
+    """How the routes of a scenario with ``hardware`` set are found, built without finding any:
+    (destinations searched whole, nodes of the graph, pairs found alone). A search costs about
+    the graph's nodes, a pair alone its neighbourhood (sim.collective.budget)."""
     s = scenario
     if s.algorithm.startswith("nccl_"):
         from sim.hardware import nccl_topo
 
-        return nccl_topo.route_search_size(s)
+        return nccl_topo.route_work(s)
     built = _plain(s)
-    return (0 if built._tree is not None else built.ranks), built.graph.number_of_nodes()
+    return (0 if built._tree is not None else built.ranks), built.graph.number_of_nodes(), 0
 
 
 def _plain(scenario) -> Topology:

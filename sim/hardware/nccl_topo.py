@@ -202,13 +202,18 @@ def topology(scenario) -> Topology:
     return built
 
 
-def route_search_size(scenario) -> tuple[int, int]:
-    """(ranks, nodes of the graph) when the scenario's routes are searched (its graph is not a
-    tree: a GPU reaches its node's switch and its NIC), else (0, nodes): what the route searches
-    cost is about ranks x nodes (sim.collective.budget)."""
-    built, _, _ = _built(scenario)
+def route_work(scenario) -> tuple[int, int, int]:
+    """How the scenario's routes are found: (destinations searched whole, nodes of the graph,
+    pairs found alone); see Topology.route_plan. The channels' routes are found in bulk
+    (:func:`topology`); NCCL's send/recv path asks for its pairs as it runs, each destination
+    searched whole where the graph is not a tree (sim.collective.budget)."""
+    built, p, _ = _built(scenario)
     nodes = built.graph.number_of_nodes()
-    return (0 if built._tree is not None else built.ranks), nodes
+    if scenario.algorithm == "nccl_p2p":
+        return (0 if built._tree is not None else built.ranks), nodes, 0
+    pairs = [pair for channel in range(p.channels) for pair in _pairs(p, built.ranks, built.gpus_per_node, channel)]
+    whole, alone = built.route_plan(pairs)
+    return whole, nodes, alone
 
 
 def _built(scenario) -> tuple[Topology, PathParams, bool]:

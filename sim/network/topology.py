@@ -97,15 +97,52 @@ class Topology:
         return list(known) if known is not None else self._shortest_path(src, dst)
 
     def paths(self, pairs: Sequence[tuple[object, object]]) -> dict[tuple[object, object], list[object]]:
-        """The routes of many (src, dst) pairs, each as :meth:`path` gives it. On a searched graph
-        they are found destination by destination, so that each destination's search is built
-        once however few of them the bounded cache keeps (:data:`SEARCH_ENTRIES`), and kept for
-        :meth:`path` (an NCCL topology's channels ask for the same pairs again when they run)."""
+        """The routes of many (src, dst) pairs, each as :meth:`path` gives it, kept for
+        :meth:`path` (an NCCL topology's channels ask for the same pairs again when they run). On a
+        searched graph a destination asked for by few sources (:meth:`route_plan`) has each of its
+        routes found alone (:func:`_pair_route`: what the pair's neighbourhood holds), one asked
+        for by many gets its search from the destination, built once."""
+        singles = self._single_destinations(pairs)
         ordered = sorted(set(pairs), key=lambda pair: (_node_key(pair[1]), _node_key(pair[0])))
-        found = {pair: self.path(*pair) for pair in ordered}
-        if self._tree is None and self.name not in ("torus2d", "ring"):
+        found = {}
+        for src, dst in ordered:
+            if dst in singles and src != dst:
+                path = _pair_route(self._neighbours, src, dst)
+                if path is None:
+                    raise CollsimError(f"topology {self.name}: no route from {src} to {dst}")
+                found[src, dst] = path
+            else:
+                found[src, dst] = self.path(src, dst)
+        if self._searched:
             self._searched_paths.update((pair, tuple(path)) for pair, path in found.items())
         return found
+
+    def route_plan(self, pairs: Sequence[tuple[object, object]]) -> tuple[int, int]:
+        """How :meth:`paths` would find these routes: (destinations searched whole, pairs found
+        alone); (0, 0) where routes are climbed or walked (trees, tori, rings). For the budget."""
+        if not self._searched:
+            return 0, 0
+        singles = self._single_destinations(pairs)
+        destinations = {dst for _, dst in set(pairs)}
+        alone = sum(1 for _, dst in set(pairs) if dst in singles)
+        return len(destinations - singles), alone
+
+    @property
+    def _searched(self) -> bool:
+        """Routes on this graph are searched (the rule of fewest hops, latency, smallest sequence)."""
+        return self._tree is None and self.name not in ("torus2d", "ring")
+
+    def _single_destinations(self, pairs: Sequence[tuple[object, object]]) -> set[object]:
+        """Destinations whose routes are cheaper found alone than by a search from them: asked
+        for by at most one source per :data:`PAIR_SHARE` nodes of the graph (a search visits
+        about every node; a pair's own search about 30 of them on an NCCL topology)."""
+        if not self._searched:
+            return set()
+        sources: dict[object, int] = {}
+        for _, dst in set(pairs):
+            sources[dst] = sources.get(dst, 0) + 1
+        most = max(1, self.graph.number_of_nodes() // PAIR_SHARE)
+        return {dst for dst, count in sources.items() if count <= most}
 
     # -- routing -----------------------------------------------------------------------------
     @cached_property
@@ -178,7 +215,7 @@ class Topology:
             tuple((other, float(adj[node][other]["latency"]), number[other]) for other in sorted(adj[node], key=_node_key))
             for node in nodes
         ]
-        return _Adjacency(nodes, number, links)
+        return _Adjacency(nodes, number, links, [{other: latency for _, latency, other in row} for row in links])
 
     def _shortest_path(self, src: object, dst: object) -> list[object]:
         """Fewest hops, then least latency, then the smallest node sequence: walk from ``src``,
@@ -260,6 +297,67 @@ class _Adjacency:
     nodes: list[object]
     number: dict[object, int]
     links: list[tuple[tuple[object, float, int], ...]]
+    latency: list[dict[int, float]]  # node i's neighbour number -> link latency
+
+
+PAIR_SHARE = 32  # paths(): a destination asked for by at most (graph nodes / this) sources has its routes found alone
+
+
+def _pair_route(graph: _Adjacency, src: object, dst: object) -> list[object] | None:
+    """The route src -> dst by the rule (fewest hops, then least latency, then the smallest node
+    sequence) from the pair's own neighbourhood: breadth-first from both ends, the frontier of
+    fewer links first, until they meet at the fewest hops D; the nodes on fewest-hop routes (the
+    layers of a DAG: i hops from src, D - i to dst) traced back from where they met; each one's
+    least latency to dst over them, from dst back, with the same sums as the search from dst
+    (every neighbour one hop nearer dst of such a node is on a fewest-hop route itself); then
+    the walk of :meth:`Topology._shortest_path`. None when there is no route."""
+    number, links, nodes, latency = graph.number, graph.links, graph.nodes, graph.latency
+    s, d = number[src], number[dst]
+    near = {s: 0}, {d: 0}  # hops from src, hops to dst
+    layers: tuple[list[list[int]], list[list[int]]] = ([[s]], [[d]])
+    while True:
+        fronts = layers[0][-1], layers[1][-1]
+        if not fronts[0] or not fronts[1]:
+            return None
+        side = 0 if sum(len(links[n]) for n in fronts[0]) <= sum(len(links[n]) for n in fronts[1]) else 1
+        seen, other, depth = near[side], near[1 - side], len(layers[side])
+        grown = []
+        for n in fronts[side]:
+            for _, _, m in links[n]:
+                if m not in seen:
+                    seen[m] = depth
+                    grown.append(m)
+        layers[side].append(grown)
+        met = [m for m in grown if m in other]
+        if met:
+            break
+    hops = min(near[0][m] + near[1][m] for m in met)
+    middle = {m for m in met if near[0][m] + near[1][m] == hops}
+    level = near[0][next(iter(middle))]
+    dag: list[set[int]] = [set() for _ in range(hops + 1)]
+    dag[level] = middle
+    for i in range(level - 1, -1, -1):
+        dag[i] = {n for n in layers[0][i] if _touches(latency[n], dag[i + 1])}
+    for i in range(level + 1, hops + 1):
+        dag[i] = {n for n in layers[1][hops - i] if _touches(latency[n], dag[i - 1])}
+    least = {d: 0.0}
+    for i in range(hops - 1, -1, -1):
+        for n in dag[i]:
+            row = latency[n]
+            least[n] = min(least[m] + row[m] for m in dag[i + 1] if m in row)
+    path, here = [src], s
+    for i in range(1, hops + 1):
+        row, target = latency[here], least[here]
+        here = min((m for m in dag[i] if m in row and _same(least[m] + row[m], target)), key=lambda m: _node_key(nodes[m]))
+        path.append(nodes[here])
+    return path
+
+
+def _touches(row: dict[int, float], group: set[int]) -> bool:
+    """Whether a node with neighbours ``row`` is next to one of ``group``."""
+    if len(row) <= len(group):
+        return any(m in group for m in row)
+    return any(m in row for m in group)
 
 
 class _Search:

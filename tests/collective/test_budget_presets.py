@@ -52,40 +52,61 @@ def test_a_deep_fair_tree_is_not_underestimated():
 
 
 @pytest.mark.parametrize("preset, nodes", [("dgx-h100", 16), ("gcp-a3-mega", 8), ("oci-a100-roce", 8)])
-def test_route_searches_are_estimated_within_2x_of_a_counted_topology(preset, nodes):
-    """A preset's routes are searched from each destination (its graph is not a tree): the
-    estimate's entries against those the topology's searches hold once built (no bound)."""
-    from sim.hardware.nccl_topo import topology
+def test_route_work_of_a_preset_is_estimated_as_it_is_done(preset, nodes):
+    """A preset's routes are searched (its graph is not a tree). NCCL's channels ask for a few
+    sources a destination, found in bulk: the plan the estimate reads (route_work) is what the
+    build does, destinations searched whole and pairs found alone. all_to_all (direct) asks for
+    every pair as it runs: its searches from each destination are estimated within 2x of the
+    entries they hold."""
+    from sim.collective.runner import build_topology
+    from sim.hardware.nccl_topo import route_work, topology
+    from sim.hardware.presets import scenario_fields
     from sim.network import topology as topo
+    from sim.scenario import CollectiveScenario
 
     scenario, why = scenario_for_pick(preset, nodes, "all_reduce", 64 * 2**20)
     assert scenario is not None, why
+    built = topology(scenario)
+    whole, graph_nodes, alone = route_work(scenario)
+    assert len(built._searches.searches) == whole and alone > 0
+    by_search = sum(1 for _, dst in built._searched_paths if dst in built._searches.searches)
+    assert len(built._searched_paths) == alone + by_search
+    told = budget.estimate(scenario, probe=False)
+    assert (told.route_entries, told.route_pairs) == (int(budget.SEARCH_FILL * whole * graph_nodes), alone)
+    every = CollectiveScenario.from_dict({**scenario_fields(preset, nodes), "op": "all_to_all", "algorithm": "direct", "size": "64KiB"})
     limit, topo.SEARCH_ENTRIES = topo.SEARCH_ENTRIES, 10**9
     try:
-        built = topology(scenario)
+        searched = build_topology(every)
+        for src in range(every.ranks):
+            for dst in range(every.ranks):
+                searched.path(src, dst)
     finally:
         topo.SEARCH_ENTRIES = limit
-    counted = built._searches.entries
-    assert counted > 0
-    assert 0.5 <= budget.estimate(scenario, probe=False).route_entries / counted <= 2.0
+    estimated = budget.estimate(every, probe=False)
+    assert estimated.route_pairs == 0 and 0.5 <= estimated.route_entries / searched._searches.entries <= 2.0
 
 
-def test_a_cluster_whose_routes_alone_pass_the_limit_is_refused_naming_the_nodes_that_fit(monkeypatch):
-    """2,048 x dgx-h100 (16,384 GPUs): its route searches alone are about 11 minutes here. Refused
-    before any of its routes is searched, in --nodes (a preset's ranks are whole nodes; --ranks would be
-    refused beside --nodes)."""
+def test_a_preset_refusal_names_its_nodes_and_the_nodes_that_fit(monkeypatch):
+    """4,096 x dgx-h100 (32,768 GPUs), 1 GiB: refused before any of its routes is found (the
+    probes, 2 and 4 nodes, find their own), naming the preset's nodes and --nodes (a preset's
+    ranks are whole nodes; --ranks would be refused beside --nodes)."""
     from sim.errors import CollsimError
     from sim.network import topology as topo
 
-    reach = topo._Search.reach
+    reach, alone = topo._Search.reach, topo._pair_route
 
-    def small_only(search, src):  # the probes (2 and 4 nodes) search their own small graphs
+    def small_only(search, src):
         assert len(search.graph.nodes) < 1_000, "a route of the large cluster was searched before the refusal"
         return reach(search, src)
 
+    def small_pairs(graph, src, dst):
+        assert len(graph.nodes) < 1_000, "a route of the large cluster was found before the refusal"
+        return alone(graph, src, dst)
+
     monkeypatch.setattr(topo._Search, "reach", small_only)
-    scenario, _ = scenario_for_pick("dgx-h100", 2048, "all_reduce", 2**20)
-    with pytest.raises(CollsimError, match=r"route searches ~.* --nodes 1024 would fit") as refused:
+    monkeypatch.setattr(topo, "_pair_route", small_pairs)
+    scenario, _ = scenario_for_pick("dgx-h100", 4096, "all_reduce", 2**30)
+    with pytest.raises(CollsimError, match=r"on 4096 x dgx-h100 \(32,768 ranks\) needs .* --nodes \d+ would fit") as refused:
         budget.check_run(scenario, "sim collective")
     assert "--ranks" not in str(refused.value)
 

@@ -104,21 +104,43 @@ def test_routes_follow_the_rule_when_searches_are_dropped():
     assert len(held.searches) < len(roomy._searches.searches) == len({dst for _, dst in pairs})
 
 
-def test_a_large_nccl_topology_keeps_its_searches_bounded():
+def test_nccl_channel_routes_are_found_alone_and_all_pairs_by_bounded_searches():
     """16 x dgx-h100 (128 GPUs whose routes are searched: a GPU reaches its node's switch and its
-    NIC) under a bound of 10,000 entries, a quarter of what its searches hold unbounded: the
-    entries stay within the bound (plus the last search), and the channels' routes are kept."""
+    NIC). Its channels' routes, a few sources per destination, are found pair by pair
+    (topology._pair_route: no search from a destination); all pairs, as all_to_all asks, go
+    through searches from the destinations, kept under a bound of 10,000 entries (a quarter of
+    what they hold unbounded). Both agree with the searches of a fresh topology."""
     scenario, why = scenario_for_pick("dgx-h100", 16, "all_reduce", 1 << 20)
     assert scenario is not None, why
+    built = nccl_topology(scenario)
+    assert built._searched_paths and built._searches.entries == 0  # every channel route found alone
+    fresh = topo.Topology(built.name, built.graph, built.ranks)
+    for src, dst in list(built._searched_paths)[:300]:
+        assert built.path(src, dst) == fresh._shortest_path(src, dst)
     limit = topo.SEARCH_ENTRIES
     topo.SEARCH_ENTRIES = 10_000
     try:
-        built = nccl_topology(scenario)
+        every = topo.Topology(built.name, built.graph, built.ranks)
+        pairs = [(src, dst) for src in range(built.ranks) for dst in range(built.ranks) if src != dst]
+        assert every.route_plan(pairs) == (built.ranks, 0)  # 127 sources a destination: searched whole
+        found = every.paths(pairs)
     finally:
         topo.SEARCH_ENTRIES = limit
-    searches = built._searches
+    searches = every._searches
     assert searches.limit == 10_000 and searches.entries <= 10_000 + 2 * built.graph.number_of_nodes()
-    assert len(searches.searches) < built.ranks and built._searched_paths  # dropped some; kept the routes
-    fresh = topo.Topology(built.name, built.graph, built.ranks)
-    for src, dst in list(built._searched_paths)[:200]:
-        assert built.path(src, dst) == fresh.path(src, dst)
+    assert len(searches.searches) < built.ranks  # dropped some
+    for src, dst in pairs[::41]:
+        assert found[src, dst] == fresh._shortest_path(src, dst)
+
+
+@pytest.mark.parametrize("seed", range(40, 60))
+def test_routes_found_alone_follow_the_rule(seed):
+    """topology._pair_route, the route of one pair from its own neighbourhood, on random graphs
+    that are not trees: the rule by brute force, every ordered pair (None: no route)."""
+    graph, ranks = _random_graph(seed)
+    built = topo.Topology("custom", graph, ranks)
+    for src in graph.nodes:
+        for dst in graph.nodes:
+            if src != dst:
+                expected = _rule(graph, src, dst) if nx.has_path(graph, src, dst) else None
+                assert topo._pair_route(built._neighbours, src, dst) == expected, (src, dst)
