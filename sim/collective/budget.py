@@ -145,7 +145,7 @@ def _route_work(s: Any) -> tuple[int, int]:
         whole, nodes, alone = route_work(s)
     elif s.topology not in TOPOLOGIES:  # a user graph file: its pairs are asked for as the run goes
         graph = load_graph(s.topology)
-        whole, nodes, alone = (0 if graph._tree is not None else graph.ranks), graph.graph.number_of_nodes(), 0
+        (whole, alone), nodes = graph.route_plan(), graph.graph.number_of_nodes()
     else:
         return 0, 0
     return int(SEARCH_FILL * whole * nodes), alone

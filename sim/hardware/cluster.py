@@ -78,7 +78,8 @@ def route_work(scenario) -> tuple[int, int, int]:
 
         return nccl_topo.route_work(s)
     built = _plain(s)
-    return (0 if built._tree is not None else built.ranks), built.graph.number_of_nodes(), 0
+    whole, alone = built.route_plan()  # asked for as the run goes
+    return whole, built.graph.number_of_nodes(), alone
 
 
 def _plain(scenario) -> Topology:

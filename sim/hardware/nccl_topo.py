@@ -191,8 +191,8 @@ def topology(scenario) -> Topology:
     """The topology of an ``nccl_*`` scenario on its preset, carrying its PathParams
     (``topology.nccl``, read by sim.hardware.nccl_path.params)."""
     built, p, direct = _built(scenario)
-    if scenario.algorithm != "nccl_p2p":  # the channels' routes, found destination by destination and kept
-        channel_pairs = [_pairs(p, built.ranks, built.gpus_per_node, channel) for channel in range(p.channels)]
+    if scenario.algorithm != "nccl_p2p":  # the channels' routes, found in bulk and kept
+        channel_pairs = _channel_pairs(built, p)
         paths = built.paths([pair for pairs in channel_pairs for pair in pairs])
         if p.simulated < p.channels:
             _partition(built, p, channel_pairs, paths)
@@ -208,12 +208,16 @@ def route_work(scenario) -> tuple[int, int, int]:
     (:func:`topology`); NCCL's send/recv path asks for its pairs as it runs, each destination
     searched whole where the graph is not a tree (sim.collective.budget)."""
     built, p, _ = _built(scenario)
-    nodes = built.graph.number_of_nodes()
     if scenario.algorithm == "nccl_p2p":
-        return (0 if built._tree is not None else built.ranks), nodes, 0
-    pairs = [pair for channel in range(p.channels) for pair in _pairs(p, built.ranks, built.gpus_per_node, channel)]
-    whole, alone = built.route_plan(pairs)
-    return whole, nodes, alone
+        whole, alone = built.route_plan()
+    else:
+        whole, alone = built.route_plan([pair for pairs in _channel_pairs(built, p) for pair in pairs])
+    return whole, built.graph.number_of_nodes(), alone
+
+
+def _channel_pairs(built: Topology, p: PathParams) -> list[set[tuple[int, int]]]:
+    """Each channel's (sender, receiver) pairs on the topology."""
+    return [_pairs(p, built.ranks, built.gpus_per_node, channel) for channel in range(p.channels)]
 
 
 def _built(scenario) -> tuple[Topology, PathParams, bool]:

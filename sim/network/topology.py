@@ -102,8 +102,9 @@ class Topology:
         searched graph a destination asked for by few sources (:meth:`route_plan`) has each of its
         routes found alone (:func:`_pair_route`: what the pair's neighbourhood holds), one asked
         for by many gets its search from the destination, built once."""
-        singles = self._single_destinations(pairs)
-        ordered = sorted(set(pairs), key=lambda pair: (_node_key(pair[1]), _node_key(pair[0])))
+        distinct = set(pairs)
+        singles = self._single_destinations(distinct)
+        ordered = sorted(distinct, key=lambda pair: (_node_key(pair[1]), _node_key(pair[0])))
         found = {}
         for src, dst in ordered:
             if dst in singles and src != dst:
@@ -117,29 +118,34 @@ class Topology:
             self._searched_paths.update((pair, tuple(path)) for pair, path in found.items())
         return found
 
-    def route_plan(self, pairs: Sequence[tuple[object, object]]) -> tuple[int, int]:
-        """How :meth:`paths` would find these routes: (destinations searched whole, pairs found
-        alone); (0, 0) where routes are climbed or walked (trees, tori, rings). For the budget."""
+    def route_plan(self, pairs: Sequence[tuple[object, object]] | None = None) -> tuple[int, int]:
+        """How these routes would be found, for the budget: (destinations searched whole, pairs
+        found alone). ``pairs`` found in bulk by :meth:`paths`; None: asked for one at a time as a
+        run goes (:meth:`path`), every rank's a search of its own. (0, 0) where routes are
+        climbed or walked (trees, tori, rings)."""
         if not self._searched:
             return 0, 0
-        singles = self._single_destinations(pairs)
-        destinations = {dst for _, dst in set(pairs)}
-        alone = sum(1 for _, dst in set(pairs) if dst in singles)
-        return len(destinations - singles), alone
+        if pairs is None:
+            return self.ranks, 0
+        distinct = set(pairs)
+        singles = self._single_destinations(distinct)
+        alone = sum(1 for _, dst in distinct if dst in singles)
+        return len({dst for _, dst in distinct} - singles), alone
 
     @property
     def _searched(self) -> bool:
         """Routes on this graph are searched (the rule of fewest hops, latency, smallest sequence)."""
         return self._tree is None and self.name not in ("torus2d", "ring")
 
-    def _single_destinations(self, pairs: Sequence[tuple[object, object]]) -> set[object]:
+    def _single_destinations(self, pairs: set[tuple[object, object]]) -> set[object]:
         """Destinations whose routes are cheaper found alone than by a search from them: asked
         for by at most one source per :data:`PAIR_SHARE` nodes of the graph (a search visits
-        about every node; a pair's own search about 30 of them on an NCCL topology)."""
+        about every node; a pair's own search about 30 of them on an NCCL topology). ``pairs``:
+        distinct (src, dst) pairs."""
         if not self._searched:
             return set()
         sources: dict[object, int] = {}
-        for _, dst in set(pairs):
+        for _, dst in pairs:
             sources[dst] = sources.get(dst, 0) + 1
         most = max(1, self.graph.number_of_nodes() // PAIR_SHARE)
         return {dst for dst, count in sources.items() if count <= most}
