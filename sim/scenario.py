@@ -169,40 +169,46 @@ def override(cls: type, data: dict[str, Any], given: dict[str, Any]) -> dict[str
 
 def load_mapping(path: str | Path, kind: str = "scenario file") -> dict[str, Any]:
     """A YAML or JSON file's top-level mapping, with a clear message when it is not one;
-    ``kind`` names the file in messages ("profile", "calibration file", "sweep grid"...)."""
+    ``kind`` names the file in messages ("profile", "calibration file", "sweep grid"...). The file
+    goes through :func:`sim.files.user_file` (a server opens no path a URL names) and
+    :func:`sim.files.parse_data` (size bounded, aliases and duplicate keys refused)."""
     import yaml  # only commands that read files pay for it
 
-    path = Path(path)
-    if path.is_dir():
-        raise CollsimError(f"{kind} {str(path)!r} is a directory; give a YAML or JSON file")
-    if not path.is_file():
-        raise CollsimError(f"{kind} {str(path)!r} not found")
+    from sim.files import read_text, shown, user_file
+
+    path = user_file(path, _KIND_FIELDS.get(kind, kind.replace(" ", "_")), "a YAML or JSON file", label=kind)
+    text = read_text(path, kind)
     try:
-        data = parse_data(path.read_text(), path.suffix)
+        data = parse_data(text, path.suffix)
     except yaml.YAMLError as error:
-        raise CollsimError(f"{kind} {str(path)!r} is not valid YAML/JSON: {' '.join(str(error).split())}") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise CollsimError(f"{kind} {str(path)!r} cannot be read as YAML/JSON text: {error}") from None
+        raise CollsimError(f"{kind} {shown(str(path))} is not valid YAML/JSON: {_yaml_reason(error)}") from None
+    except CollsimError as error:
+        raise CollsimError(f"{kind} {shown(str(path))}: {error}") from None
     if not isinstance(data, dict):
-        raise CollsimError(f"{kind} {str(path)!r}: expected a mapping of fields at the top level")
+        raise CollsimError(f"{kind} {shown(str(path))}: expected a mapping of fields at the top level")
     return data
 
 
+_KIND_FIELDS = {"hardware preset file": "hardware", "profile": "profile"}  # the input a file kind is given through
+
+
+def _yaml_reason(error: Exception) -> str:
+    """A YAML error in one line, without the echoed document text (bounded)."""
+    from sim.files import SHOWN_CHARS
+
+    problem = getattr(error, "problem", None)
+    mark = getattr(error, "problem_mark", None)
+    if problem:
+        return f"{problem}" + (f" (line {mark.line + 1}, column {mark.column + 1})" if mark else "")
+    return " ".join(str(error).split())[: SHOWN_CHARS * 2]
+
+
 def parse_data(text: str, suffix: str = "") -> Any:
-    """A JSON or YAML document's data. A ``.json`` text goes through the JSON parser (recorded
-    profiles and parameter lists are megabytes of it); any other text, or a ``.json`` one that
-    is not valid JSON, through PyYAML's safe loader, libyaml's when PyYAML has it (the
-    pure-Python parser reads ~1 MB/s). Raises ``yaml.YAMLError`` for text that is neither."""
-    import json
+    """A JSON or YAML document's data (:func:`sim.files.parse_data`: size bounded, aliases and
+    duplicate keys refused). Raises ``yaml.YAMLError`` for text that is neither."""
+    from sim.files import parse_data as parse
 
-    import yaml
-
-    if suffix.lower() == ".json":
-        try:
-            return json.loads(text)
-        except ValueError:
-            pass  # the YAML reader says what is wrong (or reads YAML saved as .json)
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - a safe loader
+    return parse(text, suffix)
 
 
 class ScenarioData:
@@ -243,9 +249,9 @@ class ScenarioData:
         import yaml
 
         try:
-            return cls.from_dict(yaml.safe_load(text))
+            return cls.from_dict(parse_data(text))
         except yaml.YAMLError as error:
-            raise CollsimError(f"{cls.LABEL} YAML is malformed: {error}") from None
+            raise CollsimError(f"{cls.LABEL} YAML is malformed: {_yaml_reason(error)}") from None
 
     @classmethod
     def load(cls, path: str | Path) -> Any:
@@ -310,6 +316,7 @@ class CollectiveScenario(ScenarioData):
         self._check_numbers()
         self._check_algorithm()
         self._check_placement()
+        self._check_topology()
         self._check_hardware()
 
     def _check_hardware(self) -> None:
@@ -412,6 +419,16 @@ class CollectiveScenario(ScenarioData):
             raise CollsimError(f"root: with groups the root is a rank inside each group, 0..{sizes[0] - 1}; got {self.root}")
         return [SimpleNamespace(**{**dataclasses.asdict(self), "ranks": size, "groups": ()}) for size in sizes]
 
+    def _check_topology(self) -> None:
+        """A topology that is none of the built-in ones names a graph file: it must be one (a
+        server asks :mod:`sim.files` whether it may even look)."""
+        from sim.network.topology import TOPOLOGIES
+
+        if self.topology not in TOPOLOGIES and not self.hardware:
+            from sim.files import user_file
+
+            user_file(self.topology, "topology", f"{', '.join(TOPOLOGIES)} or a GraphML/JSON node-link file", label="topology file")
+
     def _check_placement(self) -> None:
         from sim.network.topology import PLACEMENTS
 
@@ -420,10 +437,10 @@ class CollectiveScenario(ScenarioData):
                 f"placement: round_robin spreads consecutive ranks over the nodes of two_level, not {self.topology}; "
                 "use block or a YAML/JSON file listing each rank's endpoint"
             )
-        if self.placement not in PLACEMENTS and not Path(self.placement).is_file():
-            raise CollsimError(
-                f"placement: must be {' or '.join(PLACEMENTS)} or a YAML/JSON file listing each rank's endpoint; {self.placement!r} is neither"
-            )
+        if self.placement not in PLACEMENTS:
+            from sim.files import user_file
+
+            user_file(self.placement, "placement", f"{' or '.join(PLACEMENTS)} or a YAML/JSON file listing each rank's endpoint")
 
     @property
     def gpus_per_node_resolved(self) -> int:

@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from sim.errors import CollsimError
+from sim.files import parse_data
 from sim.units import format_size, format_time, parse_bandwidth, parse_size, parse_time
 from webapp import urlstate
 
@@ -41,6 +42,7 @@ DEFAULTS: dict[str, str] = {
 }
 MIN_BUCKET_LOG2, MAX_BUCKET_LOG2 = 14, 32  # 16 KiB .. 4 GiB on the slider
 MAX_UPLOAD_PARAMS = 20_000
+MAX_UPLOAD_BYTES = 8 * 2**20  # a parameter list of MAX_UPLOAD_PARAMS entries is ~1-2 MB of JSON
 
 
 def gpu_options() -> list[dict[str, str]]:
@@ -381,15 +383,20 @@ def parse_upload(contents: str | None, filename: str | None) -> tuple[list[dict[
     if not contents:
         return None, ""
     name = filename or "upload"
+    if len(contents) > MAX_UPLOAD_BYTES * 4 // 3 + 1024:  # base64: checked before decoding or parsing
+        return None, f"{name}: larger than {format_size(MAX_UPLOAD_BYTES)}; the explorer takes parameter lists up to that"
     try:
         _, encoded = contents.split(",", 1)
         text = base64.b64decode(encoded).decode("utf-8")
     except (ValueError, UnicodeDecodeError):
         return None, f"{name}: not a text file; expected JSON or YAML with a 'params' list"
+    kind = "JSON" if name.lower().endswith(".json") else "YAML"
     try:
-        data = json.loads(text) if name.lower().endswith(".json") else yaml.safe_load(text)
+        data = parse_data(text, ".json" if kind == "JSON" else "")
     except (json.JSONDecodeError, yaml.YAMLError) as error:
-        return None, f"{name}: malformed {'JSON' if name.lower().endswith('.json') else 'YAML'}: {str(error).splitlines()[0]}"
+        return None, f"{name}: malformed {kind}: {str(error).splitlines()[0][:200]}"
+    except CollsimError as error:  # aliases, a key given twice
+        return None, f"{name}: {error}"
     if not isinstance(data, dict) or "params" not in data:
         return None, f'{name}: expected an object with a \'params\' list, e.g. {{"params": [{{"name": "fc.weight", "numel": 1024}}]}}'
     try:
