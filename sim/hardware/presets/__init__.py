@@ -280,8 +280,44 @@ CONSTANTS = {
     "nvls_efficiency": (0.6, 0.1, 1.0, "NVSwitch reduce/multicast rate per GPU and direction, as a fraction of intra_bandwidth"),
     "latency_scale": (1.0, 0.05, 10.0, "scale on NCCL's per-hop hwLat and baseLat (tuning.cc)"),
     "ll128_latency_scale": (1.0, 0.1, 10.0, "further scale on LL128's per-hop hwLat: its line-flag round trip on the machine's links"),
-    "nvls_latency_scale": (1.0, 0.1, 10.0, "further scale on NVLS/NVLSTree's latencies (the switch's reduce and multicast, NVLSTree's hops): NVLink SHARP's round trip on the machine"),
-    "base_latency_us": (0.0, 0.0, 200.0, "fixed cost of a call that crosses the network beyond NCCL's baseLat (proxy, plugin, host), us; none inside one node"),
+    "nvls_latency_scale": (
+        1.0,
+        0.1,
+        10.0,
+        "further scale on NVLS/NVLSTree's latencies (the switch's reduce and multicast, NVLSTree's hops): NVLink SHARP's round trip on the machine",
+    ),
+    "base_latency_us": (
+        0.0,
+        0.0,
+        200.0,
+        "fixed cost of a call that crosses the network beyond NCCL's baseLat (proxy, plugin, host), us; none inside one node",
+    ),
+}
+
+
+# Each constant's prior for `collsim hardware fit` (issue 33): centred on the default above, with the
+# spread real machines show around it, so a fit moves a constant only as far as its logs can tell.
+# ("log", sd): multiplicative, sd of the natural log; ("abs", sd): additive, in the constant's unit.
+PRIORS = {
+    "intra_efficiency": (
+        "log",
+        0.15,
+        "NVLink/PCIe busbw reached by nccl-tests on one node: 70-92 % of the link rate on DGX/HGX A100-H100 (NVIDIA's published nccl-tests figures, docs/nccl-model.md)",
+    ),
+    "inter_efficiency": (
+        "log",
+        0.10,
+        "InfiniBand/RoCE busbw of 2-node nccl-tests: 85-97 % of the NICs' line rate (NVIDIA and cloud providers' published runs)",
+    ),
+    "nvls_efficiency": ("log", 0.25, "NVLink SHARP's reduce/multicast rate: known only from a few published one-node runs"),
+    "latency_scale": ("log", 0.30, "NCCL's hwLat/baseLat (tuning.cc) match measured small-size latency within about a third"),
+    "ll128_latency_scale": ("log", 0.30, "as latency_scale, for LL128's flag round trip"),
+    "nvls_latency_scale": ("log", 0.40, "as latency_scale, for NVLink SHARP's round trip (few published points)"),
+    "base_latency_us": (
+        "abs",
+        25.0,
+        "per-call cost across the network beyond baseLat (proxy, plugin, host): 13 us on OCI RoCE, 38 us on GCP's TCPXO in this project's fits, 0 inside a node",
+    ),
 }
 
 
@@ -349,7 +385,9 @@ def _fitted(raw: Any, label: str, preset: dict | None = None) -> dict[str, Any] 
 def _taken(raw: dict, label: str, preset: dict) -> dict[str, Any]:
     source, take = raw["taken_from"], raw.get("take")
     if source not in list_presets() or source == label:
-        raise CollsimError(f"hardware preset {label}: fitted.taken_from must name another shipped preset, got {source!r}; allowed: {', '.join(list_presets())}")
+        raise CollsimError(
+            f"hardware preset {label}: fitted.taken_from must name another shipped preset, got {source!r}; allowed: {', '.join(list_presets())}"
+        )
     fitted = _load(source).fitted or {}
     own = fitted.get("constants", {})
     if not isinstance(take, list) or not take or any(name not in own for name in take):
