@@ -43,11 +43,11 @@ def test_ring_guide_highlights_the_terms_the_step_pays():
 
 
 def test_contributors_label():
-    assert draw.contributors(0b1000, 8) == "p3"
-    assert draw.contributors(0b1100, 8) == "p2+p3"
-    assert draw.contributors(0b1111, 8) == "p0–p3"
+    assert draw.contributors(0b1000, 8) == "r3"
+    assert draw.contributors(0b1100, 8) == "r2+r3"
+    assert draw.contributors(0b1111, 8) == "r0–r3"
     assert draw.contributors(0xFF, 8) == "all 8"
-    assert draw.contributors(0b11000011, 8) == "p6–p1"
+    assert draw.contributors(0b11000011, 8) == "r6–r1"
 
 
 @pytest.mark.parametrize("tree", ["recursive_doubling", "reduce_broadcast"])

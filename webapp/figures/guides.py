@@ -35,19 +35,20 @@ def _layout(title: str, height: int, **more: Any) -> dict[str, Any]:
 
 
 def contributors(mask: int, p: int) -> str:
-    """The ranks whose data a cell holds, for its label: "p3", "p2+p3", "p0–p3", "p6–p1" (a run
-    round the ring: 6, 7, 0, 1), "all 8"."""
+    """The ranks whose data a cell holds, for its label: "r3", "r2+r3", "r0–r3", "r6–r1" (a run
+    round the ring: 6, 7, 0, 1), "all 8". Ranks are r0..r(p-1), pieces p0..p(p-1), as on the
+    Collectives page."""
     ranks = [rank for rank in range(p) if mask >> rank & 1]
     if len(ranks) == p:
         return f"all {p}"
-    for start in ranks if len(ranks) > 2 else ():  # a run round the ring: p6–p1 is p6, p7, p0, p1
+    for start in ranks if len(ranks) > 2 else ():  # a run round the ring: r6–r1 is r6, r7, r0, r1
         if all((start + i) % p in ranks for i in range(len(ranks))):
-            return f"p{start}–p{(start + len(ranks) - 1) % p}"
-    return "+".join(f"p{rank}" for rank in ranks)
+            return f"r{start}–r{(start + len(ranks) - 1) % p}"
+    return "+".join(f"r{rank}" for rank in ranks)
 
 
 def ring_cells_figure(cells: Sequence[Sequence[int]], previous: Sequence[Sequence[int]] | None, title: str) -> go.Figure:
-    """Each rank's buffer as p pieces (rows: ranks, columns: pieces), coloured by how many
+    """Each rank's buffer as p pieces (rows: ranks r0.., columns: pieces p0..), coloured by how many
     ranks' data the piece holds (1: its own only; p: fully reduced) and labelled with which;
     the pieces this step changed are outlined."""
     p = len(cells)
@@ -55,10 +56,10 @@ def ring_cells_figure(cells: Sequence[Sequence[int]], previous: Sequence[Sequenc
     labels = [[contributors(mask, p) for mask in row] for row in cells]
     figure = go.Figure(
         go.Heatmap(
-            z=counts, x=[f"piece {c}" for c in range(len(cells[0]))], y=[f"p{r}" for r in range(p)], text=labels,
+            z=counts, x=[f"p{c}" for c in range(len(cells[0]))], y=[f"r{r}" for r in range(p)], text=labels,
             texttemplate="%{text}", textfont={"size": 11 if p <= 8 else 9}, zmin=1, zmax=p, colorscale="Blues",
             colorbar={"title": {"text": "ranks summed in"}, "tickvals": list(range(1, p + 1)), "len": 0.9},
-            hovertemplate="rank %{y}, %{x}: holds the sum of %{z} ranks' data (%{text})<extra></extra>", xgap=2, ygap=2,
+            hovertemplate="rank %{y}, piece %{x}: holds the sum of %{z} ranks' data (%{text})<extra></extra>", xgap=2, ygap=2,
         )
     )  # fmt: skip
     changed = [(r, c) for r in range(p) for c in range(len(cells[r])) if previous is not None and cells[r][c] != previous[r][c]]
@@ -82,7 +83,7 @@ def bytes_figure(
     """Bytes each rank has sent so far (bars) against the lower bound every algorithm must
     meet (dashed line) and, optionally, another algorithm's total for comparison (dotted);
     ``decimal``: in MB (10^6 bytes, as a course example states them) instead of MiB."""
-    ranks = [f"p{rank}" for rank in range(len(sent_by_rank))]
+    ranks = [f"r{rank}" for rank in range(len(sent_by_rank))]
     scale, unit = (1e6, "MB") if decimal else _byte_unit(max([*sent_by_rank, bound_bytes, reference[0] if reference else 0, 1]))
     size = (lambda b: f"{b / 1e6:g} MB") if decimal else format_size
     figure = go.Figure(
@@ -174,10 +175,10 @@ def broadcast_tree_figure(p: int, edges: Sequence[tuple[int, int, int]], step: i
             figure.add_annotation(x=(src + dst) / 2, y=(depth.get(src, 0) + depth[dst]) / 2, text=f"step {at + 1}", showarrow=False,
                                   font={"size": 11, "color": colour}, bgcolor="white", yshift=8)  # fmt: skip
     figure.add_trace(
-        go.Scatter(x=list(range(p)), y=[depth.get(r, 0) for r in range(p)], mode="markers+text", text=[f"p{r}" for r in range(p)],
+        go.Scatter(x=list(range(p)), y=[depth.get(r, 0) for r in range(p)], mode="markers+text", text=[f"r{r}" for r in range(p)],
                    textposition="middle center", textfont={"color": "white", "size": 12}, showlegend=False,
                    marker={"size": 34, "color": [HOLDS if r in holds else LACKS for r in range(p)], "line": {"color": "#333", "width": 1}},
-                   hovertemplate=[f"p{r}: {'holds the data' if r in holds else 'waiting'}<extra></extra>" for r in range(p)])
+                   hovertemplate=[f"r{r}: {'holds the data' if r in holds else 'waiting'}<extra></extra>" for r in range(p)])
     )  # fmt: skip
     rounds = max(depth.values())
     figure.update_layout(_layout(title, 340, meta={"holding": len(holds)}))

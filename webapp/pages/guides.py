@@ -90,7 +90,7 @@ def ring_view(ranks: int, position: int) -> dict[str, Any]:
     tree_root = n * math.log2(p)
     if position == 0:
         title = "before any message: each rank holds only its own data"
-        text = [html.P(f"{p} ranks each hold {format_size(n)} cut into {p} pieces of {format_size(n // p)}. "
+        text = [html.P(f"{p} ranks r0–r{p - 1} each hold {format_size(n)} cut into {p} pieces p0–p{p - 1} of {format_size(n // p)}. "
                        "Press → on the slider (or drag it) to run the ring one step at a time.")]  # fmt: skip
         sent_now = (0,) * p
     else:
@@ -114,13 +114,19 @@ def ring_view(ranks: int, position: int) -> dict[str, Any]:
         ]
     formula.append(html.Span(f" → {format_time(terms.total_s)} (highlighted: the terms this step pays into)"))
     return {
-        "cells": draw.ring_cells_figure(cells, previous, f"buffers {title}<br><sup>cell: the sum it holds (p5–p0: ranks 5, 6, 7, 0); red outline: received this step</sup>"),
+        "cells": draw.ring_cells_figure(cells, previous, f"buffers {title}<br><sup>row r: rank r; column p: piece p; cell: whose data its sum holds ({_run_example(p)}); red outline: received this step</sup>"),
         "bytes": draw.bytes_figure(sent_now, bound.nbytes, "2(p-1)/p n", "bytes each rank has sent so far",
                                    reference=(tree_root, f"a binomial tree's root<br>sends n lg p = {format_size(tree_root)}")),
         "text": text,
         "formula": formula,
         "max": steps,
     }  # fmt: skip
+
+
+def _run_example(p: int) -> str:
+    """How a cell names a run of ranks round the ring, with this p: "r6–r0: ranks 6, 7, 0"."""
+    run = [(p - 2 + i) % p for i in range(3)]
+    return f"{draw.contributors(sum(1 << r for r in run), p)}: ranks {', '.join(map(str, run))}"
 
 
 def _paid_terms(scenario: Any, costs: list[teaching.StepCost], position: int) -> set[str]:
