@@ -87,11 +87,11 @@ def ring_view(ranks: int, position: int) -> dict[str, Any]:
     n, p = scenario.size_bytes, scenario.ranks
     bound = teaching.lower_bound("all_reduce", p, n)
     cells, previous = frames[position]["cells"], frames[position - 1]["cells"] if position else None
-    tree_root = n * math.log2(p)
+    tree_sent = max(_traffic("reduce_broadcast", p)[1])
     if position == 0:
         title = "before any message: each rank holds only its own data"
         text = [html.P(f"{p} ranks r0–r{p - 1} each hold {format_size(n)} cut into {p} pieces p0–p{p - 1} of {format_size(n // p)}. "
-                       "Press → on the slider (or drag it) to run the ring one step at a time.")]  # fmt: skip
+                       "Press → on the slider (or drag it) to run the ring one step at a time."), _why_bound(p, n, sent)]  # fmt: skip
         sent_now = (0,) * p
     else:
         at = sent[position - 1]
@@ -101,8 +101,10 @@ def ring_view(ranks: int, position: int) -> dict[str, Any]:
         text = [html.P([html.B(f"Step {position}: "), sentence]), html.P(term["sentence"])]
         sent_now = at.sent_by_rank
         if position == steps:
-            text.append(html.P(html.B(f"Done: every rank holds all {p} sums, and each sent exactly {format_size(at.busiest_rank_bytes)} = "
-                                      f"2(p-1)/p n, the lower bound: no algorithm can send less. That is why ring is bandwidth-optimal.")))  # fmt: skip
+            each = "each sent exactly" if min(at.sent_by_rank) == at.busiest_rank_bytes else "the busiest sent"
+            text += [html.P(html.B(f"Done: every rank holds all {p} sums, and {each} {format_size(at.busiest_rank_bytes)} = "
+                                   f"{bound.formula}, the lower bound: no algorithm can send less. That is why ring is bandwidth-optimal.")),
+                     _why_bound(p, n, sent)]  # fmt: skip
     terms = teaching.formula_terms(scenario)
     paying = _paid_terms(scenario, costs, position)
     formula = [html.Span("closed form: "), html.Code(terms.text), html.Span(" = ")]
@@ -116,11 +118,30 @@ def ring_view(ranks: int, position: int) -> dict[str, Any]:
     return {
         "cells": draw.ring_cells_figure(cells, previous, f"buffers {title}<br><sup>row r: rank r; column p: piece p; cell: whose data its sum holds ({_run_example(p)}); red outline: received this step</sup>"),
         "bytes": draw.bytes_figure(sent_now, bound.nbytes, "2(p-1)/p n", "bytes each rank has sent so far",
-                                   reference=(tree_root, f"a binomial tree's root<br>sends n lg p = {format_size(tree_root)}")),
+                                   reference=(tree_sent, f"binomial reduce then<br>broadcast: its busiest<br>rank sends {format_size(tree_sent)}")),
         "text": text,
         "formula": formula,
         "max": steps,
     }  # fmt: skip
+
+
+def _why_bound(p: int, n: int, sent: list[teaching.StepBytes]) -> html.P:
+    """Why 2(p-1)/p n is the least the busiest rank sends, counted with this p and n, and the
+    ring's simulated sends beside it, phase by phase."""
+    bound = teaching.lower_bound("all_reduce", p, n)
+    ends = {step.phase: sum(step.sent_by_rank) for step in sent}  # cumulative: the last step of each phase wins
+    phases, before = [], 0
+    for phase, total in ends.items():
+        phases.append(f"{format_size(total - before)} in the {phase}")
+        before = total
+    return html.P([html.B(f"Why {bound.formula} is the least: "),
+        f"take any one byte of the {format_size(n)}. The first rank to hold its full sum needs the other {p - 1} ranks' values of it, "
+        f"so each of those {p - 1} ranks sends that byte at least once (alone or added into a partial sum); then the {p - 1} ranks that do not "
+        f"hold the sum yet must each receive it, {p - 1} more. Every byte is sent at least 2(p-1) = {2 * (p - 1)} times: "
+        f"{2 * (p - 1)} × {format_size(n)} = {format_size(bound.nbytes * p)} in all, shared by {p} ranks, so some rank sends at least "
+        f"{format_size(bound.nbytes * p)} / {p} = {format_size(bound.nbytes)}. The simulated ring sends {format_size(before)} in all "
+        f"({', '.join(phases)}): {format_size(max(sent[-1].sent_by_rank))} from the busiest rank, "
+        f"{format_size(min(sent[-1].sent_by_rank))} from the least busy."])  # fmt: skip
 
 
 def _run_example(p: int) -> str:
@@ -156,11 +177,12 @@ def crossover_view(ranks: int, tree: str, log_alpha_us: float, log_bandwidth_GBp
     ring = teaching.formula_terms(_all_reduce("ring", p, alpha, bandwidth, reduce_bandwidth))
     text = [
         html.P(network),
-        html.P([html.B(f"{tree}: "), html.Code(lean.text), f": {_latency_terms(lean)} latency terms, but every rank sends {_beta_bytes(lean)}."]),
-        html.P([html.B("ring: "), html.Code(ring.text), f": {_latency_terms(ring)} latency terms, and every rank sends only {_beta_bytes(ring)}, the lower bound 2(p-1)/p n."]),
+        html.P([html.B(f"{tree}: "), html.Code(lean.text), f": {_latency_terms(lean)} latency terms. ", _sends(tree, p, lean)]),
+        html.P([html.B("ring: "), html.Code(ring.text), f": {_latency_terms(ring)} latency terms. ", _sends("ring", p, ring)]),
         html.P([html.B("Solved for n: "), html.Code(found.formula)]),
-        html.P("Each closed form reads α L + n (β F + γ G): L latency terms, F bytes each rank sends and G bytes it adds per byte of n. "
-               "Setting the two equal and solving for n gives the line above."),
+        html.P("Each closed form reads α L + n (β F + γ G): L steps one after another, each paying α once; F n the bytes those steps "
+               "carry one after another (each step's largest message, summed), which can be more than any one rank sends, "
+               "and G n the bytes they add. Setting the two equal and solving for n gives the line above."),
         html.P([html.Code(found.plugged)]),
         html.P(
             f"Below {label.removeprefix('n* = ')} the {found.small} wins: its few latency terms cost less than the ring's 2(p-1). Above it the ring wins: "
@@ -173,18 +195,46 @@ def crossover_view(ranks: int, tree: str, log_alpha_us: float, log_bandwidth_GBp
 
 
 def _all_reduce(algorithm: str, p: int, alpha: float, bandwidth: float, reduce_bandwidth: float) -> CollectiveScenario:
-    scenario = CollectiveScenario.from_dict({"op": "all_reduce", "algorithm": algorithm, "ranks": p, "size": "64MiB", "bandwidth": "1GB/s"})
+    scenario = CollectiveScenario.from_dict(
+        {"op": "all_reduce", "algorithm": algorithm, "ranks": p, "size": RING["size"], "bandwidth": "1GB/s"}
+    )
     return scenario.replace(latency_s=alpha, bandwidth_Bps=bandwidth, reduce_bandwidth_Bps=reduce_bandwidth)
+
+
+@lru_cache(maxsize=32)
+def _traffic(algorithm: str, p: int) -> tuple[int, tuple[int, ...], tuple[teaching.StepCost, ...]]:
+    """A simulated all-reduce of the course's 64 MiB on p ranks (its bytes do not depend on α or
+    the bandwidth): n, the bytes each rank sent, and what each step paid."""
+    result = runner.run(CollectiveScenario.from_dict({**RING, "algorithm": algorithm, "ranks": p, "record": "full"}))
+    return result.scenario.size_bytes, teaching.step_bytes(result)[-1].sent_by_rank, tuple(teaching.step_costs(result))
+
+
+def _sends(algorithm: str, p: int, terms: teaching.FormulaTerms) -> str:
+    """The β term in bytes beside what the ranks of a simulated run send: for reduce-then-
+    broadcast the β term counts the root's port twice (up the tree, then down), more than any
+    rank sends (issue 36)."""
+    n, sent, costs = _traffic(algorithm, p)
+    beta = next(t for t in terms.terms if t.name == "beta")
+    carried = sum(cost.beta_bytes for cost in costs)
+    busiest, least = max(sent), min(sent)
+    said = (f"Its β term is {beta.coefficient_text} = {format_size(carried)} when n = {format_size(n)}: the largest message "
+            f"of each of its {len(costs)} steps, one after another. ")  # fmt: skip
+    bound = teaching.lower_bound("all_reduce", p, n)
+    optimal = f", the lower bound {bound.formula} (why: §1)" if math.isclose(busiest, bound.nbytes) else ""
+    if least == busiest == carried:
+        return said + f"In a simulated run every rank sends exactly that, {format_size(busiest)}{optimal}."
+    phases: dict[str, list[int]] = {}
+    for cost in costs:
+        phases.setdefault(cost.phase, []).append(cost.beta_bytes)
+    split = ", then ".join(f"{len(steps)} of the {phase}, {format_size(sum(steps))}" for phase, steps in phases.items())
+    ranks = ", ".join(f"r{rank}" for rank, nbytes in enumerate(sent) if nbytes == busiest)
+    return said + (f"Its steps are {split}; in a simulated run no rank sends all that: the most any rank sends is "
+                   f"{format_size(busiest)} ({ranks}){optimal}, the least {format_size(least)}.")  # fmt: skip
 
 
 def _latency_terms(terms: teaching.FormulaTerms) -> str:
     alpha = next((t for t in terms.terms if t.name == "alpha"), None)
     return f"{alpha.coefficient:g}" if alpha else "0"
-
-
-def _beta_bytes(terms: teaching.FormulaTerms) -> str:
-    beta = next(t for t in terms.terms if t.name == "beta")
-    return f"{beta.coefficient_text} = {format_size(beta.coefficient)} when n = 64 MiB"
 
 
 # --------------------------------------------------------------------------- the 15 s broadcast
