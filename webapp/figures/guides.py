@@ -6,6 +6,7 @@ Each takes plain numbers and lists (no scenario objects) and returns a validated
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,6 +19,7 @@ __all__ = [
     "bucket_figure",
     "bucket_figure_note",
     "bytes_figure",
+    "coincident",
     "contributors",
     "crossover_guide_figure",
     "ring_cells_figure",
@@ -126,12 +128,18 @@ def crossover_guide_figure(
     sizes: Sequence[float], times: dict[str, Sequence[float]], crossover_bytes: float | None, label: str
 ) -> go.Figure:
     """Closed-form time over message size per algorithm (log-log) and the crossover size
-    where the two compared meet (a vertical line labelled with the number)."""
+    where the two compared meet (a vertical line labelled with the number). A curve equal to an
+    earlier one at every size would hide under it: it is drawn dashed, named with the one it
+    matches, and listed in ``meta["coincident"]``."""
     figure = go.Figure()
+    same = coincident(times)
     for name, values in times.items():
+        under = same.get(name)
+        label = f"{name} = {under} (same times at every size)" if under else name
         figure.add_trace(
-            go.Scatter(x=list(sizes), y=[t * 1e6 for t in values], mode="lines", name=name, line={"color": COLOURS.get(name, "#888"), "width": 2.5},
-                       hovertemplate=[f"{name}: {format_time(t)} at {format_size(n)}<extra></extra>" for n, t in zip(sizes, values)])
+            go.Scatter(x=list(sizes), y=[t * 1e6 for t in values], mode="lines", name=label,
+                       line={"color": COLOURS.get(name, "#888"), "width": 2.5, "dash": "dash" if under else "solid"},
+                       hovertemplate=[f"{label}: {format_time(t)} at {format_size(n)}<extra></extra>" for n, t in zip(sizes, values)])
         )  # fmt: skip
     if crossover_bytes is not None:
         figure.add_vline(x=crossover_bytes, line={"color": "#000", "dash": "dash", "width": 1.5})
@@ -140,7 +148,10 @@ def crossover_guide_figure(
     ticks = [2**k for k in range(10, 31, 4)]
     figure.update_layout(
         _layout(
-            "time by the closed forms (log-log)", 420, legend={"orientation": "h", "y": -0.22}, meta={"crossover_bytes": crossover_bytes}
+            "time by the closed forms (log-log)",
+            420,
+            legend={"orientation": "h", "y": -0.22},
+            meta={"crossover_bytes": crossover_bytes, "coincident": [[under, name] for name, under in same.items()]},
         )
     )
     figure.update_xaxes(type="log", title="message size n", tickvals=ticks, ticktext=[format_size(t) for t in ticks], gridcolor="#eee")
@@ -148,9 +159,21 @@ def crossover_guide_figure(
     return figure
 
 
-def _log10(value: float) -> float:
-    import math
+def coincident(times: dict[str, Sequence[float]]) -> dict[str, str]:
+    """{name: the earlier curve it equals at every size (relative 1e-9)}: e.g. broadcast's
+    ``pipelined_chain`` with one chunk, (p-1)(α + n β), is ``linear``."""
+    same: dict[str, str] = {}
+    names = list(times)
+    for index, name in enumerate(names):
+        for earlier in names[:index]:
+            pairs = zip(times[name], times[earlier], strict=True)
+            if earlier not in same and all(math.isclose(a, b, rel_tol=1e-9) for a, b in pairs):
+                same[name] = earlier
+                break
+    return same
 
+
+def _log10(value: float) -> float:
     return math.log10(value)
 
 
