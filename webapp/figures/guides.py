@@ -211,9 +211,10 @@ def broadcast_tree_figure(p: int, edges: Sequence[tuple[int, int, int]], step: i
     return figure
 
 
-def bucket_figure(guide: dict[str, Any]) -> go.Figure:
+def bucket_figure(guide: dict[str, Any], last_bucket_s: Sequence[float] | None = None) -> go.Figure:
     """The course formula's U-curve ``n_b o + s / (n_b w)`` and the simulated overhead over the
-    bucket cap (log x), b* marked, and each curve's caps within 1 % of its best shaded."""
+    bucket cap (log x), b* marked, and each curve's caps within 1 % of its best shaded; with
+    ``last_bucket_s``, the course notes' ``o + s / (n_b w)`` at each cap too (dotted)."""
     caps = guide["caps"]
     figure = go.Figure()
     low, high = guide["formula_range"]
@@ -231,6 +232,12 @@ def bucket_figure(guide: dict[str, Any]) -> go.Figure:
                    hovertemplate=[f"simulated at cap {format_size(c)}: {format_time(t)}, {n} buckets<extra></extra>"
                                   for c, t, n in zip(caps, guide["simulated_s"], guide["buckets"])])
     )  # fmt: skip
+    if last_bucket_s is not None:
+        figure.add_trace(
+            go.Scatter(x=caps, y=[t * 1e3 for t in last_bucket_s], mode="lines", name="course notes o + s/(n_b w): backward hides all but the last bucket",
+                       line={"color": "#2ca02c", "width": 2, "dash": "dot"},
+                       hovertemplate=[f"notes at cap {format_size(c)}: {format_time(t)}<extra></extra>" for c, t in zip(caps, last_bucket_s)])
+        )  # fmt: skip
     figure.add_vline(x=guide["b_star"], line={"color": "#1f77b4", "dash": "dash"})
     figure.add_annotation(text=f"b* = √(s w o) = {format_size(guide['b_star'])}", x=_log10(guide["b_star"]), y=1, yref="paper",
                           yanchor="bottom", showarrow=False, font={"color": "#1f77b4"})  # fmt: skip

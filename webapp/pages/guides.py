@@ -19,6 +19,7 @@ from sim.collective import analytic, explore, runner, teaching
 from sim.collective.narrative import step_sentences
 from sim.errors import CollsimError
 from sim.scenario import CollectiveScenario
+from sim.training import overhead
 from sim.training.ddp import DDPScenario
 from sim.units import format_bandwidth, format_size, format_time
 from webapp.components import GRAPH_CONFIG
@@ -311,21 +312,52 @@ def bucket_view(model: str, o_us: float, w_GBps: float, backward_ms: float | Non
     try:
         if not (o_us and float(o_us) > 0 and w_GBps and float(w_GBps) > 0) or (backward_ms is not None and float(backward_ms) <= 0):
             raise CollsimError("o and w must be positive numbers (T: empty for s / w, else a positive number of ms)")
-        guide = teaching.bucket_guide(_bucket_scenario(model, o_us, w_GBps, backward_ms), BUCKET_CAPS)
+        scenario = _bucket_scenario(model, o_us, w_GBps, backward_ms)
+        guide = teaching.bucket_guide(scenario, BUCKET_CAPS)
     except CollsimError as error:
         return {"figure": draw.bucket_figure_note(str(error)), "text": [html.P(str(error), className="error")]}
     low, high = guide["formula_range"]
     slow, shigh = guide["simulated_range"]
     text = [
-        html.P([html.B("Course formula: "), "overhead(n_b) = n_b o + s / (n_b w) with n_b = s / b buckets: each bucket pays o, and the last "
-                "bucket's s / (n_b w) cannot hide behind backward. It is smallest at ", html.B(f"b* = √(s w o) = {format_size(guide['b_star'])}"),
-                f" (s = {format_size(guide['grad_bytes'])}). But the curve is flat there: any cap from ", html.B(f"{format_size(low)} to {format_size(high)}"),
-                " is within 1 % of the best, so pick a round number in that range, not one point."]),
+        html.P([html.B("Course formula: "), "overhead(n_b) = n_b o + s / (n_b w) with n_b = s / b buckets, for backward as fast as the wire "
+                "(T = s / w): each bucket pays o, and the last bucket's s / (n_b w) cannot hide behind backward. It is smallest at ",
+                html.B(f"b* = √(s w o) = {format_size(guide['b_star'])}"),
+                f" (s = {format_size(guide['grad_bytes'])}). But the curve is flat there: at a cap x b* it is (x + 1/x) / 2 times its best, "
+                f"within 1 % for x from {low / guide['b_star']:.3f} to {high / guide['b_star']:.3f}, so any cap from ",
+                html.B(f"{format_size(low)} to {format_size(high)}"), " will do: pick a round number in that range, not one point."]),
         html.P([html.B("Simulated: "), (f"within 1 % of its best from {format_size(slow)} to {format_size(shigh)}" if shigh > slow else
-                f"best at {format_size(slow)}") + " (among the caps tried, ×1.26 apart; shaded orange)."]),
+                f"best at {format_size(slow)}") + f" (among the caps tried, ×{BUCKET_CAPS[1] / BUCKET_CAPS[0]:.3g} apart; shaded orange)."]),
         html.Ul([html.Li(note) for note in guide["notes"]]),
+        _two_formulas(scenario, guide),
     ]  # fmt: skip
-    return {"figure": draw.bucket_figure(guide), "text": text}
+    last_bucket = [
+        overhead.overhead_last_bucket(guide["grad_bytes"], max(guide["grad_bytes"] / cap, 1.0), scenario.o_s, scenario.w_Bps)
+        for cap in guide["caps"]
+    ]
+    return {"figure": draw.bucket_figure(guide, last_bucket), "text": text}
+
+
+def _two_formulas(scenario: DDPScenario, guide: dict[str, Any]) -> html.Div:
+    """The course notes' o + s / (n_b w) beside this page's n_b o + s / (n_b w): which
+    assumption about backward gives which, each evaluated at b* and for this T."""
+    s, o, w, backward = guide["grad_bytes"], scenario.o_s, scenario.w_Bps, scenario.backward_time_s
+    at = s / guide["b_star"]  # n_b at b*
+    holds = [cap for cap in guide["caps"] if overhead.hiding_backward_s(s, max(s / cap, 1.0), o, w) <= backward]
+    rows = [
+        ("backward assumed", f"slow enough that each bucket's all-reduce ends before the next is ready: T ≥ n_b o + s / w "
+         f"(= {format_time(overhead.hiding_backward_s(s, at, o, w))} at b*)", f"as fast as the wire: T = s / w = {format_time(s / w)}"),
+        ("o is paid", "once per step: only the last bucket's all-reduce shows", "once per bucket: the wire is busy all through backward, so "
+         "each bucket's o queues behind the one before and all n_b of them show"),
+        ("what overlaps backward", "every bucket's all-reduce but the last, o and bytes", "the bytes of all buckets but the last; none of the o"),
+        ("as buckets shrink", "falls: no interior optimum", f"falls, then rises: smallest at b* = {format_size(guide['b_star'])}"),
+        (f"at b* (n_b = {at:.3g})", format_time(overhead.overhead_last_bucket(s, at, o, w)), format_time(overhead.overhead_simple(s, at, o, w))),
+        (f"holds here (T = {format_time(backward)})", f"for caps from {format_size(holds[0])} up" if holds else "at no cap shown",
+         "yes" if math.isclose(backward, s / w, rel_tol=1e-9) else "no: T ≠ s / w"),
+    ]  # fmt: skip
+    head = html.Tr([html.Th(""), html.Th("course notes: o + s / (n_b w)"), html.Th("the formula above: n_b o + s / (n_b w)")])
+    body = [html.Tr([html.Th(name), html.Td(notes), html.Td(page)]) for name, notes, page in rows]
+    return html.Div([html.P(html.B("Two formulas, two assumptions (green dotted: the notes' curve):")),
+                     html.Table([html.Thead(head), html.Tbody(body)], className="two-formulas")])  # fmt: skip
 
 
 # --------------------------------------------------------------------------- layout
