@@ -12,7 +12,7 @@ from sim.training import overhead
 from webapp.pages import guides
 
 MiB = 2**20
-S, O, W = 256 * MiB, 50e-6, 10e9  # the course's model at the page's o and w
+GRAD, CALL_S, WIRE = 256 * MiB, 50e-6, 10e9  # the course's model at the page's o and w
 
 
 def words(component) -> str:
@@ -28,20 +28,24 @@ def words(component) -> str:
 @pytest.mark.parametrize("buckets", [1, 2, 8, 23, 64, 1024])
 def test_exact_overhead_is_the_notes_formula_once_backward_hides_every_bucket_but_the_last(buckets):
     """c >= d (T / n_b >= o + s / (n_b w)), i.e. T >= n_b o + s / w: only the last all-reduce shows."""
-    enough = buckets * O + S / W
-    assert overhead.hiding_backward_s(S, buckets, O, W) == pytest.approx(enough)
+    enough = buckets * CALL_S + GRAD / WIRE
+    assert overhead.hiding_backward_s(GRAD, buckets, CALL_S, WIRE) == pytest.approx(enough)
     for backward in (enough, 2 * enough):
-        assert overhead.overhead_uniform(S, buckets, backward, O, W) == pytest.approx(O + S / (buckets * W))
-        assert overhead.overhead_last_bucket(S, buckets, O, W) == pytest.approx(O + S / (buckets * W))
+        assert overhead.overhead_uniform(GRAD, buckets, backward, CALL_S, WIRE) == pytest.approx(CALL_S + GRAD / (buckets * WIRE))
+        assert overhead.overhead_last_bucket(GRAD, buckets, CALL_S, WIRE) == pytest.approx(CALL_S + GRAD / (buckets * WIRE))
     if buckets > 1:  # a little faster and the o's start to queue
-        assert overhead.overhead_uniform(S, buckets, 0.9 * enough, O, W) > overhead.overhead_last_bucket(S, buckets, O, W) * (1 + 1e-9)
+        assert overhead.overhead_uniform(GRAD, buckets, 0.9 * enough, CALL_S, WIRE) > overhead.overhead_last_bucket(
+            GRAD, buckets, CALL_S, WIRE
+        ) * (1 + 1e-9)
 
 
 @pytest.mark.parametrize("buckets", [1, 2, 8, 23, 64, 1024])
 def test_exact_overhead_is_the_page_formula_when_backward_is_as_fast_as_the_wire(buckets):
     """T = s / w: d - c = o, every bucket's o queues: n_b o + s / (n_b w)."""
-    assert overhead.overhead_uniform(S, buckets, S / W, O, W) == pytest.approx(buckets * O + S / (buckets * W))
-    assert overhead.overhead_uniform(S, buckets, S / W, O, W) == pytest.approx(overhead.overhead_simple(S, buckets, O, W))
+    assert overhead.overhead_uniform(GRAD, buckets, GRAD / WIRE, CALL_S, WIRE) == pytest.approx(buckets * CALL_S + GRAD / (buckets * WIRE))
+    assert overhead.overhead_uniform(GRAD, buckets, GRAD / WIRE, CALL_S, WIRE) == pytest.approx(
+        overhead.overhead_simple(GRAD, buckets, CALL_S, WIRE)
+    )
 
 
 def test_bucket_guide_draws_the_notes_curve_and_a_slow_backward_simulation_follows_it():
@@ -54,8 +58,8 @@ def test_bucket_guide_draws_the_notes_curve_and_a_slow_backward_simulation_follo
     even = [i for i, cap in enumerate(caps) if cap >= 256 * 1024 and cap & (cap - 1) == 0]
     assert len(even) >= 10
     for i in even:
-        n_b = max(S / caps[i], 1.0)
-        assert notes.y[i] == pytest.approx((O + S / (n_b * W)) * 1e3)
+        n_b = max(GRAD / caps[i], 1.0)
+        assert notes.y[i] == pytest.approx((CALL_S + GRAD / (n_b * WIRE)) * 1e3)
         assert simulated.y[i] == pytest.approx(notes.y[i], rel=1e-6)
     assert all(a <= b for a, b in zip(notes.y, notes.y[1:]))  # no interior optimum: smaller caps are never worse
 
@@ -71,8 +75,11 @@ def test_bucket_guide_sets_the_two_formulas_side_by_side_with_the_scenarios_numb
     head = words(view["text"][-1].children[1].children[0])
     assert "course notes: o + s / (n_b w)" in head and "n_b o + s / (n_b w)" in head
     rows = table(view)
-    n_b = S / math.sqrt(S * W * O)  # at b* = sqrt(s w o): 23.17 buckets
-    assert rows["at b* (n_b = 23.2)"] == (f"{(O + S / (n_b * W)) * 1e3:.4g} ms", f"{(n_b * O + S / (n_b * W)) * 1e3:.4g} ms")
+    n_b = GRAD / math.sqrt(GRAD * WIRE * CALL_S)  # at b* = sqrt(s w o): 23.17 buckets
+    assert rows["at b* (n_b = 23.2)"] == (
+        f"{(CALL_S + GRAD / (n_b * WIRE)) * 1e3:.4g} ms",
+        f"{(n_b * CALL_S + GRAD / (n_b * WIRE)) * 1e3:.4g} ms",
+    )
     assert "once per step" in rows["o is paid"][0] and "once per bucket" in rows["o is paid"][1]
     assert "no interior optimum" in rows["as buckets shrink"][0]
     assert "T ≥ n_b o + s / w (= 28 ms at b*)" in rows["backward assumed"][0]  # 23.17 x 50 us + 26.84 ms
