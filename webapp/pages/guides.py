@@ -241,38 +241,83 @@ def _latency_terms(terms: teaching.FormulaTerms) -> str:
 # --------------------------------------------------------------------------- the 15 s broadcast
 
 
-@lru_cache(maxsize=2)
-def _broadcast_run() -> tuple[Any, Any, list[teaching.StepBytes]]:
-    scenario = CollectiveScenario.from_dict({**BROADCAST, "record": "full"})
+Case = tuple[tuple[str, Any], ...]  # a scenario's fields as hashable pairs, for the caches
+
+
+@lru_cache(maxsize=8)
+def _broadcast_run(case: Case, algorithm: str = "binomial", chunks: int = 1) -> tuple[Any, Any, list[teaching.StepBytes]]:
+    """The broadcast ``case`` simulated with ``algorithm`` in ``chunks``."""
+    scenario = CollectiveScenario.from_dict({**dict(case), "algorithm": algorithm, "chunks": chunks, "record": "full"})
     result = runner.run(scenario)
     return scenario, result, teaching.step_bytes(result)
 
 
-def broadcast_view(position: int) -> dict[str, Any]:
-    """The course's binomial broadcast (5 MB to 8 ranks at 1 MB/s) after step ``position``."""
-    scenario, result, sent = _broadcast_run()
+def broadcast_view(position: int, case: Case = tuple(BROADCAST.items())) -> dict[str, Any]:
+    """The course's binomial broadcast (``case``: 5 MB to 8 ranks at 1 MB/s) after step
+    ``position``: every number from the simulated run (and, for comparison, linear and
+    pipelined-chain runs of the same case)."""
+    scenario, result, sent = _broadcast_run(case)
     p, n = scenario.ranks, scenario.size_bytes
     steps = len(sent)
     position = max(0, min(int(position or 0), steps))
     edges = [(int(m[0]), int(m[1]), int(m[5])) for m in result.messages]
-    round_s = n / scenario.bandwidth_Bps
-    holders = 1 + sum(1 for _, _, at in edges if at < position)
-    terms = teaching.formula_terms(scenario)
-    text = [
-        html.P(f"t = {format_time(position * round_s)}: {holders} of {p} ranks hold the 5 MB."
-               + ("" if position == 0 else f" In step {position} every rank that already had the data sent it once: "
-                  f"{sum(1 for e in edges if e[2] == position - 1)} messages of 5 MB at 1 MB/s, all at the same time, so the step takes 5 s.")),
-        html.P(["Closed form ", html.Code(terms.text), f" = {_in_megabytes(terms, scenario.bandwidth_Bps)}: lg 8 = 3 rounds of 5 s = "
-                f"{format_time(terms.total_s)}. Sending to one rank after the other would take (p-1) × 5 s = 35 s."]),
-        html.P("The price: the root sends 5 MB in every round (n lg p = 15 MB) where one copy (n = 5 MB) is the least any broadcast "
-               "must send; a pipelined chain gets close to n, at the cost of more latency terms."),
-    ]  # fmt: skip
+    now_s = max((float(m[3]) for m in result.messages if int(m[5]) < position), default=0.0)
+    text = [_broadcast_now(result, position, now_s), _broadcast_form(case, result, steps), _broadcast_price(case, edges, sent)]
     sent_now = sent[position - 1].sent_by_rank if position else (0,) * p
     return {
-        "tree": draw.broadcast_tree_figure(p, edges, position, f"binomial tree, after step {position} of {steps} (t = {format_time(position * round_s)})"),
+        "tree": draw.broadcast_tree_figure(p, edges, position, f"binomial tree, after step {position} of {steps} (t = {format_time(now_s)})"),
         "bytes": draw.bytes_figure(sent_now, teaching.lower_bound("broadcast", p, n).nbytes, "n", "bytes each rank has sent so far", decimal=True),
         "text": text,
     }  # fmt: skip
+
+
+def _megabytes(nbytes: float) -> str:
+    return f"{nbytes / 1e6:g} MB"
+
+
+def _step_span_s(result: Any, step: int) -> float:
+    """How long step ``step`` (counted from 0) of a run took: its first start to its last end."""
+    spans = [(float(m[2]), float(m[3])) for m in result.messages if int(m[5]) == step]
+    return max(end for _, end in spans) - min(start for start, _ in spans)
+
+
+def _broadcast_now(result: Any, position: int, now_s: float) -> html.P:
+    s = result.scenario
+    holders = 1 + sum(1 for m in result.messages if int(m[5]) < position)
+    said = f"t = {format_time(now_s)}: {holders} of {s.ranks} ranks hold the {_megabytes(s.size_bytes)}."
+    if position:
+        count = sum(1 for m in result.messages if int(m[5]) == position - 1)
+        said += (f" In step {position} every rank that already had the data sent it once: {count} message{'s' if count != 1 else ''} "
+                 f"of {_megabytes(s.size_bytes)} at {format_bandwidth(s.bandwidth_Bps)}, all at the same time, so the step takes "
+                 f"{format_time(_step_span_s(result, position - 1))}.")  # fmt: skip
+    return html.P(said)
+
+
+def _broadcast_form(case: Case, result: Any, steps: int) -> html.P:
+    scenario = result.scenario
+    terms = teaching.formula_terms(scenario)
+    _, linear_result, linear_sent = _broadcast_run(case, "linear")
+    rounds = {format_time(_step_span_s(result, step)) for step in range(steps)}
+    return html.P(["Closed form ", html.Code(terms.text), f" = {_in_megabytes(terms, scenario.bandwidth_Bps)}; simulated: {steps} rounds of "
+                   f"{' or '.join(sorted(rounds))} = {format_time(result.time_s)}. Sending to one rank after the other (linear, simulated) "
+                   f"takes {len(linear_sent)} rounds: {format_time(linear_result.time_s)}."])  # fmt: skip
+
+
+CHAIN_CHUNKS = 8  # the pipelined chain the broadcast guide compares with
+
+
+def _broadcast_price(case: Case, edges: list[tuple[int, int, int]], sent: list[teaching.StepBytes]) -> html.P:
+    scenario = _broadcast_run(case)[0]
+    n, root = scenario.size_bytes, scenario.root
+    bound = teaching.lower_bound("broadcast", scenario.ranks, n)
+    chain, chain_result, chain_sent = _broadcast_run(case, "pipelined_chain", CHAIN_CHUNKS)
+    latency = {name: _latency_terms(teaching.formula_terms(case)) for name, case in (("tree", scenario), ("chain", chain))}
+    rounds = sum(1 for src, _, _ in edges if src == root)
+    return html.P(f"The price: the root r{root} sends {_megabytes(n)} in each of {rounds} rounds, {_megabytes(sent[-1].sent_by_rank[root])} in all, "
+                  f"where one copy ({bound.formula} = {_megabytes(bound.nbytes)}) is the least any broadcast must send ({bound.why}). "
+                  f"A pipelined chain in {CHAIN_CHUNKS} chunks (simulated) has no rank send more than {_megabytes(chain_sent[-1].busiest_rank_bytes)} "
+                  f"and takes {format_time(chain_result.time_s)} here, but pays {latency['chain']} latency terms where the tree pays "
+                  f"{latency['tree']} (free here: α = {format_time(scenario.latency_s)}).")  # fmt: skip
 
 
 def _in_megabytes(terms: teaching.FormulaTerms, bandwidth_Bps: float) -> str:
