@@ -39,3 +39,8 @@ def test_curves_that_differ_anywhere_are_not_marked():
 def test_the_guides_own_curves_differ_and_stay_unmarked(tree):
     figure = guides.crossover_view(8, tree, math.log10(5), math.log10(25))["figure"]
     assert figure.layout.meta["coincident"] == [] and {trace.line.dash for trace in figure.data} == {"solid"}
+
+
+def test_the_crossover_line_keeps_its_label_beside_the_curves():
+    figure = guides.crossover_view(8, "recursive_doubling", math.log10(5), math.log10(25))["figure"]
+    assert [annotation.text for annotation in figure.layout.annotations] == ["<b>n* = 753.8 KiB</b>"]

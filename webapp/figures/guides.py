@@ -135,11 +135,11 @@ def crossover_guide_figure(
     same = coincident(times)
     for name, values in times.items():
         under = same.get(name)
-        label = f"{name} = {under} (same times at every size)" if under else name
+        legend = f"{name} = {under} (same times at every size)" if under else name
         figure.add_trace(
-            go.Scatter(x=list(sizes), y=[t * 1e6 for t in values], mode="lines", name=label,
+            go.Scatter(x=list(sizes), y=[t * 1e6 for t in values], mode="lines", name=legend,
                        line={"color": COLOURS.get(name, "#888"), "width": 2.5, "dash": "dash" if under else "solid"},
-                       hovertemplate=[f"{label}: {format_time(t)} at {format_size(n)}<extra></extra>" for n, t in zip(sizes, values)])
+                       hovertemplate=[f"{legend}: {format_time(t)} at {format_size(n)}<extra></extra>" for n, t in zip(sizes, values)])
         )  # fmt: skip
     if crossover_bytes is not None:
         figure.add_vline(x=crossover_bytes, line={"color": "#000", "dash": "dash", "width": 1.5})
