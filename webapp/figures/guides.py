@@ -222,7 +222,7 @@ def bucket_figure(guide: dict[str, Any], last_bucket_s: Sequence[float] | None =
     slow, shigh = guide["simulated_range"]
     figure.add_vrect(x0=slow, x1=max(shigh, slow * 1.02), fillcolor="#ff7f0e", opacity=0.15, line_width=0)
     figure.add_trace(
-        go.Scatter(x=caps, y=[t * 1e3 for t in guide["formula_s"]], mode="lines", name="course formula n_b o + s/(n_b w)",
+        go.Scatter(x=caps, y=[t * 1e3 for t in guide["formula_s"]], mode="lines", name="course formula n_b o + s/(n_b w) (T = s/w)",
                    line={"color": "#1f77b4", "width": 3},
                    hovertemplate=[f"formula at cap {format_size(c)}: {format_time(t)}<extra></extra>" for c, t in zip(caps, guide["formula_s"])])
     )  # fmt: skip
@@ -234,7 +234,7 @@ def bucket_figure(guide: dict[str, Any], last_bucket_s: Sequence[float] | None =
     )  # fmt: skip
     if last_bucket_s is not None:
         figure.add_trace(
-            go.Scatter(x=caps, y=[t * 1e3 for t in last_bucket_s], mode="lines", name="course notes o + s/(n_b w): backward hides all but the last bucket",
+            go.Scatter(x=caps, y=[t * 1e3 for t in last_bucket_s], mode="lines", name="course notes o + s/(n_b w) (T ≥ n_b o + s/w)",
                        line={"color": "#2ca02c", "width": 2, "dash": "dot"},
                        hovertemplate=[f"notes at cap {format_size(c)}: {format_time(t)}<extra></extra>" for c, t in zip(caps, last_bucket_s)])
         )  # fmt: skip
@@ -242,7 +242,7 @@ def bucket_figure(guide: dict[str, Any], last_bucket_s: Sequence[float] | None =
     figure.add_annotation(text=f"b* = √(s w o) = {format_size(guide['b_star'])}", x=_log10(guide["b_star"]), y=1, yref="paper",
                           yanchor="bottom", showarrow=False, font={"color": "#1f77b4"})  # fmt: skip
     ticks = [2**k for k in range(15, 31, 3)]
-    figure.update_layout(_layout("overhead after backward ends, by bucket cap", 440, legend={"orientation": "h", "y": -0.25},
+    figure.update_layout(_layout("overhead after backward ends, by bucket cap", 520, legend={"orientation": "h", "y": -0.22},
                                  meta={"b_star": guide["b_star"]}))  # fmt: skip
     figure.update_xaxes(type="log", title="bucket cap b (shaded: caps within 1 % of each curve's best)", tickvals=ticks,
                         ticktext=[format_size(t) for t in ticks], gridcolor="#eee")  # fmt: skip

@@ -515,7 +515,7 @@ def _bucket_guide() -> html.Div:
                 _label("w: bandwidth (GB/s)", dcc.Input(id=GUIDES_BUCKET_W, type="number", value=10, min=0, debounce=True)),
                 _label("T: backward (ms; empty: s / w)", dcc.Input(id=GUIDES_BUCKET_T, type="number", value=None, min=0, debounce=True)),
             ], className="row"),
-            _side_by_side(_graph(GUIDES_BUCKET_GRAPH, 440), html.Div(id=GUIDES_BUCKET_TEXT, className="guide-text")),
+            _side_by_side(_graph(GUIDES_BUCKET_GRAPH, 520), html.Div(id=GUIDES_BUCKET_TEXT, className="guide-text")),
         ],
     )  # fmt: skip
 
