@@ -264,7 +264,7 @@ def training_memory_figure(rows: Sequence[dict[str, Any]], chosen: str | None = 
             y=labels, x=[row["memory"]["peak_bytes"] / gib for row in rows], mode="text", name="peak",
             text=[" " + format_size(row["memory"]["peak_bytes"]) + (" — does not fit" if row.get("fits") is False else "") for row in rows],
             textposition="middle right", textfont={"color": ["#c00" if row.get("fits") is False else "#222" for row in rows]},
-            showlegend=False, hoverinfo="skip",
+            showlegend=False, hoverinfo="skip", cliponaxis=False,
         )
     )  # fmt: skip
     capacity = rows[0].get("gpu_memory_bytes")
@@ -275,7 +275,7 @@ def training_memory_figure(rows: Sequence[dict[str, Any]], chosen: str | None = 
                               text=f"GPU memory {format_size(capacity)} ({capacity / 1e9:g} GB)")  # fmt: skip
     else:
         figure.update_layout(title={"text": title + f"<br><sub>{rows[0].get('gpu_memory_note', 'GPU memory unknown')}</sub>"})
-    figure.update_xaxes(title="GiB per rank", range=[0, top * 1.45 or 1])
+    figure.update_xaxes(title="GiB per rank", range=[0, top * (1.8 if any(row.get("fits") is False for row in rows) else 1.35) or 1])  # room for the words
     figure.update_yaxes(autorange="reversed", automargin=True)
     figure.update_layout(
         barmode="stack",

@@ -244,8 +244,9 @@ def layout(search: str = "") -> html.Div:
     view = first_view(values)
     content = _content()
     for outputs, shown in ((DDP_OUTPUTS, view.get("ddp_shown")), (TRAIN_OUTPUTS, view.get("training_shown"))):
-        if shown:
-            _fill(content, {(out.component_id, out.component_property): shown[name] for name, out in outputs.items()})
+        if shown:  # the sidebar too: the o and w used sit under the boxes
+            for part in (content, sidebar):
+                _fill(part, {(out.component_id, out.component_property): shown[name] for name, out in outputs.items()})
     loading = dcc.Loading(content, type="default", delay_show=250, overlay_style={"visibility": "visible", "opacity": 0.5})
     stores = [dcc.Store(id=ids.DDP_SCENARIO, data=view.get("ddp")), dcc.Store(id=ids.TRAIN_SCENARIO, data=view.get("training")),
               dcc.Store(id=ids.DDP_UPLOAD_STORE)]  # fmt: skip
