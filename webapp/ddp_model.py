@@ -270,7 +270,7 @@ def _field_checks(form: dict[str, str]) -> dict[str, str]:
         ),
         "latency": lambda t: None if parse_time(t, "latency") >= 0 else _raise(f"latency: must be >= 0, got {t!r}"),
         "accumulation": lambda t: (
-            None if t.isdigit() and int(t) >= 1 else _raise(f"accumulation: expected a whole number of micro-steps >= 1 (1: no no_sync), got {t!r}")
+            None if t.isdigit() and int(t) >= 1 else _raise(f"accumulation: expected a whole number of micro-steps >= 1, got {t!r}")
         ),
         "sharding": lambda t: None if t in shardings() else _raise(f"sharding: unknown {t!r}; allowed: {', '.join(shardings())}"),
         "shard_size": lambda t: (
@@ -379,14 +379,11 @@ def parse_form(form: dict[str, Any], uploaded: list[dict[str, Any]] | None = Non
 def _check_nodes(hardware: str, nodes: str, whole: int) -> None:
     """The Nodes field agrees with the ranks (``whole`` nodes of them): a link that says both
     differently is refused, not read one way."""
-    if nodes and (not nodes.isdigit() or int(nodes) != whole):
-        raise CollsimError(f"nodes: {whole} node(s) of {hardware} make the {whole * load_gpus(hardware)} ranks given, got nodes {nodes!r}; change one")
-
-
-def load_gpus(name: str) -> int:
     from sim.hardware.presets import load_preset
 
-    return load_preset(name).gpus_per_node
+    if nodes and (not nodes.isdigit() or int(nodes) != whole):
+        ranks = whole * load_preset(hardware).gpus_per_node
+        raise CollsimError(f"nodes: {whole} node(s) of {hardware} make the {ranks} ranks given, got nodes {nodes!r}; change one")
 
 
 def _compute(form: dict[str, str]) -> dict[str, Any]:
@@ -537,14 +534,6 @@ def explore_training(scenario: Any) -> dict[str, Any]:
         + (" Forward takes no time here, so the forward all-gathers run back to back, all exposed." if not forward else "")
     )
     return {**shown, "notice": notice, "captions": [*TRAINING_CAPTIONS, timeline]}
-
-
-def peak_text(summary: dict[str, Any]) -> str:
-    """A peak memory with the GPU's beside it (sim.training.memory.capacity): "fits" or "does not fit"."""
-    peak, capacity = format_size(summary["peak_memory_bytes"]), summary.get("gpu_memory_bytes")
-    if capacity is None:
-        return f"{peak} (GPU memory unknown)"
-    return f"{peak} of {format_size(capacity)}: " + ("fits" if summary["fits"] else "does not fit")
 
 
 def training_scenario(ddp_data: dict[str, Any], form: dict[str, Any]) -> tuple[Any, dict[str, str]]:

@@ -163,7 +163,8 @@ def ow_used_words(summary: dict[str, Any], scenario: Any) -> str:
     used = f"The results use o = {format_time(summary['o_s'])}, w = {format_bandwidth(summary['w_Bps'])}"
     fit = (summary.get("hardware_comm") or {}).get("ow_fit")
     if fit:
-        return used + f" (not the boxes: refitted to the network model's all-reduce times at this step's {len(fit['sizes'])} bucket size(s)); b* and every time use them."
+        where = f"at this step's {len(fit['sizes'])} bucket size(s)"
+        return used + f" (not the boxes: refitted to the network model's all-reduce times {where}); b* and every time use them."
     return used + " (the boxes)."
 
 
@@ -199,7 +200,8 @@ def hardware_words(name: str, nodes: int, comm_model: str, o_s: float | None, w_
     head = f"{name}: {preset.description}."
     if not nodes:
         return {"lines": [head, f"Ranks must be whole nodes of {preset.gpus_per_node} GPUs."], "sources": _sources(preset, [])}
-    lines = [f"{head} {nodes} node(s) x {preset.gpus_per_node} GPUs = {nodes * preset.gpus_per_node} ranks (the Nodes field sets the ranks)."]
+    ranks = f"{nodes} node(s) x {preset.gpus_per_node} GPUs = {nodes * preset.gpus_per_node} ranks"
+    lines = [f"{head} {ranks} (the Nodes field sets the ranks)."]
     if comm_model == "network":
         lines.append(network_line(preset, nodes))
         return {"lines": lines, "sources": _sources(preset, [])}

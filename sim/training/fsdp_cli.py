@@ -123,7 +123,7 @@ def memory_extra(memory: dict[str, Any]) -> list[str]:
 
 
 def _fit(row: dict[str, Any]) -> str:
-    """"does not fit" on a strategy whose peak is over the GPU's memory (issue 36)."""
+    """Says "does not fit" on a strategy whose peak is over the GPU's memory (issue 36)."""
     return "  does not fit" if row.get("fits") is False else ""
 
 
@@ -140,9 +140,8 @@ def _capacity(rows: list[dict[str, Any]]) -> str:
 def format_compare(rows: list[dict[str, Any]]) -> str:
     from sim.units import format_size
 
-    lines = [
-        f"{'strategy':<14} {'step':>11} {'exposed comm':>13} {'comm busy':>11} {'peak memory':>12}  params / grads / optimizer / unsharded" + _capacity(rows)
-    ]
+    header = f"{'strategy':<14} {'step':>11} {'exposed comm':>13} {'comm busy':>11} {'peak memory':>12}  params / grads / optimizer / unsharded"
+    lines = [header + _capacity(rows)]
     for row in rows:
         m = row["memory"]
         parts = " / ".join(format_size(m[key]) for key in ("params_bytes", "grads_bytes", "optimizer_bytes", "unsharded_peak_bytes"))

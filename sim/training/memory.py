@@ -12,7 +12,7 @@ from typing import Any
 
 from sim.units import format_size
 
-__all__ = ["capacity", "gpu_preset"]
+__all__ = ["capacity", "gpu_preset", "peak_words"]
 
 
 def gpu_preset(scenario: Any) -> str | None:
@@ -37,3 +37,11 @@ def capacity(peak_bytes: int, scenario: Any) -> dict[str, Any]:
     if not fits:
         note += f": {format_size(peak_bytes - total)} over"
     return {"gpu": name, "gpu_memory_bytes": total, "fits": fits, "gpu_memory_note": note}
+
+
+def peak_words(summary: dict[str, Any]) -> str:
+    """A peak memory with the GPU's beside it, for a card: "35.41 GiB of 74.51 GiB: fits"."""
+    peak, total = format_size(summary["peak_memory_bytes"]), summary.get("gpu_memory_bytes")
+    if total is None:
+        return f"{peak} (GPU memory unknown)"
+    return f"{peak} of {format_size(total)}: " + ("fits" if summary["fits"] else "does not fit")

@@ -275,7 +275,8 @@ def training_memory_figure(rows: Sequence[dict[str, Any]], chosen: str | None = 
                               text=f"GPU memory {format_size(capacity)} ({capacity / 1e9:g} GB)")  # fmt: skip
     else:
         figure.update_layout(title={"text": title + f"<br><sub>{rows[0].get('gpu_memory_note', 'GPU memory unknown')}</sub>"})
-    figure.update_xaxes(title="GiB per rank", range=[0, top * (1.8 if any(row.get("fits") is False for row in rows) else 1.35) or 1])  # room for the words
+    room = 1.8 if any(row.get("fits") is False for row in rows) else 1.35  # for the peak's words
+    figure.update_xaxes(title="GiB per rank", range=[0, top * room or 1])
     figure.update_yaxes(autorange="reversed", automargin=True)
     figure.update_layout(
         barmode="stack",

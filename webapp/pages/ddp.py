@@ -19,6 +19,7 @@ from dash.exceptions import PreventUpdate
 
 from sim.fields import field_info
 from sim.training import explain
+from sim.training.memory import peak_words
 from sim.units import format_size, format_time
 from webapp import ddp_model as model
 from webapp import figures, ids, urlstate
@@ -440,7 +441,7 @@ def _training_cards(summary: dict[str, Any], chosen: str) -> list:
         number_card(f"Step time ({chosen})", format_time(summary["step_time_s"]), ids.TRAIN_STEP),
         number_card("Exposed comm", format_time(summary["exposed_comm_s"]), ids.TRAIN_EXPOSED),
         number_card("Comm busy", format_time(summary["comm_busy_s"]), ids.TRAIN_COMM),
-        number_card("Peak memory / rank", model.peak_text(summary), ids.TRAIN_PEAK),
+        number_card("Peak memory / rank", peak_words(summary), ids.TRAIN_PEAK),
         number_card("Activations / rank", activations, ids.TRAIN_ACTIVATIONS),
         number_card("Units", str(summary["num_units"]), ids.TRAIN_UNITS),
     ]
@@ -497,7 +498,8 @@ def _register_form(app: Any) -> None:
         prevent_initial_call=True,
     )(guarded(lambda name, ranks, nodes: apply_hardware(name, ranks, ctx.triggered_id, nodes), lambda message: answer(PICKED_FIELDS)))
     app.callback(
-        output=Output(ids.field_box_id("nodes", PAGE), "style"), inputs={"hardware": Input(_fid("hardware"), "value")},
+        output=Output(ids.field_box_id("nodes", PAGE), "style"),
+        inputs={"hardware": Input(_fid("hardware"), "value")},
         prevent_initial_call=True,
     )(nodes_field)
     app.callback(
