@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["LEVEL", "Interval", "interval", "interval_fields"]
+__all__ = ["LEVEL", "Interval", "bucket_cap_range", "interval", "interval_fields"]
 
 LEVEL = 0.8
 Z80 = 1.2816  # the standard normal's 90th percentile: 80 % lie within +-Z80 sigma
@@ -97,3 +97,17 @@ def interval_fields(scenario: Any, time_s: float | None, busbw_factor: float) ->
     busbw = [size / found.high_s * busbw_factor / 1e9, size / found.low_s * busbw_factor / 1e9] if size and busbw_factor else None
     return {"time_interval_s": [found.low_s, found.high_s], "busbw_interval_GBps": busbw, "interval_level": found.level,
             "interval_basis": found.basis}  # fmt: skip
+
+
+def bucket_cap_range(hardware: str | None, cap_bytes: float) -> tuple[float, float, str] | None:
+    """The 80 % range of a best bucket cap on a shipped preset: b* = sqrt(s w o) moves as
+    sqrt(o w), with o (a call's fixed cost) as uncertain as a small call (< 1 MiB) and w as a
+    bucket-sized one (1-256 MiB) on other clusters; None without a preset."""
+    if not hardware:
+        return None
+    o_half = Z80 / 0.6745 * math.log(1 + HELD_OUT_MEDIAN[0][1])
+    w_half = Z80 / 0.6745 * math.log(1 + HELD_OUT_MEDIAN[1][1])
+    factor = math.exp((o_half + w_half) / 2)
+    basis = (f"80 %: b* scales as sqrt(o w); o as uncertain as a small call (x/÷ {math.exp(o_half):.2f}), "
+             f"w as a bucket-sized one (x/÷ {math.exp(w_half):.2f}) on clusters this preset was not fitted on")  # fmt: skip
+    return cap_bytes / factor, cap_bytes * factor, basis

@@ -81,3 +81,22 @@ def test_your_own_fitted_preset_narrows_the_interval_and_widens_it_beyond_its_no
     assert _width(mine) == pytest.approx(2 * 1.2816 * 0.06, rel=1e-3)
     beyond = interval(_scenario("16MiB", str(own_preset), ranks=64), 1e-3)
     assert "did not see" in beyond.basis and _width(beyond) == pytest.approx(1.5 * _width(mine))
+
+
+def test_the_best_bucket_cap_comes_as_the_range_the_uncertainty_allows():
+    from sim.hardware.uncertainty import bucket_cap_range
+
+    assert bucket_cap_range(None, 2**25) is None
+    low, high, basis = bucket_cap_range("dgx-h100", 2**25)
+    assert low < 2**25 < high and math.isclose(low * high, 2**50) and "sqrt(o w)" in basis
+
+
+def test_the_ddp_page_shows_the_cap_range_on_a_preset():
+    from webapp import ddp_model
+    from webapp.pages import ddp
+
+    checked = ddp.validate(None, {**ddp_model.DEFAULTS, "hardware": "dgx-h100", "preset": "gpt2", "ranks": "16"})
+    cards = json.dumps(ddp.simulate(checked["ddp"])["cards"], default=str)
+    assert "id='ddp-bstar'" in cards and cards.count("80 %:") >= 2
+    plain = ddp.validate(None, dict(ddp_model.DEFAULTS))
+    assert "80 %:" not in json.dumps(ddp.simulate(plain["ddp"])["cards"], default=str)

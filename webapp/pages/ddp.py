@@ -403,11 +403,21 @@ def _ddp_cards(scenario: Any, summary: dict[str, Any], best: dict[str, Any], nea
         number_card("Comm end", format_time(summary["comm_end_s"]), ids.DDP_COMM_END),
         number_card("Overhead", format_time(summary["overhead_s"]), ids.DDP_OVERHEAD_VALUE),
         number_card("Buckets", str(summary["num_buckets"]), ids.DDP_BUCKETS),
-        number_card("Bucket caps within 1 % of best", f"{caps} (best {format_time(near['best']['overhead_s'])})", ids.DDP_BEST),
+        number_card("Bucket caps within 1 % of best", f"{caps} (best {format_time(near['best']['overhead_s'])})"
+                    + _cap_range(scenario, near["best"]["bucket_cap_bytes"]), ids.DDP_BEST),
     ]
     if scenario.comm == "ow" and best.get("best_bucket_bytes_formula"):  # o and w are inputs only here
-        cards.append(number_card("b* = sqrt(s w o)", format_size(best["best_bucket_bytes_formula"]), ids.DDP_BSTAR))
+        b_star = best["best_bucket_bytes_formula"]
+        cards.append(number_card("b* = sqrt(s w o)", format_size(b_star) + _cap_range(scenario, b_star), ids.DDP_BSTAR))
     return cards
+
+
+def _cap_range(scenario: Any, cap_bytes: float) -> str:
+    """" (lo – hi)": the range a preset's uncertainty allows (sim.hardware.uncertainty), "" without one."""
+    from sim.hardware.uncertainty import bucket_cap_range
+
+    found = bucket_cap_range(scenario.hardware, cap_bytes)
+    return "" if found is None else f" (80 %: {format_size(found[0])} – {format_size(found[1])})"
 
 
 def simulate_training(data: dict | None) -> dict[str, Any]:
