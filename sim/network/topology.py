@@ -547,9 +547,12 @@ def load_graph(path: str | Path) -> Topology:
     ``kind: rank``; they must be numbered 0..p-1. Every edge needs ``bandwidth`` (bytes/s or a
     unit string such as "25GB/s") and may have ``latency`` (s or "5us", default 0).
     """
+    from sim.scenario import check_input_file
+
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise CollsimError(f"topology file {str(path)!r} not found; give switch, ring, two_level, torus2d or a GraphML/JSON file")
+    check_input_file(path, "topology file")  # a directory or /dev/null: said as such
     try:
         if path.suffix.lower() in (".graphml", ".xml"):
             raw = nx.read_graphml(path)
