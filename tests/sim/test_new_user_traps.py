@@ -141,3 +141,164 @@ def test_an_intra_node_link_on_two_level_still_counts():
     args = [*RING, "--size", "1MiB", "--ranks", "8", "--topology", "two_level", "--gpus-per-node", "4", "--json"]
     slow, fast = invoke(*args, "--intra-bandwidth", "1GB/s"), invoke(*args, "--intra-bandwidth", "100GB/s")
     assert json.loads(slow.output)["time_s"] > json.loads(fast.output)["time_s"]
+
+
+# --- a full disk, stdout or a file ---------------------------------------------------------
+
+FULL = Path("/dev/full")
+needs_dev_full = pytest.mark.skipif(not FULL.exists(), reason="no /dev/full here")
+
+
+@needs_dev_full
+@pytest.mark.parametrize(
+    "args",
+    [
+        [*RING, "--size", "1MiB", "--json"],
+        ["hardware", "list"],
+        ["sim", "crossover", "--op", "all_reduce", "--ranks", "4", "--bandwidth", "25GB/s", "--sizes", "1KiB,1MiB"],
+        ["sim", "crossover", "--op", "all_reduce", "--ranks", "4", "--bandwidth", "25GB/s", "--sizes", "1KiB", "--csv"],
+    ],
+)
+def test_stdout_on_a_full_disk_is_one_error_line_naming_it(args):
+    with FULL.open("w") as full:
+        done = collsim(*args, stdout=full)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip().splitlines() == ["error: cannot write standard output: No space left on device"]
+
+
+@needs_dev_full
+@pytest.mark.parametrize(
+    "args,flag",
+    [
+        ([*RING, "--size", "1MiB", "--trace", str(FULL)], "--trace"),
+        ([*RING, "--size", "1MiB", "--csv", str(FULL)], "--csv"),
+        ([*DDP_OW, "--trace", str(FULL)], "--trace"),
+        ([*FSDP_OW, "--csv", str(FULL)], "--csv"),
+    ],
+)
+def test_an_output_file_on_a_full_disk_is_one_error_line_naming_the_flag(args, flag):
+    one_error_line(invoke(*args), flag, str(FULL), "No space left")
+
+
+@needs_dev_full
+def test_a_parameter_list_on_a_full_disk_is_one_error_naming_the_file():
+    from sim.training.params import params_from_bytes, save_params
+
+    with pytest.raises(CollsimError, match="cannot write '/dev/full': No space left"):
+        save_params(params_from_bytes([4096]), FULL)
+
+
+@needs_dev_full
+def test_a_sweep_csv_on_a_full_disk_is_one_error_line(tmp_path):
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("base: {op: all_reduce, algorithm: ring, bandwidth: 25GB/s, size: 1MiB}\ngrid: {ranks: [2, 4]}\n")
+    result = invoke("sweep", str(grid), "--db", str(tmp_path / "s.sqlite"), "--workers", "1", "--quiet", "--csv", str(FULL))
+    one_error_line(result, "--csv", "No space left")
+
+
+# --- empty values are refused, not read as "not given" -------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args,flag",
+    [
+        ([*RING, "--size", "1MiB", "--trace", ""], "--trace"),
+        ([*RING, "--size", "1MiB", "--csv", ""], "--csv"),
+        ([*DDP_OW, "--trace", ""], "--trace"),
+        ([*DDP_OW, "--sweep-bucket-sizes", ""], "--sweep-bucket-sizes"),
+        ([*FSDP_OW, "--compare", ""], "--compare"),
+        (["sim", "crossover", "--op", "all_reduce", "--ranks", "4", "--bandwidth", "25GB/s", "--sizes", ""], "--sizes"),
+    ],
+)
+def test_an_empty_value_is_refused_naming_its_flag(args, flag):
+    one_error_line(invoke(*args), flag)
+
+
+def test_an_empty_sweep_csv_is_refused(tmp_path):
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("base: {op: all_reduce, algorithm: ring, bandwidth: 25GB/s, size: 1MiB}\ngrid: {ranks: [2]}\n")
+    one_error_line(invoke("sweep", str(grid), "--db", str(tmp_path / "s.sqlite"), "--csv", ""), "--csv", "empty")
+
+
+# --- one limit, one meaning ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [DDP_OW, FSDP_OW])
+def test_ranks_beyond_the_limit_are_refused_under_the_ow_model_too(command):
+    one_error_line(invoke(*command, "--ranks", "100000"), "ranks", "65536")
+
+
+def test_optimizer_state_bytes_is_per_element_and_a_size_is_refused():
+    one_error_line(invoke(*FSDP_OW, "--optimizer-state-bytes", "8GB"), "optimizer_state_bytes", "per parameter element")
+    plain, with_b = (invoke(*FSDP_OW, "--optimizer-state-bytes", value, "--json") for value in ("12", "12B"))
+    assert json.loads(plain.output)["memory"] == json.loads(with_b.output)["memory"]
+
+
+@pytest.mark.parametrize("command", [["sim", "collective"], ["sim", "crossover"]])
+def test_op_help_lists_every_registered_op(command):
+    from sim.algorithms.registry import ops
+
+    text = " ".join(invoke(*command, "--help").output.split())
+    assert "all_to_all" in ops()
+    for op in ops():
+        assert op in text, op
+
+
+# --- file arguments said as what they are ----------------------------------------------------
+
+
+@pytest.mark.parametrize("path,said", [("/dev/null", "is not a regular file"), ("/tmp", "is a directory")])
+@pytest.mark.parametrize(
+    "args",
+    [
+        [*DDP_OW[:2], "--backward-time", "1ms", "--o", "50us", "--w", "10GB/s", "--params"],
+        [*RING, "--size", "1MiB", "--topology"],
+        [*DDP_OW, "--layer-times"],
+    ],
+)
+def test_a_directory_or_device_given_as_a_file_is_said_as_such(args, path, said):
+    if not Path(path).exists():
+        pytest.skip(f"no {path} here")
+    one_error_line(invoke(*args, path), path, said)
+
+
+# --- Ctrl-C in a sweep ---------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_a_sweep_exits_at_once_and_keeps_the_finished_points(tmp_path):
+    """It took about a minute (the pool ran every queued point) and said only "aborted"."""
+    grid, db = tmp_path / "grid.yaml", tmp_path / "s.sqlite"
+    grid.write_text(
+        textwrap.dedent("""\
+            base: {op: all_reduce, algorithm: ring, bandwidth: 25GB/s, size: 64MiB, chunks: 8}
+            grid: {ranks: [2, 3, 200, 201, 202, 203, 204, 205, 206, 207]}
+        """)
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-c", "from sim.cli import main; main()", "sweep", str(grid), "--db", str(db), "--workers", "2", "--quiet"]
+    sweep = subprocess.Popen(
+        command, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and _rows(db) < 2:
+        time.sleep(0.2)
+    assert _rows(db) >= 2, "the two small points never finished"
+    os.killpg(sweep.pid, signal.SIGINT)
+    interrupted = time.monotonic()
+    _, stderr = sweep.communicate(timeout=60)
+    assert time.monotonic() - interrupted < 10, stderr
+    assert sweep.returncode == 130, stderr
+    kept = _rows(db)
+    assert f"kept the {kept} point(s) that finished in {db}" in stderr and kept < 10, stderr
+
+
+def _rows(db: Path) -> int:
+    if not db.exists():
+        return 0
+    try:
+        with sqlite3.connect(db) as connection:
+            return connection.execute("SELECT COUNT(*) FROM sweep_points").fetchone()[0]
+    except sqlite3.OperationalError:  # the table is not there yet
+        return 0
