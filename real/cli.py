@@ -496,7 +496,7 @@ def _model_from_spec(spec: str) -> Any:
     try:
         module = factory() if callable(factory) else factory
     except TypeError as error:  # os:remove and the like need arguments
-        raise CollsimError(f"--model {spec}: cannot call it without arguments ({error}); give module:factory returning a torch.nn.Module") from None
+        raise CollsimError(f"--model {spec}: cannot call it without arguments ({error}); give a module:factory") from None
     if not isinstance(module, nn.Module):
         raise CollsimError(f"--model {spec}: gave a {type(module).__name__}, not a torch.nn.Module; give module:factory returning one")
     return module

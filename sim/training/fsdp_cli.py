@@ -160,7 +160,11 @@ fsdp = click.Command(
         click.Option(
             ["--units"], default=None, help="FSDP units: blocks (default: one per transformer block + root), single, or name prefixes"
         ),
-        click.Option(["--optimizer-state-bytes"], default=None, help="optimizer state bytes per parameter element, a whole number (default 8: Adam fp32); a size such as 8GB is refused"),
+        click.Option(
+            ["--optimizer-state-bytes"],
+            default=None,
+            help="optimizer state bytes per parameter element, a whole number (default 8: Adam fp32); a size such as 8GB is refused",
+        ),
         click.Option(["--no-overlap", "overlap"], flag_value=False, default=None, help="collectives block compute (the no-overlap bound)"),
         *_SHARED,
         click.Option(["--trace"], default=None, help="write a Chrome trace JSON of the step (open in Perfetto)"),
