@@ -57,7 +57,7 @@ def field_option(name: str, *decls: str, scenario: str = "collective", note: str
     text = info.help + (f" ({info.low:g} to {info.high:g})" if info.low is not None and info.high is not None else "")
     text += f"; {note}" if note else ""
     if info.listing:
-        kwargs.update(cls=_ListingOption, listing=info.listing)
+        kwargs.update(cls=_ListingOption, listing=info.listing, head=info.help)
     return click.option(*(decls or (info.option,)), help=text, **kwargs)
 
 
@@ -65,13 +65,14 @@ class _ListingOption(click.Option):
     """An option whose help ends with the allowed values, listed when help is shown (the
     registry's ops: all_to_all included), so ``collsim --help`` imports nothing heavy."""
 
-    def __init__(self, *args: Any, listing: str, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, listing: str, head: str, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.listing = listing
+        self.listing, self.head = listing, head  # the list goes after the field's own help, before a command's note
 
     def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
         module, function = self.listing.split(":")
-        base, self.help = self.help, f"{self.help}: {', '.join(getattr(importlib.import_module(module), function)())}"
+        names = ", ".join(getattr(importlib.import_module(module), function)())
+        base, self.help = self.help, (self.help or "").replace(self.head, f"{self.head}: {names}", 1)
         try:
             return super().get_help_record(ctx)
         finally:
