@@ -221,12 +221,6 @@ class Store:
         self.connection.close()
 
 
-def _run_job(job: tuple[int, str, str, dict[str, Any]]) -> tuple[int, dict[str, Any]]:
-    """One point in a pool worker, by its index in the list of points to run."""
-    index, kind, mode, scenario = job
-    return index, run_point(kind, mode, scenario)
-
-
 def _ignore_interrupt() -> None:
     """Pool workers leave Ctrl-C to the parent, which stores what finished and stops them."""
     import signal
@@ -237,33 +231,36 @@ def _ignore_interrupt() -> None:
 class _LocalPool:
     """Points on local worker processes, yielded as they finish; after Ctrl-C, :meth:`ready`
     gives the ones finished but not yet taken, and :meth:`close` stops the workers at once
-    (a ProcessPoolExecutor ran every queued point before letting go, about a minute)."""
+    (leaving the pool with ``with`` ran every queued point first: about a minute). A worker
+    that dies (killed for memory) ends the sweep with an error, as before."""
 
     def __init__(self, todo: list[Point], grid: Grid, workers: int) -> None:
-        from multiprocessing import Pool
+        from concurrent.futures import ProcessPoolExecutor
 
-        self.todo = todo
-        self.pool = Pool(workers, initializer=_ignore_interrupt)
-        jobs = [(index, grid.kind, grid.mode, point.scenario) for index, point in enumerate(todo)]
-        self.results = self.pool.imap_unordered(_run_job, jobs)
+        self.pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_interrupt)
+        self.futures = {self.pool.submit(run_point, grid.kind, grid.mode, point.scenario): point for point in todo}
+        self.taken: set[Any] = set()
 
     def __iter__(self) -> Iterator[tuple[Point, dict[str, Any]]]:
-        for index, outcome in self.results:
-            yield self.todo[index], outcome
+        from concurrent.futures import as_completed
+
+        for future in as_completed(self.futures):
+            self.taken.add(future)
+            yield self.futures[future], future.result()
 
     def ready(self) -> Iterator[tuple[Point, dict[str, Any]]]:
-        from multiprocessing import TimeoutError
-
-        while True:
-            try:
-                index, outcome = self.results.next(timeout=0)
-            except (TimeoutError, StopIteration):
-                return
-            yield self.todo[index], outcome
+        for future, point in self.futures.items():
+            if future not in self.taken and future.done() and not future.cancelled() and future.exception() is None:
+                self.taken.add(future)
+                yield point, future.result()
 
     def close(self) -> None:
-        self.pool.terminate()
-        self.pool.join()
+        workers = list((getattr(self.pool, "_processes", None) or {}).values())  # the standard library's; public only from 3.14
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        for process in workers:  # the points still running: stopped now, not run to their end
+            process.terminate()
+        for process in workers:
+            process.join(5)
 
 
 def _local(todo: list[Point], grid: Grid) -> Iterator[tuple[Point, dict[str, Any]]]:
