@@ -309,7 +309,7 @@ def run_sweep(
         workers = workers or os.cpu_count() or 1
         if scheduler:
             finished: Any = _dask(todo, grid, scheduler)
-        elif workers > 1 and len(todo) > 1:
+        elif workers > 1:
             finished = pool = _LocalPool(todo, grid, workers)
         else:
             finished = _local(todo, grid)
