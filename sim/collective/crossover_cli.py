@@ -19,9 +19,9 @@ def _sizes(text: str | None) -> tuple[int, ...]:
     from sim.collective.explore import CROSSOVER_SIZES
     from sim.units import parse_size_list
 
-    if not text:
+    if text is None:  # "" is an empty list, refused, not the default
         return CROSSOVER_SIZES
-    sizes = tuple(parse_size_list(text, "sizes"))
+    sizes = tuple(parse_size_list(text, "--sizes"))
     if min(sizes) <= 0:
         raise CollsimError(f"sizes: give positive sizes, as a comma list (1KiB,1MiB,64MiB) or a range (1KiB:1GiB:x4); got {text!r}")
     return sizes
