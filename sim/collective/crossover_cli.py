@@ -31,7 +31,7 @@ def _sizes(text: str | None) -> tuple[int, ...]:
 @field_option("op", required=True)
 @field_option("ranks", type=int, note="required without --hardware")
 @field_option("bandwidth_Bps", note="required without --hardware")
-@field_option("latency_s", default="0")
+@field_option("latency_s")
 @field_option("reduce_bandwidth_Bps")
 @field_option("overhead_s")
 @field_option("topology")
