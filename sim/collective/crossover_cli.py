@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import json
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -78,7 +80,8 @@ def crossover_command(sizes: str | None, as_csv: bool, as_json: bool, **flags: A
 
     chosen = _sizes(sizes)
     check_crossover(scenario, chosen)
-    rows = crossover(scenario, chosen) + _nccl_rows(scenario, chosen)
+    with _progress_bar() as on_point:
+        rows = crossover(scenario, chosen, on_point=on_point) + _nccl_rows(scenario, chosen)
     if as_json:
         click.echo(json.dumps(rows))
     elif as_csv:
@@ -87,6 +90,24 @@ def crossover_command(sizes: str | None, as_csv: bool, as_json: bool, **flags: A
         writer.writerows(rows)
     else:
         click.echo(format_table(rows))
+
+
+@contextmanager
+def _progress_bar() -> Iterator[Callable[[int, int], None]]:
+    """A tqdm bar on stderr for a crossover that takes a while (shown after a second; stdout
+    keeps only the table, CSV or JSON)."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=0, desc="crossover", unit="point", file=sys.stderr, delay=1.0, leave=False, dynamic_ncols=True)
+
+    def on_point(done: int, total: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+
+    try:
+        yield on_point
+    finally:
+        bar.close()
 
 
 def _nccl_rows(scenario: Any, sizes: tuple[int, ...]) -> list[dict[str, Any]]:
@@ -105,19 +126,28 @@ def _nccl_rows(scenario: Any, sizes: tuple[int, ...]) -> list[dict[str, Any]]:
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
-    """One line per size: each algorithm's time and the fastest; algorithms that cannot run
-    are listed with the reason."""
+    """One line per size: each algorithm's time and the fastest (:func:`sim.collective.explore.fastest`,
+    marked * where some algorithm has no time at that size); algorithms that cannot run, and
+    points left out, are listed with the reason."""
+    from sim.collective.explore import fastest
     from sim.units import format_size, format_time
 
     names = list(dict.fromkeys(row["algorithm"] for row in rows if row["size_bytes"] is not None))
-    sizes = sorted({row["size_bytes"] for row in rows if row["size_bytes"] is not None})
     table = {(row["algorithm"], row["size_bytes"]): row for row in rows}
     lines = ["size".rjust(10) + "".join(name[:18].rjust(20) for name in names) + "  fastest"]
-    for size in sizes:
+    left_out: dict[str, list[int]] = {}
+    for best in fastest(rows):
+        size = best["size_bytes"]
         times = {name: table[(name, size)]["time_s"] for name in names if (name, size) in table}
-        known = {name: t for name, t in times.items() if t is not None}
         cells = "".join((format_time(times[name]) if times.get(name) is not None else "-").rjust(20) for name in names)
-        lines.append(format_size(size).rjust(10) + cells + "  " + (min(known, key=known.get) if known else "-"))
+        winner = (best["algorithm"] or "-") + (" *" if best["missing"] else "")
+        lines.append(format_size(size).rjust(10) + cells + "  " + winner)
+        for name in best["missing"]:
+            left_out.setdefault(name, []).append(size)
+    if left_out:
+        lines.append("* fastest of those with a time at that size; left out (beyond the crossover's budget, "
+                     "time them with 'collsim sim collective'): "
+                     + "; ".join(f"{name} at {', '.join(map(format_size, sizes))}" for name, sizes in left_out.items()))  # fmt: skip
     for row in rows:
         if row["size_bytes"] is None:
             lines.append(f"not run: {row['algorithm']}: {row['why']}")

@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from functools import lru_cache
 from typing import Any
 
@@ -153,7 +154,9 @@ _PROGRESS: ContextVar[Progress] = ContextVar("crossover_progress", default=lambd
 
 
 def crossover(
-    scenario: CollectiveScenario, sizes: tuple[int, ...] = CROSSOVER_SIZES, max_messages: int = CROSSOVER_MESSAGES,
+    scenario: CollectiveScenario,
+    sizes: tuple[int, ...] = CROSSOVER_SIZES,
+    max_messages: int = CROSSOVER_MESSAGES,
     on_point: Progress | None = None,
 ) -> list[dict[str, Any]]:
     """Time of every algorithm of the scenario's op that accepts its ranks and topology, per size.
@@ -177,8 +180,8 @@ def crossover_key(scenario: CollectiveScenario) -> str:
     for name in ("algorithm", "size_bytes", "record", "repetitions"):
         data.pop(name, None)
     if runs_as_picked(scenario):  # NCCL's pick set its channels and sharing itself (issue 36, E2)
-        data.pop("chunks", None)
-        data.pop("sharing", None)
+        defaults = {item.name: item.default for item in dataclass_fields(CollectiveScenario)}
+        data.update(chunks=defaults["chunks"], sharing=defaults["sharing"])
     return json.dumps(data, sort_keys=True, default=str)
 
 
@@ -232,7 +235,12 @@ def _crossover_scenarios(data: dict[str, Any], names: list[str]) -> tuple[dict[s
     rows: list[dict[str, Any]] = []
     for algorithm in names:
         spec = algorithm_spec(data["op"], algorithm)
-        fields = {**data, "algorithm": algorithm, "size_bytes": int(data.get("element_bytes", 4)) * int(data["ranks"]), "record": "aggregate"}
+        fields = {
+            **data,
+            "algorithm": algorithm,
+            "size_bytes": int(data.get("element_bytes", 4)) * int(data["ranks"]),
+            "record": "aggregate",
+        }
         fields["chunks"] = fields.get("chunks", 1) if spec.chunked else 1
         try:
             scenarios[algorithm] = CollectiveScenario.from_dict(fields)
@@ -245,7 +253,9 @@ TOO_LARGE = "too large to simulate here"  # a point beyond the crossover's budge
 Extension = tuple[int, int, int]  # (smaller size, larger size, messages of both runs)
 
 
-def _plan(pending: dict[str, list[CollectiveScenario]], budget: int) -> tuple[list[tuple[str, CollectiveScenario, Extension | None]], list[tuple[str, CollectiveScenario]]]:
+def _plan(
+    pending: dict[str, list[CollectiveScenario]], budget: int
+) -> tuple[list[tuple[str, CollectiveScenario, Extension | None]], list[tuple[str, CollectiveScenario]]]:
     """Which of the points that must be simulated fit a budget of ``budget`` messages: (chosen,
     each with the two runs it extends from or None; refused). First every algorithm's smallest
     point, cheapest first (each curve starts; the first also finds the routes); then the rest
@@ -255,7 +265,9 @@ def _plan(pending: dict[str, list[CollectiveScenario]], budget: int) -> tuple[li
     costly ones split the rest. What an algorithm has simulated is always its smallest sizes: a
     point is never left out while a larger one of the same algorithm is shown (issue 36).
     Costs are told before anything runs (:func:`work`)."""
-    costed = {name: [(point, *_cost(point, index == 0)) for index, point in enumerate(points)] for name, points in pending.items() if points}
+    costed = {
+        name: [(point, *_cost(point, index == 0)) for index, point in enumerate(points)] for name, points in pending.items() if points
+    }
     chosen: list[tuple[str, CollectiveScenario, Extension | None]] = []
     refused: list[tuple[str, CollectiveScenario]] = []
     for name in sorted(costed, key=lambda name: costed[name][0][1]):
@@ -305,7 +317,6 @@ def _free_point(algorithm: str, point: CollectiveScenario) -> dict[str, Any] | N
         return _row(algorithm, point, closed, "closed form")
     replayed = replay_time(point)
     return None if replayed is None else _row(algorithm, point, replayed.time_s, "replayed")
-
 
 
 def fastest(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
