@@ -22,7 +22,9 @@ def _cli(*args: str):
 @pytest.mark.parametrize("algorithm", ["nccl_nvls", "nccl_nvls_tree"])
 def test_nvls_on_a_plain_switch_is_refused_naming_the_presets_that_have_it(algorithm):
     """Before: 0 messages in 68 us for 64 MiB through 10 GB/s ports (984.6 GB/s algbw)."""
-    out = _cli("sim", "collective", "--op", "all_reduce", "--algorithm", algorithm, "--ranks", "8", "--bandwidth", "10GB/s", "--size", "64MiB")
+    out = _cli(
+        "sim", "collective", "--op", "all_reduce", "--algorithm", algorithm, "--ranks", "8", "--bandwidth", "10GB/s", "--size", "64MiB"
+    )
     assert out.exit_code != 0 and "Traceback" not in out.output
     assert "NVLink SHARP" in out.output
     for name in nvls_presets():
