@@ -80,8 +80,10 @@ def crossover_command(sizes: str | None, as_csv: bool, as_json: bool, **flags: A
 
     chosen = _sizes(sizes)
     check_crossover(scenario, chosen)
+    picks = len(chosen) if _runs_nccl(scenario) else 0
     with _progress_bar() as on_point:
-        rows = crossover(scenario, chosen, on_point=on_point) + _nccl_rows(scenario, chosen)
+        rows = crossover(scenario, chosen, on_point=lambda done, total: on_point(done, total + picks))
+        rows += _nccl_rows(scenario, chosen, lambda done: on_point(len(rows) + done, len(rows) + picks))
     if as_json:
         click.echo(json.dumps(rows))
     elif as_csv:
@@ -110,14 +112,24 @@ def _progress_bar() -> Iterator[Callable[[int, int], None]]:
         bar.close()
 
 
-def _nccl_rows(scenario: Any, sizes: tuple[int, ...]) -> list[dict[str, Any]]:
-    """On a GPU preset: NCCL's pick at each size, run in the DES as every surface runs it."""
-    from sim.training.comm import PICK_OPS, pick_time, uses_nccl
+def _runs_nccl(scenario: Any) -> bool:
+    from sim.training.comm import PICK_OPS, uses_nccl
 
-    if not uses_nccl(scenario.hardware) or scenario.op not in PICK_OPS:
+    return bool(scenario.hardware) and uses_nccl(scenario.hardware) and scenario.op in PICK_OPS
+
+
+def _nccl_rows(scenario: Any, sizes: tuple[int, ...], on_pick: Callable[[int], None] = lambda done: None) -> list[dict[str, Any]]:
+    """On a GPU preset: NCCL's pick at each size, run in the DES as every surface runs it
+    (``on_pick(done)`` after each)."""
+    from sim.training.comm import pick_time
+
+    if not _runs_nccl(scenario):
         return []
     nodes = scenario.ranks // scenario.gpus_per_node_resolved
-    picks = [(size, pick_time(scenario.hardware, nodes, scenario.op, size)) for size in sizes]
+    picks = []
+    for size in sizes:
+        picks.append((size, pick_time(scenario.hardware, nodes, scenario.op, size)))
+        on_pick(len(picks))
     return [
         {"algorithm": "nccl", "size_bytes": size, "time_s": pick.time_s,
          "method": f"des ({pick.algorithm} x{pick.chunks})" if pick.algorithm else "nccl model", "why": pick.nccl_pick}

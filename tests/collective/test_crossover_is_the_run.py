@@ -70,3 +70,25 @@ def test_a_scenario_given_chunks_keeps_them_for_every_algorithm():
     rows = explore.crossover(ring, (1 << 20,))
     point = next(row for row in rows if row["algorithm"] == "ring")
     assert point["time_s"] == pytest.approx(run_collective(ring).time_s, rel=1e-9)
+
+
+@pytest.mark.parametrize("budget", [10_000, 30_000, 60_000])
+def test_an_algorithm_left_out_at_a_size_is_left_out_at_every_larger_one(budget):
+    """Before, on 2 x dgx-h100 with the explorer's budget, recursive doubling had no time at 4 KiB
+    but one at 16 KiB, and every algorithm but ring was skipped at 1, 16 and 256 MiB, so ring,
+    the slowest curve, was named the fastest there."""
+    s = CollectiveScenario.from_dict({**scenario_fields("dgx-h100", 2), "op": "all_reduce", "algorithm": "ring", "size": "4MiB"})
+    rows = explore.crossover(s, explore.CROSSOVER_SIZES, max_messages=budget)
+    curves: dict[str, list[dict]] = {}
+    for row in rows:
+        curves.setdefault(row["algorithm"], []).append(row)
+    for name, curve in curves.items():
+        shown = [row["time_s"] is not None for row in sorted(curve, key=lambda row: row["size_bytes"])]
+        assert shown == sorted(shown, reverse=True), (name, shown)  # a prefix of the sizes
+        assert all(row["why"] == explore.TOO_LARGE for row in curve if row["time_s"] is None)
+    for entry in explore.fastest(rows):
+        here = [row for row in rows if row["size_bytes"] == entry["size_bytes"]]
+        timed = {row["algorithm"]: row["time_s"] for row in here if row["time_s"] is not None}
+        assert entry["time_s"] == min(timed.values()) and timed[entry["algorithm"]] == entry["time_s"]
+        assert set(entry["missing"]) == {row["algorithm"] for row in here if row["time_s"] is None}
+    assert all(curve[0]["time_s"] is not None for curve in curves.values()) or budget < 30_000  # every curve starts
