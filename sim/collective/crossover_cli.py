@@ -118,23 +118,34 @@ def _runs_nccl(scenario: Any) -> bool:
     return bool(scenario.hardware) and uses_nccl(scenario.hardware) and scenario.op in PICK_OPS
 
 
+NCCL_ROWS_SECONDS = 15.0  # NCCL's pick simulated at each size: at most about this long in all (budget.estimate)
+
+
 def _nccl_rows(scenario: Any, sizes: tuple[int, ...], on_pick: Callable[[int], None] = lambda done: None) -> list[dict[str, Any]]:
     """On a GPU preset: NCCL's pick at each size, run in the DES as every surface runs it
-    (``on_pick(done)`` after each)."""
+    (``on_pick(done)`` after each), smallest first while the runs' estimated time stays within
+    :data:`NCCL_ROWS_SECONDS`; the larger ones "too large to simulate here", as the crossover's
+    own points (a tree's pick at 1 GiB on 64 x dgx-h100 is ~260,000 fairly shared messages)."""
+    from sim.collective.budget import estimate
+    from sim.collective.explore import TOO_LARGE
+    from sim.hardware.nccl_des import scenario_for_pick
     from sim.training.comm import pick_time
 
     if not _runs_nccl(scenario):
         return []
-    nodes = scenario.ranks // scenario.gpus_per_node_resolved
-    picks = []
-    for size in sizes:
-        picks.append((size, pick_time(scenario.hardware, nodes, scenario.op, size)))
-        on_pick(len(picks))
-    return [
-        {"algorithm": "nccl", "size_bytes": size, "time_s": pick.time_s,
-         "method": f"des ({pick.algorithm} x{pick.chunks})" if pick.algorithm else "nccl model", "why": pick.nccl_pick}
-        for size, pick in picks
-    ]  # fmt: skip
+    nodes, left, rows = scenario.ranks // scenario.gpus_per_node_resolved, NCCL_ROWS_SECONDS, []
+    for size in sorted(sizes):
+        run, _ = scenario_for_pick(scenario.hardware, nodes, scenario.op, size)
+        seconds = 0.0 if run is None else estimate(run.replace(record="aggregate")).seconds
+        if seconds > left or (rows and rows[-1]["time_s"] is None):  # the budget is spent: larger ones too
+            rows.append({"algorithm": "nccl", "size_bytes": size, "time_s": None, "method": "n/a", "why": TOO_LARGE})
+        else:
+            left -= seconds
+            pick = pick_time(scenario.hardware, nodes, scenario.op, size)
+            method = f"des ({pick.algorithm} x{pick.chunks})" if pick.algorithm else "nccl model"
+            rows.append({"algorithm": "nccl", "size_bytes": size, "time_s": pick.time_s, "method": method, "why": pick.nccl_pick})
+        on_pick(len(rows))
+    return rows
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
