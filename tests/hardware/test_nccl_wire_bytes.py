@@ -44,3 +44,17 @@ def test_cli_json_bytes_on_wire_of_nccls_pick_equals_a_plain_rings():
     plain = json.loads(CliRunner().invoke(cli, [*args, "--algorithm", "ring"]).output)
     assert picked["algorithm"] == "nccl_ring" and plain["bytes_on_wire"] == 896 * 2**20
     assert picked["bytes_on_wire"] == pytest.approx(plain["bytes_on_wire"], rel=1e-4)
+
+
+def test_the_players_steps_times_its_copies_are_the_bytes_on_the_wire():
+    """The step caption sums a step's messages: x ``wire_copies`` it is every channel's bytes
+    (step 1 of 8 x dgx-h100 at 64 MiB is 64 MiB in all, not the 2.667 MiB of one channel)."""
+    from sim.collective.player import player_data
+
+    scenario, _ = scenario_for_pick("dgx-h100", 1, "all_reduce", 64 << 20)
+    result = run_collective(scenario)
+    player = player_data(scenario, result)
+    first = sum(message[4] for message in player["messages"][0]) * player["wire_copies"]
+    assert first == pytest.approx(64 << 20, rel=1e-4)
+    every = sum(message[4] for step in player["messages"] for message in step) * player["wire_copies"]
+    assert every == pytest.approx(result.bytes_sent, rel=1e-9)
