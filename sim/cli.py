@@ -168,7 +168,7 @@ def collective(scenario_file: str | None, trace: str | None, csv_path: str | Non
     """
     from sim.collective.collapsed import run as run_in_mode
     from sim.collective.collapsed import summarize
-    from sim.collective.results import NO_BANDWIDTH_OPS, check_output_path
+    from sim.collective.results import check_output_path
     from sim.scenario import CollectiveScenario, check_keys, fill_only_algorithm, load_mapping, missing_text, override
 
     for path, what in ((trace, "--trace"), (csv_path, "--csv")):
@@ -207,8 +207,6 @@ def collective(scenario_file: str | None, trace: str | None, csv_path: str | Non
     if "size_bytes" not in data:
         data.setdefault("size", 0)
     scenario = CollectiveScenario.from_dict(data)
-    if scenario.op in NO_BANDWIDTH_OPS and scenario.size_bytes:  # issue 36: a 1 GiB barrier read 357,913 GB/s algbw
-        raise CollsimError(f"size: a {scenario.op} moves no data (its messages are empty), so a size means nothing; drop --size")
     _check_budget(scenario, mode)
     result = run_in_mode(scenario, mode)
     if (trace or csv_path) and result.mode == "collapsed":
