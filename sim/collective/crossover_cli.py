@@ -96,11 +96,12 @@ def crossover_command(sizes: str | None, as_csv: bool, as_json: bool, **flags: A
 
 @contextmanager
 def _progress_bar() -> Iterator[Callable[[int, int], None]]:
-    """A tqdm bar on stderr for a crossover that takes a while (shown after a second; stdout
-    keeps only the table, CSV or JSON)."""
+    """A tqdm bar on a terminal's stderr for a crossover that takes a while (shown after a
+    second; stdout keeps only the table, CSV or JSON)."""
     from tqdm import tqdm
 
-    bar = tqdm(total=0, desc="crossover", unit="point", file=sys.stderr, delay=1.0, leave=False, dynamic_ncols=True)
+    quiet = not sys.stderr.isatty()  # a log or a pipe gets no bar lines
+    bar = tqdm(total=0, desc="crossover", unit="point", file=sys.stderr, delay=1.0, leave=False, dynamic_ncols=True, disable=quiet)
 
     def on_point(done: int, total: int) -> None:
         bar.total = total

@@ -205,6 +205,7 @@ def _crossover(key: str, sizes: tuple[int, ...], max_messages: int) -> tuple[dic
     names = algorithms_for(data["op"])
     scenarios, rows = _crossover_scenarios(data, names)
     report = _PROGRESS.get()
+    sizes = tuple(sorted(set(sizes)))  # smallest first: the plan keeps each algorithm's smallest points
     total, count = len(scenarios) * len(sizes), 0
     pending: dict[str, list[CollectiveScenario]] = {name: [] for name in scenarios}
     for name, base in scenarios.items():  # closed forms and replays first: they cost no budget
