@@ -379,18 +379,12 @@ def predict(
         )
     best = min(candidates, key=lambda c: c.time_s)  # min keeps the first of equals, as NCCL's strict <
     algbw = size_bytes / best.time_s / 1e9 if best.time_s > 0 else None
-    busbw = algbw * _busbw_factor(op, ranks) if algbw is not None else None
+    from sim.collective.analytic import busbw_factor
+
+    busbw = algbw * busbw_factor(op, ranks) if algbw is not None else None
     return Prediction(
         preset.name, nodes, ranks, op, size_bytes, best.algorithm, best.protocol, best.time_s, algbw, busbw, tuple(candidates)
     )
-
-
-def _busbw_factor(op: str, ranks: int) -> float:
-    if op == "all_reduce":
-        return 2 * (ranks - 1) / ranks
-    if op in ("all_gather", "reduce_scatter"):
-        return (ranks - 1) / ranks
-    return 1.0
 
 
 _TABLES: dict[tuple[int, int], tuple[Preset, Tables]] = {}  # (id(preset), nodes); the preset kept alive
