@@ -12,6 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from sim.collective import explore
+from sim.collective.teaching import COST_PARTS, difference
 from sim.units import format_size, format_time
 from webapp.figures.common import (
     COMPONENT_COLORS,
@@ -224,17 +225,10 @@ def parts_figure(labels: Sequence[str], parts: Sequence[dict[str, float]]) -> go
     if not parts:
         return note_figure("nothing to compare", "Where the difference comes from")
     factor, unit = time_unit(max(p["total"] for p in parts))
-    names = ["latency", "bandwidth", "reduction", "overhead", "contention"]
+    names = list(COST_PARTS)
     title = "Where the time goes"
     if len(parts) == 2:
-        diff = {name: parts[1][name] - parts[0][name] for name in names}
-        main = max(diff, key=lambda name: abs(diff[name]))
-        total = parts[1]["total"] - parts[0]["total"]
-        sign = "+" if total >= 0 else "−"
-        title = f"{labels[1]} vs {labels[0]}: {sign}{format_time(abs(total))}, mostly {main} ({'+' if diff[main] >= 0 else '−'}{format_time(abs(diff[main]))})"
-        noise = 1e-9 * max(parts[0]["total"], parts[1]["total"])  # float rounding, not a difference (-8.674e-10 ns was shown)
-        if abs(total) <= noise and all(abs(value) <= noise for value in diff.values()):
-            title = f"{labels[1]} vs {labels[0]}: no difference: the same time, part for part"
+        title = f"{labels[1]} vs {labels[0]}: {difference(parts[0], parts[1]).sentence()}"
     figure = base_figure("Where the time goes", 340)
     for name in names:
         values = [p[name] * factor for p in parts]

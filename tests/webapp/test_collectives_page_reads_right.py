@@ -1,0 +1,42 @@
+"""What a student and an engineer read on the Collectives page (issue 36): the reason a side by
+side names, the heatmaps' colour scale, the crossover's notes and coincident curves, the names
+of ranks and pieces, units as typed, presets that set nodes, links with a changed op or an
+unknown key. Callbacks and figure functions called directly (no server, no browser)."""
+
+from __future__ import annotations
+
+import pytest
+
+from sim.collective import explore
+from webapp import collective as model
+from webapp.figures import collectives as draw
+from webapp.pages.collectives import callbacks as page
+
+
+def values(**changes: str) -> dict[str, str]:
+    return {**model.DEFAULTS, **changes}
+
+
+def scenario_of(**changes: str) -> dict | None:
+    return page.validate(values(**changes))["scenario"]
+
+
+def test_side_by_side_names_the_largest_increase_not_a_larger_offsetting_decrease():
+    data = scenario_of(size="1MiB")
+    a = page.scenario_of(data)
+    b = a.replace(algorithm="recursive_doubling")
+    parts = [explore.decompose(s) for s in (a, b)]
+    diff = {name: parts[1][name] - parts[0][name] for name in ("latency", "bandwidth", "reduction")}
+    assert parts[1]["total"] > parts[0]["total"] and diff["latency"] < -diff["bandwidth"] / 2  # the case of the issue
+    title = draw.parts_figure(["A", "B"], parts).layout.meta["summary"]
+    largest = max(diff, key=diff.get)
+    assert largest == "bandwidth" and f"mostly {largest}" in title and "mostly latency" not in title
+    shown = page.compare_panel("recursive_doubling", "algorithm", data)
+    assert "mostly bandwidth (+" in shown["note"] and "latency −" in shown["note"]
+
+
+def test_side_by_side_a_decrease_is_explained_by_the_largest_decrease():
+    a = {"latency": 1e-5, "bandwidth": 4e-5, "reduction": 1e-5, "overhead": 0.0, "contention": 0.0, "total": 6e-5}
+    b = {"latency": 3e-5, "bandwidth": 1e-5, "reduction": 1e-5, "overhead": 0.0, "contention": 0.0, "total": 5e-5}
+    title = draw.parts_figure(["A", "B"], [a, b]).layout.meta["summary"]
+    assert "−10 us, mostly bandwidth (−30 us)" in title and "latency +20 us the other way" in title
