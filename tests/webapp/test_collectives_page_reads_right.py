@@ -40,3 +40,35 @@ def test_side_by_side_a_decrease_is_explained_by_the_largest_decrease():
     b = {"latency": 3e-5, "bandwidth": 1e-5, "reduction": 1e-5, "overhead": 0.0, "contention": 0.0, "total": 5e-5}
     title = draw.parts_figure(["A", "B"], [a, b]).layout.meta["summary"]
     assert "−10 us, mostly bandwidth (−30 us)" in title and "latency +20 us the other way" in title
+
+
+def _luminance(colour: str) -> float:
+    from plotly.colors import hex_to_rgb, unlabel_rgb
+
+    red, green, blue = hex_to_rgb(colour) if colour.startswith("#") else unlabel_rgb(colour)
+    return 0.2126 * red + 0.7152 * green + 0.0722 * blue
+
+
+def _scale_of(figure) -> tuple[list, dict]:
+    """A heatmap's colour scale as the browser gets it (the JSON), and its colour bar."""
+    data = figure.to_plotly_json()
+    heatmap = next(item for item in data["data"] if item["type"] == "heatmap")
+    if heatmap.get("coloraxis"):
+        axis = data["layout"]["coloraxis"]
+        return axis["colorscale"], axis["colorbar"]
+    return heatmap["colorscale"], heatmap["colorbar"]
+
+
+def test_utilisation_heatmaps_draw_busy_dark_with_one_labelled_scale():
+    shown = page.simulate(scenario_of(ranks="64"), "step", background=False)
+    links = shown["link_gantt"]
+    assert links.layout.meta["utilisation"]  # too many crossings for bars: the heatmap of the issue
+    compared = page.compare_panel("recursive_doubling", "algorithm", scenario_of(ranks="8"))["timeline"]
+    scales = []
+    for figure in (links, compared):
+        scale, bar = _scale_of(figure)
+        assert isinstance(scale, list), "a named scale means what Plotly.js's own table says (legacy Blues: 0 dark)"
+        assert _luminance(scale[0][1]) > _luminance(scale[-1][1]) + 100  # idle light, busy dark
+        assert "in flight" in bar["title"]["text"]
+        scales.append(scale)
+    assert scales[0] == scales[1]  # one colour scale in both

@@ -15,6 +15,7 @@ from sim.collective import explore
 from sim.collective.teaching import COST_PARTS, difference
 from sim.units import format_size, format_time
 from webapp.figures.common import (
+    BUSY_SCALE,
     COMPONENT_COLORS,
     PALETTE,
     UTIL_BINS,
@@ -213,7 +214,8 @@ def side_by_side_figure(columns: Sequence[tuple], rank_counts: Sequence[int] = (
     figure.update_layout(
         title={"text": "Side by side: per-rank activity on one time axis", "x": 0.01, "font": {"size": 15}},
         height=200 + 160 * len(columns),
-        coloraxis={"colorscale": "Blues", "cmin": 0, "cmax": top, "colorbar": {"title": {"text": "in flight"}, "thickness": 12}},
+        coloraxis={"colorscale": BUSY_SCALE, "cmin": 0, "cmax": top,
+                   "colorbar": {"title": {"text": "operations<br>in flight", "side": "top"}, "thickness": 12}},  # fmt: skip
         meta={"columns": [c[0] for c in columns], "span_s": span, "zmax": top},
     )
     return figure
