@@ -72,3 +72,19 @@ def test_utilisation_heatmaps_draw_busy_dark_with_one_labelled_scale():
         assert "in flight" in bar["title"]["text"]
         scales.append(scale)
     assert scales[0] == scales[1]  # one colour scale in both
+
+
+def test_crossover_says_which_curves_lie_on_each_other():
+    figure = page.crossover_panel(scenario_of(op="broadcast", algorithm="binomial"))
+    names = {item.name.split(" (")[0]: item for item in figure.data if item.name and item.name != "fastest"}
+    rows = {}
+    for item in figure.data:
+        if item.name and item.x and item.x[0] is not None and item.name.split(" (")[0] in names:
+            rows[item.name.split(" (")[0]] = list(item.y)
+    assert rows["linear"] == pytest.approx(rows["pipelined_chain"], rel=1e-9)  # the data: one curve under the other
+    assert "= pipelined_chain" in names["linear"].name and "= linear" in names["pipelined_chain"].name
+    assert names["pipelined_chain"].line.dash == "dash"  # drawn over linear: dashed, so both show
+    assert "=" not in names["binomial"].name and "=" not in names["scatter_allgather"].name
+    assert figure.layout.meta["coincident"] == {"linear": ["pipelined_chain"], "pipelined_chain": ["linear"]}
+    apart = page.crossover_panel(scenario_of(op="broadcast", algorithm="pipelined_chain", chunks="4"))  # 4 chunks: the chain pipelines
+    assert apart.layout.meta["coincident"] == {}

@@ -95,8 +95,14 @@ def crossover_figure(
     factor, unit = time_unit(max(row["time_s"] for row in points))
     figure = Draft("Algorithm crossover over message size", 400)
     algorithms = list(dict.fromkeys(row["algorithm"] for row in rows))
+    same = coincident(points)
     for index, name in enumerate(algorithms):
-        figure.add_trace(_algorithm_trace(name, rows, points, factor, PALETTE[index % len(PALETTE)], name == algorithm))
+        curve = _algorithm_trace(name, rows, points, factor, PALETTE[index % len(PALETTE)], name == algorithm)
+        if same.get(name):  # drawn exactly over another: said in the legend; the later one dashed, so both show
+            curve["name"] += f" (= {', '.join(same[name])})"
+            if any(algorithms.index(other) < index for other in same[name]):
+                curve["line"] = {**curve["line"], "dash": "dash"}
+        figure.add_trace(curve)
     if nccl:
         figure.add_trace(
             trace(
@@ -130,8 +136,29 @@ def crossover_figure(
             text=f"not simulated here (too many messages): some sizes of {', '.join(beyond)}; `collsim sim crossover` draws more",
             x=1, y=1.02, xref="paper", yref="paper", xanchor="right", yanchor="bottom", showarrow=False, font={"size": 11, "color": "#a00"},
         )  # fmt: skip
-    figure.update_layout(meta={"beyond_budget": beyond})
+    figure.update_layout(meta={"beyond_budget": beyond, "coincident": same})
     return figure.figure()
+
+
+COINCIDENT_RELATIVE = 1e-9  # two times this close are one point (float rounding)
+
+
+def coincident(points: Iterable[dict[str, Any]]) -> dict[str, list[str]]:
+    """algorithm -> the other algorithms whose curve lies exactly on its own (the same sizes, each
+    time within :data:`COINCIDENT_RELATIVE`): drawn one over the other, one would be hidden
+    (linear under pipelined_chain at one chunk). Only algorithms with such a twin are keys."""
+    curves: dict[str, dict[int, float]] = {}
+    for row in points:
+        curves.setdefault(row["algorithm"], {})[row["size_bytes"]] = row["time_s"]
+
+    def same(a: dict[int, float], b: dict[int, float]) -> bool:
+        return a.keys() == b.keys() and all(abs(a[size] - b[size]) <= COINCIDENT_RELATIVE * max(a[size], b[size]) for size in a)
+
+    return {
+        name: twins
+        for name, curve in curves.items()
+        if (twins := [other for other, theirs in curves.items() if other != name and same(curve, theirs)])
+    }
 
 
 def _algorithm_trace(
