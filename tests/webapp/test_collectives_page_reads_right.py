@@ -6,9 +6,11 @@ unknown key. Callbacks and figure functions called directly (no server, no brows
 from __future__ import annotations
 
 import pytest
+from dash import no_update
 
 from sim.collective import explore
 from webapp import collective as model
+from webapp import ids
 from webapp.figures import collectives as draw
 from webapp.pages.collectives import callbacks as page
 
@@ -88,3 +90,73 @@ def test_crossover_says_which_curves_lie_on_each_other():
     assert figure.layout.meta["coincident"] == {"linear": ["pipelined_chain"], "pipelined_chain": ["linear"]}
     apart = page.crossover_panel(scenario_of(op="broadcast", algorithm="pipelined_chain", chunks="4"))  # 4 chunks: the chain pipelines
     assert apart.layout.meta["coincident"] == {}
+
+
+def _form_note(search: str) -> str:
+    from webapp.pages.collectives.layout import layout
+
+    def find(component):
+        if getattr(component, "id", None) == ids.COLL_FORM_NOTE:
+            return component
+        children = getattr(component, "children", None)
+        for child in children if isinstance(children, list) else [children] if children is not None else []:
+            found = find(child) if hasattr(child, "children") or hasattr(child, "id") else None
+            if found is not None:
+                return found
+        return None
+
+    note = find(layout(search))
+    assert note is not None, "the page has a note above its form"
+    return " ".join(str(line.children) for line in note.children)
+
+
+def test_a_link_with_unknown_keys_says_which_and_what_the_page_reads():
+    text = _form_note("?rank=16&size=1MiB&colour=chunk")
+    assert "colour, rank" in text and "not keys of this page" in text
+    for key in ("ranks", "size", "hardware", "nodes", "step", "color", "cmp"):
+        assert key in text.split("Keys: ")[1]
+    written = model.query_from_form(values(ranks="16", size="1MiB", hardware="dgx-h100", nodes="2")) + "&step=3&color=chunk&cmp=algorithm:tree"
+    assert "Ignored" not in _form_note(written)  # every key the page writes itself is read back
+
+
+def test_a_link_whose_op_the_algorithm_does_not_run_gets_the_ops_default_and_says_so():
+    form, notes = model.read_link("?op=barrier")
+    assert form["algorithm"] == "dissemination" and not any(page.validate(form)["errors"].values())
+    assert "ring does not run barrier; set to dissemination" in " ".join(notes)
+    assert "set to dissemination" in _form_note("?op=barrier")
+    assert model.read_link("?op=barrier&algorithm=ring")[0]["algorithm"] == "ring"  # typed in the link: kept, and refused by name
+    assert "not an algorithm for barrier" in page.validate(model.read_link("?op=barrier&algorithm=ring")[0])["errors"]["algorithm"]
+
+
+def test_changing_the_op_in_the_form_picks_its_default_and_says_so():
+    changed = page.op_changed("barrier", "ring", "")
+    assert changed["value"] == "dissemination" and "ring does not run barrier" in changed["note"]
+    kept = page.op_changed("reduce_scatter", "ring", "")
+    assert kept["value"] == "ring" and kept["note"] is no_update
+
+
+def test_a_preset_sets_nodes_and_the_ranks_they_make_and_says_so():
+    chosen = page.apply_hardware("dgx-h100", "8", "all_reduce", "ring")
+    assert (chosen["nodes"], chosen["ranks"], chosen["nodes_style"]) == ("1", "8", {})
+    assert "1 node of 8 GPUs = 8 ranks" in chosen["note"] and "Nodes" in chosen["note"]
+    more = page.nodes_or_ranks(ids.field_id("nodes"), "2", "8", "dgx-h100", "8")
+    assert more["ranks"] == "16" and more["nodes"] is no_update
+    back = page.nodes_or_ranks(ids.field_id("ranks"), "2", "32", "dgx-h100", "8")
+    assert back["nodes"] == "4" and back["ranks"] is no_update
+    form = values(**{**{k: v for k, v in chosen.items() if k in model.DEFAULTS}, "hardware": "dgx-h100", "nodes": "2", "ranks": "16"})
+    data = page.validate(form)["scenario"]
+    assert data["ranks"] == 16 and data["gpus_per_node"] == 8
+    linked, notes = model.read_link("?hardware=dgx-h100&nodes=2")
+    assert (linked["nodes"], linked["ranks"]) == ("2", "16") and "2 nodes of 8 GPUs = 16 ranks" in notes[0]
+    cleared = page.apply_hardware("", "16", "all_reduce", "nccl")
+    assert cleared["nodes"] == "" and cleared["nodes_style"] == {"display": "none"}
+
+
+def test_nodes_that_make_no_run_get_a_message():
+    errors = page.validate(values(nodes="100000"))["errors"]
+    assert "only with a hardware preset" in errors["nodes"]
+    chosen = {k: v for k, v in page.apply_hardware("dgx-h100", "8", "all_reduce", "ring").items() if k in model.DEFAULTS}
+    errors = page.validate(values(**{**chosen, "hardware": "dgx-h100", "nodes": "100000", "ranks": "800000"}))["errors"]
+    assert "the explorer takes up to 1024" in errors["nodes"]
+    errors = page.validate(values(**{**chosen, "hardware": "dgx-h100", "nodes": "2", "ranks": "24"}))["errors"]
+    assert "2 nodes are 16 ranks, but Ranks says 24" in errors["nodes"]

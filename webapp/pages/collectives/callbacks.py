@@ -51,6 +51,8 @@ __all__ = [
     "download",
     "mark_step",
     "nccl_fields",
+    "nodes_or_ranks",
+    "op_changed",
     "panels",
     "register",
     "show_step",
@@ -99,11 +101,38 @@ def apply_hardware(name: str | None, ranks: str | None, op: str | None = None, a
     choices; no preset: only the choices (NCCL's pick leaves them)."""
     options, kept = algorithms_for_op(op or "", algorithm, name)
     values = model.hardware_form(name, ranks)
-    if values is None:
-        return {**answer(HARDWARE_FIELDS + PICK_FIELDS), "algorithm": kept, "algorithm_options": options}
+    if values is None:  # no preset: its Nodes field goes (empty, hidden)
+        return {**answer(HARDWARE_FIELDS + PICK_FIELDS), "nodes": "", "nodes_style": {"display": "none"}, "note": "",
+                "algorithm": kept, "algorithm_options": options}  # fmt: skip
     picked = model.pick_form(name, op)
     chosen = {key: picked.get(key, no_update) for key in PICK_FIELDS}
-    return {**{key: values[key] for key in HARDWARE_FIELDS}, **chosen, "algorithm": picked.get("algorithm", kept), "algorithm_options": options}  # fmt: skip
+    return {**{key: values[key] for key in HARDWARE_FIELDS}, **chosen, "algorithm": picked.get("algorithm", kept), "algorithm_options": options,
+            "nodes_style": {}, "note": model.preset_note(name, values)}  # fmt: skip
+
+
+def op_changed(op: str | None, current: str | None, hardware: str | None) -> dict[str, Any]:
+    """A new op: its algorithm choices; an algorithm it does not run becomes its default, said
+    above the form (:func:`webapp.collective.served_algorithm`)."""
+    options, _ = algorithms_for_op(op or "", current, hardware)
+    value, note = model.served_algorithm(op, current, hardware)
+    return {"options": options, "value": value, "note": note or no_update}
+
+
+def nodes_or_ranks(trigger: str | None, nodes: str | None, ranks: str | None, hardware: str | None, gpus_per_node: str | None) -> dict[str, Any]:
+    """Nodes and Ranks of a preset kept in step (one callback, as Dash syncs two inputs): new
+    Nodes set Ranks (nodes x GPUs per node); new Ranks that fill whole nodes set Nodes. Nothing
+    when they make no whole count (the Nodes field's message says why)."""
+    if not hardware:
+        raise PreventUpdate
+    if trigger == ids.field_id("nodes"):
+        made = model.nodes_to_ranks(nodes, hardware, gpus_per_node)
+        changed = {"ranks": made} if made is not None and made != str(ranks or "").strip() else {}
+    else:
+        made = model.ranks_to_nodes(ranks, hardware, gpus_per_node)
+        changed = {"nodes": made} if made is not None and made != str(nodes or "").strip() else {}
+    if not changed:
+        raise PreventUpdate
+    return answer(("nodes", "ranks"), **changed)
 
 
 def channels_placeholder(data: dict | None, algorithm: str | None) -> str:
@@ -420,12 +449,19 @@ def register(app: Any) -> None:
 
 def _register_form(app: Any) -> None:
     """Algorithm choices, the two_level fields, the hardware picker, validation, the URL writers."""
+    note = Output(ids.COLL_FORM_NOTE, "children", allow_duplicate=True)
     app.callback(
-        output={"options": Output(ids.field_id("algorithm"), "options"), "value": Output(ids.field_id("algorithm"), "value")},
+        output={"options": Output(ids.field_id("algorithm"), "options"), "value": Output(ids.field_id("algorithm"), "value"), "note": note},
         inputs={"op": Input(ids.field_id("op"), "value"), "current": State(ids.field_id("algorithm"), "value"),
                 "hardware": State(ids.field_id("hardware"), "value")},
         prevent_initial_call=True,  # the layout has them (one round trip less before the first run)
-    )(lambda op, current, hardware: dict(zip(("options", "value"), algorithms_for_op(op, current, hardware))))  # fmt: skip
+    )(op_changed)  # fmt: skip
+    app.callback(
+        output={name: Output(ids.field_id(name), "value", allow_duplicate=True) for name in ("nodes", "ranks")},
+        inputs={name: Input(ids.field_id(name), "value") for name in ("nodes", "ranks")}
+        | {name: State(ids.field_id(name), "value") for name in ("hardware", "gpus_per_node")},
+        prevent_initial_call=True,
+    )(guarded(lambda **form: nodes_or_ranks(ctx.triggered_id, **form), lambda message: answer(("nodes", "ranks"))))
     nccl = {"algo_options": Output(ids.field_id("nccl_algo"), "options"), "proto_options": Output(ids.field_id("nccl_proto"), "options"),
             "algo_style": Output(ids.field_box_id("nccl_algo"), "style"), "proto_style": Output(ids.field_box_id("nccl_proto"), "style"),
             "label": Output(ids.COLL_CHUNKS_LABEL, "children"), "hint": Output(ids.COLL_CHUNKS_HINT, "children")}  # fmt: skip
@@ -449,11 +485,12 @@ def _register_form(app: Any) -> None:
     )
     filled = {name: Output(ids.field_id(name), "value", allow_duplicate=True) for name in HARDWARE_FIELDS + PICK_FIELDS}
     app.callback(
-        output={**filled, "algorithm_options": Output(ids.field_id("algorithm"), "options", allow_duplicate=True)},
+        output={**filled, "algorithm_options": Output(ids.field_id("algorithm"), "options", allow_duplicate=True),
+                "nodes_style": Output(ids.field_box_id("nodes"), "style"), "note": note},
         inputs={"name": Input(ids.field_id("hardware"), "value"), "ranks": State(ids.field_id("ranks"), "value"),
                 "op": State(ids.field_id("op"), "value"), "algorithm": State(ids.field_id("algorithm"), "value")},
         prevent_initial_call=True,
-    )(guarded(apply_hardware, lambda message: answer((*HARDWARE_FIELDS, *PICK_FIELDS, "algorithm_options"))))  # fmt: skip
+    )(guarded(apply_hardware, lambda message: answer((*HARDWARE_FIELDS, *PICK_FIELDS, "algorithm_options", "nodes_style", "note"))))  # fmt: skip
     errors = {name: Output(ids.error_id(name), "children") for name in model.DEFAULTS}
     app.callback(
         output={"scenario": Output(ids.COLL_SCENARIO, "data"), "errors": errors},

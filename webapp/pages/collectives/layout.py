@@ -39,7 +39,8 @@ __all__ = [
 ]
 
 LABELS = {
-    "hardware": ("Hardware", "a preset fills ranks, topology and links (collsim hardware list)"),
+    "hardware": ("Hardware", "a preset fills nodes, ranks, topology and links (collsim hardware list)"),
+    "nodes": ("Nodes", "with a preset: ranks = nodes x its GPUs per node"),
     "op": ("Operation", "the collective to run"),
     "algorithm": ("Algorithm", "choices depend on the operation; NCCL's pick with a GPU preset"),
     "nccl_algo": ("NCCL algorithm", "auto: NCCL's pick; else only this one, as NCCL_ALGO"),
@@ -61,7 +62,7 @@ LABELS = {
     "placement": ("Rank placement", "two_level: block fills a node first; round_robin alternates nodes"),
 }
 DROPDOWNS = ("hardware", "op", "algorithm", "nccl_algo", "nccl_proto", "topology", "sharing", "placement")
-HARDWARE_FIELDS = ("ranks", "topology", "gpus_per_node", "bandwidth", "latency", "intra_bandwidth", "intra_latency", "reduce_bandwidth")
+HARDWARE_FIELDS = ("nodes", "ranks", "topology", "gpus_per_node", "bandwidth", "latency", "intra_bandwidth", "intra_latency", "reduce_bandwidth")
 PICK_FIELDS = ("algorithm", "chunks", "sharing", "nccl_algo", "nccl_proto")  # what choosing a GPU preset sets (model.pick_form)
 NCCL_ONLY = ("nccl_algo", "nccl_proto")  # shown while NCCL's pick is the algorithm
 CHANNELS = {
@@ -130,6 +131,7 @@ def form(values: dict[str, str]) -> html.Div:
             component.options, component.value = urlstate.with_unknown(component.options, values[name]), values[name]
         hidden = name in TWO_LEVEL_ONLY and values["topology"] != "two_level" and values[name] in ("", model.DEFAULTS[name])
         hidden = hidden or (name in NCCL_ONLY and values["algorithm"] != pick.NCCL and not values[name])
+        hidden = hidden or (name == "nodes" and not values["hardware"] and not values["nodes"])
         box = field(name, label, hint, component, hidden=hidden)
         if name == "chunks":  # its label and hint follow the algorithm (nccl_fields)
             box.children[0].id, box.children[3].id = ids.COLL_CHUNKS_LABEL, ids.COLL_CHUNKS_HINT
@@ -222,8 +224,9 @@ def _results(view: dict[str, str]) -> html.Div:
 
 
 def layout(search: str = "") -> html.Div:
-    values = model.form_from_query(search)
+    values, notes = model.read_link(search)
     view = urlstate.form_from_query(search, VIEW_DEFAULTS)
+    unknown = urlstate.unknown_keys(search, [*model.DEFAULTS, *VIEW_DEFAULTS])
     compare_field, _, compare_value = view["cmp"].partition(":")
     compare_field = compare_field if compare_field in COMPARE_FIELDS else "algorithm"
     url_names = {"names": list(model.DEFAULTS), "defaults": {**model.DEFAULTS, **VIEW_DEFAULTS}}
@@ -246,12 +249,22 @@ def layout(search: str = "") -> html.Div:
         [
             *stores,
             dcc.Store(id=ids.COLL_URL_NAMES, data=url_names),
-            html.Aside([html.H3("Scenario"), form(values), _downloads()], className="sidebar"),
+            html.Aside([html.H3("Scenario"), form_note([*unknown, *notes]), form(values), _downloads()], className="sidebar"),
             html.Section(content, className="content"),
         ],
         className="layout",
     )
     return drawn_into(page, checked(values))
+
+
+def form_note(lines: list[str]) -> html.Div:
+    """What the page made of a link or a choice, above the form (one line each): unknown keys,
+    the algorithm an op set, what a preset set. Written again by the form's callbacks."""
+    return html.Div(note_lines(lines), id=ids.COLL_FORM_NOTE, className="notice form-note", role="status", style={"color": "#8a4b00"})
+
+
+def note_lines(lines: list[str]) -> list:
+    return [html.Div(line) for line in lines if line]
 
 
 def drawn_at_load(values: dict[str, Any], background: bool) -> bool:
