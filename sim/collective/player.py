@@ -76,13 +76,14 @@ def player_data(
     derived = narrative.derived_phases(s.algorithm, [[(m[0], m[1]) for m in steps[step]] for step in ordered], view)
     if derived:
         phases = [phase for phase, _ in derived]
-        sentences = [narrative.step_sentence(move, nbytes) for (_, move), nbytes in zip(derived, sizes)]
+        sentences = [narrative.step_sentence(move, nbytes, narrative.decimal_units(s.size_bytes)) for (_, move), nbytes in zip(derived, sizes)]
     return {
         "op": s.op,
         "algorithm": s.algorithm,
         "ranks": s.ranks,
         "chunks": s.chunks,
         "reduces": _reduces(s.op),
+        "decimal": narrative.decimal_units(s.size_bytes),  # sizes shown in the units the size was typed in
         "layout": layout,
         "steps": ordered,
         "messages": [_with_cells(steps[step][:512], frames, index, s.chunks) for index, step in enumerate(ordered)],
@@ -156,7 +157,7 @@ def aggregate_player(s: CollectiveScenario, table: np.ndarray, layout: dict[str,
         firsts = [[(0, 1)] if crossing[i] else [(0, 0)] for i in range(len(ordered))]
         derived = narrative.derived_phases(s.algorithm, firsts, {"kind": "grid", "nodes": [[0], [1]]})
         phases = [phase for phase, _ in derived or ()]
-        sentences = [narrative.step_sentence(move, nbytes) for (_, move), nbytes in zip(derived or (), sizes)]
+        sentences = [narrative.step_sentence(move, nbytes, narrative.decimal_units(s.size_bytes)) for (_, move), nbytes in zip(derived or (), sizes)]
     return {
         "aggregate": True,
         "op": s.op,
@@ -164,6 +165,7 @@ def aggregate_player(s: CollectiveScenario, table: np.ndarray, layout: dict[str,
         "ranks": s.ranks,
         "chunks": s.chunks,
         "reduces": _reduces(s.op),
+        "decimal": narrative.decimal_units(s.size_bytes),
         "layout": {"name": layout["name"], "groups": groups},
         "steps": ordered.tolist(),
         "messages": rows,

@@ -160,3 +160,19 @@ def test_nodes_that_make_no_run_get_a_message():
     assert "the explorer takes up to 1024" in errors["nodes"]
     errors = page.validate(values(**{**chosen, "hardware": "dgx-h100", "nodes": "2", "ranks": "24"}))["errors"]
     assert "2 nodes are 16 ranks, but Ranks says 24" in errors["nodes"]
+
+
+def test_sizes_come_back_in_the_units_they_were_typed_in():
+    from webapp.figures import player as player_draw
+
+    query = "?op=broadcast&algorithm=binomial&ranks=8&size=5MB&latency=0us&bandwidth=1MB/s"
+    shown = page.simulate(page.validate(model.form_from_query(query))["scenario"], "step", background=False)
+    player = shown["player"]
+    assert "messages of 5 MB" in " ".join(player["sentences"]) and "MiB" not in " ".join(player["sentences"])
+    assert str(shown["summary"]).count("35 MB") == 1 and "MiB" not in str(shown["summary"])  # 7 messages of 5 MB on the wire
+    caption = player_draw.step_caption(player, 1)
+    assert "5 MB in all" in caption and "MiB" not in caption
+    hover = " ".join(str(item.get("hovertext")) for item in player_draw.topology_figure(player, 1).to_plotly_json()["data"])
+    assert "5 MB" in hover and "4.768" not in hover
+    binary = page.simulate(scenario_of(size="64MiB"), "step", background=False)
+    assert "8 MiB" in " ".join(binary["player"]["sentences"]) and "896 MiB" in str(binary["summary"])

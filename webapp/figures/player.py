@@ -14,7 +14,8 @@ from typing import Any
 import plotly.graph_objects as go
 
 from sim.collective.narrative import tree_moves
-from sim.units import format_size, format_time
+from sim.collective.narrative import size_text
+from sim.units import format_time
 from webapp.figures.common import (
     FLIGHT_COLOR,
     RANK_COLOR,
@@ -122,18 +123,18 @@ def _step_messages(
     arrows = [_arrow(where, m[0], m[1], size // 2, offset, colour) for m, offset, colour in zip(shown, offsets, colours)]
     if not shown:
         return arrows, 0
-    labels, dropped = _placed_labels(shown, where, board, offsets, short=bool(player.get("logical")))
+    labels, dropped = _placed_labels(shown, where, board, offsets, short=bool(player.get("logical")), decimal=bool(player.get("decimal")))
     figure.add_trace(labels)
     segments = [_shifted(*where[str(m[0])], *where[str(m[1])], offset) for m, offset in zip(shown, offsets)]
     figure.add_trace(chunk_motion(shown, segments, board, colours, size / 2 + 2))
     return arrows, dropped
 
 
-def _label_texts(message: list, offset: float, sub_round: int, short: bool) -> list[str]:
+def _label_texts(message: list, offset: float, sub_round: int, short: bool, decimal: bool = False) -> list[str]:
     """What an arrow's label may say, longest first: cells and bytes (a chunk's sub-round
     first when its chord carries several), then the cells or the bytes alone."""
     nbytes, chunk, cells = message[4], message[5], (message[6] if len(message) > 6 else "")
-    size = format_size(nbytes)
+    size = size_text(nbytes, decimal)
     text = size if short or not cells else f"{cells} · {size}"
     if offset and chunk >= 0:  # a chunk's arrow says which sub-round of the step it belongs to: the pipelining, visible
         text = f"round {sub_round}: {text}" if cells and not short else f"chunk {chunk}, round {sub_round}: {text}"
@@ -142,14 +143,14 @@ def _label_texts(message: list, offset: float, sub_round: int, short: bool) -> l
 
 
 def _placed_labels(
-    messages: list, where: dict[str, tuple[float, float]], board: Board, offsets: Sequence[float], short: bool = False
+    messages: list, where: dict[str, tuple[float, float]], board: Board, offsets: Sequence[float], short: bool = False, decimal: bool = False
 ) -> tuple[dict[str, Any], int]:
     """Each arrow's label where the board has room (:func:`free_spot`). Every label in its
     long form when all fit at their arrows, else every one in its short form (one wording per
     step); a label with no room anywhere is left to the hover (a dot on its arrow). Returns the trace and how many were left to the hover."""
     rounds = sub_rounds(messages)
     chords = [_shifted(*where[str(m[0])], *where[str(m[1])], offset) for m, offset in zip(messages, offsets)]
-    wordings = [_label_texts(m, offset, number, short) for m, offset, number in zip(messages, offsets, rounds)]
+    wordings = [_label_texts(m, offset, number, short, decimal) for m, offset, number in zip(messages, offsets, rounds)]
     trial = board.copy()
     spots = _all_placed(trial, chords, [texts[0] for texts in wordings], offsets, far=False)  # every label long, at its arrow
     if spots is not None:
@@ -160,7 +161,7 @@ def _placed_labels(
     texts = [text for _, _, text in points]
     labels = trace(
         "scatter", x=[x for x, _, _ in points], y=[y for _, y, _ in points], mode="markers+text", text=texts,
-        textfont={"size": 10, "color": "#8b0000"}, cliponaxis=False, hovertext=[_message_hover(m) for m in messages], hoverinfo="text",
+        textfont={"size": 10, "color": "#8b0000"}, cliponaxis=False, hovertext=[_message_hover(m, (), decimal) for m in messages], hoverinfo="text",
         marker={"size": 7, "color": FLIGHT_COLOR, "opacity": [0 if text else 0.6 for text in texts]}, showlegend=False,
         name="message labels",
     )  # fmt: skip
@@ -179,12 +180,12 @@ def _all_placed(board: Board, chords: list, texts: list[str], offsets: Sequence[
     return spots
 
 
-def _message_hover(message: list, names: Sequence[str] = ()) -> str:
+def _message_hover(message: list, names: Sequence[str] = (), decimal: bool = False) -> str:
     src, dst, start, end, nbytes, chunk = message[:6]
     cells = message[6] if len(message) > 6 else ""
     part = f", chunk {chunk}" if chunk >= 0 else ""
     sender, receiver = (names[src], names[dst]) if names else (f"rank {src}", f"rank {dst}")
-    return f"{sender} → {receiver}<br>carries {cells or 'data'}: {format_size(nbytes)}{part}<br>{format_time(start)} → {format_time(end)}"
+    return f"{sender} → {receiver}<br>carries {cells or 'data'}: {size_text(nbytes, decimal)}{part}<br>{format_time(start)} → {format_time(end)}"
 
 
 def _crowded_note(dropped: int) -> dict[str, Any]:
@@ -437,6 +438,7 @@ def aggregate_figure(player: dict[str, Any], position: int) -> go.Figure:
         step_title(player, position) if step is not None else "before the first message"
     )
     figure = Draft(title, 440)
+    decimal = bool(player.get("decimal"))
     inside = {m[0]: m for m in messages if m[0] == m[1]}
     busy = {m[0] for m in messages} | {m[1] for m in messages}
     largest = max(group["size"] for group in groups)
@@ -446,10 +448,10 @@ def aggregate_figure(player: dict[str, Any], position: int) -> go.Figure:
             marker={"size": [16 + 22 * math.sqrt(g["size"] / largest) for g in groups], "color": RANK_COLOR,
                     "line": {"width": [4 if i in busy else 1 for i in range(len(groups))],
                              "color": [FLIGHT_COLOR if i in busy else "white" for i in range(len(groups))]}},
-            text=[g["name"] + (f"<br>↻ {_many(inside[i])} inside" if i in inside else "") for i, g in enumerate(groups)],
+            text=[g["name"] + (f"<br>↻ {_many(inside[i], decimal=decimal)} inside" if i in inside else "") for i, g in enumerate(groups)],
             textposition=[_outward(g["x"], g["y"]) for g in groups], textfont={"size": 10}, hoverinfo="text", showlegend=False,
             name="groups", cliponaxis=False,
-            hovertext=[f"{g['name']}: {g['size']} ranks" + (f"<br>inside: {_many(inside[i])}" if i in inside else "") for i, g in enumerate(groups)],
+            hovertext=[f"{g['name']}: {g['size']} ranks" + (f"<br>inside: {_many(inside[i], decimal=decimal)}" if i in inside else "") for i, g in enumerate(groups)],
         )
     )  # fmt: skip
     between = [m for m in messages if m[0] != m[1]]
@@ -458,7 +460,7 @@ def aggregate_figure(player: dict[str, Any], position: int) -> go.Figure:
     arrows = [_arrow(where, m[0], m[1], 20, offset) for m, offset in zip(between, offsets)]
     if between:
         labels = [[m[0], m[1], m[2], m[3], m[4], -1, _many(m, bytes_too=False)] for m in between]
-        figure.add_trace(_arrow_labels(labels, where, label_text=len(between) <= 24, offsets=offsets, names=[g["name"] for g in groups]))
+        figure.add_trace(_arrow_labels(labels, where, label_text=len(between) <= 24, offsets=offsets, names=[g["name"] for g in groups], decimal=decimal))
     figure.update_layout(annotations=arrows)
     figure.update_xaxes(visible=False, scaleanchor="y", scaleratio=1, range=[-1.9, 1.9])
     figure.update_yaxes(visible=False, range=[-1.55, 1.45])
@@ -476,10 +478,10 @@ def _outward(x: float, y: float) -> str:
     return f"{vertical} {horizontal}" if vertical != "middle" or horizontal != "center" else "top center"
 
 
-def _many(row: list, bytes_too: bool = True) -> str:
+def _many(row: list, bytes_too: bool = True, decimal: bool = False) -> str:
     """An aggregate row's messages (and bytes): "12 messages, 96 MiB"."""
     count = f"{row[5]:,} message{'s' if row[5] != 1 else ''}" if not bytes_too else f"{row[5]:,} msg{'s' if row[5] != 1 else ''}"
-    return f"{count}, {format_size(row[4])}" if bytes_too else count
+    return f"{count}, {size_text(row[4], decimal)}" if bytes_too else count
 
 
 def _links(edges: list, where: dict[str, tuple[float, float]], busy_links: set, highlighted: bool) -> dict[str, Any]:
@@ -529,7 +531,8 @@ LABEL_SLIDE = 0.2  # ... and slides this far along it
 
 
 def _arrow_labels(
-    messages: list, where: dict[str, tuple[float, float]], label_text: bool, offsets: Sequence[float], names: Sequence[str]
+    messages: list, where: dict[str, tuple[float, float]], label_text: bool, offsets: Sequence[float], names: Sequence[str],
+    decimal: bool = False,
 ) -> dict[str, Any]:
     """The aggregate's arrow labels: what each arrow stands for, written a bit past its middle
     (a pair's two ways apart), with a hover. (The drawable player places its labels on a
@@ -541,9 +544,9 @@ def _arrow_labels(
         xs.append(x0 + at * (x1 - x0))
         ys.append(y0 + at * (y1 - y0))
     return trace(
-        "scatter", x=xs, y=ys, mode="text" if label_text else "markers", text=[_label_texts(m, 0, 1, False)[0] for m in messages],
+        "scatter", x=xs, y=ys, mode="text" if label_text else "markers", text=[_label_texts(m, 0, 1, False, decimal)[0] for m in messages],
         textfont={"size": 10, "color": "#8b0000"}, marker={"size": 8, "color": FLIGHT_COLOR, "opacity": 0.5},
-        hovertext=[_message_hover(m, names) for m in messages], hoverinfo="text", showlegend=False, name="message labels",
+        hovertext=[_message_hover(m, names, decimal) for m in messages], hoverinfo="text", showlegend=False, name="message labels",
     )  # fmt: skip
 
 
@@ -588,4 +591,4 @@ def step_caption(player: dict[str, Any], position: int) -> str:
     sentences = player.get("sentences") or []
     sentence = sentences[position - 1] if position - 1 < len(sentences) else ""
     title = step_title(player, position)
-    return f"{title[0].upper() + title[1:]}: {format_time(start)} → {format_time(end)}, {format_size(nbytes)} in all. {sentence}"
+    return f"{title[0].upper() + title[1:]}: {format_time(start)} → {format_time(end)}, {size_text(nbytes, bool(player.get('decimal')))} in all. {sentence}"

@@ -16,7 +16,8 @@ from dash.exceptions import PreventUpdate
 from sim.collective import explore, pick
 from sim.collective.player import link_events, link_intervals, player_data, rank_intervals, rank_values
 from sim.errors import CollsimError
-from sim.units import format_bandwidth, format_size, format_time
+from sim.collective.narrative import decimal_units, size_text
+from sim.units import format_bandwidth, format_time
 from webapp import collective as model
 from webapp import helper, ids, jobs
 from webapp.callbacks import answer, events_csv, guarded
@@ -173,7 +174,7 @@ def summary_cards(outcome: model.Outcome, picked: bool = False) -> list:
         number_card("Closed form", _closed_text(numbers), ids.COLL_ANALYTIC_TIME),
         number_card("Sim vs closed form", _error_text(error), ids.COLL_REL_ERROR),
         number_card("Messages / steps", f"{messages:,} / {numbers['steps']}" if messages is not None else "—", ids.COLL_MESSAGES),
-        number_card("On the wire", format_size(wire) if wire is not None else "—", ids.COLL_WIRE),
+        number_card("On the wire", size_text(wire, decimal_units(outcome.scenario.size_bytes)) if wire is not None else "—", ids.COLL_WIRE),
         number_card("algbw / busbw", bandwidths, ids.COLL_BW),
     ]
     info = model.pick_info(outcome.scenario, picked)
