@@ -7,6 +7,7 @@ No Dash or plotly here (webapp.figures draws these)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -121,7 +122,7 @@ def rank_groups(ranks: int, node_ranks: list[list[int]]) -> tuple[list[dict[str,
 
 
 def _unit_name(kind: str, index: int, members: list[int]) -> str:
-    return f"rank {members[0]}" if kind == "rank" else f"node {index} ({len(members)} ranks)"
+    return rank_name(members[0]) if kind == "rank" else f"node {index} ({len(members)} ranks)"
 
 
 def aggregate_player(s: CollectiveScenario, table: np.ndarray, layout: dict[str, Any]) -> dict[str, Any]:
@@ -174,6 +175,25 @@ def aggregate_player(s: CollectiveScenario, table: np.ndarray, layout: dict[str,
         "description": narrative.description(s.op, s.algorithm),
         "buffers": None,
     }
+
+
+def rank_name(rank: int) -> str:
+    """A rank's name on the Collectives page: r3 (pieces are p0, p1, ...: the two never mix)."""
+    return f"r{rank}"
+
+
+def ranks_text(ranks: Sequence[int | str], joiner: str = "+") -> str:
+    """Which ranks a cell holds, in order, runs of three or more as a range: "r3", "r0+r3",
+    "r0–r5+r7" (``joiner`` "," for copies side by side rather than a sum)."""
+    numbers = sorted(int(rank) for rank in ranks)
+    parts, start = [], None
+    for index, rank in enumerate(numbers):
+        start = rank if start is None else start
+        if index + 1 == len(numbers) or numbers[index + 1] != rank + 1:
+            run = rank - start + 1
+            parts += [rank_name(start) + "–" + rank_name(rank)] if run >= 3 else [rank_name(r) for r in range(start, rank + 1)]
+            start = None
+    return joiner.join(parts)
 
 
 def cell_name(cell: int, chunks: int) -> str:

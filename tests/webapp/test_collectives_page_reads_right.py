@@ -176,3 +176,24 @@ def test_sizes_come_back_in_the_units_they_were_typed_in():
     assert "5 MB" in hover and "4.768" not in hover
     binary = page.simulate(scenario_of(size="64MiB"), "step", background=False)
     assert "8 MiB" in " ".join(binary["player"]["sentences"]) and "896 MiB" in str(binary["summary"])
+
+
+def test_buffers_name_ranks_r_and_pieces_p_and_say_which_ranks_a_cell_sums():
+    from webapp.figures import buffers as buffers_draw
+    from webapp.figures import player as player_draw
+
+    shown = page.simulate(scenario_of(ranks="4"), "step", background=False)
+    player = shown["player"]
+    figure = buffers_draw.buffer_figure(player, 1).to_plotly_json()
+    heatmap = figure["data"][0]
+    assert list(heatmap["y"]) == ["r0", "r1", "r2", "r3"]  # ranks r..., never p...
+    assert heatmap["text"][0][0] == "r0" and "r0+r3" in [word for row in heatmap["text"] for word in row]  # r3 sent p3 on to r0
+    assert not any("/" in word for row in heatmap["text"] for word in row)  # no "1/4": which ranks, not how many of p
+    axis = figure["layout"]["xaxis"]
+    assert "p0–p3" in axis["title"]["text"] and "1/4" not in axis["title"]["text"] and list(axis["ticktext"]) == ["p0", "p1", "p2", "p3"]
+    assert "r0+r3" in figure["layout"]["title"]["text"]  # the key says how a cell reads
+    topology = player_draw.topology_figure(player, 1).to_plotly_json()
+    ranks = next(item for item in topology["data"] if item.get("name") == "ranks")
+    assert list(ranks["text"]) == ["r0", "r1", "r2", "r3"]
+    labels = next(item for item in topology["data"] if item.get("name") == "message labels")
+    assert all(text.startswith("r") and " → r" in text for text in labels["hovertext"])  # "r3 → r0<br>carries p3: ..."

@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 
 from sim.collective.narrative import tree_moves
 from sim.collective.narrative import size_text
+from sim.collective.player import rank_name
 from sim.units import format_time
 from webapp.figures.common import (
     FLIGHT_COLOR,
@@ -184,7 +185,7 @@ def _message_hover(message: list, names: Sequence[str] = (), decimal: bool = Fal
     src, dst, start, end, nbytes, chunk = message[:6]
     cells = message[6] if len(message) > 6 else ""
     part = f", chunk {chunk}" if chunk >= 0 else ""
-    sender, receiver = (names[src], names[dst]) if names else (f"rank {src}", f"rank {dst}")
+    sender, receiver = (names[src], names[dst]) if names else (rank_name(src), rank_name(dst))
     return f"{sender} → {receiver}<br>carries {cells or 'data'}: {size_text(nbytes, decimal)}{part}<br>{format_time(start)} → {format_time(end)}"
 
 
@@ -287,8 +288,8 @@ def _logical_panel(
             "scatter", x=[x for _, x, _ in points], y=[y for _, _, y in points], mode="markers+text", xaxis="x2", yaxis="y2",
             marker={"size": size, "color": RANK_COLOR, "line": {"width": [3 if r in busy else 1 for r, _, _ in points],
                     "color": [FLIGHT_COLOR if r in busy else "white" for r, _, _ in points]}},
-            text=[str(r) for r, _, _ in points], textfont={"color": "white", "size": 10 if size >= 16 else 8},
-            hovertext=[f"rank {r}" for r, _, _ in points], hoverinfo="text", showlegend=False, name="logical ranks",
+            text=[rank_name(r) for r, _, _ in points], textfont={"color": "white", "size": 10 if size >= 16 else 8},
+            hovertext=[rank_name(r) for r, _, _ in points], hoverinfo="text", showlegend=False, name="logical ranks",
         )
     )  # fmt: skip
     if any(segments):
@@ -366,7 +367,7 @@ def _logical_trees(logical: dict[str, Any], messages: list) -> Drawn:
                 used.setdefault((src, dst), []).append(number)
                 segments[at] = (*spots[src], *spots[dst])
         for (src, dst), crossed in used.items():
-            annotations.append(_logical_arrow(spots[src], spots[dst], hover=f"rank {src} → rank {dst}: sub-round {_listed(crossed)}"))
+            annotations.append(_logical_arrow(spots[src], spots[dst], hover=f"{rank_name(src)} → {rank_name(dst)}: sub-round {_listed(crossed)}"))
             if max(rounds) > 1:  # pipelined: which sub-round of the step each chunk crosses this edge in
                 numbers.append((spots[src], spots[dst], sorted(set(crossed))))
     if rounds and max(rounds) > 1:
@@ -506,8 +507,8 @@ def _rank_markers(ranks: list[dict[str, Any]], busy: set, label: bool, size: int
     }
     return trace(
         "scatter", x=[n["x"] for n in ranks], y=[n["y"] for n in ranks], mode="markers+text" if label else "markers",
-        marker={"size": size, "color": RANK_COLOR, "line": outline}, text=[str(n["rank"]) for n in ranks],
-        textfont={"color": "white", "size": 12 if size >= RANK_PX else 10}, hovertext=[f"rank {n['rank']}" for n in ranks], hoverinfo="text",
+        marker={"size": size, "color": RANK_COLOR, "line": outline}, text=[rank_name(n["rank"]) for n in ranks],
+        textfont={"color": "white", "size": 12 if size >= RANK_PX else 10}, hovertext=[f"{rank_name(n['rank'])} (rank {n['rank']})" for n in ranks], hoverinfo="text",
         showlegend=False, name="ranks",
     )  # fmt: skip
 
