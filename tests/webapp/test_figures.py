@@ -299,9 +299,9 @@ def test_crossover_says_which_points_were_beyond_the_budget():
     ]
     figure = figures.crossover_figure(rows, 1024, "ring")
     assert figure.layout.meta["beyond_budget"] == ["nccl_tree"]
-    assert any("collsim sim crossover" in note.text and "nccl_tree" in note.text for note in figure.layout.annotations)
+    assert not any("not simulated" in note.text for note in figure.layout.annotations)  # said under it, by the page (it was cut off)
     quiet = figures.crossover_figure(rows[:2], 1024, "ring")
-    assert quiet.layout.meta["beyond_budget"] == [] and not any("collsim sim crossover" in n.text for n in quiet.layout.annotations)
+    assert quiet.layout.meta["beyond_budget"] == []
 
 
 def test_crossover_time_axis_labels_powers_of_ten_written_out():

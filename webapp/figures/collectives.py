@@ -130,12 +130,9 @@ def crossover_figure(
         line = {"type": "line", "x0": size_bytes, "x1": size_bytes, "xref": "x", "y0": 0, "y1": 1, "yref": "y domain"}
         figure.update_layout(shapes=[{**line, "line": {"dash": "dot", "color": "#888"}}])
     _crossover_axes(figure, points, factor, unit)
+    # the sizes not simulated within the page's budget are said beside the figure, in the page
+    # (a line inside it was cut off on the left at 16 ranks), with a button that simulates them
     beyond = sorted({row["algorithm"] for row in rows if row["why"] == "too large to simulate here"}, key=algorithms.index)
-    if beyond:  # said where the points are missing, and where to get them
-        figure.add_annotation(
-            text=f"not simulated here (too many messages): some sizes of {', '.join(beyond)}; `collsim sim crossover` draws more",
-            x=1, y=1.02, xref="paper", yref="paper", xanchor="right", yanchor="bottom", showarrow=False, font={"size": 11, "color": "#a00"},
-        )  # fmt: skip
     figure.update_layout(meta={"beyond_budget": beyond, "coincident": same})
     return figure.figure()
 

@@ -48,7 +48,10 @@ __all__ = [
     "channels_placeholder",
     "compare_panel",
     "compare_update",
+    "crossover_in_background",
+    "crossover_note",
     "crossover_panel",
+    "crossover_view",
     "download",
     "mark_step",
     "nccl_fields",
@@ -350,12 +353,20 @@ def mark_step(position: int | None, player: dict | None) -> dict[str, Any]:
     return marks
 
 
-def crossover_panel(data: dict | None) -> Any:
+def crossover_panel(data: dict | None, max_messages: int | None = None) -> Any:
+    """The crossover figure for the scenario ``data``: on the page's budget (the helper's, cached),
+    or on ``max_messages`` (the background run's)."""
     if not data:
         return no_update
     try:
         scenario = scenario_of(data)
-        rows = helper.crossover(scenario)
+        if max_messages is None:
+            rows = helper.crossover(scenario)
+        else:
+            from sim.collective.budget import check_crossover
+
+            check_crossover(scenario, model.CROSSOVER_SIZES)
+            rows = explore.crossover(scenario, model.CROSSOVER_SIZES, max_messages)
     except CollsimError as error:
         return common.note_figure(str(error), "Algorithm crossover")
     figure = draw.crossover_figure(rows, scenario.size_bytes, scenario.algorithm, model.nccl_picks(scenario))
@@ -364,6 +375,39 @@ def crossover_panel(data: dict | None) -> Any:
     swept = [row["size_bytes"] for row in rows if row["time_s"] is not None]
     outside = bool(swept) and not min(swept) <= scenario.size_bytes <= max(swept)
     return common.revised(figure, scenario.size_bytes if outside else None)
+
+
+CROSSOVER_MORE_MESSAGES = model.BACKGROUND_MAX_MESSAGES  # the crossover's budget in the background (~25 s here)
+
+
+def crossover_view(data: dict | None, more: bool = False) -> dict[str, Any]:
+    """The crossover (:func:`crossover_panel`; with ``more``, on the background run's budget)
+    and the line under it: the algorithms some of whose sizes were not simulated, and the button
+    that simulates them in the background, shown only then."""
+    figure = crossover_panel(data, CROSSOVER_MORE_MESSAGES if more else None)
+    if figure is no_update:
+        return {"figure": no_update, "note": no_update, "more_style": no_update}
+    return {"figure": figure, **crossover_note(figure, more)}
+
+
+def crossover_note(figure: Any, more: bool = False) -> dict[str, Any]:
+    """The line under the crossover for ``figure``: which algorithms miss sizes, and the button."""
+    beyond = ((figure.layout.meta if hasattr(figure, "layout") else None) or {}).get("beyond_budget") or []
+    if not beyond:
+        return {"note": "", "more_style": {"display": "none"}}
+    names = ", ".join(beyond)
+    if more:  # the background run's budget did not reach them either
+        limit = f"{CROSSOVER_MORE_MESSAGES:,}"
+        return {"note": f"Some sizes of {names} are too large even for the background run ({limit} message-equivalents).",
+                "more_style": {"display": "none"}}  # fmt: skip
+    return {"note": f"Not simulated here (too many messages for an answer at once): some sizes of {names}.", "more_style": {}}
+
+
+def crossover_in_background(clicks: int | None, form: dict[str, Any]) -> dict[str, Any]:
+    """The button under the crossover: every size simulated, on the background run's budget."""
+    if not clicks:
+        raise PreventUpdate
+    return crossover_view(validate(form)["scenario"], more=True)
 
 
 def compare_panel(value: str | None, compare_field: str | None, data: dict | None) -> dict[str, Any]:
@@ -619,11 +663,24 @@ def _register_views(app: Any) -> None:
     def crossover_form(form: dict[str, Any], drawn: bool | None) -> Any:
         if ctx.triggered_id is None and drawn:  # at load: the layout came with it (layout.first_crossover)
             raise PreventUpdate
-        return crossover_panel(validate(form)["scenario"])
+        return crossover_view(validate(form)["scenario"])
 
+    crossover = {"figure": (ids.COLL_CROSSOVER, "figure"), "note": (ids.COLL_CROSSOVER_NOTE, "children"),
+                 "more_style": (ids.COLL_CROSSOVER_MORE, "style")}  # fmt: skip
+    failed = lambda message: {"figure": common.note_figure(message, "Algorithm crossover"), "note": "", "more_style": {"display": "none"}}  # noqa: E731
+    app.callback(output=outputs(crossover), inputs={"form": form_inputs(), "drawn": State(ids.COLL_CROSSOVER_DRAWN, "data")})(
+        guarded(crossover_form, failed)
+    )
+    manager = getattr(app, "_background_manager", None)  # the large scenarios' background run, for the sizes left out
+    background = {"background": True, "manager": manager, "interval": 500, "cancel": [Input(ids.COLL_SCENARIO, "data"), Input(ids.URL, "pathname")],
+                  "running": [(Output(ids.COLL_CROSSOVER_MORE, "disabled"), True, False),
+                              (Output(ids.COLL_CROSSOVER_MORE, "children"), "Simulating in the background…", "Simulate them in the background")]}  # fmt: skip
     app.callback(
-        output=Output(ids.COLL_CROSSOVER, "figure"), inputs={"form": form_inputs(), "drawn": State(ids.COLL_CROSSOVER_DRAWN, "data")}
-    )(guarded(crossover_form, lambda message: common.note_figure(message, "Algorithm crossover")))
+        output=outputs(crossover, duplicate=True),
+        inputs={"clicks": Input(ids.COLL_CROSSOVER_MORE, "n_clicks"), "form": form_inputs(State)},
+        prevent_initial_call=True,
+        **(background if manager is not None else {}),
+    )(guarded(crossover_in_background, failed))
     buttons = [ids.COLL_DL_YAML, ids.COLL_DL_JSON, ids.COLL_DL_CSV, ids.COLL_DL_TRACE]
     app.callback(
         output={"file": Output(ids.COLL_DOWNLOAD, "data"), "error": Output(ids.COLL_DL_ERROR, "children")},

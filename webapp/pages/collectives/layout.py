@@ -239,6 +239,7 @@ def layout(search: str = "") -> html.Div:
         dcc.Loading(results, type="default", delay_show=250, overlay_style={"visibility": "visible", "opacity": 0.5}),
         compare_section(compare_field, compare_value, values),
         dcc.Loading(graph(ids.COLL_CROSSOVER, 400, figure=crossover), type="dot", delay_show=250),
+        crossover_more(crossover),
         dcc.Store(id=ids.COLL_CROSSOVER_DRAWN, data=crossover is not None),
     ]
     stores = [
@@ -385,6 +386,22 @@ def compare_section(compare_field: str, compare_value: str, values: dict[str, st
             # the two graphs come with the comparison (compare_update): none to draw until one is picked
             dcc.Loading(html.Div([], className="row", id=ids.COLL_CMP_ROW, style={"display": "none"}), type="dot", delay_show=250),
         ]
+    )
+
+
+def crossover_more(figure: Any | None) -> html.Div:
+    """Under the crossover: which sizes were not simulated here and a button that simulates them
+    in the background (as a large scenario's run); hidden while every size is drawn."""
+    from webapp.pages.collectives import callbacks
+
+    shown = callbacks.crossover_note(figure) if figure is not None else {"note": "", "more_style": {"display": "none"}}
+    return html.Div(
+        [
+            html.Span(shown["note"], id=ids.COLL_CROSSOVER_NOTE, className="muted"),
+            html.Button("Simulate them in the background", id=ids.COLL_CROSSOVER_MORE, n_clicks=0, className="button small",
+                        style=shown["more_style"]),  # fmt: skip
+        ],
+        className="inline crossover-more",
     )
 
 
