@@ -46,6 +46,7 @@ __all__ = [
     "apply_hardware",
     "cancelled",
     "channels_placeholder",
+    "compare_form",
     "compare_panel",
     "compare_update",
     "crossover_in_background",
@@ -410,16 +411,18 @@ def crossover_in_background(clicks: int | None, form: dict[str, Any]) -> dict[st
     return crossover_view(validate(form)["scenario"], more=True)
 
 
-def compare_panel(value: str | None, compare_field: str | None, data: dict | None) -> dict[str, Any]:
+def compare_panel(value: str | None, compare_field: str | None, data: dict | None, other: dict | None = None) -> dict[str, Any]:
     """Both runs on one time axis, and the time of each split into latency, bandwidth, reduction,
-    overhead and contention (:func:`sim.collective.explore.decompose`), the difference named in words."""
+    overhead and contention (:func:`sim.collective.explore.decompose`), the difference named in words.
+    ``other``: B's scenario as the form gives it with the field changed (:func:`compare_form`);
+    without it, A's scenario with only that field replaced."""
     if not data:
         raise PreventUpdate
     if not value:
         return {"note": "", "style": {"display": "none"}}
     name = compare_field or "algorithm"
     a = scenario_of(data)
-    b = a.replace(**{name: value})
+    b = scenario_of(other) if other else a.replace(**{name: value})
     for s in (a, b):
         if model.estimate_cost(s) > model.MAX_SIM_MESSAGES:
             return {
@@ -434,6 +437,20 @@ def compare_panel(value: str | None, compare_field: str | None, data: dict | Non
     times = f"{format_time(runs[1].time_s)} vs {format_time(runs[0].time_s)}"
     note = f"B takes {ratio:.3g}x the time of A ({times}); {parts.layout.meta['summary']}"
     return {"timeline": timeline, "parts": parts, "note": note, "style": {}}
+
+
+def compare_form(form: dict[str, Any], compare_field: str | None, value: str | None) -> tuple[dict | None, str]:
+    """(B's scenario, "") for the form with ``compare_field`` set to ``value``, read as the form
+    reads it (so B is what the page, and ``collsim sim collective`` with those flags, runs for
+    that choice: an algorithm chosen beside NCCL's pick runs on 1 chunk, not on the pick's
+    channels), or (None, why) when that form is not valid; (None, "") with nothing compared."""
+    if not value:
+        return None, ""
+    checked = validate({**form, compare_field or "algorithm": value})
+    if checked["scenario"] is None:
+        why = "; ".join(message for message in checked["errors"].values() if message)
+        return None, f"B ({value}) cannot run with these inputs: {why}"
+    return checked["scenario"], ""
 
 
 def compare_update(
@@ -451,7 +468,11 @@ def compare_update(
     hidden = {"display": "none"}
     if shown is not None and not value and new_value is no_update and shown.get("options") == options and shown.get("style") == hidden:
         raise PreventUpdate
-    shown = compare_panel(value if new_value is no_update else new_value, compare_field, data)
+    value = value if new_value is no_update else new_value
+    other, problem = compare_form(form, compare_field, value)
+    if problem:
+        return {"options": options, "value": new_value, "row": [], "note": problem, "style": hidden}
+    shown = compare_panel(value, compare_field, data, other)
     row = []
     if not shown["style"]:  # something to compare: its two graphs
         row = [
