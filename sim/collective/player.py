@@ -77,7 +77,9 @@ def player_data(
     derived = narrative.derived_phases(s.algorithm, [[(m[0], m[1]) for m in steps[step]] for step in ordered], view)
     if derived:
         phases = [phase for phase, _ in derived]
-        sentences = [narrative.step_sentence(move, nbytes, narrative.decimal_units(s.size_bytes)) for (_, move), nbytes in zip(derived, sizes)]
+        sentences = [
+            narrative.step_sentence(move, nbytes, narrative.decimal_units(s.size_bytes)) for (_, move), nbytes in zip(derived, sizes)
+        ]
     return {
         "op": s.op,
         "algorithm": s.algorithm,
@@ -158,7 +160,9 @@ def aggregate_player(s: CollectiveScenario, table: np.ndarray, layout: dict[str,
         firsts = [[(0, 1)] if crossing[i] else [(0, 0)] for i in range(len(ordered))]
         derived = narrative.derived_phases(s.algorithm, firsts, {"kind": "grid", "nodes": [[0], [1]]})
         phases = [phase for phase, _ in derived or ()]
-        sentences = [narrative.step_sentence(move, nbytes, narrative.decimal_units(s.size_bytes)) for (_, move), nbytes in zip(derived or (), sizes)]
+        sentences = [
+            narrative.step_sentence(move, nbytes, narrative.decimal_units(s.size_bytes)) for (_, move), nbytes in zip(derived or (), sizes)
+        ]
     return {
         "aggregate": True,
         "op": s.op,
@@ -327,4 +331,3 @@ def link_events(result: CollectiveResult, limit: int) -> list[dict[str, Any]]:
             if len(rows) >= limit:
                 return rows
     return rows
-

@@ -382,7 +382,7 @@ class Difference:
     against: str
 
     def sentence(self) -> str:
-        """"+19.71 us, mostly bandwidth (+52.43 us); latency −55 us the other way"."""
+        """The difference in words: +19.71 us, mostly bandwidth (+52.43 us); latency −55 us the other way."""
         if not self.main:
             return "no difference: the same time, part for part"
         text = f"{_signed(self.total_s)}, mostly {self.main} ({_signed(self.parts_s[self.main])})"

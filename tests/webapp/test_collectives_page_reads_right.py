@@ -115,7 +115,9 @@ def test_a_link_with_unknown_keys_says_which_and_what_the_page_reads():
     assert "colour, rank" in text and "not keys of this page" in text
     for key in ("ranks", "size", "hardware", "nodes", "step", "color", "cmp"):
         assert key in text.split("Keys: ")[1]
-    written = model.query_from_form(values(ranks="16", size="1MiB", hardware="dgx-h100", nodes="2")) + "&step=3&color=chunk&cmp=algorithm:tree"
+    written = (
+        model.query_from_form(values(ranks="16", size="1MiB", hardware="dgx-h100", nodes="2")) + "&step=3&color=chunk&cmp=algorithm:tree"
+    )
     assert "Ignored" not in _form_note(written)  # every key the page writes itself is read back
 
 

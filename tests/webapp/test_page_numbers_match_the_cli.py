@@ -13,7 +13,6 @@ from click.testing import CliRunner
 from sim.cli import cli
 from sim.collective.analytic import busbw_factor
 from sim.collective.narrative import decimal_units, size_text
-from sim.collective.runner import run_collective
 from sim.units import format_bandwidth, format_time
 from webapp import collective as model
 from webapp import ids

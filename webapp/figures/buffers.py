@@ -192,7 +192,10 @@ def _columns(cells: list[list[int]], counts: list[list[int]], grid: Grid, ranks:
             [_merged_word(counts[r][g * k : (g + 1) * k], holders[r][g * k : (g + 1) * k], ranks, reduces) for g in range(grid.columns)]
         )
         hover.append(
-            [f"{rank_name(r)}, p{g}, its {k} {unit}s: " + _merged_hover(row[g * k : (g + 1) * k], reduces, unit) for g in range(grid.columns)]
+            [
+                f"{rank_name(r)}, p{g}, its {k} {unit}s: " + _merged_hover(row[g * k : (g + 1) * k], reduces, unit)
+                for g in range(grid.columns)
+            ]
         )
     return z, text, hover
 
@@ -245,7 +248,10 @@ def _cell_words(
     hover, in the words the axes use (the column's name, p4; "r0's data", "the sum of r0 and r1")."""
     text = [[_word(count, holder, ranks, reduces) for count, holder in zip(crow, hrow)] for crow, hrow in zip(counts, holders)]
     hover = [
-        [f"{rank_name(r)}, {columns[c] if c < len(columns) else f'p{c}'}: " + _holding(holders[r][c], reduces) for c in range(len(counts[r]))]
+        [
+            f"{rank_name(r)}, {columns[c] if c < len(columns) else f'p{c}'}: " + _holding(holders[r][c], reduces)
+            for c in range(len(counts[r]))
+        ]
         for r in range(len(counts))
     ]
     return text, hover

@@ -238,8 +238,12 @@ def side_by_side_figure(columns: Sequence[tuple], rank_counts: Sequence[int] = (
     figure.update_layout(
         title={"text": "Side by side: per-rank activity on one time axis", "x": 0.01, "font": {"size": 15}},
         height=200 + 160 * len(columns),
-        coloraxis={"colorscale": BUSY_SCALE, "cmin": 0, "cmax": top,
-                   "colorbar": {"title": {"text": "operations<br>in flight", "side": "top"}, "thickness": 12}},  # fmt: skip
+        coloraxis={
+            "colorscale": BUSY_SCALE,
+            "cmin": 0,
+            "cmax": top,
+            "colorbar": {"title": {"text": "operations<br>in flight", "side": "top"}, "thickness": 12},
+        },
         meta={"columns": [c[0] for c in columns], "span_s": span, "zmax": top},
     )
     return figure

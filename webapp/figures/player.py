@@ -13,8 +13,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from sim.collective.narrative import tree_moves
-from sim.collective.narrative import size_text
+from sim.collective.narrative import size_text, tree_moves
 from sim.collective.player import rank_name
 from sim.units import format_time
 from webapp.figures.common import (
@@ -144,7 +143,12 @@ def _label_texts(message: list, offset: float, sub_round: int, short: bool, deci
 
 
 def _placed_labels(
-    messages: list, where: dict[str, tuple[float, float]], board: Board, offsets: Sequence[float], short: bool = False, decimal: bool = False
+    messages: list,
+    where: dict[str, tuple[float, float]],
+    board: Board,
+    offsets: Sequence[float],
+    short: bool = False,
+    decimal: bool = False,
 ) -> tuple[dict[str, Any], int]:
     """Each arrow's label where the board has room (:func:`free_spot`). Every label in its
     long form when all fit at their arrows, else every one in its short form (one wording per
@@ -367,7 +371,9 @@ def _logical_trees(logical: dict[str, Any], messages: list) -> Drawn:
                 used.setdefault((src, dst), []).append(number)
                 segments[at] = (*spots[src], *spots[dst])
         for (src, dst), crossed in used.items():
-            annotations.append(_logical_arrow(spots[src], spots[dst], hover=f"{rank_name(src)} → {rank_name(dst)}: sub-round {_listed(crossed)}"))
+            annotations.append(
+                _logical_arrow(spots[src], spots[dst], hover=f"{rank_name(src)} → {rank_name(dst)}: sub-round {_listed(crossed)}")
+            )
             if max(rounds) > 1:  # pipelined: which sub-round of the step each chunk crosses this edge in
                 numbers.append((spots[src], spots[dst], sorted(set(crossed))))
     if rounds and max(rounds) > 1:
@@ -461,7 +467,9 @@ def aggregate_figure(player: dict[str, Any], position: int) -> go.Figure:
     arrows = [_arrow(where, m[0], m[1], 20, offset) for m, offset in zip(between, offsets)]
     if between:
         labels = [[m[0], m[1], m[2], m[3], m[4], -1, _many(m, bytes_too=False)] for m in between]
-        figure.add_trace(_arrow_labels(labels, where, label_text=len(between) <= 24, offsets=offsets, names=[g["name"] for g in groups], decimal=decimal))
+        figure.add_trace(
+            _arrow_labels(labels, where, label_text=len(between) <= 24, offsets=offsets, names=[g["name"] for g in groups], decimal=decimal)
+        )
     figure.update_layout(annotations=arrows)
     figure.update_xaxes(visible=False, scaleanchor="y", scaleratio=1, range=[-1.9, 1.9])
     figure.update_yaxes(visible=False, range=[-1.55, 1.45])
@@ -532,7 +540,11 @@ LABEL_SLIDE = 0.2  # ... and slides this far along it
 
 
 def _arrow_labels(
-    messages: list, where: dict[str, tuple[float, float]], label_text: bool, offsets: Sequence[float], names: Sequence[str],
+    messages: list,
+    where: dict[str, tuple[float, float]],
+    label_text: bool,
+    offsets: Sequence[float],
+    names: Sequence[str],
     decimal: bool = False,
 ) -> dict[str, Any]:
     """The aggregate's arrow labels: what each arrow stands for, written a bit past its middle
@@ -584,7 +596,7 @@ def step_caption(player: dict[str, Any], position: int) -> str:
     """Under the player: the step's number, phase, start-end time and one sentence on what moved."""
     step, messages = _at(player, position)
     if step is None:
-        steps = len(player['steps'])
+        steps = len(player["steps"])
         return f"Inputs, before any message. {steps} step{'s' if steps != 1 else ''} to play: press Play or drag the slider. {player.get('description', '')}"
     start = min(m[2] for m in messages)
     end = max(m[3] for m in messages)

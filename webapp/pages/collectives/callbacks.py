@@ -14,9 +14,9 @@ from dash import ClientsideFunction, Input, Output, Patch, State, ctx, html, no_
 from dash.exceptions import PreventUpdate
 
 from sim.collective import explore, pick
+from sim.collective.narrative import decimal_units, size_text
 from sim.collective.player import link_events, link_intervals, player_data, rank_intervals, rank_values
 from sim.errors import CollsimError
-from sim.collective.narrative import decimal_units, size_text
 from sim.units import format_bandwidth, format_time
 from webapp import collective as model
 from webapp import helper, ids, jobs
@@ -123,7 +123,9 @@ def op_changed(op: str | None, current: str | None, hardware: str | None) -> dic
     return {"options": options, "value": value, "note": note or no_update}
 
 
-def nodes_or_ranks(trigger: str | None, nodes: str | None, ranks: str | None, hardware: str | None, gpus_per_node: str | None) -> dict[str, Any]:
+def nodes_or_ranks(
+    trigger: str | None, nodes: str | None, ranks: str | None, hardware: str | None, gpus_per_node: str | None
+) -> dict[str, Any]:
     """Nodes and Ranks of a preset kept in step (one callback, as Dash syncs two inputs): new
     Nodes set Ranks (nodes x GPUs per node); new Ranks that fill whole nodes set Nodes. Nothing
     when they make no whole count (the Nodes field's message says why)."""

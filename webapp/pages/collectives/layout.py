@@ -62,7 +62,17 @@ LABELS = {
     "placement": ("Rank placement", "two_level: block fills a node first; round_robin alternates nodes"),
 }
 DROPDOWNS = ("hardware", "op", "algorithm", "nccl_algo", "nccl_proto", "topology", "sharing", "placement")
-HARDWARE_FIELDS = ("nodes", "ranks", "topology", "gpus_per_node", "bandwidth", "latency", "intra_bandwidth", "intra_latency", "reduce_bandwidth")
+HARDWARE_FIELDS = (
+    "nodes",
+    "ranks",
+    "topology",
+    "gpus_per_node",
+    "bandwidth",
+    "latency",
+    "intra_bandwidth",
+    "intra_latency",
+    "reduce_bandwidth",
+)
 PICK_FIELDS = ("algorithm", "chunks", "sharing", "nccl_algo", "nccl_proto")  # what choosing a GPU preset sets (model.pick_form)
 NCCL_ONLY = ("nccl_algo", "nccl_proto")  # shown while NCCL's pick is the algorithm
 CHANNELS = {
@@ -398,8 +408,13 @@ def crossover_more(figure: Any | None) -> html.Div:
     return html.Div(
         [
             html.Span(shown["note"], id=ids.COLL_CROSSOVER_NOTE, className="muted"),
-            html.Button("Simulate them in the background", id=ids.COLL_CROSSOVER_MORE, n_clicks=0, className="button small",
-                        style=shown["more_style"]),  # fmt: skip
+            html.Button(
+                "Simulate them in the background",
+                id=ids.COLL_CROSSOVER_MORE,
+                n_clicks=0,
+                className="button small",
+                style=shown["more_style"],
+            ),  # fmt: skip
         ],
         className="inline crossover-more",
     )
