@@ -142,7 +142,7 @@ def _heading(player: dict[str, Any], step: int, index: int) -> str:
 
 def _title(heading: str, reduces: bool) -> str:
     # the key on its own, smaller line: one line was cut at the card's width
-    key = "cell = the ranks whose data it sums (r0+r3)" if reduces else "cell = whose data it holds (r3)"
+    key = "cell = the ranks it sums, r0+r3" if reduces else "cell = whose data it holds, r3"
     return heading + f"<br><span style='font-size:12px;color:#555'>{key}; red outline: changed in this step</span>"
 
 
