@@ -84,7 +84,7 @@ def test_merged_cell_with_chunks_that_differ_says_which_hold_what():
     words = draw._merged_hover(masks, True, "channel")
     assert words == "channels 0–1: the sum of r0 and r1; channels 2: the sum of r0, r1 and r2; channels 3: r0's data"
     assert draw._merged_word([2, 2, 3, 1], [["0", "1"], ["0", "1"], ["0", "1", "2"], ["0"]], 8, True) == "1–3 ranks"
-    assert draw._merged_word([1, 0], [["0"], []], 8, False) == "0"  # whose data has arrived; the colour says how much
+    assert draw._merged_word([1, 0], [["0"], []], 8, False) == "r0"  # whose data has arrived; the colour says how much
 
 
 def test_a_sub_grid_labels_each_piece_once_at_its_centre_with_lines_between_pieces():
