@@ -143,13 +143,8 @@ def _label_texts(message: list, offset: float, sub_round: int, short: bool, deci
 
 
 def _placed_labels(
-    messages: list,
-    where: dict[str, tuple[float, float]],
-    board: Board,
-    offsets: Sequence[float],
-    short: bool = False,
-    decimal: bool = False,
-) -> tuple[dict[str, Any], int]:
+    messages: list, where: dict[str, tuple[float, float]], board: Board, offsets: Sequence[float], short: bool = False, decimal: bool = False
+) -> tuple[dict[str, Any], int]:  # fmt: skip
     """Each arrow's label where the board has room (:func:`free_spot`). Every label in its
     long form when all fit at their arrows, else every one in its short form (one wording per
     step); a label with no room anywhere is left to the hover (a dot on its arrow). Returns the trace and how many were left to the hover."""
@@ -540,13 +535,8 @@ LABEL_SLIDE = 0.2  # ... and slides this far along it
 
 
 def _arrow_labels(
-    messages: list,
-    where: dict[str, tuple[float, float]],
-    label_text: bool,
-    offsets: Sequence[float],
-    names: Sequence[str],
-    decimal: bool = False,
-) -> dict[str, Any]:
+    messages: list, where: dict[str, tuple[float, float]], label_text: bool, offsets: Sequence[float], names: Sequence[str], decimal: bool = False
+) -> dict[str, Any]:  # fmt: skip
     """The aggregate's arrow labels: what each arrow stands for, written a bit past its middle
     (a pair's two ways apart), with a hover. (The drawable player places its labels on a
     :class:`Board`.)"""

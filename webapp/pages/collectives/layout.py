@@ -15,6 +15,7 @@ from sim.network.topology import TOPOLOGIES
 from sim.scenario import SHARING_MODES, CollectiveScenario
 from webapp import collective as model
 from webapp import ids, urlstate
+from webapp.callbacks import answer
 from webapp.components import field, graph, hardware_dropdown
 from webapp.pages import drawn_into
 
@@ -36,6 +37,8 @@ __all__ = [
     "layout",
     "nccl_options",
     "scenario_of",
+    "validate",
+    "validation_failed",
 ]
 
 LABELS = {
@@ -278,15 +281,25 @@ def note_lines(lines: list[str]) -> list:
     return [html.Div(line) for line in lines if line]
 
 
+def validation_failed(message: str) -> dict[str, Any]:
+    """What validation answers when it fails unexpectedly: no scenario, the message under Hardware."""
+    return {"scenario": None, "errors": {**answer(model.DEFAULTS), "hardware": message}}
+
+
+def validate(form: dict[str, Any]) -> dict[str, Any]:
+    """The form's values -> the scenario (as a dict, None when invalid) and a message per field."""
+    scenario, errors = model.parse_form(form)
+    return {"scenario": scenario.to_dict() if scenario else None, "errors": {name: errors.get(name, "") for name in model.DEFAULTS}}
+
+
 def drawn_at_load(values: dict[str, Any], background: bool) -> bool:
     """Whether the page for these form ``values`` comes drawn (:func:`first_view`): a valid
     scenario the simulation callback would run here and now, not as a background job. That
     callback's call at load then answers nothing (``callbacks.simulate_form``)."""
     from sim.collective import explore
-    from webapp.pages.collectives import callbacks
 
     try:
-        data = callbacks.validate(values)["scenario"]
+        data = validate(values)["scenario"]
         if not data:
             return False
         cost = explore.work(scenario_of(data)).cost
