@@ -21,6 +21,7 @@ from typing import Any
 from sim.algorithms.registry import algorithms_for, ops
 from sim.collective import explore, pick
 from sim.collective.analytic import busbw_factor
+from sim.collective.results import algbw_GBps
 from sim.collective.player import PLAYER_DRAW_RANKS
 from sim.collective.results import CollectiveResult
 from sim.collective.runner import start_collective
@@ -567,7 +568,8 @@ def summary_numbers(outcome: Outcome) -> dict[str, Any]:
     time_s = numbers["time_s"] if numbers["time_s"] is not None else outcome.analytic_time_s
     if result and outcome.analytic_time_s:
         numbers["relative_error"] = (result.time_s - outcome.analytic_time_s) / outcome.analytic_time_s
-    if time_s:
-        numbers["algbw_Bps"] = s.size_bytes / time_s
+    algbw = algbw_GBps(s.size_bytes, time_s, s.op) if time_s else None  # None for a barrier: it moves no data
+    if algbw is not None:
+        numbers["algbw_Bps"] = algbw * 1e9
         numbers["busbw_Bps"] = numbers["algbw_Bps"] * busbw_factor(s.op, s.ranks)
     return numbers

@@ -132,7 +132,7 @@ def crossover_figure(
     _crossover_axes(figure, points, factor, unit)
     # the sizes not simulated within the page's budget are said beside the figure, in the page
     # (a line inside it was cut off on the left at 16 ranks), with a button that simulates them
-    beyond = sorted({row["algorithm"] for row in rows if row["why"] == "too large to simulate here"}, key=algorithms.index)
+    beyond = sorted({row["algorithm"] for row in rows if row["why"] == explore.TOO_LARGE}, key=algorithms.index)
     figure.update_layout(meta={"beyond_budget": beyond, "coincident": same})
     return figure.figure()
 

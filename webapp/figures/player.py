@@ -590,8 +590,11 @@ def step_caption(player: dict[str, Any], position: int) -> str:
         return f"Inputs, before any message. {steps} step{'s' if steps != 1 else ''} to play: press Play or drag the slider. {player.get('description', '')}"
     start = min(m[2] for m in messages)
     end = max(m[3] for m in messages)
-    nbytes = sum(m[4] for m in messages)
+    nbytes = sum(m[4] for m in messages) * player.get("wire_copies", 1)  # NCCL's channels run as one: each a copy of it
     sentences = player.get("sentences") or []
     sentence = sentences[position - 1] if position - 1 < len(sentences) else ""
     title = step_title(player, position)
+    copies = player.get("wire_copies", 1)
+    if copies > 1 and sentence:  # the sentence counts the messages of the one channel simulated
+        sentence = f"{sentence.rstrip('.')} on each channel; the other {copies - 1:g} channel copies carry the same."
     return f"{title[0].upper() + title[1:]}: {format_time(start)} → {format_time(end)}, {size_text(nbytes, bool(player.get('decimal')))} in all. {sentence}"
