@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -38,3 +39,11 @@ def test_the_site_builds_strictly_with_the_reference_pages_written_from_the_code
     assert "reference: " not in cli  # every marker was replaced
     assert "latency_s" in (site / "reference" / "scenario" / "index.html").read_text()
     assert "run_collective" in (site / "reference" / "api" / "index.html").read_text()
+
+
+def test_every_relative_link_of_the_readme_names_a_file_of_the_repository():
+    """The README is read on GitHub, outside the site: its links to docs/ must resolve there."""
+    links = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", (ROOT / "README.md").read_text())
+    local = [link for link in links if "://" not in link]
+    assert local, "the README links its guides"
+    assert [link for link in local if not (ROOT / link).exists()] == []

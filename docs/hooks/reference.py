@@ -128,7 +128,9 @@ def json_keys(kind: str) -> str:
 
         command = "collsim sim collective --op all_reduce --algorithm ring --ranks 4 --size 1MiB --latency 5us --bandwidth 25GB/s --json"
         data = run_collective(
-            CollectiveScenario.from_dict({"op": "all_reduce", "algorithm": "ring", "ranks": 4, "size": "1MiB", "latency": "5us", "bandwidth": "25GB/s"})
+            CollectiveScenario.from_dict(
+                {"op": "all_reduce", "algorithm": "ring", "ranks": 4, "size": "1MiB", "latency": "5us", "bandwidth": "25GB/s"}
+            )
         ).summary()
     else:
         from sim import DDPScenario, run_ddp
@@ -162,7 +164,10 @@ def algorithm_table() -> str:
 
 
 def preset_table() -> str:
-    rows = ["| preset | what it is | GPUs a node | inside a node | NICs a node | NIC rate | between nodes |", "|---|---|---|---|---|---|---|"]
+    rows = [
+        "| preset | what it is | GPUs a node | inside a node | NICs a node | NIC rate | between nodes |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for path in sorted((ROOT / "sim" / "hardware" / "presets").glob("*.yaml")):
         raw = yaml.safe_load(path.read_text())
         inside = f"{raw.get('intra_bandwidth', '')}, {raw.get('intra_latency', '')} ({raw.get('intra_fabric', '')})"
