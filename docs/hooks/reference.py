@@ -5,6 +5,7 @@ drift from it. A page asks for a table with a marker line ``<!-- reference: NAME
   help and options;
 - ``scenario-collective`` / ``scenario-ddp``: the scenario keys of :mod:`sim.fields`;
 - ``json-collective`` / ``json-ddp``: the keys ``--json`` prints, from a tiny run;
+- ``csv``: the columns of ``--csv``, from tiny runs;
 - ``algorithms``: the registry of :mod:`sim.algorithms.registry`;
 - ``presets``: the hardware presets' YAML files (sim/hardware/presets/).
 
@@ -143,6 +144,25 @@ def json_keys(kind: str) -> str:
     return f"From `{command}`:\n\n" + "\n".join(rows) + "\n"
 
 
+def csv_columns() -> str:
+    """The columns of ``--csv`` (one event schema for collectives and DDP steps), from tiny runs."""
+    from sim import CollectiveScenario, DDPScenario, run_collective, run_ddp
+
+    collective = run_collective(
+        CollectiveScenario.from_dict({"op": "all_reduce", "algorithm": "ring", "ranks": 4, "size": "1MiB", "bandwidth": "25GB/s"})
+    ).events()
+    ddp = run_ddp(DDPScenario.from_dict({"preset": "small", "backward_time": "120ms", "o": "50us", "w": "10GB/s"})).events()
+    rows = ["| column | collective example | DDP step example |", "|---|---|---|"]
+    for key in dict.fromkeys([*collective[0], *ddp[0]]):
+        first = (_example(collective[0].get(key, "")), _example(ddp[0].get(key, "")))
+        rows.append(f"| `{key}` | `{_cell(first[0])}` | `{_cell(first[1])}` |")
+    return (
+        f"{len(collective)} rows for a 4-rank ring all-reduce, {len(ddp)} for a DDP step of the `small` preset; the first of each:\n\n"
+        + "\n".join(rows)
+        + "\n"
+    )
+
+
 def algorithm_table() -> str:
     from sim.algorithms.registry import all_specs
 
@@ -184,6 +204,7 @@ TABLES = {
     "scenario-ddp": lambda: scenario_keys("ddp"),
     "json-collective": lambda: json_keys("collective"),
     "json-ddp": lambda: json_keys("ddp"),
+    "csv": csv_columns,
     "algorithms": algorithm_table,
     "presets": preset_table,
 }
