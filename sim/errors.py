@@ -8,6 +8,9 @@ import re
 _LEADING_FIELD = re.compile(r"^(--)?([a-z][a-z0-9_]*(?:-[a-z0-9]+)*)(?:\s*:|\s[^:]{0,60}:)")
 
 
+MAX_MESSAGE_CHARS = 2_000
+
+
 class CollsimError(ValueError):
     """Bad input or an impossible scenario. The CLI prints its message and exits with code 2.
 
@@ -17,6 +20,9 @@ class CollsimError(ValueError):
     as in ``topology ring: ...``); None when the error is about no single input."""
 
     def __init__(self, message: str = "", field: str | None = None) -> None:
+        message = str(message)
+        if len(message) > MAX_MESSAGE_CHARS:  # a value echoed whole (a 2 GB expanded YAML alias) never reaches a screen
+            message = f"{message[:MAX_MESSAGE_CHARS]}... ({len(message) - MAX_MESSAGE_CHARS:,} more characters)"
         super().__init__(message)
         if field is None:
             match = _LEADING_FIELD.match(str(message))

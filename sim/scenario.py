@@ -19,10 +19,10 @@ from typing import Any
 from sim.algorithms.registry import algorithm_spec, algorithms_for, ops
 from sim.collective.pick import PICK_KEYS, fill_pick, wants_pick
 from sim.errors import CollsimError
-from sim.fields import COLLECTIVE, RECORD_MODES, SHARING_MODES, FieldInfo, field_info
+from sim.fields import COLLECTIVE, RECORD_MODES, SHARING_MODES, FieldInfo, check_range, field_info
 from sim.units import parse_bandwidth, parse_size, parse_time, require_unit
 
-__all__ = ["RECORD_MODES", "SHARING_MODES", "CollectiveScenario", "FieldInfo", "ScenarioData", "aliases_of", "check_keys", "field_info", "optional_parser", "parse_bool", "parse_int",
+__all__ = ["RECORD_MODES", "SHARING_MODES", "CollectiveScenario", "FieldInfo", "ScenarioData", "aliases_of", "check_input_file", "check_keys", "field_info", "optional_parser", "parse_bool", "parse_int",
            "from_mapping", "load_mapping", "override", "parse_data", "unit_kind", "unknown_key"]  # fmt: skip
 
 
@@ -53,22 +53,27 @@ def optional_parser(parse: Callable[[Any, str], Any]) -> Callable[[Any, str], An
 
 
 def _stragglers(value: Any, what: str) -> tuple[tuple[int, float], ...]:
-    """{rank: delay} or "3:1ms,5:2ms" (typed: delays need a unit) or [[rank, seconds], ...]
-    (the form ``to_dict`` writes: plain numbers are seconds)."""
+    """{rank: delay}, "3:1ms,5:2ms" or [[rank, delay], ...]: every delay with a unit in every form
+    ("3:1" or [3, 1] is not read as 1 s; ``to_dict`` writes "0.001s"); zero needs none."""
     if isinstance(value, str):
         value = [item.split(":", 1) for item in value.split(",") if item.strip()]
-        for item in value:  # typed by a person: "3:1" is not 1 s
-            if len(item) == 2:
-                require_unit(item[1].strip(), f"{what} {':'.join(item).strip()!r}", "time")
-    if isinstance(value, dict):
-        for rank, delay in value.items():
-            require_unit(delay, f"{what} {rank}", "time")
     items = value.items() if isinstance(value, dict) else value
     try:
-        pairs = tuple((parse_int(rank, what), parse_time(delay, what)) for rank, delay in items)
+        pairs = [(rank, delay) for rank, delay in items]
     except (TypeError, ValueError):
         raise CollsimError(f"{what}: expected rank:delay pairs such as 3:1ms, got {value!r}") from None
-    return tuple(sorted(pairs))
+    for rank, delay in pairs:
+        require_unit(delay.strip() if isinstance(delay, str) else delay, f"{what} {str(rank).strip()}", "time")
+    return tuple(sorted((parse_int(rank, what), parse_time(delay, what)) for rank, delay in pairs))
+
+
+def check_input_file(path: str | Path, what: str) -> Path:
+    """``path`` as a file to read, or one error saying what it is instead: not found, a
+    directory, or not a regular file (``/dev/null``, a pipe); :func:`sim.files.user_file`, so a
+    server never looks at a path a link names."""
+    from sim.files import user_file
+
+    return user_file(path, what.split()[0].lstrip("-").replace("-", "_"), "a file", label=what)
 
 
 Parser = Callable[[Any, str], Any]
@@ -169,40 +174,46 @@ def override(cls: type, data: dict[str, Any], given: dict[str, Any]) -> dict[str
 
 def load_mapping(path: str | Path, kind: str = "scenario file") -> dict[str, Any]:
     """A YAML or JSON file's top-level mapping, with a clear message when it is not one;
-    ``kind`` names the file in messages ("profile", "calibration file", "sweep grid"...)."""
+    ``kind`` names the file in messages ("profile", "calibration file", "sweep grid"...). The file
+    goes through :func:`sim.files.user_file` (a server opens no path a URL names) and
+    :func:`sim.files.parse_data` (size bounded, aliases and duplicate keys refused)."""
     import yaml  # only commands that read files pay for it
 
-    path = Path(path)
-    if path.is_dir():
-        raise CollsimError(f"{kind} {str(path)!r} is a directory; give a YAML or JSON file")
-    if not path.is_file():
-        raise CollsimError(f"{kind} {str(path)!r} not found")
+    from sim.files import read_text, shown, user_file
+
+    path = user_file(path, _KIND_FIELDS.get(kind, kind.replace(" ", "_")), "a YAML or JSON file", label=kind)
+    text = read_text(path, kind)
     try:
-        data = parse_data(path.read_text(), path.suffix)
+        data = parse_data(text, path.suffix)
     except yaml.YAMLError as error:
-        raise CollsimError(f"{kind} {str(path)!r} is not valid YAML/JSON: {' '.join(str(error).split())}") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise CollsimError(f"{kind} {str(path)!r} cannot be read as YAML/JSON text: {error}") from None
+        raise CollsimError(f"{kind} {shown(str(path))} is not valid YAML/JSON: {_yaml_reason(error)}") from None
+    except CollsimError as error:
+        raise CollsimError(f"{kind} {shown(str(path))}: {error}") from None
     if not isinstance(data, dict):
-        raise CollsimError(f"{kind} {str(path)!r}: expected a mapping of fields at the top level")
+        raise CollsimError(f"{kind} {shown(str(path))}: expected a mapping of fields at the top level")
     return data
 
 
+_KIND_FIELDS = {"hardware preset file": "hardware", "profile": "profile"}  # the input a file kind is given through
+
+
+def _yaml_reason(error: Exception) -> str:
+    """A YAML error in one line, without the echoed document text (bounded)."""
+    from sim.files import SHOWN_CHARS
+
+    problem = getattr(error, "problem", None)
+    mark = getattr(error, "problem_mark", None)
+    if problem:
+        return f"{problem}" + (f" (line {mark.line + 1}, column {mark.column + 1})" if mark else "")
+    return " ".join(str(error).split())[: SHOWN_CHARS * 2]
+
+
 def parse_data(text: str, suffix: str = "") -> Any:
-    """A JSON or YAML document's data. A ``.json`` text goes through the JSON parser (recorded
-    profiles and parameter lists are megabytes of it); any other text, or a ``.json`` one that
-    is not valid JSON, through PyYAML's safe loader, libyaml's when PyYAML has it (the
-    pure-Python parser reads ~1 MB/s). Raises ``yaml.YAMLError`` for text that is neither."""
-    import json
+    """A JSON or YAML document's data (:func:`sim.files.parse_data`: size bounded, aliases and
+    duplicate keys refused). Raises ``yaml.YAMLError`` for text that is neither."""
+    from sim.files import parse_data as parse
 
-    import yaml
-
-    if suffix.lower() == ".json":
-        try:
-            return json.loads(text)
-        except ValueError:
-            pass  # the YAML reader says what is wrong (or reads YAML saved as .json)
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - a safe loader
+    return parse(text, suffix)
 
 
 class ScenarioData:
@@ -243,9 +254,9 @@ class ScenarioData:
         import yaml
 
         try:
-            return cls.from_dict(yaml.safe_load(text))
+            return cls.from_dict(parse_data(text))
         except yaml.YAMLError as error:
-            raise CollsimError(f"{cls.LABEL} YAML is malformed: {error}") from None
+            raise CollsimError(f"{cls.LABEL} YAML is malformed: {_yaml_reason(error)}") from None
 
     @classmethod
     def load(cls, path: str | Path) -> Any:
@@ -310,6 +321,7 @@ class CollectiveScenario(ScenarioData):
         self._check_numbers()
         self._check_algorithm()
         self._check_placement()
+        self._check_topology()
         self._check_hardware()
 
     def _check_hardware(self) -> None:
@@ -326,8 +338,7 @@ class CollectiveScenario(ScenarioData):
         preset.check_nodes(self.ranks // preset.gpus_per_node)
 
     def _check_numbers(self) -> None:
-        if self.ranks < 1 or self.ranks > 65536:
-            raise CollsimError(f"ranks: must be between 1 and 65536, got {self.ranks}")
+        check_range("ranks", self.ranks)
         if self.size_bytes < 0:
             raise CollsimError(f"size: must be >= 0 bytes, got {self.size_bytes}")
         positive = {
@@ -370,6 +381,16 @@ class CollectiveScenario(ScenarioData):
                     f"verify: real payloads for {self.ranks} ranks x {self.size_bytes} bytes need {need / 2**30:.1f} GiB of memory; "
                     f"allowed up to {VERIFY_LIMIT_BYTES / 2**30:.0f} GiB: lower the size or ranks, or run without verify"
                 )
+        self._check_stragglers()
+
+    def _check_stragglers(self) -> None:
+        ranks = [rank for rank, _ in self.stragglers]
+        twice = sorted({rank for rank in ranks if ranks.count(rank) > 1})
+        if twice:
+            from sim.units import format_time
+
+            delays = ", ".join(format_time(delay).replace(" ", "") for rank, delay in self.stragglers if rank == twice[0])
+            raise CollsimError(f"stragglers: rank {twice[0]} has more than one delay ({delays}); give one delay per rank")
         for rank, delay in self.stragglers:
             if not 0 <= rank < self.ranks or delay < 0:
                 from sim.units import format_time
@@ -388,6 +409,7 @@ class CollectiveScenario(ScenarioData):
             )
         for group in self._group_shapes():
             spec.check(group)
+        self._check_two_level_only()
         if self.topology == "two_level":
             gpus = self.gpus_per_node_resolved
             if self.gpus_per_node is None and self.ranks % gpus:
@@ -401,6 +423,20 @@ class CollectiveScenario(ScenarioData):
         elif self.gpus_per_node is not None and self.topology in ("switch", "ring", "torus2d"):
             raise CollsimError(f"gpus_per_node: only applies to the two_level topology, not {self.topology}")
 
+    def _check_two_level_only(self) -> None:
+        """Inside-a-node links exist on two_level (and the presets, which build it): elsewhere
+        an intra-node bandwidth or latency would be dropped without a word."""
+        given = [
+            name
+            for name, value in (("intra_bandwidth", self.intra_bandwidth_Bps), ("intra_latency", self.intra_latency_s))
+            if value is not None
+        ]
+        if given and self.topology != "two_level":
+            raise CollsimError(
+                f"{given[0]}: applies to topology two_level (or a --hardware preset), where ranks share a node; "
+                f"topology {self.topology} has no links inside a node: drop it, or use topology two_level"
+            )
+
     def _group_shapes(self) -> list[Any]:
         """What the algorithm check sees: the scenario, or one view per group size (local ranks)."""
         from types import SimpleNamespace
@@ -412,6 +448,16 @@ class CollectiveScenario(ScenarioData):
             raise CollsimError(f"root: with groups the root is a rank inside each group, 0..{sizes[0] - 1}; got {self.root}")
         return [SimpleNamespace(**{**dataclasses.asdict(self), "ranks": size, "groups": ()}) for size in sizes]
 
+    def _check_topology(self) -> None:
+        """A topology that is none of the built-in ones names a graph file: it must be one (a
+        server asks :mod:`sim.files` whether it may even look)."""
+        from sim.network.topology import TOPOLOGIES
+
+        if self.topology not in TOPOLOGIES and not self.hardware:
+            from sim.files import user_file
+
+            user_file(self.topology, "topology", f"{', '.join(TOPOLOGIES)} or a GraphML/JSON node-link file", label="topology file")
+
     def _check_placement(self) -> None:
         from sim.network.topology import PLACEMENTS
 
@@ -420,10 +466,10 @@ class CollectiveScenario(ScenarioData):
                 f"placement: round_robin spreads consecutive ranks over the nodes of two_level, not {self.topology}; "
                 "use block or a YAML/JSON file listing each rank's endpoint"
             )
-        if self.placement not in PLACEMENTS and not Path(self.placement).is_file():
-            raise CollsimError(
-                f"placement: must be {' or '.join(PLACEMENTS)} or a YAML/JSON file listing each rank's endpoint; {self.placement!r} is neither"
-            )
+        if self.placement not in PLACEMENTS:
+            from sim.files import user_file
+
+            user_file(self.placement, "placement", f"{' or '.join(PLACEMENTS)} or a YAML/JSON file listing each rank's endpoint")
 
     @property
     def gpus_per_node_resolved(self) -> int:
@@ -435,7 +481,7 @@ class CollectiveScenario(ScenarioData):
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
-        data["stragglers"] = [list(pair) for pair in self.stragglers]
+        data["stragglers"] = [[rank, f"{delay!r}s"] for rank, delay in self.stragglers]  # with its unit, as from_dict needs
         data["groups"] = [list(group) for group in self.groups]
         return data
 

@@ -19,10 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import dash
+import flask
 import plotly.io as pio
 from dash import ClientsideFunction, Input, Output, State, dcc, html
 from dash.exceptions import PreventUpdate
 
+from sim import files
 from webapp import helper, ids, jobs
 from webapp.pages import collectives, compare, ddp, guides
 
@@ -190,6 +192,19 @@ def not_found_status(response: Any) -> Any:
     return response
 
 
+def refuse_paths() -> None:
+    """Every request (a page's layout, a callback, a download) runs refusing server paths that a
+    link or form names: only files of ``collsim ui --files`` folders open (:mod:`sim.files`)."""
+    flask.g.collsim_refusing = files.refusing_paths()
+    flask.g.collsim_refusing.__enter__()
+
+
+def stop_refusing_paths(error: BaseException | None = None) -> None:
+    refusing = flask.g.pop("collsim_refusing", None)
+    if refusing is not None:
+        refusing.__exit__(None, None, None)
+
+
 def background_manager() -> Any | None:
     """A Dash background-callback manager with its own cache in a new temporary directory
     (removed when the process exits), or None when ``diskcache``/``multiprocess`` are missing
@@ -237,6 +252,8 @@ def create_app(db_path: str | None = None, background: bool = True, warm: bool =
     )
     app._background_manager = manager  # the pages' background callbacks run through it
     app.server.config["COLLSIM_DB"] = db_path
+    app.server.before_request(refuse_paths)
+    app.server.teardown_request(stop_refusing_paths)
     app.server.after_request(cache_fingerprinted_assets)
     app.server.after_request(not_found_status)
     register_pages(app)

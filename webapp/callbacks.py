@@ -15,6 +15,7 @@ from dash import no_update
 from dash.exceptions import PreventUpdate
 
 from sim.errors import CollsimError
+from sim.files import refusing_paths
 
 __all__ = ["answer", "events_csv", "guarded", "written"]
 
@@ -32,11 +33,13 @@ def answer(names: Iterable[str], **values: Any) -> dict[str, Any]:
 
 def guarded(function: Callable[..., Any], fallback: Callable[[str], Any]) -> Callable[..., Any]:
     """Run a callback; a :class:`CollsimError` or an unexpected error becomes ``fallback(message)``
-    (a visible message), never an HTTP 500 that leaves the page blank."""
+    (a visible message), never an HTTP 500 that leaves the page blank. It runs refusing user-named
+    server paths (:func:`sim.files.refusing_paths`), also where it runs outside a request."""
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:  # background callbacks get set_progress first: it passes through
         try:
-            return function(*args, **kwargs)
+            with refusing_paths():  # a field never opens a server file (sim.files), in a request or a background job
+                return function(*args, **kwargs)
         except PreventUpdate:
             raise
         except CollsimError as error:

@@ -22,13 +22,22 @@ def _check_port(ctx: click.Context, param: click.Parameter, value: int) -> int:
     default=None,
     help="results store (SQLite, or a `collsim validate` output folder) for the sim-vs-measured page; default: bundled sample data",
 )
+@click.option(
+    "--files",
+    "folders",
+    multiple=True,
+    help="a folder whose files (GraphML/JSON topologies, placement files, preset YAML) the explorer's fields may name, "
+    "by their name in it; repeatable. Without it no field opens a file on the server",
+)
 @click.option("--debug", is_flag=True, help="Dash debug mode: hot reload and the error overlay")
-def ui(host: str, port: int, debug: bool, db_path: str | None) -> None:
+def ui(host: str, port: int, debug: bool, db_path: str | None, folders: tuple[str, ...]) -> None:
     """Serve the browser what-if explorer (Dash) on 127.0.0.1:8050."""
     from werkzeug.serving import make_server
 
+    from sim.files import allow_folders
     from webapp.app import create_app
 
+    allow_folders(folders)
     if db_path is not None:
         from pathlib import Path
 

@@ -98,7 +98,8 @@ def _check_field(name: str, text: str) -> None:
     if name == "ranks" and text.isdigit() and not MIN_RANKS <= int(text) <= MAX_RANKS:
         raise CollsimError(f"ranks: the explorer takes {MIN_RANKS} to {MAX_RANKS} ranks, got {text}")
     if name in _CHECKED_ALONE and text:
-        CollectiveScenario.from_dict({**_ALONE_BASE, name: text})
+        inside = {"topology": "two_level"} if name.startswith("intra_") else {}  # links inside a node exist on two_level only
+        CollectiveScenario.from_dict({**_ALONE_BASE, **inside, name: text})
 
 
 def scenario_fields(form: dict[str, Any]) -> dict[str, Any]:

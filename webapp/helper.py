@@ -24,6 +24,7 @@ from concurrent.futures.process import BrokenProcessPool
 from functools import lru_cache
 from typing import Any
 
+from sim import files
 from sim.collective import explore
 from sim.scenario import CollectiveScenario
 
@@ -79,7 +80,9 @@ def start_helper() -> None:
     with _helper_lock:
         if _helper is None:
             _helper = ProcessPoolExecutor(
-                max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_follow_parent, initargs=(os.getpid(),)
+                max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                initializer=_follow_parent,
+                initargs=(os.getpid(), allowed_folders()),
             )
             from webapp.collective import DEFAULTS, parse_form
 
@@ -89,11 +92,14 @@ def start_helper() -> None:
             atexit.register(stop_helper)
 
 
-def _follow_parent(parent: int) -> None:
+def _follow_parent(parent: int, folders: tuple[str, ...] = ()) -> None:
     """In the helper: exit when the server is gone. A server killed by a signal runs no exit
     handler, and the helper, which holds both ends of its task pipe, would wait forever. Ctrl+C
-    reaches the whole terminal's process group: the server ends the helper, which ignores it."""
+    reaches the whole terminal's process group: the server ends the helper, which ignores it.
+    Like the server's requests, the helper opens no path a link names (:mod:`sim.files`)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    files.allow_folders(folders)
+    files.refuse_paths_in_this_process()
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -101,6 +107,11 @@ def _follow_parent(parent: int) -> None:
         os._exit(0)
 
     threading.Thread(target=watch, daemon=True, name="collsim-follow-parent").start()
+
+
+def allowed_folders() -> tuple[str, ...]:
+    """The folders the server may open files of (``collsim ui --files``), for the helper to follow."""
+    return tuple(files.allowed_folders())
 
 
 def stop_helper() -> None:

@@ -26,6 +26,7 @@ __all__ = [
     "all_specs",
     "backend_algorithms",
     "ceil_lg",
+    "needs_a_peer",
     "ops",
     "register",
 ]
@@ -115,6 +116,7 @@ class AlgorithmSpec:
     whole_cells: bool | Callable[[Any], bool] = True
     runs: tuple[tuple[str, str], ...] = ()
     listed: bool = True  # False: runs by name, left out of algorithms_for (NCCL's protocol variants)
+    needs: Callable[[Any], str | None] | None = None  # what else it needs of a scenario: why one will not do, or None
 
     @property
     def closed_form(self) -> Form | None:
@@ -153,6 +155,16 @@ class AlgorithmSpec:
             )
         if self.topology and scenario.topology != self.topology:
             raise CollsimError(f"algorithm {self.name} needs topology {self.topology}, got {scenario.topology}", field="topology")
+        why = self.needs(scenario) if self.needs is not None else None
+        if why:
+            raise CollsimError(why, field="ranks" if why.startswith("ranks") else "algorithm")
+
+
+def needs_a_peer(scenario: Any) -> str | None:
+    """send/recv moves a buffer from rank 0 to the last rank: on one rank there is no peer."""
+    if scenario.ranks < 2:
+        return f"ranks: send_recv sends from rank 0 to another rank and needs at least 2 ranks, got {scenario.ranks}"
+    return None
 
 
 def register(op: str, name: str, **record: Any) -> Callable[[RankProgram], RankProgram]:

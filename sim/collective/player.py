@@ -54,7 +54,7 @@ def player_data(
     table = message_array(result)
     layout = topology_layout(s)
     if s.ranks > PLAYER_DRAW_RANKS:
-        return aggregate_player(s, table, layout)
+        return {**aggregate_player(s, table, layout), "wire_copies": result.wire_copies}
     steps: dict[int, list] = {}
     ends = result.links["src"], result.links["dst"]
     # times to a millionth of the run (captions show 4 digits): half the JSON the browser stores and resends
@@ -92,6 +92,7 @@ def player_data(
         "routes": {f"{src}>{dst}": route for (src, dst), route in routes.items()},
         "buffers": frames,
         "logical": view,
+        "wire_copies": result.wire_copies,  # NCCL's channels each simulated one stands for: a step's bytes on the wire x this
     }
 
 

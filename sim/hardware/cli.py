@@ -70,7 +70,13 @@ def fit_command(logs: tuple[str, ...], name: str, nodes: str | None, nccl_proto:
     chosen = names.split(",") if names else _default_constants(preset, counts)
     result = fit([(path, n, nccl_proto, nccl_algo) for path, n in zip(logs, counts)], name, chosen, stride)
     block = fitted_block(result, logs, counts, nccl_proto, nccl_algo)
-    options = [("--nodes", nodes), ("--nccl-proto", nccl_proto), ("--nccl-algo", nccl_algo), ("--fit", ",".join(chosen)), ("--stride", stride if stride != 1 else None)]
+    options = [
+        ("--nodes", nodes),
+        ("--nccl-proto", nccl_proto),
+        ("--nccl-algo", nccl_algo),
+        ("--fit", ",".join(chosen)),
+        ("--stride", stride if stride != 1 else None),
+    ]
     block["command"] = " ".join(["collsim hardware fit", *(Path(log).name for log in logs), "--hardware", name]
                                 + [f"{flag} {value}" for flag, value in options if value is not None])  # fmt: skip
     if output is None:
@@ -83,7 +89,9 @@ def fit_command(logs: tuple[str, ...], name: str, nodes: str | None, nccl_proto:
     with open(output, "w") as handle:
         handle.write(text)
     values = ", ".join(f"{key} {entry['value']:.4g}" for key, entry in block["constants"].items())
-    click.echo(f"wrote {output}: {values}")
+    click.echo(f"wrote {output}: {values or 'no constant moved from its default'}")
+    for key, entry in {**block.get("held_at_prior", {}), **block.get("flagged", {})}.items():
+        click.echo(f"  {key}: {entry['why']}")
 
 
 def _default_constants(preset, counts: list[int]) -> list[str]:
@@ -113,7 +121,9 @@ def format_preset(data: dict[str, Any]) -> str:
             value = format_bandwidth(value)
         elif value is not None and key.endswith("_s"):
             value = format_time(value)
-        source_key = key.removesuffix("_Bps").removesuffix("_s")
+        elif value is not None and key.endswith("_bytes"):
+            value = f"{value / 1e9:g} GB ({value} bytes)"
+        source_key = key.removesuffix("_Bps").removesuffix("_s").removesuffix("_bytes")
         lines.append(f"  {key:22s} {value}\n  {'':22s} source: {sources.get(source_key, '')}")
     if data["nccl"]:
         lines.append("  NCCL (what its topology search reports; read by --model nccl):")
@@ -136,7 +146,9 @@ def apply_hardware(data: dict[str, Any], pick: bool = True, nccl_algo: str | Non
     if name is None:
         if nodes is None and not (nccl_algo or nccl_proto):  # a scenario file's "hardware: null"
             return
-        raise CollsimError(("--nodes" if nodes is not None else "--nccl-algo/--nccl-proto") + " needs --hardware NAME (collsim hardware list)")
+        raise CollsimError(
+            ("--nodes" if nodes is not None else "--nccl-algo/--nccl-proto") + " needs --hardware NAME (collsim hardware list)"
+        )
     from sim.collective.pick import fill_pick, wants_pick
 
     if (nccl_algo or nccl_proto) and "algorithm" in data and not wants_pick(data):

@@ -4,8 +4,9 @@ with them (``collsim hardware fit``, bench/nccl_logs.py).
 Residuals are log(predicted time / measured time) of the DES running NCCL's pick at every size
 of every log (the faster of nccl-tests' out-of-place and in-place columns: the same collective
 timed twice, and interference only adds time; see :func:`read_log`); scipy's bounded least squares (trf) moves the
-constants of :data:`sim.hardware.presets.CONSTANTS` within their bounds; 95 % intervals come
-from the Jacobian at the optimum (covariance s^2 (J^T J)^-1, s^2 the residual variance).
+constants of :data:`sim.hardware.presets.CONSTANTS` within their bounds, regularised toward their
+priors (:data:`sim.hardware.presets.PRIORS`), and only those the logs can tell (:func:`fit`); 95 %
+intervals come from the Jacobian at the optimum (covariance s^2 (J^T J)^-1, s^2 the residual variance).
 """
 
 from __future__ import annotations
@@ -139,54 +140,157 @@ def regime_stats(points: list[Point]) -> list[tuple[str, int, float, float, floa
     return out
 
 
-def fit(logs: list[tuple], hardware: str, names: list[str], stride: int = 1) -> dict:
-    """Bounded least squares of ``names`` (constants) on ``logs`` ([(path, nodes, NCCL_PROTO
-    or None[, NCCL_ALGO or None])]), robust (soft L1 on log time ratios, scale 0.1: a noisy point
-    cannot pull it), every log weighing the same whatever its number of sizes."""
-    import numpy as np
-    from scipy.optimize import least_squares
+NOISE = 0.1  # the scale of a log time ratio the fit calls noise (soft_l1's f_scale): a prior's sd is weighed against it
+HELD_ABOVE = 0.9  # a constant whose posterior sd is above this fraction of its prior's is held at the prior
+DELTA = 1e-3  # relative step of the finite differences (diff_step)
 
-    from sim.hardware.presets import CONSTANTS, TRIAL, effective, load_preset
+
+def fit(logs: list[tuple], hardware: str, names: list[str], stride: int = 1) -> dict:
+    """Least squares of ``names`` (constants) on ``logs`` ([(path, nodes, NCCL_PROTO or None[,
+    NCCL_ALGO or None])]) regularised toward each constant's prior (:data:`sim.hardware.presets.PRIORS`),
+    robust (soft L1 on log time ratios, scale :data:`NOISE`: a noisy point cannot pull it), every
+    log weighing the same whatever its number of sizes.
+
+    Only what the logs can tell is fitted: first, at the priors, each constant's uncertainty from
+    the data alone is compared with its prior's; one the logs know less well than the prior (NVLink
+    on a NIC-bound two-node run, LL latency with no small sizes) is held at its prior and said so.
+    A fitted value at a bound is flagged and not kept. The result says, per constant, its prior,
+    the posterior with a 95 % interval, which logs moved it, and each log's residual."""
+    from sim.hardware.presets import CONSTANTS
 
     unknown = [name for name in names if name not in CONSTANTS]
     if unknown:
         raise CollsimError(f"--fit: unknown constant(s) {', '.join(unknown)}; allowed: {', '.join(CONSTANTS)}")
+    data, scale = _fit_data(logs, stride)
+    if len(data) <= len(names):
+        raise CollsimError(f"hardware fit: {len(data)} points for {len(names)} constants; give more logs or sizes")
+    priors = {name: _prior(name) for name in names}
+    told, held = _identified(hardware, data, scale, names, priors)
+    fitted, jac, fun = _solve(hardware, data, scale, told, priors) if told else ({}, None, None)
+    return _report(data, scale, names, priors, told, held, fitted, jac, fun, hardware)
+
+
+def _fit_data(logs: list[tuple], stride: int) -> tuple[list[tuple], list[float]]:
+    """Every chosen point (log, nodes, op, size, measured, proto, algo) and its weight factor."""
     data, weights = [], []
     for path, nodes, proto, *algo in logs:
         op, rows = read_log(path)
         chosen = rows[::stride]
-        data += [(nodes, op, size, measured, proto, algo[0] if algo else None) for size, measured in chosen]
+        data += [(Path(path).name, nodes, op, size, measured, proto, algo[0] if algo else None) for size, measured in chosen]
         weights += [1.0 / len(chosen)] * len(chosen)
     # every log weighs the same (a 6-size run is not drowned by a 32-size one): residual x sqrt(w / mean w)
-    scale = [math.sqrt(w * len(weights) / sum(weights)) for w in weights]
-    if len(data) <= len(names):
-        raise CollsimError(f"hardware fit: {len(data)} points for {len(names)} constants; give more logs or sizes")
-    start = effective(load_preset(hardware))
-    x0 = [getattr(start, name) for name in names]
-    lower, upper = [CONSTANTS[n][1] for n in names], [CONSTANTS[n][2] for n in names]
-    x0 = [min(max(v, lo + 1e-6), hi - 1e-6) for v, lo, hi in zip(x0, lower, upper)]
+    return data, [math.sqrt(w * len(weights) / sum(weights)) for w in weights]
+
+
+def _prior(name: str) -> dict:
+    """A constant's prior: its default, the sd (log or absolute), in the constant's units too."""
+    from sim.hardware.presets import CONSTANTS, PRIORS
+
+    default, lower, upper, _ = CONSTANTS[name]
+    kind, sd, basis = PRIORS[name]
+    raw_sd = sd * default if kind == "log" else sd
+    return {"value": default, "kind": kind, "sd": sd, "sd_value": raw_sd, "bounds": (lower, upper), "basis": basis}
+
+
+def _data_residuals(hardware: str, data: list[tuple], scale: list[float], values: dict[str, float]) -> list[float]:
+    from sim.hardware.presets import TRIAL
+
+    TRIAL[hardware] = dict(values)
+    try:
+        return [k * math.log(des_time(hardware, nodes, op, size, algo, proto)[0] / measured)
+                for k, (_, nodes, op, size, measured, proto, algo) in zip(scale, data)]  # fmt: skip
+    finally:
+        TRIAL.pop(hardware, None)
+
+
+def _jacobian(hardware: str, data, scale, names: list[str], at: dict[str, float]) -> list[list[float]]:
+    """d(data residual)/d(constant) by forward differences at ``at`` (columns in ``names`` order)."""
+    base = _data_residuals(hardware, data, scale, at)
+    columns = []
+    for name in names:
+        step = DELTA * max(abs(at[name]), 1.0 if name == "base_latency_us" else 0.01)
+        moved = _data_residuals(hardware, data, scale, {**at, name: at[name] + step})
+        columns.append([(m - b) / step for m, b in zip(moved, base)])
+    return [list(row) for row in zip(*columns)]
+
+
+def _identified(hardware: str, data, scale, names: list[str], priors: dict) -> tuple[list[str], dict]:
+    """(constants the logs can tell, {held constant: why}). At the priors, the posterior precision
+    is the data's (J^T J / NOISE^2, correlations included) plus the priors'; a constant whose
+    posterior sd stays above :data:`HELD_ABOVE` of its prior's (the logs narrow it by less than
+    that) is held at the prior."""
+    import numpy as np
+
+    at = {name: priors[name]["value"] for name in names}
+    jac = np.array(_jacobian(hardware, data, scale, names, at))
+    prior_sd = np.array([priors[name]["sd_value"] for name in names])
+    cov = np.linalg.inv(jac.T @ jac / NOISE**2 + np.diag(1 / prior_sd**2))
+    told, held = [], {}
+    for index, name in enumerate(names):
+        posterior_sd = math.sqrt(max(cov[index, index], 0.0))
+        if posterior_sd > HELD_ABOVE * prior_sd[index]:
+            held[name] = {"value": priors[name]["value"], "prior_sd": round(float(prior_sd[index]), 6), "posterior_sd": round(posterior_sd, 6),
+                          "why": f"the logs cannot tell it (they narrow its prior's sd by less than {1 - HELD_ABOVE:.0%}); kept at its prior"}  # fmt: skip
+        else:
+            told.append(name)
+    return told, held
+
+
+def _prior_residual(name: str, value: float, prior: dict) -> float:
+    """The prior as one more residual, in the units of the data's (a deviation of one sd = NOISE)."""
+    if prior["kind"] == "log":
+        return NOISE * math.log(max(value, 1e-12) / prior["value"]) / prior["sd"]
+    return NOISE * (value - prior["value"]) / prior["sd"]
+
+
+def _solve(hardware: str, data, scale, names: list[str], priors: dict):
+    """The regularised robust least squares of the told constants: (values, jacobian, residuals)."""
+    from scipy.optimize import least_squares
+
+    lower = [priors[n]["bounds"][0] for n in names]
+    upper = [priors[n]["bounds"][1] for n in names]
+    x0 = [min(max(priors[n]["value"], lo + 1e-6), hi - 1e-6) for n, lo, hi in zip(names, lower, upper)]
 
     def residuals(x) -> list[float]:
-        TRIAL[hardware] = dict(zip(names, map(float, x)))
-        try:
-            return [k * math.log(des_time(hardware, nodes, op, size, algo, proto)[0] / measured)
-                    for k, (nodes, op, size, measured, proto, algo) in zip(scale, data)]  # fmt: skip
-        finally:
-            TRIAL.pop(hardware, None)
+        values = dict(zip(names, map(float, x)))
+        return _data_residuals(hardware, data, scale, values) + [_prior_residual(n, values[n], priors[n]) for n in names]
 
-    result = least_squares(residuals, x0, bounds=(lower, upper), method="trf", loss="soft_l1", f_scale=0.1, diff_step=1e-3, x_scale="jac", max_nfev=40)
-    dof = max(len(data) - len(names), 1)
-    s2 = float(np.sum(result.fun**2)) / dof
-    try:
-        cov = np.linalg.pinv(result.jac.T @ result.jac) * s2
-        half = [1.96 * math.sqrt(max(cov[i, i], 0.0)) for i in range(len(names))]
-    except np.linalg.LinAlgError:
-        half = [float("nan")] * len(names)
-    constants = {
-        name: {"value": round(float(v), 6), "interval": [round(float(max(v - h, lo)), 6), round(float(min(v + h, hi)), 6)]}
-        for name, v, h, lo, hi in zip(names, result.x, half, lower, upper)
-    }
-    return {"constants": constants, "points": len(data), "rms_log_error": round(math.sqrt(float(np.mean(result.fun**2))), 4)}
+    result = least_squares(residuals, x0, bounds=(lower, upper), method="trf", loss="soft_l1", f_scale=NOISE,
+                           diff_step=DELTA, x_scale="jac", max_nfev=40)  # fmt: skip
+    return dict(zip(names, map(float, result.x))), result.jac, result.fun
+
+
+def _report(data, scale, names, priors, told, held, fitted, jac, fun, hardware) -> dict:
+    """The fit's answer: kept constants (posterior, 95 % interval, prior, logs that moved it), held
+    and flagged ones, and each log's residual (rms of log time ratios)."""
+    import numpy as np
+
+    constants, flagged, moved = {}, {}, {}
+    if fitted:
+        count = len(data)
+        s2 = float(np.sum(fun[:count] ** 2)) / max(count - len(told), 1)
+        cov = np.linalg.pinv(jac.T @ jac) * max(
+            s2, NOISE**2
+        )  # the residuals' own spread, never below the noise the priors are weighed against
+        logs = sorted({row[0] for row in data})
+        for index, name in enumerate(told):
+            value, half = fitted[name], 1.96 * math.sqrt(max(cov[index, index], 0.0))
+            lower, upper = priors[name]["bounds"]
+            information = {log: float(sum(jac[r, index] ** 2 for r in range(count) if data[r][0] == log)) for log in logs}
+            total = sum(information.values()) or 1.0
+            moved[name] = [log for log in logs if information[log] / total >= 0.1]
+            entry = {"value": round(value, 6), "interval": [round(max(value - half, lower), 6), round(min(value + half, upper), 6)],
+                     "prior": {"value": priors[name]["value"], "sd": round(priors[name]["sd_value"], 6)}, "moved_by": moved[name]}  # fmt: skip
+            if min(value - lower, upper - value) <= 1e-3 * (upper - lower):
+                flagged[name] = {**entry, "why": f"at its bound [{lower}, {upper}]: the model cannot reach the logs there; not kept"}
+            else:
+                constants[name] = entry
+    values = {**{n: priors[n]["value"] for n in names}, **{n: e["value"] for n, e in constants.items()}}
+    final = np.array(_data_residuals(hardware, data, [1.0] * len(data), values))
+    residuals = {log: round(float(np.sqrt(np.mean([final[r] ** 2 for r in range(len(data)) if data[r][0] == log]))), 4)
+                 for log in sorted({row[0] for row in data})}  # fmt: skip
+    return {"constants": constants, "held_at_prior": held, "flagged": flagged, "points": len(data), "residuals": residuals,
+            "rms_log_error": round(float(np.sqrt(np.mean(final**2))), 4)}  # fmt: skip
 
 
 def log_nodes(path: str | Path, gpus_per_node: int) -> int:
@@ -206,10 +310,13 @@ def fitted_block(result: dict, logs, nodes: list[int], nccl_proto: str | None, n
     return {
         "logs": [f"{Path(path).name} ({n} node{'s' if n > 1 else ''})" for path, n in zip(logs, nodes)],
         "date": datetime.date.today().isoformat(),
-        "method": "collsim hardware fit: scipy least_squares (trf, soft_l1 on log time ratios, every log weighing the same; per size the faster of the out-of-place and in-place columns), 95 % intervals from the Jacobian",
+        "method": "collsim hardware fit: scipy least_squares (trf, soft_l1 on log time ratios, every log weighing the same; per size the faster of the out-of-place and in-place columns) regularised toward each constant's prior (sim.hardware.presets.PRIORS); constants the logs cannot tell held at their prior; 95 % intervals from the Jacobian",
         "nccl_proto": nccl_proto,
         **({"nccl_algo": nccl_algo} if nccl_algo else {}),
         "points": result["points"],
         "rms_log_error": result["rms_log_error"],
+        "residuals": result.get("residuals", {}),
         "constants": result["constants"],
+        **({"held_at_prior": result["held_at_prior"]} if result.get("held_at_prior") else {}),
+        **({"flagged": result["flagged"]} if result.get("flagged") else {}),
     }

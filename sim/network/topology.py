@@ -517,17 +517,20 @@ def read_placement(path: str) -> list[int]:
     a mapping whose ``endpoints`` key holds that list."""
     import yaml
 
-    file = Path(path)
-    if not file.is_file():
-        raise CollsimError(f"placement: give block, round_robin or a YAML/JSON file listing each rank's endpoint; {path!r} is not a file")
+    from sim.files import parse_data, read_text, shown, user_file
+
+    file = user_file(path, "placement", f"{' or '.join(PLACEMENTS)} or a YAML/JSON file listing each rank's endpoint")
+    name = f"placement file {shown(str(path))}"
     try:
-        data = yaml.safe_load(file.read_text())
+        data = parse_data(read_text(file, "placement file"), file.suffix)
     except yaml.YAMLError as error:
-        raise CollsimError(f"placement file {path!r} is not valid YAML/JSON: {error}") from None
+        raise CollsimError(f"{name} is not valid YAML/JSON: {' '.join(str(error).split())[:300]}") from None
+    except CollsimError as error:
+        raise CollsimError(f"{name}: {error}", field="placement") from None
     if isinstance(data, dict):
         data = data.get("endpoints")
     if not isinstance(data, list) or not all(_is_rank(item) for item in data):
-        raise CollsimError(f"placement file {path!r}: expected a list of endpoint indices (or a mapping with key 'endpoints')")
+        raise CollsimError(f"{name}: expected a list of endpoint indices (or a mapping with key 'endpoints')")
     return data
 
 
@@ -547,16 +550,20 @@ def load_graph(path: str | Path) -> Topology:
     ``kind: rank``; they must be numbered 0..p-1. Every edge needs ``bandwidth`` (bytes/s or a
     unit string such as "25GB/s") and may have ``latency`` (s or "5us", default 0).
     """
-    path = Path(path)
-    if not path.is_file():
-        raise CollsimError(f"topology file {str(path)!r} not found; give switch, ring, two_level, torus2d or a GraphML/JSON file")
+    from sim.files import read_text, shown, user_file
+
+    path = user_file(path, "topology", "switch, ring, two_level, torus2d or a GraphML/JSON file", label="topology file")
     try:
+        text = read_text(path, "topology file")
         if path.suffix.lower() in (".graphml", ".xml"):
-            raw = nx.read_graphml(path)
+            raw = nx.parse_graphml(text)
         else:
-            raw = nx.node_link_graph(json.loads(path.read_text()), edges="links")
-    except Exception as error:  # malformed files come in many shapes; name the file and why
-        raise CollsimError(f"topology file {str(path)!r} could not be read as GraphML or JSON node-link: {error}") from None
+            raw = nx.node_link_graph(json.loads(text), edges="links")
+    except CollsimError:
+        raise
+    except Exception as error:  # malformed files come in many shapes; name the file and why (bounded)
+        reason = " ".join(str(error).split())[:300]
+        raise CollsimError(f"topology file {shown(str(path))} could not be read as GraphML or JSON node-link: {reason}") from None
     return _from_user_graph(nx.Graph(raw), path.name)
 
 

@@ -44,7 +44,7 @@ from sim.scenario import optional_parser, parse_bool, parse_int
 from sim.training import comm, ddp
 from sim.training.fsdp_result import FSDPResult, memory_per_rank
 from sim.training.params import Param
-from sim.units import parse_size
+from sim.units import parse_element_bytes
 
 SHARDINGS = ("full_shard", "shard_grad_op", "no_shard", "hybrid_shard")
 STRATEGIES = ("ddp", "zero1", *SHARDINGS)
@@ -97,7 +97,7 @@ FSDPScenario.PARSERS = {
     **ddp.DDPScenario.PARSERS,
     "limit_all_gathers": parse_bool,
     "shard_size": optional_parser(parse_int),
-    "optimizer_state_bytes": lambda value, what: parse_size(value, what),
+    "optimizer_state_bytes": parse_element_bytes,
     "overlap": parse_bool,
 }
 FSDPScenario.ALIASES = dict(ddp.DDPScenario.ALIASES)
@@ -427,6 +427,19 @@ def run_fsdp(scenario: FSDPScenario, prepared: ddp.Prepared | None = None) -> FS
     return FSDPResult(scenario, tuple(units), tuple(program.ops), memory, None, prepared.grad_bytes, numel, comm.notes)
 
 
+def ddp_memory(scenario: ddp.DDPScenario) -> dict[str, Any]:
+    """A DDP step's memory per rank (the ``ddp`` row of :func:`compare`: whole parameters,
+    gradients, Adam state, master weights, activations) and whether it fits the GPU
+    (:func:`sim.training.memory.capacity`). Gradient accumulation holds the same."""
+    from sim.training.memory import capacity
+
+    fields = {f.name: getattr(scenario, f.name) for f in dataclasses.fields(ddp.DDPScenario)}
+    variant = FSDPScenario(**{**fields, "accumulation_steps": 1}, sharding="ddp", units="single")
+    prepared = ddp.prepare(_ddp_scenario(variant))
+    memory = memory_per_rank(variant, build_units(variant, prepared), [], prepared.comm.element_bytes)
+    return {"peak_memory_bytes": memory["peak_bytes"], **capacity(memory["peak_bytes"], scenario), "memory": memory}
+
+
 def _run_ddp(scenario: FSDPScenario, prepared: ddp.Prepared, element_bytes: int, numel: int) -> FSDPResult:
     """DDP (bucketed or the scenario's DDP strategy) and ZeRO-1 on top of it."""
     zero = scenario.sharding == "zero1"
@@ -476,5 +489,6 @@ def compare(scenario: FSDPScenario, strategies: Sequence[str]) -> list[dict[str,
 
 COMPARE_KEYS = (
     "sharding", "ranks", "shard_group", "step_time_s", "exposed_comm_s", "compute_time_s", "comm_busy_s",
-    "no_overlap_bound_s", "perfect_overlap_bound_s", "peak_memory_bytes", "memory", "notes",
+    "no_overlap_bound_s", "perfect_overlap_bound_s", "peak_memory_bytes", "gpu", "gpu_memory_bytes", "fits", "gpu_memory_note",
+    "memory", "notes",
 )  # fmt: skip

@@ -51,13 +51,12 @@ def _run(
     as_json: bool,
     **flags: Any,
 ) -> None:
-    from sim.collective.results import check_output_path, write_csv, write_text
+    from sim.cli_fields import check_outputs
+    from sim.collective.results import write_csv, write_text
     from sim.training import fsdp as model
 
-    for path, what in ((trace, "--trace"), (csv_path, "--csv")):
-        if path:
-            check_output_path(path, what)
-    if compare and (trace or csv_path):
+    check_outputs((trace, "--trace"), (csv_path, "--csv"))
+    if compare is not None and (trace is not None or csv_path is not None):
         raise CollsimError("--compare prints a table; --trace and --csv need a single --sharding")
     switches = {key: flags.pop(key) for key in ("overlap", "limit_all_gathers")}
     calibration, backend = flags.pop("calibration"), flags.pop("backend")
@@ -69,14 +68,14 @@ def _run(
     ddp_cli.apply_hardware_flags(data)
     _refuse_what_is_not_modelled(data)
     scenario = model.FSDPScenario.from_dict(data)
-    if compare:
+    if compare is not None:  # "" is refused by compare(), not read as "no --compare"
         rows = model.compare(scenario, [name.strip() for name in compare.split(",") if name.strip()])
         click.echo(json.dumps(rows) if as_json else format_compare(rows))
         return
     result = model.run_fsdp(scenario)
-    if trace:
+    if trace is not None:
         write_text(trace, json.dumps(result.chrome_trace()), "--trace")
-    if csv_path:
+    if csv_path is not None:
         write_csv(result.events(), csv_path)
     summary = result.summary()
     click.echo(json.dumps(summary) if as_json else format_summary(summary))
@@ -100,6 +99,7 @@ def format_summary(summary: dict[str, Any], max_rows: int = 8) -> str:
         f"  bounds           no overlap {_time(summary['no_overlap_bound_s'])}, perfect overlap {_time(summary['perfect_overlap_bound_s'])}",
         f"  memory per rank  {format_size(summary['peak_memory_bytes'])} peak: params {format_size(memory['params_bytes'])}, grads {format_size(memory['grads_bytes'])}, optimizer {format_size(memory['optimizer_bytes'])}, unsharded {format_size(memory['unsharded_peak_bytes'])}",
         *memory_extra(memory),
+        f"  GPU memory       {summary['gpu_memory_note']}",
         "  unit             bytes        ops (kind start-end)",
     ]
     for unit in summary["units"][:max_rows]:
@@ -121,20 +121,35 @@ def memory_extra(memory: dict[str, Any]) -> list[str]:
     return [f"                   + {', '.join(parts)}"] if parts else []
 
 
+def _fit(row: dict[str, Any]) -> str:
+    """Says "does not fit" on a strategy whose peak is over the GPU's memory (issue 36)."""
+    return "  does not fit" if row.get("fits") is False else ""
+
+
+def _capacity(rows: list[dict[str, Any]]) -> str:
+    """The GPU's memory, in the header: what every peak memory is measured against."""
+    from sim.units import format_size
+
+    if not rows:
+        return ""
+    total = rows[0]["gpu_memory_bytes"]
+    return f"  (GPU memory: {format_size(total)} a rank, {rows[0]['gpu']})" if total else f"  ({rows[0]['gpu_memory_note']})"
+
+
 def format_compare(rows: list[dict[str, Any]]) -> str:
     from sim.units import format_size
 
-    lines = [
-        f"{'strategy':<14} {'step':>11} {'exposed comm':>13} {'comm busy':>11} {'peak memory':>12}  params / grads / optimizer / unsharded"
-    ]
+    header = f"{'strategy':<14} {'step':>11} {'exposed comm':>13} {'comm busy':>11} {'peak memory':>12}  params / grads / optimizer / unsharded"
+    lines = [header + _capacity(rows)]
     for row in rows:
         m = row["memory"]
         parts = " / ".join(format_size(m[key]) for key in ("params_bytes", "grads_bytes", "optimizer_bytes", "unsharded_peak_bytes"))
         extra = "".join(f" + {label} {format_size(m[key])}" for key, label in (("master_bytes", "master"), ("activations_bytes", "activations")) if m.get(key))
         lines.append(
-            f"{row['sharding']:<14} {_time(row['step_time_s']):>11} {_time(row['exposed_comm_s']):>13} {_time(row['comm_busy_s']):>11} {format_size(row['peak_memory_bytes']):>12}  {parts}{extra}"
+            f"{row['sharding']:<14} {_time(row['step_time_s']):>11} {_time(row['exposed_comm_s']):>13} {_time(row['comm_busy_s']):>11} {format_size(row['peak_memory_bytes']):>12}  {parts}{extra}{_fit(row)}"
         )
     lines += [f"note ({row['sharding']}): {note}" for row in rows for note in row.get("notes", [])]
+
     return "\n".join(lines)
 
 
@@ -161,7 +176,11 @@ fsdp = click.Command(
         click.Option(
             ["--units"], default=None, help="FSDP units: blocks (default: one per transformer block + root), single, or name prefixes"
         ),
-        click.Option(["--optimizer-state-bytes"], default=None, help="optimizer state bytes per parameter element (default 8: Adam fp32)"),
+        click.Option(
+            ["--optimizer-state-bytes"],
+            default=None,
+            help="optimizer state bytes per parameter element, a whole number (default 8: Adam fp32); a size such as 8GB is refused",
+        ),
         click.Option(["--no-overlap", "overlap"], flag_value=False, default=None, help="collectives block compute (the no-overlap bound)"),
         *_SHARED,
         click.Option(["--trace"], default=None, help="write a Chrome trace JSON of the step (open in Perfetto)"),

@@ -6,8 +6,16 @@ Bucket ``j`` (1-based) is ready at ``j c`` and the comm stream is serial, so::
 
     overhead(n_b) = comm end - backward end = max(d, n_b (d - c) + c)
 
-With the textbook assumption ``c = s / (n_b w)`` (compute as fast as the wire) this becomes
-``n_b o + s / (n_b w)``, minimised at ``n_b* = sqrt(s / (w o))``, bucket ``b* = sqrt(s w o)``.
+Two special cases, two assumptions about backward:
+
+- backward as fast as the wire, ``c = s / (n_b w)`` (``T = s / w``): ``d - c = o``, so every
+  bucket's ``o`` queues behind the one before and all ``n_b`` of them show after backward:
+  ``n_b o + s / (n_b w)`` (:func:`overhead_simple`), minimised at ``n_b* = sqrt(s / (w o))``,
+  bucket ``b* = sqrt(s w o)``;
+- backward slow enough that each bucket's all-reduce ends before the next bucket is ready,
+  ``c >= d``, i.e. ``T >= n_b o + s / w`` (:func:`hiding_backward_s`): only the last bucket's
+  all-reduce shows, ``o`` once per step: ``o + s / (n_b w)`` (:func:`overhead_last_bucket`,
+  the course notes' T), which falls as buckets shrink, with no interior optimum.
 """
 
 from __future__ import annotations
@@ -40,6 +48,21 @@ def overhead_simple(total_nbytes: float, num_buckets: float, o_s: float, w_Bps: 
     """The textbook special case ``n_b o + s / (n_b w)`` (assumes c = s / (n_b w))."""
     _check_positive(num_buckets=num_buckets, w=w_Bps)
     return num_buckets * o_s + total_nbytes / (num_buckets * w_Bps)
+
+
+def overhead_last_bucket(total_nbytes: float, num_buckets: float, o_s: float, w_Bps: float) -> float:
+    """``o + s / (n_b w)``: only the last bucket's all-reduce shows (the course notes' T), exact
+    when backward takes at least :func:`hiding_backward_s`."""
+    _check_positive(num_buckets=num_buckets, w=w_Bps)
+    return o_s + total_nbytes / (num_buckets * w_Bps)
+
+
+def hiding_backward_s(total_nbytes: float, num_buckets: float, o_s: float, w_Bps: float) -> float:
+    """``n_b o + s / w``: the least backward time at which each of ``num_buckets`` equal buckets'
+    all-reduces ends before the next bucket is ready (``T / n_b >= o + s / (n_b w)``), so that
+    :func:`overhead_uniform` is :func:`overhead_last_bucket`."""
+    _check_positive(num_buckets=num_buckets, w=w_Bps)
+    return num_buckets * o_s + total_nbytes / w_Bps
 
 
 def optimal_bucket_bytes(s: float, w: float, o: float) -> float:

@@ -97,20 +97,19 @@ def params_from_list(entries: Any, source: str = "params") -> list[Param]:
 
 def load_params(path: str | Path) -> list[Param]:
     """A parameter list file (JSON or YAML) with a top-level ``params`` list."""
-    path = Path(path)
-    if path.is_dir():
-        raise CollsimError(f"params file {str(path)!r} is a directory; give a JSON or YAML file")
-    if not path.is_file():
-        raise CollsimError(f"params file {str(path)!r} not found")
+    from sim.files import read_text, shown, user_file
+
+    path = user_file(path, "params", "a JSON or YAML file with a 'params' list", label="params file")
+    name = f"params file {shown(str(path))}"
     try:
-        data = parse_data(path.read_text(), path.suffix)
+        data = parse_data(read_text(path, "params file"), path.suffix)
     except yaml.YAMLError as error:
-        raise CollsimError(f"params file {str(path)!r} is not valid JSON/YAML: {' '.join(str(error).split())}") from None
-    except (OSError, UnicodeDecodeError) as error:  # a binary file
-        raise CollsimError(f"params file {str(path)!r} cannot be read as JSON/YAML text: {error}") from None
+        raise CollsimError(f"{name} is not valid JSON/YAML: {' '.join(str(error).split())[:300]}") from None
+    except CollsimError as error:
+        raise CollsimError(f"{name}: {error}") from None
     if not isinstance(data, dict) or "params" not in data:
-        raise CollsimError(f"params file {str(path)!r}: expected a mapping with a 'params' list at the top level")
-    return params_from_list(data["params"], f"params file {str(path)!r}")
+        raise CollsimError(f"{name}: expected a mapping with a 'params' list at the top level")
+    return params_from_list(data["params"], name)
 
 
 def save_params(params: Iterable[Param], path: str | Path) -> None:
@@ -118,7 +117,10 @@ def save_params(params: Iterable[Param], path: str | Path) -> None:
     data = {"params": [param.to_dict() for param in params]}
     path = Path(path)
     text = yaml.safe_dump(data, sort_keys=False) if path.suffix in (".yaml", ".yml") else json.dumps(data, indent=1)
-    path.write_text(text)
+    from sim.cli_fields import writing_to  # a full disk is one error line naming the file
+
+    with writing_to(path, "parameter list file"):
+        path.write_text(text)
 
 
 def params_from_bytes(sizes_nbytes: Iterable[int], element_bytes: int = 4) -> list[Param]:

@@ -76,7 +76,7 @@ def test_guides_page_walks_through_each_guide(page: Page, live_server: str):
 
     text = page.locator("#guides-bucket-text")
     expect(text).to_contain_text("b* = √(s w o) = 11.05 MiB")
-    expect(page.locator("#guides-bucket-graph .scatterlayer .trace")).to_have_count(2)
+    expect(page.locator("#guides-bucket-graph .scatterlayer .trace")).to_have_count(3)  # formula, simulated, the notes' formula
     save(page, "guide-buckets", "guide-buckets-0-course")
     page.locator("#guides-bucket-model").click()
     page.locator(".dash-dropdown-option", has_text="GPT-2").click()

@@ -6,6 +6,7 @@ Each takes plain numbers and lists (no scenario objects) and returns a validated
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,6 +19,7 @@ __all__ = [
     "bucket_figure",
     "bucket_figure_note",
     "bytes_figure",
+    "coincident",
     "contributors",
     "crossover_guide_figure",
     "ring_cells_figure",
@@ -35,19 +37,20 @@ def _layout(title: str, height: int, **more: Any) -> dict[str, Any]:
 
 
 def contributors(mask: int, p: int) -> str:
-    """The ranks whose data a cell holds, for its label: "p3", "p2+p3", "p0–p3", "p6–p1" (a run
-    round the ring: 6, 7, 0, 1), "all 8"."""
+    """The ranks whose data a cell holds, for its label: "r3", "r2+r3", "r0–r3", "r6–r1" (a run
+    round the ring: 6, 7, 0, 1), "all 8". Ranks are r0..r(p-1), pieces p0..p(p-1), as on the
+    Collectives page."""
     ranks = [rank for rank in range(p) if mask >> rank & 1]
     if len(ranks) == p:
         return f"all {p}"
-    for start in ranks if len(ranks) > 2 else ():  # a run round the ring: p6–p1 is p6, p7, p0, p1
+    for start in ranks if len(ranks) > 2 else ():  # a run round the ring: r6–r1 is r6, r7, r0, r1
         if all((start + i) % p in ranks for i in range(len(ranks))):
-            return f"p{start}–p{(start + len(ranks) - 1) % p}"
-    return "+".join(f"p{rank}" for rank in ranks)
+            return f"r{start}–r{(start + len(ranks) - 1) % p}"
+    return "+".join(f"r{rank}" for rank in ranks)
 
 
 def ring_cells_figure(cells: Sequence[Sequence[int]], previous: Sequence[Sequence[int]] | None, title: str) -> go.Figure:
-    """Each rank's buffer as p pieces (rows: ranks, columns: pieces), coloured by how many
+    """Each rank's buffer as p pieces (rows: ranks r0.., columns: pieces p0..), coloured by how many
     ranks' data the piece holds (1: its own only; p: fully reduced) and labelled with which;
     the pieces this step changed are outlined."""
     p = len(cells)
@@ -55,10 +58,10 @@ def ring_cells_figure(cells: Sequence[Sequence[int]], previous: Sequence[Sequenc
     labels = [[contributors(mask, p) for mask in row] for row in cells]
     figure = go.Figure(
         go.Heatmap(
-            z=counts, x=[f"piece {c}" for c in range(len(cells[0]))], y=[f"p{r}" for r in range(p)], text=labels,
+            z=counts, x=[f"p{c}" for c in range(len(cells[0]))], y=[f"r{r}" for r in range(p)], text=labels,
             texttemplate="%{text}", textfont={"size": 11 if p <= 8 else 9}, zmin=1, zmax=p, colorscale="Blues",
             colorbar={"title": {"text": "ranks summed in"}, "tickvals": list(range(1, p + 1)), "len": 0.9},
-            hovertemplate="rank %{y}, %{x}: holds the sum of %{z} ranks' data (%{text})<extra></extra>", xgap=2, ygap=2,
+            hovertemplate="rank %{y}, piece %{x}: holds the sum of %{z} ranks' data (%{text})<extra></extra>", xgap=2, ygap=2,
         )
     )  # fmt: skip
     changed = [(r, c) for r in range(p) for c in range(len(cells[r])) if previous is not None and cells[r][c] != previous[r][c]]
@@ -82,7 +85,7 @@ def bytes_figure(
     """Bytes each rank has sent so far (bars) against the lower bound every algorithm must
     meet (dashed line) and, optionally, another algorithm's total for comparison (dotted);
     ``decimal``: in MB (10^6 bytes, as a course example states them) instead of MiB."""
-    ranks = [f"p{rank}" for rank in range(len(sent_by_rank))]
+    ranks = [f"r{rank}" for rank in range(len(sent_by_rank))]
     scale, unit = (1e6, "MB") if decimal else _byte_unit(max([*sent_by_rank, bound_bytes, reference[0] if reference else 0, 1]))
     size = (lambda b: f"{b / 1e6:g} MB") if decimal else format_size
     figure = go.Figure(
@@ -125,12 +128,18 @@ def crossover_guide_figure(
     sizes: Sequence[float], times: dict[str, Sequence[float]], crossover_bytes: float | None, label: str
 ) -> go.Figure:
     """Closed-form time over message size per algorithm (log-log) and the crossover size
-    where the two compared meet (a vertical line labelled with the number)."""
+    where the two compared meet (a vertical line labelled with the number). A curve equal to an
+    earlier one at every size would hide under it: it is drawn dashed, named with the one it
+    matches, and listed in ``meta["coincident"]``."""
     figure = go.Figure()
+    same = coincident(times)
     for name, values in times.items():
+        under = same.get(name)
+        legend = f"{name} = {under} (same times at every size)" if under else name
         figure.add_trace(
-            go.Scatter(x=list(sizes), y=[t * 1e6 for t in values], mode="lines", name=name, line={"color": COLOURS.get(name, "#888"), "width": 2.5},
-                       hovertemplate=[f"{name}: {format_time(t)} at {format_size(n)}<extra></extra>" for n, t in zip(sizes, values)])
+            go.Scatter(x=list(sizes), y=[t * 1e6 for t in values], mode="lines", name=legend,
+                       line={"color": COLOURS.get(name, "#888"), "width": 2.5, "dash": "dash" if under else "solid"},
+                       hovertemplate=[f"{legend}: {format_time(t)} at {format_size(n)}<extra></extra>" for n, t in zip(sizes, values)])
         )  # fmt: skip
     if crossover_bytes is not None:
         figure.add_vline(x=crossover_bytes, line={"color": "#000", "dash": "dash", "width": 1.5})
@@ -139,7 +148,10 @@ def crossover_guide_figure(
     ticks = [2**k for k in range(10, 31, 4)]
     figure.update_layout(
         _layout(
-            "time by the closed forms (log-log)", 420, legend={"orientation": "h", "y": -0.22}, meta={"crossover_bytes": crossover_bytes}
+            "time by the closed forms (log-log)",
+            420,
+            legend={"orientation": "h", "y": -0.22},
+            meta={"crossover_bytes": crossover_bytes, "coincident": [[under, name] for name, under in same.items()]},
         )
     )
     figure.update_xaxes(type="log", title="message size n", tickvals=ticks, ticktext=[format_size(t) for t in ticks], gridcolor="#eee")
@@ -147,9 +159,21 @@ def crossover_guide_figure(
     return figure
 
 
-def _log10(value: float) -> float:
-    import math
+def coincident(times: dict[str, Sequence[float]]) -> dict[str, str]:
+    """{name: the earlier curve it equals at every size (relative 1e-9)}: e.g. broadcast's
+    ``pipelined_chain`` with one chunk, (p-1)(α + n β), is ``linear``."""
+    same: dict[str, str] = {}
+    names = list(times)
+    for index, name in enumerate(names):
+        for earlier in names[:index]:
+            pairs = zip(times[name], times[earlier], strict=True)
+            if earlier not in same and all(math.isclose(a, b, rel_tol=1e-9) for a, b in pairs):
+                same[name] = earlier
+                break
+    return same
 
+
+def _log10(value: float) -> float:
     return math.log10(value)
 
 
@@ -174,10 +198,10 @@ def broadcast_tree_figure(p: int, edges: Sequence[tuple[int, int, int]], step: i
             figure.add_annotation(x=(src + dst) / 2, y=(depth.get(src, 0) + depth[dst]) / 2, text=f"step {at + 1}", showarrow=False,
                                   font={"size": 11, "color": colour}, bgcolor="white", yshift=8)  # fmt: skip
     figure.add_trace(
-        go.Scatter(x=list(range(p)), y=[depth.get(r, 0) for r in range(p)], mode="markers+text", text=[f"p{r}" for r in range(p)],
+        go.Scatter(x=list(range(p)), y=[depth.get(r, 0) for r in range(p)], mode="markers+text", text=[f"r{r}" for r in range(p)],
                    textposition="middle center", textfont={"color": "white", "size": 12}, showlegend=False,
                    marker={"size": 34, "color": [HOLDS if r in holds else LACKS for r in range(p)], "line": {"color": "#333", "width": 1}},
-                   hovertemplate=[f"p{r}: {'holds the data' if r in holds else 'waiting'}<extra></extra>" for r in range(p)])
+                   hovertemplate=[f"r{r}: {'holds the data' if r in holds else 'waiting'}<extra></extra>" for r in range(p)])
     )  # fmt: skip
     rounds = max(depth.values())
     figure.update_layout(_layout(title, 340, meta={"holding": len(holds)}))
@@ -187,17 +211,22 @@ def broadcast_tree_figure(p: int, edges: Sequence[tuple[int, int, int]], step: i
     return figure
 
 
-def bucket_figure(guide: dict[str, Any]) -> go.Figure:
+def bucket_figure(guide: dict[str, Any], last_bucket_s: Sequence[float] | None = None) -> go.Figure:
     """The course formula's U-curve ``n_b o + s / (n_b w)`` and the simulated overhead over the
-    bucket cap (log x), b* marked, and each curve's caps within 1 % of its best shaded."""
+    bucket cap (log x), b* marked, and each curve's caps within 1 % of its best shaded; with
+    ``last_bucket_s``, the course notes' ``o + s / (n_b w)`` at each cap too (dotted)."""
     caps = guide["caps"]
     figure = go.Figure()
     low, high = guide["formula_range"]
     figure.add_vrect(x0=low, x1=high, fillcolor="#1f77b4", opacity=0.15, line_width=0)
+    # the simulated caps within 1 %, each as wide as its step of the sweep (half a step either side),
+    # outlined: one best cap drawn 2 % wide on a 15-octave axis, inside the blue band, did not show
     slow, shigh = guide["simulated_range"]
-    figure.add_vrect(x0=slow, x1=max(shigh, slow * 1.02), fillcolor="#ff7f0e", opacity=0.15, line_width=0)
+    half = (caps[1] / caps[0]) ** 0.5 if len(caps) > 1 else 1.1
+    band = (slow / half, shigh * half)
+    figure.add_vrect(x0=band[0], x1=band[1], fillcolor="#ff7f0e", opacity=0.3, line={"color": "#ff7f0e", "width": 2})
     figure.add_trace(
-        go.Scatter(x=caps, y=[t * 1e3 for t in guide["formula_s"]], mode="lines", name="course formula n_b o + s/(n_b w)",
+        go.Scatter(x=caps, y=[t * 1e3 for t in guide["formula_s"]], mode="lines", name="course formula n_b o + s/(n_b w) (T = s/w)",
                    line={"color": "#1f77b4", "width": 3},
                    hovertemplate=[f"formula at cap {format_size(c)}: {format_time(t)}<extra></extra>" for c, t in zip(caps, guide["formula_s"])])
     )  # fmt: skip
@@ -207,12 +236,18 @@ def bucket_figure(guide: dict[str, Any]) -> go.Figure:
                    hovertemplate=[f"simulated at cap {format_size(c)}: {format_time(t)}, {n} buckets<extra></extra>"
                                   for c, t, n in zip(caps, guide["simulated_s"], guide["buckets"])])
     )  # fmt: skip
+    if last_bucket_s is not None:
+        figure.add_trace(
+            go.Scatter(x=caps, y=[t * 1e3 for t in last_bucket_s], mode="lines", name="course notes o + s/(n_b w) (T ≥ n_b o + s/w)",
+                       line={"color": "#2ca02c", "width": 2, "dash": "dot"},
+                       hovertemplate=[f"notes at cap {format_size(c)}: {format_time(t)}<extra></extra>" for c, t in zip(caps, last_bucket_s)])
+        )  # fmt: skip
     figure.add_vline(x=guide["b_star"], line={"color": "#1f77b4", "dash": "dash"})
     figure.add_annotation(text=f"b* = √(s w o) = {format_size(guide['b_star'])}", x=_log10(guide["b_star"]), y=1, yref="paper",
                           yanchor="bottom", showarrow=False, font={"color": "#1f77b4"})  # fmt: skip
     ticks = [2**k for k in range(15, 31, 3)]
-    figure.update_layout(_layout("overhead after backward ends, by bucket cap", 440, legend={"orientation": "h", "y": -0.25},
-                                 meta={"b_star": guide["b_star"]}))  # fmt: skip
+    figure.update_layout(_layout("overhead after backward ends, by bucket cap", 520, legend={"orientation": "h", "y": -0.22},
+                                 meta={"b_star": guide["b_star"], "simulated_band": list(band)}))  # fmt: skip
     figure.update_xaxes(type="log", title="bucket cap b (shaded: caps within 1 % of each curve's best)", tickvals=ticks,
                         ticktext=[format_size(t) for t in ticks], gridcolor="#eee")  # fmt: skip
     ticks_ms = [m * 10**e for e in range(-2, 5) for m in (1, 2, 5)]  # Plotly's own log labels read "5, 2, 100, 5"

@@ -19,6 +19,7 @@ from sim.collective import analytic, explore, runner, teaching
 from sim.collective.narrative import step_sentences
 from sim.errors import CollsimError
 from sim.scenario import CollectiveScenario
+from sim.training import overhead
 from sim.training.ddp import DDPScenario
 from sim.units import format_bandwidth, format_size, format_time
 from webapp.components import GRAPH_CONFIG
@@ -87,11 +88,11 @@ def ring_view(ranks: int, position: int) -> dict[str, Any]:
     n, p = scenario.size_bytes, scenario.ranks
     bound = teaching.lower_bound("all_reduce", p, n)
     cells, previous = frames[position]["cells"], frames[position - 1]["cells"] if position else None
-    tree_root = n * math.log2(p)
+    tree_sent = max(_traffic("reduce_broadcast", p)[1])
     if position == 0:
         title = "before any message: each rank holds only its own data"
-        text = [html.P(f"{p} ranks each hold {format_size(n)} cut into {p} pieces of {format_size(n // p)}. "
-                       "Press → on the slider (or drag it) to run the ring one step at a time.")]  # fmt: skip
+        text = [html.P(f"{p} ranks r0–r{p - 1} each hold {format_size(n)} cut into {p} pieces p0–p{p - 1} of {format_size(n // p)}. "
+                       "Press → on the slider (or drag it) to run the ring one step at a time."), _why_bound(p, n, sent)]  # fmt: skip
         sent_now = (0,) * p
     else:
         at = sent[position - 1]
@@ -101,8 +102,10 @@ def ring_view(ranks: int, position: int) -> dict[str, Any]:
         text = [html.P([html.B(f"Step {position}: "), sentence]), html.P(term["sentence"])]
         sent_now = at.sent_by_rank
         if position == steps:
-            text.append(html.P(html.B(f"Done: every rank holds all {p} sums, and each sent exactly {format_size(at.busiest_rank_bytes)} = "
-                                      f"2(p-1)/p n, the lower bound: no algorithm can send less. That is why ring is bandwidth-optimal.")))  # fmt: skip
+            each = "each sent exactly" if min(at.sent_by_rank) == at.busiest_rank_bytes else "the busiest sent"
+            text += [html.P(html.B(f"Done: every rank holds all {p} sums, and {each} {format_size(at.busiest_rank_bytes)} = "
+                                   f"{bound.formula}, the lower bound: no algorithm can send less. That is why ring is bandwidth-optimal.")),
+                     _why_bound(p, n, sent)]  # fmt: skip
     terms = teaching.formula_terms(scenario)
     paying = _paid_terms(scenario, costs, position)
     formula = [html.Span("closed form: "), html.Code(terms.text), html.Span(" = ")]
@@ -114,13 +117,38 @@ def ring_view(ranks: int, position: int) -> dict[str, Any]:
         ]
     formula.append(html.Span(f" → {format_time(terms.total_s)} (highlighted: the terms this step pays into)"))
     return {
-        "cells": draw.ring_cells_figure(cells, previous, f"buffers {title}<br><sup>cell: the sum it holds (p5–p0: ranks 5, 6, 7, 0); red outline: received this step</sup>"),
+        "cells": draw.ring_cells_figure(cells, previous, f"buffers {title}<br><sup>row r: rank r; column p: piece p; cell: whose data its sum holds ({_run_example(p)}); red outline: received this step</sup>"),
         "bytes": draw.bytes_figure(sent_now, bound.nbytes, "2(p-1)/p n", "bytes each rank has sent so far",
-                                   reference=(tree_root, f"a binomial tree's root<br>sends n lg p = {format_size(tree_root)}")),
+                                   reference=(tree_sent, f"binomial reduce then<br>broadcast: its busiest<br>rank sends {format_size(tree_sent)}")),
         "text": text,
         "formula": formula,
         "max": steps,
     }  # fmt: skip
+
+
+def _why_bound(p: int, n: int, sent: list[teaching.StepBytes]) -> html.P:
+    """Why 2(p-1)/p n is the least the busiest rank sends, counted with this p and n, and the
+    ring's simulated sends beside it, phase by phase."""
+    bound = teaching.lower_bound("all_reduce", p, n)
+    ends = {step.phase: sum(step.sent_by_rank) for step in sent}  # cumulative: the last step of each phase wins
+    phases, before = [], 0
+    for phase, total in ends.items():
+        phases.append(f"{format_size(total - before)} in the {phase}")
+        before = total
+    return html.P([html.B(f"Why {bound.formula} is the least: "),
+        f"take any one byte of the {format_size(n)}. The first rank to hold its full sum needs the other {p - 1} ranks' values of it, "
+        f"so each of those {p - 1} ranks sends that byte at least once (alone or added into a partial sum); then the {p - 1} ranks that do not "
+        f"hold the sum yet must each receive it, {p - 1} more. Every byte is sent at least 2(p-1) = {2 * (p - 1)} times: "
+        f"{2 * (p - 1)} × {format_size(n)} = {format_size(bound.nbytes * p)} in all, shared by {p} ranks, so some rank sends at least "
+        f"{format_size(bound.nbytes * p)} / {p} = {format_size(bound.nbytes)}. The simulated ring sends {format_size(before)} in all "
+        f"({', '.join(phases)}): {format_size(max(sent[-1].sent_by_rank))} from the busiest rank, "
+        f"{format_size(min(sent[-1].sent_by_rank))} from the least busy."])  # fmt: skip
+
+
+def _run_example(p: int) -> str:
+    """How a cell names a run of ranks round the ring, with this p: "r6–r0: ranks 6, 7, 0"."""
+    run = [(p - 2 + i) % p for i in range(3)]
+    return f"{draw.contributors(sum(1 << r for r in run), p)}: ranks {', '.join(map(str, run))}"
 
 
 def _paid_terms(scenario: Any, costs: list[teaching.StepCost], position: int) -> set[str]:
@@ -150,11 +178,12 @@ def crossover_view(ranks: int, tree: str, log_alpha_us: float, log_bandwidth_GBp
     ring = teaching.formula_terms(_all_reduce("ring", p, alpha, bandwidth, reduce_bandwidth))
     text = [
         html.P(network),
-        html.P([html.B(f"{tree}: "), html.Code(lean.text), f": {_latency_terms(lean)} latency terms, but every rank sends {_beta_bytes(lean)}."]),
-        html.P([html.B("ring: "), html.Code(ring.text), f": {_latency_terms(ring)} latency terms, and every rank sends only {_beta_bytes(ring)}, the lower bound 2(p-1)/p n."]),
+        html.P([html.B(f"{tree}: "), html.Code(lean.text), f": {_latency_terms(lean)} latency terms. ", _sends(tree, p, lean)]),
+        html.P([html.B("ring: "), html.Code(ring.text), f": {_latency_terms(ring)} latency terms. ", _sends("ring", p, ring)]),
         html.P([html.B("Solved for n: "), html.Code(found.formula)]),
-        html.P("Each closed form reads α L + n (β F + γ G): L latency terms, F bytes each rank sends and G bytes it adds per byte of n. "
-               "Setting the two equal and solving for n gives the line above."),
+        html.P("Each closed form reads α L + n (β F + γ G): L steps one after another, each paying α once; F n the bytes those steps "
+               "carry one after another (each step's largest message, summed), which can be more than any one rank sends, "
+               "and G n the bytes they add. Setting the two equal and solving for n gives the line above."),
         html.P([html.Code(found.plugged)]),
         html.P(
             f"Below {label.removeprefix('n* = ')} the {found.small} wins: its few latency terms cost less than the ring's 2(p-1). Above it the ring wins: "
@@ -167,8 +196,41 @@ def crossover_view(ranks: int, tree: str, log_alpha_us: float, log_bandwidth_GBp
 
 
 def _all_reduce(algorithm: str, p: int, alpha: float, bandwidth: float, reduce_bandwidth: float) -> CollectiveScenario:
-    scenario = CollectiveScenario.from_dict({"op": "all_reduce", "algorithm": algorithm, "ranks": p, "size": "64MiB", "bandwidth": "1GB/s"})
+    scenario = CollectiveScenario.from_dict(
+        {"op": "all_reduce", "algorithm": algorithm, "ranks": p, "size": RING["size"], "bandwidth": "1GB/s"}
+    )
     return scenario.replace(latency_s=alpha, bandwidth_Bps=bandwidth, reduce_bandwidth_Bps=reduce_bandwidth)
+
+
+@lru_cache(maxsize=32)
+def _traffic(algorithm: str, p: int) -> tuple[int, tuple[int, ...], tuple[teaching.StepCost, ...]]:
+    """A simulated all-reduce of the course's 64 MiB on p ranks (its bytes do not depend on α or
+    the bandwidth): n, the bytes each rank sent, and what each step paid."""
+    result = runner.run(CollectiveScenario.from_dict({**RING, "algorithm": algorithm, "ranks": p, "record": "full"}))
+    return result.scenario.size_bytes, teaching.step_bytes(result)[-1].sent_by_rank, tuple(teaching.step_costs(result))
+
+
+def _sends(algorithm: str, p: int, terms: teaching.FormulaTerms) -> str:
+    """The β term in bytes beside what the ranks of a simulated run send: for reduce-then-
+    broadcast the β term counts the root's port twice (up the tree, then down), more than any
+    rank sends (issue 36)."""
+    n, sent, costs = _traffic(algorithm, p)
+    beta = next(t for t in terms.terms if t.name == "beta")
+    carried = sum(cost.beta_bytes for cost in costs)
+    busiest, least = max(sent), min(sent)
+    said = (f"Its β term is {beta.coefficient_text} = {format_size(carried)} when n = {format_size(n)}: the largest message "
+            f"of each of its {len(costs)} steps, one after another. ")  # fmt: skip
+    bound = teaching.lower_bound("all_reduce", p, n)
+    optimal = f", the lower bound {bound.formula} (why: §1)" if math.isclose(busiest, bound.nbytes) else ""
+    if least == busiest == carried:
+        return said + f"In a simulated run every rank sends exactly that, {format_size(busiest)}{optimal}."
+    phases: dict[str, list[int]] = {}
+    for cost in costs:
+        phases.setdefault(cost.phase, []).append(cost.beta_bytes)
+    split = ", then ".join(f"{len(steps)} of the {phase}, {format_size(sum(steps))}" for phase, steps in phases.items())
+    ranks = ", ".join(f"r{rank}" for rank, nbytes in enumerate(sent) if nbytes == busiest)
+    return said + (f"Its steps are {split}; in a simulated run no rank sends all that: the most any rank sends is "
+                   f"{format_size(busiest)} ({ranks}){optimal}, the least {format_size(least)}.")  # fmt: skip
 
 
 def _latency_terms(terms: teaching.FormulaTerms) -> str:
@@ -176,46 +238,86 @@ def _latency_terms(terms: teaching.FormulaTerms) -> str:
     return f"{alpha.coefficient:g}" if alpha else "0"
 
 
-def _beta_bytes(terms: teaching.FormulaTerms) -> str:
-    beta = next(t for t in terms.terms if t.name == "beta")
-    return f"{beta.coefficient_text} = {format_size(beta.coefficient)} when n = 64 MiB"
-
-
 # --------------------------------------------------------------------------- the 15 s broadcast
 
 
-@lru_cache(maxsize=2)
-def _broadcast_run() -> tuple[Any, Any, list[teaching.StepBytes]]:
-    scenario = CollectiveScenario.from_dict({**BROADCAST, "record": "full"})
+Case = tuple[tuple[str, Any], ...]  # a scenario's fields as hashable pairs, for the caches
+
+
+@lru_cache(maxsize=8)
+def _broadcast_run(case: Case, algorithm: str = "binomial", chunks: int = 1) -> tuple[Any, Any, list[teaching.StepBytes]]:
+    """The broadcast ``case`` simulated with ``algorithm`` in ``chunks``."""
+    scenario = CollectiveScenario.from_dict({**dict(case), "algorithm": algorithm, "chunks": chunks, "record": "full"})
     result = runner.run(scenario)
     return scenario, result, teaching.step_bytes(result)
 
 
-def broadcast_view(position: int) -> dict[str, Any]:
-    """The course's binomial broadcast (5 MB to 8 ranks at 1 MB/s) after step ``position``."""
-    scenario, result, sent = _broadcast_run()
+def broadcast_view(position: int, case: Case = tuple(BROADCAST.items())) -> dict[str, Any]:
+    """The course's binomial broadcast (``case``: 5 MB to 8 ranks at 1 MB/s) after step
+    ``position``: every number from the simulated run (and, for comparison, linear and
+    pipelined-chain runs of the same case)."""
+    scenario, result, sent = _broadcast_run(case)
     p, n = scenario.ranks, scenario.size_bytes
     steps = len(sent)
     position = max(0, min(int(position or 0), steps))
     edges = [(int(m[0]), int(m[1]), int(m[5])) for m in result.messages]
-    round_s = n / scenario.bandwidth_Bps
-    holders = 1 + sum(1 for _, _, at in edges if at < position)
-    terms = teaching.formula_terms(scenario)
-    text = [
-        html.P(f"t = {format_time(position * round_s)}: {holders} of {p} ranks hold the 5 MB."
-               + ("" if position == 0 else f" In step {position} every rank that already had the data sent it once: "
-                  f"{sum(1 for e in edges if e[2] == position - 1)} messages of 5 MB at 1 MB/s, all at the same time, so the step takes 5 s.")),
-        html.P(["Closed form ", html.Code(terms.text), f" = {_in_megabytes(terms, scenario.bandwidth_Bps)}: lg 8 = 3 rounds of 5 s = "
-                f"{format_time(terms.total_s)}. Sending to one rank after the other would take (p-1) × 5 s = 35 s."]),
-        html.P("The price: the root sends 5 MB in every round (n lg p = 15 MB) where one copy (n = 5 MB) is the least any broadcast "
-               "must send; a pipelined chain gets close to n, at the cost of more latency terms."),
-    ]  # fmt: skip
+    now_s = max((float(m[3]) for m in result.messages if int(m[5]) < position), default=0.0)
+    text = [_broadcast_now(result, position, now_s), _broadcast_form(case, result, steps), _broadcast_price(case, edges, sent)]
     sent_now = sent[position - 1].sent_by_rank if position else (0,) * p
     return {
-        "tree": draw.broadcast_tree_figure(p, edges, position, f"binomial tree, after step {position} of {steps} (t = {format_time(position * round_s)})"),
+        "tree": draw.broadcast_tree_figure(p, edges, position, f"binomial tree, after step {position} of {steps} (t = {format_time(now_s)})"),
         "bytes": draw.bytes_figure(sent_now, teaching.lower_bound("broadcast", p, n).nbytes, "n", "bytes each rank has sent so far", decimal=True),
         "text": text,
     }  # fmt: skip
+
+
+def _megabytes(nbytes: float) -> str:
+    return f"{nbytes / 1e6:g} MB"
+
+
+def _step_span_s(result: Any, step: int) -> float:
+    """How long step ``step`` (counted from 0) of a run took: its first start to its last end."""
+    spans = [(float(m[2]), float(m[3])) for m in result.messages if int(m[5]) == step]
+    return max(end for _, end in spans) - min(start for start, _ in spans)
+
+
+def _broadcast_now(result: Any, position: int, now_s: float) -> html.P:
+    s = result.scenario
+    holders = 1 + sum(1 for m in result.messages if int(m[5]) < position)
+    said = f"t = {format_time(now_s)}: {holders} of {s.ranks} ranks hold the {_megabytes(s.size_bytes)}."
+    if position:
+        count = sum(1 for m in result.messages if int(m[5]) == position - 1)
+        said += (f" In step {position} every rank that already had the data sent it once: {count} message{'s' if count != 1 else ''} "
+                 f"of {_megabytes(s.size_bytes)} at {format_bandwidth(s.bandwidth_Bps)}, all at the same time, so the step takes "
+                 f"{format_time(_step_span_s(result, position - 1))}.")  # fmt: skip
+    return html.P(said)
+
+
+def _broadcast_form(case: Case, result: Any, steps: int) -> html.P:
+    scenario = result.scenario
+    terms = teaching.formula_terms(scenario)
+    _, linear_result, linear_sent = _broadcast_run(case, "linear")
+    rounds = {format_time(_step_span_s(result, step)) for step in range(steps)}
+    return html.P(["Closed form ", html.Code(terms.text), f" = {_in_megabytes(terms, scenario.bandwidth_Bps)}; simulated: {steps} rounds of "
+                   f"{' or '.join(sorted(rounds))} = {format_time(result.time_s)}. Sending to one rank after the other (linear, simulated) "
+                   f"takes {len(linear_sent)} rounds: {format_time(linear_result.time_s)}."])  # fmt: skip
+
+
+CHAIN_CHUNKS = 8  # the pipelined chain the broadcast guide compares with
+
+
+def _broadcast_price(case: Case, edges: list[tuple[int, int, int]], sent: list[teaching.StepBytes]) -> html.P:
+    scenario = _broadcast_run(case)[0]
+    n, root = scenario.size_bytes, scenario.root
+    bound = teaching.lower_bound("broadcast", scenario.ranks, n)
+    chain, chain_result, chain_sent = _broadcast_run(case, "pipelined_chain", CHAIN_CHUNKS)
+    latency = {name: _latency_terms(teaching.formula_terms(case)) for name, case in (("tree", scenario), ("chain", chain))}
+    rounds = sum(1 for src, _, _ in edges if src == root)
+    return html.P(f"The price: the root r{root} sends {_megabytes(n)} in each of {rounds} rounds, {_megabytes(sent[-1].sent_by_rank[root])} in all, "
+                  f"where one copy ({bound.formula} = {_megabytes(bound.nbytes)}) is the least any broadcast must send ({bound.why}). "
+                  f"A pipelined chain in {CHAIN_CHUNKS} chunks (simulated) has no rank send more than {_megabytes(chain_sent[-1].busiest_rank_bytes)} "
+                  f"and takes {format_time(chain_result.time_s)} here, but pays {latency['chain']} latency terms where the tree pays "
+                  f"{latency['tree']} (free here: α = {format_time(scenario.latency_s)}).")  # fmt: skip
 
 
 def _in_megabytes(terms: teaching.FormulaTerms, bandwidth_Bps: float) -> str:
@@ -255,21 +357,52 @@ def bucket_view(model: str, o_us: float, w_GBps: float, backward_ms: float | Non
     try:
         if not (o_us and float(o_us) > 0 and w_GBps and float(w_GBps) > 0) or (backward_ms is not None and float(backward_ms) <= 0):
             raise CollsimError("o and w must be positive numbers (T: empty for s / w, else a positive number of ms)")
-        guide = teaching.bucket_guide(_bucket_scenario(model, o_us, w_GBps, backward_ms), BUCKET_CAPS)
+        scenario = _bucket_scenario(model, o_us, w_GBps, backward_ms)
+        guide = teaching.bucket_guide(scenario, BUCKET_CAPS)
     except CollsimError as error:
         return {"figure": draw.bucket_figure_note(str(error)), "text": [html.P(str(error), className="error")]}
     low, high = guide["formula_range"]
     slow, shigh = guide["simulated_range"]
     text = [
-        html.P([html.B("Course formula: "), "overhead(n_b) = n_b o + s / (n_b w) with n_b = s / b buckets: each bucket pays o, and the last "
-                "bucket's s / (n_b w) cannot hide behind backward. It is smallest at ", html.B(f"b* = √(s w o) = {format_size(guide['b_star'])}"),
-                f" (s = {format_size(guide['grad_bytes'])}). But the curve is flat there: any cap from ", html.B(f"{format_size(low)} to {format_size(high)}"),
-                " is within 1 % of the best, so pick a round number in that range, not one point."]),
+        html.P([html.B("Course formula: "), "overhead(n_b) = n_b o + s / (n_b w) with n_b = s / b buckets, for backward as fast as the wire "
+                "(T = s / w): each bucket pays o, and the last bucket's s / (n_b w) cannot hide behind backward. It is smallest at ",
+                html.B(f"b* = √(s w o) = {format_size(guide['b_star'])}"),
+                f" (s = {format_size(guide['grad_bytes'])}). But the curve is flat there: at a cap x b* it is (x + 1/x) / 2 times its best, "
+                f"within 1 % for x from {low / guide['b_star']:.3f} to {high / guide['b_star']:.3f}, so any cap from ",
+                html.B(f"{format_size(low)} to {format_size(high)}"), " will do: pick a round number in that range, not one point."]),
         html.P([html.B("Simulated: "), (f"within 1 % of its best from {format_size(slow)} to {format_size(shigh)}" if shigh > slow else
-                f"best at {format_size(slow)}") + " (among the caps tried, ×1.26 apart; shaded orange)."]),
+                f"best at {format_size(slow)}") + f" (among the caps tried, ×{BUCKET_CAPS[1] / BUCKET_CAPS[0]:.3g} apart; shaded orange)."]),
         html.Ul([html.Li(note) for note in guide["notes"]]),
+        _two_formulas(scenario, guide),
     ]  # fmt: skip
-    return {"figure": draw.bucket_figure(guide), "text": text}
+    last_bucket = [
+        overhead.overhead_last_bucket(guide["grad_bytes"], max(guide["grad_bytes"] / cap, 1.0), scenario.o_s, scenario.w_Bps)
+        for cap in guide["caps"]
+    ]
+    return {"figure": draw.bucket_figure(guide, last_bucket), "text": text}
+
+
+def _two_formulas(scenario: DDPScenario, guide: dict[str, Any]) -> html.Div:
+    """The course notes' o + s / (n_b w) beside this page's n_b o + s / (n_b w): which
+    assumption about backward gives which, each evaluated at b* and for this T."""
+    s, o, w, backward = guide["grad_bytes"], scenario.o_s, scenario.w_Bps, scenario.backward_time_s
+    at = s / guide["b_star"]  # n_b at b*
+    holds = [cap for cap in guide["caps"] if overhead.hiding_backward_s(s, max(s / cap, 1.0), o, w) <= backward]
+    rows = [
+        ("backward assumed", f"slow enough that each bucket's all-reduce ends before the next is ready: T ≥ n_b o + s / w "
+         f"(= {format_time(overhead.hiding_backward_s(s, at, o, w))} at b*)", f"as fast as the wire: T = s / w = {format_time(s / w)}"),
+        ("o is paid", "once per step: only the last bucket's all-reduce shows", "once per bucket: the wire is busy all through backward, so "
+         "each bucket's o queues behind the one before and all n_b of them show"),
+        ("what overlaps backward", "every bucket's all-reduce but the last, o and bytes", "the bytes of all buckets but the last; none of the o"),
+        ("as buckets shrink", "falls: no interior optimum", f"falls, then rises: smallest at b* = {format_size(guide['b_star'])}"),
+        (f"at b* (n_b = {at:.3g})", format_time(overhead.overhead_last_bucket(s, at, o, w)), format_time(overhead.overhead_simple(s, at, o, w))),
+        (f"holds here (T = {format_time(backward)})", f"for caps from {format_size(holds[0])} up" if holds else "at no cap shown",
+         "yes" if math.isclose(backward, s / w, rel_tol=1e-9) else "no: T ≠ s / w"),
+    ]  # fmt: skip
+    head = html.Tr([html.Th(""), html.Th("course notes: o + s / (n_b w)"), html.Th("the formula above: n_b o + s / (n_b w)")])
+    body = [html.Tr([html.Th(name), html.Td(notes), html.Td(page)]) for name, notes, page in rows]
+    return html.Div([html.P(html.B("Two formulas, two assumptions (green dotted: the notes' curve):")),
+                     html.Table([html.Thead(head), html.Tbody(body)], className="two-formulas")])  # fmt: skip
 
 
 # --------------------------------------------------------------------------- layout
@@ -382,7 +515,7 @@ def _bucket_guide() -> html.Div:
                 _label("w: bandwidth (GB/s)", dcc.Input(id=GUIDES_BUCKET_W, type="number", value=10, min=0, debounce=True)),
                 _label("T: backward (ms; empty: s / w)", dcc.Input(id=GUIDES_BUCKET_T, type="number", value=None, min=0, debounce=True)),
             ], className="row"),
-            _side_by_side(_graph(GUIDES_BUCKET_GRAPH, 440), html.Div(id=GUIDES_BUCKET_TEXT, className="guide-text")),
+            _side_by_side(_graph(GUIDES_BUCKET_GRAPH, 520), html.Div(id=GUIDES_BUCKET_TEXT, className="guide-text")),
         ],
     )  # fmt: skip
 
