@@ -190,7 +190,8 @@ def preset_table() -> str:
     ]
     for path in sorted((ROOT / "sim" / "hardware" / "presets").glob("*.yaml")):
         raw = yaml.safe_load(path.read_text())
-        inside = f"{raw.get('intra_bandwidth', '')}, {raw.get('intra_latency', '')} ({raw.get('intra_fabric', '')})"
+        fabric = [str(raw[key]) for key in ("intra_bandwidth", "intra_latency") if raw.get(key) is not None]
+        inside = f"{', '.join(fabric)} ({raw['intra_fabric']})" if fabric and raw.get("intra_fabric") else "(one rank a node)"
         rows.append(
             f"| `{raw['name']}` | {_cell(raw.get('description', ''))} | {raw.get('gpus_per_node', '')} | {_cell(inside)} | "
             f"{raw.get('nics_per_node', '')} | {raw.get('nic_bandwidth', '')} | {raw.get('inter_latency', '')} |"
