@@ -21,9 +21,8 @@ from typing import Any
 from sim.algorithms.registry import algorithms_for, ops
 from sim.collective import explore, pick
 from sim.collective.analytic import busbw_factor
-from sim.collective.results import algbw_GBps
 from sim.collective.player import PLAYER_DRAW_RANKS
-from sim.collective.results import CollectiveResult
+from sim.collective.results import CollectiveResult, algbw_GBps
 from sim.collective.runner import start_collective
 from sim.errors import CollsimError
 from sim.scenario import CollectiveScenario
