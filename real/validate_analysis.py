@@ -124,7 +124,8 @@ def link_columns(backend: str, op: str, world_size: int, size_bytes: int) -> np.
     The algorithm and its chunks are the record's (``backend_choice``, as real.fit reads them)."""
     choice = backend_choice(backend, op)
     if choice is None:
-        raise CollsimError(f"no record says what {backend} runs for {op}; known: {', '.join(BACKEND_ALGORITHMS.get(backend, {})) or 'none'}")
+        known = ", ".join(BACKEND_ALGORITHMS.get(backend, {})) or "none"
+        raise CollsimError(f"no record says what {backend} runs for {op}; known: {known}")
     form_op, algorithm, chunks = choice.spec.op, choice.spec.name, choice.chunks(size_bytes)
 
     def form(a: float, b: float, g: float) -> float:

@@ -3,7 +3,8 @@ about it: the rank program, what it needs of a scenario, its closed form (or why
 its message counts, its phases and the sentence for each, and what real backends run as it.
 
 The record is declared in the ``@register`` call above the rank program; sim.collective.analytic,
-sim.collective.explore, sim.collective.narrative, real.fit and real.validate read it, and
+sim.collective.explore, sim.collective.narrative, real.fit and real.validate read it (what a
+backend runs for an op: :func:`backend_choice`, also the gloo preset's default answer), and
 tests/algorithms/test_records.py fails on any algorithm missing a part.
 """
 
@@ -21,6 +22,7 @@ __all__ = [
     "Form",
     "OP_ORDER",
     "Phase",
+    "Run",
     "Shape",
     "algorithm_spec",
     "algorithms_for",
@@ -32,7 +34,6 @@ __all__ = [
     "needs_a_peer",
     "ops",
     "register",
-    "Run",
 ]
 
 # op -> algorithm -> spec; filled by the @register decorators in sim.algorithms

@@ -17,7 +17,7 @@ from collections.abc import Generator, Sequence
 from typing import Any
 
 from sim.algorithms.phases import RING_ALL_GATHER, RING_REDUCE_SCATTER, RS_THEN, THEN_AG
-from sim.algorithms.registry import Form, Phase, register
+from sim.algorithms.registry import Form, Phase, Run, register
 from sim.collective.call import Call, Piece
 from sim.errors import CollsimError
 from sim.network import Network
@@ -133,9 +133,9 @@ def ring_all_gather(net: Network, rank: int, call: Call) -> Generator:
     # chunk. nccl: ring (its tree is for all-reduce only, and on one node it picks ring for large sizes)
     runs=(
         ("gloo", "all_reduce"),
-        ("gloo", "reduce_scatter", "gloo runs reduce_scatter_tensor as an all-reduce of the whole input (all_reduce/ring), then keeps "
-                                   "this rank's chunk; collsim runs reduce_scatter/ring, half the bytes of gloo's run (--op all_reduce "
-                                   "gives gloo's time); give --algorithm to choose"),
+        Run("gloo", "reduce_scatter", note="gloo runs reduce_scatter_tensor as an all-reduce of the whole input (all_reduce/ring), then keeps "
+                                            "this rank's chunk; collsim runs reduce_scatter/ring, half the bytes of gloo's run "
+                                            "(--op all_reduce gives gloo's time); give --algorithm to choose"),
         ("nccl", "all_reduce"),
     ),
 )  # fmt: skip
