@@ -175,7 +175,7 @@ def algorithm_table() -> str:
             closed = "none: " + _cell(spec.form) if spec.form else "none"
         else:
             closed = "yes" + (" (power-of-two p)" if spec.form_power_of_two and not spec.power_of_two else "")
-        runs = ", ".join(f"{backend} `{op}`" for backend, op in spec.runs)
+        runs = ", ".join(f"{run[0]} `{run[1]}`" for run in spec.runs)
         rows.append(
             f"| {spec.op} | `{spec.name}` | {'power of two' if spec.power_of_two else 'any'} | "
             f"{'yes' if spec.chunked else '1'} | {spec.topology or 'any'} | {closed} | {runs} |"
@@ -208,6 +208,7 @@ TABLES = {
     "csv": csv_columns,
     "algorithms": algorithm_table,
     "presets": preset_table,
+    "backends": lambda: __import__("sim.algorithms.registry", fromlist=["x"]).backend_table_markdown(),
 }
 
 
