@@ -160,6 +160,18 @@ def check_output_file(path: str, what: str) -> None:
         raise CollsimError(f"{what}: cannot write {path!r}: no permission to write in {str(parent)!r}")
 
 
+def write_output(path: str, what: str, write: Callable[[Any], Any]) -> Any:
+    """``write(handle)`` into the file ``path``; where the write fails (a full disk, the folder
+    gone) one error line says so and the partial file is removed. Returns what ``write`` returns."""
+    try:
+        with open(path, "w", newline="") as handle:
+            return write(handle)
+    except OSError as error:
+        if os.path.isfile(path):  # a regular file cut short; never a device such as /dev/full
+            os.remove(path)
+        raise CollsimError(f"{what}: cannot write {path!r}: {error.strerror or error}; nothing was written") from None
+
+
 def check_output_dir(path: str, what: str) -> None:
     """A directory that will be created (or written into), checked before the measurement."""
     from pathlib import Path
