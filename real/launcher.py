@@ -328,7 +328,7 @@ def _failure_text(processes: list[Any], watch: _Watch, op_timeout_s: float) -> s
     for rank, process in enumerate(processes):
         if process.exitcode is None and rank not in watch.errors and not watch.done[rank]:
             parts.append(f"rank {rank} was still in {watch.operation[rank]} (hung or stopped)")
-    if any("timed out" in error["message"].lower() for error in watch.errors.values()):
+    if any("timed out" in error["message"].lower() and not watch.operation[rank].startswith("starting") for rank, error in watch.errors.items()):
         parts.append(f"a collective took longer than --op-timeout {op_timeout_s:g} s: raise it (up to {OP_TIMEOUT_RANGE_S[1]:g} s) or look for a stalled rank")
     return "; ".join(parts) + f"; {len(watch.results)} result(s) kept"
 

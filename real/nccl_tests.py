@@ -106,18 +106,26 @@ def _text_rows(lines: Iterable[str], meta: dict[str, Any], checks: LogChecks, op
     ranks = _Ranks(world_size)
     count = 0
     for result in results(lines, checks, headers):
-        for line in headers:
-            _header_line(line, meta)
-            section.read(line)
-        headers.clear()
+        if headers:
+            for line in headers:
+                _header_line(line, meta)
+                section.read(line)
+            headers.clear()
         half = result.in_place if in_place and len(result.in_place) >= 3 else result.out_of_place
-        row = _row(op or section.op or meta.get("op") or "unknown", None, result.size_bytes, result.count, result.dtype,
-                   result.redop, result.root, *half[:3])  # fmt: skip
-        row.update(section.where)  # an exported gloo/cpu table stays gloo/cpu
-        row["world_size"] = world_size or section.world_size
-        meta.setdefault("op", row["op"])
+        row = _row(op or section.op or meta.get("op") or "unknown", world_size or section.world_size, result.size_bytes, result.count,
+                   result.dtype, result.redop, result.root, *half[:3])  # fmt: skip
+        if section.where:
+            row.update(section.where)  # an exported gloo/cpu table stays gloo/cpu
+        if not count:
+            meta.setdefault("op", row["op"])
         count += 1
-        yield from ranks.settle(row, len(meta["devices"]) or None)
+        if row["world_size"] is None:
+            devices = len(meta["devices"]) or None
+            row["world_size"] = None if ranks.pending else devices or ranks.guess
+        if row["world_size"] is not None:
+            yield row
+        else:
+            yield from ranks.settle(row, devices)
     yield from ranks.flush()
     if not count:
         raise (CollsimError(f"{checks.name}: every size has #wrong above 0 (nccl-tests found wrong results); nothing to import")

@@ -24,6 +24,7 @@ import csv
 import json
 import sqlite3
 import uuid
+from operator import itemgetter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TextIO
@@ -141,10 +142,13 @@ class Store:
         """Rows of one shape (the keys of the first) in one executemany, inside the caller's transaction."""
         if not rows:
             return 0
-        rows = [_collective_values(row) for row in rows] if table == "collectives" else rows
-        columns = [name for name in TABLES[table] if name in rows[0]]
+        columns = [name for name in TABLES[table] if name in rows[0] and name != "times_json"]
+        values = map(itemgetter(*columns), rows)
+        if table == "collectives" and "times_s" in rows[0]:  # raw times go to times_json
+            columns.append("times_json")
+            values = ((*plain, json.dumps(row["times_s"]) if row["times_s"] else "[]") for plain, row in zip(values, rows))
         sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
-        self.connection.executemany(sql, [[row.get(name) for name in columns] for row in rows])
+        self.connection.executemany(sql, values)
         return len(rows)
 
     def finish_run(self, run_id: str, status: str = "ok", error: str | None = None, finished_at: str | None = None) -> None:
