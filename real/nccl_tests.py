@@ -120,7 +120,7 @@ def _text_rows(lines: Iterable[str], meta: dict[str, Any], checks: LogChecks, op
             meta.setdefault("op", row["op"])
         count += 1
         if row["world_size"] is None:
-            devices = len(meta["devices"]) or None
+            devices = checks.rank_count  # the highest "#  Rank" + 1: logs often list only some ranks
             row["world_size"] = None if ranks.pending else devices or ranks.guess
         if row["world_size"] is not None:
             yield row

@@ -246,3 +246,12 @@ def test_a_collective_past_the_op_timeout_says_which_flag_to_raise():
         run_bench(BenchSpec(("all_reduce",), (4096, 8192, 16384), iters=20, warmup=1), LaunchConfig(2, timeout_s=120, op_timeout_s=2),
                   {"run_id": "t"}, stop_rank_one, launcher=lambda *a: launch(*a, on_start=pids.extend))  # fmt: skip
     assert "a collective took longer than --op-timeout 2 s: raise it" in str(caught.value)
+
+
+def test_a_log_that_lists_only_some_ranks_imports_with_all_of_them(tmp_path):
+    """Published logs trim the "#  Rank" list (the OCI GB200 log shows only rank 127 of 128): the
+    world size is the highest rank + 1, as hardware fit counts it, not the number of lines (p = 1)."""
+    from real.nccl_tests import parse_text
+
+    text = (HEAD.replace("#  Rank  1 Group", "#  Rank 15 Group") + "\n".join(ROWS) + "\n" + TAIL)
+    assert {row["world_size"] for row in parse_text(text)["rows"]} == {16}
