@@ -33,7 +33,9 @@ HEADER = """# Collective test starting: all_reduce_perf
 
 def write_log(path: Path, megabytes: float) -> int:
     """A generated log of about ``megabytes`` MB; returns its number of sizes."""
-    ranks = "\n".join(f"#  Rank {r:2d} Group  0 Pid  {1000 + r} on node{r // 8:02d} device  {r % 8} [0x{r:02x}] NVIDIA H100 80GB HBM3" for r in range(16))
+    ranks = "\n".join(
+        f"#  Rank {r:2d} Group  0 Pid  {1000 + r} on node{r // 8:02d} device  {r % 8} [0x{r:02x}] NVIDIA H100 80GB HBM3" for r in range(16)
+    )
     target, written, size, count = megabytes * 1e6, 0, 1024, 0
     with open(path, "w") as handle:
         written += handle.write(HEADER.format(ranks=ranks))
@@ -58,7 +60,9 @@ def main() -> None:
     db.unlink(missing_ok=True)
     sizes = write_log(log, args.mb)
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "sim.cli", "real", "import", str(log), "--db", str(db)], cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "sim.cli", "real", "import", str(log), "--db", str(db)], cwd=ROOT, capture_output=True, text=True
+    )
     wall = time.perf_counter() - start
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode:

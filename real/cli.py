@@ -22,6 +22,7 @@ from real.cli_common import (
     launch_options,
     measured_launches,
     open_store,
+    output_errors,
     progress_bar,
     read_store,
     run_meta,
@@ -211,15 +212,17 @@ def _write_ddp_files(profiles: list[dict[str, Any]], profile_dir: str | None, pa
     from pathlib import Path
 
     if profile_dir:
-        Path(profile_dir).mkdir(parents=True, exist_ok=True)
+        with output_errors(profile_dir, "--profile-dir"):
+            Path(profile_dir).mkdir(parents=True, exist_ok=True)
         for row in profiles:
-            name = row["config"].replace(":", "-")
-            (Path(profile_dir) / f"{model}-{name}.json").write_text(json.dumps(row["profile"], indent=1))
+            name = Path(profile_dir) / f"{model}-{row['config'].replace(':', '-')}.json"
+            write_output(str(name), "--profile-dir", lambda handle, row=row: json.dump(row["profile"], handle, indent=1))
     if params_path:
         from real.ddp import save_params
         from real.models import fresh_model, model_spec
 
-        save_params(fresh_model(model_spec(model), 0), params_path)
+        with output_errors(params_path, "--params"):
+            save_params(fresh_model(model_spec(model), 0), params_path)
 
 
 def format_ddp_table(summary: list[dict[str, Any]], meta: dict[str, Any], spec: Any) -> str:
@@ -313,15 +316,14 @@ def fsdp(model: str, strategies: str, shard_size: int | None, rounds: int, warmu
 
 def _save_fsdp_rows(path: str, per_launch: list[list[dict[str, Any]]], model: str, config: Any, shard_size: int | None, label: str | None) -> None:
     """The rows of every launch, the parameter list and the run facts, for ``collsim compare`` (kind: fsdp)."""
-    from pathlib import Path
-
     from real.compare_fsdp import fsdp_document
     from real.ddp import export_params
     from real.models import fresh_model, model_spec
 
     meta = run_meta(config, "collsim real fsdp " + " ".join(sys.argv[3:]), label)
     params = export_params(fresh_model(model_spec(model), 0))
-    Path(path).write_text(json.dumps(fsdp_document(per_launch, model, config.world_size, params, meta, shard_size), indent=1))
+    document = fsdp_document(per_launch, model, config.world_size, params, meta, shard_size)
+    write_output(path, "--save", lambda handle: json.dump(document, handle, indent=1))
 
 
 @real.command("import-trace")
@@ -391,9 +393,9 @@ def import_command(
     as_json: bool,
 ) -> None:
     """Import nccl-tests output (stdout text or the -J JSON file), or a collsim results JSON."""
-    from real.store import open_store
-
     from pathlib import Path
+
+    from real.store import open_store
 
     if not Path(path).is_file():
         raise CollsimError(f"PATH: {path!r} not found (give an nccl-tests log or -J JSON file, or a collsim results JSON)")
@@ -544,5 +546,6 @@ def params(model: str, output: str) -> None:
     else:
         raise CollsimError(f"--model: {model!r} is neither a built-in model ({', '.join(MODELS)}) nor module:factory")
     check_output_file(output, "--output")
-    save_params(module, output)
+    with output_errors(output, "--output"):
+        save_params(module, output)
     click.echo(f"# {sum(1 for p in module.parameters() if p.requires_grad)} parameter tensors written to {output}")

@@ -161,11 +161,18 @@ def check_output_file(path: str, what: str) -> None:
 
 
 def write_output(path: str, what: str, write: Callable[[Any], Any]) -> Any:
-    """``write(handle)`` into the file ``path``; where the write fails (a full disk, the folder
-    gone) one error line says so and the partial file is removed. Returns what ``write`` returns."""
+    """``write(handle)`` into the file ``path``, failures as :func:`output_errors` says. Returns
+    what ``write`` returns."""
+    with output_errors(path, what), open(path, "w", newline="") as handle:
+        return write(handle)
+
+
+@contextmanager
+def output_errors(path: str, what: str) -> Iterator[None]:
+    """Where writing ``path`` fails (a full disk, the folder gone), one error line says so and the
+    partial file is removed."""
     try:
-        with open(path, "w", newline="") as handle:
-            return write(handle)
+        yield
     except OSError as error:
         if os.path.isfile(path):  # a regular file cut short; never a device such as /dev/full
             os.remove(path)

@@ -24,8 +24,8 @@ import csv
 import json
 import sqlite3
 import uuid
-from operator import itemgetter
 from collections.abc import Callable, Iterable
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, TextIO
 

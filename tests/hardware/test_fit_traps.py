@@ -15,11 +15,11 @@ from sim.errors import CollsimError
 from sim.hardware.cli import hardware
 
 
-
 def _head(ranks: int) -> str:
     return "# Collective test starting: all_reduce_perf\n" + "".join(
         f"#  Rank {r:2d} Group  0 Pid  {100 + r} on node{r // 8} device  {r % 8} [0x{r:02x}] NVIDIA H100 80GB HBM3\n" for r in range(ranks)
     )
+
 
 TAIL = "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 1.0\n"
 

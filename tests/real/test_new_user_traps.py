@@ -105,6 +105,7 @@ def test_export_of_a_known_run_keeps_just_that_run(tmp_path):
         (["real", "export", "--json", FULL], "--json"),
         (["real", "export", "--nccl-tests", FULL], "--nccl-tests"),
         (["real", "import-trace", str(TRACE), "-o", FULL], "--out"),
+        pytest.param(["real", "params", "--model", "mlp", "-o", FULL], "--output", marks=pytest.mark.torch),
     ],
 )
 def test_an_output_file_on_a_full_disk_is_one_error_line(tmp_path, args, flag):
@@ -253,5 +254,5 @@ def test_a_log_that_lists_only_some_ranks_imports_with_all_of_them(tmp_path):
     world size is the highest rank + 1, as hardware fit counts it, not the number of lines (p = 1)."""
     from real.nccl_tests import parse_text
 
-    text = (HEAD.replace("#  Rank  1 Group", "#  Rank 15 Group") + "\n".join(ROWS) + "\n" + TAIL)
+    text = HEAD.replace("#  Rank  1 Group", "#  Rank 15 Group") + "\n".join(ROWS) + "\n" + TAIL
     assert {row["world_size"] for row in parse_text(text)["rows"]} == {16}
