@@ -375,8 +375,8 @@ def import_trace_command(trace: str, params_path: str | None, model: str | None,
 @click.argument("path")
 @click.option("--op", default=None, help="op when the file does not say (all_reduce, all_gather, ...)")
 @click.option("--world-size", default=None, type=int, help="ranks when the file does not say")
-@click.option("--backend", default="nccl", show_default=True)
-@click.option("--device", default="cuda", show_default=True, help="device the measured tensors lived on")
+@click.option("--backend", default=None, help="default: the file's own (tables of collsim real export), else nccl")
+@click.option("--device", default=None, help="device the measured tensors lived on (default: the file's own, else cuda)")
 @click.option("--in-place", is_flag=True, help="take nccl-tests' in-place columns instead of out-of-place")
 @click.option("--label", default=None, help="e.g. the cluster and GPU model")
 @click.option("--db", default=None, help=DB_HELP)
@@ -385,8 +385,8 @@ def import_command(
     path: str,
     op: str | None,
     world_size: int | None,
-    backend: str,
-    device: str,
+    backend: str | None,
+    device: str | None,
     in_place: bool,
     label: str | None,
     db: str | None,
@@ -413,7 +413,7 @@ def import_command(
         click.echo(f"# imported {log.meta['rows']} {log.meta['op']} row(s), p = {log.meta['world_size']}, from {path} into {store.path} (run {run_id})")
 
 
-def _import_log(store: Any, path: str, op: str | None, world_size: int | None, backend: str, device: str, in_place: bool, label: str | None,
+def _import_log(store: Any, path: str, op: str | None, world_size: int | None, backend: str | None, device: str | None, in_place: bool, label: str | None,
                 keep: bool) -> tuple[list[dict[str, Any]], Any, str]:  # fmt: skip
     """An nccl-tests output read line by line into the store as one run, in one transaction (a
     refused log leaves the store as it was); a progress bar for large files. Returns the rows
@@ -437,14 +437,15 @@ def _import_log(store: Any, path: str, op: str | None, world_size: int | None, b
                 if not row["world_size"]:
                     raise CollsimError("cannot tell the number of ranks from this file; pass --world-size")
                 log.meta.setdefault("world_size", row["world_size"])
-                row.update(backend=backend, device=device, run_id=run_id, measured_at=now)
+                row.update(backend=backend or row["backend"], device=device or row["device"], run_id=run_id, measured_at=now)
+                log.meta.setdefault("where", (row["backend"], row["device"]))
                 if keep:
                     kept.append(row)
                 yield row
 
         def run_meta() -> dict[str, Any]:
             devices = log.meta.get("devices") or []
-            return {"run_id": run_id, "source": "nccl-tests", "label": label or path, "backend": backend, "device": device,
+            return {"run_id": run_id, "source": "nccl-tests", "label": label or path, "backend": log.meta["where"][0], "device": log.meta["where"][1],
                     "world_size": log.meta["world_size"], "host": ",".join(sorted({d.get("hostname", "") for d in devices})),
                     "gpu_model": devices[0].get("device_info", "") if devices else "", "backend_version": log.meta.get("nccl_version", ""),
                     "started_at": now, "finished_at": now_utc(), "command": f"collsim real import {path}"}  # fmt: skip

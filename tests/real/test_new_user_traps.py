@@ -256,3 +256,17 @@ def test_a_log_that_lists_only_some_ranks_imports_with_all_of_them(tmp_path):
 
     text = HEAD.replace("#  Rank  1 Group", "#  Rank 15 Group") + "\n".join(ROWS) + "\n" + TAIL
     assert {row["world_size"] for row in parse_text(text)["rows"]} == {16}
+
+
+def test_an_exported_gloo_table_imported_by_the_cli_stays_gloo(tmp_path):
+    """`real export --nccl-tests` then `real import`: the CLI kept the parser's backend only until
+    it stamped its --backend default (nccl, cuda) over every row."""
+    assert collsim("real", "export", "--nccl-tests", "tables.txt", cwd=tmp_path).returncode == 0
+    done = collsim("real", "import", "tables.txt", "--db", "r.sqlite", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    connection = sqlite3.connect(tmp_path / "r.sqlite")
+    assert {row[0] for row in connection.execute("SELECT DISTINCT backend FROM collectives")} == {"gloo"}
+    assert connection.execute("SELECT backend, device FROM runs").fetchone() == ("gloo", "cpu")
+    done = collsim("real", "import", str(write_log(tmp_path / "nccl.txt")), "--db", "r.sqlite", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert connection.execute("SELECT backend, device FROM runs WHERE label LIKE '%nccl.txt'").fetchone() == ("nccl", "cuda")
