@@ -75,6 +75,8 @@ def read_checked(path: str | Path) -> tuple[str, list[tuple[int, float, float | 
     checks = LogChecks(str(path))
     rows = [(r.size_bytes, r.out_of_place[0] * 1e-6, r.in_place[0] * 1e-6 if r.in_place else None)
             for r in results(text.splitlines(), checks)]  # fmt: skip
+    if not rows and text.lstrip().startswith("{"):
+        raise CollsimError(f"LOG {path} is JSON (nccl-tests -J?): hardware fit reads the text log nccl-tests prints on stdout")
     if not rows and not checks.wrong:
         raise not_a_log(str(path))
     if not rows:

@@ -93,3 +93,10 @@ def test_the_reader_takes_lines_as_they_come():
     endless = (f"{1024 * n:12d}  {256 * n:12d}  float  sum  -1  20.0  0.1  0.1  0  20.0  0.1  0.1  0" for n in itertools.count(1))
     first = list(itertools.islice(results(endless, LogChecks("endless")), 5))
     assert [row.size_bytes for row in first] == [1024, 2048, 3072, 4096, 5120]
+
+
+def test_an_nccl_tests_json_file_is_named_as_json_not_as_no_log(tmp_path):
+    path = tmp_path / "run.json"
+    path.write_text('{"version": 2, "results": []}')
+    with pytest.raises(CollsimError, match="is JSON .*reads the text log"):
+        read_log(path)
