@@ -84,6 +84,8 @@ class BenchSpec:
             raise CollsimError(f"dtype: unknown {self.dtype!r}; allowed: {', '.join(DTYPES)}")
         if not self.sizes:
             raise CollsimError("sizes: need at least one size")
+        if any(size <= 0 for size in self.sizes):
+            raise CollsimError(f"sizes: must be > 0, got {min(self.sizes)} B")
         element = DTYPES[self.dtype][1]
         odd = [size for size in self.sizes if size < element or size % element]
         if odd and any(op != "barrier" for op in self.ops):  # measured as something else, silently (--sizes 1 moved 4 B)

@@ -22,13 +22,16 @@ from real.cli_common import (
     launch_options,
     measured_launches,
     open_store,
+    output_errors,
     progress_bar,
     read_store,
     run_meta,
+    write_output,
 )
-from sim.cli_fields import writing_to
 from sim.errors import CollsimError
 from sim.units import format_size, format_time, parse_size_list
+
+PROGRESS_BYTES = 8 << 20  # import: a progress bar from this file size on
 
 
 @click.group("real")
@@ -211,15 +214,17 @@ def _write_ddp_files(profiles: list[dict[str, Any]], profile_dir: str | None, pa
     from pathlib import Path
 
     if profile_dir:
-        Path(profile_dir).mkdir(parents=True, exist_ok=True)
+        with output_errors(profile_dir, "--profile-dir"):
+            Path(profile_dir).mkdir(parents=True, exist_ok=True)
         for row in profiles:
-            name = row["config"].replace(":", "-")
-            (Path(profile_dir) / f"{model}-{name}.json").write_text(json.dumps(row["profile"], indent=1))
+            name = Path(profile_dir) / f"{model}-{row['config'].replace(':', '-')}.json"
+            write_output(str(name), "--profile-dir", lambda handle, row=row: json.dump(row["profile"], handle, indent=1))
     if params_path:
         from real.ddp import save_params
         from real.models import fresh_model, model_spec
 
-        save_params(fresh_model(model_spec(model), 0), params_path)
+        with output_errors(params_path, "--params"):
+            save_params(fresh_model(model_spec(model), 0), params_path)
 
 
 def format_ddp_table(summary: list[dict[str, Any]], meta: dict[str, Any], spec: Any) -> str:
@@ -313,15 +318,14 @@ def fsdp(model: str, strategies: str, shard_size: int | None, rounds: int, warmu
 
 def _save_fsdp_rows(path: str, per_launch: list[list[dict[str, Any]]], model: str, config: Any, shard_size: int | None, label: str | None) -> None:
     """The rows of every launch, the parameter list and the run facts, for ``collsim compare`` (kind: fsdp)."""
-    from pathlib import Path
-
     from real.compare_fsdp import fsdp_document
     from real.ddp import export_params
     from real.models import fresh_model, model_spec
 
     meta = run_meta(config, "collsim real fsdp " + " ".join(sys.argv[3:]), label)
     params = export_params(fresh_model(model_spec(model), 0))
-    Path(path).write_text(json.dumps(fsdp_document(per_launch, model, config.world_size, params, meta, shard_size), indent=1))
+    document = fsdp_document(per_launch, model, config.world_size, params, meta, shard_size)
+    write_output(path, "--save", lambda handle: json.dump(document, handle, indent=1))
 
 
 @real.command("import-trace")
@@ -357,9 +361,7 @@ def import_trace_command(trace: str, params_path: str | None, model: str | None,
         params = export_params(fresh_model(model_spec(model), 0))
     profile = import_trace(trace, params, model)
     if out:
-        from pathlib import Path
-
-        Path(out).write_text(json.dumps(profile, indent=1))
+        write_output(out, "--out", lambda handle: json.dump(profile, handle, indent=1))
     if as_json or not out:
         click.echo(json.dumps(profile))
         return
@@ -375,8 +377,8 @@ def import_trace_command(trace: str, params_path: str | None, model: str | None,
 @click.argument("path")
 @click.option("--op", default=None, help="op when the file does not say (all_reduce, all_gather, ...)")
 @click.option("--world-size", default=None, type=int, help="ranks when the file does not say")
-@click.option("--backend", default="nccl", show_default=True)
-@click.option("--device", default="cuda", show_default=True, help="device the measured tensors lived on")
+@click.option("--backend", default=None, help="default: the file's own (tables of collsim real export), else nccl")
+@click.option("--device", default=None, help="device the measured tensors lived on (default: the file's own, else cuda)")
 @click.option("--in-place", is_flag=True, help="take nccl-tests' in-place columns instead of out-of-place")
 @click.option("--label", default=None, help="e.g. the cluster and GPU model")
 @click.option("--db", default=None, help=DB_HELP)
@@ -385,40 +387,73 @@ def import_command(
     path: str,
     op: str | None,
     world_size: int | None,
-    backend: str,
-    device: str,
+    backend: str | None,
+    device: str | None,
     in_place: bool,
     label: str | None,
     db: str | None,
     as_json: bool,
 ) -> None:
     """Import nccl-tests output (stdout text or the -J JSON file), or a collsim results JSON."""
-    from real import nccl_tests
-    from real.bench import now_utc
+    from pathlib import Path
+
     from real.store import open_store
 
+    if not Path(path).is_file():
+        raise CollsimError(f"PATH: {path!r} not found (give an nccl-tests log or -J JSON file, or a collsim results JSON)")
     store = open_store(db or DEFAULT_DB)
-    if path.endswith(".json") and '"collsim-results"' in open(path).read(200):
-        store.load(json.load(open(path)))
+    if path.endswith(".json") and '"collsim-results"' in Path(path).read_text(errors="replace")[:200]:
+        store.load(json.loads(Path(path).read_text()))
         click.echo(f"# loaded {path} into {store.path}")
         return
-    parsed = nccl_tests.read(path, op, world_size, in_place)
-    if not parsed["rows"][0]["world_size"]:
-        raise CollsimError("cannot tell the number of ranks from this file; pass --world-size")
-    devices = parsed["meta"].get("devices") or []
-    run_id = store.add_run("import", {"source": "nccl-tests", "label": label or path, "backend": backend, "device": device, "world_size": parsed["rows"][0]["world_size"],
-                                      "host": ",".join(sorted({d.get("hostname", "") for d in devices})), "gpu_model": devices[0].get("device_info", "") if devices else "",
-                                      "backend_version": parsed["meta"].get("nccl_version", ""), "started_at": now_utc(), "command": f"collsim real import {path}"})  # fmt: skip
-    rows = [{**row, "backend": backend, "device": device, "run_id": run_id, "measured_at": now_utc()} for row in parsed["rows"]]
-    for row in rows:
-        store.add_collective(row)
-    store.finish_run(run_id)
+    rows, log, run_id = _import_log(store, path, op, world_size, backend, device, in_place, label, keep=as_json)
+    for warning in log.checks.warnings():
+        click.echo(f"warning: {warning}", err=True)
     if as_json:
         echo_json(rows)
     else:
-        click.echo(
-            f"# imported {len(rows)} {parsed['meta']['op']} row(s), p = {rows[0]['world_size']}, from {path} into {store.path} (run {run_id})"
-        )
+        click.echo(f"# imported {log.meta['rows']} {log.meta['op']} row(s), p = {log.meta['world_size']}, from {path} into {store.path} (run {run_id})")
+
+
+def _import_log(store: Any, path: str, op: str | None, world_size: int | None, backend: str | None, device: str | None, in_place: bool, label: str | None,
+                keep: bool) -> tuple[list[dict[str, Any]], Any, str]:  # fmt: skip
+    """An nccl-tests output read line by line into the store as one run, in one transaction (a
+    refused log leaves the store as it was); a progress bar for large files. Returns the rows
+    (when ``keep``, for --json), the log read and the run id."""
+    import os
+
+    from tqdm import tqdm
+
+    from real import nccl_tests
+    from real.bench import now_utc
+    from real.store import new_run_id
+
+    run_id, kept, now = new_run_id(), [], now_utc()
+    size = os.path.getsize(path) if os.path.isfile(path) else 0
+    with tqdm(total=size, desc="import", unit="B", unit_scale=True, file=sys.stderr, leave=False, mininterval=0.5,
+              disable=size < PROGRESS_BYTES) as bar:  # fmt: skip
+        log = nccl_tests.stream(path, op, world_size, in_place, on_bytes=bar.update)
+
+        def rows() -> Any:
+            for row in log.rows:
+                if not row["world_size"]:
+                    raise CollsimError("cannot tell the number of ranks from this file; pass --world-size")
+                log.meta.setdefault("world_size", row["world_size"])
+                row.update(backend=backend or row["backend"], device=device or row["device"], run_id=run_id, measured_at=now)
+                log.meta.setdefault("where", (row["backend"], row["device"]))
+                if keep:
+                    kept.append(row)
+                yield row
+
+        def run_meta() -> dict[str, Any]:
+            devices = log.meta.get("devices") or []
+            return {"run_id": run_id, "source": "nccl-tests", "label": label or path, "backend": log.meta["where"][0], "device": log.meta["where"][1],
+                    "world_size": log.meta["world_size"], "host": ",".join(sorted({d.get("hostname", "") for d in devices})),
+                    "gpu_model": devices[0].get("device_info", "") if devices else "", "backend_version": log.meta.get("nccl_version", ""),
+                    "started_at": now, "finished_at": now_utc(), "command": f"collsim real import {path}"}  # fmt: skip
+
+        log.meta["rows"] = store.add_import("import", rows(), run_meta)
+    return kept, log, run_id
 
 
 @real.command("export")
@@ -436,31 +471,45 @@ def export(
     """Export the store: a table as CSV, everything as JSON, or collectives as nccl-tests text."""
     if not (csv_path or json_path or nccl_path):
         raise CollsimError("give --csv FILE, --json FILE or --nccl-tests FILE")
+    if run_ids and not json_path:
+        raise CollsimError("--run: chooses the runs of a --json export; give --json FILE (--csv and --nccl-tests write everything)")
+    if csv_path and table == "all":
+        raise CollsimError("--csv writes one table; choose --table")
     for path, what in ((csv_path, "--csv"), (json_path, "--json"), (nccl_path, "--nccl-tests")):
         if path:
             check_output_file(path, what)
     store = read_store(db)
+    _check_run_ids(store, run_ids, db)
     if csv_path:
-        if table == "all":
-            raise CollsimError("--csv writes one table; choose --table")
-        with writing_to(csv_path, "--csv"):
-            count = store.export_csv(table, csv_path)
+        count = write_output(csv_path, "--csv", lambda handle: store.export_csv(table, handle))
         click.echo(f"# {count} row(s) written to {csv_path}")
     if json_path:
-        with writing_to(json_path, "--json"), open(json_path, "w") as handle:
-            json.dump(store.dump(list(run_ids) or None), handle, indent=1)
-        click.echo(f"# store written to {json_path}")
+        write_output(json_path, "--json", lambda handle: json.dump(store.dump(list(run_ids) or None), handle, indent=1))
+        click.echo(f"# store written to {json_path}" + (f" ({len(run_ids)} run(s))" if run_ids else ""))
     if nccl_path:
         from real.fit import group_rows
         from real.nccl_tests import to_text
 
         groups = group_rows(store.collectives())
-        with writing_to(nccl_path, "--nccl-tests"), open(nccl_path, "w") as handle:
+
+        def write_tables(handle: Any) -> None:
             for key, rows in groups.items():
-                handle.write(
-                    f"# collsim export: source {key[0]}, backend {key[1]}, device {key[2]}, world size {key[4]}\n" + to_text(rows) + "\n"
-                )
+                handle.write(f"# collsim export: source {key[0]}, backend {key[1]}, device {key[2]}, world size {key[4]}\n" + to_text(rows) + "\n")
+
+        write_output(nccl_path, "--nccl-tests", write_tables)
         click.echo(f"# {len(groups)} table(s) written to {nccl_path}")
+
+
+def _check_run_ids(store: Any, run_ids: tuple[str, ...], db: str | None) -> None:
+    """--run ids the store does not have are refused, naming them and how to list the runs."""
+    if not run_ids:
+        return
+    present = {run["run_id"] for run in store.runs()}
+    unknown = [run_id for run_id in run_ids if run_id not in present]
+    if unknown:
+        listing = "collsim real runs" + (f" --db {db}" if db else "")
+        raise CollsimError(f"--run: no run {', '.join(map(repr, unknown))} in {store.path or 'the bundled sample data'} "
+                           f"({len(present)} run(s) there); list them with: {listing}")  # fmt: skip
 
 
 @real.command("runs")
@@ -517,5 +566,6 @@ def params(model: str, output: str) -> None:
     else:
         raise CollsimError(f"--model: {model!r} is neither a built-in model ({', '.join(MODELS)}) nor module:factory")
     check_output_file(output, "--output")
-    save_params(module, output)
+    with output_errors(output, "--output"):
+        save_params(module, output)
     click.echo(f"# {sum(1 for p in module.parameters() if p.requires_grad)} parameter tensors written to {output}")

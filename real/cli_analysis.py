@@ -21,6 +21,7 @@ from real.cli_common import (
     progress_bar,
     read_store,
     run_meta,
+    write_output,
 )
 from sim.errors import CollsimError
 from sim.units import format_size, parse_size_list
@@ -43,7 +44,7 @@ def fit(db: str | None, stat: str, op: str | None, backend: str | None, world_si
         piecewise: bool, calibration: str | None, as_json: bool) -> None:  # fmt: skip
     """Fit t = o + n/w (with confidence intervals) per backend, op and world size; (a, B) across world sizes; DDP overhead."""
     from real.fit import calibration as make_calibration
-    from real.fit import compute_slowdown, fit_alpha_beta, fit_bucket_overhead, fit_groups, fit_ow_piecewise, group_rows, write_calibration
+    from real.fit import calibration_text, compute_slowdown, fit_alpha_beta, fit_bucket_overhead, fit_groups, fit_ow_piecewise, group_rows
 
     if not 0 < confidence < 1:
         raise CollsimError(f"--confidence: must be between 0 and 1, got {confidence}")
@@ -73,7 +74,7 @@ def fit(db: str | None, stat: str, op: str | None, backend: str | None, world_si
     if piecewise:
         document["piecewise"] = pieces
     if calibration:
-        write_calibration(document, calibration)
+        write_output(calibration, "--calibration", lambda handle: handle.write(calibration_text(document, calibration)))
     if as_json:
         from real.fit import plain
 

@@ -160,6 +160,25 @@ def check_output_file(path: str, what: str) -> None:
         raise CollsimError(f"{what}: cannot write {path!r}: no permission to write in {str(parent)!r}")
 
 
+def write_output(path: str, what: str, write: Callable[[Any], Any]) -> Any:
+    """``write(handle)`` into the file ``path``, failures as :func:`output_errors` says. Returns
+    what ``write`` returns."""
+    with output_errors(path, what), open(path, "w", newline="") as handle:
+        return write(handle)
+
+
+@contextmanager
+def output_errors(path: str, what: str) -> Iterator[None]:
+    """Where writing ``path`` fails (a full disk, the folder gone), one error line says so and the
+    partial file is removed."""
+    try:
+        yield
+    except OSError as error:
+        if os.path.isfile(path):  # a regular file cut short; never a device such as /dev/full
+            os.remove(path)
+        raise CollsimError(f"{what}: cannot write {path!r}: {error.strerror or error}; nothing was written") from None
+
+
 def check_output_dir(path: str, what: str) -> None:
     """A directory that will be created (or written into), checked before the measurement."""
     from pathlib import Path

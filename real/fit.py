@@ -496,12 +496,16 @@ def plain(value: Any) -> Any:
     return value
 
 
-def write_calibration(document: dict[str, Any], path: str) -> None:
+def calibration_text(document: dict[str, Any], path: str) -> str:
+    """A calibration document as the file ``path`` holds it: YAML for .yaml/.yml, else JSON."""
     import json
 
     import yaml
 
     document = plain(document)
-    text = yaml.safe_dump(document, sort_keys=False) if str(path).endswith((".yaml", ".yml")) else json.dumps(document, indent=2)
+    return yaml.safe_dump(document, sort_keys=False) if str(path).endswith((".yaml", ".yml")) else json.dumps(document, indent=2)
+
+
+def write_calibration(document: dict[str, Any], path: str) -> None:
     with open(path, "w") as handle:
-        handle.write(text)
+        handle.write(calibration_text(document, path))

@@ -44,6 +44,13 @@ class LaunchError(CollsimError):
         self.results = results or []
 
 
+# --op-timeout bounds each collective (and not the start: ranks meet within RENDEZVOUS_S); under
+# 1 s a rank's first collective, whose peers are still starting, times out. --timeout: the run.
+OP_TIMEOUT_RANGE_S = (1.0, 86400.0)
+TIMEOUT_RANGE_S = (1.0, 7 * 86400.0)
+RENDEZVOUS_S = 300.0
+
+
 @dataclass(frozen=True)
 class LaunchConfig:
     """How to start ranks: how many, which backend and device, and the time limits."""
@@ -64,8 +71,9 @@ class LaunchConfig:
             raise CollsimError(f"device: must be one of {', '.join(DEVICES)}, got {self.device!r}")
         if self.backend == "nccl" and self.device != "cuda":
             raise CollsimError("backend nccl needs device cuda (NCCL moves GPU tensors only); use --backend gloo for CPU")
-        if self.timeout_s <= 0 or self.op_timeout_s <= 0:
-            raise CollsimError("timeouts must be positive")
+        for flag, value, (low, high) in (("--op-timeout", self.op_timeout_s, OP_TIMEOUT_RANGE_S), ("--timeout", self.timeout_s, TIMEOUT_RANGE_S)):
+            if not low <= value <= high:  # NaN too
+                raise CollsimError(f"{flag}: must be between {low:g} and {high:g} s, got {value:g}")
 
 
 def check_devices(config: LaunchConfig, local_ranks: int | None = None) -> None:
@@ -128,7 +136,10 @@ class RankContext:
         return int(os.environ.get("LOCAL_RANK", self.rank))
 
 
-def _init_group(config: LaunchConfig, rank: int, init_method: str) -> None:
+def _init_group(config: LaunchConfig, rank: int, port: int | None) -> None:
+    """Join the process group: on ``port`` of 127.0.0.1 (spawned ranks), else env:// (torchrun).
+    Spawned ranks first meet on a store of their own, waiting up to RENDEZVOUS_S for each other
+    (they start seconds apart); the group's timeout, --op-timeout, then bounds each collective."""
     import torch
     import torch.distributed as dist
 
@@ -139,11 +150,24 @@ def _init_group(config: LaunchConfig, rank: int, init_method: str) -> None:
     # NCCL: surface a collective that exceeds the timeout as an error rather than a hang.
     os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")
     kwargs: dict[str, Any] = {"backend": config.backend, "timeout": timedelta(seconds=config.op_timeout_s)}
-    if init_method != "env://":
-        kwargs.update(init_method=init_method, rank=rank, world_size=config.world_size)
+    if port is not None:
+        store = dist.TCPStore("127.0.0.1", port, config.world_size, is_master=rank == 0, timeout=timedelta(seconds=RENDEZVOUS_S))
+        _meet(store, config.world_size)
+        kwargs.update(store=store, rank=rank, world_size=config.world_size)
     if config.backend == "nccl":
         kwargs["device_id"] = torch.device("cuda", torch.cuda.current_device())
     dist.init_process_group(**kwargs)
+
+
+def _meet(store: Any, world_size: int) -> None:
+    """Return once every rank has reached this point (or raise after RENDEZVOUS_S)."""
+    deadline = time.monotonic() + RENDEZVOUS_S
+    arrived = store.add("collsim/arrived", 1)
+    while arrived < world_size:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{arrived} of {world_size} ranks started within {RENDEZVOUS_S:g} s")
+        time.sleep(0.01)
+        arrived = store.add("collsim/arrived", 0)
 
 
 def _rank_main(rank: int, worker: Callable, payload: Any, config: LaunchConfig, port: int, channel: Any) -> None:
@@ -154,7 +178,7 @@ def _rank_main(rank: int, worker: Callable, payload: Any, config: LaunchConfig, 
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     context = RankContext(rank, config.world_size, config.backend, config.device, config.op_timeout_s, channel.put)
     try:
-        _init_group(config, rank, f"tcp://127.0.0.1:{port}")
+        _init_group(config, rank, port)
         worker(context, payload)
         channel.put(("done", rank, None))
     except BaseException as error:  # noqa: BLE001  (report anything, then exit non-zero)
@@ -279,7 +303,7 @@ def _supervise(processes: list[Any], channel: Any, watch: _Watch, config: Launch
         if _looks_failed(codes, watch):
             _drain(channel, watch, 1.0)  # let survivors report, and results in flight arrive
             if _looks_failed([process.exitcode for process in processes], watch):
-                raise LaunchError(_failure_text(processes, watch), watch.results)
+                raise LaunchError(_failure_text(processes, watch, config.op_timeout_s), watch.results)
         if time.monotonic() > deadline:
             _drain(channel, watch, 0.5)
             stuck = "; ".join(f"rank {rank} in {watch.operation[rank]}" for rank, done in enumerate(watch.done) if not done)
@@ -291,8 +315,9 @@ def _looks_failed(codes: list[int | None], watch: _Watch) -> bool:
     return bool(watch.errors) or any(code is not None and (code != 0 or not done) for code, done in zip(codes, watch.done))
 
 
-def _failure_text(processes: list[Any], watch: _Watch) -> str:
-    """Name the rank that caused the failure first (a dead rank), then what the others saw."""
+def _failure_text(processes: list[Any], watch: _Watch, op_timeout_s: float) -> str:
+    """Name the rank that caused the failure first (a dead rank), then what the others saw, and
+    what to do when a collective ran past --op-timeout."""
     parts = []
     for rank, process in enumerate(processes):
         code = process.exitcode
@@ -303,6 +328,8 @@ def _failure_text(processes: list[Any], watch: _Watch) -> str:
     for rank, process in enumerate(processes):
         if process.exitcode is None and rank not in watch.errors and not watch.done[rank]:
             parts.append(f"rank {rank} was still in {watch.operation[rank]} (hung or stopped)")
+    if any("timed out" in error["message"].lower() and not watch.operation[rank].startswith("starting") for rank, error in watch.errors.items()):
+        parts.append(f"a collective took longer than --op-timeout {op_timeout_s:g} s: raise it (up to {OP_TIMEOUT_RANGE_S[1]:g} s) or look for a stalled rank")
     return "; ".join(parts) + f"; {len(watch.results)} result(s) kept"
 
 
@@ -355,7 +382,7 @@ def run_torchrun(
     # after destroy_process_group (a second init hangs), so repeated "launches" under torchrun
     # are repetitions inside the same processes; the group is destroyed at exit.
     if not dist.is_initialized():
-        _init_group(config, rank, "env://")
+        _init_group(config, rank, None)
         import atexit
 
         atexit.register(_teardown)

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sim.errors import CollsimError
+from sim.hardware.nccl_log import LogChecks, check_time, not_a_log, results
 
 # nccl-tests binary name -> collsim op
 PROGRAMS = {
@@ -33,7 +36,6 @@ TYPES = {
     "uint8": "uint8",
     "int64": "int64",
 }
-_ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\w+)\s+(\w+)\s+(-?\d+)?\s*(.*)$")
 
 
 def _op_from(text: str) -> str | None:
@@ -65,47 +67,115 @@ def _row(
     }  # fmt: skip
 
 
+_PENDING_LIMIT = 100_000  # rows held while no line yet tells the ranks (memory stays bounded)
+
+
+@dataclass
+class Log:
+    """An nccl-tests output being read: ``rows`` (an iterator: a large log is never held whole),
+    ``meta`` (filled from the header as the rows are read) and ``checks`` (ranks, left-out sizes,
+    warnings; :mod:`sim.hardware.nccl_log`)."""
+
+    meta: dict[str, Any]
+    checks: LogChecks
+    rows: Iterator[dict[str, Any]]
+
+
 def parse_text(text: str, op: str | None = None, world_size: int | None = None, in_place: bool = False) -> dict[str, Any]:
-    """Parse an nccl-tests stdout log. Returns ``{"meta": {...}, "rows": [...]}``.
+    """Parse an nccl-tests stdout log. Returns ``{"meta": {...}, "rows": [...], "warnings": [...]}``.
 
     ``op`` and ``world_size`` override what the log says (the op comes from the "Collective test
     starting: all_reduce_perf" line of recent versions; p from the "#  Rank" lines, else from busbw).
     """
+    log = text_log(text.splitlines(), "nccl-tests log", op, world_size, in_place)
+    rows = list(log.rows)
+    return {"meta": log.meta, "rows": rows, "warnings": log.checks.warnings()}
+
+
+def text_log(lines: Iterable[str], name: str, op: str | None = None, world_size: int | None = None, in_place: bool = False) -> Log:
+    """The rows of a text log's ``lines`` as they are read (see :class:`Log`)."""
     meta: dict[str, Any] = {"source": "nccl-tests", "devices": []}
-    rows = []
-    section_where: dict[str, str] = {}
-    section_op, section_p = None, None  # one file may hold several tables (collsim real export --nccl-tests)
-    for line in text.splitlines():
-        if line.startswith("#"):
-            _header_line(line, meta)
-            found = _op_from(line) if "test starting" in line.lower() else None
-            section_op = found or section_op
-            exported = re.match(r"#\s*collsim export:.*backend (\S+), device (\S+), world size (\d+)", line)
-            if exported:
-                section_p, section_op = int(exported.group(3)), None
-                section_where = {"backend": exported.group(1), "device": exported.group(2)}
-            continue
-        match = _ROW.match(line)
-        if not match:
-            continue
-        size, count, dtype, redop, root, rest = match.groups()
-        numbers = [token for token in rest.split()]
-        try:
-            values = [float(token) if token != "N/A" else 0.0 for token in numbers]
-        except ValueError:
-            continue
-        half = values[4:8] if in_place and len(values) >= 8 else values[0:4]
-        if len(half) < 3:
-            continue
-        row = _row(op or section_op or meta.get("op") or "unknown", None, int(size), int(count), dtype, redop, int(root) if root else -1, *half[:3])
-        row["world_size"] = world_size or section_p
-        row.update(section_where)  # an exported gloo/cpu table stays gloo/cpu
-        rows.append(row)
-    _fill_world_size(rows, world_size or (len(meta["devices"]) or None))
-    if not rows:
-        raise CollsimError("no nccl-tests result lines found (expected lines such as '  1048576  262144  float  sum  -1  ...')")
-    meta["op"] = rows[0]["op"]
-    return {"meta": meta, "rows": rows}
+    checks = LogChecks(name)
+    return Log(meta, checks, _text_rows(lines, meta, checks, op, world_size, in_place))
+
+
+def _text_rows(lines: Iterable[str], meta: dict[str, Any], checks: LogChecks, op: str | None, world_size: int | None,
+               in_place: bool) -> Iterator[dict[str, Any]]:  # fmt: skip
+    headers: list[str] = []
+    section = _Section()  # one file may hold several tables (collsim real export --nccl-tests)
+    ranks = _Ranks(world_size)
+    count = 0
+    for result in results(lines, checks, headers):
+        if headers:
+            for line in headers:
+                _header_line(line, meta)
+                section.read(line)
+            headers.clear()
+        half = result.in_place if in_place and len(result.in_place) >= 3 else result.out_of_place
+        row = _row(op or section.op or meta.get("op") or "unknown", world_size or section.world_size, result.size_bytes, result.count,
+                   result.dtype, result.redop, result.root, *half[:3])  # fmt: skip
+        if section.where:
+            row.update(section.where)  # an exported gloo/cpu table stays gloo/cpu
+        if not count:
+            meta.setdefault("op", row["op"])
+        count += 1
+        if row["world_size"] is None:
+            devices = checks.rank_count  # the highest "#  Rank" + 1: logs often list only some ranks
+            row["world_size"] = None if ranks.pending else devices or ranks.guess
+        if row["world_size"] is not None:
+            yield row
+        else:
+            yield from ranks.settle(row, devices)
+    yield from ranks.flush()
+    if not count:
+        raise (CollsimError(f"{checks.name}: every size has #wrong above 0 (nccl-tests found wrong results); nothing to import")
+               if checks.wrong else not_a_log(checks.name))  # fmt: skip
+
+
+class _Section:
+    """The op, world size and backend of the table being read (from its comment lines)."""
+
+    def __init__(self) -> None:
+        self.op: str | None = None
+        self.world_size: int | None = None
+        self.where: dict[str, str] = {}
+
+    def read(self, line: str) -> None:
+        found = _op_from(line) if "test starting" in line.lower() else None
+        self.op = found or self.op
+        exported = re.match(r"#\s*collsim export:.*backend (\S+), device (\S+), world size (\d+)", line)
+        if exported:
+            self.world_size, self.op = int(exported.group(3)), None
+            self.where = {"backend": exported.group(1), "device": exported.group(2)}
+
+
+class _Ranks:
+    """Rows without a world size of their own take the one the "#  Rank" lines give, else the
+    first busbw/algbw that tells it; rows before that wait (at most _PENDING_LIMIT of them)."""
+
+    def __init__(self, given: int | None) -> None:
+        self.guess = given
+        self.pending: list[dict[str, Any]] = []
+
+    def settle(self, row: dict[str, Any], devices: int | None) -> Iterator[dict[str, Any]]:
+        if row["world_size"] is not None:
+            yield row
+            return
+        self.guess = self.guess or devices or world_size_from_busbw(row["op"], row["algbw_GBps"], row["busbw_GBps"])
+        if self.guess is None:
+            if len(self.pending) >= _PENDING_LIMIT:
+                raise CollsimError(f"cannot tell the number of ranks from the first {_PENDING_LIMIT} rows (no '#  Rank' lines, no busbw); pass --world-size")
+            self.pending.append(row)
+            return
+        yield from self.flush()
+        row["world_size"] = self.guess
+        yield row
+
+    def flush(self) -> Iterator[dict[str, Any]]:
+        for row in self.pending:
+            row["world_size"] = self.guess
+        yield from self.pending
+        self.pending = []
 
 
 def _header_line(line: str, meta: dict[str, Any]) -> None:
@@ -139,8 +209,11 @@ def _fill_world_size(rows: list[dict[str, Any]], world_size: int | None) -> None
         row["world_size"] = guess
 
 
-def parse_json(data: dict[str, Any], op: str | None = None, world_size: int | None = None, in_place: bool = False) -> dict[str, Any]:
-    """Parse the JSON file nccl-tests writes with ``-J FILE`` (file version 2)."""
+def parse_json(data: dict[str, Any], op: str | None = None, world_size: int | None = None, in_place: bool = False,
+               checks: LogChecks | None = None) -> dict[str, Any]:  # fmt: skip
+    """Parse the JSON file nccl-tests writes with ``-J FILE`` (file version 2), checked as a text
+    log is (:mod:`sim.hardware.nccl_log`): results with nwrong > 0 left out (``warnings`` names
+    them), a negative or NaN time refused."""
     if not isinstance(data, dict) or "results" not in data:
         raise CollsimError("not an nccl-tests JSON file (no 'results' list)")
     config = data.get("config") or {}
@@ -149,13 +222,17 @@ def parse_json(data: dict[str, Any], op: str | None = None, world_size: int | No
     op = op or _op_from(args) or "unknown"
     meta = {"source": "nccl-tests", "op": op, "devices": devices, "nccl_version": str(data.get("nccl_version", "")),
             "iters": config.get("iterations"), "warmup": config.get("warmup_iters"), "start_time": data.get("start_time", "")}  # fmt: skip
-    rows = []
-    for result in data["results"]:
+    rows, checks = [], checks or LogChecks("nccl-tests JSON")
+    for number, result in enumerate(data["results"], 1):
         body = result.get("in_place" if in_place else "out_of_place") or result.get("in_place") or {}
         if not body:
             continue
+        if any(float((result.get(half) or {}).get("nwrong") or 0) > 0 for half in ("out_of_place", "in_place")):
+            checks.wrong.append((f"result {number}", int(result["size"])))
+            continue
         root = int(str(result.get("root", "-1")).strip() or -1)
         time_us = body.get("time", body.get("cpu_time", 0.0))
+        check_time(float(time_us), f"{checks.name} result {number} (size {result['size']})", f"time {time_us}")
         row = _row(op, None, int(result["size"]), int(result["count"]), result.get("type", "float"), result.get("redop", "none"), root, float(time_us),
                    float(body.get("alg_bw", 0.0)), float(body.get("bus_bw", 0.0)))  # fmt: skip
         per_iter = result.get("in_place_per_iter" if in_place else "out_of_place_per_iter") or {}
@@ -166,21 +243,49 @@ def parse_json(data: dict[str, Any], op: str | None = None, world_size: int | No
             row.update({key: value for key, value in time_stats(row["times_s"]).items() if key != "time_s"})
         rows.append(row)
     _fill_world_size(rows, world_size or (len(devices) or None))
-    return {"meta": meta, "rows": rows}
+    return {"meta": meta, "rows": rows, "warnings": checks.warnings()}
 
 
 def read(path: str | Path, op: str | None = None, world_size: int | None = None, in_place: bool = False) -> dict[str, Any]:
-    """Read an nccl-tests text log or JSON file (detected by content)."""
+    """Read an nccl-tests text log or JSON file (detected by content), whole."""
+    log = stream(path, op, world_size, in_place)
+    rows = list(log.rows)
+    return {"meta": log.meta, "rows": rows, "warnings": log.checks.warnings()}
+
+
+def stream(path: str | Path, op: str | None = None, world_size: int | None = None, in_place: bool = False,
+           on_bytes: Callable[[int], None] | None = None) -> Log:  # fmt: skip
+    """An nccl-tests text log or JSON file (detected by content) as a :class:`Log`: a text log is
+    read line by line as its rows are taken (``on_bytes`` hears how far), never whole."""
     path = Path(path)
     if not path.is_file():
         raise CollsimError(f"nccl-tests output {str(path)!r} not found")
-    text = path.read_text(errors="replace")
-    if text.lstrip().startswith("{"):
+    with open(path, errors="replace") as handle:
+        is_json = handle.read(4096).lstrip().startswith("{")
+    if is_json:
         try:
-            return parse_json(json.loads(text), op, world_size, in_place)
+            checks = LogChecks(str(path))
+            parsed = parse_json(json.loads(path.read_text(errors="replace")), op, world_size, in_place, checks)
         except json.JSONDecodeError as error:
             raise CollsimError(f"{path}: malformed JSON ({error})") from None
-    return parse_text(text, op, world_size, in_place)
+        return Log(parsed["meta"], checks, iter(parsed["rows"]))
+    return text_log(_lines(path, on_bytes), str(path), op, world_size, in_place)
+
+
+def _lines(path: Path, on_bytes: Callable[[int], None] | None) -> Iterator[str]:
+    """The file's lines, telling ``on_bytes`` every 20,000 lines how many characters went by."""
+    with open(path, errors="replace") as handle:
+        if on_bytes is None:
+            yield from handle
+            return
+        done = 0
+        for number, line in enumerate(handle, 1):
+            done += len(line)
+            if number % 20_000 == 0:
+                on_bytes(done)
+                done = 0
+            yield line
+        on_bytes(done)
 
 
 def _number(value: float, width: int) -> str:

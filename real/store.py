@@ -25,8 +25,9 @@ import json
 import sqlite3
 import uuid
 from collections.abc import Callable, Iterable
+from operator import itemgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from sim.errors import CollsimError
 
@@ -104,31 +105,51 @@ class Store:
     # ------------------------------------------------------------------ writing
 
     def _insert(self, table: str, values: dict[str, Any]) -> int:
+        self._check_writable()
+        with self.connection:
+            cursor = self.connection.execute(*_insert_sql(table, values))
+        return int(cursor.lastrowid or 0)
+
+    def _check_writable(self) -> None:
         if self.read_only:
             raise CollsimError("the bundled sample store is read-only; pass --db FILE to record measurements")
-        columns = [name for name in TABLES[table] if name in values]
-        sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
-        with self.connection:
-            cursor = self.connection.execute(sql, [values[name] for name in columns])
-        return int(cursor.lastrowid or 0)
 
     def add_run(self, kind: str, meta: dict[str, Any], run_id: str | None = None) -> str:
         """Record a run (status ``running`` until ``finish_run``); returns its id."""
-        run_id = run_id or meta.get("run_id") or new_run_id()
-        known = {key: meta[key] for key in RUN_COLUMNS if key in meta and key != "info_json"}
-        extra = {key: value for key, value in meta.items() if key not in RUN_COLUMNS}
-        self._insert(
-            "runs",
-            {
-                "status": "running",
-                "source": "measured",
-                **known,
-                "run_id": run_id,
-                "kind": kind,
-                "info_json": json.dumps(extra, default=str),
-            },
-        )
-        return run_id
+        values = _run_values(kind, meta, run_id)
+        self._insert("runs", values)
+        return values["run_id"]
+
+    def add_import(self, kind: str, rows: Iterable[dict[str, Any]], run_meta: Callable[[], dict[str, Any]], batch: int = 5000) -> int:
+        """An imported run and its collective ``rows`` (an iterable, taken ``batch`` at a time: memory
+        stays bounded) in one transaction: all or nothing, so a log refused at its last line
+        leaves the store as it was. ``run_meta()`` is asked after the rows (a log's header is read
+        with them); it must hold the ``run_id`` the rows carry. Returns the number of rows."""
+        self._check_writable()
+        count = 0
+        with self.connection:
+            chunk: list[dict[str, Any]] = []
+            for row in rows:
+                chunk.append(row)
+                if len(chunk) >= batch:
+                    count += self._insert_many("collectives", chunk)
+                    chunk = []
+            count += self._insert_many("collectives", chunk)
+            self.connection.execute(*_insert_sql("runs", {**_run_values(kind, run_meta()), "status": "ok"}))
+        return count
+
+    def _insert_many(self, table: str, rows: list[dict[str, Any]]) -> int:
+        """Rows of one shape (the keys of the first) in one executemany, inside the caller's transaction."""
+        if not rows:
+            return 0
+        columns = [name for name in TABLES[table] if name in rows[0] and name != "times_json"]
+        values = map(itemgetter(*columns), rows)
+        if table == "collectives" and "times_s" in rows[0]:  # raw times go to times_json
+            columns.append("times_json")
+            values = ((*plain, json.dumps(row["times_s"]) if row["times_s"] else "[]") for plain, row in zip(values, rows))
+        sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+        self.connection.executemany(sql, values)
+        return len(rows)
 
     def finish_run(self, run_id: str, status: str = "ok", error: str | None = None, finished_at: str | None = None) -> None:
         from real.bench import now_utc
@@ -140,10 +161,7 @@ class Store:
 
     def add_collective(self, row: dict[str, Any]) -> int:
         """Append one benchmark row (raw times go to ``times_json``)."""
-        values = dict(row)
-        if "times_s" in values:
-            values["times_json"] = json.dumps(values.pop("times_s"))
-        return self._insert("collectives", values)
+        return self._insert("collectives", _collective_values(row))
 
     def add_ddp_step(self, row: dict[str, Any]) -> int:
         return self._insert("ddp_steps", row)
@@ -221,18 +239,21 @@ class Store:
 
     # ------------------------------------------------------------------ export / import
 
-    def export_csv(self, table: str, path: str | Path) -> int:
-        """Write one table as CSV; returns the number of rows."""
+    def export_csv(self, table: str, path: str | Path | TextIO) -> int:
+        """Write one table as CSV to a file name or an open text file; returns the number of rows."""
         if table not in TABLES:
             raise CollsimError(f"table: unknown {table!r}; allowed: {', '.join(TABLES)}")
+        if isinstance(path, (str, Path)):
+            with open(path, "w", newline="") as handle:
+                return self.export_csv(table, handle)
         cursor = self.connection.execute(f"SELECT * FROM {table}")
-        names = [column[0] for column in cursor.description]
-        rows = cursor.fetchall()
-        with open(path, "w", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(names)
-            writer.writerows(rows)
-        return len(rows)
+        writer = csv.writer(path)
+        writer.writerow([column[0] for column in cursor.description])
+        count = 0
+        for row in cursor:  # row by row: a large table is never held whole
+            writer.writerow(row)
+            count += 1
+        return count
 
     def dump(self, run_ids: list[str] | None = None) -> dict[str, Any]:
         """Every table (or the given runs) as plain JSON-able data; ``load`` reads it back."""
@@ -269,6 +290,27 @@ class Store:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _insert_sql(table: str, values: dict[str, Any]) -> tuple[str, list[Any]]:
+    columns = [name for name in TABLES[table] if name in values]
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", [values[name] for name in columns]
+
+
+def _run_values(kind: str, meta: dict[str, Any], run_id: str | None = None) -> dict[str, Any]:
+    """A ``runs`` row from a run's metadata (what has no column goes to ``info_json``)."""
+    known = {key: meta[key] for key in RUN_COLUMNS if key in meta and key != "info_json"}
+    extra = {key: value for key, value in meta.items() if key not in RUN_COLUMNS}
+    run_id = run_id or meta.get("run_id") or new_run_id()
+    return {"status": "running", "source": "measured", **known, "run_id": run_id, "kind": kind, "info_json": json.dumps(extra, default=str)}
+
+
+def _collective_values(row: dict[str, Any]) -> dict[str, Any]:
+    values = dict(row)
+    if "times_s" in values:
+        times = values.pop("times_s")
+        values["times_json"] = json.dumps(times) if times else "[]"
+    return values
 
 
 def new_run_id() -> str:
@@ -312,6 +354,23 @@ def check_sqlite(path: Path) -> None:
         )
 
 
+def check_tables(connection: sqlite3.Connection, path: Path) -> None:
+    """Refuse, in one line, a store to read that lacks collsim's tables (an empty file, another
+    program's SQLite database): what it has, and where a store comes from."""
+    try:
+        present = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.DatabaseError as error:
+        raise CollsimError(f"--db {str(path)!r} is not a SQLite results store ({error})") from None
+    missing = [table for table in TABLES if table not in present]
+    if not missing:
+        return
+    has = "it has no tables" if not present else f"it lacks the table(s) {', '.join(missing)} (it has {', '.join(sorted(present))})"
+    raise CollsimError(
+        f"--db {str(path)!r} is not a collsim results store: {has}; give the .sqlite file written by collsim real bench / "
+        "real ddp / real import / validate (default results.sqlite)"
+    )
+
+
 def _data_file(name: str) -> Path:
     return Path(__file__).resolve().parent / "data" / name
 
@@ -337,6 +396,7 @@ def read_only_copy(path: str | Path) -> Store:
         raise CollsimError(f"results store {str(path)!r} not found")
     check_sqlite(path)
     connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+    check_tables(connection, path)
     store = Store.__new__(Store)
     store.connection, store.path, store.read_only = connection, str(path), True
     connection.row_factory = sqlite3.Row

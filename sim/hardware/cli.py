@@ -61,12 +61,14 @@ def fit_command(logs: tuple[str, ...], name: str, nodes: str | None, nccl_proto:
                 names: str | None, stride: int, output: str | None) -> None:  # fmt: skip
     """Fit a preset's effective constants (bandwidth efficiencies, latency scale, base latency)
     to nccl-tests logs with bounded least squares; print them with 95 % intervals."""
-    from sim.hardware.nccl_fit import fit, fitted_block, log_nodes
+    from sim.hardware.nccl_fit import fit, fitted_block
 
     preset = load_preset(name)
-    counts = [int(n) for n in nodes.split(",")] if nodes else [log_nodes(path, preset.gpus_per_node) for path in logs]
-    if len(counts) != len(logs):
-        raise CollsimError(f"--nodes: give one count per log ({len(logs)}), got {nodes!r}")
+    if stride < 1:
+        raise CollsimError(f"--stride: must be >= 1 (use every Nth size of each log), got {stride}")
+    if output is not None:
+        _check_writable(output)  # before the fit (minutes), not after it
+    counts = _log_nodes(logs, preset, nodes)
     chosen = names.split(",") if names else _default_constants(preset, counts)
     result = fit([(path, n, nccl_proto, nccl_algo) for path, n in zip(logs, counts)], name, chosen, stride)
     block = fitted_block(result, logs, counts, nccl_proto, nccl_algo)
@@ -82,12 +84,62 @@ def fit_command(logs: tuple[str, ...], name: str, nodes: str | None, nccl_proto:
     if output is None:
         click.echo(yaml_dump({"fitted": block}))
         return
+    _write_fitted(output, name, block)
+
+
+def _log_nodes(logs: tuple[str, ...], preset: Any, nodes: str | None) -> list[int]:
+    """Each log read and checked (its warnings on stderr), and its nodes: --nodes, checked against
+    the log's "#  Rank" lines, else counted from them."""
+    from sim.hardware.nccl_fit import log_nodes, read_checked
+
+    given: list[int | None] = [None] * len(logs)
+    if nodes:
+        try:
+            given = [int(part) for part in nodes.split(",")]
+        except ValueError:
+            raise CollsimError(f"--nodes: expected whole numbers, one per log (comma list), got {nodes!r}") from None
+        if len(given) != len(logs):
+            raise CollsimError(f"--nodes: give one count per log ({len(logs)}), got {nodes!r}")
+    counts = []
+    for path, count in zip(logs, given):
+        _, _, checks = read_checked(path)
+        for warning in checks.warnings():
+            click.echo(f"warning: {warning}", err=True)
+        counts.append(log_nodes(checks, preset.name, preset.gpus_per_node, count))
+    return counts
+
+
+def _check_writable(output: str) -> None:
+    """Refuse an --output that cannot be opened for writing (a missing folder, a read-only one)."""
+    import os
+
+    from sim.collective.results import check_output_path
+
+    check_output_path(output, "--output")
+    existed = os.path.exists(output)
+    try:
+        open(output, "a").close()
+    except OSError as error:
+        raise CollsimError(f"--output: cannot write {output!r}: {error.strerror or error}") from None
+    if not existed:
+        os.remove(output)
+
+
+def _write_fitted(output: str, name: str, block: dict[str, Any]) -> None:
+    """The preset with its new ``fitted:`` block written to ``output``; where that fails the
+    block is printed (minutes of fitting are not lost) and the error says it was not written."""
     from sim.hardware.presets import HERE
 
     text = (HERE / f"{name}.yaml").read_text()
     text = text.split("\nfitted:")[0].rstrip("\n") + "\n" + yaml_dump({"fitted": block})
-    with open(output, "w") as handle:
-        handle.write(text)
+    try:
+        with open(output, "w") as handle:
+            handle.write(text)
+    except OSError as error:
+        click.echo(yaml_dump({"fitted": block}))
+        raise CollsimError(
+            f"--output: cannot write {output!r}: {error.strerror or error}; the fitted block is printed above (paste it into a copy of the preset)"
+        ) from None
     values = ", ".join(f"{key} {entry['value']:.4g}" for key, entry in block["constants"].items())
     click.echo(f"wrote {output}: {values or 'no constant moved from its default'}")
     for key, entry in {**block.get("held_at_prior", {}), **block.get("flagged", {})}.items():

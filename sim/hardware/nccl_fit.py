@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sim.errors import CollsimError
+from sim.hardware.nccl_log import LogChecks, not_a_log, results
 
 # calibration logs (../shared/data/nccl-tests): file -> (preset, nodes, NCCL_PROTO, NCCL_ALGO the
 # run had); see that folder's README. The A3 Mega run used TCPXO plugin v1.0.3, whose required
@@ -60,28 +61,36 @@ class Point:
         return self.measured_s / self.model_s - 1
 
 
-# size count type redop root | out-of-place time(us) algbw busbw #wrong | in-place time(us) ...
-_RESULT = re.compile(r"^\s*(\d+)\s+\d+\s+\w+\s+\w+\s+-?\d+\s+([\d.]+)\s+(?:\S+\s+){3}([\d.]+)?")
 _PROGRAM = re.compile(r"(all_reduce|all_gather|reduce_scatter|broadcast|reduce)_perf")
+
+
+def read_checked(path: str | Path) -> tuple[str, list[tuple[int, float, float | None]], LogChecks]:
+    """(op, [(size, out-of-place time_s, in-place time_s or None)], what the reading saw) of an
+    nccl-tests text log, checked as :mod:`sim.hardware.nccl_log` says (a failed run, a negative or
+    NaN time refused; sizes with #wrong > 0 left out); real.nccl_tests reads every format into
+    the results store with the same checks."""
+    try:
+        text = Path(path).read_text(errors="replace")
+    except OSError as error:
+        raise CollsimError(f"LOG: cannot read {path}: {error.strerror}") from None
+    checks = LogChecks(str(path))
+    rows = [(r.size_bytes, r.out_of_place[0] * 1e-6, r.in_place[0] * 1e-6 if r.in_place else None)
+            for r in results(text.splitlines(), checks)]  # fmt: skip
+    if not rows and text.lstrip().startswith("{"):
+        raise CollsimError(f"LOG {path} is JSON (nccl-tests -J?): hardware fit reads the text log nccl-tests prints on stdout")
+    if not rows and not checks.wrong:
+        raise not_a_log(str(path))
+    if not rows:
+        raise CollsimError(f"LOG {path}: every size has #wrong above 0 (nccl-tests found wrong results); nothing to fit")
+    program = _PROGRAM.search(text)
+    return (program.group(1) if program else "all_reduce"), [row for row in rows if row[1] > 0], checks
 
 
 def read_columns(path: str | Path) -> tuple[str, list[tuple[int, float, float | None]]]:
     """(op, [(size, out-of-place time_s, in-place time_s or None)]) of an nccl-tests text log
-    (real.nccl_tests reads every format into the results store; sim keeps this small reader to
-    stay below real)."""
-    try:
-        text = Path(path).read_text()
-    except OSError as error:
-        raise CollsimError(f"LOG: cannot read {path}: {error.strerror}") from None
-    program = _PROGRAM.search(text)
-    rows = []
-    for match in map(_RESULT.match, text.splitlines()):
-        if match:
-            in_place = float(match.group(3)) * 1e-6 if match.group(3) else None
-            rows.append((int(match.group(1)), float(match.group(2)) * 1e-6, in_place))
-    if not rows:
-        raise CollsimError(f"LOG: no nccl-tests result lines in {path} (expected '  1048576  262144  float  sum  -1  ...')")
-    return (program.group(1) if program else "all_reduce"), [row for row in rows if row[1] > 0]
+    (:func:`read_checked` without what it saw)."""
+    op, rows, _ = read_checked(path)
+    return op, rows
 
 
 def read_log(path: str | Path) -> tuple[str, list[tuple[int, float]]]:
@@ -173,6 +182,8 @@ def fit(logs: list[tuple], hardware: str, names: list[str], stride: int = 1) -> 
 def _fit_data(logs: list[tuple], stride: int) -> tuple[list[tuple], list[float]]:
     """Every chosen point (log, nodes, op, size, measured, proto, algo) and its weight factor."""
     data, weights = [], []
+    if stride < 1:
+        raise CollsimError(f"--stride: must be >= 1 (use every Nth size of each log), got {stride}")
     for path, nodes, proto, *algo in logs:
         op, rows = read_log(path)
         chosen = rows[::stride]
@@ -293,14 +304,23 @@ def _report(data, scale, names, priors, told, held, fitted, jac, fun, hardware) 
             "rms_log_error": round(float(np.sqrt(np.mean(final**2))), 4)}  # fmt: skip
 
 
-def log_nodes(path: str | Path, gpus_per_node: int) -> int:
-    """Nodes of a log: its ranks (the "#  Rank" lines, or busbw / algbw) over GPUs a node."""
-    text = Path(path).read_text()
-    ranks = {int(m.group(1)) for m in re.finditer(r"#\s+Rank\s+(\d+)\s+Group", text)}
-    count = max(ranks) + 1 if ranks else 0
-    if not count:
-        raise CollsimError(f"--nodes: {path} lists no '#  Rank' lines; give --nodes")
-    return max(1, count // gpus_per_node)
+def log_nodes(checks: LogChecks, hardware: str, gpus_per_node: int, given: int | None = None) -> int:
+    """Nodes of a log (``checks`` from :func:`read_checked`): its ranks by the "#  Rank" lines over
+    ``gpus_per_node``; ``given`` (--nodes) must agree with them where the log lists them."""
+    ranks = checks.rank_count
+    each = f"{hardware} nodes of {gpus_per_node} GPUs"
+    if given is not None:
+        if given < 1:
+            raise CollsimError(f"--nodes: must be >= 1, got {given}")
+        if ranks is not None and given * gpus_per_node != ranks:
+            fix = f"give --nodes {ranks // gpus_per_node} or leave it out" if ranks % gpus_per_node == 0 else f"that is not a whole number of {each}"
+            raise CollsimError(f"--nodes: {given} x {gpus_per_node} GPUs = {given * gpus_per_node} ranks, but {checks.name}'s '#  Rank' lines list {ranks} ranks; {fix}")
+        return given
+    if ranks is None:
+        raise CollsimError(f"--nodes: {checks.name} lists no '#  Rank' lines to count its ranks; give --nodes (its {each})")
+    if ranks % gpus_per_node:
+        raise CollsimError(f"--nodes: {checks.name} lists {ranks} ranks, not a whole number of {each}; a preset's nodes are whole: fit a log that ran on whole nodes")
+    return ranks // gpus_per_node
 
 
 def fitted_block(result: dict, logs, nodes: list[int], nccl_proto: str | None, nccl_algo: str | None = None) -> dict:

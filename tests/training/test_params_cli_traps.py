@@ -46,7 +46,7 @@ def test_a_model_spec_that_is_a_model_is_written(tmp_path, monkeypatch):
 @pytest.mark.skipif(not FULL.exists(), reason="no /dev/full here")
 @pytest.mark.parametrize(
     "args,flag",
-    [(["real", "params", "--model", "small", "-o", str(FULL)], "parameter list file"),
+    [(["real", "params", "--model", "small", "-o", str(FULL)], "--output"),
      (["real", "export", "--csv", str(FULL)], "--csv"), (["real", "export", "--json", str(FULL)], "--json"),
      (["real", "export", "--nccl-tests", str(FULL)], "--nccl-tests")],
 )  # fmt: skip
