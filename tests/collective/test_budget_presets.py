@@ -19,7 +19,8 @@ NCCL = sorted({(spec.op, spec.name) for spec in all_specs() if spec.name.startsw
 @pytest.mark.parametrize("sharing", ["fair", "fifo"])
 @pytest.mark.parametrize(("op", "algorithm"), NCCL, ids=[f"{op}-{name}" for op, name in NCCL])
 def test_estimated_work_of_nccl_algorithms_on_a_preset_is_within_2x_of_a_counted_run(op, algorithm, sharing):
-    base, _ = scenario_for_pick("dgx-h100", 4, op, 64 * 2**20)  # 32 ranks: beyond the probes' 2 nodes, above their 16 MiB
+    preset = "hgx-h100-nvls" if "nvls" in algorithm else "dgx-h100"  # NVLS needs an NVLink SHARP switch (refused elsewhere)
+    base, _ = scenario_for_pick(preset, 4, op, 64 * 2**20)  # 32 ranks: beyond the probes' 2 nodes, above their 16 MiB
     scenario = base.replace(algorithm=algorithm, sharing=sharing, record="aggregate")
     told = budget.estimate(scenario)
     messages, visits = budget.count_visits(scenario)

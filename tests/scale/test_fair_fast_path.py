@@ -151,13 +151,20 @@ def _digest(result) -> str:
 
 # The nccl_* rank programs were rewritten after these were pinned (NCCL's data path: slots,
 # protocols), so their old times are not this code's; tests/hardware/test_nccl_path.py checks them.
-REFERENCE_CASES = [case for case in json.loads(REFERENCE.read_text())["cases"] if not case["scenario"]["algorithm"].startswith("nccl_")]
+# send_recv on one rank is refused now (it answered 0 s: issue 36), so its pinned cases are left out.
+REFERENCE_CASES = [
+    case
+    for case in json.loads(REFERENCE.read_text())["cases"]
+    if not case["scenario"]["algorithm"].startswith("nccl_") and not (case["scenario"]["op"] == "send_recv" and case["scenario"]["ranks"] < 2)
+]
 
 
 @pytest.mark.parametrize("case", REFERENCE_CASES, ids=lambda case: f"{case['scenario']['algorithm']}-{case['scenario']['ranks']}")
 def test_contended_runs_equal_the_solver_before_the_fast_path(case):
     """Times and every message's (start, end) exactly as the engine at 66f76a6 computed them."""
-    s = CollectiveScenario.from_dict(case["scenario"]).replace(record="full")
+    data = dict(case["scenario"])  # pinned before delays needed a unit: the same seconds, said in s
+    data["stragglers"] = [[rank, f"{delay!r}s"] for rank, delay in data.get("stragglers", [])]
+    s = CollectiveScenario.from_dict(data).replace(record="full")
     result = run_collective(s)
     assert repr(result.time_s) == case["time_s"]
     assert _digest(result) == case["messages"]
