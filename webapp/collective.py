@@ -25,6 +25,7 @@ from sim.collective.player import PLAYER_DRAW_RANKS
 from sim.collective.results import CollectiveResult, algbw_GBps
 from sim.collective.runner import start_collective
 from sim.errors import CollsimError
+from sim.hardware.uncertainty import interval
 from sim.scenario import CollectiveScenario
 from webapp import urlstate
 
@@ -567,6 +568,9 @@ def summary_numbers(outcome: Outcome) -> dict[str, Any]:
     time_s = numbers["time_s"] if numbers["time_s"] is not None else outcome.analytic_time_s
     if result and outcome.analytic_time_s:
         numbers["relative_error"] = (result.time_s - outcome.analytic_time_s) / outcome.analytic_time_s
+    found = interval(s, time_s) if time_s else None  # on a hardware preset: how far real clusters spread
+    numbers["time_interval_s"] = None if found is None else [found.low_s, found.high_s]
+    numbers["interval_basis"] = None if found is None else found.basis
     algbw = algbw_GBps(s.size_bytes, time_s, s.op) if time_s else None  # None for a barrier: it moves no data
     if algbw is not None:
         numbers["algbw_Bps"] = algbw * 1e9

@@ -35,6 +35,7 @@ COLL_SCENARIO = "coll-scenario"  # dcc.Store: the validated scenario (dict) or N
 COLL_NOTICE = "coll-notice"  # how the run was done (simulated / closed form / refused)
 COLL_SUMMARY = "coll-summary"
 COLL_SIM_TIME = "coll-sim-time"
+COLL_INTERVAL = "coll-interval"  # the 80 % interval on a hardware preset (sim.hardware.uncertainty)
 COLL_ANALYTIC_TIME = "coll-analytic-time"
 COLL_CLOSED_NOTE = "coll-closed-note"  # why the closed form is approximate or missing
 COLL_BREAKDOWN = "coll-breakdown"

@@ -65,6 +65,8 @@ def test_every_card_equals_collsim_sim_collective(preset):
     shown = cards(page.simulate(data, "step", False, 0, True)["summary"])
     ran = cli_json(preset)
     assert shown[ids.COLL_SIM_TIME] == format_time(ran["time_s"])
+    low, high = ran["time_interval_s"]  # the interval the CLI prints is the card's (issue 33)
+    assert shown[ids.COLL_INTERVAL] == f"{format_time(low)} – {format_time(high)}"
     assert shown[ids.COLL_NCCL_TIME] == format_time(ran["nccl"]["model_time_s"])
     if ran["analytic_time_s"] is None:
         assert shown[ids.COLL_ANALYTIC_TIME] == "none" and shown[ids.COLL_REL_ERROR] == "—"

@@ -180,6 +180,7 @@ def summary_cards(outcome: model.Outcome, picked: bool = False) -> list:
     bandwidths = f"{format_bandwidth(numbers['algbw_Bps'])} / {format_bandwidth(numbers['busbw_Bps'])}" if numbers["algbw_Bps"] else "—"
     cards = [
         number_card("Simulated", format_time(numbers["time_s"]) if numbers["time_s"] is not None else "—", ids.COLL_SIM_TIME),
+        *_interval_card(numbers),
         number_card("Closed form", _closed_text(numbers), ids.COLL_ANALYTIC_TIME),
         number_card("Sim vs closed form", _error_text(error), ids.COLL_REL_ERROR),
         number_card("Messages / steps", f"{messages:,} / {numbers['steps']}" if messages is not None else "—", ids.COLL_MESSAGES),
@@ -194,6 +195,16 @@ def summary_cards(outcome: model.Outcome, picked: bool = False) -> list:
     if numbers["analytic_note"]:
         cards.append(html.Div(numbers["analytic_note"], id=ids.COLL_CLOSED_NOTE, className="closed-note", style={"flexBasis": "100%"}))
     return cards
+
+
+def _interval_card(numbers: dict) -> list:
+    """On a hardware preset, the 80 % interval beside the simulated time, its basis on hover."""
+    if not numbers.get("time_interval_s"):
+        return []
+    low, high = numbers["time_interval_s"]
+    card = number_card("80 % interval", f"{format_time(low)} – {format_time(high)}", ids.COLL_INTERVAL)
+    card.title = numbers["interval_basis"]
+    return [card]
 
 
 def _error_text(error: float | None) -> str:
