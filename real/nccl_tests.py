@@ -97,9 +97,7 @@ def parse_text(text: str, op: str | None = None, world_size: int | None = None, 
         half = values[4:8] if in_place and len(values) >= 8 else values[0:4]
         if len(half) < 3:
             continue
-        row = _row(
-            op or section_op or meta.get("op") or "unknown", None, int(size), int(count), dtype, redop, int(root) if root else -1, *half[:3]
-        )
+        row = _row(op or section_op or meta.get("op") or "unknown", None, int(size), int(count), dtype, redop, int(root) if root else -1, *half[:3])
         row["world_size"] = world_size or section_p
         row.update(section_where)  # an exported gloo/cpu table stays gloo/cpu
         rows.append(row)
