@@ -318,6 +318,9 @@ def format_summary(summary: dict[str, Any]) -> str:
         f"{summary['op']}/{summary['algorithm']} on {summary['ranks']} ranks ({summary['topology']}), {format_size(summary['size_bytes'])}",
         f"  simulated time   {format_time(summary['time_s'])}",
     ]
+    if summary.get("time_interval_s"):  # on a hardware preset: how far real clusters spread (sim.hardware.uncertainty)
+        low, high = summary["time_interval_s"]
+        lines.append(f"  {summary['interval_level']:.0%} interval      {format_time(low)} - {format_time(high)}  ({summary['interval_basis']})")
     if summary["analytic_time_s"] is not None:
         error = summary["relative_error"]
         versus = "" if error is None else f"  (relative error {error:.2e})"

@@ -16,6 +16,7 @@ from webapp import urlstate
 
 DEFAULTS: dict[str, str] = {
     "hardware": "",  # a preset (sim/hardware): ranks in whole nodes, its network, o / w from NCCL's model; "" by hand
+    "nodes": "",  # with a preset: nodes of it (ranks = nodes x its GPUs a node); "" without one
     "preset": "gpt2",
     "strategy": "bucketed",
     "sharding": "full_shard",
@@ -33,6 +34,7 @@ DEFAULTS: dict[str, str] = {
     "optimizer": "0ms",
     "checkpointing": "off",
     "bucket": str(25 * 2**20),
+    "accumulation": "1",  # micro-steps per step, the first k-1 under no_sync (DDPScenario.accumulation_steps)
     "o": "50us",
     "w": "10GB/s",
     "bandwidth": "25GB/s",
@@ -73,11 +75,28 @@ def shardings() -> tuple[str, ...]:
 
 
 def form_from_query(search: str | None) -> dict[str, str]:
-    return urlstate.form_from_query(search, DEFAULTS)
+    """The form of a link. With a hardware preset, what the link leaves out of what picking the
+    preset fills (nodes or ranks, links, o and w, algorithm, GPU) comes from the preset, as
+    picking it does: ``?hardware=dgx-h100&ranks=16`` runs on the preset's o and w, not the
+    page's 10 GB/s (issue 36)."""
+    form = urlstate.form_from_query(search, DEFAULTS)
+    name = form["hardware"].strip()
+    if not name:
+        return form
+    given = urlstate.query_keys(search)
+    try:
+        filled = hardware_form(name, form["ranks"] if "ranks" in given else "", nodes=form["nodes"] if "nodes" in given else None)
+    except (CollsimError, ValueError):  # an unknown preset or nonsense: validation says so on its field
+        return form
+    return {**form, **{key: value for key, value in (filled or {}).items() if key not in given}}
 
 
 def query_from_form(form: dict[str, Any]) -> str:
-    return urlstate.query_from_form(form, DEFAULTS)
+    """The link of a form: fields that differ from the defaults; under a preset the fields it
+    fills always (a link read back fills those it lacks from the preset, :func:`form_from_query`)."""
+    if not str(form.get("hardware") or "").strip():
+        return urlstate.query_from_form({**form, "nodes": ""}, DEFAULTS)  # no preset: no nodes (hidden)
+    return urlstate.query_from_form(form, {**DEFAULTS, **{key: "\0" for key in (*HARDWARE_FIELDS, "nodes")}})
 
 
 # ----------------------------------------------------------------------------- hardware presets
@@ -136,14 +155,15 @@ def _time_text(seconds: float) -> str:
     return f"{seconds * 1e6:.4g}us"
 
 
-def hardware_form(name: str | None, ranks: str | None, pick: bool = True) -> dict[str, str] | None:
+def hardware_form(name: str | None, ranks: str | None, pick: bool = True, nodes: str | None = None) -> dict[str, str] | None:
     """The form values a preset sets, or None for "no preset".
 
     ``pick`` (the preset was just chosen): ranks rounded down to whole nodes (at least one, at
     most the preset's limit), the NIC's bandwidth and latency for the network model, o and w for
     the o / w model (fitted to the network model's times), algorithm nccl (NCCL's pick) on a GPU
-    preset. Otherwise (ranks changed under a chosen preset): o and w for the new node
-    count, or nothing while the ranks are not whole nodes (the ranks field says why)."""
+    preset; ``nodes`` given (the Nodes field): that many nodes, ranks from them. Otherwise (ranks
+    changed under a chosen preset): nodes and o and w for the new node count, or nothing while the
+    ranks are not whole nodes (the ranks field says why)."""
     if not name:
         return None
     from sim.hardware.presets import load_preset
@@ -151,12 +171,14 @@ def hardware_form(name: str | None, ranks: str | None, pick: bool = True) -> dic
     preset = load_preset(name)
     gpus = preset.gpus_per_node
     text = str(ranks or "").strip()
-    if pick:
-        nodes = int(text) // gpus if text.isdigit() else 1
-        nodes = max(nodes, 1, -(-2 // gpus))  # the page takes 2 ranks or more
+    if pick or nodes is not None:
+        typed = str(nodes or "").strip()
+        count = int(typed) if typed.isdigit() else (int(text) // gpus if text.isdigit() else 1)
+        nodes = max(count, 1, -(-2 // gpus))  # the page takes 2 ranks or more
         nodes = min(nodes, preset.max_nodes or nodes, 1024 // gpus)
         fields = scenario_fields_for(name, nodes)
         values = {
+            "nodes": str(nodes),
             "ranks": str(fields["ranks"]),
             "bandwidth": _rate_text(fields["bandwidth_Bps"]),
             "latency": _time_text(fields["latency_s"]),
@@ -171,7 +193,7 @@ def hardware_form(name: str | None, ranks: str | None, pick: bool = True) -> dic
             nodes = 0
         if not nodes or nodes * gpus < 2:
             return {}
-        values = {}
+        values = {"nodes": str(nodes)}
     ow = hardware_ow(name, nodes)
     return {**values, "o": _time_text(ow["o_s"]), "w": _rate_text(ow["w_Bps"])}
 
@@ -249,12 +271,15 @@ def _field_checks(form: dict[str, str]) -> dict[str, str]:
             None if parse_bandwidth(t, "bandwidth") > 0 else _raise(f"bandwidth: must be a positive rate such as 25GB/s, got {t!r}")
         ),
         "latency": lambda t: None if parse_time(t, "latency") >= 0 else _raise(f"latency: must be >= 0, got {t!r}"),
+        "accumulation": lambda t: (
+            None if t.isdigit() and int(t) >= 1 else _raise(f"accumulation: expected a whole number of micro-steps >= 1, got {t!r}")
+        ),
         "sharding": lambda t: None if t in shardings() else _raise(f"sharding: unknown {t!r}; allowed: {', '.join(shardings())}"),
         "shard_size": lambda t: (
             None if t.isdigit() and int(t) >= 1 else _raise(f"shard_size: expected a whole number of ranks per shard group, got {t!r}")
         ),
     }
-    relevant = ("ranks", "backward", "forward", "optimizer", "tokens", "mfu", "sharding") + (
+    relevant = ("ranks", "backward", "forward", "optimizer", "tokens", "mfu", "sharding", "accumulation") + (
         ("shard_size",) if form["sharding"] == "hybrid_shard" else ()
     )
     relevant += ("o", "w") if form["comm_model"] == "ow" else ("bandwidth", "latency")
@@ -314,9 +339,9 @@ def parse_form(form: dict[str, Any], uploaded: list[dict[str, Any]] | None = Non
     hardware = form["hardware"].strip()
     if hardware and "ranks" not in errors:
         try:
-            hardware_nodes(hardware, form["ranks"])
+            _check_nodes(hardware, form["nodes"].strip(), hardware_nodes(hardware, form["ranks"]))
         except CollsimError as error:
-            errors["hardware" if str(error).startswith("hardware") else "ranks"] = str(error)
+            errors[next((name for name in ("hardware", "nodes") if str(error).startswith(name)), "ranks")] = str(error)
     if errors:
         return None, errors
     data: dict[str, Any] = {
@@ -324,6 +349,7 @@ def parse_form(form: dict[str, Any], uploaded: list[dict[str, Any]] | None = Non
         "comm": form["comm_model"],
         "ranks": form["ranks"],
         "bucket_size": form["bucket"],
+        "accumulation_steps": int(form["accumulation"]),
         **_backward(form["backward"]),
         **_compute(form),
     }
@@ -350,6 +376,16 @@ def parse_form(form: dict[str, Any], uploaded: list[dict[str, Any]] | None = Non
         if "power-of-two" in message:
             name = "ranks"
         return None, {name: message}
+
+
+def _check_nodes(hardware: str, nodes: str, whole: int) -> None:
+    """The Nodes field agrees with the ranks (``whole`` nodes of them): a link that says both
+    differently is refused, not read one way."""
+    from sim.hardware.presets import load_preset
+
+    if nodes and (not nodes.isdigit() or int(nodes) != whole):
+        ranks = whole * load_preset(hardware).gpus_per_node
+        raise CollsimError(f"nodes: {whole} node(s) of {hardware} make the {ranks} ranks given, got nodes {nodes!r}; change one")
 
 
 def _compute(form: dict[str, str]) -> dict[str, Any]:
@@ -445,7 +481,7 @@ def validate_form(form: dict[str, Any], uploaded: list | None = None) -> dict[st
 def explore(scenario: Any) -> dict[str, Any]:
     """Everything the DDP section shows: :func:`run`'s answer, the caps within 1 % of the best
     overhead, the notice, where the compute times come from, and the words beside the figure."""
-    from sim.training.explain import compute_words, hardware_notice, near_best_caps
+    from sim.training.explain import accumulation_words, compute_words, hardware_notice, near_best_caps, ow_used_words
 
     shown = run(scenario)
     summary = shown["summary"]
@@ -455,14 +491,27 @@ def explore(scenario: Any) -> dict[str, Any]:
         notice += (
             f" Network: {scenario.ranks // scenario.gpus_per_node} x {scenario.hardware} ({scenario.ranks} ranks, {scenario.algorithm})."
         )
-    notice += hardware_notice(summary)
+    notice += hardware_notice(summary) + accumulation_words(summary) + default_ow_words(scenario)
     words = explanation(shown, scenario)
     words["near"] = (
         f"Recommended bucket cap: {format_size(near['low'])} to {format_size(near['high'])}, the {near['count']} caps of the sweep whose "
         f"overhead is within 1 % of the best ({format_time(near['best']['overhead_s'])} at {format_size(near['best']['bucket_cap_bytes'])}); "
         "the curve is flat there, so any of them does."
     )
-    return {**shown, "near": near, "notice": notice, "words": words, "compute": compute_words(summary, scenario)}
+    return {**shown, "near": near, "notice": notice, "words": words, "compute": compute_words(summary, scenario),
+            "ow_used": ow_used_words(summary, scenario)}  # fmt: skip
+
+
+def default_ow_words(scenario: Any) -> str:
+    """A sentence when the step runs on the page's default o and w (no preset, boxes untouched):
+    a default that sets the answer is said, not left to a grey box (issue 36)."""
+    o_s, w_Bps = parse_time(DEFAULTS["o"], "o"), parse_bandwidth(DEFAULTS["w"], "w")
+    if scenario.comm != "ow" or scenario.hardware or (scenario.o_s, scenario.w_Bps) != (o_s, w_Bps):
+        return ""
+    return (
+        f" o = {DEFAULTS['o']} and w = {DEFAULTS['w']} are the page's defaults, not measured on any machine: "
+        "pick a hardware preset or type your own."
+    )
 
 
 TRAINING_CAPTIONS = (
@@ -506,7 +555,8 @@ def training_scenario(ddp_data: dict[str, Any], form: dict[str, Any]) -> tuple[A
     size = int(text) if text.isdigit() and int(text) >= 1 and ranks % int(text) == 0 else None
     if sharding == "hybrid_shard" and size is None:
         return None, {"shard_size": f"shard_size: must be a whole number of ranks that divides ranks ({ranks}), got {text!r}"}
-    data = {**ddp_data, "sharding": sharding, "shard_size": size}  # a preset's network (NIC rails) for every strategy
+    # a preset's network (NIC rails) for every strategy; one synchronised step (no_sync is the DDP section's)
+    data = {**ddp_data, "sharding": sharding, "shard_size": size, "accumulation_steps": 1}
     try:
         return FSDPScenario.from_dict(data), {}
     except CollsimError as error:

@@ -107,6 +107,7 @@ DDP_UPLOAD_INFO = "ddp-upload-info"
 DDP_INTRO = "ddp-intro"
 DDP_STRATEGY_WORDS = "ddp-strategy-words"  # what naive, flat, overlap and bucketed do
 DDP_COMPUTE = "ddp-compute"  # where the compute times come from (typed, or FLOPs at the MFU)
+DDP_OW_USED = "ddp-ow-used"  # the o and w the results used, beside the boxes (a preset's refit)
 # DDP page number cards
 DDP_STEP_TIME = "ddp-step-time"
 DDP_BACKWARD_END = "ddp-backward-end"

@@ -93,13 +93,15 @@ def write_csv(rows: Iterable[dict[str, Any]], path: str | Path) -> None:
 
 def summary_head(scenario: Any, time_s: float, analytic_time_s: float | None) -> dict[str, Any]:
     """The first keys of every collective summary, full or collapsed (the CLI contract)."""
-    from sim.collective.analytic import why_no_closed_form
+    from sim.collective.analytic import busbw_factor, why_no_closed_form
+    from sim.hardware.uncertainty import interval_fields
 
     s = scenario
     error = None if not analytic_time_s else (time_s - analytic_time_s) / analytic_time_s
     note = why_no_closed_form(s) if analytic_time_s is None else None  # why there is none, in words
     return {"op": s.op, "algorithm": s.algorithm, "ranks": s.ranks, "size_bytes": s.size_bytes, "topology": s.topology,
-            "time_s": time_s, "analytic_time_s": analytic_time_s, "analytic_note": note, "relative_error": error}  # fmt: skip
+            "time_s": time_s, "analytic_time_s": analytic_time_s, "analytic_note": note, "relative_error": error,
+            **interval_fields(s, time_s, busbw_factor(s.op, s.ranks))}  # fmt: skip
 
 
 def algbw_GBps(size_bytes: int, time_s: float) -> float | None:

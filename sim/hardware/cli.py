@@ -121,7 +121,9 @@ def format_preset(data: dict[str, Any]) -> str:
             value = format_bandwidth(value)
         elif value is not None and key.endswith("_s"):
             value = format_time(value)
-        source_key = key.removesuffix("_Bps").removesuffix("_s")
+        elif value is not None and key.endswith("_bytes"):
+            value = f"{value / 1e9:g} GB ({value} bytes)"
+        source_key = key.removesuffix("_Bps").removesuffix("_s").removesuffix("_bytes")
         lines.append(f"  {key:22s} {value}\n  {'':22s} source: {sources.get(source_key, '')}")
     if data["nccl"]:
         lines.append("  NCCL (what its topology search reports; read by --model nccl):")

@@ -172,6 +172,9 @@ def ddp(
     if csv_path:
         result.to_csv(csv_path)
     summary = result.summary()
+    from sim.training.fsdp import ddp_memory  # memory per rank and whether it fits the GPU (issue 36)
+
+    summary.update(ddp_memory(scenario))
     if calibration_used is not None:
         summary["calibration"] = calibration_used  # fitted at which world sizes, extrapolated or not
     click.echo(json.dumps(summary) if as_json else format_summary(summary))
@@ -245,6 +248,7 @@ def format_summary(summary: dict[str, Any], max_rows: int = 12) -> str:
         f"  overhead         {_time(summary['overhead_s'])}  (comm end - backward end; comm busy {_time(summary['comm_busy_s'])})",
         f"  formula          {_time(summary['formula_overhead_s'])} exact uniform, {_time(summary['formula_simple_overhead_s'])} n_b o + s/(n_b w)  (o {_time(summary['o_s'])}, w {_rate(summary['w_Bps'])})",
         f"  all-reduces      {summary['num_buckets']}",
+        *_memory_line(summary),
         "  #   bytes        params  ready        start        end",
     ]
     for bucket in summary["buckets"][:max_rows]:
@@ -254,6 +258,14 @@ def format_summary(summary: dict[str, Any], max_rows: int = 12) -> str:
     if len(summary["buckets"]) > max_rows:
         lines.append(f"  ... {len(summary['buckets']) - max_rows} more (use --json)")
     return "\n".join(lines + hardware_lines(summary.get("hardware_comm")))
+
+
+def _memory_line(summary: dict[str, Any]) -> list[str]:
+    from sim.units import format_size
+
+    if "memory" not in summary:
+        return []
+    return [f"  memory per rank  {format_size(summary['peak_memory_bytes'])} peak (as sim fsdp's ddp row): {summary['gpu_memory_note']}"]
 
 
 def hardware_lines(hardware: dict[str, Any] | None, max_rows: int = 6) -> list[str]:

@@ -33,6 +33,8 @@ __all__ = [
     "near_best_caps",
     "STRATEGY_WORDS",
     "compute_words",
+    "ow_used_words",
+    "accumulation_words",
 ]
 
 MAX_NETWORK_CALL_COST = 24_000  # message-equivalents per simulated all-reduce (64-rank ring; NCCL's pick on 2 DGX H100 nodes: 23,040, 2.4 s a sweep)
@@ -152,6 +154,31 @@ def compute_words(summary: dict[str, Any], scenario: Any) -> str:
     return text + f". Precision: {precision} ({format_size(summary['grad_bytes'])} of gradients)."
 
 
+def ow_used_words(summary: dict[str, Any], scenario: Any) -> str:
+    """The o and w the results used, for beside the o and w boxes: the boxes' own values, or on
+    a preset with the boxes untouched the line refitted at this step's bucket sizes (so a box
+    showing one pair while b* and the times use another is said, issue 36). "" under network."""
+    if scenario.comm != "ow":
+        return ""
+    used = f"The results use o = {format_time(summary['o_s'])}, w = {format_bandwidth(summary['w_Bps'])}"
+    fit = (summary.get("hardware_comm") or {}).get("ow_fit")
+    if fit:
+        where = f"at this step's {len(fit['sizes'])} bucket size(s)"
+        return used + f" (not the boxes: refitted to the network model's all-reduce times {where}); b* and every time use them."
+    return used + " (the boxes)."
+
+
+def accumulation_words(summary: dict[str, Any]) -> str:
+    """What gradient accumulation (no_sync) does to the step, one sentence; "" without it."""
+    steps = summary["accumulation_steps"]
+    if steps <= 1:
+        return ""
+    return (
+        f" Gradient accumulation: {steps} micro-steps, the first {steps - 1} under no_sync (no all-reduce), so the step's "
+        f"{format_time(summary['overhead_s'])} overhead is paid once per {steps} micro-batches ({format_time(summary['overhead_s'] / steps)} each)."
+    )
+
+
 # --- hardware presets ---------------------------------------------------------------------
 
 
@@ -173,7 +200,8 @@ def hardware_words(name: str, nodes: int, comm_model: str, o_s: float | None, w_
     head = f"{name}: {preset.description}."
     if not nodes:
         return {"lines": [head, f"Ranks must be whole nodes of {preset.gpus_per_node} GPUs."], "sources": _sources(preset, [])}
-    lines = [f"{head} {nodes} node(s) x {preset.gpus_per_node} GPUs = {nodes * preset.gpus_per_node} ranks."]
+    ranks = f"{nodes} node(s) x {preset.gpus_per_node} GPUs = {nodes * preset.gpus_per_node} ranks"
+    lines = [f"{head} {ranks} (the Nodes field sets the ranks)."]
     if comm_model == "network":
         lines.append(network_line(preset, nodes))
         return {"lines": lines, "sources": _sources(preset, [])}

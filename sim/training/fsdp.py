@@ -427,6 +427,19 @@ def run_fsdp(scenario: FSDPScenario, prepared: ddp.Prepared | None = None) -> FS
     return FSDPResult(scenario, tuple(units), tuple(program.ops), memory, None, prepared.grad_bytes, numel, comm.notes)
 
 
+def ddp_memory(scenario: ddp.DDPScenario) -> dict[str, Any]:
+    """A DDP step's memory per rank (the ``ddp`` row of :func:`compare`: whole parameters,
+    gradients, Adam state, master weights, activations) and whether it fits the GPU
+    (:func:`sim.training.memory.capacity`). Gradient accumulation holds the same."""
+    from sim.training.memory import capacity
+
+    fields = {f.name: getattr(scenario, f.name) for f in dataclasses.fields(ddp.DDPScenario)}
+    variant = FSDPScenario(**{**fields, "accumulation_steps": 1}, sharding="ddp", units="single")
+    prepared = ddp.prepare(_ddp_scenario(variant))
+    memory = memory_per_rank(variant, build_units(variant, prepared), [], prepared.comm.element_bytes)
+    return {"peak_memory_bytes": memory["peak_bytes"], **capacity(memory["peak_bytes"], scenario), "memory": memory}
+
+
 def _run_ddp(scenario: FSDPScenario, prepared: ddp.Prepared, element_bytes: int, numel: int) -> FSDPResult:
     """DDP (bucketed or the scenario's DDP strategy) and ZeRO-1 on top of it."""
     zero = scenario.sharding == "zero1"
@@ -476,5 +489,6 @@ def compare(scenario: FSDPScenario, strategies: Sequence[str]) -> list[dict[str,
 
 COMPARE_KEYS = (
     "sharding", "ranks", "shard_group", "step_time_s", "exposed_comm_s", "compute_time_s", "comm_busy_s",
-    "no_overlap_bound_s", "perfect_overlap_bound_s", "peak_memory_bytes", "memory", "notes",
+    "no_overlap_bound_s", "perfect_overlap_bound_s", "peak_memory_bytes", "gpu", "gpu_memory_bytes", "fits", "gpu_memory_note",
+    "memory", "notes",
 )  # fmt: skip

@@ -100,6 +100,7 @@ def format_summary(summary: dict[str, Any], max_rows: int = 8) -> str:
         f"  bounds           no overlap {_time(summary['no_overlap_bound_s'])}, perfect overlap {_time(summary['perfect_overlap_bound_s'])}",
         f"  memory per rank  {format_size(summary['peak_memory_bytes'])} peak: params {format_size(memory['params_bytes'])}, grads {format_size(memory['grads_bytes'])}, optimizer {format_size(memory['optimizer_bytes'])}, unsharded {format_size(memory['unsharded_peak_bytes'])}",
         *memory_extra(memory),
+        f"  GPU memory       {summary['gpu_memory_note']}",
         "  unit             bytes        ops (kind start-end)",
     ]
     for unit in summary["units"][:max_rows]:
@@ -121,20 +122,35 @@ def memory_extra(memory: dict[str, Any]) -> list[str]:
     return [f"                   + {', '.join(parts)}"] if parts else []
 
 
+def _fit(row: dict[str, Any]) -> str:
+    """Says "does not fit" on a strategy whose peak is over the GPU's memory (issue 36)."""
+    return "  does not fit" if row.get("fits") is False else ""
+
+
+def _capacity(rows: list[dict[str, Any]]) -> str:
+    """The GPU's memory, in the header: what every peak memory is measured against."""
+    from sim.units import format_size
+
+    if not rows:
+        return ""
+    total = rows[0]["gpu_memory_bytes"]
+    return f"  (GPU memory: {format_size(total)} a rank, {rows[0]['gpu']})" if total else f"  ({rows[0]['gpu_memory_note']})"
+
+
 def format_compare(rows: list[dict[str, Any]]) -> str:
     from sim.units import format_size
 
-    lines = [
-        f"{'strategy':<14} {'step':>11} {'exposed comm':>13} {'comm busy':>11} {'peak memory':>12}  params / grads / optimizer / unsharded"
-    ]
+    header = f"{'strategy':<14} {'step':>11} {'exposed comm':>13} {'comm busy':>11} {'peak memory':>12}  params / grads / optimizer / unsharded"
+    lines = [header + _capacity(rows)]
     for row in rows:
         m = row["memory"]
         parts = " / ".join(format_size(m[key]) for key in ("params_bytes", "grads_bytes", "optimizer_bytes", "unsharded_peak_bytes"))
         extra = "".join(f" + {label} {format_size(m[key])}" for key, label in (("master_bytes", "master"), ("activations_bytes", "activations")) if m.get(key))
         lines.append(
-            f"{row['sharding']:<14} {_time(row['step_time_s']):>11} {_time(row['exposed_comm_s']):>13} {_time(row['comm_busy_s']):>11} {format_size(row['peak_memory_bytes']):>12}  {parts}{extra}"
+            f"{row['sharding']:<14} {_time(row['step_time_s']):>11} {_time(row['exposed_comm_s']):>13} {_time(row['comm_busy_s']):>11} {format_size(row['peak_memory_bytes']):>12}  {parts}{extra}{_fit(row)}"
         )
     lines += [f"note ({row['sharding']}): {note}" for row in rows for note in row.get("notes", [])]
+
     return "\n".join(lines)
 
 

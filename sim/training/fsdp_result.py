@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from sim.collective.results import event_row
 from sim.trace import chrome_trace
 from sim.training import compute, ddp
+from sim.training.memory import capacity
 
 if TYPE_CHECKING:  # annotations only: the step model imports this module
     from sim.training.fsdp import FSDPScenario, Op, Unit
@@ -87,6 +88,7 @@ class FSDPResult:
             "no_overlap_bound_s": compute + comm,
             "perfect_overlap_bound_s": max(compute, comm),
             "peak_memory_bytes": self.memory["peak_bytes"],
+            **capacity(self.memory["peak_bytes"], s),  # gpu_memory_bytes and fits beside the peak
             "memory": self.memory,
             "units": self.unit_rows(),
             "notes": list(self.notes),

@@ -41,3 +41,11 @@ def test_every_package_declares_its_public_api(package):
     tree = ast.parse(init.read_text())
     names = [t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)]
     assert "__all__" in names, f"{package}/__init__.py has no __all__"
+
+
+@pytest.mark.parametrize("package", ["sim", "real", "webapp"])
+def test_every_name_a_package_offers_imports(package):
+    """``from webapp import *`` raised: its ``__all__`` named a module that no longer exists."""
+    code = f"from {package} import *"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr

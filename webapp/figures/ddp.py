@@ -214,7 +214,7 @@ def training_strategies_figure(rows: Sequence[dict[str, Any]], chosen: str | Non
     if not rows:
         return note_figure("no strategies", title)
     names = [row["sharding"] for row in rows]
-    labels = [f"<b>{name}</b>" if name == chosen else name for name in names]
+    labels = [strategy_label(row, chosen) for row in rows]
     factor, unit = time_unit(max(row["step_time_s"] for row in rows))
     figure = base_figure(title, max(340, 150 + 48 * len(rows)))
     for key, name, colour in (("step_time_s", "step time", "#1f77b4"), ("exposed_comm_s", "exposed comm", "#ff7f0e")):
@@ -247,7 +247,7 @@ def training_memory_figure(rows: Sequence[dict[str, Any]], chosen: str | None = 
     if not rows:
         return note_figure("no strategies", title)
     names = [row["sharding"] for row in rows]
-    labels = [f"<b>{name}</b>" if name == chosen else name for name in names]
+    labels = [strategy_label(row, chosen) for row in rows]
     figure = base_figure(title, max(340, 150 + 48 * len(rows)))
     gib = 2**30
     for key, name, colour in MEMORY_PARTS:
@@ -262,17 +262,34 @@ def training_memory_figure(rows: Sequence[dict[str, Any]], chosen: str | None = 
     figure.add_trace(
         go.Scatter(
             y=labels, x=[row["memory"]["peak_bytes"] / gib for row in rows], mode="text", name="peak",
-            text=[" " + format_size(row["memory"]["peak_bytes"]) for row in rows], textposition="middle right",
-            showlegend=False, hoverinfo="skip",
+            text=[" " + format_size(row["memory"]["peak_bytes"]) + (" — does not fit" if row.get("fits") is False else "") for row in rows],
+            textposition="middle right", textfont={"color": ["#c00" if row.get("fits") is False else "#222" for row in rows]},
+            showlegend=False, hoverinfo="skip", cliponaxis=False,
         )
     )  # fmt: skip
-    top = max(row["memory"]["peak_bytes"] for row in rows) / gib
-    figure.update_xaxes(title="GiB per rank", range=[0, top * 1.3 or 1])
+    capacity = rows[0].get("gpu_memory_bytes")
+    top = max([row["memory"]["peak_bytes"] for row in rows] + [capacity or 0]) / gib
+    if capacity:  # the GPU's memory: what every bar must stay left of
+        figure.add_vline(x=capacity / gib, line={"color": "#c00", "dash": "dash", "width": 2})
+        figure.add_annotation(x=capacity / gib, y=1, yref="paper", yanchor="bottom", showarrow=False, font={"color": "#c00"},
+                              text=f"GPU memory {format_size(capacity)} ({capacity / 1e9:g} GB)")  # fmt: skip
+    else:
+        figure.update_layout(title={"text": title + f"<br><sub>{rows[0].get('gpu_memory_note', 'GPU memory unknown')}</sub>"})
+    room = 1.8 if any(row.get("fits") is False for row in rows) else 1.35  # for the peak's words
+    figure.update_xaxes(title="GiB per rank", range=[0, top * room or 1])
     figure.update_yaxes(autorange="reversed", automargin=True)
     figure.update_layout(
         barmode="stack",
         margin={"l": 110, "b": 90},
         legend={"orientation": "h", "y": -0.3, "traceorder": "normal"},
-        meta={"peak_bytes": {n: r["memory"]["peak_bytes"] for n, r in zip(names, rows)}},
-    )
+        meta={"peak_bytes": {n: r["memory"]["peak_bytes"] for n, r in zip(names, rows)}, "gpu_memory_bytes": capacity,
+              "fits": {n: r.get("fits") for n, r in zip(names, rows)}},
+    )  # fmt: skip
     return figure
+
+
+def strategy_label(row: dict[str, Any], chosen: str | None) -> str:
+    """A strategy's name on the training charts: bold when chosen, "does not fit" where its peak
+    memory is over the GPU's (so the step-time chart does not invite it)."""
+    name = row["sharding"] + (" (does not fit)" if row.get("fits") is False else "")
+    return f"<b>{name}</b>" if row["sharding"] == chosen else name

@@ -219,8 +219,12 @@ def bucket_figure(guide: dict[str, Any], last_bucket_s: Sequence[float] | None =
     figure = go.Figure()
     low, high = guide["formula_range"]
     figure.add_vrect(x0=low, x1=high, fillcolor="#1f77b4", opacity=0.15, line_width=0)
+    # the simulated caps within 1 %, each as wide as its step of the sweep (half a step either side),
+    # outlined: one best cap drawn 2 % wide on a 15-octave axis, inside the blue band, did not show
     slow, shigh = guide["simulated_range"]
-    figure.add_vrect(x0=slow, x1=max(shigh, slow * 1.02), fillcolor="#ff7f0e", opacity=0.15, line_width=0)
+    half = (caps[1] / caps[0]) ** 0.5 if len(caps) > 1 else 1.1
+    band = (slow / half, shigh * half)
+    figure.add_vrect(x0=band[0], x1=band[1], fillcolor="#ff7f0e", opacity=0.3, line={"color": "#ff7f0e", "width": 2})
     figure.add_trace(
         go.Scatter(x=caps, y=[t * 1e3 for t in guide["formula_s"]], mode="lines", name="course formula n_b o + s/(n_b w) (T = s/w)",
                    line={"color": "#1f77b4", "width": 3},
@@ -243,7 +247,7 @@ def bucket_figure(guide: dict[str, Any], last_bucket_s: Sequence[float] | None =
                           yanchor="bottom", showarrow=False, font={"color": "#1f77b4"})  # fmt: skip
     ticks = [2**k for k in range(15, 31, 3)]
     figure.update_layout(_layout("overhead after backward ends, by bucket cap", 520, legend={"orientation": "h", "y": -0.22},
-                                 meta={"b_star": guide["b_star"]}))  # fmt: skip
+                                 meta={"b_star": guide["b_star"], "simulated_band": list(band)}))  # fmt: skip
     figure.update_xaxes(type="log", title="bucket cap b (shaded: caps within 1 % of each curve's best)", tickvals=ticks,
                         ticktext=[format_size(t) for t in ticks], gridcolor="#eee")  # fmt: skip
     ticks_ms = [m * 10**e for e in range(-2, 5) for m in (1, 2, 5)]  # Plotly's own log labels read "5, 2, 100, 5"

@@ -19,6 +19,7 @@ from dash.exceptions import PreventUpdate
 
 from sim.fields import field_info
 from sim.training import explain
+from sim.training.memory import peak_words
 from sim.units import format_size, format_time
 from webapp import ddp_model as model
 from webapp import figures, ids, urlstate
@@ -34,13 +35,14 @@ PAGE = "ddp"
 SCENARIO_FIELDS = {
     "hardware": "hardware", "preset": "preset", "precision": "precision", "master": "master_weights", "tokens": "tokens", "gpu": "gpu",
     "mfu": "mfu", "forward": "forward_time_s", "optimizer": "optimizer_time_s", "checkpointing": "activation_checkpointing",
-    "strategy": "strategy", "first_bucket": "first_bucket_bytes", "comm_model": "comm", "o": "o_s", "w": "w_Bps",
+    "strategy": "strategy", "first_bucket": "first_bucket_bytes", "accumulation": "accumulation_steps", "comm_model": "comm", "o": "o_s", "w": "w_Bps",
     "bandwidth": "bandwidth_Bps", "latency": "latency_s", "algorithm": "algorithm",
 }  # fmt: skip
 LABELS = {
     **{key: (field_info(name, "ddp").label, field_info(name, "ddp").help) for key, name in SCENARIO_FIELDS.items()},
     # what only this page has: its own ranks bounds, a backward box taking a time or a rate, a log slider, FSDP's strategy
-    "ranks": ("Ranks", "2 to 1024"),
+    "ranks": ("Ranks", "2 to 1024; with a hardware preset, nodes x its GPUs a node"),
+    "nodes": ("Nodes", "nodes of the hardware preset: sets the ranks (nodes x GPUs a node)"),
     "backward": ("Backward time", "empty: from FLOPs (4 x tokens x params) at the MFU; or a time (120ms) or gradient rate (4GB/s)"),
     "bucket": ("Bucket size", "log scale"),
     "sharding": (
@@ -50,14 +52,14 @@ LABELS = {
     "shard_size": ("Shard group size", "hybrid_shard: ranks per shard group, divides ranks"),
 }
 GROUPS = (
-    ("Machine and model", ("hardware", "preset", "ranks")),
+    ("Machine and model", ("hardware", "nodes", "preset", "ranks")),
     ("Compute and memory", ("precision", "master", "tokens", "gpu", "mfu", "backward", "forward", "optimizer", "checkpointing")),
-    ("DDP buckets", ("strategy", "bucket", "first_bucket")),
+    ("DDP buckets", ("strategy", "bucket", "first_bucket", "accumulation")),
     ("Communication", ("comm_model", "o", "w", "bandwidth", "latency", "algorithm")),
     ("Training step", ("sharding", "shard_size")),
 )
 OW_ONLY, NETWORK_ONLY = ("o", "w"), ("bandwidth", "latency", "algorithm")
-CAPTION_FIELDS = ("hardware", "ranks", "comm_model", "o", "w")
+CAPTION_FIELDS = ("hardware", "ranks", "comm_model", "o", "w")  # nodes: through ranks
 ON_OFF = {"master": (" on", " off"), "checkpointing": (" on", " off"), "first_bucket": (" 1 MiB", " none")}
 INTRO = (
     "A data-parallel training step: forward, then backward makes gradients ready (last layer first); DDP groups "
@@ -80,6 +82,7 @@ DDP_OUTPUTS = {
     "strategies": Output(ids.DDP_STRATEGIES, "figure"),
     "explain": Output(ids.DDP_EXPLAIN, "children"),
     "compute": Output(ids.DDP_COMPUTE, "children"),
+    "ow_used": Output(ids.DDP_OW_USED, "children"),
 }
 TRAIN_OUTPUTS = {
     "notice": Output(ids.TRAIN_NOTICE, "children"),
@@ -149,6 +152,8 @@ def _bucket_slider(fid: str, value: str) -> html.Div:
 
 
 def _hidden(name: str, values: dict[str, str]) -> bool:
+    if name == "nodes":
+        return not values["hardware"]
     if name in OW_ONLY:
         return values["comm_model"] != "ow"
     if name in NETWORK_ONLY:
@@ -169,6 +174,8 @@ def _form(values: dict[str, str]) -> list:
                     **{k: values[k] for k in CAPTION_FIELDS}
                 )
                 box.children.append(html.Div(caption, id=ids.DDP_HARDWARE_CAPTION, className="hardware-caption"))
+            if name == "w":  # the o and w the results used (a preset's refit differs from the boxes)
+                box.children.append(html.Div(id=ids.DDP_OW_USED, className="hint ow-used", role="status"))
             rows.append(box)
     return rows
 
@@ -238,8 +245,9 @@ def layout(search: str = "") -> html.Div:
     view = first_view(values)
     content = _content()
     for outputs, shown in ((DDP_OUTPUTS, view.get("ddp_shown")), (TRAIN_OUTPUTS, view.get("training_shown"))):
-        if shown:
-            _fill(content, {(out.component_id, out.component_property): shown[name] for name, out in outputs.items()})
+        if shown:  # the sidebar too: the o and w used sit under the boxes
+            for part in (content, sidebar):
+                _fill(part, {(out.component_id, out.component_property): shown[name] for name, out in outputs.items()})
     loading = dcc.Loading(content, type="default", delay_show=250, overlay_style={"visibility": "visible", "opacity": 0.5})
     stores = [dcc.Store(id=ids.DDP_SCENARIO, data=view.get("ddp")), dcc.Store(id=ids.TRAIN_SCENARIO, data=view.get("training")),
               dcc.Store(id=ids.DDP_UPLOAD_STORE)]  # fmt: skip
@@ -292,14 +300,26 @@ def comm_fields(comm_model: str) -> dict[str, dict[str, str]]:
     return {name: {} if name in shown else {"display": "none"} for name in OW_ONLY + NETWORK_ONLY}
 
 
-def apply_hardware(name: str | None, ranks: str | None, trigger: str | None = None) -> dict[str, Any]:
-    """A picked preset fills ranks (whole nodes), the NIC's bandwidth and latency, o and w, the
-    algorithm (NCCL's pick) and the GPU; a change of ranks (``trigger``) under a picked preset
-    refills o and w (NCCL's figures depend on the nodes). Picking "none" leaves the boxes."""
-    values = model.hardware_form(name, ranks, pick=trigger != ids.field_id("ranks", PAGE))
+def apply_hardware(name: str | None, ranks: str | None, trigger: str | None = None, nodes: str | None = None) -> dict[str, Any]:
+    """A picked preset fills nodes and ranks (whole nodes), the NIC's bandwidth and latency, o and
+    w, the algorithm (NCCL's pick) and the GPU; typing nodes (``trigger``) sets the ranks from
+    them; a change of ranks under a picked preset refills nodes, o and w (NCCL's figures depend
+    on the nodes). Picking "none" leaves the boxes."""
+    typed = nodes if trigger == ids.field_id("nodes", PAGE) else None
+    values = model.hardware_form(name, ranks, pick=trigger != ids.field_id("ranks", PAGE), nodes=typed)
     if values is None:
         raise PreventUpdate
-    return answer(model.HARDWARE_FIELDS, **values)
+    if typed is not None:  # typed nodes move the ranks and o / w, not the links or the algorithm typed
+        values = {key: value for key, value in values.items() if key in ("nodes", "ranks", "o", "w")}
+    return answer(PICKED_FIELDS, **values)
+
+
+PICKED_FIELDS = (*model.HARDWARE_FIELDS, "nodes")
+
+
+def nodes_field(hardware: str | None) -> dict[str, str]:
+    """The Nodes field shows with a hardware preset only."""
+    return {} if hardware else {"display": "none"}
 
 
 def hardware_caption(**form: str) -> list:
@@ -371,7 +391,7 @@ def _simulate(data: dict) -> dict[str, Any]:
     return answer(
         DDP_OUTPUTS, notice=shown["notice"], cards=_ddp_cards(scenario, summary, best, near), overhead=overhead,
         timeline=figures.ddp_timeline(shown["result"].events()), strategies=figures.strategy_figure(shown["strategies"]),
-        explain=caption, compute=shown["compute"],
+        explain=caption, compute=shown["compute"], ow_used=shown["ow_used"],
     )  # fmt: skip
 
 
@@ -383,11 +403,21 @@ def _ddp_cards(scenario: Any, summary: dict[str, Any], best: dict[str, Any], nea
         number_card("Comm end", format_time(summary["comm_end_s"]), ids.DDP_COMM_END),
         number_card("Overhead", format_time(summary["overhead_s"]), ids.DDP_OVERHEAD_VALUE),
         number_card("Buckets", str(summary["num_buckets"]), ids.DDP_BUCKETS),
-        number_card("Bucket caps within 1 % of best", f"{caps} (best {format_time(near['best']['overhead_s'])})", ids.DDP_BEST),
+        number_card("Bucket caps within 1 % of best", f"{caps} (best {format_time(near['best']['overhead_s'])})"
+                    + _cap_range(scenario, near["best"]["bucket_cap_bytes"]), ids.DDP_BEST),
     ]
     if scenario.comm == "ow" and best.get("best_bucket_bytes_formula"):  # o and w are inputs only here
-        cards.append(number_card("b* = sqrt(s w o)", format_size(best["best_bucket_bytes_formula"]), ids.DDP_BSTAR))
+        b_star = best["best_bucket_bytes_formula"]
+        cards.append(number_card("b* = sqrt(s w o)", format_size(b_star) + _cap_range(scenario, b_star), ids.DDP_BSTAR))
     return cards
+
+
+def _cap_range(scenario: Any, cap_bytes: float) -> str:
+    """" (lo – hi)": the range a preset's uncertainty allows (sim.hardware.uncertainty), "" without one."""
+    from sim.hardware.uncertainty import bucket_cap_range
+
+    found = bucket_cap_range(scenario.hardware, cap_bytes)
+    return "" if found is None else f" (80 %: {format_size(found[0])} – {format_size(found[1])})"
 
 
 def simulate_training(data: dict | None) -> dict[str, Any]:
@@ -421,7 +451,7 @@ def _training_cards(summary: dict[str, Any], chosen: str) -> list:
         number_card(f"Step time ({chosen})", format_time(summary["step_time_s"]), ids.TRAIN_STEP),
         number_card("Exposed comm", format_time(summary["exposed_comm_s"]), ids.TRAIN_EXPOSED),
         number_card("Comm busy", format_time(summary["comm_busy_s"]), ids.TRAIN_COMM),
-        number_card("Peak memory / rank", format_size(memory["peak_bytes"]), ids.TRAIN_PEAK),
+        number_card("Peak memory / rank", peak_words(summary), ids.TRAIN_PEAK),
         number_card("Activations / rank", activations, ids.TRAIN_ACTIVATIONS),
         number_card("Units", str(summary["num_units"]), ids.TRAIN_UNITS),
     ]
@@ -473,10 +503,15 @@ def _register_form(app: Any) -> None:
         prevent_initial_call=True,
     )(guarded(upload, lambda message: {"store": None, "error": message, "info": ""}))  # fmt: skip
     app.callback(
-        output={name: Output(_fid(name), "value") for name in model.HARDWARE_FIELDS},
-        inputs={"name": Input(_fid("hardware"), "value"), "ranks": Input(_fid("ranks"), "value")},
+        output={name: Output(_fid(name), "value") for name in PICKED_FIELDS},
+        inputs={"name": Input(_fid("hardware"), "value"), "ranks": Input(_fid("ranks"), "value"), "nodes": Input(_fid("nodes"), "value")},
         prevent_initial_call=True,
-    )(guarded(lambda name, ranks: apply_hardware(name, ranks, ctx.triggered_id), lambda message: answer(model.HARDWARE_FIELDS)))
+    )(guarded(lambda name, ranks, nodes: apply_hardware(name, ranks, ctx.triggered_id, nodes), lambda message: answer(PICKED_FIELDS)))
+    app.callback(
+        output=Output(ids.field_box_id("nodes", PAGE), "style"),
+        inputs={"hardware": Input(_fid("hardware"), "value")},
+        prevent_initial_call=True,
+    )(nodes_field)
     app.callback(
         output=Output(ids.DDP_HARDWARE_CAPTION, "children"), inputs={name: Input(_fid(name), "value") for name in CAPTION_FIELDS},
         prevent_initial_call=True,

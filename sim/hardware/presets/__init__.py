@@ -30,6 +30,7 @@ _FIELDS = (
 _NCCL_FIELDS = ("compute_capability", "cpu_vendor", "nvswitch", "nvls", "collnet", "graphs", "type_intra", "type_inter",
                 "latency_inter_us", "same_channels")  # fmt: skip
 _NCCL_OPTIONAL = ("buffsize",)  # NCCL_BUFFSIZE of the machine's documented NCCL environment (default 4 MiB)
+_OPTIONAL = ("gpu_peak_tflops", "gpu_memory")  # GPU machines only; cited where given
 DEFAULT_BUFFSIZE = 1 << 22  # src/init.cc DEFAULT_BUFFSIZE: comm->buffSizes[Simple]
 DEFAULT_BUFFSIZE_SOURCE = "NCCL's default NCCL_BUFFSIZE (4 MiB, src/init.cc:813)"  # cited where a preset gives none
 
@@ -84,6 +85,7 @@ class Preset:
     nvlink_domain_nodes: int = 1  # nodes (trays) one NVLink domain spans (GB200 NVL72: 18)
     fitted: dict[str, Any] | None = None  # the ``fitted:`` block: effective constants and their provenance
     gpu_peak_tflops: dict[str, float] = field(default_factory=dict)  # dense peak per GPU: bf16, fp16, fp32
+    gpu_memory_bytes: int | None = None  # memory of one GPU (datasheet GB = 1e9 bytes); None: not a GPU machine
 
     def check_nodes(self, nodes: int) -> None:
         if nodes < 1:
@@ -153,7 +155,7 @@ def parse_preset(raw: Any, label: str) -> Preset:
         raise CollsimError(f"hardware preset {label}: expected a mapping")
     sources = raw.get("sources") or {}
     missing = [key for key in _FIELDS if key not in raw]
-    unknown = sorted(set(raw) - set(_FIELDS) - {"sources", "nvlink_domain_nodes", "fitted", "gpu_peak_tflops"})
+    unknown = sorted(set(raw) - set(_FIELDS) - {"sources", "nvlink_domain_nodes", "fitted", *_OPTIONAL})
     if missing or unknown:
         raise CollsimError(f"hardware preset {label}: missing fields {missing}, unknown fields {unknown}")
     _check_cited(raw, sources, label)
@@ -183,6 +185,7 @@ def parse_preset(raw: Any, label: str) -> Preset:
         nvlink_domain_nodes=int(raw.get("nvlink_domain_nodes", 1)),
         fitted=_fitted(raw.get("fitted"), label, raw),
         gpu_peak_tflops={str(key): float(value) for key, value in (raw.get("gpu_peak_tflops") or {}).items()},
+        gpu_memory_bytes=_gpu_memory(raw.get("gpu_memory"), label),
     )
 
 
@@ -195,13 +198,25 @@ def _sources(raw: dict, sources: dict) -> dict[str, str]:
 
 
 def _check_cited(raw: dict, sources: dict, label: str) -> None:
-    wanted = [key for key in (*_FIELDS, "nvlink_domain_nodes", "gpu_peak_tflops") if key not in ("name", "description") and key in raw]
+    wanted = [key for key in (*_FIELDS, "nvlink_domain_nodes", *_OPTIONAL) if key not in ("name", "description") and key in raw]
     if isinstance(raw.get("nccl"), dict):
         optional = [key for key in _NCCL_OPTIONAL if key in raw["nccl"]]
         wanted = [key for key in wanted if key != "nccl"] + [f"nccl.{key}" for key in (*_NCCL_FIELDS, *optional)]
     uncited = [key for key in wanted if not str(sources.get(key, "")).strip()]
     if uncited:
         raise CollsimError(f"hardware preset {label}: every value needs a source; uncited: {', '.join(uncited)}")
+
+
+def _gpu_memory(value: Any, label: str) -> int | None:
+    """One GPU's memory ("80GB": the datasheet's decimal GB), or None where the preset has no GPU."""
+    if value is None:
+        return None
+    from sim.units import parse_size
+
+    nbytes = parse_size(value, f"hardware preset {label} gpu_memory")
+    if nbytes <= 0:
+        raise CollsimError(f"hardware preset {label}: gpu_memory must be a positive size such as 80GB, got {value!r}")
+    return nbytes
 
 
 def _maybe(parse, value: Any, what: str) -> float | None:

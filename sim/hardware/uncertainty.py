@@ -1,0 +1,113 @@
+"""How far to trust a time predicted on a hardware preset: an 80 % interval beside every one.
+
+The model is exact as a model; what it does not know is how a real cluster of that kind spreads
+around it. Two cases, each with its basis in words (``Interval.basis``):
+
+- **a shipped preset** (fitted, if at all, on one published cluster of its kind, never yours):
+  the spread of published nccl-tests runs of
+  clusters this project was never fitted on around the model, per size regime. Issue 33 measured
+  it on 115 points (H100 clusters of 2-128 nodes, H200, B200, GB200 NVL72, A100 RoCE): median
+  |busbw error| 61 % below 1 MiB, 18 % from 1 to 256 MiB, 10 % from 256 MiB. With errors
+  spread log-normally, the 80 % interval's half-width in log time is 1.28 / 0.674 = 1.9 times
+  the median |log error|: x/÷ 2.47, 1.37 and 1.20 (one node included: the published points
+  do not tell one node apart, so its interval is not narrowed on a guess).
+- **calibrated** (your own preset file, written by ``collsim hardware fit -o`` on your cluster's
+  logs, with its own ``fitted:`` block): the fit's residual spread
+  (``rms_log_error``, never taken below 5 %, the spread of nccl-tests' own two timings of a size),
+  1.28 sigma for 80 %, widened 1.5x where the scenario's node count is none the fit saw (a
+  calibrated cluster predicted at other node counts came within 8 % at most points, issue 33).
+
+Coverage (how often the interval holds the measurement) is measured by
+``python bench/nccl_logs.py --leave-one-out`` on the calibration logs (bench/results/).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["LEVEL", "Interval", "bucket_cap_range", "interval", "interval_fields"]
+
+LEVEL = 0.8
+Z80 = 1.2816  # the standard normal's 90th percentile: 80 % lie within +-Z80 sigma
+HELD_OUT_MEDIAN = ((2**20, 0.61), (2**28, 0.18), (math.inf, 0.10))  # size below, median |busbw error| (issue 33)
+MIN_RESIDUAL = 0.05
+EXTRAPOLATED = 1.5
+
+
+@dataclass(frozen=True)
+class Interval:
+    """``low_s``..``high_s`` holds the real time with probability ``level`` (as far as ``basis`` says)."""
+
+    low_s: float
+    high_s: float
+    level: float
+    basis: str
+
+
+def interval(scenario: Any, time_s: float | None) -> Interval | None:
+    """The 80 % interval of a collective's time on its hardware preset; None without a preset
+    (links typed by hand: the model is exact for them, and no measured spread says more)."""
+    if not getattr(scenario, "hardware", None) or not time_s or time_s <= 0:
+        return None
+    from sim.hardware.presets import load_preset
+
+    preset = load_preset(scenario.hardware)
+    nodes = max(1, scenario.ranks // max(preset.gpus_per_node, 1))
+    fitted = preset.fitted or {}
+    own_file = str(scenario.hardware).lower().endswith((".yaml", ".yml"))
+    if own_file and fitted.get("constants") and not fitted.get("taken_from"):
+        half, basis = _calibrated(fitted, nodes)
+    else:
+        half, basis = _uncalibrated(scenario.size_bytes)
+    factor = math.exp(half)
+    return Interval(time_s / factor, time_s * factor, LEVEL, basis)
+
+
+def _uncalibrated(size_bytes: int) -> tuple[float, str]:
+    median = next(error for below, error in HELD_OUT_MEDIAN if size_bytes < below)
+    half = Z80 / 0.6745 * math.log(1 + median)
+    return half, (
+        f"not calibrated on your cluster: published runs of other clusters spread around the model by {median:.0%} (median) "
+        "at this size; `collsim hardware fit -o` on your logs narrows it"
+    )
+
+
+def _calibrated(fitted: dict, nodes: int) -> tuple[float, str]:
+    residual = max(float(fitted.get("rms_log_error") or 0.0), MIN_RESIDUAL)
+    seen = {int(match) for log in fitted.get("logs", []) for match in re.findall(r"\((\d+) nodes?\)", str(log))}
+    half = Z80 * residual
+    basis = f"calibrated on {', '.join(fitted.get('logs', []))}: the fit's residual spread ({residual:.1%})"
+    if seen and nodes not in seen:
+        half *= EXTRAPOLATED
+        basis += f", widened {EXTRAPOLATED}x for {nodes} nodes, a count the fit did not see"
+    return half, basis
+
+
+def interval_fields(scenario: Any, time_s: float | None, busbw_factor: float) -> dict[str, Any]:
+    """The summary keys of the interval: ``time_interval_s``, ``busbw_interval_GBps``,
+    ``interval_level``, ``interval_basis`` (None where there is no interval)."""
+    found = interval(scenario, time_s)
+    if found is None:
+        basis = "no hardware preset: the time is exact for the links given; no measured spread to draw on"
+        return {"time_interval_s": None, "busbw_interval_GBps": None, "interval_level": None, "interval_basis": basis}
+    size = scenario.size_bytes
+    busbw = [size / found.high_s * busbw_factor / 1e9, size / found.low_s * busbw_factor / 1e9] if size and busbw_factor else None
+    return {"time_interval_s": [found.low_s, found.high_s], "busbw_interval_GBps": busbw, "interval_level": found.level,
+            "interval_basis": found.basis}  # fmt: skip
+
+
+def bucket_cap_range(hardware: str | None, cap_bytes: float) -> tuple[float, float, str] | None:
+    """The 80 % range of a best bucket cap on a shipped preset: b* = sqrt(s w o) moves as
+    sqrt(o w), with o (a call's fixed cost) as uncertain as a small call (< 1 MiB) and w as a
+    bucket-sized one (1-256 MiB) on other clusters; None without a preset."""
+    if not hardware:
+        return None
+    o_half = Z80 / 0.6745 * math.log(1 + HELD_OUT_MEDIAN[0][1])
+    w_half = Z80 / 0.6745 * math.log(1 + HELD_OUT_MEDIAN[1][1])
+    factor = math.exp((o_half + w_half) / 2)
+    basis = (f"80 %: b* scales as sqrt(o w); o as uncertain as a small call (x/÷ {math.exp(o_half):.2f}), "
+             f"w as a bucket-sized one (x/÷ {math.exp(w_half):.2f}) on clusters this preset was not fitted on")  # fmt: skip
+    return cap_bytes / factor, cap_bytes * factor, basis
