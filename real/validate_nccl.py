@@ -8,10 +8,11 @@ the fitted logs cannot tell held at their prior). Every constant the DES reads o
 a fitted value, or its prior (never the preset's shipped fit, which may have seen the predicted logs).
 
 The interval of a prediction (:data:`LEVEL`, 80 %): the DES time t times exp(+-z sigma), z = 1.2816,
-sigma^2 = sum over the constants of ((ln t(c + sd) - ln t(c - sd)) / 2)^2 (one at a time: each kept
+sigma^2 = sum over the constants of max(|ln t(c + sd) / t|, |ln t / t(c - sd)|)^2 (one at a time: each kept
 constant at its posterior sd, from its 95 % interval; each held one at its prior's sd; correlations
-ignored; ends clipped to the constant's bounds) + s^2, s the rms log residual of the fitted logs
-(:data:`sim.hardware.nccl_fit.NOISE` when nothing was fitted). Coverage is the share of predicted
+ignored; ends clipped to the constant's bounds) + s^2, s the rms log residual of the fitted logs, never
+below :data:`sim.hardware.uncertainty.MIN_RESIDUAL` (5 %, the spread of nccl-tests' two timings of a
+size), or :data:`sim.hardware.nccl_fit.NOISE` (10 %) when nothing was fitted. Coverage is the share of predicted
 points whose measured time lies inside.
 """
 
@@ -26,15 +27,17 @@ from pathlib import Path
 from sim.errors import CollsimError
 from sim.hardware import nccl_fit
 from sim.hardware.nccl_fit import NOISE, REGIMES, fit, log_nodes, read_log
+from sim.hardware.uncertainty import MIN_RESIDUAL
 
 LEVEL = 0.8
 Z = statistics.NormalDist().inv_cdf(0.5 + LEVEL / 2)  # 1.2816: half an 80 % interval in sds
 SHIPPED = Path(__file__).parent / "data" / "nccl-tests"  # the published logs (source, machine, licence in each header)
 NETWORK_ONLY = ("inter_efficiency", "base_latency_us")  # constants a one-node log cannot move
+LATENCY_ONLY = ("latency_scale", "ll128_latency_scale", "nvls_latency_scale", "base_latency_us")  # ... nor a log of sizes >= 1 MiB only
 INTERVAL_METHOD = (
-    f"{LEVEL:.0%} interval: DES time x exp(+-{Z:.4f} sigma); sigma^2 = sum over constants of ((ln t(c+sd) - ln t(c-sd))/2)^2 "
+    f"{LEVEL:.0%} interval: DES time x exp(+-{Z:.4f} sigma); sigma^2 = sum over constants of max(|ln t(c+sd)/t|, |ln t/t(c-sd)|)^2 "
     "(one constant at a time: kept constants at their posterior sd from the fit's 95 % interval, held ones at their prior's sd; "
-    "correlations ignored; ends clipped to bounds) + s^2, s = rms log residual of the fitted logs (0.1 when nothing was fitted)"
+    "correlations ignored; ends clipped to bounds) + s^2, s = rms log residual of the fitted logs, at least 0.05 (0.1 when nothing was fitted)"
 )
 
 
@@ -118,14 +121,19 @@ def read_logs(paths: Sequence[str | Path], hardware: str, nodes: str | None = No
     logs = []
     for path, count in zip(paths, counts):
         preset.check_nodes(count)
-        op, rows = read_log(path)
-        logs.append(Log(Path(path), op, count, tuple(rows), nccl_proto, nccl_algo))
+        logs.append(read_one(path, count, nccl_proto, nccl_algo))
     names = [log.name for log in logs]
     if len(set(names)) < len(names):
         raise CollsimError(
             f"LOG: the same file name twice ({', '.join(sorted({n for n in names if names.count(n) > 1}))}); give each log once"
         )
     return logs
+
+
+def read_one(path: str | Path, nodes: int, nccl_proto: str | None = None, nccl_algo: str | None = None) -> Log:
+    """One log of ``nodes`` nodes, run with these NCCL_PROTO / NCCL_ALGO (None: NCCL's own choice)."""
+    op, rows = read_log(path)
+    return Log(Path(path), op, nodes, tuple(rows), nccl_proto, nccl_algo)
 
 
 def _node_counts(paths: Sequence[str | Path], nodes: str | None, gpus_per_node: int) -> list[int]:
@@ -206,10 +214,14 @@ def priors_only(hardware: str) -> Calibration:
 
 def calibrate(fit_logs: list[Log], hardware: str, stride: int = 1) -> Calibration:
     """Fit the relevant constants on ``fit_logs`` (the network ones only if a fitted log crosses
-    nodes); the stride is lowered where the fitted logs would have too few sizes for the constants."""
+    nodes, the latency ones only if one has sizes below 1 MiB; the others stay at their priors, as
+    the fit would hold them); the stride is lowered where the fitted logs would have too few sizes
+    for the constants."""
     if not fit_logs:
         return priors_only(hardware)
-    names = [n for n in relevant_constants(hardware) if max(log.nodes for log in fit_logs) > 1 or n not in NETWORK_ONLY]
+    crosses = max(log.nodes for log in fit_logs) > 1
+    small = any(size < 2**20 for log in fit_logs for size, _ in log.rows)
+    names = [n for n in relevant_constants(hardware) if (crosses or n not in NETWORK_ONLY) and (small or n not in LATENCY_ONLY)]
     fit_stride = max(stride, 1)
     while fit_stride > 1 and sum(len(log.rows[::fit_stride]) for log in fit_logs) <= len(names):
         fit_stride -= 1
@@ -237,7 +249,7 @@ def from_fit(result: dict, hardware: str, fit_stride: int = 1, fitted_on: tuple[
         sd = max(value - low, high - value) / 1.96
         _, lower, upper, _ = CONSTANTS[name]
         values[name], spreads[name] = value, (max(value - sd, lower), min(value + sd, upper))
-    return Calibration(values, spreads, float(result["rms_log_error"]), result, fit_stride, fitted_on)
+    return Calibration(values, spreads, max(float(result["rms_log_error"]), MIN_RESIDUAL), result, fit_stride, fitted_on)
 
 
 # ----------------------------------------------------------------------------- predict
@@ -265,7 +277,8 @@ def log_sigma(hardware: str, log: Log, size: int, calibration: Calibration, cent
         if up == central and high != at:  # the DES does not read this constant here
             continue
         down = time_with(hardware, log.nodes, log.op, size, {**calibration.values, name: low}, log.nccl_algo, log.nccl_proto)
-        variance += ((math.log(up) - math.log(down)) / 2) ** 2
+        # the larger one-sided change: a constant clipped at a bound (base_latency_us at 0) moves one way only
+        variance += max(abs(math.log(up / central)), abs(math.log(central / down))) ** 2
     return math.sqrt(variance)
 
 
@@ -340,5 +353,5 @@ def document(logs: list[Log], fit_logs: list[Log], hardware: str, calibration: C
     }  # fmt: skip
 
 
-__all__ = ["LEVEL", "Z", "SHIPPED", "Log", "Calibration", "Point", "read_logs", "choose_fit_on", "relevant_constants", "prior_spread",
+__all__ = ["LEVEL", "Z", "INTERVAL_METHOD", "SHIPPED", "Log", "Calibration", "Point", "read_logs", "read_one", "choose_fit_on", "relevant_constants", "prior_spread",
            "priors_only", "calibrate", "from_fit", "time_with", "log_sigma", "predict_log", "regime_rows", "validate", "document"]  # fmt: skip

@@ -38,7 +38,7 @@ def sections(document: dict) -> list[tuple[str, str, list[str], list[list[str]]]
     """(title, sentence, headers, rows) of every table, for both the Markdown and the HTML report."""
     split = [[role, row["log"], row["op"], str(row["nodes"]), str(row["sizes"]), row["nccl_algo"] or "-", row["nccl_proto"] or "-"]
              for role in ("fitted", "predicted") for row in document["split"][role]]  # fmt: skip
-    strides = f"fitted on every {document['fit_stride']}. size, predicted every {document['stride']}. size"
+    strides = f"fitted on {_every(document['fit_stride'])}, predicted {_every(document['stride'])}"
     return [
         ("Held-out split", f"Which logs the fit saw and which it predicts ({strides}).",
          ["role", "log", "op", "nodes", "sizes", "NCCL_ALGO", "NCCL_PROTO"], split),
@@ -51,6 +51,10 @@ def sections(document: dict) -> list[tuple[str, str, list[str], list[list[str]]]
         ("Points", "Every size: measured and predicted busbw (GB/s), the 80 % interval for predicted points.",
          ["role", "log", "size", "measured", "predicted", "80 % interval", "error", "covered"], _point_rows(document)),
     ]  # fmt: skip
+
+
+def _every(stride: int) -> str:
+    return "every size" if stride == 1 else f"every {stride}{ {2: 'nd', 3: 'rd'}.get(stride, 'th') } size"
 
 
 def _regime_table(document: dict, role: str) -> list[list[str]]:
