@@ -267,6 +267,14 @@ def time_with(hardware: str, nodes: int, op: str, size: int, values: dict[str, f
         TRIAL.pop(hardware, None)
 
 
+def check_runs(logs: list[Log], hardware: str) -> None:
+    """One DES per log at its first size, at the priors: a bad NCCL_ALGO / NCCL_PROTO or an op the
+    preset cannot run is refused before the work."""
+    values = priors_only(hardware).values
+    for log in logs:
+        time_with(hardware, log.nodes, log.op, log.rows[0][0], values, log.nccl_algo, log.nccl_proto)
+
+
 def log_sigma(hardware: str, log: Log, size: int, calibration: Calibration, central: float) -> float:
     """sigma of ln(time) at one size: the constants' spread through the DES, one at a time, and
     the fitted logs' residual spread (module docstring)."""
@@ -354,4 +362,4 @@ def document(logs: list[Log], fit_logs: list[Log], hardware: str, calibration: C
 
 
 __all__ = ["LEVEL", "Z", "INTERVAL_METHOD", "SHIPPED", "Log", "Calibration", "Point", "read_logs", "read_one", "choose_fit_on", "relevant_constants", "prior_spread",
-           "priors_only", "calibrate", "from_fit", "time_with", "log_sigma", "predict_log", "regime_rows", "validate", "document"]  # fmt: skip
+           "priors_only", "calibrate", "from_fit", "time_with", "check_runs", "log_sigma", "predict_log", "regime_rows", "validate", "document"]  # fmt: skip

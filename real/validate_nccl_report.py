@@ -194,12 +194,13 @@ def nccl_tests_command(logs: tuple[str, ...], hardware: str, nodes: str | None, 
     and how often the 80 % interval held the measurement (held-out, not in-sample)."""
     import sys
 
-    from real.validate_nccl import choose_fit_on, read_logs, validate
+    from real.validate_nccl import check_runs, choose_fit_on, read_logs, validate
 
     if stride < 1:
         raise CollsimError(f"--stride: must be >= 1, got {stride}")
     read = read_logs(logs, hardware, nodes, nccl_proto, nccl_algo)
-    choose_fit_on(read, fit_on)  # the split refused before the work
+    choose_fit_on(read, fit_on)  # the split, NCCL_ALGO / NCCL_PROTO and --out refused before the work
+    check_runs(read, hardware)
     out = Path(out_dir)
     check_out(out)
     document = validate(read, hardware, fit_on, stride, progress=lambda message: click.echo(f"  {message}", err=True))

@@ -80,6 +80,8 @@ def synthetic(monkeypatch, tmp_path):
         ([str(ONE_NODE), "--hardware", "hgx-h100-nvls"], "nothing to hold out"),
         ([str(ONE_NODE), str(TWO_NODES), "--hardware", "hgx-h100-nvls", "--fit-on", "nodes=1,nodes=2"], "nothing held out"),
         ([str(ONE_NODE), str(TWO_NODES), "--hardware", "hgx-h100-nvls", "--stride", "0"], "--stride: must be >= 1"),
+        ([str(ONE_NODE), str(TWO_NODES), "--hardware", "hgx-h100-nvls", "--nccl-algo", "Bogus"], "--nccl-algo: unknown algo 'Bogus'"),
+        ([str(ONE_NODE), str(ONE_NODE), "--hardware", "hgx-h100-nvls"], "the same file name twice"),
     ],
 )
 def test_bad_input_is_one_message_before_any_work(tmp_path, arguments, message):
