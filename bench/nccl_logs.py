@@ -119,7 +119,7 @@ def leave_one_out(args: argparse.Namespace) -> None:
 
 def _loo_line(row: dict) -> str:
     return (f"  {row['regime']:11s} {row['points']:3d} points  median |err| {row['median_abs_error']:6.1%}  worst {row['worst_error']:+7.1%}"
-            f"  80 % interval covered {row['covered']}/{row['points']} ({row['coverage']:.0%})")  # fmt: skip
+            f"  80 % interval covered {row['covered']}/{row['points']} ({row['coverage']:.0%}), median x/÷ {row['median_width']:.2f}")  # fmt: skip
 
 
 def _record(path: Path, lines: list[str], args: argparse.Namespace) -> None:

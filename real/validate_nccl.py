@@ -308,17 +308,19 @@ def predict_log(log: Log, hardware: str, calibration: Calibration, role: str = "
 
 def regime_rows(points: list[Point]) -> list[dict]:
     """Per regime (< 1 MiB, 1-256 MiB, >= 256 MiB) with points: count, median |error|, worst
-    error, and (where the points have intervals) how many the interval covered."""
+    error, and (where the points have intervals) how many the interval covered and its median
+    width as a factor (x/÷ F: high / predicted): coverage bought with a wide interval shows there."""
     rows = []
     for name, low, high in REGIMES:
         chosen = [p for p in points if low <= p.size_bytes < high]
         if not chosen:
             continue
         errors = [p.error for p in chosen]
-        judged = [p.covered for p in chosen if p.covered is not None]
+        judged = [p for p in chosen if p.covered is not None]
         rows.append({"regime": name, "points": len(chosen), "median_abs_error": statistics.median(map(abs, errors)),
-                     "worst_error": max(errors, key=abs), "covered": sum(judged) if judged else None,
-                     "coverage": sum(judged) / len(judged) if judged else None})  # fmt: skip
+                     "worst_error": max(errors, key=abs), "covered": sum(p.covered for p in judged) if judged else None,
+                     "coverage": sum(p.covered for p in judged) / len(judged) if judged else None,
+                     "median_width": statistics.median(p.high_s / p.predicted_s for p in judged) if judged else None})  # fmt: skip
     return rows
 
 

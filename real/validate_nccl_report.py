@@ -43,7 +43,7 @@ def sections(document: dict) -> list[tuple[str, str, list[str], list[list[str]]]
         ("Held-out split", f"Which logs the fit saw and which it predicts ({strides}).",
          ["role", "log", "op", "nodes", "sizes", "NCCL_ALGO", "NCCL_PROTO"], split),
         ("Predicted (held-out) points per regime", "How far to trust a prediction: errors on logs the fit did not see.",
-         ["regime", "points", "median abs busbw error", "worst busbw error", "80 % interval covered"], _regime_table(document, "predicted")),
+         ["regime", "points", "median abs busbw error", "worst busbw error", "80 % interval covered", "median interval x/÷"], _regime_table(document, "predicted")),
         ("Fitted points per regime (in-sample, not a validation)", "How closely the fit follows the logs it saw.",
          ["regime", "points", "median abs busbw error", "worst busbw error"], _regime_table(document, "fitted")),
         ("Constants", "The value every prediction used, its one-sd range (what the interval propagates) and where it came from.",
@@ -62,7 +62,9 @@ def _regime_table(document: dict, role: str) -> list[list[str]]:
     for row in document["regimes"][role]:
         cells = [row["regime"], str(row["points"]), _pct(row["median_abs_error"]), _pct(row["worst_error"], signed=True)]
         if role == "predicted":
-            cells.append(f"{row['covered']}/{row['points']} ({row['coverage']:.0%})" if row["coverage"] is not None else "-")
+            judged = row["coverage"] is not None
+            cells.append(f"{row['covered']}/{row['points']} ({row['coverage']:.0%})" if judged else "-")
+            cells.append(f"{row['median_width']:.2f}" if judged else "-")
         rows.append(cells)
     return rows
 
@@ -167,7 +169,8 @@ def format_text(document: dict, paths: dict[str, Path]) -> str:
     lines = [f"# fitted on {named['fitted']}", f"# predicted {named['predicted']}"]
     for role in ("predicted", "fitted"):
         for row in document["regimes"][role]:
-            covered = f", 80 % interval covered {row['covered']}/{row['points']}" if row["coverage"] is not None else " (in-sample)"
+            covered = (f", 80 % interval covered {row['covered']}/{row['points']} (median x/÷ {row['median_width']:.2f})"
+                       if row["coverage"] is not None else " (in-sample)")  # fmt: skip
             lines.append(f"# {role:9s} {row['regime']:10s}: {row['points']:3d} points, median |busbw error| {_pct(row['median_abs_error'])}, "
                          f"worst {_pct(row['worst_error'], signed=True)}{covered}")  # fmt: skip
     return "\n".join(lines + [f"# wrote {path}" for path in paths.values()])

@@ -131,6 +131,7 @@ def test_interval_and_coverage_follow_the_stated_method(monkeypatch):
     (row,) = regime_rows(points)
     assert (row["regime"], row["points"], row["covered"], row["coverage"]) == ("< 1 MiB", 2, 1, 0.5)
     assert row["worst_error"] == pytest.approx(outside / central - 1)
+    assert row["median_width"] == pytest.approx(math.exp(half))
 
 
 def test_a_constant_the_des_does_not_read_adds_nothing(monkeypatch):
