@@ -19,7 +19,7 @@ from pathlib import Path
 
 from sim.errors import CollsimError
 
-# calibration logs (../shared/data/nccl-tests): file -> (preset, nodes, NCCL_PROTO, NCCL_ALGO the
+# calibration logs (real/data/nccl-tests, each with its source in its header): file -> (preset, nodes, NCCL_PROTO, NCCL_ALGO the
 # run had); see that folder's README. The A3 Mega run used TCPXO plugin v1.0.3, whose required
 # profile is NCCL_PROTO=Simple, NCCL_ALGO=Ring,Tree, NCCL_BUFFSIZE=8 MiB and Google's tuner
 # plugin (LL128 came with v1.0.8-1, Feb 2025: container-engine-accelerators gpudirect-tcpxo/README.md);
