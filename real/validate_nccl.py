@@ -19,11 +19,13 @@ points whose measured time lies inside.
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from real.nccl_tests import PROGRAMS
 from sim.errors import CollsimError
 from sim.hardware import nccl_fit
 from sim.hardware.nccl_fit import NOISE, REGIMES, fit, log_nodes, read_log
@@ -32,6 +34,7 @@ from sim.hardware.uncertainty import MIN_RESIDUAL
 LEVEL = 0.8
 Z = statistics.NormalDist().inv_cdf(0.5 + LEVEL / 2)  # 1.2816: half an 80 % interval in sds
 SHIPPED = Path(__file__).parent / "data" / "nccl-tests"  # the published logs (source, machine, licence in each header)
+DES_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")  # the nccl-tests programs sim.hardware.nccl_fit reads
 NETWORK_ONLY = ("inter_efficiency", "base_latency_us")  # constants a one-node log cannot move
 LATENCY_ONLY = ("latency_scale", "ll128_latency_scale", "nvls_latency_scale", "base_latency_us")  # ... nor a log of sizes >= 1 MiB only
 INTERVAL_METHOD = (
@@ -133,12 +136,15 @@ def read_logs(paths: Sequence[str | Path], hardware: str, nodes: str | None = No
 def read_one(path: str | Path, nodes: int, nccl_proto: str | None = None, nccl_algo: str | None = None) -> Log:
     """One log of ``nodes`` nodes, run with these NCCL_PROTO / NCCL_ALGO (None: NCCL's own choice)."""
     op, rows = read_log(path)
+    other = re.search(rf"\b({'|'.join(p for p, o in PROGRAMS.items() if o not in DES_OPS)})\b", Path(path).read_text(errors="replace"))
+    if other:  # read_log would take it for all_reduce
+        raise CollsimError(f"LOG: {path} is {other.group(1)} output; validate nccl-tests predicts {', '.join(DES_OPS)} logs")
     return Log(Path(path), op, nodes, tuple(rows), nccl_proto, nccl_algo)
 
 
 def _node_counts(paths: Sequence[str | Path], nodes: str | None, gpus_per_node: int) -> list[int]:
     if nodes is None:
-        return [log_nodes(path, gpus_per_node) for path in paths]
+        return [read_log(path) and log_nodes(path, gpus_per_node) for path in paths]  # read_log: a missing file is one message
     try:
         counts = [int(part) for part in nodes.split(",")]
     except ValueError:

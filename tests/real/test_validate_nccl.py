@@ -82,6 +82,7 @@ def synthetic(monkeypatch, tmp_path):
         ([str(ONE_NODE), str(TWO_NODES), "--hardware", "hgx-h100-nvls", "--stride", "0"], "--stride: must be >= 1"),
         ([str(ONE_NODE), str(TWO_NODES), "--hardware", "hgx-h100-nvls", "--nccl-algo", "Bogus"], "--nccl-algo: unknown algo 'Bogus'"),
         ([str(ONE_NODE), str(ONE_NODE), "--hardware", "hgx-h100-nvls"], "the same file name twice"),
+        ([str(ONE_NODE), "missing.txt", "--hardware", "hgx-h100-nvls"], "cannot read missing.txt"),
     ],
 )
 def test_bad_input_is_one_message_before_any_work(tmp_path, arguments, message):
@@ -94,6 +95,13 @@ def test_bad_input_is_one_message_before_any_work(tmp_path, arguments, message):
     errors = [line for line in done.stderr.splitlines() if line.startswith("error")]
     assert len(errors) == 1 and message in errors[0], done.stderr
     assert not out.exists()  # refused before the folder, the fit or any simulation
+
+
+def test_a_log_of_an_op_the_des_does_not_predict_is_refused(tmp_path):
+    log = write_log(tmp_path / "sendrecv.txt", 2, lambda n: 1e-5 + n / 1e11)
+    log.write_text("# Collective test starting: sendrecv_perf\n" + log.read_text().replace("# all_reduce_perf\n", ""))
+    with pytest.raises(CollsimError, match="is sendrecv_perf output; validate nccl-tests predicts all_reduce"):
+        read_logs([log, write_log(tmp_path / "other.txt", 1, lambda n: 1e-5)], "oci-a100-roce")
 
 
 def test_default_split_fits_the_smallest_node_count_and_predicts_the_rest(synthetic):
