@@ -297,7 +297,10 @@ def _report(data, scale, names, priors, told, held, fitted, jac, fun, hardware) 
 
 def log_nodes(path: str | Path, gpus_per_node: int) -> int:
     """Nodes of a log: its ranks (the "#  Rank" lines, or busbw / algbw) over GPUs a node."""
-    text = Path(path).read_text()
+    try:
+        text = Path(path).read_text()
+    except OSError as error:
+        raise CollsimError(f"LOG: cannot read {path}: {error.strerror}") from None
     ranks = {int(m.group(1)) for m in re.finditer(r"#\s+Rank\s+(\d+)\s+Group", text)}
     count = max(ranks) + 1 if ranks else 0
     if not count:

@@ -104,6 +104,12 @@ def test_a_log_of_an_op_the_des_does_not_predict_is_refused(tmp_path):
         read_logs([log, write_log(tmp_path / "other.txt", 1, lambda n: 1e-5)], "oci-a100-roce")
 
 
+def test_hardware_fit_without_nodes_names_a_missing_log(tmp_path):
+    """collsim hardware fit and validate nccl-tests count a log's nodes from its rank lines."""
+    with pytest.raises(CollsimError, match="LOG: cannot read .*missing.txt: No such file"):
+        nccl_fit.log_nodes(tmp_path / "missing.txt", 8)
+
+
 def test_default_split_fits_the_smallest_node_count_and_predicts_the_rest(synthetic):
     fitted, predicted = choose_fit_on(synthetic)
     assert [log.nodes for log in fitted] == [1] and [log.nodes for log in predicted] == [2]
