@@ -47,13 +47,14 @@ def main() -> None:
     parser.add_argument("--leave-one-out", action="store_true", help="also predict each log from a fit on the other logs of its preset")
     parser.add_argument("--record", default=None, help="with --leave-one-out: write its output, date and machine to this Markdown file")
     args = parser.parse_args()
-    table(args)
+    in_sample = table(args)
     if args.leave_one_out:
-        leave_one_out(args)
+        leave_one_out(args, in_sample)
 
 
-def table(args: argparse.Namespace) -> None:
-    """Today's table: every log against the DES and NCCL's model with the shipped presets."""
+def table(args: argparse.Namespace) -> list[str]:
+    """Today's table: every log against the DES and NCCL's model with the shipped presets (fitted
+    on these same logs: in-sample). Returns its "all logs" lines."""
     from sim.hardware.presets import load_preset
 
     everything, started = [], time.perf_counter()
@@ -74,10 +75,10 @@ def table(args: argparse.Namespace) -> None:
                 print(f"    {p.size_bytes:>12d} B  measured {_busbw(p.size_bytes, p.measured_s, ranks):8.2f}  "
                       f"DES {_busbw(p.size_bytes, p.des_s, ranks):8.2f} ({p.des_error:+6.1%})  "
                       f"model {_busbw(p.size_bytes, p.model_s, ranks):8.2f} ({p.model_error:+6.1%})  {p.pick:16s} spread {p.spread:5.1%}")  # fmt: skip
-    print("all logs:")
-    for regime, n, des_median, des_worst, model_median, model_worst in regime_stats(everything):
-        print(f"  {regime:11s} {n:3d} points  DES median {des_median:6.1%} worst {des_worst:+7.1%}   "
-              f"NCCL model median {model_median:6.1%} worst {model_worst:+7.1%}")  # fmt: skip
+    summary = [f"  {regime:11s} {n:3d} points  DES median {des_median:6.1%} worst {des_worst:+7.1%}   "
+               f"NCCL model median {model_median:6.1%} worst {model_worst:+7.1%}"
+               for regime, n, des_median, des_worst, model_median, model_worst in regime_stats(everything)]  # fmt: skip
+    print("\n".join(["all logs:", *summary]))
     beyond = [p for p in everything if abs(p.des_error) > 0.35]
     print(f"DES points beyond 35 %: {len(beyond)} of {len(everything)}")
     for p in beyond:
@@ -85,9 +86,10 @@ def table(args: argparse.Namespace) -> None:
     print(f"({time.perf_counter() - started:.1f} s; regimes: {', '.join(r[0] for r in REGIMES)})")
     if args.json:
         Path(args.json).write_text(json.dumps([p.__dict__ for p in everything], indent=1))
+    return summary
 
 
-def leave_one_out(args: argparse.Namespace) -> None:
+def leave_one_out(args: argparse.Namespace, in_sample: list[str]) -> None:
     """Each log predicted from a fit on the other logs of its preset (or the priors), per regime."""
     from real.validate_nccl import calibrate, predict_log, read_one, regime_rows
 
@@ -114,7 +116,7 @@ def leave_one_out(args: argparse.Namespace) -> None:
     lines.append(f"({time.perf_counter() - started:.0f} s; 80 % interval: real.validate_nccl.INTERVAL_METHOD)")
     print("\n".join(lines))
     if args.record:
-        _record(Path(args.record), lines, args)
+        _record(Path(args.record), lines, in_sample, args)
 
 
 def _loo_line(row: dict) -> str:
@@ -122,7 +124,7 @@ def _loo_line(row: dict) -> str:
             f"  80 % interval covered {row['covered']}/{row['points']} ({row['coverage']:.0%}), median x/÷ {row['median_width']:.2f}")  # fmt: skip
 
 
-def _record(path: Path, lines: list[str], args: argparse.Namespace) -> None:
+def _record(path: Path, lines: list[str], in_sample: list[str], args: argparse.Namespace) -> None:
     import datetime
     import os
     import platform
@@ -136,14 +138,15 @@ def _record(path: Path, lines: list[str], args: argparse.Namespace) -> None:
         "# Leave one log out: how far the DES's predictions can be trusted",
         "",
         f"Recorded {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC on {len(os.sched_getaffinity(0))} CPUs ({model}), shared with other jobs; "
-        f"command `{command}` (every {args.stride}th size of each log, to keep the fits within about 15 minutes).",
+        f"command `{command}` ({'every size' if args.stride == 1 else f'every {args.stride}th size'} of each log; --stride keeps the fits short).",
         "",
         f"Interval: {INTERVAL_METHOD}.",
         "",
         "```",
     ]
+    beside = ["```", "", "Beside it, today's table (the shipped presets, whose fits saw these same logs: in-sample), all logs:", "", "```"]
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(header + lines + ["```", ""]))
+    path.write_text("\n".join(header + lines + beside + in_sample + ["```", ""]))
 
 
 if __name__ == "__main__":
