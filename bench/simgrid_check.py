@@ -32,7 +32,7 @@ dict:
   with non-blocking sends, MPICH's binomial broadcast and reduce with blocking sends, pairwise
   and direct all-to-all.
 
-docs/simgrid-check.md has the table, how SimGrid was built, and why the differences arise.
+docs/dev/simgrid-check.md has the table, how SimGrid was built, and why the differences arise.
 """
 
 from __future__ import annotations
@@ -474,7 +474,7 @@ def main(argv: list[str] | None = None) -> int:
     if version.returncode != 0:
         why = (version.stderr.strip().splitlines() or ["no output"])[-1]
         print(
-            f"error: --simgrid-python: {args.simgrid_python} cannot import simgrid ({why}); build it as docs/simgrid-check.md says",
+            f"error: --simgrid-python: {args.simgrid_python} cannot import simgrid ({why}); build it as docs/dev/simgrid-check.md says",
             file=sys.stderr,
         )
         return 2

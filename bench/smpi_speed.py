@@ -63,7 +63,7 @@ int main(int argc, char **argv) {
 }
 """
 
-# SimGrid's flow model with its corrections off (docs/simgrid-check.md, /work/shared/recipes/simgrid.md)
+# SimGrid's flow model with its corrections off (docs/dev/simgrid-check.md, /work/shared/recipes/simgrid.md)
 CONFIG = [
     "network/model:CM02", "network/latency-factor:1", "network/bandwidth-factor:1", "network/weight-S:0",
     "network/TCP-gamma:0", "network/crosstraffic:0", "smpi/wtime:0", "smpi/simulate-computation:no",

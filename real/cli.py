@@ -26,6 +26,7 @@ from real.cli_common import (
     read_store,
     run_meta,
 )
+from sim.cli_fields import writing_to
 from sim.errors import CollsimError
 from sim.units import format_size, format_time, parse_size_list
 
@@ -62,6 +63,8 @@ def bench(ops: str, sizes: str, iters: int, warmup: int, dtype: str, rounds: int
     if launches < 1:  # before the progress bar, like ddp and fsdp
         raise CollsimError(f"--launches: must be >= 1, got {launches}")
     op_list = list(OPS) if ops.strip() == "all" else [op.strip() for op in ops.split(",") if op.strip()]
+    if not op_list:
+        raise CollsimError(f"--ops: empty; give a comma list of {', '.join(OPS)}, or all")
     spec = BenchSpec(tuple(op_list), tuple(parse_size_list(sizes, "--sizes")), iters, warmup, dtype, rounds=rounds)
     config = launch_config(backend, device, ranks, timeout_s, op_timeout_s, threads)
     store = open_store(db, no_db)
@@ -440,9 +443,11 @@ def export(
     if csv_path:
         if table == "all":
             raise CollsimError("--csv writes one table; choose --table")
-        click.echo(f"# {store.export_csv(table, csv_path)} row(s) written to {csv_path}")
+        with writing_to(csv_path, "--csv"):
+            count = store.export_csv(table, csv_path)
+        click.echo(f"# {count} row(s) written to {csv_path}")
     if json_path:
-        with open(json_path, "w") as handle:
+        with writing_to(json_path, "--json"), open(json_path, "w") as handle:
             json.dump(store.dump(list(run_ids) or None), handle, indent=1)
         click.echo(f"# store written to {json_path}")
     if nccl_path:
@@ -450,7 +455,7 @@ def export(
         from real.nccl_tests import to_text
 
         groups = group_rows(store.collectives())
-        with open(nccl_path, "w") as handle:
+        with writing_to(nccl_path, "--nccl-tests"), open(nccl_path, "w") as handle:
             for key, rows in groups.items():
                 handle.write(
                     f"# collsim export: source {key[0]}, backend {key[1]}, device {key[2]}, world size {key[4]}\n" + to_text(rows) + "\n"
@@ -477,21 +482,38 @@ def runs(db: str | None, as_json: bool) -> None:
             click.echo(f"    error: {row['error']}")
 
 
+def _model_from_spec(spec: str) -> Any:
+    """``module:factory`` called: an nn.Module, or one error saying what the spec gave instead."""
+    import importlib
+
+    from torch import nn
+
+    name, attribute = spec.split(":", 1)
+    try:
+        factory = getattr(importlib.import_module(name), attribute)
+    except (ImportError, AttributeError, ValueError) as error:
+        raise CollsimError(f"--model {spec}: cannot load it ({error}); give module:factory returning a torch.nn.Module") from None
+    try:
+        module = factory() if callable(factory) else factory
+    except TypeError as error:  # os:remove and the like need arguments
+        raise CollsimError(f"--model {spec}: cannot call it without arguments ({error}); give a module:factory") from None
+    if not isinstance(module, nn.Module):
+        raise CollsimError(f"--model {spec}: gave a {type(module).__name__}, not a torch.nn.Module; give module:factory returning one")
+    return module
+
+
 @real.command("params")
 @click.option("--model", default="small", show_default=True, help="built-in model (small, mlp) or module:factory returning an nn.Module")
 @click.option("--output", "-o", required=True, help="parameter list file (JSON, or YAML for .yaml/.yml)")
 def params(model: str, output: str) -> None:
     """Export a torch model's parameter list (registration order) for collsim sim ddp --params."""
-    import importlib
-
     from real.ddp import save_params
     from real.models import MODELS, fresh_model
 
     if model in MODELS:
         module = fresh_model(MODELS[model], 0)
     elif ":" in model:
-        name, attribute = model.split(":", 1)
-        module = getattr(importlib.import_module(name), attribute)()
+        module = _model_from_spec(model)
     else:
         raise CollsimError(f"--model: {model!r} is neither a built-in model ({', '.join(MODELS)}) nor module:factory")
     check_output_file(output, "--output")

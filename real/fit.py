@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from sim.algorithms.registry import algorithm_spec
+from sim.algorithms.registry import BackendChoice, algorithm_spec, backend_algorithms, backend_choice
 from sim.calibration import calibrated_fields, load_calibration  # noqa: F401  (re-exported: real writes, sim reads)
-from sim.collective.analytic import with_forms
+from sim.collective.analytic import busbw_factor, with_forms
 from sim.errors import CollsimError
 
 STATS = {"mean": "time_s", "median": "median_s", "p10": "p10_s", "p90": "p90_s", "min": "min_s"}
@@ -80,8 +80,6 @@ class OWFit:
         op, p = self.key.get("op"), self.key.get("world_size")
         if not p:
             return None
-        from real.bench import busbw_factor
-
         return self.w_Bps * busbw_factor(op or "all_reduce", int(p))
 
     def to_dict(self) -> dict[str, Any]:
@@ -303,7 +301,18 @@ def _with_terms(op: str) -> str:
     return ", ".join(name for o, name in ALGORITHM_TERMS if o == op) or "none"
 
 
-DEFAULT_ALGORITHM = {"all_reduce": "ring", "all_gather": "ring", "reduce_scatter": "ring", "broadcast": "binomial", "reduce": "binomial"}
+# rows that name no backend (or one no record names) are fitted as if gloo ran them; the results say so
+ASSUMED_BACKEND = "gloo"
+
+
+def fitted_model(backend: str | None, op: str) -> tuple[BackendChoice | None, str]:
+    """What the fit assumes ran: the record of what ``backend`` runs for ``op``
+    (:func:`sim.algorithms.registry.backend_choice`, the answer real.validate and the gloo
+    preset read) and the backend whose record it is (:data:`ASSUMED_BACKEND` where the rows
+    name none). See :class:`sim.algorithms.registry.BackendChoice` for what the measured size
+    means there: gloo's reduce_scatter is fitted as the all-reduce of the input it runs."""
+    known = backend in backend_algorithms()
+    return backend_choice(backend if known else ASSUMED_BACKEND, op), backend if known else ASSUMED_BACKEND
 
 
 def link_bandwidth(op: str, algorithm: str, world_size: int, w_Bps: float) -> float:
@@ -314,23 +323,41 @@ def link_bandwidth(op: str, algorithm: str, world_size: int, w_Bps: float) -> fl
     return w_Bps * terms[1]
 
 
+def alpha_beta_model(backend: str | None, op: str, algorithm: str | None = None) -> dict[str, Any] | None:
+    """The closed form an (a, B) fit of ``op`` reads: ``algorithm`` for ``op`` where given, else the
+    record of what the backend runs (:func:`fitted_model`). ``algorithm`` is what the simulator
+    runs for ``op`` with the result, ``model`` the record ("op/algorithm"), ``model_backend`` whose
+    record it is, ``line`` p -> (L, F); None where there is no closed form."""
+    if algorithm is not None:
+        spec = algorithm_spec(op, algorithm)
+        if spec is None or spec.closed_form is None:
+            return None
+        return {"algorithm": algorithm, "model": f"{op}/{algorithm}", "model_backend": backend, "line": spec.terms}
+    choice, model_backend = fitted_model(backend, op)
+    if choice is None or choice.spec.closed_form is None or choice.simulated_algorithm is None:
+        return None
+    return {"algorithm": choice.simulated_algorithm, "model": choice.model, "model_backend": model_backend, "line": choice.line}
+
+
 def fit_alpha_beta(fits: list[OWFit], algorithm: str | None = None) -> list[dict[str, Any]]:
     """(call overhead, latency a, bandwidth B) per (source, backend, device, op) across world sizes.
 
     For each p: ``o_p = o_call + L(p) a`` and ``w_p = B / F(p)`` (ring all-reduce: L = 2(p-1),
-    F = 2(p-1)/p). B is the mean of the per-p values (their spread is reported); a and o_call come
-    from a straight-line fit of o_p on L(p), so they need two or more world sizes (else a = 0).
+    F = 2(p-1)/p), L and F from the record of what the backend runs (:func:`alpha_beta_model`;
+    gloo's reduce_scatter: all_reduce/ring). B is the mean of the per-p values (their spread is
+    reported); a and o_call come from a straight-line fit of o_p on L(p), so they need two or
+    more world sizes (else a = 0).
     """
     grouped: dict[tuple, list[OWFit]] = defaultdict(list)
     for fit in fits:
         grouped[tuple(fit.key.get(k) for k in ("source", "backend", "device", "op"))].append(fit)
     results = []
     for (source, backend, device, op), members in grouped.items():
-        name = algorithm or DEFAULT_ALGORITHM.get(op)
-        if (op, name) not in ALGORITHM_TERMS:
+        model = alpha_beta_model(backend, op, algorithm)
+        if model is None:
             continue
         ps = np.array([fit.key["world_size"] for fit in members], dtype=float)
-        terms = [algorithm_terms(op, name, int(p)) for p in ps]
+        terms = [model["line"](int(p)) for p in ps]
         bandwidths = np.array([fit.w_Bps * factor for fit, (_, factor) in zip(members, terms)])
         overheads = np.array([fit.o_s for fit in members])
         identifiable = len(set(ps)) >= 2
@@ -339,7 +366,8 @@ def fit_alpha_beta(fits: list[OWFit], algorithm: str | None = None) -> list[dict
         else:  # one world size cannot separate a from o_call: a is reported as not identifiable
             latency, call = 0.0, float(max(0.0, overheads.mean()))
         results.append({
-            "source": source, "backend": backend, "device": device, "op": op, "algorithm": name, "world_sizes": sorted(int(p) for p in ps),
+            "source": source, "backend": backend, "device": device, "op": op, "algorithm": model["algorithm"], "model": model["model"],
+            "model_backend": model["model_backend"], "world_sizes": sorted(int(p) for p in ps),
             "call_overhead_s": float(call), "latency_s": float(latency), "bandwidth_Bps": float(bandwidths.mean()),
             "bandwidth_per_world_size_Bps": {int(p): float(b) for p, b in zip(ps, bandwidths)}, "latency_identifiable": identifiable,
         })  # fmt: skip
@@ -432,15 +460,27 @@ def calibration(
     entries = []
     for fit in fits:
         entry = fit.to_dict()
-        op, p = fit.key.get("op"), fit.key.get("world_size")
-        algorithm = DEFAULT_ALGORITHM.get(op)
-        if algorithm and p and math.isfinite(fit.w_Bps):
-            # On switch(p) with a = 0 and this B, the algorithm's closed form is exactly o + n/w.
-            entry["scenario"] = {"op": op, "algorithm": algorithm, "ranks": int(p), "topology": "switch", "overhead_s": fit.o_s,
-                                 "latency_s": 0.0, "bandwidth_Bps": link_bandwidth(op, algorithm, int(p), fit.w_Bps)}  # fmt: skip
+        scenario = fitted_scenario(fit)
+        if scenario:
+            entry["scenario"] = scenario
         entries.append(entry)
     return {"kind": "collsim-calibration", "version": 1, "created_at": now_utc(), "source": source or {}, "collectives": entries,
             "alpha_beta": alpha_beta, "ddp": ddp or {}}  # fmt: skip
+
+
+def fitted_scenario(fit: OWFit) -> dict[str, Any] | None:
+    """The scenario whose run reproduces a fit's o + n/w: on switch(p) with a = 0, the record of
+    what the backend ran (:func:`fitted_model`; gloo's reduce_scatter: an all-reduce of the input)
+    at the link bandwidth B = w F. Exactly o + n/w for an unchunked record; a chunked one (NCCL's
+    broadcast) gets the chunks of the largest size fitted and follows o + n/w at large sizes."""
+    op, p = fit.key.get("op"), fit.key.get("world_size")
+    choice, _ = fitted_model(fit.key.get("backend"), str(op))
+    bandwidth = choice.link_bandwidth(int(p), fit.w_Bps) if choice and p and math.isfinite(fit.w_Bps) else None
+    if bandwidth is None:
+        return None
+    chunks = choice.chunks(max(fit.sizes_bytes))
+    return {"op": choice.spec.op, "algorithm": choice.spec.name, "ranks": int(p), "topology": "switch", "overhead_s": fit.o_s,
+            "latency_s": 0.0, "bandwidth_Bps": bandwidth, **({"chunks": chunks} if chunks > 1 else {})}  # fmt: skip
 
 
 def plain(value: Any) -> Any:

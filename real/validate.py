@@ -8,7 +8,7 @@ The chain (issue 12), each step a plain function so tests can feed it synthetic 
    each round paired with a no-communication step. Rows go to the store as they are measured;
    Ctrl-C stops measuring and the analysis runs on what was kept.
 2. ``analyse``: (o, w) per (op, world size), bounded to be >= 0 with bootstrap intervals; a link
-   model (o_call, a, b, g) per op for the algorithm the backend runs (``BACKEND_ALGORITHMS``,
+   model (o_call, a, b, g) per op for the algorithm the backend runs (its record, ``backend_choice``,
    sources in docs/real.md); **held-out** predictions only: by size (fit on alternate sizes,
    predict the others), by launch (leave one launch out) and by world size (fit the link model on
    the smallest, predict the rest). DDP: the overhead formula fitted to the measured overheads,

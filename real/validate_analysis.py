@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from sim.algorithms.registry import backend_algorithms
+from sim.algorithms.registry import backend_algorithms, backend_choice
 from sim.collective.analytic import closed_form
 from sim.errors import CollsimError
 
@@ -27,7 +27,7 @@ MiB = 1 << 20
 # What each backend runs per op: backend -> op -> (op, algorithm), from the algorithms' records
 # (``runs``, beside each @register; sources in docs/real.md); their closed forms model the time.
 BACKEND_ALGORITHMS = backend_algorithms()
-NCCL_CHUNK_BYTES = 128 * 1024  # pipelined-chain chunk for NCCL broadcast (an approximation)
+NCCL_CHUNK_BYTES = backend_choice("nccl", "broadcast").run.chunk_bytes  # pipelined-chain chunk for NCCL broadcast (its record's)
 HELD_OUT = ("size", "launch", "world_size")
 
 
@@ -120,9 +120,13 @@ def held_out_by_launch(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def link_columns(backend: str, op: str, world_size: int, size_bytes: int) -> np.ndarray:
-    """(1, d/da, d/db, d/dg) of the backend's algorithm time: closed forms are linear in a, b, g."""
-    form_op, algorithm = BACKEND_ALGORITHMS[backend][op]
-    chunks = max(1, math.ceil(size_bytes / NCCL_CHUNK_BYTES)) if algorithm == "pipelined_chain" else 1
+    """(1, d/da, d/db, d/dg) of the backend's algorithm time: closed forms are linear in a, b, g.
+    The algorithm and its chunks are the record's (``backend_choice``, as real.fit reads them)."""
+    choice = backend_choice(backend, op)
+    if choice is None:
+        known = ", ".join(BACKEND_ALGORITHMS.get(backend, {})) or "none"
+        raise CollsimError(f"no record says what {backend} runs for {op}; known: {known}")
+    form_op, algorithm, chunks = choice.spec.op, choice.spec.name, choice.chunks(size_bytes)
 
     def form(a: float, b: float, g: float) -> float:
         value = closed_form(form_op, algorithm, world_size, size_bytes, a, b, g, chunks)
@@ -161,7 +165,7 @@ def fit_link_model(rows: list[dict[str, Any]], backend: str) -> dict[str, Any]:
     coefficients[kept] = bounded_lstsq(scaled[:, kept], np.ones_like(times))
     residuals = scaled @ coefficients - 1.0
     world_sizes = sorted({p for (_, p, _) in table})
-    return {"op": op, "backend": backend, "algorithm": "/".join(BACKEND_ALGORITHMS[backend][op]), "world_sizes": world_sizes,
+    return {"op": op, "backend": backend, "algorithm": backend_choice(backend, op).model, "world_sizes": world_sizes,
             **{name: float(value) for name, value in zip(LINK_NAMES, coefficients)},
             "not_identifiable": [LINK_NAMES[i] for i in range(4) if i not in kept],
             "rms_relative_residual": float(np.sqrt(np.mean(residuals**2))), "in_sample": True}  # fmt: skip

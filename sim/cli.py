@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from sim.cli_fields import field_option, field_options
+from sim.cli_fields import check_outputs, field_option, field_options
 from sim.errors import CollsimError
 
 
@@ -58,7 +58,12 @@ class Main(LazyGroup):
     def main(self, *args: Any, **kwargs: Any) -> Any:
         kwargs["standalone_mode"] = False
         try:
-            return super().main(*args, **kwargs)
+            try:
+                return super().main(*args, **kwargs)
+            finally:
+                sys.stdout.flush()  # a full disk shows here, not at exit as a traceback
+        except OSError as error:
+            _output_failed(error)
         except CollsimError as error:
             click.echo(f"error: {error}", err=True)
             sys.exit(2)
@@ -75,6 +80,22 @@ class Main(LazyGroup):
         except click.exceptions.Abort:
             click.echo("aborted", err=True)
             sys.exit(1)
+
+
+def _output_failed(error: OSError) -> None:
+    """One line for an output that cannot be written: standard output on a full disk
+    (``> /dev/full``), or a file the command named. (A pipe closed early, ``| head -1``, click
+    ends quietly with status 1, as Unix tools do.)"""
+    import os
+
+    where = f"{error.filename!r}" if error.filename else "standard output"
+    reason = error.strerror or str(error)
+    try:  # nothing more reaches stdout: Python's own flush at exit would fail again, with a traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout without a file descriptor (a test runner's)
+        pass
+    click.echo(f"error: cannot write {where}: {reason}", err=True)
+    sys.exit(2)
 
 
 @click.group(
@@ -168,12 +189,9 @@ def collective(scenario_file: str | None, trace: str | None, csv_path: str | Non
     """
     from sim.collective.collapsed import run as run_in_mode
     from sim.collective.collapsed import summarize
-    from sim.collective.results import check_output_path
     from sim.scenario import CollectiveScenario, check_keys, fill_only_algorithm, load_mapping, missing_text, override
 
-    for path, what in ((trace, "--trace"), (csv_path, "--csv")):
-        if path:
-            check_output_path(path, what)
+    check_outputs((trace, "--trace"), (csv_path, "--csv"))
     calibration, backend = flags.pop("calibration"), flags.pop("backend")
     data = load_mapping(scenario_file) if scenario_file else {}
     check_keys(CollectiveScenario, data)  # a misspelt key is named before "missing --ranks"
@@ -195,25 +213,28 @@ def collective(scenario_file: str | None, trace: str | None, csv_path: str | Non
         from sim.hardware.cli import apply_hardware
 
         apply_hardware(data, pick=model == "des", **restrict)
+    no_size = _no_size(data)
     if model == "nccl":
         from sim.hardware.cli import echo_nccl
 
+        if no_size:
+            raise CollsimError(missing_text(["--size"], data.get("op")))
         return echo_nccl(data, as_json, **restrict)
     calibration_used = _apply_calibration(data, calibration, backend) if calibration else None
     fill_only_algorithm(data)
-    missing = [flag for flag, keys in _REQUIRED.items() if not any(key in data for key in keys)]
+    missing = [flag for flag, keys in _REQUIRED.items() if not any(key in data for key in keys)] + ["--size"] * no_size
     if missing:
         raise CollsimError(missing_text(missing, data.get("op")))
     if "size_bytes" not in data:
-        data.setdefault("size", 0)
+        data.setdefault("size", 0)  # a barrier moves no data
     scenario = CollectiveScenario.from_dict(data)
     _check_budget(scenario, mode)
     result = run_in_mode(scenario, mode)
     if (trace or csv_path) and result.mode == "collapsed":
         raise CollsimError("--trace and --csv need per-message events: use --mode full")
-    if trace:
+    if trace is not None:
         result.write_trace(trace)
-    if csv_path:
+    if csv_path is not None:
         result.to_csv(csv_path)
     summary = summarize(result)
     if calibration_used is not None:
@@ -299,6 +320,12 @@ def calibration_note(document: dict[str, Any], path: str, op: str, ranks: int, b
 
 
 _REQUIRED = {"--op": ("op",), "--algorithm": ("algorithm",), "--ranks": ("ranks",), "--bandwidth": ("bandwidth", "bandwidth_Bps")}
+
+
+def _no_size(data: dict[str, Any]) -> bool:
+    """No --size (nor size in the scenario file) for an op that moves data: refused, where it
+    ran 0 bytes and answered "0 s" (a barrier moves none and needs none)."""
+    return data.get("op") != "barrier" and "size" not in data and "size_bytes" not in data
 
 
 def _scenario_fields(flags: dict[str, Any]) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from sim.errors import CollsimError
 
-__all__ = ["COLLECTIVE", "DDP", "FieldInfo", "RECORD_MODES", "SHARING_MODES", "field_info", "fields_of"]
+__all__ = ["COLLECTIVE", "DDP", "FieldInfo", "RECORD_MODES", "SHARING_MODES", "check_range", "field_info", "fields_of"]
 
 RECORD_MODES = ("auto", "full", "aggregate")
 SHARING_MODES = ("fifo", "fair")
@@ -31,7 +31,8 @@ class FieldInfo:
     accepted for it; ``unit``: "bytes", "s", "B/s" or "" (a plain number or word); ``low`` and
     ``high``: inclusive bounds where the field has them; ``default``: the dataclass default
     (``dataclasses.MISSING`` where the field is required; filled by :func:`field_info`);
-    ``kind``: how a command-line flag reads it (text, int, float, flag, repeated)."""
+    ``kind``: how a command-line flag reads it (text, int, float, flag, repeated); ``listing``:
+    where the allowed values are listed ("module:function"), so help never goes stale."""
 
     name: str
     label: str
@@ -44,6 +45,7 @@ class FieldInfo:
     choices: tuple[str, ...] = ()
     kind: str = "text"  # how a flag reads it: text (parsed by the scenario), int, float, flag (on/off) or repeated
     default: Any = None
+    listing: str = ""  # "module:function" listing the allowed values (the registry's ops), read when help is shown
 
     @property
     def key(self) -> str:
@@ -75,7 +77,7 @@ NETWORK_FIELDS = ("latency_s", "bandwidth_Bps", "topology", "gpus_per_node", "in
 
 F = FieldInfo
 COLLECTIVE = _table(
-    F("op", "Operation", "broadcast, reduce, all_reduce, all_gather, reduce_scatter, gather, scatter, barrier, send_recv"),
+    F("op", "Operation", "the collective operation", listing="sim.algorithms.registry:ops"),
     F("algorithm", "Algorithm", "e.g. ring, binomial, recursive_doubling, rabenseifner, double_binary_tree"),
     F("ranks", "Ranks", "number of ranks p", low=1, high=65536, kind="int"),
     F(
@@ -255,6 +257,16 @@ def fields_of(scenario: str = "collective") -> dict[str, FieldInfo]:
     if scenario not in _SCENARIOS:
         raise CollsimError(f"scenario: unknown {scenario!r}; allowed: {', '.join(_SCENARIOS)}")
     return _SCENARIOS[scenario][2]
+
+
+def check_range(name: str, value: float, scenario: str = "collective") -> None:
+    """Raise when ``value`` is outside field ``name``'s bounds: one limit, from the table above,
+    for every command, file and form (``sim ddp --ranks 100000`` once passed its own 65,536)."""
+    info = fields_of(scenario)[name]
+    if info.low is not None and info.high is not None and not info.low <= value <= info.high:
+        raise CollsimError(f"{info.key}: must be between {info.low:g} and {info.high:g}, got {value:g}", field=info.key)
+    if info.low is not None and value < info.low:
+        raise CollsimError(f"{info.key}: must be >= {info.low:g}, got {value:g}", field=info.key)
 
 
 def field_info(name: str, scenario: str = "collective") -> FieldInfo:

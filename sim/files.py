@@ -108,6 +108,8 @@ def user_file(value: str | Path, field: str, expected: str, label: str | None = 
     allowed folder, named relative to it, is returned: nothing else on the server is even looked at.
     """
     label = label or field
+    if not str(value).strip():
+        raise CollsimError(f"{label}: empty file name; give {expected}", field=field)
     if refusing():
         return _allowed_file(str(value), field, expected, label)
     path = Path(value)

@@ -19,10 +19,10 @@ from typing import Any
 from sim.algorithms.registry import algorithm_spec, algorithms_for, ops
 from sim.collective.pick import PICK_KEYS, fill_pick, wants_pick
 from sim.errors import CollsimError
-from sim.fields import COLLECTIVE, RECORD_MODES, SHARING_MODES, FieldInfo, field_info
+from sim.fields import COLLECTIVE, RECORD_MODES, SHARING_MODES, FieldInfo, check_range, field_info
 from sim.units import parse_bandwidth, parse_size, parse_time, require_unit
 
-__all__ = ["RECORD_MODES", "SHARING_MODES", "CollectiveScenario", "FieldInfo", "ScenarioData", "aliases_of", "check_keys", "field_info", "optional_parser", "parse_bool", "parse_int",
+__all__ = ["RECORD_MODES", "SHARING_MODES", "CollectiveScenario", "FieldInfo", "ScenarioData", "aliases_of", "check_input_file", "check_keys", "field_info", "optional_parser", "parse_bool", "parse_int",
            "from_mapping", "load_mapping", "override", "parse_data", "unit_kind", "unknown_key"]  # fmt: skip
 
 
@@ -53,22 +53,27 @@ def optional_parser(parse: Callable[[Any, str], Any]) -> Callable[[Any, str], An
 
 
 def _stragglers(value: Any, what: str) -> tuple[tuple[int, float], ...]:
-    """{rank: delay} or "3:1ms,5:2ms" (typed: delays need a unit) or [[rank, seconds], ...]
-    (the form ``to_dict`` writes: plain numbers are seconds)."""
+    """{rank: delay}, "3:1ms,5:2ms" or [[rank, delay], ...]: every delay with a unit in every form
+    ("3:1" or [3, 1] is not read as 1 s; ``to_dict`` writes "0.001s"); zero needs none."""
     if isinstance(value, str):
         value = [item.split(":", 1) for item in value.split(",") if item.strip()]
-        for item in value:  # typed by a person: "3:1" is not 1 s
-            if len(item) == 2:
-                require_unit(item[1].strip(), f"{what} {':'.join(item).strip()!r}", "time")
-    if isinstance(value, dict):
-        for rank, delay in value.items():
-            require_unit(delay, f"{what} {rank}", "time")
     items = value.items() if isinstance(value, dict) else value
     try:
-        pairs = tuple((parse_int(rank, what), parse_time(delay, what)) for rank, delay in items)
+        pairs = [(rank, delay) for rank, delay in items]
     except (TypeError, ValueError):
         raise CollsimError(f"{what}: expected rank:delay pairs such as 3:1ms, got {value!r}") from None
-    return tuple(sorted(pairs))
+    for rank, delay in pairs:
+        require_unit(delay.strip() if isinstance(delay, str) else delay, f"{what} {str(rank).strip()}", "time")
+    return tuple(sorted((parse_int(rank, what), parse_time(delay, what)) for rank, delay in pairs))
+
+
+def check_input_file(path: str | Path, what: str) -> Path:
+    """``path`` as a file to read, or one error saying what it is instead: not found, a
+    directory, or not a regular file (``/dev/null``, a pipe); :func:`sim.files.user_file`, so a
+    server never looks at a path a link names."""
+    from sim.files import user_file
+
+    return user_file(path, what.split()[0].lstrip("-").replace("-", "_"), "a file", label=what)
 
 
 Parser = Callable[[Any, str], Any]
@@ -333,8 +338,7 @@ class CollectiveScenario(ScenarioData):
         preset.check_nodes(self.ranks // preset.gpus_per_node)
 
     def _check_numbers(self) -> None:
-        if self.ranks < 1 or self.ranks > 65536:
-            raise CollsimError(f"ranks: must be between 1 and 65536, got {self.ranks}")
+        check_range("ranks", self.ranks)
         if self.size_bytes < 0:
             raise CollsimError(f"size: must be >= 0 bytes, got {self.size_bytes}")
         positive = {
@@ -377,6 +381,16 @@ class CollectiveScenario(ScenarioData):
                     f"verify: real payloads for {self.ranks} ranks x {self.size_bytes} bytes need {need / 2**30:.1f} GiB of memory; "
                     f"allowed up to {VERIFY_LIMIT_BYTES / 2**30:.0f} GiB: lower the size or ranks, or run without verify"
                 )
+        self._check_stragglers()
+
+    def _check_stragglers(self) -> None:
+        ranks = [rank for rank, _ in self.stragglers]
+        twice = sorted({rank for rank in ranks if ranks.count(rank) > 1})
+        if twice:
+            from sim.units import format_time
+
+            delays = ", ".join(format_time(delay).replace(" ", "") for rank, delay in self.stragglers if rank == twice[0])
+            raise CollsimError(f"stragglers: rank {twice[0]} has more than one delay ({delays}); give one delay per rank")
         for rank, delay in self.stragglers:
             if not 0 <= rank < self.ranks or delay < 0:
                 from sim.units import format_time
@@ -395,6 +409,7 @@ class CollectiveScenario(ScenarioData):
             )
         for group in self._group_shapes():
             spec.check(group)
+        self._check_two_level_only()
         if self.topology == "two_level":
             gpus = self.gpus_per_node_resolved
             if self.gpus_per_node is None and self.ranks % gpus:
@@ -407,6 +422,20 @@ class CollectiveScenario(ScenarioData):
                 raise CollsimError(f"gpus_per_node: must divide ranks ({self.ranks}), got {gpus}")
         elif self.gpus_per_node is not None and self.topology in ("switch", "ring", "torus2d"):
             raise CollsimError(f"gpus_per_node: only applies to the two_level topology, not {self.topology}")
+
+    def _check_two_level_only(self) -> None:
+        """Inside-a-node links exist on two_level (and the presets, which build it): elsewhere
+        an intra-node bandwidth or latency would be dropped without a word."""
+        given = [
+            name
+            for name, value in (("intra_bandwidth", self.intra_bandwidth_Bps), ("intra_latency", self.intra_latency_s))
+            if value is not None
+        ]
+        if given and self.topology != "two_level":
+            raise CollsimError(
+                f"{given[0]}: applies to topology two_level (or a --hardware preset), where ranks share a node; "
+                f"topology {self.topology} has no links inside a node: drop it, or use topology two_level"
+            )
 
     def _group_shapes(self) -> list[Any]:
         """What the algorithm check sees: the scenario, or one view per group size (local ranks)."""
@@ -452,7 +481,7 @@ class CollectiveScenario(ScenarioData):
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
-        data["stragglers"] = [list(pair) for pair in self.stragglers]
+        data["stragglers"] = [[rank, f"{delay!r}s"] for rank, delay in self.stragglers]  # with its unit, as from_dict needs
         data["groups"] = [list(group) for group in self.groups]
         return data
 

@@ -35,6 +35,7 @@ from typing import Any
 
 import click
 
+from sim.cli_fields import writing_to
 from sim.errors import CollsimError
 from sim.scenario import check_keys, load_mapping, unknown_key
 
@@ -220,17 +221,51 @@ class Store:
         self.connection.close()
 
 
-def _local(todo: list[Point], grid: Grid, workers: int) -> Iterator[tuple[Point, dict[str, Any]]]:
-    if workers <= 1:
-        for point in todo:
-            yield point, run_point(grid.kind, grid.mode, point.scenario)
-        return
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+def _ignore_interrupt() -> None:
+    """Pool workers leave Ctrl-C to the parent, which stores what finished and stops them."""
+    import signal
 
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(run_point, grid.kind, grid.mode, point.scenario): point for point in todo}
-        for future in as_completed(futures):
-            yield futures[future], future.result()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+class _LocalPool:
+    """Points on local worker processes, yielded as they finish; after Ctrl-C, :meth:`ready`
+    gives the ones finished but not yet taken, and :meth:`close` stops the workers at once
+    (leaving the pool with ``with`` ran every queued point first: about a minute). A worker
+    that dies (killed for memory) ends the sweep with an error, as before."""
+
+    def __init__(self, todo: list[Point], grid: Grid, workers: int) -> None:
+        from concurrent.futures import ProcessPoolExecutor
+
+        self.pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_interrupt)
+        self.futures = {self.pool.submit(run_point, grid.kind, grid.mode, point.scenario): point for point in todo}
+        self.taken: set[Any] = set()
+
+    def __iter__(self) -> Iterator[tuple[Point, dict[str, Any]]]:
+        from concurrent.futures import as_completed
+
+        for future in as_completed(self.futures):
+            self.taken.add(future)
+            yield self.futures[future], future.result()
+
+    def ready(self) -> Iterator[tuple[Point, dict[str, Any]]]:
+        for future, point in self.futures.items():
+            if future not in self.taken and future.done() and not future.cancelled() and future.exception() is None:
+                self.taken.add(future)
+                yield point, future.result()
+
+    def close(self) -> None:
+        workers = list((getattr(self.pool, "_processes", None) or {}).values())  # the standard library's; public only from 3.14
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        for process in workers:  # the points still running: stopped now, not run to their end
+            process.terminate()
+        for process in workers:
+            process.join(5)
+
+
+def _local(todo: list[Point], grid: Grid) -> Iterator[tuple[Point, dict[str, Any]]]:
+    for point in todo:
+        yield point, run_point(grid.kind, grid.mode, point.scenario)
 
 
 def _dask(todo: list[Point], grid: Grid, scheduler: str) -> Iterator[tuple[Point, dict[str, Any]]]:
@@ -252,35 +287,68 @@ def _dask(todo: list[Point], grid: Grid, scheduler: str) -> Iterator[tuple[Point
         client.close()
 
 
+class SweepInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a sweep, after the finished points were stored; ``counts`` as run_sweep's
+    (still a KeyboardInterrupt to whoever called run_sweep)."""
+
+    def __init__(self, counts: dict[str, int]) -> None:
+        super().__init__("sweep interrupted")
+        self.counts = counts
+
+
 def run_sweep(
     grid: Grid, db: str | Path, workers: int | None = None, scheduler: str | None = None, progress: bool = False
 ) -> dict[str, int]:
-    """Run every point of ``grid`` not yet in ``db``; returns counts (total, skipped, ok, error)."""
+    """Run every point of ``grid`` not yet in ``db``; returns counts (total, skipped, ok, error).
+    On Ctrl-C every point finished so far is stored, then :class:`SweepInterrupted` is raised."""
     store = Store(db)
     counts = {"total": 0, "skipped": 0, "ok": 0, "error": 0}
+    pool = None
     try:
-        done = store.done()
-        todo = []
-        for point in points(grid):
-            counts["total"] += 1
-            if point.point_id in done:
-                counts["skipped"] += 1
-            elif point.error:
-                store.add(grid, point, {"status": "error", "result": None, "error": point.error, "time_s": None, "wall_s": 0.0})
-                counts["error"] += 1
-            else:
-                todo.append(point)
+        todo = _points_to_run(grid, store, counts)
         workers = workers or os.cpu_count() or 1
-        finished = _dask(todo, grid, scheduler) if scheduler else _local(todo, grid, workers)
+        if scheduler:
+            finished: Any = _dask(todo, grid, scheduler)
+        elif workers > 1:
+            finished = pool = _LocalPool(todo, grid, workers)
+        else:
+            finished = _local(todo, grid)
         bar = _progress(len(todo), progress)
-        for point, outcome in finished:
-            store.add(grid, point, outcome)
-            counts[outcome["status"]] += 1
-            bar.update(1)
-        bar.close()
+        try:
+            for point, outcome in finished:
+                _store(store, grid, point, outcome, counts)
+                bar.update(1)
+        except KeyboardInterrupt:
+            for point, outcome in pool.ready() if pool else ():
+                _store(store, grid, point, outcome, counts)
+            raise SweepInterrupted(counts) from None
+        finally:
+            bar.close()
     finally:
+        if pool is not None:
+            pool.close()
         store.close()
     return counts
+
+
+def _points_to_run(grid: Grid, store: Store, counts: dict[str, int]) -> list[Point]:
+    """The grid's points not in the store yet; invalid ones are stored with their error."""
+    done = store.done()
+    todo = []
+    for point in points(grid):
+        counts["total"] += 1
+        if point.point_id in done:
+            counts["skipped"] += 1
+        elif point.error:
+            _store(store, grid, point, {"status": "error", "result": None, "error": point.error, "time_s": None, "wall_s": 0.0}, counts)
+        else:
+            todo.append(point)
+    return todo
+
+
+def _store(store: Store, grid: Grid, point: Point, outcome: dict[str, Any], counts: dict[str, int]) -> None:
+    store.add(grid, point, outcome)
+    counts[outcome["status"]] += 1
 
 
 def _progress(total: int, enabled: bool) -> Any:
@@ -299,7 +367,7 @@ def write_points_csv(db: str | Path, grid_name: str, path: str | Path) -> int:
     finally:
         store.close()
     axes = sorted({key for row in rows for key in row["params"]})
-    with open(path, "w", newline="") as handle:
+    with writing_to(path, "--csv"), open(path, "w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow([*axes, "status", "time_s", "error"])
         for row in sorted(rows, key=lambda r: [str(r["params"].get(axis)) for axis in axes]):
@@ -319,17 +387,19 @@ def sweep_command(
     grid_file: str, db: str, workers: int | None, scheduler: str | None, quiet: bool, as_json: bool, csv_path: str | None
 ) -> None:
     """Run a grid of scenarios (GRID.yaml); finished points are skipped on a rerun."""
-    from sim.collective.results import check_output_path
+    from sim.cli_fields import check_outputs
 
     grid = load_grid(grid_file)
-    if csv_path:
-        check_output_path(csv_path, "--csv")
+    check_outputs((csv_path, "--csv"))
     if workers is not None and workers < 1:
         raise CollsimError(f"--workers: must be >= 1, got {workers}")
     started = time.perf_counter()
-    counts = run_sweep(grid, db, workers, scheduler, progress=not quiet)
+    try:
+        counts = run_sweep(grid, db, workers, scheduler, progress=not quiet)
+    except SweepInterrupted as stop:
+        _interrupted(grid, db, csv_path, stop.counts)
     counts["wall_s"] = round(time.perf_counter() - started, 3)
-    if csv_path:
+    if csv_path is not None:
         write_points_csv(db, grid.name, csv_path)
     failed = failed_points(grid, db)
     if as_json:
@@ -345,6 +415,20 @@ def sweep_command(
     if failed:
         click.echo(f"{len(failed)} of {counts['total']} points failed; the others are stored in {db}", err=True)
         sys.exit(1)
+
+
+def _interrupted(grid: Grid, db: str | Path, csv_path: str | None, counts: dict[str, int]) -> None:
+    """Ctrl-C: say how many finished points were kept and where (the --csv too), exit 130."""
+    kept = counts["ok"] + counts["error"]
+    if csv_path is not None:
+        write_points_csv(db, grid.name, csv_path)
+    left = counts["total"] - counts["skipped"] - kept
+    click.echo(
+        f"interrupted: kept the {kept} point(s) that finished in {db}{f' and {csv_path}' if csv_path else ''}; "
+        f"{left} not run; the same command runs only those",
+        err=True,
+    )
+    sys.exit(130)
 
 
 def failed_points(grid: Grid, db: str | Path) -> list[dict[str, Any]]:

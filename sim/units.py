@@ -4,7 +4,11 @@
 sizes ``B``, decimal ``KB MB GB TB`` (1e3...), binary ``KiB MiB GiB TiB`` (1024...), bits ``b Kb
 Mb Gb`` (also ``Mbit``); bandwidths the same per second: ``MB/s GB/s GiB/s`` bytes, ``Mb/s Gb/s
 Gbit/s Mbps Gbps`` bits, so ``8Mb/s`` is 1 MB/s. A spelling whose B cannot be read (``GBPS``
-in capitals, ``GBps``) is refused with both readings. Times: ``s ms us ns`` (and ``µs``).
+in capitals, ``GBps``) is refused with both readings, and so is a prefix in lower case before a lone ``b``
+(``1gb``, ``64mb``, ``1gib``, ``gb/s``): people write it for bytes, and it would read as bits; write
+``GB``, ``GiB`` or ``Gb``. (``gbps`` stays bits, as ``bps`` always is.) A size is at most
+:data:`MAX_SIZE_BYTES` (1 PiB, 1024 TiB): beyond it no collective is meant, and the counters of a
+run would overflow. Times: ``s ms us ns`` (and ``µs``).
 
 Where a bare number is allowed: a size without a unit is bytes (as nccl-tests reads sizes)
 everywhere. A time or bandwidth without a unit is an error wherever a person types it (a CLI
@@ -27,6 +31,7 @@ _PREFIX_NAMES = {"": "", "K": "kilo", "M": "mega", "G": "giga", "T": "tera", "KI
 # a unit: a prefix (k, K, M, G, T, or Ki, Mi, Gi, Ti), then B (bytes) or b / bit (bits); for a
 # bandwidth then /s, or ps ("Gbps"); "B" and "b" are told apart by their case, prefixes are not
 _UNIT = re.compile(r"^(?P<prefix>(?:[kKmMgGtT][iI]?)?)(?P<base>B|b|bit|bits|byte|bytes|Byte|Bytes)?(?P<rate>/s|ps|PS)?$")
+MAX_SIZE_BYTES = 2**50  # 1 PiB: the largest size any field takes (documented above)
 TIME_UNITS = {"S": 1.0, "MS": 1e3, "US": 1e6, "NS": 1e9}  # divisors: 5 / 1e6 is exactly 5e-06
 
 _NUMBER = re.compile(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*([A-Za-zµμ/]*)\s*$")
@@ -61,8 +66,22 @@ def _bytes_factor(unit: str, text: object, what: str, allowed: str, rate: bool) 
     bits = base[0] == "b"
     if per == "PS" or (per == "ps" and not bits):  # GBPS, GBps: bytes by the B, bits as in Gbps
         raise _ambiguous(text, what, prefix)
+    if base == "b" and prefix and prefix == prefix.lower() and per != "ps":  # 1gb: bytes meant, bits read
+        raise _lower_case(text, what, prefix, per or "")
     factor = _PREFIX[prefix.upper()]
     return factor / 8 if bits else float(factor)
+
+
+def _lower_case(text: object, what: str, prefix: str, per: str) -> CollsimError:
+    """``1gb`` is gigabits by the letter, but people write it for gigabytes: refuse it, naming
+    the three spellings that say which."""
+    letter = prefix[0].upper()
+    decimal, binary, bits = f"{letter}B{per}", f"{letter}iB{per}", f"{letter}b{per}"
+    name = _PREFIX_NAMES[letter]
+    return CollsimError(
+        f"{what}: {str(text).strip()!r} is ambiguous (lower-case b would be bits); write {decimal} ({name}bytes, 10^{3 * ' KMGT'.index(letter)}), "
+        f"{binary} ({_PREFIX_NAMES[letter + 'I']}bytes, 2^{10 * ' KMGT'.index(letter)}) or {bits} ({name}bits)"
+    )
 
 
 def _ambiguous(text: object, what: str, prefix: str) -> CollsimError:
@@ -105,15 +124,28 @@ def require_unit(value: object, what: str, kind: str) -> None:
 
 
 def parse_size(text: str | int | float, what: str = "size") -> int:
-    """Bytes in ``text`` ("64MiB", "1.5KB", 4096); must be a whole, non-negative number."""
+    """Bytes in ``text`` ("64MiB", "1.5KB", 4096); a whole number from 0 to :data:`MAX_SIZE_BYTES`."""
     value, unit = _split(text, what, SIZE_HELP)
     factor = _bytes_factor(unit or "B", text, what, SIZE_HELP, rate=False)
     nbytes = value * factor
     if not math.isfinite(nbytes) or nbytes < 0:
         raise CollsimError(f"{what}: must be a finite, non-negative size, got {text!r}")
+    if nbytes > MAX_SIZE_BYTES:
+        raise CollsimError(f"{what}: {text!r} is beyond the largest size, 1 PiB (1024TiB, {MAX_SIZE_BYTES} bytes)")
     if abs(nbytes - round(nbytes)) > 1e-6 * max(1.0, nbytes):
         raise CollsimError(f"{what}: {text!r} is not a whole number of bytes")
     return int(round(nbytes))
+
+
+def parse_element_bytes(text: str | int | float, what: str = "bytes per element") -> int:
+    """Bytes per element (``optimizer_state_bytes: 8``, ``8B``): a size unit above bytes is
+    refused, where ``8GB`` was taken as 8e9 bytes for each element."""
+    _, unit = _split(text, what, "a whole number of bytes such as 8")
+    if unit not in ("", "B"):
+        raise CollsimError(
+            f"{what}: {str(text).strip()!r} is a size; this is bytes per parameter element, a whole number such as 8 (Adam in fp32) or 8B"
+        )
+    return parse_size(text, what)
 
 
 def parse_bandwidth(text: str | int | float, what: str = "bandwidth") -> float:
@@ -160,7 +192,7 @@ def parse_size_list(text: str, what: str = "sizes") -> list[int]:
         return sizes
     items = [item for item in text.split(",") if item.strip()]
     if not items:
-        raise CollsimError(f"{what}: empty list")
+        raise CollsimError(f"{what}: empty list; give a comma list (1MiB,4MiB) or a range START:STOP:xFACTOR (4KiB:64MiB:x4)")
     if len(items) > MAX_LIST_POINTS:
         raise CollsimError(f"{what}: {len(items):,} sizes, beyond the limit of {MAX_LIST_POINTS:,}")
     sizes = []

@@ -1,8 +1,40 @@
 """Suite-wide settings."""
 
+from pathlib import Path
+
+import pytest
 from hypothesis import settings
 
 # Property tests draw the same examples on every run: CI runs on a fresh clone with no example
 # database, and a red build should be reproducible, not a lottery.
 settings.register_profile("deterministic", derandomize=True)
 settings.load_profile("deterministic")
+
+ROOT = Path(__file__).resolve().parents[1]
+SLOW_LIST = Path(__file__).with_name("slow_tests.txt")
+
+
+def slow_node_ids(path: Path = SLOW_LIST) -> list[str]:
+    """The node ids listed in tests/slow_tests.txt, one a line (``#`` starts a comment): a file,
+    a test (every parametrization) or one parametrized case."""
+    ids = [line.split("#")[0].strip() for line in path.read_text().splitlines()] if path.exists() else []
+    ids = [node for node in ids if node]
+    missing = sorted({node.split("::")[0] for node in ids if not (ROOT / node.split("::")[0]).exists()})
+    if missing:
+        raise pytest.UsageError(f"{path.name} names files that do not exist: {', '.join(missing)}")
+    return ids
+
+
+def _listed(nodeid: str, listed: list[str]) -> bool:
+    bare = nodeid.split("[")[0]
+    return any(nodeid == node or bare == node or nodeid.startswith(node + "::") for node in listed)
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects by markers
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark `slow` the tests listed in tests/slow_tests.txt, so the quick selection
+    (``-m "not slow and not browser"``) stays quick without editing each test file."""
+    listed = slow_node_ids()
+    for item in items:
+        if _listed(item.nodeid, listed):
+            item.add_marker(pytest.mark.slow)

@@ -22,7 +22,7 @@ from sim.algorithms.registry import algorithms_for, ops
 from sim.collective import explore, pick
 from sim.collective.analytic import busbw_factor
 from sim.collective.player import PLAYER_DRAW_RANKS
-from sim.collective.results import CollectiveResult
+from sim.collective.results import CollectiveResult, algbw_GBps
 from sim.collective.runner import start_collective
 from sim.errors import CollsimError
 from sim.scenario import CollectiveScenario
@@ -40,6 +40,7 @@ CROSSOVER_SIZES = explore.CROSSOVER_SIZES
 
 DEFAULTS: dict[str, str] = {
     "hardware": "",  # a preset (sim/hardware): fills ranks, topology and links; "" sets them by hand
+    "nodes": "",  # with a preset: its nodes (ranks = nodes x its GPUs per node); "" without one
     "op": "all_reduce",
     "algorithm": "ring",  # "nccl": NCCL's pick on a GPU preset (sim.collective.pick)
     "nccl_algo": "",  # NCCL's pick restricted as NCCL_ALGO ("": auto)
@@ -98,7 +99,8 @@ def _check_field(name: str, text: str) -> None:
     if name == "ranks" and text.isdigit() and not MIN_RANKS <= int(text) <= MAX_RANKS:
         raise CollsimError(f"ranks: the explorer takes {MIN_RANKS} to {MAX_RANKS} ranks, got {text}")
     if name in _CHECKED_ALONE and text:
-        CollectiveScenario.from_dict({**_ALONE_BASE, name: text})
+        inside = {"topology": "two_level"} if name.startswith("intra_") else {}  # links inside a node exist on two_level only
+        CollectiveScenario.from_dict({**_ALONE_BASE, **inside, name: text})
 
 
 def scenario_fields(form: dict[str, Any]) -> dict[str, Any]:
@@ -132,17 +134,22 @@ def scenario_fields(form: dict[str, Any]) -> dict[str, Any]:
     return fields
 
 
-def hardware_form(name: str | None, ranks: str | None) -> dict[str, str] | None:
-    """The form values a hardware preset sets (nodes from the ranks typed, at least one node),
-    or None for "no preset"."""
+def hardware_form(name: str | None, ranks: str | None, nodes: str | None = None) -> dict[str, str] | None:
+    """The form values a hardware preset sets: its nodes (``nodes`` when a whole number, else
+    from the ranks typed, at least one node) and the ranks they make, its topology and links;
+    None for "no preset"."""
     if not name:
         return None
     from sim.hardware.presets import load_preset, scenario_fields
 
     gpus = load_preset(name).gpus_per_node
-    nodes = max(1, int(ranks) // gpus) if str(ranks or "").isdigit() else 1
-    fields = scenario_fields(name, nodes)
+    if str(nodes or "").strip().isdigit() and int(nodes) >= 1:
+        count = int(nodes)
+    else:
+        count = max(1, int(ranks) // gpus) if str(ranks or "").strip().isdigit() else 1
+    fields = scenario_fields(name, count)
     return {
+        "nodes": str(count),
         "ranks": str(fields["ranks"]),
         "topology": "two_level",
         "gpus_per_node": str(fields["gpus_per_node"]),
@@ -152,6 +159,63 @@ def hardware_form(name: str | None, ranks: str | None) -> dict[str, str] | None:
         "intra_latency": f"{fields['intra_latency_s'] * 1e6:.6g}us",
         "reduce_bandwidth": "",  # a preset's reductions cost nothing, as `collsim sim collective --hardware`
     }
+
+
+def preset_note(name: str | None, values: dict[str, str] | None) -> str:
+    """What choosing preset ``name`` set, said on the page: "dgx-h100: 2 nodes of 8 GPUs = 16
+    ranks (change Nodes for more) ..."; "" for no preset."""
+    if not name or not values:
+        return ""
+    nodes, gpus = int(values["nodes"]), values["gpus_per_node"]
+    return (
+        f"Hardware {name}: {nodes} node{'s' if nodes != 1 else ''} of {gpus} GPUs = {values['ranks']} ranks "
+        f"(change Nodes for more); topology two_level, NICs {values['bandwidth']} and {values['latency']}, "
+        f"inside a node {values['intra_bandwidth']} and {values['intra_latency']}."
+    )
+
+
+def nodes_to_ranks(nodes: str | None, hardware: str | None, gpus_per_node: str | None) -> str | None:
+    """The ranks ``nodes`` nodes of a preset make (the form's GPUs per node, else the preset's);
+    None when they make none (no preset, not a whole number)."""
+    text = str(nodes or "").strip()
+    if not hardware or not text.isdigit() or int(text) < 1:
+        return None
+    gpus = str(gpus_per_node or "").strip()
+    if not gpus.isdigit() or not int(gpus):
+        from sim.hardware.presets import load_preset
+
+        gpus = str(load_preset(hardware).gpus_per_node)
+    return str(int(text) * int(gpus))
+
+
+def ranks_to_nodes(ranks: str | None, hardware: str | None, gpus_per_node: str | None) -> str | None:
+    """The nodes ``ranks`` fill on a preset when they fill whole nodes, else None."""
+    per_node = nodes_to_ranks("1", hardware, gpus_per_node)
+    text = str(ranks or "").strip()
+    if per_node is None or not text.isdigit() or int(text) % int(per_node) or not int(text):
+        return None
+    return str(int(text) // int(per_node))
+
+
+def _check_nodes(form: dict[str, Any]) -> str:
+    """The Nodes field's message ("" when fine): a whole number, only with a preset, making as
+    many ranks as the Ranks field says."""
+    text, hardware = str(form.get("nodes") or "").strip(), str(form.get("hardware") or "").strip()
+    if not text:
+        return ""
+    if not hardware:
+        return "nodes: only with a hardware preset (without one, Ranks sets the size)"
+    if not text.isdigit() or int(text) < 1:
+        return f"nodes: give a whole number of nodes, at least 1, got {text!r}"
+    try:
+        ranks = nodes_to_ranks(text, hardware, form.get("gpus_per_node"))
+    except CollsimError:
+        return ""  # an unknown preset: the hardware field says so
+    if ranks is not None and int(ranks) > MAX_RANKS:
+        return f"nodes: {text} nodes of {int(ranks) // int(text)} GPUs are {ranks} ranks; the explorer takes up to {MAX_RANKS}"
+    if ranks is not None and str(form.get("ranks") or "").strip() not in ("", ranks):
+        return f"nodes: {text} nodes are {ranks} ranks, but Ranks says {str(form.get('ranks')).strip()}; change one of them"
+    return ""
 
 
 def pick_form(name: str | None, op: str | None) -> dict[str, str]:
@@ -224,6 +288,8 @@ def parse_form(form: dict[str, Any]) -> tuple[CollectiveScenario | None, dict[st
             errors[name] = str(error)
     if fields["op"] not in ops():
         errors["op"] = f"op: choose one of {', '.join(ops())}"
+    if _check_nodes(form):
+        errors["nodes"] = _check_nodes(form)
     if "placement" not in fields and str(form.get("placement") or "block") != "block":  # dropped off two_level: say so, as the CLI does
         try:
             CollectiveScenario.from_dict({**fields, "placement": form["placement"]})
@@ -247,20 +313,45 @@ def _form_field(error: CollsimError) -> str:
 
 
 def form_from_query(search: str | None) -> dict[str, str]:
-    """The form from a link; a link naming only a hardware preset (``?hardware=dgx-h100``) gets
-    the ranks, topology and links the preset sets, as picking it in the form does."""
+    """The form from a link (:func:`read_link` without its notes)."""
+    return read_link(search)[0]
+
+
+def read_link(search: str | None) -> tuple[dict[str, str], list[str]]:
+    """The form from a link, and what the page says it made of it. A link naming only a
+    hardware preset (``?hardware=dgx-h100``, perhaps with ``nodes``) gets the nodes, ranks,
+    topology and links the preset sets, as picking it in the form does; a link whose op the
+    default algorithm does not serve (``?op=barrier``) gets that op's default algorithm."""
     form = urlstate.form_from_query(search, DEFAULTS)
     given = urlstate.query_keys(search)
+    notes = []
     if form.get("hardware") and not given & set(HARDWARE_SETS):
         try:
-            values = hardware_form(form["hardware"], form["ranks"] if "ranks" in given else None)
+            values = hardware_form(form["hardware"], form["ranks"] if "ranks" in given else None, form["nodes"])
         except CollsimError:
             values = None  # an unknown preset: the form shows the hardware field's message
         if values:
-            form.update({key: value for key, value in values.items() if key not in given})
+            form.update({key: value for key, value in values.items() if key not in given or key == "nodes"})
+            notes.append(preset_note(form["hardware"], values))
             if "algorithm" not in given:  # as picking the preset in the form: NCCL's pick
                 form.update(pick_form(form["hardware"], form["op"]))
-    return form
+    if "algorithm" not in given:
+        form["algorithm"], note = served_algorithm(form["op"], form["algorithm"], form["hardware"])
+        notes.append(note)
+    return form, [note for note in notes if note]
+
+
+def served_algorithm(op: str | None, algorithm: str | None, hardware: str | None = None) -> tuple[str | None, str]:
+    """(algorithm, note): ``algorithm`` when ``op`` has it; else the op's default (its first
+    choice) and a note saying so, shown on the page (an op whose algorithm stayed was refused)."""
+    names = algorithm_options(op or "", hardware)
+    if algorithm in names or not names:
+        return algorithm, ""
+    return names[0], f"Algorithm: {algorithm} does not run {op}; set to {_algorithm_label(names[0])}, {op}'s default."
+
+
+def _algorithm_label(name: str) -> str:
+    return "NCCL's pick" if name == pick.NCCL else name
 
 
 HARDWARE_SETS = ("topology", "gpus_per_node", "bandwidth", "latency", "intra_bandwidth", "intra_latency")
@@ -476,7 +567,8 @@ def summary_numbers(outcome: Outcome) -> dict[str, Any]:
     time_s = numbers["time_s"] if numbers["time_s"] is not None else outcome.analytic_time_s
     if result and outcome.analytic_time_s:
         numbers["relative_error"] = (result.time_s - outcome.analytic_time_s) / outcome.analytic_time_s
-    if time_s:
-        numbers["algbw_Bps"] = s.size_bytes / time_s
+    algbw = algbw_GBps(s.size_bytes, time_s, s.op) if time_s else None  # None for a barrier: it moves no data
+    if algbw is not None:
+        numbers["algbw_Bps"] = algbw * 1e9
         numbers["busbw_Bps"] = numbers["algbw_Bps"] * busbw_factor(s.op, s.ranks)
     return numbers

@@ -152,3 +152,9 @@ CMP_ERROR_TABLE = "cmp-error-table"
 CMP_DDP_CONFIG = "cmp-ddp-config"
 CMP_DDP_NOTE = "cmp-ddp-note"
 CMP_DDP_OVERLAY = "cmp-ddp-overlay"
+
+# Collectives page, appended (issue 36)
+COLL_FORM_NOTE = "coll-form-note"  # what the page made of a link or a choice: unknown keys, an algorithm the op set, what a preset set
+COLL_CROSSOVER_NOTE = "coll-crossover-note"  # the crossover's sizes not simulated here, and the button that simulates them
+COLL_CROSSOVER_MORE = "coll-crossover-more"  # ... that button: the missing sizes in the background
+COLL_CROSSOVER_JOB = "coll-crossover-job"  # dcc.Store: the scenario whose missing crossover sizes run in the background

@@ -31,3 +31,14 @@ def with_unknown(options: list[dict[str, Any]], value: str | None) -> list[dict[
 def query_keys(search: str | None) -> set[str]:
     """The keys a URL query string names (whatever their values)."""
     return {key for key, _ in parse_qsl((search or "").lstrip("?"), keep_blank_values=True)}
+
+
+def unknown_keys(search: str | None, allowed: list[str]) -> list[str]:
+    """One message naming the keys of a link the page does not read (``rank=16`` for ranks) and
+    the keys it does, or [] when it reads them all: a key ignored in silence looked as if it had
+    been applied."""
+    unknown = sorted(query_keys(search) - set(allowed))
+    if not unknown:
+        return []
+    keys = ", ".join(unknown)
+    return [f"Ignored in the link: {keys} ({'not a key' if len(unknown) == 1 else 'not keys'} of this page). Keys: {', '.join(allowed)}."]

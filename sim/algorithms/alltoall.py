@@ -62,6 +62,7 @@ def pairwise_all_to_all(net: Network, rank: int, call: Call) -> Generator:
     form="every send is posted at once: the time depends on how the network shares ports and links",
     counts=lambda s: (s.p * (s.p - 1), s.p * (s.p - 1)),
     phases=(Phase("all blocks at once", "every rank sends each other rank its block at once, and the network shares the ports"),),
+    runs=(("gloo", "all_to_all"),),  # gloo/alltoall.cc posts every send and receive at once
 )  # fmt: skip
 def direct_all_to_all(net: Network, rank: int, call: Call) -> Generator:
     yield from all_blocks_at_once(net, rank, call)

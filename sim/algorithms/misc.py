@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 
-from sim.algorithms.registry import Form, Phase, ceil_lg, register
+from sim.algorithms.registry import Form, Phase, ceil_lg, needs_a_peer, register
 from sim.collective.call import Call
 from sim.network import Network
 
@@ -34,6 +34,7 @@ def dissemination_barrier(net: Network, rank: int, call: Call) -> Generator:
     form=Form(lambda p, n, a, b, g, k: a + n * b),
     counts=lambda s: (1, 1),
     phases=(Phase("rank 0 sends to the last rank", "rank 0 sends its whole buffer to the last rank"),),
+    needs=needs_a_peer,
 )  # fmt: skip
 def send_recv(net: Network, rank: int, call: Call) -> Generator:
     """Rank 0 sends n bytes to rank p-1: a + n b."""

@@ -17,7 +17,7 @@ from collections.abc import Generator, Sequence
 from typing import Any
 
 from sim.algorithms.phases import RING_ALL_GATHER, RING_REDUCE_SCATTER, RS_THEN, THEN_AG
-from sim.algorithms.registry import Form, Phase, register
+from sim.algorithms.registry import Form, Phase, Run, register
 from sim.collective.call import Call, Piece
 from sim.errors import CollsimError
 from sim.network import Network
@@ -131,7 +131,13 @@ def ring_all_gather(net: Network, rank: int, call: Call) -> Generator:
     # gloo: ProcessGroupGloo leaves the allreduce algorithm unset and gloo runs ring; its
     # reduce_scatter_tensor is an all-reduce of the whole input and a local copy of this rank's
     # chunk. nccl: ring (its tree is for all-reduce only, and on one node it picks ring for large sizes)
-    runs=(("gloo", "all_reduce"), ("gloo", "reduce_scatter"), ("nccl", "all_reduce")),
+    runs=(
+        ("gloo", "all_reduce"),
+        Run("gloo", "reduce_scatter", note="gloo runs reduce_scatter_tensor as an all-reduce of the whole input (all_reduce/ring), then keeps "
+                                            "this rank's chunk; collsim runs reduce_scatter/ring, half the bytes of gloo's run "
+                                            "(--op all_reduce gives gloo's time); give --algorithm to choose"),
+        ("nccl", "all_reduce"),
+    ),
 )  # fmt: skip
 def ring_all_reduce(net: Network, rank: int, call: Call) -> Generator:
     """Reduce-scatter then all-gather around the ring: 2(p-1) steps of n/p bytes.

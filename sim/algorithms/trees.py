@@ -24,7 +24,7 @@ from sim.algorithms.phases import (
     HALVING_THEN,
     after_rounds,
 )
-from sim.algorithms.registry import Form, Phase, Shape, ceil_lg, register
+from sim.algorithms.registry import Form, Phase, Run, Shape, ceil_lg, register
 from sim.algorithms.ring import non_empty, ring_all_gather_steps
 from sim.collective.call import Call, Piece
 from sim.network import Network
@@ -119,7 +119,7 @@ def binomial_broadcast(net: Network, rank: int, call: Call) -> Generator:
     form=Form(lambda p, n, a, b, g, k: (p - 2 + k) * (a + n * b / k), chunked=True, split="k"),
     counts=lambda s: ((s.p - 1) * s.k, s.p - 1),
     phases=(Phase("chunks flow down the chain", "each rank forwards the chunk that just arrived to the next rank of the chain"),),
-    runs=(("nccl", "broadcast"),),  # NCCL's broadcast is its ring's pipelined chain
+    runs=(Run("nccl", "broadcast", chunk_bytes=128 * 1024),),  # NCCL's broadcast: its ring's pipelined chain, 128 KiB chunks (an approximation)
 )  # fmt: skip
 def pipelined_chain_broadcast(net: Network, rank: int, call: Call) -> Generator:
     """Chunks flow down the chain root -> root+1 -> ...; each rank forwards a chunk as soon as
@@ -219,6 +219,9 @@ def binomial_reduce_steps(net: Network, rank: int, call: Call) -> Generator:
     form=Form(lambda p, n, a, b, g, k: ceil_lg(p) * (a + n * b + n * g), rendezvous=True),
     counts=_one_per_rank,
     phases=(BINOMIAL_REDUCE,),
+    # gloo's reduce (gloo/reduce.cc) is a ring reduce-scatter then a gather to the root: no record has it
+    runs=(Run("gloo", "reduce", note="gloo's reduce is a ring reduce-scatter then a gather to the root (gloo/reduce.cc), "
+                                     "which collsim does not simulate: binomial runs instead; give --algorithm to choose"),),
 )  # fmt: skip
 def binomial_reduce(net: Network, rank: int, call: Call) -> Generator:
     """ceil(lg p) rounds of receive-and-combine: ceil(lg p)(a + n b + n g)."""

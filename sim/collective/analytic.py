@@ -199,9 +199,12 @@ def ow_for_ring(p: int, latency_s: float, bandwidth_Bps: float, call_overhead_s:
 
 
 def busbw_factor(op: str, p: int) -> float:
-    """nccl-tests' bus bandwidth factor: busbw = algbw * factor."""
+    """nccl-tests' bus bandwidth factor: busbw = algbw * factor (0 for a barrier, which moves no
+    data). The one place it is defined: real.bench, NCCL's model and the explorer read it here."""
     if op == "all_reduce":
         return 2 * (p - 1) / p
     if op in ("all_gather", "reduce_scatter", "all_to_all"):
         return (p - 1) / p
+    if op == "barrier":
+        return 0.0
     return 1.0

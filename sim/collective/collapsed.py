@@ -226,7 +226,7 @@ class CollapsedResult:
             "collapsed_source": t.source,
             "repetitions": reps,
             "rank_end_s": {"min": self.total_time_s, "max": self.total_time_s},
-            "algbw_GBps": algbw_GBps(s.size_bytes, t.time_s),
+            "algbw_GBps": algbw_GBps(s.size_bytes, t.time_s, s.op),
             "busiest_link": None,
             "events_recorded": 0,
             "events_truncated": False,

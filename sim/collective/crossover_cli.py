@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import json
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -19,9 +21,9 @@ def _sizes(text: str | None) -> tuple[int, ...]:
     from sim.collective.explore import CROSSOVER_SIZES
     from sim.units import parse_size_list
 
-    if not text:
+    if text is None:  # "" is an empty list, refused, not the default
         return CROSSOVER_SIZES
-    sizes = tuple(parse_size_list(text, "sizes"))
+    sizes = tuple(parse_size_list(text, "--sizes"))
     if min(sizes) <= 0:
         raise CollsimError(f"sizes: give positive sizes, as a comma list (1KiB,1MiB,64MiB) or a range (1KiB:1GiB:x4); got {text!r}")
     return sizes
@@ -31,7 +33,7 @@ def _sizes(text: str | None) -> tuple[int, ...]:
 @field_option("op", required=True)
 @field_option("ranks", type=int, note="required without --hardware")
 @field_option("bandwidth_Bps", note="required without --hardware")
-@field_option("latency_s", default="0")
+@field_option("latency_s")
 @field_option("reduce_bandwidth_Bps")
 @field_option("overhead_s")
 @field_option("topology")
@@ -78,7 +80,10 @@ def crossover_command(sizes: str | None, as_csv: bool, as_json: bool, **flags: A
 
     chosen = _sizes(sizes)
     check_crossover(scenario, chosen)
-    rows = crossover(scenario, chosen) + _nccl_rows(scenario, chosen)
+    picks = len(chosen) if _runs_nccl(scenario) else 0
+    with _progress_bar() as on_point:
+        rows = crossover(scenario, chosen, on_point=lambda done, total: on_point(done, total + picks))
+        rows += _nccl_rows(scenario, chosen, lambda done: on_point(len(rows) + done, len(rows) + picks))
     if as_json:
         click.echo(json.dumps(rows))
     elif as_csv:
@@ -89,35 +94,84 @@ def crossover_command(sizes: str | None, as_csv: bool, as_json: bool, **flags: A
         click.echo(format_table(rows))
 
 
-def _nccl_rows(scenario: Any, sizes: tuple[int, ...]) -> list[dict[str, Any]]:
-    """On a GPU preset: NCCL's pick at each size, run in the DES as every surface runs it."""
-    from sim.training.comm import PICK_OPS, pick_time, uses_nccl
+@contextmanager
+def _progress_bar() -> Iterator[Callable[[int, int], None]]:
+    """A tqdm bar on a terminal's stderr for a crossover that takes a while (shown after a
+    second; stdout keeps only the table, CSV or JSON)."""
+    from tqdm import tqdm
 
-    if not uses_nccl(scenario.hardware) or scenario.op not in PICK_OPS:
+    quiet = not sys.stderr.isatty()  # a log or a pipe gets no bar lines
+    bar = tqdm(total=0, desc="crossover", unit="point", file=sys.stderr, delay=1.0, leave=False, dynamic_ncols=True, disable=quiet)
+
+    def on_point(done: int, total: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+
+    try:
+        yield on_point
+    finally:
+        bar.close()
+
+
+def _runs_nccl(scenario: Any) -> bool:
+    from sim.training.comm import PICK_OPS, uses_nccl
+
+    return bool(scenario.hardware) and uses_nccl(scenario.hardware) and scenario.op in PICK_OPS
+
+
+NCCL_ROWS_SECONDS = 15.0  # NCCL's pick simulated at each size: at most about this long in all (budget.estimate)
+
+
+def _nccl_rows(scenario: Any, sizes: tuple[int, ...], on_pick: Callable[[int], None] = lambda done: None) -> list[dict[str, Any]]:
+    """On a GPU preset: NCCL's pick at each size, run in the DES as every surface runs it
+    (``on_pick(done)`` after each), smallest first while the runs' estimated time stays within
+    :data:`NCCL_ROWS_SECONDS`; the larger ones "too large to simulate here", as the crossover's
+    own points (a tree's pick at 1 GiB on 64 x dgx-h100 is ~260,000 fairly shared messages)."""
+    from sim.collective.budget import estimate
+    from sim.collective.explore import TOO_LARGE
+    from sim.hardware.nccl_des import scenario_for_pick
+    from sim.training.comm import pick_time
+
+    if not _runs_nccl(scenario):
         return []
-    nodes = scenario.ranks // scenario.gpus_per_node_resolved
-    picks = [(size, pick_time(scenario.hardware, nodes, scenario.op, size)) for size in sizes]
-    return [
-        {"algorithm": "nccl", "size_bytes": size, "time_s": pick.time_s,
-         "method": f"des ({pick.algorithm} x{pick.chunks})" if pick.algorithm else "nccl model", "why": pick.nccl_pick}
-        for size, pick in picks
-    ]  # fmt: skip
+    nodes, left, rows = scenario.ranks // scenario.gpus_per_node_resolved, NCCL_ROWS_SECONDS, []
+    for size in sorted(sizes):
+        run, _ = scenario_for_pick(scenario.hardware, nodes, scenario.op, size)
+        seconds = 0.0 if run is None else estimate(run.replace(record="aggregate")).seconds
+        if seconds > left or (rows and rows[-1]["time_s"] is None):  # the budget is spent: larger ones too
+            rows.append({"algorithm": "nccl", "size_bytes": size, "time_s": None, "method": "n/a", "why": TOO_LARGE})
+        else:
+            left -= seconds
+            pick = pick_time(scenario.hardware, nodes, scenario.op, size)
+            method = f"des ({pick.algorithm} x{pick.chunks})" if pick.algorithm else "nccl model"
+            rows.append({"algorithm": "nccl", "size_bytes": size, "time_s": pick.time_s, "method": method, "why": pick.nccl_pick})
+        on_pick(len(rows))
+    return rows
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
-    """One line per size: each algorithm's time and the fastest; algorithms that cannot run
-    are listed with the reason."""
+    """One line per size: each algorithm's time and the fastest (:func:`sim.collective.explore.fastest`,
+    marked * where some algorithm has no time at that size); algorithms that cannot run, and
+    points left out, are listed with the reason."""
+    from sim.collective.explore import fastest
     from sim.units import format_size, format_time
 
     names = list(dict.fromkeys(row["algorithm"] for row in rows if row["size_bytes"] is not None))
-    sizes = sorted({row["size_bytes"] for row in rows if row["size_bytes"] is not None})
     table = {(row["algorithm"], row["size_bytes"]): row for row in rows}
     lines = ["size".rjust(10) + "".join(name[:18].rjust(20) for name in names) + "  fastest"]
-    for size in sizes:
+    left_out: dict[str, list[int]] = {}
+    for best in fastest(rows):
+        size = best["size_bytes"]
         times = {name: table[(name, size)]["time_s"] for name in names if (name, size) in table}
-        known = {name: t for name, t in times.items() if t is not None}
         cells = "".join((format_time(times[name]) if times.get(name) is not None else "-").rjust(20) for name in names)
-        lines.append(format_size(size).rjust(10) + cells + "  " + (min(known, key=known.get) if known else "-"))
+        winner = (best["algorithm"] or "-") + (" *" if best["missing"] else "")
+        lines.append(format_size(size).rjust(10) + cells + "  " + winner)
+        for name in best["missing"]:
+            left_out.setdefault(name, []).append(size)
+    if left_out:
+        lines.append("* fastest of those with a time at that size; left out (beyond the crossover's budget, "
+                     "time them with 'collsim sim collective'): "
+                     + "; ".join(f"{name} at {', '.join(map(format_size, sizes))}" for name, sizes in left_out.items()))  # fmt: skip
     for row in rows:
         if row["size_bytes"] is None:
             lines.append(f"not run: {row['algorithm']}: {row['why']}")

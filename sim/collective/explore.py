@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from functools import lru_cache
 from typing import Any
 
@@ -22,6 +24,7 @@ from sim.collective.analytic import status as closed_form  # noqa: F401  (public
 from sim.collective.collapsed import collective_time, replay_time, time_of, why_not_collapsed
 from sim.collective.frames import FRAME_MAX_CELLS, FRAME_MAX_RANKS, frames_possible, miniature, same_run_scale  # noqa: F401  (public here too)
 from sim.collective.narrative import description, phase_of, phase_starts  # noqa: F401  (kept public here)
+from sim.collective.pick import runs_as_picked
 from sim.collective.results import CollectiveResult
 from sim.errors import CollsimError
 from sim.scenario import CollectiveScenario
@@ -146,8 +149,15 @@ def run(scenario: CollectiveScenario, frames: bool = False) -> tuple[CollectiveR
 # --------------------------------------------------------------------------- crossover
 
 
+Progress = Callable[[int, int], None]  # (points answered, points in all)
+_PROGRESS: ContextVar[Progress] = ContextVar("crossover_progress", default=lambda done, total: None)
+
+
 def crossover(
-    scenario: CollectiveScenario, sizes: tuple[int, ...] = CROSSOVER_SIZES, max_messages: int = CROSSOVER_MESSAGES
+    scenario: CollectiveScenario,
+    sizes: tuple[int, ...] = CROSSOVER_SIZES,
+    max_messages: int = CROSSOVER_MESSAGES,
+    on_point: Progress | None = None,
 ) -> list[dict[str, Any]]:
     """Time of every algorithm of the scenario's op that accepts its ranks and topology, per size.
 
@@ -155,64 +165,149 @@ def crossover(
     where the simulation reproduces it, a replay, or a cached simulation) when the scenario
     can be collapsed and its work fits the budget; the answer is cached per scenario, so a
     page that redraws with the same network and ranks pays nothing. Rows: algorithm,
-    size_bytes, time_s, method, why (time None where it could not run)."""
-    return [dict(row) for row in crossover_of(crossover_key(scenario), sizes, max_messages)]
+    size_bytes, time_s, method, why (time None where it could not run). ``on_point(done, total)``
+    is told as points are answered (nothing when the answer is cached)."""
+    return [dict(row) for row in crossover_of(crossover_key(scenario), sizes, max_messages, on_point)]
 
 
 def crossover_key(scenario: CollectiveScenario) -> str:
     """What a crossover depends on, as JSON: the scenario without the algorithm and size it
-    varies itself (nor what it records or repeats), so those changes share one answer."""
+    varies itself (nor what it records or repeats), so those changes share one answer. Each
+    algorithm's point is then the scenario ``sim collective --algorithm A --size S`` runs with
+    the same inputs; NCCL's pick's channels and sharing are the pick's, not inputs
+    (:func:`sim.collective.pick.runs_as_picked`), so the others run without them."""
     data = scenario.to_dict()
     for name in ("algorithm", "size_bytes", "record", "repetitions"):
         data.pop(name, None)
+    if runs_as_picked(scenario):  # NCCL's pick set its channels and sharing itself (issue 36, E2)
+        defaults = {item.name: item.default for item in dataclass_fields(CollectiveScenario)}
+        data.update(chunks=defaults["chunks"], sharing=defaults["sharing"])
     return json.dumps(data, sort_keys=True, default=str)
 
 
-def crossover_of(key: str, sizes: tuple[int, ...] = CROSSOVER_SIZES, max_messages: int = CROSSOVER_MESSAGES) -> tuple[dict[str, Any], ...]:
+def crossover_of(
+    key: str, sizes: tuple[int, ...] = CROSSOVER_SIZES, max_messages: int = CROSSOVER_MESSAGES, on_point: Progress | None = None
+) -> tuple[dict[str, Any], ...]:
     """:func:`crossover` of a :func:`crossover_key` (cached; rows shared between callers, not to
     be changed): what another process can be sent instead of the scenario."""
-    return _crossover(key, tuple(sizes), max_messages)
+    if on_point is None:
+        return _crossover(key, tuple(sizes), max_messages)
+    token = _PROGRESS.set(on_point)  # the cached function keeps its arguments hashable and few
+    try:
+        return _crossover(key, tuple(sizes), max_messages)
+    finally:
+        _PROGRESS.reset(token)
 
 
 @lru_cache(maxsize=256)
 def _crossover(key: str, sizes: tuple[int, ...], max_messages: int) -> tuple[dict[str, Any], ...]:
     data = json.loads(key)
-    rows: list[dict[str, Any]] = []
-    op, element_bytes = data["op"], int(data.get("element_bytes", 4))
-    names = algorithms_for(op)
+    names = algorithms_for(data["op"])
+    scenarios, rows = _crossover_scenarios(data, names)
+    report = _PROGRESS.get()
+    sizes = tuple(sorted(set(sizes)))  # smallest first: the plan keeps each algorithm's smallest points
+    total, count = len(scenarios) * len(sizes), 0
+    pending: dict[str, list[CollectiveScenario]] = {name: [] for name in scenarios}
+    for name, base in scenarios.items():  # closed forms and replays first: they cost no budget
+        for nbytes in sizes:
+            point = base.replace(size_bytes=max(nbytes - nbytes % base.element_bytes, base.element_bytes))
+            row = _free_point(name, point)
+            if row is None:
+                pending[name].append(point)
+                continue
+            rows.append(row)
+            count += 1
+            report(count, total)
+    chosen, refused = _plan(pending, max_messages)
+    for name, point, extension in chosen:
+        rows.append(_simulated_point(name, point, extension))
+        count += 1
+        report(count, total)
+    rows += [{**_row(name, point, None, "n/a"), "why": TOO_LARGE} for name, point in refused]
+    report(total, total)
+    order = {name: index for index, name in enumerate(names)}
+    return tuple(sorted(rows, key=lambda row: (order[row["algorithm"]], row["size_bytes"] or 0)))
+
+
+def _crossover_scenarios(data: dict[str, Any], names: list[str]) -> tuple[dict[str, CollectiveScenario], list[dict[str, Any]]]:
+    """Each algorithm's scenario at the smallest size (what ``sim collective --algorithm A`` runs
+    with the crossover's inputs), and a row saying why for each algorithm that cannot run."""
     scenarios: dict[str, CollectiveScenario] = {}
+    rows: list[dict[str, Any]] = []
     for algorithm in names:
-        spec = algorithm_spec(op, algorithm)
-        fields = {**data, "algorithm": algorithm, "size_bytes": element_bytes * int(data["ranks"]), "record": "aggregate"}
+        spec = algorithm_spec(data["op"], algorithm)
+        fields = {
+            **data,
+            "algorithm": algorithm,
+            "size_bytes": int(data.get("element_bytes", 4)) * int(data["ranks"]),
+            "record": "aggregate",
+        }
         fields["chunks"] = fields.get("chunks", 1) if spec.chunked else 1
         try:
             scenarios[algorithm] = CollectiveScenario.from_dict(fields)
         except CollsimError as error:
             rows.append({"algorithm": algorithm, "size_bytes": None, "time_s": None, "method": "n/a", "why": str(error)})
-    # size by size, the cheapest algorithms first at each: the budget runs out on big points of
-    # costly algorithms, not before the rest have their small ones.
-    # Two passes: every other size of every algorithm first (a curve at half the cost), then the
-    # sizes in between while the budget lasts, so each algorithm has a row at every size (its time
-    # None and the reason where it was not simulated) and the fastest at a size is never chosen
-    # among the few algorithms that happened to have a point there.
-    order_by_cost = sorted(scenarios, key=lambda name: work(scenarios[name]).cost)
-    routed: set[str] = set()  # routes are found once per algorithm, not once per size
-    state = {"budget": max_messages}
-    skipped: list[tuple[str, int]] = []
-    for index, nbytes in enumerate(sizes):  # size by size: every algorithm's small points before any big one
-        for algorithm in order_by_cost:
-            point = scenarios[algorithm].replace(size_bytes=max(nbytes - nbytes % element_bytes, element_bytes))
-            row = _free_point(algorithm, point)
-            if row is None and index % 2 and index != len(sizes) - 1 and len(sizes) > 4:
-                skipped.append((algorithm, index))
-                continue
-            rows.append(row or _budget_point(algorithm, point, routed, state))
-    skipped.sort(key=lambda item: item[1])  # the sizes in between, smallest (cheapest) first
-    for algorithm, index in skipped:
-        point = scenarios[algorithm].replace(size_bytes=max(sizes[index] - sizes[index] % element_bytes, element_bytes))
-        rows.append(_budget_point(algorithm, point, routed, state))
-    order = {name: index for index, name in enumerate(names)}
-    return tuple(sorted(rows, key=lambda row: (order[row["algorithm"]], row["size_bytes"] or 0)))
+    return scenarios, rows
+
+
+TOO_LARGE = "too large to simulate here"  # a point beyond the crossover's budget (its time None)
+Extension = tuple[int, int, int]  # (smaller size, larger size, messages of both runs)
+
+
+def _plan(
+    pending: dict[str, list[CollectiveScenario]], budget: int
+) -> tuple[list[tuple[str, CollectiveScenario, Extension | None]], list[tuple[str, CollectiveScenario]]]:
+    """Which of the points that must be simulated fit a budget of ``budget`` messages: (chosen,
+    each with the two runs it extends from or None; refused). First every algorithm's smallest
+    point, cheapest first (each curve starts; the first also finds the routes); then the rest
+    of the budget is shared max-min fairly: the algorithms in order of what their remaining
+    points cost, each takes them in size order while they fit its share (what is left over an
+    equal split among those not yet served), so the cheap curves are drawn whole and the
+    costly ones split the rest. What an algorithm has simulated is always its smallest sizes: a
+    point is never left out while a larger one of the same algorithm is shown (issue 36).
+    Costs are told before anything runs (:func:`work`)."""
+    costed = {
+        name: [(point, *_cost(point, index == 0)) for index, point in enumerate(points)] for name, points in pending.items() if points
+    }
+    chosen: list[tuple[str, CollectiveScenario, Extension | None]] = []
+    refused: list[tuple[str, CollectiveScenario]] = []
+    for name in sorted(costed, key=lambda name: costed[name][0][1]):
+        point, cost, extension = costed[name][0]
+        if cost > budget:
+            refused += [(name, point) for point, _, _ in costed.pop(name)]
+            continue
+        budget -= cost
+        chosen.append((name, point, extension))
+    order = sorted(costed, key=lambda name: sum(cost for _, cost, _ in costed[name][1:]))
+    for index, name in enumerate(order):
+        share, spent = budget / (len(order) - index), 0
+        for position, (point, cost, extension) in enumerate(costed[name][1:], start=1):
+            if spent + cost > share:
+                refused += [(name, later) for later, _, _ in costed[name][position:]]
+                break
+            spent += cost
+            chosen.append((name, point, extension))
+        budget -= spent
+    return chosen, refused
+
+
+def _cost(point: CollectiveScenario, first: bool) -> tuple[int, Extension | None]:
+    """(messages simulated for a point, the two runs it extends from or None); ``first``: the
+    algorithm's first point, which also finds its routes."""
+    told = work(point)
+    routes = ROUTE_COST * told.pairs if first else 0
+    extension = _extension(point) if told.messages > POINT_MESSAGES else None
+    return (extension[2] if extension else told.messages) + routes, extension
+
+
+def _simulated_point(algorithm: str, point: CollectiveScenario, extension: Extension | None) -> dict[str, Any]:
+    """The row of a planned point: extended from two smaller runs, a collapsed call or a run."""
+    if extension is not None:
+        return _row(algorithm, point, _extended_time(point, extension), "extrapolated")
+    if why_not_collapsed(point) is None:
+        timing = collective_time(point)
+        return _row(algorithm, point, timing.time_s, timing.source.replace("_", " "))
+    return _row(algorithm, point, runner.run(point).time_s, "simulated")
 
 
 def _free_point(algorithm: str, point: CollectiveScenario) -> dict[str, Any] | None:
@@ -225,33 +320,11 @@ def _free_point(algorithm: str, point: CollectiveScenario) -> dict[str, Any] | N
     return None if replayed is None else _row(algorithm, point, replayed.time_s, "replayed")
 
 
-def _budget_point(algorithm: str, point: CollectiveScenario, routed: set[str], state: dict[str, int]) -> dict[str, Any]:
-    """The row of a point that is simulated (or extended from two smaller runs) within what is
-    left of the crossover's message budget, ``state["budget"]`` (spent here); past the budget
-    its time is None and ``why`` says so."""
-    free = _free_point(algorithm, point)
-    if free is not None:
-        return free
-    cost = _point_cost(point, algorithm in routed)
-    if cost > POINT_MESSAGES and (extended := _extended_point(point, state["budget"])) is not None:
-        state["budget"] -= extended[1]
-        routed.add(algorithm)
-        return _row(algorithm, point, extended[0], "extrapolated")
-    if cost > state["budget"]:  # per size: some algorithms cut big messages into pieces
-        return {**_row(algorithm, point, None, "n/a"), "why": "too large to simulate here"}
-    state["budget"] -= cost
-    routed.add(algorithm)
-    if why_not_collapsed(point) is None:
-        timing = collective_time(point)
-        return _row(algorithm, point, timing.time_s, timing.source.replace("_", " "))
-    return _row(algorithm, point, runner.run(point).time_s, "simulated")
-
-
 def fastest(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """The fastest algorithm at each size of crossover ``rows``, chosen only among algorithms
     with a time at that size: size_bytes, algorithm, time_s, and ``missing``, the algorithms
-    that run at other sizes but have no time at this one (so the winner is only the fastest of
-    those compared), with ``why`` each."""
+    that run but have no time at this one (so the winner is only the fastest of those
+    compared), with ``why`` each."""
     rows = list(rows)
     running = {row["algorithm"] for row in rows if row["time_s"] is not None}
     best: dict[int, dict[str, Any]] = {}
@@ -260,9 +333,8 @@ def fastest(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         if size is None:
             continue
         entry = best.setdefault(size, {"size_bytes": size, "algorithm": None, "time_s": None, "missing": {}})
-        if row["time_s"] is None:
-            if row["algorithm"] in running:
-                entry["missing"][row["algorithm"]] = row["why"] or "no time at this size"
+        if row["time_s"] is None:  # left out at this size (beyond the budget): the winner is only among the rest
+            entry["missing"][row["algorithm"]] = row["why"] or "no time at this size"
         elif entry["time_s"] is None or row["time_s"] < entry["time_s"]:
             entry["algorithm"], entry["time_s"] = row["algorithm"], row["time_s"]
     for size, entry in best.items():  # an algorithm with no row at all at a size is missing too
@@ -273,11 +345,19 @@ def fastest(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _extended_point(point: CollectiveScenario, budget: int) -> tuple[float, int] | None:
-    """(time, messages simulated) of a big point from the same scenario at two smaller sizes,
-    ``n / 2**j`` and ``n / 2**(j-1)``, the largest pair whose bigger run sends at most
-    ``POINT_MESSAGES`` messages, extended linearly to ``n``; None when the message count does
-    not grow with size (then the point is no bigger at a smaller size: simulate it) or the two
-    runs do not fit in what is left of the crossover's ``budget``.
+    """(time, messages simulated) of a big point extended from two smaller runs
+    (:func:`_extension`), or None when it cannot be or the two runs need more than ``budget``."""
+    extension = _extension(point)
+    if extension is None or extension[2] > budget:
+        return None
+    return _extended_time(point, extension), extension[2]
+
+
+def _extension(point: CollectiveScenario) -> Extension | None:
+    """The two smaller sizes a big point is extended from, ``n / 2**j`` and ``n / 2**(j-1)``, the
+    largest pair whose bigger run sends at most ``POINT_MESSAGES`` messages, and the messages of
+    both runs; None when the message count does not grow with size (then the point is no bigger
+    at a smaller size: simulate it).
 
     The algorithms whose runs grow with size cut a message into fixed-size chunks (NCCL's tree
     and ring, 512 KiB a chunk): past the pipeline's fill each more chunk adds one period, so the
@@ -300,15 +380,16 @@ def _extended_point(point: CollectiveScenario, budget: int) -> tuple[float, int]
     else:
         return None
     small_messages = work(point.replace(size_bytes=small)).messages
-    if small_messages >= large_messages or small_messages + large_messages > budget:
+    if small_messages >= large_messages:
         return None
+    return small, large, small_messages + large_messages
+
+
+def _extended_time(point: CollectiveScenario, extension: Extension) -> float:
+    """The line through the runs at the two smaller sizes, at the point's size."""
+    small, large, _ = extension
     a, b = time_of(point.replace(size_bytes=small)), time_of(point.replace(size_bytes=large))
-    return b + (n - large) * (b - a) / (large - small), small_messages + large_messages
-
-
-def _point_cost(point: CollectiveScenario, routed: bool) -> int:
-    told = work(point)
-    return told.messages if routed else told.cost
+    return b + (point.size_bytes - large) * (b - a) / (large - small)
 
 
 def _row(algorithm: str, point: CollectiveScenario, time_s: float | None, method: str) -> dict[str, Any]:

@@ -12,12 +12,14 @@ from sim.algorithms.registry import Phase, algorithm_spec
 from sim.units import format_size
 
 __all__ = [
+    "decimal_units",
     "derived_phases",
     "description",
     "grid_view",
     "logical_view",
     "phase_of",
     "phase_starts",
+    "size_text",
     "spanning_tree",
     "step_phases",
     "step_sentence",
@@ -64,10 +66,30 @@ def plain(text: str) -> str:
     return re.sub(r"(?<!\w)\*([^*\s][^*]*)\*(?!\w)", r"\1", text)
 
 
-def step_sentence(move: str, sizes: Sequence[int]) -> str:
+def decimal_units(nbytes: int) -> bool:
+    """Whether a size was most likely typed in decimal units: a whole number of KB (1000 bytes)
+    that is no whole number of KiB (5 MB = 5,000,000 bytes; 64 MiB and 4096 are binary). The
+    sizes derived from it (pieces, messages, bytes on the wire) are then shown in decimal units
+    too: 5 MB came back as 4.768 MiB."""
+    nbytes = int(nbytes)
+    return nbytes > 0 and nbytes % 1000 == 0 and nbytes % 1024 != 0
+
+
+def size_text(nbytes: float, decimal: bool = False) -> str:
+    """``nbytes`` in binary units (64 MiB, as :func:`sim.units.format_size`), or in decimal ones
+    (5 MB) when the scenario's size was typed so (:func:`decimal_units`)."""
+    if not decimal:
+        return format_size(nbytes)
+    for unit, factor in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if abs(nbytes) >= factor:
+            return f"{nbytes / factor:.4g} {unit}"
+    return f"{nbytes:.4g} B"
+
+
+def step_sentence(move: str, sizes: Sequence[int], decimal: bool = False) -> str:
     """One sentence for a step: the phase's move in words (may be ""), and the sizes of the
-    ``sizes`` messages that moved."""
-    low, high = format_size(min(sizes)), format_size(max(sizes))
+    ``sizes`` messages that moved (decimal units when ``decimal``)."""
+    low, high = size_text(min(sizes), decimal), size_text(max(sizes), decimal)
     size = low if low == high else f"{low} to {high}"
     count = f"{len(sizes)} message{'s' if len(sizes) != 1 else ''} of {size}"
     return f"{move[0].upper() + move[1:]}: {count}." if move else f"{count[0].upper() + count[1:]}."
@@ -84,9 +106,10 @@ def step_sentences(scenario: Any, steps: Sequence[int], sizes: Sequence[Sequence
     messages of ``steps[i]``."""
     s = scenario
     sentences = []
+    decimal = decimal_units(s.size_bytes)
     for step, nbytes in zip(steps, sizes):
         phase = _phase_at(s.op, s.algorithm, s.ranks, step)
-        sentences.append(step_sentence(phase.sentence if phase else "", nbytes))
+        sentences.append(step_sentence(phase.sentence if phase else "", nbytes, decimal))
     return sentences
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from sim.errors import CollsimError
 
-__all__ = ["NCCL", "NCCL_OPS", "PICK_KEYS", "PICKED_OPS", "PickInfo", "describe", "fill_pick", "lines", "wants_pick"]
+__all__ = ["NCCL", "NCCL_OPS", "PICK_KEYS", "PICKED_OPS", "PickInfo", "describe", "fill_pick", "lines", "runs_as_picked", "wants_pick"]
 
 NCCL = "nccl"  # the algorithm meaning "what NCCL would pick, on its channels" (sim.training.comm uses this one)
 PICK_KEYS = ("nccl_algo", "nccl_proto")  # scenario keys restricting the pick, as NCCL_ALGO / NCCL_PROTO
@@ -87,6 +87,26 @@ def fill_pick(data: dict[str, Any], nccl_algo: str | None = None, nccl_proto: st
         data["chunks"] = scenario.chunks
     if data.get("sharing") in (None, ""):
         data["sharing"] = scenario.sharing
+
+
+def runs_as_picked(scenario) -> bool:
+    """Whether an ``nccl_*`` scenario on a GPU preset runs with the channels (``chunks``) and the
+    sharing that :func:`fill_pick` sets for NCCL's pick: the communicator's channels and the data
+    path's sharing. Those two are then the pick's own, not inputs another algorithm shares (a
+    ring's ``chunks`` are pipeline chunks, not channels): the crossover compares the other
+    algorithms at what ``sim collective --algorithm A`` runs without them."""
+    if not scenario.hardware or not scenario.algorithm.startswith("nccl_"):
+        return False
+    from sim.hardware.nccl_des import data_path_sharing
+    from sim.hardware.nccl_path import PAIR_OF
+    from sim.hardware.nccl_topo import default_channels
+    from sim.hardware.presets import load_preset
+
+    preset = load_preset(scenario.hardware)
+    if preset.nccl is None or scenario.algorithm not in PAIR_OF:
+        return False
+    channels = default_channels(preset, max(1, scenario.ranks // preset.gpus_per_node))
+    return scenario.chunks == channels and scenario.sharing == data_path_sharing(PAIR_OF[scenario.algorithm][0])
 
 
 def _wrong_restriction(name: str, nodes: int, op: str, size_bytes: int, nccl_algo: str | None, nccl_proto: str | None) -> str:

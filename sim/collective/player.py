@@ -7,6 +7,7 @@ No Dash or plotly here (webapp.figures draws these)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -54,7 +55,7 @@ def player_data(
     table = message_array(result)
     layout = topology_layout(s)
     if s.ranks > PLAYER_DRAW_RANKS:
-        return aggregate_player(s, table, layout)
+        return {**aggregate_player(s, table, layout), "wire_copies": result.wire_copies}
     steps: dict[int, list] = {}
     ends = result.links["src"], result.links["dst"]
     # times to a millionth of the run (captions show 4 digits): half the JSON the browser stores and resends
@@ -76,13 +77,16 @@ def player_data(
     derived = narrative.derived_phases(s.algorithm, [[(m[0], m[1]) for m in steps[step]] for step in ordered], view)
     if derived:
         phases = [phase for phase, _ in derived]
-        sentences = [narrative.step_sentence(move, nbytes) for (_, move), nbytes in zip(derived, sizes)]
+        sentences = [
+            narrative.step_sentence(move, nbytes, narrative.decimal_units(s.size_bytes)) for (_, move), nbytes in zip(derived, sizes)
+        ]
     return {
         "op": s.op,
         "algorithm": s.algorithm,
         "ranks": s.ranks,
         "chunks": s.chunks,
         "reduces": _reduces(s.op),
+        "decimal": narrative.decimal_units(s.size_bytes),  # sizes shown in the units the size was typed in
         "layout": layout,
         "steps": ordered,
         "messages": [_with_cells(steps[step][:512], frames, index, s.chunks) for index, step in enumerate(ordered)],
@@ -92,6 +96,7 @@ def player_data(
         "routes": {f"{src}>{dst}": route for (src, dst), route in routes.items()},
         "buffers": frames,
         "logical": view,
+        "wire_copies": result.wire_copies,  # NCCL's channels each simulated one stands for: a step's bytes on the wire x this
     }
 
 
@@ -120,7 +125,7 @@ def rank_groups(ranks: int, node_ranks: list[list[int]]) -> tuple[list[dict[str,
 
 
 def _unit_name(kind: str, index: int, members: list[int]) -> str:
-    return f"rank {members[0]}" if kind == "rank" else f"node {index} ({len(members)} ranks)"
+    return rank_name(members[0]) if kind == "rank" else f"node {index} ({len(members)} ranks)"
 
 
 def aggregate_player(s: CollectiveScenario, table: np.ndarray, layout: dict[str, Any]) -> dict[str, Any]:
@@ -156,7 +161,9 @@ def aggregate_player(s: CollectiveScenario, table: np.ndarray, layout: dict[str,
         firsts = [[(0, 1)] if crossing[i] else [(0, 0)] for i in range(len(ordered))]
         derived = narrative.derived_phases(s.algorithm, firsts, {"kind": "grid", "nodes": [[0], [1]]})
         phases = [phase for phase, _ in derived or ()]
-        sentences = [narrative.step_sentence(move, nbytes) for (_, move), nbytes in zip(derived or (), sizes)]
+        sentences = [
+            narrative.step_sentence(move, nbytes, narrative.decimal_units(s.size_bytes)) for (_, move), nbytes in zip(derived or (), sizes)
+        ]
     return {
         "aggregate": True,
         "op": s.op,
@@ -164,6 +171,7 @@ def aggregate_player(s: CollectiveScenario, table: np.ndarray, layout: dict[str,
         "ranks": s.ranks,
         "chunks": s.chunks,
         "reduces": _reduces(s.op),
+        "decimal": narrative.decimal_units(s.size_bytes),
         "layout": {"name": layout["name"], "groups": groups},
         "steps": ordered.tolist(),
         "messages": rows,
@@ -172,6 +180,25 @@ def aggregate_player(s: CollectiveScenario, table: np.ndarray, layout: dict[str,
         "description": narrative.description(s.op, s.algorithm),
         "buffers": None,
     }
+
+
+def rank_name(rank: int) -> str:
+    """A rank's name on the Collectives page: r3 (pieces are p0, p1, ...: the two never mix)."""
+    return f"r{rank}"
+
+
+def ranks_text(ranks: Sequence[int | str], joiner: str = "+") -> str:
+    """Which ranks a cell holds, in order, runs of three or more as a range: "r3", "r0+r3",
+    "r0–r5+r7" (``joiner`` "," for copies side by side rather than a sum)."""
+    numbers = sorted(int(rank) for rank in ranks)
+    parts, start = [], None
+    for index, rank in enumerate(numbers):
+        start = rank if start is None else start
+        if index + 1 == len(numbers) or numbers[index + 1] != rank + 1:
+            run = rank - start + 1
+            parts += [rank_name(start) + "–" + rank_name(rank)] if run >= 3 else [rank_name(r) for r in range(start, rank + 1)]
+            start = None
+    return joiner.join(parts)
 
 
 def cell_name(cell: int, chunks: int) -> str:
@@ -305,4 +332,3 @@ def link_events(result: CollectiveResult, limit: int) -> list[dict[str, Any]]:
             if len(rows) >= limit:
                 return rows
     return rows
-

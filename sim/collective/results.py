@@ -104,8 +104,12 @@ def summary_head(scenario: Any, time_s: float, analytic_time_s: float | None) ->
             **interval_fields(s, time_s, busbw_factor(s.op, s.ranks))}  # fmt: skip
 
 
-def algbw_GBps(size_bytes: int, time_s: float) -> float | None:
-    return size_bytes / time_s / 1e9 if time_s else None
+NO_BANDWIDTH_OPS = ("barrier",)  # move no data: algbw and busbw are not defined (issue 36: a 1 GiB "barrier" read 357,913 GB/s)
+
+
+def algbw_GBps(size_bytes: int, time_s: float, op: str = "") -> float | None:
+    """nccl-tests' algbw (size / time) in GB/s; None without a time or for an op that moves no data."""
+    return size_bytes / time_s / 1e9 if time_s and op not in NO_BANDWIDTH_OPS else None
 
 
 def link_name(link: tuple[object, object]) -> str:
@@ -269,6 +273,10 @@ class CollectiveResult:
     mode: str = "full"
     group_times_s: list[float] | None = None  # with groups: each group's time per call; time_s is the makespan
     mode_note: str | None = None  # why a collapsed run ran in full
+    # NCCL's data path simulates one channel (or a tree's pair) and counts the others as its
+    # copies: ``bytes_sent`` is every channel's bytes; the message and link records are those
+    # of the simulated channels (runner.wire_copies)
+    wire_copies: float = 1.0
 
     @property
     def messages(self) -> Table:
@@ -338,13 +346,14 @@ class CollectiveResult:
             **summary_head(s, self.time_s, self.analytic_time_s),
             "messages": self.message_count,
             "bytes_on_wire": self.bytes_sent,
+            "wire_copies": self.wire_copies,
             "steps": self.steps,
             "verified": self.verified,
             "mode": self.mode,
             "repetitions": s.repetitions,
             "rank_end_s": {"min": min(self.rank_end_s), "max": max(self.rank_end_s)},
             "group_times_s": self.group_times_s,
-            "algbw_GBps": algbw_GBps(s.size_bytes, self.time_s),
+            "algbw_GBps": algbw_GBps(s.size_bytes, self.time_s, s.op),
             "busiest_link": None if not links else max(links, key=lambda stats: (stats.busy_s, stats.bytes)).__dict__,
             "events_recorded": len(self.messages),
             "events_truncated": self.truncated,

@@ -35,6 +35,7 @@ __all__ = [
     "run",
     "run_collective",
     "start_collective",
+    "wire_copies",
 ]
 
 
@@ -237,16 +238,25 @@ def collect(started: Started) -> CollectiveResult:
     if stuck:
         raise DeadlockError(f"{s.op}/{s.algorithm} deadlocked: ranks {stuck[:16]} still wait for messages {net.pending()[:8]}")
     total = max(ends) if ends else 0.0
+    copies = wire_copies(net)
     return CollectiveResult(
         scenario=s,
         time_s=total / s.repetitions,
         total_time_s=total,
         rank_end_s=ends,
         message_count=net.message_count,
-        bytes_sent=net.bytes_sent,
+        bytes_sent=round(net.bytes_sent * copies),
         steps=len(net.message_table.steps()),
         analytic_time_s=group_closed_form(s) if s.groups else analytic.for_scenario(s),
         verified=all(map(check, started.calls or [started.call])) if s.verify else None,
         records=records_of(net),
         group_times_s=group_times(s, ends) if s.groups else None,
+        wire_copies=copies,
     )
+
+
+def wire_copies(net: Network) -> float:
+    """How many channels each simulated one stands for on NCCL's data path (its channels that
+    run as copies are not simulated: sim.hardware.nccl_path.PathParams.copies); 1 elsewhere."""
+    path = getattr(net.topology, "nccl", None) or getattr(getattr(net.topology, "topology", None), "nccl", None)
+    return path.copies if path is not None else 1.0

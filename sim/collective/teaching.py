@@ -30,14 +30,17 @@ from sim.errors import CollsimError
 from sim.units import format_bandwidth, format_size, format_time
 
 __all__ = [
+    "COST_PARTS",
     "Bound",
     "Crossover",
+    "Difference",
     "FormulaTerms",
     "StepBytes",
     "StepCost",
     "Term",
     "bucket_guide",
     "crossover_size",
+    "difference",
     "formula_terms",
     "lower_bound",
     "step_bytes",
@@ -360,6 +363,52 @@ def crossover_size(
         return Crossover(op, first, second, None, winner, winner, formula, numbers + ": no positive solution", always=winner or "tie")
     size = latency_gap / bandwidth_gap
     return Crossover(op, first, second, size, cheap_start, cheap_bytes, formula, f"{numbers} = {format_size(size)}")
+
+
+# --------------------------------------------------------------------------- side by side
+
+COST_PARTS = ("latency", "bandwidth", "reduction", "overhead", "contention")  # explore.decompose's parts
+
+
+@dataclass(frozen=True)
+class Difference:
+    """B's time minus A's (``total_s``), each cost part's share of it (``parts_s``), the part that
+    explains most of it (``main``: the largest contribution in the direction of the total) and
+    the largest one against it (``against``, "" when none)."""
+
+    total_s: float
+    parts_s: dict[str, float]
+    main: str
+    against: str
+
+    def sentence(self) -> str:
+        """The difference in words: +19.71 us, mostly bandwidth (+52.43 us); latency −55 us the other way."""
+        if not self.main:
+            return "no difference: the same time, part for part"
+        text = f"{_signed(self.total_s)}, mostly {self.main} ({_signed(self.parts_s[self.main])})"
+        if self.against:
+            text += f"; {self.against} {_signed(self.parts_s[self.against])} the other way"
+        return text
+
+
+def _signed(seconds: float) -> str:
+    return ("+" if seconds >= 0 else "−") + format_time(abs(seconds))
+
+
+def difference(first: dict[str, float], second: dict[str, float]) -> Difference:
+    """How ``second`` differs from ``first``, two :func:`sim.collective.explore.decompose` splits.
+    The reason named is the part that contributes most in the direction of the difference
+    (an increase is explained by the largest increase, never by a larger decrease that offsets
+    part of it); below float rounding (1e-9 of the larger total) there is no difference."""
+    parts = {name: second.get(name, 0.0) - first.get(name, 0.0) for name in COST_PARTS}
+    total = second["total"] - first["total"]
+    noise = 1e-9 * max(abs(first["total"]), abs(second["total"]))
+    if abs(total) <= noise and all(abs(value) <= noise for value in parts.values()):
+        return Difference(0.0, {name: 0.0 for name in COST_PARTS}, "", "")
+    sign = 1.0 if total >= 0 else -1.0
+    main = max(parts, key=lambda name: sign * parts[name])
+    against = min(parts, key=lambda name: sign * parts[name])
+    return Difference(total, parts, main, against if sign * parts[against] < -noise else "")
 
 
 # --------------------------------------------------------------------------- DDP buckets

@@ -75,7 +75,26 @@ def _tree_record(protocol: str, **more) -> dict:
 
 
 def _nvls_record(op: str, algorithm: str) -> dict:
-    return dict(chunked=True, splits=True, form=_NVLS_FORM, counts=nvls_counts(op, algorithm), phases=_NVLS_PHASES, whole_cells=False, listed=False)
+    return dict(chunked=True, splits=True, form=_NVLS_FORM, counts=nvls_counts(op, algorithm), phases=_NVLS_PHASES, whole_cells=False,
+                listed=False, needs=_needs_nvls_switch)  # fmt: skip
+
+
+def _needs_nvls_switch(s) -> str | None:
+    """NVLS and NVLSTree reduce and multicast in the NVSwitch (NVLink SHARP): only a GPU preset
+    that has it runs them. Elsewhere no link carries the reduction: the run sent no message and
+    answered in about the call's latency, faster than any algorithm through the ports (issue 36)."""
+    from sim.hardware.nccl_model import nvls_presets
+    from sim.hardware.presets import load_preset
+
+    name = getattr(s, "hardware", None)
+    system = load_preset(name).nccl if name else None
+    if system is not None and system.nvls:
+        return None
+    where = f"hardware {name} has none" if name else f"a {s.topology} topology without a hardware preset has none"
+    return (
+        f"algorithm: NVLS ({s.algorithm}) reduces and multicasts in an NVLink SHARP switch, and {where}; "
+        f"give --hardware with a preset that has it ({', '.join(nvls_presets())}) or choose another algorithm"
+    )
 
 
 @register("all_reduce", "nccl_ring", **_ring_record("all_reduce", _AR, "Simple"))

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from sim.errors import CollsimError
 from sim.hardware.nccl_proto import parse_selection
-from sim.hardware.presets import PATH_TYPES, Graph, NcclSystem, Preset, effective, load_preset
+from sim.hardware.presets import PATH_TYPES, Graph, NcclSystem, Preset, effective, list_presets, load_preset
 
 NCCL_VERSION = "2.27.7-1"
 ALGORITHMS = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")  # NCCL_ALGO_* order
@@ -334,6 +334,16 @@ def algo_time_us(tables: Tables, func: int, algo: int, proto: int, nbytes: int) 
     return lat + nbytes / (1000 * bw)
 
 
+def nccl_presets() -> list[str]:
+    """The bundled presets whose GPUs run NCCL (every one with an ``nccl:`` block)."""
+    return [name for name in list_presets() if load_preset(name).nccl is not None]
+
+
+def nvls_presets() -> list[str]:
+    """The bundled presets with NVLink SHARP (an NVSwitch that reduces and multicasts: NVLS)."""
+    return [name for name in list_presets() if (nccl := load_preset(name).nccl) is not None and nccl.nvls]
+
+
 def predict(
     hardware: str | Preset, nodes: int, op: str, size_bytes: int, nccl_algo: str | None = None, nccl_proto: str | None = None
 ) -> Prediction:
@@ -344,9 +354,7 @@ def predict(
     preset = hardware if isinstance(hardware, Preset) else load_preset(hardware)
     preset.check_nodes(nodes)
     if preset.nccl is None:
-        raise CollsimError(
-            f"--model nccl: hardware {preset.name} runs gloo, not NCCL; pick a GPU preset (dgx-a100, dgx-h100, hgx-h100-nvls, pcie-gen4-8gpu)"
-        )
+        raise CollsimError(f"--model nccl: hardware {preset.name} runs gloo, not NCCL; pick a GPU preset: {', '.join(nccl_presets())}")
     if op not in FUNCTIONS:
         raise CollsimError(f"--model nccl: op {op!r} has no NCCL tuning model; allowed: {', '.join(FUNCTIONS)}")
     if size_bytes < 0:
@@ -371,18 +379,12 @@ def predict(
         )
     best = min(candidates, key=lambda c: c.time_s)  # min keeps the first of equals, as NCCL's strict <
     algbw = size_bytes / best.time_s / 1e9 if best.time_s > 0 else None
-    busbw = algbw * _busbw_factor(op, ranks) if algbw is not None else None
+    from sim.collective.analytic import busbw_factor
+
+    busbw = algbw * busbw_factor(op, ranks) if algbw is not None else None
     return Prediction(
         preset.name, nodes, ranks, op, size_bytes, best.algorithm, best.protocol, best.time_s, algbw, busbw, tuple(candidates)
     )
-
-
-def _busbw_factor(op: str, ranks: int) -> float:
-    if op == "all_reduce":
-        return 2 * (ranks - 1) / ranks
-    if op in ("all_gather", "reduce_scatter"):
-        return (ranks - 1) / ranks
-    return 1.0
 
 
 _TABLES: dict[tuple[int, int], tuple[Preset, Tables]] = {}  # (id(preset), nodes); the preset kept alive

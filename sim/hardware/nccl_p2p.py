@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Generator
 
 from sim.algorithms.alltoall import all_blocks_at_once
-from sim.algorithms.registry import Phase, register
+from sim.algorithms.registry import Phase, needs_a_peer, register
 from sim.collective.call import Call
 from sim.errors import CollsimError
 from sim.hardware.nccl_path import PathParams, params, wire_bytes
@@ -97,6 +97,7 @@ def nccl_p2p_all_to_all(net: Network, rank: int, call: Call) -> Generator:
     form="one message on NCCL's p2p path: baseLat + the hops' hwLat + its wire bytes at the route's effective rate",
     counts=lambda s: (1, 1),
     phases=(Phase("rank 0 sends to the last rank", "rank 0 sends its whole buffer to the last rank (ncclSend / ncclRecv)"),),
+    needs=needs_a_peer,
 )  # fmt: skip
 def nccl_p2p_send_recv(net: Network, rank: int, call: Call) -> Generator:
     p = params(net, call, "Ring", "Simple")

@@ -68,6 +68,14 @@ class PathParams:
     simple_buff_bytes: int | None = None  # NCCL_BUFFSIZE of the preset (None: NCCL's 4 MiB)
     ll_pace_Bps: float = 0.0  # Tree/LL on a preset: the simulated channels' share of the GPU's LL rate (data bytes/s)
 
+    @property
+    def copies(self) -> float:
+        """Channels each simulated channel stands for: the others are its copies (the collapse
+        above) and move as many bytes, so every channel's bytes on the wire are the simulated
+        channels' times this (issue 36, E3: 8 x dgx-h100 Ring at 64 MiB read 37.33 MiB, 1/24
+        of the 896 MiB its 24 channels move)."""
+        return self.channels / self.simulated if self.simulated else 1.0
+
 
 class Pacer:
     """A GPU's LL line rate shared by its tree passes (Tree/LL: llMaxBw, nccl_topo.ll_max_GBps):

@@ -45,8 +45,10 @@ def _layer_times(value: str) -> Any:
     from sim.scenario import load_mapping
     from sim.units import require_unit
 
-    if Path(value).is_file():
-        mapping = load_mapping(value, "layer times file")
+    if Path(value).exists():  # a directory or /dev/null is said as such, not read as inline times
+        from sim.scenario import check_input_file
+
+        mapping = load_mapping(check_input_file(value, "--layer-times file"), "layer times file")
         for prefix, time in mapping.items():
             require_unit(time, f"--layer-times {prefix}", "time")
         return mapping
@@ -62,12 +64,12 @@ _INPUT_FILES = {"params_file": "--params parameter list", "profile_file": "--pro
 
 
 def _check_input_files(data: dict[str, Any]) -> None:
+    """Each file the scenario names: said as what it is (a directory, /dev/null), not "not found"."""
+    from sim.scenario import check_input_file
+
     for key, kind in _INPUT_FILES.items():
-        path = data.get(key)
-        if isinstance(path, str) and Path(path).is_dir():  # said as what it is, not "not found"
-            raise CollsimError(f"{kind} file {path!r} is a directory; give a file")
-        if isinstance(path, str) and not Path(path).is_file():
-            raise CollsimError(f"{kind} file {path!r} not found")
+        if isinstance(data.get(key), str):
+            check_input_file(data[key], f"{kind} file")
 
 
 def scenario_data(scenario_file: str | None, flags: dict[str, Any]) -> dict[str, Any]:
@@ -139,15 +141,13 @@ def ddp(
     number other than 0 is an error. Sizes may be bare bytes. In a --scenario file the short
     keys (backward_time: 120ms) need units too; the canonical ones (backward_time_s: 0.12) do not.
     """
-    from sim.collective.results import check_output_path
+    from sim.cli_fields import check_outputs
     from sim.training import ddp as model
     from sim.units import parse_size_list
 
-    if sweep and optimize:
+    if sweep is not None and optimize:
         raise CollsimError("--sweep-bucket-sizes and --optimize: give one of them")
-    for path, what in ((trace, "--trace"), (csv_path, "--csv")):
-        if path:
-            check_output_path(path, what)
+    check_outputs((trace, "--trace"), (csv_path, "--csv"))
     calibration, backend = flags.pop("calibration"), flags.pop("backend")
     data = scenario_data(scenario_file, flags)
     _check_input_files(data)
@@ -156,9 +156,9 @@ def ddp(
     scenario = model.DDPScenario.from_dict(data)
     from sim.collective.budget import check_ddp  # refused before it runs (issue 22), not after minutes
 
-    sizes = parse_size_list(sweep, "--sweep-bucket-sizes") if sweep else None
+    sizes = parse_size_list(sweep, "--sweep-bucket-sizes") if sweep is not None else None
     check_ddp(scenario, len(sizes) if sizes else (12 if optimize else 1))
-    if sweep:
+    if sizes:
         rows = model.sweep_bucket_sizes(scenario, sizes)
         click.echo(json.dumps(rows) if as_json else format_sweep(rows))
         return
@@ -167,9 +167,9 @@ def ddp(
         click.echo(json.dumps(best) if as_json else format_optimum(best))
         return
     result = model.run_ddp(scenario)
-    if trace:
+    if trace is not None:
         result.write_trace(trace)
-    if csv_path:
+    if csv_path is not None:
         result.to_csv(csv_path)
     summary = result.summary()
     from sim.training.fsdp import ddp_memory  # memory per rank and whether it fits the GPU (issue 36)

@@ -200,6 +200,9 @@ class DDPScenario(ScenarioData):
             measured(self.preset, self.precision, self.peak_gpu)
 
     def _check_comm(self) -> None:
+        from sim.fields import check_range
+
+        check_range("ranks", self.ranks, "ddp")  # the network model's limit, under ow too
         if self.mode not in ("collapsed", "full"):
             raise CollsimError(f"mode: must be collapsed or full, got {self.mode!r}")
         if self.comm not in COMM_MODELS:

@@ -44,7 +44,7 @@ from sim.scenario import optional_parser, parse_bool, parse_int
 from sim.training import comm, ddp
 from sim.training.fsdp_result import FSDPResult, memory_per_rank
 from sim.training.params import Param
-from sim.units import parse_size
+from sim.units import parse_element_bytes
 
 SHARDINGS = ("full_shard", "shard_grad_op", "no_shard", "hybrid_shard")
 STRATEGIES = ("ddp", "zero1", *SHARDINGS)
@@ -97,7 +97,7 @@ FSDPScenario.PARSERS = {
     **ddp.DDPScenario.PARSERS,
     "limit_all_gathers": parse_bool,
     "shard_size": optional_parser(parse_int),
-    "optimizer_state_bytes": lambda value, what: parse_size(value, what),
+    "optimizer_state_bytes": parse_element_bytes,
     "overlap": parse_bool,
 }
 FSDPScenario.ALIASES = dict(ddp.DDPScenario.ALIASES)

@@ -51,13 +51,12 @@ def _run(
     as_json: bool,
     **flags: Any,
 ) -> None:
-    from sim.collective.results import check_output_path, write_csv, write_text
+    from sim.cli_fields import check_outputs
+    from sim.collective.results import write_csv, write_text
     from sim.training import fsdp as model
 
-    for path, what in ((trace, "--trace"), (csv_path, "--csv")):
-        if path:
-            check_output_path(path, what)
-    if compare and (trace or csv_path):
+    check_outputs((trace, "--trace"), (csv_path, "--csv"))
+    if compare is not None and (trace is not None or csv_path is not None):
         raise CollsimError("--compare prints a table; --trace and --csv need a single --sharding")
     switches = {key: flags.pop(key) for key in ("overlap", "limit_all_gathers")}
     calibration, backend = flags.pop("calibration"), flags.pop("backend")
@@ -69,14 +68,14 @@ def _run(
     ddp_cli.apply_hardware_flags(data)
     _refuse_what_is_not_modelled(data)
     scenario = model.FSDPScenario.from_dict(data)
-    if compare:
+    if compare is not None:  # "" is refused by compare(), not read as "no --compare"
         rows = model.compare(scenario, [name.strip() for name in compare.split(",") if name.strip()])
         click.echo(json.dumps(rows) if as_json else format_compare(rows))
         return
     result = model.run_fsdp(scenario)
-    if trace:
+    if trace is not None:
         write_text(trace, json.dumps(result.chrome_trace()), "--trace")
-    if csv_path:
+    if csv_path is not None:
         write_csv(result.events(), csv_path)
     summary = result.summary()
     click.echo(json.dumps(summary) if as_json else format_summary(summary))
@@ -177,7 +176,11 @@ fsdp = click.Command(
         click.Option(
             ["--units"], default=None, help="FSDP units: blocks (default: one per transformer block + root), single, or name prefixes"
         ),
-        click.Option(["--optimizer-state-bytes"], default=None, help="optimizer state bytes per parameter element (default 8: Adam fp32)"),
+        click.Option(
+            ["--optimizer-state-bytes"],
+            default=None,
+            help="optimizer state bytes per parameter element, a whole number (default 8: Adam fp32); a size such as 8GB is refused",
+        ),
         click.Option(["--no-overlap", "overlap"], flag_value=False, default=None, help="collectives block compute (the no-overlap bound)"),
         *_SHARED,
         click.Option(["--trace"], default=None, help="write a Chrome trace JSON of the step (open in Perfetto)"),

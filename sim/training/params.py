@@ -117,7 +117,10 @@ def save_params(params: Iterable[Param], path: str | Path) -> None:
     data = {"params": [param.to_dict() for param in params]}
     path = Path(path)
     text = yaml.safe_dump(data, sort_keys=False) if path.suffix in (".yaml", ".yml") else json.dumps(data, indent=1)
-    path.write_text(text)
+    from sim.cli_fields import writing_to  # a full disk is one error line naming the file
+
+    with writing_to(path, "parameter list file"):
+        path.write_text(text)
 
 
 def params_from_bytes(sizes_nbytes: Iterable[int], element_bytes: int = 4) -> list[Param]:

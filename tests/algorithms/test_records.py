@@ -3,11 +3,14 @@ counts, phases each with a sentence, and the real backends' ops each modelled by
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
-from sim.algorithms.registry import Form, algorithm_spec, all_specs, backend_algorithms
+from sim.algorithms.registry import Form, Shape, algorithm_spec, all_specs, backend_algorithms
 from sim.collective import analytic, narrative
 from sim.collective.runner import run_collective
+from sim.hardware.presets import scenario_fields
 from sim.scenario import CollectiveScenario
 
 SPECS = all_specs()
@@ -52,13 +55,18 @@ def _shape(p, k, gpus=4):
 
 @pytest.mark.parametrize("spec", SPECS, ids=IDS)
 def test_the_counts_are_the_messages_a_run_sends(spec):
-    """On 8 ranks (two nodes of 4 where the algorithm needs two_level), 2 chunks where it takes them."""
+    """On 8 ranks (two nodes of 4 where the algorithm needs two_level), 2 chunks where it takes them;
+    NVLS, which needs an NVLink SHARP switch (its record's ``needs``), on 2 x hgx-h100-nvls."""
     k = 2 if spec.chunked else 1
     fields = {"op": spec.op, "algorithm": spec.name, "ranks": 8, "chunks": k, "size_bytes": 8 * k * 6 * 4, "bandwidth": "1GB/s"}
     if spec.topology:
         fields.update(topology=spec.topology, gpus_per_node=4)
+    shape = _shape(8, k, 4 if spec.topology else 8)  # a flat topology: one node of p
+    if spec.needs is not None and spec.needs(SimpleNamespace(**{"hardware": None, "topology": "switch", **fields})):
+        fields = {**scenario_fields("hgx-h100-nvls", 2), "op": spec.op, "algorithm": spec.name, "chunks": k, "size_bytes": 16 * k * 6 * 4}
+        shape = Shape(16, k, 8, 16 * k * 6, 4)
     s = CollectiveScenario.from_dict(fields)
-    messages, pairs = spec.counts(_shape(8, k, 4 if spec.topology else 8))  # a flat topology: one node of p
+    messages, pairs = spec.counts(shape)
     result = run_collective(s)
     assert messages == result.message_count
     assert pairs >= len(result.overflow)
@@ -82,9 +90,9 @@ def test_terms_are_read_off_the_closed_form():
 def test_every_backend_op_is_modelled_by_a_record_with_a_closed_form():
     table = backend_algorithms()
     for backend in ("gloo", "nccl"):
-        assert set(table[backend]) == {"all_reduce", "all_gather", "reduce_scatter", "broadcast"}
-        for op, algorithm in table[backend].values():
-            assert algorithm_spec(op, algorithm).closed_form is not None
+        assert set(table[backend]) >= {"all_reduce", "all_gather", "reduce_scatter", "broadcast"}  # what collsim validate measures
+        for op in ("all_reduce", "all_gather", "reduce_scatter", "broadcast"):
+            assert algorithm_spec(*table[backend][op]).closed_form is not None
     assert table["gloo"]["reduce_scatter"] == ("all_reduce", "ring")  # gloo reduce-scatters by an all-reduce
 
 
@@ -104,12 +112,15 @@ NCCL = [spec for spec in SPECS if spec.name.startswith("nccl_")]
 
 @pytest.mark.parametrize("spec", NCCL, ids=[f"{spec.op}/{spec.name}" for spec in NCCL])
 def test_nccl_counts_hold_across_nodes(spec):
-    """Two nodes of 4 GPUs (NVLSTree's tree over the NICs sends messages there), 2 channels, 3 MiB."""
+    """Two nodes of 4 GPUs (NVLSTree's tree over the NICs sends messages there), 2 channels, 3 MiB;
+    NVLS, which needs an NVLink SHARP switch, on two nodes of hgx-h100-nvls."""
     chunks = 2 if spec.chunked else 1  # nccl_p2p: a message a peer, no channels
     fields = {"op": spec.op, "algorithm": spec.name, "ranks": 8, "chunks": chunks, "size_bytes": 3 << 20, "bandwidth": "10GB/s",
               "topology": "two_level", "gpus_per_node": 4}  # fmt: skip
+    if spec.needs is not None and spec.needs(SimpleNamespace(hardware=None, **fields)):
+        chunks = 16  # the preset's NVLS channels (nvls.cc NVLS_NCHANNELS), which the counts take as chunks
+        fields = {**scenario_fields("hgx-h100-nvls", 2), "op": spec.op, "algorithm": spec.name, "chunks": chunks, "size_bytes": 3 << 20}
     s = CollectiveScenario.from_dict(fields)
-    from sim.algorithms.registry import Shape
-
-    messages, _ = spec.counts(Shape(8, chunks, 4, s.elements, s.element_bytes))
+    gpus = s.gpus_per_node_resolved
+    messages, _ = spec.counts(Shape(s.ranks, chunks, gpus, s.elements, s.element_bytes))
     assert messages == run_collective(s).message_count

@@ -10,7 +10,7 @@ from sim.errors import CollsimError
 from sim.hardware.nccl_des import NAMES, scenario_for_pick
 from sim.hardware.nccl_model import predict
 from sim.hardware.nccl_proto import ALGORITHMS, PROTOCOLS, chunking, parse_selection
-from sim.hardware.presets import list_presets, load_preset
+from sim.hardware.presets import list_presets, load_preset, scenario_fields
 from sim.scenario import CollectiveScenario
 
 GPU_PRESETS = [name for name in list_presets() if load_preset(name).nccl is not None]
@@ -21,8 +21,11 @@ DATA_PATH = [(op, name) for name in sorted(set(NAMES.values())) for op in ("all_
 
 @pytest.mark.parametrize("op, name", DATA_PATH)
 def test_every_data_path_algorithm_verifies_on_plain_links(name, op):
+    """NVLS needs an NVLink SHARP switch (its record's ``needs``): it verifies on hgx-h100-nvls."""
     data = {"op": op, "algorithm": name, "ranks": 8, "chunks": 3, "size_bytes": 8 * 4 * 1001, "bandwidth": "10GB/s",
             "verify": True, "topology": "two_level", "gpus_per_node": 4}  # fmt: skip
+    if name.startswith("nccl_nvls"):
+        data = {**scenario_fields("hgx-h100-nvls", 1), "op": op, "algorithm": name, "chunks": 3, "size_bytes": 8 * 4 * 1001, "verify": True}
     assert run_collective(CollectiveScenario.from_dict(data)).verified
 
 

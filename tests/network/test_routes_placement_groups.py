@@ -268,7 +268,7 @@ def test_cli_placement_groups_and_errors():
     text = _cli("--ranks", "16", "--size", "1MiB", "--groups", "strided:2")
     assert "group times" in text.stdout and "busiest link" in text.stdout
     for args, message in [(("--groups", "3x5"), "groups: 3x5"), (("--placement", "round_robin"), "placement: round_robin")]:
-        bad = _cli("--ranks", "16", *args)
+        bad = _cli("--ranks", "16", "--size", "1MiB", *args)
         assert bad.returncode == 2 and bad.stderr.startswith("error: ") and message in bad.stderr and "Traceback" not in bad.stderr
 
 

@@ -101,15 +101,15 @@ def test_the_crossover_row_of_nccls_pick_for_broadcast_is_the_clis_number():
 
 @pytest.mark.parametrize("op", [op for op in ops() if op != "send_recv"])
 def test_the_gloo_cpu_preset_runs_what_gloo_runs_for_every_op(op):
-    from sim.hardware.gloo import GLOO_DEFAULTS
+    from sim.algorithms.registry import backend_choice
 
     result = _run("--hardware", "cpu-ethernet-25g", "--nodes", "3", "--op", op, "--size", "1MiB", "--json")
     assert result.exit_code == 0, result.output
     summary = json.loads(result.output)
-    if op in GLOO_DEFAULTS:
-        algorithm, note = GLOO_DEFAULTS[op]
-        assert summary["algorithm"] == algorithm
-        assert summary.get("note") == note  # said where it is not gloo's own algorithm, silent where it is
+    choice = backend_choice("gloo", op)  # the record that says what gloo runs
+    if choice is not None:
+        assert summary["algorithm"] == choice.spec.name
+        assert summary.get("note") == (choice.run.note or None)  # said where it is not gloo's own algorithm, silent where it is
     assert "ncclSend" not in result.output
 
 

@@ -81,7 +81,7 @@ def test_explorer_forms_show_url_mistakes_in_their_field_with_the_cli_message():
     from webapp import collective as model
 
     _, errors = model.parse_form(model.form_from_query("?placement=round_robin"))
-    cli = _run(["sim", "collective", "--op", "all_reduce", "--algorithm", "ring", "--ranks", "8", "--bandwidth", "25GB/s",
+    cli = _run(["sim", "collective", "--op", "all_reduce", "--algorithm", "ring", "--ranks", "8", "--bandwidth", "25GB/s", "--size", "1MiB",
                 "--placement", "round_robin"])  # fmt: skip
     assert cli.exit_code == 2 and errors["placement"] in cli.output
     _, errors = model.parse_form(model.form_from_query("?algorithm=nonsense"))

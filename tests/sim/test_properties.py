@@ -25,7 +25,7 @@ def scenarios(draw, pairs=PAIRS, verify=False, topologies=TOPOLOGIES, sharing=("
     elif spec.topology == "two_level":
         p = draw(st.sampled_from([2, 4, 6, 8, 12, 16]))
     else:
-        p = draw(st.integers(1, 24))
+        p = draw(st.integers(2 if op == "send_recv" else 1, 24))  # send_recv needs a peer
     topology = spec.topology or draw(st.sampled_from(topologies))
     if topology == "two_level" and p % 2:
         topology = "switch"

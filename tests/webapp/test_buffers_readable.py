@@ -67,8 +67,8 @@ def test_merged_cells_hover_each_channel_and_their_outlines_fit_one_cell():
     player = player_of(NCCL_TWO_NODES)
     figure = draw.buffer_figure(player, 1)
     hover = figure.data[0].hovertext
-    assert hover[2][0] == "rank 2, p0, its 16 channels: each holds the sum of ranks 1 and 2"  # rank 1 sent its p0 on
-    assert hover[0][0] == "rank 0, p0, its 16 channels: each holds rank 0's data"
+    assert hover[2][0] == "r2, p0, its 16 channels: each holds the sum of r1 and r2"  # rank 1 sent its p0 on
+    assert hover[0][0] == "r0, p0, its 16 channels: each holds r0's data"
     rects = [shape for shape in figure.layout.shapes if shape.type == "rect"]
     before, after = (np.asarray(player["buffers"][i]["cells"], dtype=object) for i in (0, 1))
     changed = (before != after).reshape(16, 16, 16)  # rank, piece, channel
@@ -76,15 +76,15 @@ def test_merged_cells_hover_each_channel_and_their_outlines_fit_one_cell():
     assert figure.layout.meta["changed_cells"] == changed.sum()
     assert all(shape.x1 - shape.x0 < 1 and shape.y1 - shape.y0 < 1 for shape in rects)
     changed = next(trace for trace in figure.data if trace.name == "changed in this step")
-    assert "rank 2, p0: 16 of its 16 channels changed in this step" in changed.hovertext
+    assert "r2, p0: 16 of its 16 channels changed in this step" in changed.hovertext
 
 
 def test_merged_cell_with_chunks_that_differ_says_which_hold_what():
     masks = [0b11, 0b11, 0b111, 0b1]
     words = draw._merged_hover(masks, True, "channel")
-    assert words == "channels 0–1: the sum of ranks 0 and 1; channels 2: the sum of ranks 0, 1 and 2; channels 3: rank 0's data"
-    assert draw._merged_word([2, 2, 3, 1], [["0", "1"], ["0", "1"], ["0", "1", "2"], ["0"]], 8, True) == "1–3/8"
-    assert draw._merged_word([1, 0], [["0"], []], 8, False) == "0"  # whose data has arrived; the colour says how much
+    assert words == "channels 0–1: the sum of r0 and r1; channels 2: the sum of r0, r1 and r2; channels 3: r0's data"
+    assert draw._merged_word([2, 2, 3, 1], [["0", "1"], ["0", "1"], ["0", "1", "2"], ["0"]], 8, True) == "1–3 ranks"
+    assert draw._merged_word([1, 0], [["0"], []], 8, False) == "r0"  # whose data has arrived; the colour says how much
 
 
 def test_a_sub_grid_labels_each_piece_once_at_its_centre_with_lines_between_pieces():

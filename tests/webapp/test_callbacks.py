@@ -373,11 +373,12 @@ def test_route_rebuilds_only_for_queries_the_page_did_not_write():
 def test_hardware_picker_fills_the_network_and_the_crossover_shows_nccls_pick():
     filled = page.apply_hardware("dgx-h100", "20", "all_reduce", "ring")
     assert filled.pop("algorithm_options")[0] == {"label": "NCCL's pick", "value": "nccl"}
-    assert filled == {"ranks": "16", "topology": "two_level", "gpus_per_node": "8", "bandwidth": "50GB/s", "latency": "14us",
+    assert filled.pop("nodes_style") == {} and filled.pop("note").startswith("Hardware dgx-h100: 2 nodes of 8 GPUs = 16 ranks")
+    assert filled == {"nodes": "2", "ranks": "16", "topology": "two_level", "gpus_per_node": "8", "bandwidth": "50GB/s", "latency": "14us",
                       "intra_bandwidth": "450GB/s", "intra_latency": "3.4us", "reduce_bandwidth": "", "algorithm": "nccl",
                       "chunks": "", "sharing": "auto", "nccl_algo": "", "nccl_proto": ""}  # fmt: skip
     data = scenario_of(hardware="dgx-h100", **filled)
-    assert data["hardware"] == "dgx-h100"
+    assert data is not None and data["hardware"] == "dgx-h100"
     figure = page.crossover_panel(data)
     nccl = next(trace for trace in figure.data if trace.name == "NCCL's pick (its model)")
     assert len(nccl.x) == len(model.CROSSOVER_SIZES) and nccl.text[0].split("/")[0] in ("Ring", "Tree", "NVLS", "CollNet")

@@ -54,7 +54,7 @@ def test_a_protocol_or_algorithm_the_preset_does_not_allow_gets_one_message():
     errors = page.validate(picked_form(nccl_algo="NVLS"))["errors"]  # dgx-h100 has no NVLink SHARP
     assert "no algorithm/protocol left for all_reduce on 2 x dgx-h100" in errors["nccl_algo"]
     assert [name for name, message in errors.items() if message] == ["nccl_algo"]
-    errors = page.validate(picked_form(hardware="hgx-h100-nvls", ranks="8", nccl_algo="NVLS", nccl_proto="LL"))["errors"]
+    errors = page.validate(picked_form(hardware="hgx-h100-nvls", nodes="1", ranks="8", nccl_algo="NVLS", nccl_proto="LL"))["errors"]
     assert "protocols ['LL']" in errors["nccl_proto"] and not errors["nccl_algo"]  # NVLS runs Simple only: the protocol is wrong
     errors = page.validate(picked_form(nccl_algo="NVLS", nccl_proto="Simple"))["errors"]
     assert "no algorithm/protocol left" in errors["nccl_algo"] and not errors["nccl_proto"]  # no NVLS on dgx-h100 at all

@@ -114,11 +114,11 @@ def walk(component) -> list[str]:
 def test_buffer_hover_speaks_the_axes_words():
     player = page.simulate(scenario("?op=reduce&algorithm=binomial&ranks=8"), "step")["player"]
     inputs = buffers_draw.buffer_figure(player, 0).data[0].hovertext
-    assert inputs[0][0] == "rank 0, p0: rank 0's data"  # not "sum of ranks 0", not "cell 0"
+    assert inputs[0][0] == "r0, p0: r0's data"  # not "sum of ranks 0", not "cell 0"
     after = buffers_draw.buffer_figure(player, 1).data[0].hovertext
     texts = [text for row in after for text in row]
     assert not any("cell " in text for text in texts)
-    assert any(text.startswith("rank 0, p4: the sum of ranks") for text in texts)
+    assert any(text.startswith("r0, p4: the sum of r") for text in texts)
 
 
 def test_step_titles_and_captions_carry_no_markup():

@@ -113,7 +113,7 @@ def test_chunks_also_move_on_the_logical_tree():
     spots = {}  # (rank, tree) -> where the logical panel draws it
     ranks = next(t for t in figure.data if t.name == "logical ranks")
     for index, (x, y) in enumerate(zip(ranks.x, ranks.y)):
-        spots.setdefault(int(ranks.text[index]), []).append((x, y))
+        spots.setdefault(int(ranks.text[index].lstrip("r")), []).append((x, y))
     messages = player["messages"][0]
     paths = np.asarray(logical.customdata, dtype=float)
     assert len(paths) == len(messages)  # every message of the reduce step runs up one of the two trees

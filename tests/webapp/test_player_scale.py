@@ -26,7 +26,7 @@ def test_64_ranks_is_drawn_as_groups_not_a_disc():
     player, figure = panels["player"], panels["topology"]
     groups = player["layout"]["groups"]
     assert player["aggregate"] and len(groups) == 9 and sum(group["size"] for group in groups) == 64
-    assert [g["name"] for g in groups][:2] == ["rank 0", "rank 1"] and groups[6]["name"] == "ranks 6–61 (56 ranks)"
+    assert [g["name"] for g in groups][:2] == ["r0", "r1"] and groups[6]["name"] == "ranks 6–61 (56 ranks)"
     assert figure.layout.meta["in_flight"] == 64  # every message of the step, summed into the groups' arrows
     labels = next(trace for trace in figure.data if trace.name == "message labels")
     assert labels.mode == "text" and "1 message · 1 MiB" in labels.text  # rank r -> r+1, one piece

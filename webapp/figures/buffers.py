@@ -18,17 +18,17 @@ from typing import Any, NamedTuple
 
 import plotly.graph_objects as go
 
-from sim.collective.player import cell_name
+from sim.collective.player import cell_name, rank_name, ranks_text
 from webapp.figures.common import FLIGHT_COLOR, Draft, note_figure, trace
 from webapp.figures.player import step_title
 
 FIGURE_PX = 386  # the buffers figure's width at 1024x768, the page's floor
-MARGIN_PX = {"l": 60, "r": 20}  # fixed, so the plot area's width is known: rank labels ("rank 31") fit in 60 px
+MARGIN_PX = {"l": 60, "r": 20}  # fixed, so the plot area's width is known: rank labels ("r31") fit in 60 px
 NARROWEST_PLOT_PX = FIGURE_PX - MARGIN_PX["l"] - MARGIN_PX["r"]  # 306 px of columns at the narrowest
 TICK_FONT_PX = 11
 TICK_CHAR_PX = 6.8  # an 11 px tick label's width per character in Chromium's widest fallback font, rounded up
 TICK_GAP_PX = 6  # kept between two tick labels
-CELL_FONT_PX, CELL_CHAR_PX = 10, 6.2  # the words inside a cell ("3/16")
+CELL_FONT_PX, CELL_CHAR_PX = 10, 6.2  # the words inside a cell ("r0+r3")
 TITLE_CHAR_PX = 8.2  # a 15 px title's width per character, rounded up
 LINE_PX = 20  # a title line (15 px text, Plotly's 1.3 line height)
 TITLE_TOP_PX = 22  # the title's anchor below the figure's top: its first line's top then about 8 px down
@@ -142,7 +142,7 @@ def _heading(player: dict[str, Any], step: int, index: int) -> str:
 
 def _title(heading: str, reduces: bool) -> str:
     # the key on its own, smaller line: one line was cut at the card's width
-    key = "cell = how many ranks' data it sums" if reduces else "cell = whose data it holds"
+    key = "cell = the ranks it sums, r0+r3" if reduces else "cell = whose data it holds, r3"
     return heading + f"<br><span style='font-size:12px;color:#555'>{key}; red outline: changed in this step</span>"
 
 
@@ -150,12 +150,13 @@ def _x_axis(grid: Grid, unit: str) -> dict[str, Any]:
     """Numbers as x (cell or piece index), a tick at each labelled piece's centre, never turned;
     the title says what one column is."""
     pieces = grid.pieces
+    named = f"piece p0–p{pieces - 1}" if pieces > 1 else "piece p0"
     if grid.chunks == 1:
-        words = f"piece (1/{pieces} of the buffer each)"
+        words = f"{named} (the buffer cut in {pieces})"
     elif grid.per_column == 1:
-        words = f"piece (1/{pieces} of the buffer): its {grid.chunks} {unit}s side by side"
+        words = f"{named} (the buffer cut in {pieces}): its {grid.chunks} {unit}s side by side"
     else:
-        words = f"piece (1/{pieces} of the buffer): one cell<br>= its {grid.chunks} {unit}s (hover: each)"
+        words = f"{named} (the buffer cut in {pieces}): one cell<br>= its {grid.chunks} {unit}s (hover: each)"
     return {
         "title": {"text": words, "font": {"size": 12}, "standoff": 6},
         "tickmode": "array", "tickvals": grid.tickvals, "ticktext": grid.ticktext, "tickangle": 0,
@@ -168,7 +169,7 @@ def _heatmap(z: list, text: list, hover: list, grid: Grid, ranks: int) -> dict[s
     widest = max((len(word) for row in text for word in row), default=0)
     fits = widest * CELL_CHAR_PX + 4 <= grid.column_px and grid.columns * ranks <= 1024  # words only where they fit
     return trace(
-        "heatmap", z=z, x=list(range(grid.columns)), y=[f"rank {r}" for r in range(ranks)],
+        "heatmap", z=z, x=list(range(grid.columns)), y=[rank_name(r) for r in range(ranks)],
         text=text if fits else None, texttemplate="%{text}" if fits else None, textfont={"size": CELL_FONT_PX},
         hovertext=hover, hoverinfo="text", zmin=0, zmax=1, colorscale=[[0, "#f2f2f2"], [1e-9, "#c6dbef"], [1, "#08306b"]],
         showscale=False, xgap=1 if grid.column_px >= 8 else 0, ygap=1,
@@ -191,20 +192,23 @@ def _columns(cells: list[list[int]], counts: list[list[int]], grid: Grid, ranks:
             [_merged_word(counts[r][g * k : (g + 1) * k], holders[r][g * k : (g + 1) * k], ranks, reduces) for g in range(grid.columns)]
         )
         hover.append(
-            [f"rank {r}, p{g}, its {k} {unit}s: " + _merged_hover(row[g * k : (g + 1) * k], reduces, unit) for g in range(grid.columns)]
+            [
+                f"{rank_name(r)}, p{g}, its {k} {unit}s: " + _merged_hover(row[g * k : (g + 1) * k], reduces, unit)
+                for g in range(grid.columns)
+            ]
         )
     return z, text, hover
 
 
 def _merged_word(counts: Sequence[int], holders: Sequence[list[str]], ranks: int, reduces: bool) -> str:
-    """A merged cell's words: the chunks' common word, or the range of their counts (2-3/16)."""
+    """A merged cell's words: the chunks' common word, or how many ranks' data they hold ("2–3 ranks")."""
     words = {_word(count, holder, ranks, reduces) for count, holder in zip(counts, holders)}
     if len(words) == 1:
         return words.pop()
     if not reduces and len(words - {""}) == 1:
         return (words - {""}).pop()  # whose data has arrived; the colour says how much of it
     low, high = min(counts), max(counts)
-    return f"{low}–{high}/{ranks}" if reduces else f"{low}–{high}"
+    return f"{low}–{high} ranks"
 
 
 def _merged_hover(masks: Sequence[int], reduces: bool, unit: str) -> str:
@@ -234,31 +238,35 @@ def _spans(numbers: list[int]) -> str:
 def _word(count: int, holder: list[str], ranks: int, reduces: bool) -> str:
     if not count:
         return ""
-    return f"{count}/{ranks}" if reduces else (holder[0] if len(holder) == 1 else str(count))
+    return ranks_text(holder, "+" if reduces else ",")
 
 
 def _cell_words(
     counts: list[list[int]], holders: list[list[list[str]]], ranks: int, reduces: bool, columns: Sequence[str] = ()
 ) -> tuple[list, list]:
-    """Each cell's label (3/8: a partial sum of 3 ranks; or whose data it holds) and its hover,
-    in the words the axes use (the column's name, p4; "rank 0's data", "the sum of ranks 0, 1")."""
+    """Each cell's label (r0+r3: the sum of ranks 0 and 3; or whose data it holds, r3) and its
+    hover, in the words the axes use (the column's name, p4; "r0's data", "the sum of r0 and r1")."""
     text = [[_word(count, holder, ranks, reduces) for count, holder in zip(crow, hrow)] for crow, hrow in zip(counts, holders)]
     hover = [
-        [f"rank {r}, {columns[c] if c < len(columns) else f'p{c}'}: " + _holding(holders[r][c], reduces) for c in range(len(counts[r]))]
+        [
+            f"{rank_name(r)}, {columns[c] if c < len(columns) else f'p{c}'}: " + _holding(holders[r][c], reduces)
+            for c in range(len(counts[r]))
+        ]
         for r in range(len(counts))
     ]
     return text, hover
 
 
 def _holding(holders: list[str], reduces: bool) -> str:
-    """What a cell holds, in words: empty, rank 3's data, the sum of ranks 0, 1 and 2, or the
-    data of ranks 0 and 1 (copies side by side)."""
+    """What a cell holds, in words: empty, r3's data, the sum of r0, r1 and r2, or the data of
+    r0 and r1 (copies side by side)."""
     if not holders:
         return "empty"
-    if len(holders) == 1:
-        return f"rank {holders[0]}'s data"
-    listed = ", ".join(holders[:-1]) + f" and {holders[-1]}"
-    return f"the sum of ranks {listed}" if reduces else f"the data of ranks {listed}"
+    names = [f"r{holder}" for holder in holders]
+    if len(names) == 1:
+        return f"{names[0]}'s data"
+    listed = ", ".join(names[:-1]) + f" and {names[-1]}"
+    return f"the sum of {listed}" if reduces else f"the data of {listed}"
 
 
 def _separators(grid: Grid, ranks: int) -> list[dict[str, Any]]:
@@ -298,7 +306,7 @@ def _changed_outlines(changed: list[tuple[int, int]], grid: Grid, ranks: int, un
     ]  # fmt: skip
     words = [_changed_words(r, first, last, count, grid, unit) for r, first, last, count in runs]
     hover = trace(
-        "scatter", x=[(first + last) / 2 for _, first, last, _ in runs], y=[f"rank {r}" for r, *_ in runs], mode="markers",
+        "scatter", x=[(first + last) / 2 for _, first, last, _ in runs], y=[rank_name(r) for r, *_ in runs], mode="markers",
         marker={"size": 6, "opacity": 0}, hovertext=words, hoverinfo="text", showlegend=False, name="changed in this step",
     )  # fmt: skip
     return hover, shapes
@@ -320,10 +328,10 @@ def _runs(changed: list[tuple[int, int]], grid: Grid) -> list[tuple[int, int, in
 
 def _changed_words(r: int, first: int, last: int, count: int, grid: Grid, unit: str) -> str:
     if grid.per_column > 1:
-        return f"rank {r}, p{first}: {count} of its {grid.chunks} {unit}s changed in this step"
+        return f"{rank_name(r)}, p{first}: {count} of its {grid.chunks} {unit}s changed in this step"
     if first == last:
-        return f"rank {r}, {cell_name(first, grid.chunks)}: changed in this step"
-    return f"rank {r}, {cell_name(first, grid.chunks)}–{cell_name(last, grid.chunks)}: changed in this step"
+        return f"{rank_name(r)}, {cell_name(first, grid.chunks)}: changed in this step"
+    return f"{rank_name(r)}, {cell_name(first, grid.chunks)}–{cell_name(last, grid.chunks)}: changed in this step"
 
 
 def index_of(position: int, frames: list) -> int:

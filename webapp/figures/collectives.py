@@ -12,8 +12,10 @@ import numpy as np
 import plotly.graph_objects as go
 
 from sim.collective import explore
+from sim.collective.teaching import COST_PARTS, difference
 from sim.units import format_size, format_time
 from webapp.figures.common import (
+    BUSY_SCALE,
     COMPONENT_COLORS,
     PALETTE,
     UTIL_BINS,
@@ -93,8 +95,14 @@ def crossover_figure(
     factor, unit = time_unit(max(row["time_s"] for row in points))
     figure = Draft("Algorithm crossover over message size", 400)
     algorithms = list(dict.fromkeys(row["algorithm"] for row in rows))
+    same = coincident(points)
     for index, name in enumerate(algorithms):
-        figure.add_trace(_algorithm_trace(name, rows, points, factor, PALETTE[index % len(PALETTE)], name == algorithm))
+        curve = _algorithm_trace(name, rows, points, factor, PALETTE[index % len(PALETTE)], name == algorithm)
+        if same.get(name):  # drawn exactly over another: said in the legend; the later one dashed, so both show
+            curve["name"] += f" (= {', '.join(same[name])})"
+            if any(algorithms.index(other) < index for other in same[name]):
+                curve["line"] = {**curve["line"], "dash": "dash"}
+        figure.add_trace(curve)
     if nccl:
         figure.add_trace(
             trace(
@@ -122,14 +130,32 @@ def crossover_figure(
         line = {"type": "line", "x0": size_bytes, "x1": size_bytes, "xref": "x", "y0": 0, "y1": 1, "yref": "y domain"}
         figure.update_layout(shapes=[{**line, "line": {"dash": "dot", "color": "#888"}}])
     _crossover_axes(figure, points, factor, unit)
-    beyond = sorted({row["algorithm"] for row in rows if row["why"] == "too large to simulate here"}, key=algorithms.index)
-    if beyond:  # said where the points are missing, and where to get them
-        figure.add_annotation(
-            text=f"not simulated here (too many messages): some sizes of {', '.join(beyond)}; `collsim sim crossover` draws more",
-            x=1, y=1.02, xref="paper", yref="paper", xanchor="right", yanchor="bottom", showarrow=False, font={"size": 11, "color": "#a00"},
-        )  # fmt: skip
-    figure.update_layout(meta={"beyond_budget": beyond})
+    # the sizes not simulated within the page's budget are said beside the figure, in the page
+    # (a line inside it was cut off on the left at 16 ranks), with a button that simulates them
+    beyond = sorted({row["algorithm"] for row in rows if row["why"] == explore.TOO_LARGE}, key=algorithms.index)
+    figure.update_layout(meta={"beyond_budget": beyond, "coincident": same})
     return figure.figure()
+
+
+COINCIDENT_RELATIVE = 1e-9  # two times this close are one point (float rounding)
+
+
+def coincident(points: Iterable[dict[str, Any]]) -> dict[str, list[str]]:
+    """algorithm -> the other algorithms whose curve lies exactly on its own (the same sizes, each
+    time within :data:`COINCIDENT_RELATIVE`): drawn one over the other, one would be hidden
+    (linear under pipelined_chain at one chunk). Only algorithms with such a twin are keys."""
+    curves: dict[str, dict[int, float]] = {}
+    for row in points:
+        curves.setdefault(row["algorithm"], {})[row["size_bytes"]] = row["time_s"]
+
+    def same(a: dict[int, float], b: dict[int, float]) -> bool:
+        return a.keys() == b.keys() and all(abs(a[size] - b[size]) <= COINCIDENT_RELATIVE * max(a[size], b[size]) for size in a)
+
+    return {
+        name: twins
+        for name, curve in curves.items()
+        if (twins := [other for other, theirs in curves.items() if other != name and same(curve, theirs)])
+    }
 
 
 def _algorithm_trace(
@@ -212,7 +238,12 @@ def side_by_side_figure(columns: Sequence[tuple], rank_counts: Sequence[int] = (
     figure.update_layout(
         title={"text": "Side by side: per-rank activity on one time axis", "x": 0.01, "font": {"size": 15}},
         height=200 + 160 * len(columns),
-        coloraxis={"colorscale": "Blues", "cmin": 0, "cmax": top, "colorbar": {"title": {"text": "in flight"}, "thickness": 12}},
+        coloraxis={
+            "colorscale": BUSY_SCALE,
+            "cmin": 0,
+            "cmax": top,
+            "colorbar": {"title": {"text": "operations<br>in flight", "side": "top"}, "thickness": 12},
+        },
         meta={"columns": [c[0] for c in columns], "span_s": span, "zmax": top},
     )
     return figure
@@ -224,17 +255,10 @@ def parts_figure(labels: Sequence[str], parts: Sequence[dict[str, float]]) -> go
     if not parts:
         return note_figure("nothing to compare", "Where the difference comes from")
     factor, unit = time_unit(max(p["total"] for p in parts))
-    names = ["latency", "bandwidth", "reduction", "overhead", "contention"]
+    names = list(COST_PARTS)
     title = "Where the time goes"
     if len(parts) == 2:
-        diff = {name: parts[1][name] - parts[0][name] for name in names}
-        main = max(diff, key=lambda name: abs(diff[name]))
-        total = parts[1]["total"] - parts[0]["total"]
-        sign = "+" if total >= 0 else "−"
-        title = f"{labels[1]} vs {labels[0]}: {sign}{format_time(abs(total))}, mostly {main} ({'+' if diff[main] >= 0 else '−'}{format_time(abs(diff[main]))})"
-        noise = 1e-9 * max(parts[0]["total"], parts[1]["total"])  # float rounding, not a difference (-8.674e-10 ns was shown)
-        if abs(total) <= noise and all(abs(value) <= noise for value in diff.values()):
-            title = f"{labels[1]} vs {labels[0]}: no difference: the same time, part for part"
+        title = f"{labels[1]} vs {labels[0]}: {difference(parts[0], parts[1]).sentence()}"
     figure = base_figure("Where the time goes", 340)
     for name in names:
         values = [p[name] * factor for p in parts]

@@ -33,6 +33,11 @@ COMPONENT_COLORS = {
     "gamma (reduction)": "#2ca02c",
     "overhead / other": "#9467bd",
 }
+# Busy = dark, idle = light, written out: Plotly.js's own "Blues" (what the name alone gives a figure
+# built as dicts) runs the other way, dark at 0, and an all-busy heatmap looked idle (issue 36 E6).
+BUSY_SCALE = [[index / 8, colour] for index, colour in enumerate(
+    ("#f7fbff", "#deebf7", "#c6dbef", "#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#08519c", "#08306b")
+)]  # fmt: skip
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 
 
@@ -468,8 +473,8 @@ def utilisation_figure(
     figure = Draft(title, max(300, min(900, 110 + 6 * len(keep))))
     figure.add_trace(
         trace(
-            "heatmap", z=grid.astype(np.float32), x=centres, y=names, colorscale="Blues", zmin=0, xaxis="x", yaxis="y",
-            colorbar={"title": {"text": what.split()[0]}, "thickness": 12, "x": 1.0},
+            "heatmap", z=grid.astype(np.float32), x=centres, y=names, colorscale=BUSY_SCALE, zmin=0, xaxis="x", yaxis="y",
+            colorbar={"title": {"text": what.replace(" in ", "<br>in ", 1), "side": "top"}, "thickness": 12, "x": 1.0},
             hovertemplate=f"%{{y}}, %{{x:.4g}} {unit}: %{{z:.2f}} {what}<extra></extra>", name="in flight",
         )
     )  # fmt: skip

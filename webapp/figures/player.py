@@ -13,8 +13,9 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from sim.collective.narrative import tree_moves
-from sim.units import format_size, format_time
+from sim.collective.narrative import size_text, tree_moves
+from sim.collective.player import rank_name
+from sim.units import format_time
 from webapp.figures.common import (
     FLIGHT_COLOR,
     RANK_COLOR,
@@ -122,18 +123,18 @@ def _step_messages(
     arrows = [_arrow(where, m[0], m[1], size // 2, offset, colour) for m, offset, colour in zip(shown, offsets, colours)]
     if not shown:
         return arrows, 0
-    labels, dropped = _placed_labels(shown, where, board, offsets, short=bool(player.get("logical")))
+    labels, dropped = _placed_labels(shown, where, board, offsets, short=bool(player.get("logical")), decimal=bool(player.get("decimal")))
     figure.add_trace(labels)
     segments = [_shifted(*where[str(m[0])], *where[str(m[1])], offset) for m, offset in zip(shown, offsets)]
     figure.add_trace(chunk_motion(shown, segments, board, colours, size / 2 + 2))
     return arrows, dropped
 
 
-def _label_texts(message: list, offset: float, sub_round: int, short: bool) -> list[str]:
+def _label_texts(message: list, offset: float, sub_round: int, short: bool, decimal: bool = False) -> list[str]:
     """What an arrow's label may say, longest first: cells and bytes (a chunk's sub-round
     first when its chord carries several), then the cells or the bytes alone."""
     nbytes, chunk, cells = message[4], message[5], (message[6] if len(message) > 6 else "")
-    size = format_size(nbytes)
+    size = size_text(nbytes, decimal)
     text = size if short or not cells else f"{cells} · {size}"
     if offset and chunk >= 0:  # a chunk's arrow says which sub-round of the step it belongs to: the pipelining, visible
         text = f"round {sub_round}: {text}" if cells and not short else f"chunk {chunk}, round {sub_round}: {text}"
@@ -142,14 +143,14 @@ def _label_texts(message: list, offset: float, sub_round: int, short: bool) -> l
 
 
 def _placed_labels(
-    messages: list, where: dict[str, tuple[float, float]], board: Board, offsets: Sequence[float], short: bool = False
-) -> tuple[dict[str, Any], int]:
+    messages: list, where: dict[str, tuple[float, float]], board: Board, offsets: Sequence[float], short: bool = False, decimal: bool = False
+) -> tuple[dict[str, Any], int]:  # fmt: skip
     """Each arrow's label where the board has room (:func:`free_spot`). Every label in its
     long form when all fit at their arrows, else every one in its short form (one wording per
     step); a label with no room anywhere is left to the hover (a dot on its arrow). Returns the trace and how many were left to the hover."""
     rounds = sub_rounds(messages)
     chords = [_shifted(*where[str(m[0])], *where[str(m[1])], offset) for m, offset in zip(messages, offsets)]
-    wordings = [_label_texts(m, offset, number, short) for m, offset, number in zip(messages, offsets, rounds)]
+    wordings = [_label_texts(m, offset, number, short, decimal) for m, offset, number in zip(messages, offsets, rounds)]
     trial = board.copy()
     spots = _all_placed(trial, chords, [texts[0] for texts in wordings], offsets, far=False)  # every label long, at its arrow
     if spots is not None:
@@ -160,7 +161,7 @@ def _placed_labels(
     texts = [text for _, _, text in points]
     labels = trace(
         "scatter", x=[x for x, _, _ in points], y=[y for _, y, _ in points], mode="markers+text", text=texts,
-        textfont={"size": 10, "color": "#8b0000"}, cliponaxis=False, hovertext=[_message_hover(m) for m in messages], hoverinfo="text",
+        textfont={"size": 10, "color": "#8b0000"}, cliponaxis=False, hovertext=[_message_hover(m, (), decimal) for m in messages], hoverinfo="text",
         marker={"size": 7, "color": FLIGHT_COLOR, "opacity": [0 if text else 0.6 for text in texts]}, showlegend=False,
         name="message labels",
     )  # fmt: skip
@@ -179,12 +180,12 @@ def _all_placed(board: Board, chords: list, texts: list[str], offsets: Sequence[
     return spots
 
 
-def _message_hover(message: list, names: Sequence[str] = ()) -> str:
+def _message_hover(message: list, names: Sequence[str] = (), decimal: bool = False) -> str:
     src, dst, start, end, nbytes, chunk = message[:6]
     cells = message[6] if len(message) > 6 else ""
     part = f", chunk {chunk}" if chunk >= 0 else ""
-    sender, receiver = (names[src], names[dst]) if names else (f"rank {src}", f"rank {dst}")
-    return f"{sender} → {receiver}<br>carries {cells or 'data'}: {format_size(nbytes)}{part}<br>{format_time(start)} → {format_time(end)}"
+    sender, receiver = (names[src], names[dst]) if names else (rank_name(src), rank_name(dst))
+    return f"{sender} → {receiver}<br>carries {cells or 'data'}: {size_text(nbytes, decimal)}{part}<br>{format_time(start)} → {format_time(end)}"
 
 
 def _crowded_note(dropped: int) -> dict[str, Any]:
@@ -286,8 +287,8 @@ def _logical_panel(
             "scatter", x=[x for _, x, _ in points], y=[y for _, _, y in points], mode="markers+text", xaxis="x2", yaxis="y2",
             marker={"size": size, "color": RANK_COLOR, "line": {"width": [3 if r in busy else 1 for r, _, _ in points],
                     "color": [FLIGHT_COLOR if r in busy else "white" for r, _, _ in points]}},
-            text=[str(r) for r, _, _ in points], textfont={"color": "white", "size": 10 if size >= 16 else 8},
-            hovertext=[f"rank {r}" for r, _, _ in points], hoverinfo="text", showlegend=False, name="logical ranks",
+            text=[rank_name(r) for r, _, _ in points], textfont={"color": "white", "size": 10 if size >= 16 else 8},
+            hovertext=[rank_name(r) for r, _, _ in points], hoverinfo="text", showlegend=False, name="logical ranks",
         )
     )  # fmt: skip
     if any(segments):
@@ -365,7 +366,9 @@ def _logical_trees(logical: dict[str, Any], messages: list) -> Drawn:
                 used.setdefault((src, dst), []).append(number)
                 segments[at] = (*spots[src], *spots[dst])
         for (src, dst), crossed in used.items():
-            annotations.append(_logical_arrow(spots[src], spots[dst], hover=f"rank {src} → rank {dst}: sub-round {_listed(crossed)}"))
+            annotations.append(
+                _logical_arrow(spots[src], spots[dst], hover=f"{rank_name(src)} → {rank_name(dst)}: sub-round {_listed(crossed)}")
+            )
             if max(rounds) > 1:  # pipelined: which sub-round of the step each chunk crosses this edge in
                 numbers.append((spots[src], spots[dst], sorted(set(crossed))))
     if rounds and max(rounds) > 1:
@@ -437,6 +440,7 @@ def aggregate_figure(player: dict[str, Any], position: int) -> go.Figure:
         step_title(player, position) if step is not None else "before the first message"
     )
     figure = Draft(title, 440)
+    decimal = bool(player.get("decimal"))
     inside = {m[0]: m for m in messages if m[0] == m[1]}
     busy = {m[0] for m in messages} | {m[1] for m in messages}
     largest = max(group["size"] for group in groups)
@@ -446,10 +450,10 @@ def aggregate_figure(player: dict[str, Any], position: int) -> go.Figure:
             marker={"size": [16 + 22 * math.sqrt(g["size"] / largest) for g in groups], "color": RANK_COLOR,
                     "line": {"width": [4 if i in busy else 1 for i in range(len(groups))],
                              "color": [FLIGHT_COLOR if i in busy else "white" for i in range(len(groups))]}},
-            text=[g["name"] + (f"<br>↻ {_many(inside[i])} inside" if i in inside else "") for i, g in enumerate(groups)],
+            text=[g["name"] + (f"<br>↻ {_many(inside[i], decimal=decimal)} inside" if i in inside else "") for i, g in enumerate(groups)],
             textposition=[_outward(g["x"], g["y"]) for g in groups], textfont={"size": 10}, hoverinfo="text", showlegend=False,
             name="groups", cliponaxis=False,
-            hovertext=[f"{g['name']}: {g['size']} ranks" + (f"<br>inside: {_many(inside[i])}" if i in inside else "") for i, g in enumerate(groups)],
+            hovertext=[f"{g['name']}: {g['size']} ranks" + (f"<br>inside: {_many(inside[i], decimal=decimal)}" if i in inside else "") for i, g in enumerate(groups)],
         )
     )  # fmt: skip
     between = [m for m in messages if m[0] != m[1]]
@@ -458,7 +462,9 @@ def aggregate_figure(player: dict[str, Any], position: int) -> go.Figure:
     arrows = [_arrow(where, m[0], m[1], 20, offset) for m, offset in zip(between, offsets)]
     if between:
         labels = [[m[0], m[1], m[2], m[3], m[4], -1, _many(m, bytes_too=False)] for m in between]
-        figure.add_trace(_arrow_labels(labels, where, label_text=len(between) <= 24, offsets=offsets, names=[g["name"] for g in groups]))
+        figure.add_trace(
+            _arrow_labels(labels, where, label_text=len(between) <= 24, offsets=offsets, names=[g["name"] for g in groups], decimal=decimal)
+        )
     figure.update_layout(annotations=arrows)
     figure.update_xaxes(visible=False, scaleanchor="y", scaleratio=1, range=[-1.9, 1.9])
     figure.update_yaxes(visible=False, range=[-1.55, 1.45])
@@ -476,10 +482,10 @@ def _outward(x: float, y: float) -> str:
     return f"{vertical} {horizontal}" if vertical != "middle" or horizontal != "center" else "top center"
 
 
-def _many(row: list, bytes_too: bool = True) -> str:
+def _many(row: list, bytes_too: bool = True, decimal: bool = False) -> str:
     """An aggregate row's messages (and bytes): "12 messages, 96 MiB"."""
     count = f"{row[5]:,} message{'s' if row[5] != 1 else ''}" if not bytes_too else f"{row[5]:,} msg{'s' if row[5] != 1 else ''}"
-    return f"{count}, {format_size(row[4])}" if bytes_too else count
+    return f"{count}, {size_text(row[4], decimal)}" if bytes_too else count
 
 
 def _links(edges: list, where: dict[str, tuple[float, float]], busy_links: set, highlighted: bool) -> dict[str, Any]:
@@ -504,8 +510,8 @@ def _rank_markers(ranks: list[dict[str, Any]], busy: set, label: bool, size: int
     }
     return trace(
         "scatter", x=[n["x"] for n in ranks], y=[n["y"] for n in ranks], mode="markers+text" if label else "markers",
-        marker={"size": size, "color": RANK_COLOR, "line": outline}, text=[str(n["rank"]) for n in ranks],
-        textfont={"color": "white", "size": 12 if size >= RANK_PX else 10}, hovertext=[f"rank {n['rank']}" for n in ranks], hoverinfo="text",
+        marker={"size": size, "color": RANK_COLOR, "line": outline}, text=[rank_name(n["rank"]) for n in ranks],
+        textfont={"color": "white", "size": 12 if size >= RANK_PX else 10}, hovertext=[f"{rank_name(n['rank'])} (rank {n['rank']})" for n in ranks], hoverinfo="text",
         showlegend=False, name="ranks",
     )  # fmt: skip
 
@@ -529,8 +535,8 @@ LABEL_SLIDE = 0.2  # ... and slides this far along it
 
 
 def _arrow_labels(
-    messages: list, where: dict[str, tuple[float, float]], label_text: bool, offsets: Sequence[float], names: Sequence[str]
-) -> dict[str, Any]:
+    messages: list, where: dict[str, tuple[float, float]], label_text: bool, offsets: Sequence[float], names: Sequence[str], decimal: bool = False
+) -> dict[str, Any]:  # fmt: skip
     """The aggregate's arrow labels: what each arrow stands for, written a bit past its middle
     (a pair's two ways apart), with a hover. (The drawable player places its labels on a
     :class:`Board`.)"""
@@ -541,9 +547,9 @@ def _arrow_labels(
         xs.append(x0 + at * (x1 - x0))
         ys.append(y0 + at * (y1 - y0))
     return trace(
-        "scatter", x=xs, y=ys, mode="text" if label_text else "markers", text=[_label_texts(m, 0, 1, False)[0] for m in messages],
+        "scatter", x=xs, y=ys, mode="text" if label_text else "markers", text=[_label_texts(m, 0, 1, False, decimal)[0] for m in messages],
         textfont={"size": 10, "color": "#8b0000"}, marker={"size": 8, "color": FLIGHT_COLOR, "opacity": 0.5},
-        hovertext=[_message_hover(m, names) for m in messages], hoverinfo="text", showlegend=False, name="message labels",
+        hovertext=[_message_hover(m, names, decimal) for m in messages], hoverinfo="text", showlegend=False, name="message labels",
     )  # fmt: skip
 
 
@@ -580,12 +586,15 @@ def step_caption(player: dict[str, Any], position: int) -> str:
     """Under the player: the step's number, phase, start-end time and one sentence on what moved."""
     step, messages = _at(player, position)
     if step is None:
-        steps = len(player['steps'])
+        steps = len(player["steps"])
         return f"Inputs, before any message. {steps} step{'s' if steps != 1 else ''} to play: press Play or drag the slider. {player.get('description', '')}"
     start = min(m[2] for m in messages)
     end = max(m[3] for m in messages)
-    nbytes = sum(m[4] for m in messages)
+    nbytes = sum(m[4] for m in messages) * player.get("wire_copies", 1)  # NCCL's channels run as one: each a copy of it
     sentences = player.get("sentences") or []
     sentence = sentences[position - 1] if position - 1 < len(sentences) else ""
     title = step_title(player, position)
-    return f"{title[0].upper() + title[1:]}: {format_time(start)} → {format_time(end)}, {format_size(nbytes)} in all. {sentence}"
+    copies = player.get("wire_copies", 1)
+    if copies > 1 and sentence:  # the sentence counts the messages of the one channel simulated
+        sentence = f"{sentence.rstrip('.')} on each channel; the other {copies - 1:g} channel copies carry the same."
+    return f"{title[0].upper() + title[1:]}: {format_time(start)} → {format_time(end)}, {size_text(nbytes, bool(player.get('decimal')))} in all. {sentence}"

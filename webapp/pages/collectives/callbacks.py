@@ -14,17 +14,19 @@ from dash import ClientsideFunction, Input, Output, Patch, State, ctx, html, no_
 from dash.exceptions import PreventUpdate
 
 from sim.collective import explore, pick
+from sim.collective.narrative import decimal_units, size_text
 from sim.collective.player import link_events, link_intervals, player_data, rank_intervals, rank_values
 from sim.errors import CollsimError
-from sim.units import format_bandwidth, format_size, format_time
+from sim.units import format_bandwidth, format_time
 from webapp import collective as model
-from webapp import helper, ids, jobs
+from webapp import ids, jobs
 from webapp.callbacks import answer, events_csv, guarded
-from webapp.components import graph, number_card
+from webapp.components import number_card
 from webapp.figures import buffers as buffers_draw
 from webapp.figures import collectives as draw
 from webapp.figures import common
 from webapp.figures import player as player_draw
+from webapp.pages.collectives import views
 from webapp.pages.collectives.controls import no_player_reason, step_by, tick, tick_interval, toggle_play
 from webapp.pages.collectives.layout import (
     HARDWARE_FIELDS,
@@ -37,20 +39,40 @@ from webapp.pages.collectives.layout import (
     drawn_at_load,
     nccl_options,
     scenario_of,
+    validate,
+    validation_failed,
+)
+from webapp.pages.collectives.views import (
+    CROSSOVER_MORE_MESSAGES,
+    compare_form,
+    compare_panel,
+    compare_update,
+    crossover_in_background,
+    crossover_note,
+    crossover_panel,
+    crossover_view,
 )
 
 __all__ = [
+    "CROSSOVER_MORE_MESSAGES",
     "PANELS",
     "RUN",
     "apply_hardware",
     "cancelled",
     "channels_placeholder",
+    "compare_choices",
+    "compare_form",
     "compare_panel",
     "compare_update",
+    "crossover_in_background",
+    "crossover_note",
     "crossover_panel",
+    "crossover_view",
     "download",
     "mark_step",
     "nccl_fields",
+    "nodes_or_ranks",
+    "op_changed",
     "panels",
     "register",
     "show_step",
@@ -81,7 +103,6 @@ PANELS = {  # what a run draws: the simulation callback's outputs (and the backg
 }
 MARKED = ("rank_gantt", "link_gantt")  # the timelines that mark the player's step
 RUN = (*PANELS, "job")  # the simulation callback also hands large scenarios to the background run
-SECOND = ("options", "value", "row", "note", "style")  # the second column (side by side)
 
 
 def outputs(names: dict[str, tuple[str, str]], duplicate: bool = False) -> dict[str, Output]:
@@ -99,11 +120,40 @@ def apply_hardware(name: str | None, ranks: str | None, op: str | None = None, a
     choices; no preset: only the choices (NCCL's pick leaves them)."""
     options, kept = algorithms_for_op(op or "", algorithm, name)
     values = model.hardware_form(name, ranks)
-    if values is None:
-        return {**answer(HARDWARE_FIELDS + PICK_FIELDS), "algorithm": kept, "algorithm_options": options}
+    if values is None:  # no preset: its Nodes field goes (empty, hidden)
+        return {**answer(HARDWARE_FIELDS + PICK_FIELDS), "nodes": "", "nodes_style": {"display": "none"}, "note": "",
+                "algorithm": kept, "algorithm_options": options}  # fmt: skip
     picked = model.pick_form(name, op)
     chosen = {key: picked.get(key, no_update) for key in PICK_FIELDS}
-    return {**{key: values[key] for key in HARDWARE_FIELDS}, **chosen, "algorithm": picked.get("algorithm", kept), "algorithm_options": options}  # fmt: skip
+    return {**{key: values[key] for key in HARDWARE_FIELDS}, **chosen, "algorithm": picked.get("algorithm", kept), "algorithm_options": options,
+            "nodes_style": {}, "note": model.preset_note(name, values)}  # fmt: skip
+
+
+def op_changed(op: str | None, current: str | None, hardware: str | None) -> dict[str, Any]:
+    """A new op: its algorithm choices; an algorithm it does not run becomes its default, said
+    above the form (:func:`webapp.collective.served_algorithm`)."""
+    options, _ = algorithms_for_op(op or "", current, hardware)
+    value, note = model.served_algorithm(op, current, hardware)
+    return {"options": options, "value": value, "note": note or no_update}
+
+
+def nodes_or_ranks(
+    trigger: str | None, nodes: str | None, ranks: str | None, hardware: str | None, gpus_per_node: str | None
+) -> dict[str, Any]:
+    """Nodes and Ranks of a preset kept in step (one callback, as Dash syncs two inputs): new
+    Nodes set Ranks (nodes x GPUs per node); new Ranks that fill whole nodes set Nodes. Nothing
+    when they make no whole count (the Nodes field's message says why)."""
+    if not hardware:
+        raise PreventUpdate
+    if trigger == ids.field_id("nodes"):
+        made = model.nodes_to_ranks(nodes, hardware, gpus_per_node)
+        changed = {"ranks": made} if made is not None and made != str(ranks or "").strip() else {}
+    else:
+        made = model.ranks_to_nodes(ranks, hardware, gpus_per_node)
+        changed = {"nodes": made} if made is not None and made != str(nodes or "").strip() else {}
+    if not changed:
+        raise PreventUpdate
+    return answer(("nodes", "ranks"), **changed)
 
 
 def channels_placeholder(data: dict | None, algorithm: str | None) -> str:
@@ -124,17 +174,6 @@ def nccl_fields(algorithm: str | None, op: str | None, nccl_algo: str | None) ->
             "label": label, "hint": hint}  # fmt: skip
 
 
-def validation_failed(message: str) -> dict[str, Any]:
-    """What validation answers when it fails unexpectedly: no scenario, the message under Hardware."""
-    return {"scenario": None, "errors": {**answer(model.DEFAULTS), "hardware": message}}
-
-
-def validate(form: dict[str, Any]) -> dict[str, Any]:
-    """The form's values -> the scenario (as a dict, None when invalid) and a message per field."""
-    scenario, errors = model.parse_form(form)
-    return {"scenario": scenario.to_dict() if scenario else None, "errors": {name: errors.get(name, "") for name in model.DEFAULTS}}
-
-
 def summary_cards(outcome: model.Outcome, picked: bool = False) -> list:
     numbers = model.summary_numbers(outcome)
     error, messages, wire = numbers["relative_error"], numbers["messages"], numbers["bytes_on_wire"]
@@ -144,7 +183,7 @@ def summary_cards(outcome: model.Outcome, picked: bool = False) -> list:
         number_card("Closed form", _closed_text(numbers), ids.COLL_ANALYTIC_TIME),
         number_card("Sim vs closed form", _error_text(error), ids.COLL_REL_ERROR),
         number_card("Messages / steps", f"{messages:,} / {numbers['steps']}" if messages is not None else "—", ids.COLL_MESSAGES),
-        number_card("On the wire", format_size(wire) if wire is not None else "—", ids.COLL_WIRE),
+        number_card("On the wire", size_text(wire, decimal_units(outcome.scenario.size_bytes)) if wire is not None else "—", ids.COLL_WIRE),
         number_card("algbw / busbw", bandwidths, ids.COLL_BW),
     ]
     info = model.pick_info(outcome.scenario, picked)
@@ -320,73 +359,6 @@ def mark_step(position: int | None, player: dict | None) -> dict[str, Any]:
     return marks
 
 
-def crossover_panel(data: dict | None) -> Any:
-    if not data:
-        return no_update
-    try:
-        scenario = scenario_of(data)
-        rows = helper.crossover(scenario)
-    except CollsimError as error:
-        return common.note_figure(str(error), "Algorithm crossover")
-    figure = draw.crossover_figure(rows, scenario.size_bytes, scenario.algorithm, model.nccl_picks(scenario))
-    # a new size only moves the size marker (redrawn alone), unless it lies outside the swept
-    # sizes: then the axis range must grow with it, and the whole figure is redrawn
-    swept = [row["size_bytes"] for row in rows if row["time_s"] is not None]
-    outside = bool(swept) and not min(swept) <= scenario.size_bytes <= max(swept)
-    return common.revised(figure, scenario.size_bytes if outside else None)
-
-
-def compare_panel(value: str | None, compare_field: str | None, data: dict | None) -> dict[str, Any]:
-    """Both runs on one time axis, and the time of each split into latency, bandwidth, reduction,
-    overhead and contention (:func:`sim.collective.explore.decompose`), the difference named in words."""
-    if not data:
-        raise PreventUpdate
-    if not value:
-        return {"note": "", "style": {"display": "none"}}
-    name = compare_field or "algorithm"
-    a = scenario_of(data)
-    b = a.replace(**{name: value})
-    for s in (a, b):
-        if model.estimate_cost(s) > model.MAX_SIM_MESSAGES:
-            return {
-                "note": f"{getattr(s, name)} is too large to simulate side by side here; use the command line",
-                "style": {"display": "none"},
-            }
-    labels = [f"A: {getattr(a, name)}", f"B: {value}"]
-    runs = [explore.run(s)[0] for s in (a, b)]
-    timeline = draw.side_by_side_figure([(label, *rank_intervals(run)) for label, run in zip(labels, runs)], [s.ranks for s in (a, b)])
-    parts = draw.parts_figure(labels, [explore.decompose(s) for s in (a, b)])
-    ratio = runs[1].time_s / runs[0].time_s if runs[0].time_s else float("inf")
-    times = f"{format_time(runs[1].time_s)} vs {format_time(runs[0].time_s)}"
-    note = f"B takes {ratio:.3g}x the time of A ({times}); {parts.layout.meta['summary']}"
-    return {"timeline": timeline, "parts": parts, "note": note, "style": {}}
-
-
-def compare_update(
-    compare_field: str | None, value: str | None, form: dict[str, Any], shown: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """The second column in one request, on the form's fields (validated as by :func:`validate`):
-    its choices (:func:`compare_choices`), then both runs (:func:`compare_panel`) for the value
-    kept, as the row's two graphs; the row is empty and hidden while none is picked.
-
-    ``shown``: the choices and the row's style on the page; when nothing is compared and both
-    would stay as they are (a new size, say), nothing is sent (each output set costs the page's
-    renderer a pass over every component)."""
-    data = validate(form)["scenario"]
-    options, new_value = compare_choices(compare_field, data, value)
-    hidden = {"display": "none"}
-    if shown is not None and not value and new_value is no_update and shown.get("options") == options and shown.get("style") == hidden:
-        raise PreventUpdate
-    shown = compare_panel(value if new_value is no_update else new_value, compare_field, data)
-    row = []
-    if not shown["style"]:  # something to compare: its two graphs
-        row = [
-            html.Div(graph(ids.COLL_CMP_TIMELINE, figure=shown["timeline"]), className="col wide"),
-            html.Div(graph(ids.COLL_CMP_PARTS, figure=shown["parts"]), className="col narrow"),
-        ]
-    return {"options": options, "value": new_value, "row": row, "note": shown["note"], "style": shown["style"]}
-
-
 def download(trigger: str | None, data: dict | None) -> dict[str, Any]:
     """The file for the pressed download button, or a message saying why there is none."""
     if not trigger:
@@ -420,12 +392,19 @@ def register(app: Any) -> None:
 
 def _register_form(app: Any) -> None:
     """Algorithm choices, the two_level fields, the hardware picker, validation, the URL writers."""
+    note = Output(ids.COLL_FORM_NOTE, "children", allow_duplicate=True)
     app.callback(
-        output={"options": Output(ids.field_id("algorithm"), "options"), "value": Output(ids.field_id("algorithm"), "value")},
+        output={"options": Output(ids.field_id("algorithm"), "options"), "value": Output(ids.field_id("algorithm"), "value"), "note": note},
         inputs={"op": Input(ids.field_id("op"), "value"), "current": State(ids.field_id("algorithm"), "value"),
                 "hardware": State(ids.field_id("hardware"), "value")},
         prevent_initial_call=True,  # the layout has them (one round trip less before the first run)
-    )(lambda op, current, hardware: dict(zip(("options", "value"), algorithms_for_op(op, current, hardware))))  # fmt: skip
+    )(op_changed)  # fmt: skip
+    app.callback(
+        output={name: Output(ids.field_id(name), "value", allow_duplicate=True) for name in ("nodes", "ranks")},
+        inputs={name: Input(ids.field_id(name), "value") for name in ("nodes", "ranks")}
+        | {name: State(ids.field_id(name), "value") for name in ("hardware", "gpus_per_node")},
+        prevent_initial_call=True,
+    )(guarded(lambda **form: nodes_or_ranks(ctx.triggered_id, **form), lambda message: answer(("nodes", "ranks"))))
     nccl = {"algo_options": Output(ids.field_id("nccl_algo"), "options"), "proto_options": Output(ids.field_id("nccl_proto"), "options"),
             "algo_style": Output(ids.field_box_id("nccl_algo"), "style"), "proto_style": Output(ids.field_box_id("nccl_proto"), "style"),
             "label": Output(ids.COLL_CHUNKS_LABEL, "children"), "hint": Output(ids.COLL_CHUNKS_HINT, "children")}  # fmt: skip
@@ -449,11 +428,12 @@ def _register_form(app: Any) -> None:
     )
     filled = {name: Output(ids.field_id(name), "value", allow_duplicate=True) for name in HARDWARE_FIELDS + PICK_FIELDS}
     app.callback(
-        output={**filled, "algorithm_options": Output(ids.field_id("algorithm"), "options", allow_duplicate=True)},
+        output={**filled, "algorithm_options": Output(ids.field_id("algorithm"), "options", allow_duplicate=True),
+                "nodes_style": Output(ids.field_box_id("nodes"), "style"), "note": note},
         inputs={"name": Input(ids.field_id("hardware"), "value"), "ranks": State(ids.field_id("ranks"), "value"),
                 "op": State(ids.field_id("op"), "value"), "algorithm": State(ids.field_id("algorithm"), "value")},
         prevent_initial_call=True,
-    )(guarded(apply_hardware, lambda message: answer((*HARDWARE_FIELDS, *PICK_FIELDS, "algorithm_options"))))  # fmt: skip
+    )(guarded(apply_hardware, lambda message: answer((*HARDWARE_FIELDS, *PICK_FIELDS, "algorithm_options", "nodes_style", "note"))))  # fmt: skip
     errors = {name: Output(ids.error_id(name), "children") for name in model.DEFAULTS}
     app.callback(
         output={"scenario": Output(ids.COLL_SCENARIO, "data"), "errors": errors},
@@ -565,27 +545,8 @@ def _register_player(app: Any) -> None:
 
 
 def _register_views(app: Any) -> None:
-    """The second column, the crossover (both on the form's fields, as the simulation) and downloads."""
-    second = {"options": (ids.COLL_CMP_VALUE, "options"), "value": (ids.COLL_CMP_VALUE, "value"), "row": (ids.COLL_CMP_ROW, "children"),
-              "note": (ids.COLL_CMP_NOTE, "children"), "style": (ids.COLL_CMP_ROW, "style")}  # fmt: skip
-    app.callback(
-        output=outputs(second),
-        inputs={
-            "compare_field": Input(ids.COLL_CMP_FIELD, "value"),
-            "value": Input(ids.COLL_CMP_VALUE, "value"),
-            "form": form_inputs(),
-            "shown": {"options": State(ids.COLL_CMP_VALUE, "options"), "style": State(ids.COLL_CMP_ROW, "style")},
-        },
-    )(guarded(compare_update, lambda message: answer(SECOND, row=[], note=message, style={"display": "none"})))
-
-    def crossover_form(form: dict[str, Any], drawn: bool | None) -> Any:
-        if ctx.triggered_id is None and drawn:  # at load: the layout came with it (layout.first_crossover)
-            raise PreventUpdate
-        return crossover_panel(validate(form)["scenario"])
-
-    app.callback(
-        output=Output(ids.COLL_CROSSOVER, "figure"), inputs={"form": form_inputs(), "drawn": State(ids.COLL_CROSSOVER_DRAWN, "data")}
-    )(guarded(crossover_form, lambda message: common.note_figure(message, "Algorithm crossover")))
+    """The second column and the crossover (:mod:`.views`, both on the form's fields, as the simulation) and downloads."""
+    views.register(app, form_inputs)
     buttons = [ids.COLL_DL_YAML, ids.COLL_DL_JSON, ids.COLL_DL_CSV, ids.COLL_DL_TRACE]
     app.callback(
         output={"file": Output(ids.COLL_DOWNLOAD, "data"), "error": Output(ids.COLL_DL_ERROR, "children")},

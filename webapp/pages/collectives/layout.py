@@ -15,6 +15,7 @@ from sim.network.topology import TOPOLOGIES
 from sim.scenario import SHARING_MODES, CollectiveScenario
 from webapp import collective as model
 from webapp import ids, urlstate
+from webapp.callbacks import answer
 from webapp.components import field, graph, hardware_dropdown
 from webapp.pages import drawn_into
 
@@ -36,10 +37,13 @@ __all__ = [
     "layout",
     "nccl_options",
     "scenario_of",
+    "validate",
+    "validation_failed",
 ]
 
 LABELS = {
-    "hardware": ("Hardware", "a preset fills ranks, topology and links (collsim hardware list)"),
+    "hardware": ("Hardware", "a preset fills nodes, ranks, topology and links (collsim hardware list)"),
+    "nodes": ("Nodes", "with a preset: ranks = nodes x its GPUs per node"),
     "op": ("Operation", "the collective to run"),
     "algorithm": ("Algorithm", "choices depend on the operation; NCCL's pick with a GPU preset"),
     "nccl_algo": ("NCCL algorithm", "auto: NCCL's pick; else only this one, as NCCL_ALGO"),
@@ -61,7 +65,17 @@ LABELS = {
     "placement": ("Rank placement", "two_level: block fills a node first; round_robin alternates nodes"),
 }
 DROPDOWNS = ("hardware", "op", "algorithm", "nccl_algo", "nccl_proto", "topology", "sharing", "placement")
-HARDWARE_FIELDS = ("ranks", "topology", "gpus_per_node", "bandwidth", "latency", "intra_bandwidth", "intra_latency", "reduce_bandwidth")
+HARDWARE_FIELDS = (
+    "nodes",
+    "ranks",
+    "topology",
+    "gpus_per_node",
+    "bandwidth",
+    "latency",
+    "intra_bandwidth",
+    "intra_latency",
+    "reduce_bandwidth",
+)
 PICK_FIELDS = ("algorithm", "chunks", "sharing", "nccl_algo", "nccl_proto")  # what choosing a GPU preset sets (model.pick_form)
 NCCL_ONLY = ("nccl_algo", "nccl_proto")  # shown while NCCL's pick is the algorithm
 CHANNELS = {
@@ -130,6 +144,7 @@ def form(values: dict[str, str]) -> html.Div:
             component.options, component.value = urlstate.with_unknown(component.options, values[name]), values[name]
         hidden = name in TWO_LEVEL_ONLY and values["topology"] != "two_level" and values[name] in ("", model.DEFAULTS[name])
         hidden = hidden or (name in NCCL_ONLY and values["algorithm"] != pick.NCCL and not values[name])
+        hidden = hidden or (name == "nodes" and not values["hardware"] and not values["nodes"])
         box = field(name, label, hint, component, hidden=hidden)
         if name == "chunks":  # its label and hint follow the algorithm (nccl_fields)
             box.children[0].id, box.children[3].id = ids.COLL_CHUNKS_LABEL, ids.COLL_CHUNKS_HINT
@@ -222,8 +237,9 @@ def _results(view: dict[str, str]) -> html.Div:
 
 
 def layout(search: str = "") -> html.Div:
-    values = model.form_from_query(search)
+    values, notes = model.read_link(search)
     view = urlstate.form_from_query(search, VIEW_DEFAULTS)
+    unknown = urlstate.unknown_keys(search, [*model.DEFAULTS, *VIEW_DEFAULTS])
     compare_field, _, compare_value = view["cmp"].partition(":")
     compare_field = compare_field if compare_field in COMPARE_FIELDS else "algorithm"
     url_names = {"names": list(model.DEFAULTS), "defaults": {**model.DEFAULTS, **VIEW_DEFAULTS}}
@@ -236,6 +252,7 @@ def layout(search: str = "") -> html.Div:
         dcc.Loading(results, type="default", delay_show=250, overlay_style={"visibility": "visible", "opacity": 0.5}),
         compare_section(compare_field, compare_value, values),
         dcc.Loading(graph(ids.COLL_CROSSOVER, 400, figure=crossover), type="dot", delay_show=250),
+        crossover_more(crossover),
         dcc.Store(id=ids.COLL_CROSSOVER_DRAWN, data=crossover is not None),
     ]
     stores = [
@@ -246,7 +263,7 @@ def layout(search: str = "") -> html.Div:
         [
             *stores,
             dcc.Store(id=ids.COLL_URL_NAMES, data=url_names),
-            html.Aside([html.H3("Scenario"), form(values), _downloads()], className="sidebar"),
+            html.Aside([html.H3("Scenario"), form_note([*unknown, *notes]), form(values), _downloads()], className="sidebar"),
             html.Section(content, className="content"),
         ],
         className="layout",
@@ -254,15 +271,35 @@ def layout(search: str = "") -> html.Div:
     return drawn_into(page, checked(values))
 
 
+def form_note(lines: list[str]) -> html.Div:
+    """What the page made of a link or a choice, above the form (one line each): unknown keys,
+    the algorithm an op set, what a preset set. Written again by the form's callbacks."""
+    return html.Div(note_lines(lines), id=ids.COLL_FORM_NOTE, className="notice form-note", role="status", style={"color": "#8a4b00"})
+
+
+def note_lines(lines: list[str]) -> list:
+    return [html.Div(line) for line in lines if line]
+
+
+def validation_failed(message: str) -> dict[str, Any]:
+    """What validation answers when it fails unexpectedly: no scenario, the message under Hardware."""
+    return {"scenario": None, "errors": {**answer(model.DEFAULTS), "hardware": message}}
+
+
+def validate(form: dict[str, Any]) -> dict[str, Any]:
+    """The form's values -> the scenario (as a dict, None when invalid) and a message per field."""
+    scenario, errors = model.parse_form(form)
+    return {"scenario": scenario.to_dict() if scenario else None, "errors": {name: errors.get(name, "") for name in model.DEFAULTS}}
+
+
 def drawn_at_load(values: dict[str, Any], background: bool) -> bool:
     """Whether the page for these form ``values`` comes drawn (:func:`first_view`): a valid
     scenario the simulation callback would run here and now, not as a background job. That
     callback's call at load then answers nothing (``callbacks.simulate_form``)."""
     from sim.collective import explore
-    from webapp.pages.collectives import callbacks
 
     try:
-        data = callbacks.validate(values)["scenario"]
+        data = validate(values)["scenario"]
         if not data:
             return False
         cost = explore.work(scenario_of(data)).cost
@@ -372,6 +409,27 @@ def compare_section(compare_field: str, compare_value: str, values: dict[str, st
             # the two graphs come with the comparison (compare_update): none to draw until one is picked
             dcc.Loading(html.Div([], className="row", id=ids.COLL_CMP_ROW, style={"display": "none"}), type="dot", delay_show=250),
         ]
+    )
+
+
+def crossover_more(figure: Any | None) -> html.Div:
+    """Under the crossover: which sizes were not simulated here and a button that simulates them
+    in the background (as a large scenario's run); hidden while every size is drawn."""
+    from webapp.pages.collectives import callbacks
+
+    shown = callbacks.crossover_note(figure) if figure is not None else {"note": "", "more_style": {"display": "none"}}
+    return html.Div(
+        [
+            html.Span(shown["note"], id=ids.COLL_CROSSOVER_NOTE, className="muted"),
+            html.Button(
+                "Simulate them in the background",
+                id=ids.COLL_CROSSOVER_MORE,
+                n_clicks=0,
+                className="button small",
+                style=shown["more_style"],
+            ),  # fmt: skip
+        ],
+        className="inline crossover-more",
     )
 
 
