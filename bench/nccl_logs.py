@@ -1,7 +1,7 @@
 """Measured nccl-tests busbw against the DES (NCCL's pick on NCCL's data path) and NCCL's own
-model, for every calibration log (../shared/data/nccl-tests, see its README).
+model, for every calibration log (real/data/nccl-tests, each with its source in its header).
 
-    python bench/nccl_logs.py [--data DIR] [--sizes] [--json FILE]
+    python bench/nccl_logs.py [--data DIR] [--sizes] [--json FILE] [--stride K] [--leave-one-out [--record FILE]]
 
 Per log: the preset it runs on, then per regime (< 1 MiB, 1-256 MiB, >= 256 MiB) the median
 |busbw error| and the worst error of the DES and of NCCL's model; ``--sizes`` adds every size
@@ -9,6 +9,14 @@ Per log: the preset it runs on, then per regime (< 1 MiB, 1-256 MiB, >= 256 MiB)
 in-place times). "Measured" is the faster of those two columns (sim.hardware.nccl_fit.read_log
 says why). busbw error = predicted busbw / measured - 1 =
 measured time / predicted time - 1. Logs whose preset does not exist are listed and skipped.
+
+``--leave-one-out`` adds the honest figure: each log predicted by a fit that never saw it. Its
+preset's constants are refitted on the other logs of the same preset (``collsim validate
+nccl-tests``'s fit, real.validate_nccl; every other constant at its prior, never the shipped fit,
+which saw this log); a preset with no other log is predicted from its priors (uncalibrated). Per
+regime: the median and worst |busbw error| and how often the 80 % interval (real.validate_nccl
+says how it is made) held the measurement. ``--record FILE`` writes that output with the date and
+the machine (bench/results/nccl_logs_loo.md).
 """
 
 from __future__ import annotations
@@ -32,10 +40,21 @@ def _busbw(size: int, seconds: float, ranks: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "nccl-tests"), help="folder of the logs")
+    parser.add_argument("--data", default=str(ROOT / "real" / "data" / "nccl-tests"), help="folder of the logs")
     parser.add_argument("--sizes", action="store_true", help="print every size")
     parser.add_argument("--json", default=None, help="write every point to this file")
+    parser.add_argument("--stride", type=int, default=1, help="every Kth size of each log (both tables; the fits are CPU-heavy)")
+    parser.add_argument("--leave-one-out", action="store_true", help="also predict each log from a fit on the other logs of its preset")
+    parser.add_argument("--record", default=None, help="with --leave-one-out: write its output, date and machine to this Markdown file")
     args = parser.parse_args()
+    in_sample = table(args)
+    if args.leave_one_out:
+        leave_one_out(args, in_sample)
+
+
+def table(args: argparse.Namespace) -> list[str]:
+    """Today's table: every log against the DES and NCCL's model with the shipped presets (fitted
+    on these same logs: in-sample). Returns its "all logs" lines."""
     from sim.hardware.presets import load_preset
 
     everything, started = [], time.perf_counter()
@@ -45,7 +64,7 @@ def main() -> None:
         if preset not in list_presets() or not path.exists():
             print(f"{name:58s} skipped: {'no preset ' + preset if path.exists() else 'no log file'}")
             continue
-        points = compare(path, preset, nodes, proto, nccl_algo=algo)
+        points = compare(path, preset, nodes, proto, stride=args.stride, nccl_algo=algo)
         everything += points
         ranks = nodes * load_preset(preset).gpus_per_node
         for regime, n, des_median, des_worst, model_median, model_worst in regime_stats(points):
@@ -56,10 +75,10 @@ def main() -> None:
                 print(f"    {p.size_bytes:>12d} B  measured {_busbw(p.size_bytes, p.measured_s, ranks):8.2f}  "
                       f"DES {_busbw(p.size_bytes, p.des_s, ranks):8.2f} ({p.des_error:+6.1%})  "
                       f"model {_busbw(p.size_bytes, p.model_s, ranks):8.2f} ({p.model_error:+6.1%})  {p.pick:16s} spread {p.spread:5.1%}")  # fmt: skip
-    print("all logs:")
-    for regime, n, des_median, des_worst, model_median, model_worst in regime_stats(everything):
-        print(f"  {regime:11s} {n:3d} points  DES median {des_median:6.1%} worst {des_worst:+7.1%}   "
-              f"NCCL model median {model_median:6.1%} worst {model_worst:+7.1%}")  # fmt: skip
+    summary = [f"  {regime:11s} {n:3d} points  DES median {des_median:6.1%} worst {des_worst:+7.1%}   "
+               f"NCCL model median {model_median:6.1%} worst {model_worst:+7.1%}"
+               for regime, n, des_median, des_worst, model_median, model_worst in regime_stats(everything)]  # fmt: skip
+    print("\n".join(["all logs:", *summary]))
     beyond = [p for p in everything if abs(p.des_error) > 0.35]
     print(f"DES points beyond 35 %: {len(beyond)} of {len(everything)}")
     for p in beyond:
@@ -67,6 +86,87 @@ def main() -> None:
     print(f"({time.perf_counter() - started:.1f} s; regimes: {', '.join(r[0] for r in REGIMES)})")
     if args.json:
         Path(args.json).write_text(json.dumps([p.__dict__ for p in everything], indent=1))
+    return summary
+
+
+def leave_one_out(args: argparse.Namespace, in_sample: list[str]) -> None:
+    """Each log predicted from a fit on the other logs of its preset (or the priors), per regime."""
+    from real.validate_nccl import calibrate, predict_log, read_one, regime_rows
+
+    logs = {name: read_one(Path(args.data) / name, nodes, proto, algo)
+            for name, (preset, nodes, proto, algo) in CALIBRATION.items()
+            if preset in list_presets() and (Path(args.data) / name).exists()}  # fmt: skip
+    lines, everything, started = (
+        [f"leave one log out (stride {args.stride}): each log predicted by a fit that never saw it"],
+        [],
+        time.perf_counter(),
+    )
+    for name, log in logs.items():
+        preset = CALIBRATION[name][0]
+        others = [other for key, other in logs.items() if key != name and CALIBRATION[key][0] == preset]
+        begun = time.perf_counter()
+        calibration = calibrate(others, preset, args.stride)
+        points = predict_log(log, preset, calibration, "predicted", args.stride)
+        everything += points
+        basis = "fit on " + ", ".join(o.name for o in others) if others else "priors only (no other log of this preset: uncalibrated)"
+        lines.append(f"{name} ({preset} x {log.nodes}): {basis}; {time.perf_counter() - begun:.0f} s")
+        lines += [_loo_line(row) for row in regime_rows(points)]
+    lines.append("all logs:")
+    lines += [_loo_line(row) for row in regime_rows(everything)]
+    lines.append("the same predictions with sim.hardware.uncertainty's interval for a preset not fitted on the cluster (x/÷ by regime):")
+    lines += [_loo_line(row) for row in regime_rows(_with_shipped_interval(everything))]
+    lines.append(f"({time.perf_counter() - started:.0f} s; 80 % interval: real.validate_nccl.INTERVAL_METHOD)")
+    print("\n".join(lines))
+    if args.record:
+        _record(Path(args.record), lines, in_sample, args)
+
+
+def _with_shipped_interval(points: list) -> list:
+    """The points with sim.hardware.uncertainty's 80 % interval around the same held-out prediction
+    (the one every collective on a shipped preset prints), so its coverage is measured too."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from sim.hardware.presets import load_preset
+    from sim.hardware.uncertainty import interval
+
+    out = []
+    for p in points:
+        preset = CALIBRATION[p.log][0]
+        scenario = SimpleNamespace(hardware=preset, ranks=p.nodes * load_preset(preset).gpus_per_node, size_bytes=p.size_bytes)
+        found = interval(scenario, p.predicted_s)
+        out.append(replace(p, low_s=found.low_s, high_s=found.high_s))
+    return out
+
+
+def _loo_line(row: dict) -> str:
+    return (f"  {row['regime']:11s} {row['points']:3d} points  median |err| {row['median_abs_error']:6.1%}  worst {row['worst_error']:+7.1%}"
+            f"  80 % interval covered {row['covered']}/{row['points']} ({row['coverage']:.0%}), median x/÷ {row['median_width']:.2f}")  # fmt: skip
+
+
+def _record(path: Path, lines: list[str], in_sample: list[str], args: argparse.Namespace) -> None:
+    import datetime
+    import os
+    import platform
+
+    from real.validate_nccl import INTERVAL_METHOD
+
+    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")),
+                 platform.processor() or "unknown") if Path("/proc/cpuinfo").exists() else platform.processor() or "unknown"  # fmt: skip
+    command = "python bench/nccl_logs.py --leave-one-out --stride " + str(args.stride)
+    header = [
+        "# Leave one log out: how far the DES's predictions can be trusted",
+        "",
+        f"Recorded {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC on {len(os.sched_getaffinity(0))} CPUs ({model}), shared with other jobs; "
+        f"command `{command}` ({'every size' if args.stride == 1 else f'every {args.stride}th size'} of each log; --stride keeps the fits short).",
+        "",
+        f"Interval: {INTERVAL_METHOD}.",
+        "",
+        "```",
+    ]
+    beside = ["```", "", "Beside it, today's table (the shipped presets, whose fits saw these same logs: in-sample), all logs:", "", "```"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(header + lines + beside + in_sample + ["```", ""]))
 
 
 if __name__ == "__main__":

@@ -6,4 +6,4 @@ without torch, so the webapp can read measurements on a machine without it.
 """
 
 __all__ = ["bench", "cli", "compare", "compare_fsdp", "ddp", "ddp_bench", "fit", "fsdp", "launcher", "models", "nccl_tests", "presets", "report", "store", "trace",
-           "validate", "validate_analysis"]  # fmt: skip
+           "validate", "validate_analysis", "validate_nccl", "validate_nccl_report"]  # fmt: skip

@@ -23,6 +23,7 @@ from real.cli_common import (
     run_meta,
     write_output,
 )
+from real.validate_nccl_report import nccl_tests_command
 from sim.errors import CollsimError
 from sim.units import format_size, parse_size_list
 
@@ -285,7 +286,7 @@ def _validate_plan(backend: str, ranks: str, quick: bool, sizes: str | None, lau
     return plan
 
 
-@click.command("validate")
+@click.group("validate", invoke_without_command=True)
 @click.option("--backend", default="gloo", type=click.Choice(["gloo", "nccl"]), show_default=True)
 @click.option("--ranks", default="2", show_default=True, help="world size, or a comma list (2,3,4); under torchrun: WORLD_SIZE")
 @click.option("--quick", is_flag=True, help="sizes up to 16 MiB, fewer rounds (about 3 minutes for 2 ranks on 2 cores)")
@@ -299,9 +300,14 @@ def _validate_plan(backend: str, ranks: str, quick: bool, sizes: str | None, lau
               help="inline: report.html opens offline (~5 MB); cdn: small file that loads plotly.js from the web")  # fmt: skip
 @click.option("--threads", default=1, type=int, show_default=True, help="torch threads per rank (CPU)")
 @click.option("--op-timeout", "op_timeout_s", default=120.0, type=float, show_default=True, help="limit on every collective, s")
-def validate(backend: str, ranks: str, quick: bool, out_dir: str, db: str | None, sizes: str | None, launches: int | None, no_ddp: bool,
-             no_fsdp: bool, plotlyjs: str, threads: int, op_timeout_s: float) -> None:  # fmt: skip
-    """Measure collectives and DDP steps, fit o and w, predict held-out points and the best bucket size; write a report."""
+@click.pass_context
+def validate(ctx: click.Context, backend: str, ranks: str, quick: bool, out_dir: str, db: str | None, sizes: str | None, launches: int | None,
+             no_ddp: bool, no_fsdp: bool, plotlyjs: str, threads: int, op_timeout_s: float) -> None:  # fmt: skip
+    """Measure collectives and DDP steps, fit o and w, predict held-out points and the best bucket size; write a report.
+
+    'collsim validate nccl-tests LOG...' instead checks a hardware preset on your own nccl-tests logs."""
+    if ctx.invoked_subcommand is not None:  # collsim validate nccl-tests ...: measure nothing here
+        return
     from pathlib import Path
 
     from real.validate import format_text, mark_folder, measure, summary_document, write_outputs
@@ -338,6 +344,9 @@ def validate(backend: str, ranks: str, quick: bool, out_dir: str, db: str | None
         click.echo("# interrupted: the report above is partial (status.json: interrupted); exit status 130", err=True)
         sys.exit(130)
     mark_folder(out, "complete", run_ids=measured.run_ids, seconds=measured.seconds)
+
+
+validate.add_command(nccl_tests_command)  # collsim validate nccl-tests LOG...: a preset checked on the user's own logs
 
 
 def _validate_folder_and_store(out_dir: str, db: str | None, command: str) -> Any:

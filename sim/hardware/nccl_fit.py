@@ -20,7 +20,7 @@ from pathlib import Path
 from sim.errors import CollsimError
 from sim.hardware.nccl_log import LogChecks, not_a_log, results
 
-# calibration logs (../shared/data/nccl-tests): file -> (preset, nodes, NCCL_PROTO, NCCL_ALGO the
+# calibration logs (real/data/nccl-tests, each with its source in its header): file -> (preset, nodes, NCCL_PROTO, NCCL_ALGO the
 # run had); see that folder's README. The A3 Mega run used TCPXO plugin v1.0.3, whose required
 # profile is NCCL_PROTO=Simple, NCCL_ALGO=Ring,Tree, NCCL_BUFFSIZE=8 MiB and Google's tuner
 # plugin (LL128 came with v1.0.8-1, Feb 2025: container-engine-accelerators gpudirect-tcpxo/README.md);
@@ -261,10 +261,12 @@ def _solve(hardware: str, data, scale, names: list[str], priors: dict):
     lower = [priors[n]["bounds"][0] for n in names]
     upper = [priors[n]["bounds"][1] for n in names]
     x0 = [min(max(priors[n]["value"], lo + 1e-6), hi - 1e-6) for n, lo, hi in zip(names, lower, upper)]
+    # the held constants stay at their priors while the told ones move (not at the preset's old fit)
+    held = {n: prior["value"] for n, prior in priors.items() if n not in names}
 
     def residuals(x) -> list[float]:
         values = dict(zip(names, map(float, x)))
-        return _data_residuals(hardware, data, scale, values) + [_prior_residual(n, values[n], priors[n]) for n in names]
+        return _data_residuals(hardware, data, scale, {**held, **values}) + [_prior_residual(n, values[n], priors[n]) for n in names]
 
     result = least_squares(residuals, x0, bounds=(lower, upper), method="trf", loss="soft_l1", f_scale=NOISE,
                            diff_step=DELTA, x_scale="jac", max_nfev=40)  # fmt: skip

@@ -13,7 +13,7 @@ import pytest
 from sim.hardware import nccl_fit
 from sim.hardware.presets import CONSTANTS, PRIORS
 
-LOGS = Path(__file__).resolve().parents[3] / "shared" / "data" / "nccl-tests"
+LOGS = Path(__file__).resolve().parents[2] / "real" / "data" / "nccl-tests"  # shipped with the project
 NIC_BOUND = LOGS / "hgx-h100_2node_ib400_nccl2.26.2_allreduce_default.txt"
 
 
@@ -67,7 +67,6 @@ def test_a_strong_prior_is_overruled_only_as_far_as_the_data_go(monkeypatch):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not NIC_BOUND.exists(), reason=f"calibration log not found at {NIC_BOUND}")
 def test_a_fit_on_a_nic_bound_two_node_log_leaves_nvlink_at_its_prior():
     result = nccl_fit.fit([(str(NIC_BOUND), 2, None)], "hgx-h100-nvls", ["intra_efficiency", "base_latency_us"], stride=4)
     assert "intra_efficiency" in result["held_at_prior"], result

@@ -101,9 +101,7 @@ def test_calibration_targets_on_the_shipped_presets():
 
     from sim.hardware.nccl_fit import CALIBRATION
 
-    data = Path(__file__).resolve().parents[3] / "shared" / "data" / "nccl-tests"
-    if not all((data / name).exists() for name in CALIBRATION):
-        pytest.skip("calibration logs not present")
+    data = Path(__file__).resolve().parents[2] / "real" / "data" / "nccl-tests"  # shipped: never skipped
     points = []
     for name, (preset, nodes, proto, algo) in CALIBRATION.items():
         points += compare(data / name, preset, nodes, proto, nccl_algo=algo)
@@ -149,9 +147,7 @@ def test_the_gb200_log_is_run_as_the_ring_its_numbers_show():
     from sim.hardware.nccl_fit import CALIBRATION
 
     name = "oci-gb200-nvl72_32trays-128gpu_nccl2.29.2_allreduce.txt"
-    log = Path(__file__).resolve().parents[3] / "shared" / "data" / "nccl-tests" / name
-    if not log.exists():
-        pytest.skip("calibration logs not present")
+    log = Path(__file__).resolve().parents[2] / "real" / "data" / "nccl-tests" / name  # shipped: never skipped
     preset, nodes, proto, algo = CALIBRATION[name]
     assert algo == "Ring"
     first, *_, last = compare(log, preset, nodes, proto, stride=32, nccl_algo=algo)
