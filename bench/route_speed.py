@@ -4,7 +4,7 @@ from another checkout, in fresh processes, rounds interleaved.
 
     python bench/route_speed.py [--rounds 3] [--cases dgx-h100:64,gcp-a3-mega:64] [--against DIR]
 
-Prints per case and checkout the median [min-max] CPU seconds of ``sim.hardware.nccl_topo.topology``
+Prints per case and checkout the median [min-max] CPU seconds of ``sim.nccl.topo.topology``
 (NCCL's pick of all_reduce at 64 MiB) and a digest of 4,000 of its routes, which must agree.
 A benchmark, not a test: it asserts nothing.
 """
@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 CHILD = r"""
 import hashlib, json, sys, time
-from sim.hardware.nccl_des import scenario_for_pick
-from sim.hardware.nccl_topo import topology
+from sim.nccl.des import scenario_for_pick
+from sim.nccl.topo import topology
 preset, nodes = sys.argv[1], int(sys.argv[2])
 scenario, why = scenario_for_pick(preset, nodes, "all_reduce", 64 << 20)
 if scenario is None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.errors import CollsimError
-from sim.hardware.nccl_log import LogChecks, check_time, not_a_log, results
+from sim.nccl.log import LogChecks, check_time, not_a_log, results
 
 # nccl-tests binary name -> collsim op
 PROGRAMS = {
@@ -74,7 +74,7 @@ _PENDING_LIMIT = 100_000  # rows held while no line yet tells the ranks (memory 
 class Log:
     """An nccl-tests output being read: ``rows`` (an iterator: a large log is never held whole),
     ``meta`` (filled from the header as the rows are read) and ``checks`` (ranks, left-out sizes,
-    warnings; :mod:`sim.hardware.nccl_log`)."""
+    warnings; :mod:`sim.nccl.log`)."""
 
     meta: dict[str, Any]
     checks: LogChecks
@@ -212,7 +212,7 @@ def _fill_world_size(rows: list[dict[str, Any]], world_size: int | None) -> None
 def parse_json(data: dict[str, Any], op: str | None = None, world_size: int | None = None, in_place: bool = False,
                checks: LogChecks | None = None) -> dict[str, Any]:  # fmt: skip
     """Parse the JSON file nccl-tests writes with ``-J FILE`` (file version 2), checked as a text
-    log is (:mod:`sim.hardware.nccl_log`): results with nwrong > 0 left out (``warnings`` names
+    log is (:mod:`sim.nccl.log`): results with nwrong > 0 left out (``warnings`` names
     them), a negative or NaN time refused."""
     if not isinstance(data, dict) or "results" not in data:
         raise CollsimError("not an nccl-tests JSON file (no 'results' list)")

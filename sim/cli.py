@@ -240,7 +240,7 @@ def collective(scenario_file: str | None, trace: str | None, csv_path: str | Non
     if calibration_used is not None:
         summary["calibration"] = calibration_used
     if picked and scenario.hardware:
-        from sim.hardware.nccl_rooted import pick_note
+        from sim.nccl.rooted import pick_note
 
         if pick_note(scenario):
             summary["note"] = pick_note(scenario)

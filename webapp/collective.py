@@ -70,7 +70,7 @@ REQUIRED = {
     "bandwidth": "give a rate such as 25GB/s or 100Gbps",
 }
 # Link sharing "auto": what the CLI runs without --sharing: NCCL's pick's own (its data path's per
-# algorithm, sim.hardware.nccl_des.data_path_sharing; p2p's for all_to_all / send_recv), else fair.
+# algorithm, sim.nccl.des.data_path_sharing; p2p's for all_to_all / send_recv), else fair.
 AUTO_SHARING = "auto"
 OPTIONAL_DEFAULTS = {"chunks": "1", "overhead": "0us"}  # an empty box means these (the hints say so)
 
@@ -238,7 +238,7 @@ def nccl_choices(op: str, nccl_algo: str | None = None) -> tuple[list[str], list
     """The NCCL algorithms the op has on NCCL's data path (Ring, Tree, NVLS, NVLSTree, PAT), and
     the protocols of ``nccl_algo`` (of any of them when "" or unknown): from the registered nccl_* algorithms."""
     from sim.algorithms.registry import algorithm_spec
-    from sim.hardware.nccl_path import NAMES
+    from sim.nccl.path import NAMES
 
     pairs = [pair for pair, name in NAMES.items() if op in ops() and algorithm_spec(op, name) is not None]
     algorithms = list(dict.fromkeys(algorithm for algorithm, _ in pairs))
@@ -265,7 +265,7 @@ def nccl_picks(scenario: CollectiveScenario, sizes: tuple[int, ...] = CROSSOVER_
     (algorithm/protocol and its predicted time); [] without a GPU preset or for other ops."""
     if not scenario.hardware:
         return []
-    from sim.hardware.nccl_model import predict
+    from sim.nccl.model import predict
 
     nodes = scenario.ranks // scenario.gpus_per_node_resolved
     rows = []

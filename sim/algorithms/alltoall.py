@@ -71,7 +71,7 @@ def direct_all_to_all(net: Network, rank: int, call: Call) -> Generator:
 def all_blocks_at_once(net: Network, rank: int, call: Call, wire: Callable[[int], int] | None = None) -> Generator:
     """Send each other rank its block at once (to rank + d, from rank - d), then wait for every
     block and every send; ``wire`` gives the bytes on the wire of a block's bytes (a protocol's
-    lines: sim.hardware.nccl_p2p)."""
+    lines: sim.nccl.p2p)."""
     p = call.ranks
     mine = call.take(rank)
     sends = []

@@ -10,6 +10,7 @@ tests/algorithms/test_records.py fails on any algorithm missing a part.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -198,11 +199,22 @@ def register(op: str, name: str, **record: Any) -> Callable[[RankProgram], RankP
     return wrap
 
 
+# The registry's one plugin hook: packages whose import registers algorithms. sim.algorithms holds
+# the textbook ones; sim.nccl (above this layer: it runs NCCL's data path on sim.network with
+# these records' Phase and Shape) registers nccl_ring, nccl_tree, ... and nccl_p2p. Named here as
+# data, imported on the first query, so the registry never imports a layer above it
+# (tests/architecture/test_layers.py: sim has no import cycle).
+PLUGINS = ("sim.algorithms", "sim.nccl")
+
+
+_loaded: list[str] = []  # the plugins imported so far
+
+
 def _load() -> None:
-    import sim.algorithms  # noqa: F401  (registers every algorithm on import)
-    import sim.hardware.nccl_des  # noqa: F401  (nccl_ring: rings on NCCL's channels)
-    import sim.hardware.nccl_p2p  # noqa: F401  (nccl_p2p: all_to_all and send_recv on NCCL's point-to-point path)
-    import sim.hardware.nccl_rooted  # noqa: F401  (nccl_ring for broadcast and reduce: chains on NCCL's channels)
+    if len(_loaded) < len(PLUGINS):
+        for package in PLUGINS[len(_loaded) :]:
+            importlib.import_module(package)
+            _loaded.append(package)
 
 
 OP_ORDER = ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "gather", "scatter", "barrier", "send_recv")

@@ -160,7 +160,7 @@ def _search_limit() -> int:
 def messages_of(s: Any) -> Any:
     """:func:`sim.collective.explore.work` (messages and routes; it probes at most
     ``PROBE_MAX_CHUNKS`` chunks and scales linearly in chunks). NCCL's algorithms on a hardware
-    preset run only the channels that are not copies of another (``sim.hardware.nccl_topo``):
+    preset run only the channels that are not copies of another (``sim.nccl.topo``):
     the records count every channel, so their count is scaled to the channels run."""
     from sim.collective.explore import work
 
@@ -181,12 +181,12 @@ def messages_of(s: Any) -> Any:
 def _preset_path(s: Any) -> Any:
     """NCCL's data-path parameters (channels, channels run, tree pieces) of an ``nccl_*``
     scenario on a hardware preset; None for any other scenario."""
-    from sim.hardware.nccl_path import PAIR_OF
+    from sim.nccl.path import PAIR_OF
 
     if not getattr(s, "hardware", None) or s.algorithm not in PAIR_OF:
         return None
-    from sim.hardware.nccl_topo import path_params
     from sim.hardware.presets import load_preset
+    from sim.nccl.topo import path_params
 
     return path_params(s, load_preset(s.hardware))
 
@@ -271,7 +271,7 @@ def _size_growth(key: Any, s: Any, ranks: int, chunks: int, size: int) -> float:
     # the switch's, so each more in flight across nodes meets every other: counted 2.05x at
     # 4 x dgx-h100, 16 -> 64 MiB)
     # LL128's trees grow faster than that (x4.9 for x4 pieces: its power 1.15), and since NCCL's
-    # Tree runs fair by default (sim.hardware.nccl_des.data_path_sharing) its estimate at 64 MiB
+    # Tree runs fair by default (sim.nccl.des.data_path_sharing) its estimate at 64 MiB
     # on 16 x dgx-h100 read 5.2 re-shares a message where the run counted 10.9
     exponent = 1.0 if s.algorithm.startswith("nccl_nvls") else 1.15 if s.algorithm == "nccl_tree_ll128" else 0.75
     return (full / probed) ** exponent if full > probed > 0 else 1.0

@@ -2,8 +2,8 @@
 
 :func:`fill_pick` turns a scenario mapping whose algorithm is ``nccl`` (or absent, as the CLI's
 default on a preset) into the algorithm NCCL would pick on NCCL's data path
-(:func:`sim.hardware.nccl_des.scenario_for_pick`), restricted by ``nccl_algo`` / ``nccl_proto``
-as NCCL_ALGO / NCCL_PROTO (parsed once, by :func:`sim.hardware.nccl_proto.parse_selection`).
+(:func:`sim.nccl.des.scenario_for_pick`), restricted by ``nccl_algo`` / ``nccl_proto``
+as NCCL_ALGO / NCCL_PROTO (parsed once, by :func:`sim.nccl.proto.parse_selection`).
 :func:`describe` says what an ``nccl_*`` scenario ran (NCCL's algorithm, protocol, channels) and
 NCCL's own model's time for it; :func:`lines` is the two lines every surface prints.
 """
@@ -20,7 +20,7 @@ __all__ = ["NCCL", "NCCL_OPS", "PICK_KEYS", "PICKED_OPS", "PickInfo", "describe"
 NCCL = "nccl"  # the algorithm meaning "what NCCL would pick, on its channels" (sim.training.comm uses this one)
 PICK_KEYS = ("nccl_algo", "nccl_proto")  # scenario keys restricting the pick, as NCCL_ALGO / NCCL_PROTO
 NCCL_OPS = ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter")  # NCCL's tuner picks for these
-PICKED_OPS = (*NCCL_OPS, "all_to_all", "send_recv")  # what NCCL runs for these: grouped send/recv (sim.hardware.nccl_p2p)
+PICKED_OPS = (*NCCL_OPS, "all_to_all", "send_recv")  # what NCCL runs for these: grouped send/recv (sim.nccl.p2p)
 _FLAGS = "nccl_algo/nccl_proto (--nccl-algo/--nccl-proto)"
 
 
@@ -35,8 +35,8 @@ def fill_pick(data: dict[str, Any], nccl_algo: str | None = None, nccl_proto: st
     preset with no algorithm asked, what gloo runs (sim.hardware.gloo); an op without NCCL's pick
     gets its only algorithm (else the caller's "missing algorithm" message)."""
     from sim.algorithms.registry import algorithms_for, ops
-    from sim.hardware.nccl_des import scenario_for_pick
     from sim.hardware.presets import load_preset
+    from sim.nccl.des import scenario_for_pick
     from sim.scenario import fill_only_algorithm
     from sim.units import parse_size
 
@@ -97,10 +97,10 @@ def runs_as_picked(scenario) -> bool:
     algorithms at what ``sim collective --algorithm A`` runs without them."""
     if not scenario.hardware or not scenario.algorithm.startswith("nccl_"):
         return False
-    from sim.hardware.nccl_des import data_path_sharing
-    from sim.hardware.nccl_path import PAIR_OF
-    from sim.hardware.nccl_topo import default_channels
     from sim.hardware.presets import load_preset
+    from sim.nccl.des import data_path_sharing
+    from sim.nccl.path import PAIR_OF
+    from sim.nccl.topo import default_channels
 
     preset = load_preset(scenario.hardware)
     if preset.nccl is None or scenario.algorithm not in PAIR_OF:
@@ -111,7 +111,7 @@ def runs_as_picked(scenario) -> bool:
 
 def _wrong_restriction(name: str, nodes: int, op: str, size_bytes: int, nccl_algo: str | None, nccl_proto: str | None) -> str:
     """The field a refused restriction is about: nccl_algo when it fails alone, else nccl_proto."""
-    from sim.hardware.nccl_model import predict
+    from sim.nccl.model import predict
 
     if not nccl_algo or not nccl_proto:
         return "nccl_algo" if nccl_algo else "nccl_proto"
@@ -151,10 +151,10 @@ def describe(scenario, picked: bool = True) -> PickInfo | None:
     NCCL's model's time for the same (algorithm, protocol); None for any other scenario."""
     if not scenario.hardware or not scenario.algorithm.startswith("nccl_") or scenario.op not in NCCL_OPS:
         return None  # before the imports: a plain run loads no preset reader (yaml)
-    from sim.hardware.nccl_model import predict
-    from sim.hardware.nccl_path import PAIR_OF
-    from sim.hardware.nccl_topo import path_params, rates_line
     from sim.hardware.presets import load_preset
+    from sim.nccl.model import predict
+    from sim.nccl.path import PAIR_OF
+    from sim.nccl.topo import path_params, rates_line
 
     if scenario.algorithm not in PAIR_OF:
         return None

@@ -257,6 +257,6 @@ def collect(started: Started) -> CollectiveResult:
 
 def wire_copies(net: Network) -> float:
     """How many channels each simulated one stands for on NCCL's data path (its channels that
-    run as copies are not simulated: sim.hardware.nccl_path.PathParams.copies); 1 elsewhere."""
+    run as copies are not simulated: sim.nccl.path.PathParams.copies); 1 elsewhere."""
     path = getattr(net.topology, "nccl", None) or getattr(getattr(net.topology, "topology", None), "nccl", None)
     return path.copies if path is not None else 1.0

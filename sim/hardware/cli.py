@@ -61,7 +61,7 @@ def fit_command(logs: tuple[str, ...], name: str, nodes: str | None, nccl_proto:
                 names: str | None, stride: int, output: str | None) -> None:  # fmt: skip
     """Fit a preset's effective constants (bandwidth efficiencies, latency scale, base latency)
     to nccl-tests logs with bounded least squares; print them with 95 % intervals."""
-    from sim.hardware.nccl_fit import fit, fitted_block
+    from sim.nccl.fit import fit, fitted_block
 
     preset = load_preset(name)
     if stride < 1:
@@ -90,7 +90,7 @@ def fit_command(logs: tuple[str, ...], name: str, nodes: str | None, nccl_proto:
 def _log_nodes(logs: tuple[str, ...], preset: Any, nodes: str | None) -> list[int]:
     """Each log read and checked (its warnings on stderr), and its nodes: --nodes, checked against
     the log's "#  Rank" lines, else counted from them."""
-    from sim.hardware.nccl_fit import log_nodes, read_checked
+    from sim.nccl.fit import log_nodes, read_checked
 
     given: list[int | None] = [None] * len(logs)
     if nodes:
@@ -221,7 +221,7 @@ def apply_hardware(data: dict[str, Any], pick: bool = True, nccl_algo: str | Non
 
 def echo_nccl(data: dict[str, Any], as_json: bool, nccl_algo: str | None = None, nccl_proto: str | None = None) -> None:
     """Print NCCL's pick for the scenario mapping's op and size on its hardware."""
-    from sim.hardware.nccl_model import NCCL_VERSION, predict
+    from sim.nccl.model import NCCL_VERSION, predict
     from sim.units import format_size, format_time, parse_size
 
     if data.get("hardware") is None:

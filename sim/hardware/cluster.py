@@ -62,7 +62,7 @@ def for_scenario(scenario) -> Topology:
     preset's figures or the user's overrides)."""
     s = scenario
     if s.algorithm.startswith("nccl_"):  # NCCL's data path: effective rates, NCCL's hop latencies
-        from sim.hardware import nccl_topo
+        from sim.nccl import topo as nccl_topo
 
         return nccl_topo.topology(s)
     return _plain(s)
@@ -74,7 +74,7 @@ def route_work(scenario) -> tuple[int, int, int]:
     the graph's nodes, a pair alone its neighbourhood (sim.collective.budget)."""
     s = scenario
     if s.algorithm.startswith("nccl_"):
-        from sim.hardware import nccl_topo
+        from sim.nccl import topo as nccl_topo
 
         return nccl_topo.route_work(s)
     built = _plain(s)

@@ -157,7 +157,7 @@ class Network:
     def _port_resources(self, first: int) -> dict[int, int]:
         """Ranks with several links get a send and a receive port (single-port model), unless
         the topology says each of a rank's links is a port of its own (``ports_per_link``: NCCL's
-        tree on sim.hardware.nccl_topo, whose GPUs send over NVLink and their NIC at once)."""
+        tree on sim.nccl.topo, whose GPUs send over NVLink and their NIC at once)."""
         if getattr(self.topology, "ports_per_link", False):
             return {}
         graph = self.topology.graph

@@ -109,7 +109,7 @@ class FairNetwork(Network):
         """Start a message's flow now, or queue it behind the message its pair is moving."""
         stream = pair = src * self._nodes + dst  # one connection per ordered pair, whatever the tag
         wire = None
-        if self._tagged:  # NCCL's data path: a connection per channel slot (sim.hardware.nccl_topo)
+        if self._tagged:  # NCCL's data path: a connection per channel slot (sim.nccl.topo)
             stream += tag * self._pairs
             wire = self._wire_of.get(stream)
         streams = self._streams

@@ -66,7 +66,7 @@ class FifoNetwork(Network):
         if its route and its connection are free, else when they are (work-conserving,
         issue-order priority among waiting messages)."""
         pair = src * self._nodes + dst
-        if self._tagged:  # NCCL's data path: a connection per channel slot (sim.hardware.nccl_topo)
+        if self._tagged:  # NCCL's data path: a connection per channel slot (sim.nccl.topo)
             pair += tag * self._pairs
         links, connection, latency, inverse_bandwidth = self._held.get(pair) or self._connection(pair)
         free_at = self._free_at

@@ -2,8 +2,8 @@
 
 With a hardware preset and no explicit algorithm, ``collsim sim collective``, ``sim ddp``,
 ``sim fsdp``, the DDP page's network comm model and the FSDP step all ask :func:`pick_time`:
-NCCL's choice for the op and size (:func:`sim.hardware.nccl_model.predict`) mapped to a
-scenario by :func:`sim.hardware.nccl_des.scenario_for_pick` (Ring as ``nccl_ring`` and Tree as
+NCCL's choice for the op and size (:func:`sim.nccl.model.predict`) mapped to a
+scenario by :func:`sim.nccl.des.scenario_for_pick` (Ring as ``nccl_ring`` and Tree as
 ``nccl_tree`` on NCCL's channels) and simulated on the preset's network with its NIC rails.
 Where the DES has no counterpart of the pick yet (NVLS, NVLSTree, ...), NCCL's own model's time
 answers and ``why`` says so. A preset without NCCL (gloo on CPUs) runs ``ring``.
@@ -26,7 +26,7 @@ from sim.collective.pick import NCCL, NCCL_OPS  # "nccl": the algorithm meaning 
 from sim.errors import CollsimError
 
 OW_SIZES = tuple(2**k for k in range(20, 31))  # 1 MiB .. 1 GiB: the all-reduces DDP issues
-PICK_OPS = NCCL_OPS  # NCCL tunes these (sim.hardware.nccl_rooted: broadcast, reduce)
+PICK_OPS = NCCL_OPS  # NCCL tunes these (sim.nccl.rooted: broadcast, reduce)
 
 __all__ = ["NCCL", "OW_SIZES", "PickTime", "OwFit", "pick_time", "hardware_ow", "uses_nccl"]
 
@@ -80,9 +80,9 @@ def pick_time(
 
 @lru_cache(maxsize=4096)
 def _pick_time(hardware: str, nodes: int, op: str, nbytes: int, fields: tuple[tuple[str, Any], ...], mode: str) -> PickTime:
-    from sim.hardware.nccl_des import scenario_for_pick
-    from sim.hardware.nccl_model import predict
     from sim.hardware.presets import load_preset, scenario_fields
+    from sim.nccl.des import scenario_for_pick
+    from sim.nccl.model import predict
     from sim.scenario import CollectiveScenario
 
     if not uses_nccl(hardware) or op not in PICK_OPS:

@@ -10,7 +10,7 @@ import pytest
 
 from sim.algorithms.registry import all_specs
 from sim.collective import budget
-from sim.hardware.nccl_des import scenario_for_pick
+from sim.nccl.des import scenario_for_pick
 
 NCCL = sorted({(spec.op, spec.name) for spec in all_specs() if spec.name.startswith("nccl_")})
 
@@ -60,8 +60,8 @@ def test_route_work_of_a_preset_is_estimated_as_it_is_done(preset, nodes):
     every pair as it runs: its searches from each destination are estimated within 2x of the
     entries they hold."""
     from sim.collective.runner import build_topology
-    from sim.hardware.nccl_topo import route_work, topology
     from sim.hardware.presets import scenario_fields
+    from sim.nccl.topo import route_work, topology
     from sim.network import topology as topo
     from sim.scenario import CollectiveScenario
 

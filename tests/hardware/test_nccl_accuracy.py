@@ -7,11 +7,11 @@ import yaml
 
 from sim.collective.runner import run_collective
 from sim.errors import CollsimError
-from sim.hardware import nccl_topo
-from sim.hardware.nccl_des import scenario_for_pick
-from sim.hardware.nccl_fit import CALIBRATION
-from sim.hardware.nccl_proto import chunking
 from sim.hardware.presets import HERE, TRIAL, effective, load_preset, parse_preset
+from sim.nccl import topo as nccl_topo
+from sim.nccl.des import scenario_for_pick
+from sim.nccl.fit import CALIBRATION
+from sim.nccl.proto import chunking
 
 
 def test_simple_chunks_follow_the_presets_buffsize():
@@ -84,7 +84,7 @@ def test_two_node_tree_graphs_carry_search_pass_2_intra_bandwidth():
     """search.cc:1155-1158 raises a tree graph's bwIntra while below 2 x bwInter and NVLink holds
     it; NCCL's model reads bwIntra on two nodes. gcp-a3-mega 8 x 45/24: Tree/Simple beats the
     ring at 1 GiB (the log ran Tree there); dgx-a100 8 x 30/24 stays capped by perChMaxTreeBws."""
-    from sim.hardware.nccl_model import predict
+    from sim.nccl.model import predict
 
     assert load_preset("gcp-a3-mega").nccl.graphs["tree"].bw_intra == 45.0
     assert predict("gcp-a3-mega", 2, "all_reduce", 1 << 30, nccl_proto="Simple").nccl_algorithm == "Tree"

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from sim.hardware.nccl_fit import des_time
-from sim.hardware.nccl_model import predict
-from sim.hardware.nccl_path import Pacer
-from sim.hardware.nccl_topo import ll_max_GBps, through_cpu_Bps
 from sim.hardware.presets import load_preset
+from sim.nccl.fit import des_time
+from sim.nccl.model import predict
+from sim.nccl.path import Pacer
+from sim.nccl.topo import ll_max_GBps, through_cpu_Bps
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -75,8 +75,8 @@ def test_audit_flags():
 def test_the_fitted_base_latency_is_paid_across_nodes_only():
     """Every preset's base latency is fitted on multi-node logs (oci-a100-roce: 12.8 us on its
     2-node RoCE runs); charged inside one node it made a 4 KiB all_gather 2.2x NCCL's model."""
-    from sim.hardware.nccl_topo import hop_latencies_s
     from sim.hardware.presets import effective
+    from sim.nccl.topo import hop_latencies_s
 
     preset = load_preset("oci-a100-roce")
     one, two = hop_latencies_s(preset, "Ring", "LL", 1)[2], hop_latencies_s(preset, "Ring", "LL", 2)[2]

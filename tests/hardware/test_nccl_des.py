@@ -3,8 +3,8 @@
 import pytest
 
 from sim.collective.runner import run_collective
-from sim.hardware.nccl_des import channel_ring, channel_tree, scenario_for_pick
-from sim.hardware.nccl_model import predict
+from sim.nccl.des import channel_ring, channel_tree, scenario_for_pick
+from sim.nccl.model import predict
 from sim.scenario import CollectiveScenario
 
 
@@ -98,8 +98,8 @@ def test_ring_ll128_busbw_stops_at_its_per_channel_cap():
     """dgx-a100 x 1: Ring/LL128 on 12 NVLink channels of 20 GB/s would give 0.8 x 240 x 120/128 =
     180 GB/s; NCCL caps it at nChannels x perChMaxRingLL128Bws[Ampere] = 12 x 20 = 240 (no cap
     binds), while on 2 nodes the ring graph's 8 channels give 8 x 20 = 160 GB/s."""
-    from sim.hardware.nccl_topo import protocol_cap_GBps
     from sim.hardware.presets import load_preset
+    from sim.nccl.topo import protocol_cap_GBps
 
     preset = load_preset("dgx-a100")
     assert protocol_cap_GBps(preset, "Ring", "LL128", "all_reduce", 2) == 8 * 20.0

@@ -8,7 +8,7 @@ import itertools
 import pytest
 
 from sim.errors import CollsimError
-from sim.hardware.nccl_fit import read_checked, read_log
+from sim.nccl.fit import read_checked, read_log
 
 HEAD = """# nThread 1 nGpus 1 minBytes 8 maxBytes 1048576 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
 # Collective test starting: all_reduce_perf
@@ -88,7 +88,7 @@ def test_every_size_wrong_is_refused(tmp_path):
 def test_the_reader_takes_lines_as_they_come():
     """A log is read line by line: the first rows of an endless log come back (a reader that held
     the file whole would never return)."""
-    from sim.hardware.nccl_log import LogChecks, results
+    from sim.nccl.log import LogChecks, results
 
     endless = (f"{1024 * n:12d}  {256 * n:12d}  float  sum  -1  20.0  0.1  0.1  0  20.0  0.1  0.1  0" for n in itertools.count(1))
     first = list(itertools.islice(results(endless, LogChecks("endless")), 5))

@@ -4,8 +4,8 @@
 import pytest
 
 from sim.errors import CollsimError
-from sim.hardware import nccl_model
-from sim.hardware.nccl_model import predict
+from sim.nccl import model as nccl_model
+from sim.nccl.model import predict
 
 GiB, MiB = 2**30, 2**20
 

@@ -1,4 +1,4 @@
-"""all_to_all and send_recv on a GPU preset run NCCL's point-to-point path (sim.hardware.nccl_p2p):
+"""all_to_all and send_recv on a GPU preset run NCCL's point-to-point path (sim.nccl.p2p):
 the preset's effective constants, NCCL's latencies, LL up to 16 KiB a peer."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import pytest
 
 from sim.collective.runner import run_collective
 from sim.errors import CollsimError
-from sim.hardware.nccl_des import scenario_for_pick
-from sim.hardware.nccl_p2p import P2P_LL_THRESHOLD, protocol_for
-from sim.hardware.nccl_topo import hop_latencies_s
 from sim.hardware.presets import effective, load_preset
+from sim.nccl.des import scenario_for_pick
+from sim.nccl.p2p import P2P_LL_THRESHOLD, protocol_for
+from sim.nccl.topo import hop_latencies_s
 
 
 def _time(op: str, size: int, hardware: str = "dgx-h100", nodes: int = 2, **fields) -> float:

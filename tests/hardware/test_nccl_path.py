@@ -3,14 +3,14 @@ pipeline a connection, collapsed channels equal the full run, NCCL_ALGO/NCCL_PRO
 
 import pytest
 
-import sim.hardware.nccl_topo as nccl_topo
+import sim.nccl.topo as nccl_topo
 from sim.algorithms.registry import algorithm_spec
 from sim.collective.runner import run_collective
 from sim.errors import CollsimError
-from sim.hardware.nccl_des import NAMES, scenario_for_pick
-from sim.hardware.nccl_model import predict
-from sim.hardware.nccl_proto import ALGORITHMS, PROTOCOLS, chunking, parse_selection
 from sim.hardware.presets import list_presets, load_preset, scenario_fields
+from sim.nccl.des import NAMES, scenario_for_pick
+from sim.nccl.model import predict
+from sim.nccl.proto import ALGORITHMS, PROTOCOLS, chunking, parse_selection
 from sim.scenario import CollectiveScenario
 
 GPU_PRESETS = [name for name in list_presets() if load_preset(name).nccl is not None]

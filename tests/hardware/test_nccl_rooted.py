@@ -1,4 +1,4 @@
-"""NCCL's Ring broadcast and reduce on NCCL's data path (sim.hardware.nccl_rooted): the closed form
+"""NCCL's Ring broadcast and reduce on NCCL's data path (sim.nccl.rooted): the closed form
 of a pipelined chain on a uniform switch, the collective's definition, NCCL's own model at sizes
 where bandwidth dominates, the ring all_gather on the same links, and the pick."""
 
@@ -12,12 +12,12 @@ from click.testing import CliRunner
 from sim.cli import cli
 from sim.collective.call import Call
 from sim.collective.runner import run_collective
-from sim.hardware import nccl_topo
-from sim.hardware.nccl_des import scenario_for_pick
-from sim.hardware.nccl_model import predict
-from sim.hardware.nccl_proto import BY_NAME
-from sim.hardware.nccl_rooted import WAVE_BYTES, chain, chain_pieces
 from sim.hardware.presets import load_preset
+from sim.nccl import topo as nccl_topo
+from sim.nccl.des import scenario_for_pick
+from sim.nccl.model import predict
+from sim.nccl.proto import BY_NAME
+from sim.nccl.rooted import WAVE_BYTES, chain, chain_pieces
 from sim.scenario import CollectiveScenario
 
 PROTOCOLS = {"nccl_ring": "Simple", "nccl_ring_ll": "LL", "nccl_ring_ll128": "LL128"}

@@ -10,8 +10,8 @@ from click.testing import CliRunner
 
 from sim.cli import cli
 from sim.collective.runner import run_collective
-from sim.hardware.nccl_des import scenario_for_pick
-from sim.hardware.nccl_proto import BY_NAME
+from sim.nccl.des import scenario_for_pick
+from sim.nccl.proto import BY_NAME
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from sim.collective.runner import run_collective
-from sim.hardware.nccl_des import scenario_for_pick
+from sim.nccl.des import scenario_for_pick
 
 
 @pytest.mark.parametrize(

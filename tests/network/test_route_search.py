@@ -11,8 +11,8 @@ import networkx as nx
 import pytest
 
 from sim.errors import CollsimError
-from sim.hardware.nccl_des import scenario_for_pick
-from sim.hardware.nccl_topo import topology as nccl_topology
+from sim.nccl.des import scenario_for_pick
+from sim.nccl.topo import topology as nccl_topology
 from sim.network import topology as topo
 
 LATENCIES = (0.0, 1e-6, 2e-6, 3e-6)  # 1e-6 + 2e-6 != 3e-6 in floats: the 1e-9 tie rule matters

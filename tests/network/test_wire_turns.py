@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim.collective.runner import run_collective
-from sim.hardware.nccl_des import scenario_for_pick
+from sim.nccl.des import scenario_for_pick
 from sim.network import make_network
 from sim.network import topology as topo
 
@@ -23,7 +23,7 @@ LATENCY, BANDWIDTH, NBYTES = 2e-6, 1e9, 1000  # n / B = 1 us
 
 def _tagged_switch(p: int = 3) -> topo.Topology:
     built = topo.switch(p, LATENCY, BANDWIDTH)
-    object.__setattr__(built, "streams_per_tag", True)  # a connection per tag, as sim.hardware.nccl_topo
+    object.__setattr__(built, "streams_per_tag", True)  # a connection per tag, as sim.nccl.topo
     return built
 
 

@@ -10,8 +10,8 @@ from click.testing import CliRunner
 
 from sim.cli import cli
 from sim.errors import CollsimError
-from sim.hardware.nccl_model import nvls_presets
 from sim.hardware.presets import list_presets, load_preset, scenario_fields
+from sim.nccl.model import nvls_presets
 from sim.scenario import CollectiveScenario
 
 

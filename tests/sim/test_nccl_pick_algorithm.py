@@ -11,9 +11,9 @@ from click.testing import CliRunner
 from sim.cli import cli
 from sim.collective.pick import describe
 from sim.errors import CollsimError
-from sim.hardware.nccl_des import scenario_for_pick
-from sim.hardware.nccl_model import predict
 from sim.hardware.presets import scenario_fields
+from sim.nccl.des import scenario_for_pick
+from sim.nccl.model import predict
 from sim.scenario import CollectiveScenario
 
 SIZE = 25 * 2**20
@@ -92,8 +92,9 @@ def test_the_rates_line_names_what_the_links_carry_and_where_each_comes_from(mon
     """The datasheet figures a form shows x the preset's effective constants: the line's rates
     are the DES topology's own link rates (every channel run, so no link is split among the
     simulated ones), and a changed constant moves both."""
-    from sim.hardware import nccl_topo, presets
-    from sim.hardware.nccl_topo import rates_line, topology
+    from sim.hardware import presets
+    from sim.nccl import topo as nccl_topo
+    from sim.nccl.topo import rates_line, topology
     from sim.units import format_bandwidth
 
     monkeypatch.setattr(nccl_topo, "COLLAPSE", False)

@@ -101,7 +101,7 @@ def test_a_run_with_no_message_says_why_the_player_has_no_step():
 
 
 def test_auto_sharing_runs_the_picks_own_as_the_cli_and_a_chosen_one_as_its_flag():
-    """NCCL's tree runs fair by default (sim.hardware.nccl_des.data_path_sharing), its ring fifo;
+    """NCCL's tree runs fair by default (sim.nccl.des.data_path_sharing), its ring fifo;
     the form's "auto" (what choosing a preset sets) gives the CLI's default, fifo its --sharing fifo."""
     chosen = page.apply_hardware("gcp-a3-mega", "16", "all_reduce", "ring")
     form = {**model.DEFAULTS, "hardware": "gcp-a3-mega", "size": "64MiB"}

@@ -2,7 +2,7 @@
 
 A preset gives GPUs per node, the intra-node fabric (bandwidth per direction, latency), NICs per
 node and their bandwidth, the inter-node switch, and (for GPU machines) what NCCL's topology
-search reports for it, which :mod:`sim.hardware.nccl_model` needs. ``sources`` maps every field
+search reports for it, which :mod:`sim.nccl.model` needs. ``sources`` maps every field
 (``nccl.<field>`` for the NCCL block) to a public citation; loading refuses a preset with an
 uncited value.
 """
@@ -336,7 +336,7 @@ PRIORS = {
 }
 
 
-TRIAL: dict[str, dict[str, float]] = {}  # preset name -> constants being tried by the fit (sim.hardware.nccl_fit)
+TRIAL: dict[str, dict[str, float]] = {}  # preset name -> constants being tried by the fit (sim.nccl.fit)
 
 
 @dataclass(frozen=True)
@@ -359,8 +359,8 @@ class Effective:
 
 
 def effective(preset: Preset) -> Effective:
-    """The constants the DES data path (sim.hardware.nccl_topo) and NCCL's model
-    (sim.hardware.nccl_model) read: one function, so both see the same machine."""
+    """The constants the DES data path (sim.nccl.topo) and NCCL's model
+    (sim.nccl.model) read: one function, so both see the same machine."""
     values, provenance = {}, {}
     fitted = (preset.fitted or {}).get("constants", {})
     trial = TRIAL.get(preset.name, {})

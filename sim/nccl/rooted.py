@@ -1,7 +1,7 @@
 """NCCL's Ring broadcast and reduce on NCCL's data path (NCCL v2.27.7-1; docs/nccl-model.md,
 "Broadcast and reduce").
 
-Each channel runs a chain along its ring (:func:`sim.hardware.nccl_path.channel_ring`):
+Each channel runs a chain along its ring (:func:`sim.nccl.path.channel_ring`):
 
 - **broadcast** (``src/device/broadcast.h:38-53``): the root sends, every other rank receives,
   copies and sends on (``directRecvCopyDirectSend``), and the rank before the root in the ring
@@ -14,8 +14,8 @@ SLICESTEPS = 1, ``src/include/collectives.h:23-26``; ``calcCollChunking`` ``src/
 Simple 512 KiB, LL 32 KiB, LL128 576,000 B of data), up to NCCL_STEPS slots in flight per
 connection. A Simple slot is forwarded once whole; LL and LL128 forward line by line, which the DES
 approximates by pieces of one pass of the thread block (:data:`WAVE_BYTES`: 8 and 15 a slot). Wire
-bytes, latencies, protocol caps and channels are the ring path's (:mod:`sim.hardware.nccl_path`,
-:mod:`sim.hardware.nccl_topo`): the same machinery, a different schedule.
+bytes, latencies, protocol caps and channels are the ring path's (:mod:`sim.nccl.path`,
+:mod:`sim.nccl.topo`): the same machinery, a different schedule.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from collections.abc import Callable, Generator
 
 from sim.algorithms.registry import Phase, Shape, register
 from sim.collective.call import Call, Piece
-from sim.hardware.nccl_path import NAMES, PathParams, channel_ring, params, run_connection
-from sim.hardware.nccl_proto import LL, LL128, NCCL_STEPS, SIMPLE, Chunking, chunking
+from sim.nccl.path import NAMES, PathParams, channel_ring, params, run_connection
+from sim.nccl.proto import LL, LL128, NCCL_STEPS, SIMPLE, Chunking, chunking
 from sim.network import Network
 
 __all__ = [
@@ -165,7 +165,7 @@ def pick_note(scenario) -> str | None:
 
         return gloo_note(scenario.op, scenario.algorithm)
     if scenario.hardware and scenario.algorithm == "nccl_p2p":
-        from sim.hardware.nccl_p2p import P2P_NOTE
+        from sim.nccl.p2p import P2P_NOTE
 
         return P2P_NOTE
     return None

@@ -1,9 +1,9 @@
 """The DES runs NCCL's pick: every (algorithm, protocol) of NCCL's model on NCCL's data path.
 
-The algorithms registered here run :mod:`sim.hardware.nccl_path` (Ring, Tree, PAT) and
-:mod:`sim.hardware.nccl_nvls` (NVLS, NVLSTree); the ``chunks`` field carries NCCL's channel count
+The algorithms registered here run :mod:`sim.nccl.path` (Ring, Tree, PAT) and
+:mod:`sim.nccl.nvls` (NVLS, NVLSTree); the ``chunks`` field carries NCCL's channel count
 (the communicator's; fewer for small calls, as topoGetAlgoInfo). On a hardware preset they run on
-the topology of :mod:`sim.hardware.nccl_topo` (effective link rates, NCCL's per-hop latencies for
+the topology of :mod:`sim.nccl.topo` (effective link rates, NCCL's per-hop latencies for
 the protocol); elsewhere on the scenario's own links with NCCL's slots and protocol formats.
 
 :func:`scenario_for_pick` maps NCCL's choice (restricted like NCCL_ALGO / NCCL_PROTO) to a
@@ -17,9 +17,9 @@ from collections.abc import Generator
 from sim.algorithms.phases import RING_ALL_GATHER, RING_REDUCE_SCATTER, RS_THEN, THEN_AG
 from sim.algorithms.registry import Phase, register
 from sim.collective.call import Call
-from sim.hardware.nccl_counts import nvls_counts, ring_counts, tree_counts
-from sim.hardware.nccl_nvls import nvls
-from sim.hardware.nccl_path import NAMES, channel_ring, channel_tree, ring, tree
+from sim.nccl.counts import nvls_counts, ring_counts, tree_counts
+from sim.nccl.nvls import nvls
+from sim.nccl.path import NAMES, channel_ring, channel_tree, ring, tree
 from sim.network import Network
 
 __all__ = ["NAMES", "channel_ring", "channel_tree", "data_path_sharing", "scenario_for_pick"]
@@ -41,7 +41,7 @@ def data_path_sharing(nccl_algorithm: str) -> str:
     return TREE_SHARING if nccl_algorithm == "Tree" else DATA_PATH_SHARING
 
 # The records (sim.algorithms.registry) of NCCL's algorithms: none has a closed form (slots,
-# protocols and channels sharing ports are the DES's to answer); counts from sim.hardware.nccl_counts.
+# protocols and channels sharing ports are the DES's to answer); counts from sim.nccl.counts.
 _RING_FORM = "the channels' rings move NCCL's slices through 8 slots per connection, sharing every port: the DES is the model"
 _TREE_FORM = "each channel pipelines its slice in NCCL's tree chunks through a chain and a double binary tree: the DES is the model"
 _NVLS_FORM = "the NVSwitch reduces and multicasts at its own rate, a resource outside the alpha-beta links: the DES is the model"
@@ -58,7 +58,7 @@ def _one_slice(s) -> bool:
 
 def _whole_tree_chunks(s) -> bool:
     """A channel's slice (p cells) cut into whole Simple tree chunks."""
-    from sim.hardware.nccl_proto import SIMPLE
+    from sim.nccl.proto import SIMPLE
 
     return s.ranks % -(-(s.size_bytes // s.chunks) // SIMPLE.step_bytes) == 0
 
@@ -83,8 +83,8 @@ def _needs_nvls_switch(s) -> str | None:
     """NVLS and NVLSTree reduce and multicast in the NVSwitch (NVLink SHARP): only a GPU preset
     that has it runs them. Elsewhere no link carries the reduction: the run sent no message and
     answered in about the call's latency, faster than any algorithm through the ports (issue 36)."""
-    from sim.hardware.nccl_model import nvls_presets
     from sim.hardware.presets import load_preset
+    from sim.nccl.model import nvls_presets
 
     name = getattr(s, "hardware", None)
     system = load_preset(name).nccl if name else None
@@ -192,13 +192,13 @@ def scenario_for_pick(hardware: str, nodes: int, op: str, size_bytes: int, nccl_
     """(scenario, None) running NCCL's pick in the DES, or (None, reason) where there is no
     counterpart (CollNet). ``nccl_algo``/``nccl_proto`` restrict the pick as NCCL_ALGO/NCCL_PROTO;
     ``fields`` override scenario fields (sharing, eager_limit, ...)."""
-    from sim.hardware.nccl_model import predict
-    from sim.hardware.nccl_topo import default_channels
     from sim.hardware.presets import load_preset, scenario_fields
+    from sim.nccl.model import predict
+    from sim.nccl.topo import default_channels
     from sim.scenario import CollectiveScenario
 
-    if op in ("all_to_all", "send_recv"):  # no tuner pick: NCCL runs them as grouped point-to-point (sim.hardware.nccl_p2p)
-        from sim.hardware.nccl_p2p import p2p_scenario
+    if op in ("all_to_all", "send_recv"):  # no tuner pick: NCCL runs them as grouped point-to-point (sim.nccl.p2p)
+        from sim.nccl.p2p import p2p_scenario
 
         return p2p_scenario(hardware, nodes, op, size_bytes, nccl_algo, nccl_proto, **fields), None
     preset = load_preset(hardware)

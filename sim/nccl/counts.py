@@ -1,5 +1,5 @@
 """Message counts of NCCL's data path on a plain topology (the algorithm records' ``counts``):
-the same cuts as :mod:`sim.hardware.nccl_path` and :mod:`sim.hardware.nccl_nvls` make, counted
+the same cuts as :mod:`sim.nccl.path` and :mod:`sim.nccl.nvls` make, counted
 without running. On a preset the DES runs collapsed channels; these count every channel."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import math
 
 from sim.algorithms.registry import Shape
 from sim.collective.call import Call
-from sim.hardware.nccl_path import MAX_MESSAGES, PathParams, ring_parts
-from sim.hardware.nccl_proto import chunking
+from sim.nccl.path import MAX_MESSAGES, PathParams, ring_parts
+from sim.nccl.proto import chunking
 
 __all__ = ["nvls_counts", "ring_counts", "tree_counts"]
 
@@ -27,7 +27,7 @@ def _nonempty(elements: int, parts: int, cut: int) -> int:
 
 def ring_counts(op: str, phases: tuple[str, ...], protocol: str, algorithm: str = "Ring"):
     """Counts of NCCL's ring (or PAT, which runs the ring's schedule) for ``phases``: in each
-    phase every owner's non-empty slices travel p - 1 hops (sim.hardware.nccl_path.ring_ops),
+    phase every owner's non-empty slices travel p - 1 hops (sim.nccl.path.ring_ops),
     counted in O(p) whatever the channel count."""
 
     def counts(s: Shape) -> tuple[int, int]:

@@ -36,7 +36,7 @@ from collections.abc import Generator
 from dataclasses import dataclass
 
 from sim.collective.call import Call
-from sim.hardware.nccl_proto import BY_NAME, NCCL_STEPS, chunking
+from sim.nccl.proto import BY_NAME, NCCL_STEPS, chunking
 from sim.network import Network
 
 MAX_MESSAGES = 256  # slices per connection and channel, at most (merged beyond)
@@ -336,4 +336,4 @@ def tree(net: Network, rank: int, call: Call, protocol: str = "Simple") -> Gener
     yield env.all_of(phases)
 
 
-run_connection = _connection  # one channel's ordered sends and slot-windowed receives, for other schedules (sim.hardware.nccl_rooted)
+run_connection = _connection  # one channel's ordered sends and slot-windowed receives, for other schedules (sim.nccl.rooted)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sim.errors import CollsimError
-from sim.hardware.nccl_log import LogChecks, not_a_log, results
+from sim.nccl.log import LogChecks, not_a_log, results
 
 # calibration logs (real/data/nccl-tests, each with its source in its header): file -> (preset, nodes, NCCL_PROTO, NCCL_ALGO the
 # run had); see that folder's README. The A3 Mega run used TCPXO plugin v1.0.3, whose required
@@ -66,7 +66,7 @@ _PROGRAM = re.compile(r"(all_reduce|all_gather|reduce_scatter|broadcast|reduce)_
 
 def read_checked(path: str | Path) -> tuple[str, list[tuple[int, float, float | None]], LogChecks]:
     """(op, [(size, out-of-place time_s, in-place time_s or None)], what the reading saw) of an
-    nccl-tests text log, checked as :mod:`sim.hardware.nccl_log` says (a failed run, a negative or
+    nccl-tests text log, checked as :mod:`sim.nccl.log` says (a failed run, a negative or
     NaN time refused; sizes with #wrong > 0 left out); real.nccl_tests reads every format into
     the results store with the same checks."""
     try:
@@ -111,8 +111,8 @@ def _faster(out: float, inp: float | None) -> float:
 def des_time(hardware: str, nodes: int, op: str, size: int, nccl_algo=None, nccl_proto=None) -> tuple[float, str]:
     """(time of NCCL's pick in the DES, "Algo/Proto")."""
     from sim.collective.runner import run_collective
-    from sim.hardware.nccl_des import scenario_for_pick
-    from sim.hardware.nccl_path import PAIR_OF
+    from sim.nccl.des import scenario_for_pick
+    from sim.nccl.path import PAIR_OF
 
     scenario, why = scenario_for_pick(hardware, nodes, op, size, nccl_algo, nccl_proto)
     if scenario is None:
@@ -124,7 +124,7 @@ def compare(path: str | Path, hardware: str, nodes: int, nccl_proto: str | None 
             nccl_algo: str | None = None) -> list[Point]:  # fmt: skip
     """Measured, DES and NCCL-model times at every ``stride``-th size of one log (NCCL_PROTO /
     NCCL_ALGO as the run had them)."""
-    from sim.hardware.nccl_model import predict
+    from sim.nccl.model import predict
 
     op, rows = read_columns(path)
     points = []

@@ -33,8 +33,8 @@ from collections.abc import Generator
 import numpy as np
 
 from sim.collective.call import Call
-from sim.hardware.nccl_path import MAX_MESSAGES, params
-from sim.hardware.nccl_proto import NCCL_STEPS, chunking
+from sim.nccl.path import MAX_MESSAGES, params
+from sim.nccl.proto import NCCL_STEPS, chunking
 from sim.network import Network
 
 _TAG = 3000  # tree t's up: _TAG + 2 t NCCL_STEPS + slot; its down: NCCL_STEPS further

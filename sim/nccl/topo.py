@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import networkx as nx
 
-from sim.hardware.nccl_model import (
+from sim.hardware.presets import effective, load_preset
+from sim.nccl.model import (
     ALGORITHMS,
     BASE_LAT,
     HW_LAT,
@@ -32,9 +33,8 @@ from sim.hardware.nccl_model import (
     comm_channels,
     compcap_index,
 )  # fmt: skip
-from sim.hardware.nccl_path import MAX_TREE_PIECES, PAIR_OF, PathParams, channel_ring, channel_tree
-from sim.hardware.nccl_proto import BY_NAME, PROTOCOLS, channels_used
-from sim.hardware.presets import effective, load_preset
+from sim.nccl.path import MAX_TREE_PIECES, PAIR_OF, PathParams, channel_ring, channel_tree
+from sim.nccl.proto import BY_NAME, PROTOCOLS, channels_used
 from sim.network.topology import Topology
 
 _FREE = 1e18  # the GPU-to-hub link: no constraint
@@ -189,7 +189,7 @@ def _partition(built: Topology, p: PathParams, channel_pairs: list[set[tuple[int
 
 def topology(scenario) -> Topology:
     """The topology of an ``nccl_*`` scenario on its preset, carrying its PathParams
-    (``topology.nccl``, read by sim.hardware.nccl_path.params)."""
+    (``topology.nccl``, read by sim.nccl.path.params)."""
     built, p, direct = _built(scenario)
     if scenario.algorithm != "nccl_p2p":  # the channels' routes, found in bulk and kept
         channel_pairs = _channel_pairs(built, p)
@@ -225,9 +225,9 @@ def _built(scenario) -> tuple[Topology, PathParams, bool]:
     parameters, whether a tree's GPUs reach the switch and their NIC directly)."""
     s = scenario
     preset = load_preset(s.hardware)
-    p2p = s.algorithm == "nccl_p2p"  # NCCL's send/recv path (sim.hardware.nccl_p2p): no channels, no protocol cap
+    p2p = s.algorithm == "nccl_p2p"  # NCCL's send/recv path (sim.nccl.p2p): no channels, no protocol cap
     if p2p:
-        from sim.hardware.nccl_p2p import path_params as p2p_params
+        from sim.nccl.p2p import path_params as p2p_params
 
         p = p2p_params(s, preset)
     else:

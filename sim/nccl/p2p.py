@@ -2,7 +2,7 @@
 
 NCCL has no all_to_all kernel: nccl-tests' alltoall runs ncclGroupStart, an ncclSend and an
 ncclRecv for every peer, ncclGroupEnd; sendrecv one pair. The DES runs each message whole on
-NCCL's own topology for the preset (:func:`sim.hardware.nccl_topo.topology`): the same effective
+NCCL's own topology for the preset (:func:`sim.nccl.topo.topology`): the same effective
 constants as the collectives (``presets.effective``: the NICs and NVLink at their fitted rates,
 NCCL's per-hop latencies times the fitted scales, baseLat plus the fitted per-call cost), so a
 machine has one description whichever op runs on it.
@@ -32,7 +32,7 @@ from sim.algorithms.alltoall import all_blocks_at_once
 from sim.algorithms.registry import Phase, needs_a_peer, register
 from sim.collective.call import Call
 from sim.errors import CollsimError
-from sim.hardware.nccl_path import PathParams, params, wire_bytes
+from sim.nccl.path import PathParams, params, wire_bytes
 from sim.network import Network
 
 __all__ = ["P2P_LL_THRESHOLD", "P2P_NOTE", "P2P_OPS", "P2P_SHARING", "path_params", "peer_bytes", "p2p_scenario", "protocol_for"]
@@ -61,7 +61,7 @@ def protocol_for(op: str, ranks: int, size_bytes: int) -> str:
 
 def path_params(scenario, preset) -> PathParams:
     """The p2p run's parameters: one connection a peer, the ring's latencies of its protocol."""
-    from sim.hardware.nccl_topo import hop_latencies_s
+    from sim.nccl.topo import hop_latencies_s
 
     protocol = protocol_for(scenario.op, scenario.ranks, scenario.size_bytes)
     _, _, start = hop_latencies_s(preset, "Ring", protocol, preset.nccl_nodes(max(scenario.ranks // preset.gpus_per_node, 1))[0])

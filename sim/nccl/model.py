@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sim.errors import CollsimError
-from sim.hardware.nccl_proto import parse_selection
 from sim.hardware.presets import PATH_TYPES, Graph, NcclSystem, Preset, effective, list_presets, load_preset
+from sim.nccl.proto import parse_selection
 
 NCCL_VERSION = "2.27.7-1"
 ALGORITHMS = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")  # NCCL_ALGO_* order

@@ -1,0 +1,21 @@
+"""NCCL in the model: its cost model and choice, and its data path in the DES (NCCL v2.27.7-1).
+
+Above :mod:`sim.network` and :mod:`sim.algorithms`, below :mod:`sim.collective`; the machines it
+reads are data in :mod:`sim.hardware.presets`. Importing the package registers NCCL's algorithms
+(``nccl_ring``, ``nccl_tree``, ... and ``nccl_p2p``) in :mod:`sim.algorithms.registry`, which
+imports it through its one plugin hook (``registry.PLUGINS``).
+
+- :mod:`sim.nccl.model`: ``predict(preset, nodes, op, size_bytes)``, NCCL's tuner (no DES).
+- :mod:`sim.nccl.proto`: protocols and chunking as data, NCCL_ALGO / NCCL_PROTO parsing.
+- :mod:`sim.nccl.topo`: the topology and PathParams an NCCL algorithm runs on.
+- :mod:`sim.nccl.path`, :mod:`sim.nccl.nvls`, :mod:`sim.nccl.rooted`, :mod:`sim.nccl.p2p`: the
+  data path (Ring, Tree, PAT, NVLS, broadcast/reduce chains, point-to-point); :mod:`sim.nccl.counts`
+  its message counts; :mod:`sim.nccl.des` registers them and maps NCCL's pick to a scenario.
+- :mod:`sim.nccl.log`, :mod:`sim.nccl.fit`: nccl-tests logs, and fitting a preset to them.
+"""
+
+from sim.nccl import des  # noqa: F401, I001  (registers nccl_ring, nccl_tree, ... on import)
+from sim.nccl import p2p  # noqa: F401  (registers nccl_p2p)
+from sim.nccl import rooted  # noqa: F401  (registers nccl_ring for broadcast and reduce)
+
+__all__ = ["counts", "des", "fit", "log", "model", "nvls", "p2p", "path", "proto", "rooted", "topo"]
