@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 # "name: ...", "--name: ...", or "name <what> ...: " (topology ring: ..., placement file 'x': ...)
 _LEADING_FIELD = re.compile(r"^(--)?([a-z][a-z0-9_]*(?:-[a-z0-9]+)*)(?:\s*:|\s[^:]{0,60}:)")
@@ -37,3 +38,13 @@ class CollsimError(ValueError):
 
 class DeadlockError(CollsimError):
     """The simulation ended with ranks still waiting for messages that never come."""
+
+
+def unknown_key(key: Any, allowed: Any, where: str, word: str = "field") -> CollsimError:
+    """The error for a key that is not allowed: names it, the nearest allowed key, and the rest."""
+    import difflib
+
+    allowed = sorted(str(name) for name in allowed)
+    near = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
+    hint = f" (did you mean {near[0]!r}?)" if near else ""
+    return CollsimError(f"{where}: unknown {word} {key!r}{hint}; allowed: {', '.join(allowed)}")

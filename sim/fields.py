@@ -16,7 +16,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Any
 
-from sim.errors import CollsimError
+from sim.errors import CollsimError, unknown_key
 
 __all__ = ["COLLECTIVE", "DDP", "FieldInfo", "RECORD_MODES", "SHARING_MODES", "check_range", "field_info", "fields_of"]
 
@@ -275,8 +275,6 @@ def field_info(name: str, scenario: str = "collective") -> FieldInfo:
     table = fields_of(scenario)
     by_key = {key: info for info in table.values() for key in (info.name, *info.keys())}
     if name not in by_key:
-        from sim.scenario import unknown_key
-
         raise unknown_key(name, by_key, f"{scenario} scenario")
     info = by_key[name]
     module, cls, _ = _SCENARIOS[scenario]

@@ -23,6 +23,8 @@ from typing import Any
 from sim.errors import CollsimError
 
 __all__ = [
+    "load_mapping",
+    "yaml_reason",
     "MAX_DATA_BYTES",
     "allow_folders",
     "allowed_files",
@@ -222,3 +224,35 @@ def _strict_loader() -> Any:
 
         _LOADER = StrictLoader
     return _LOADER
+
+
+def load_mapping(path: str | Path, kind: str = "scenario file") -> dict[str, Any]:
+    """A YAML or JSON file's top-level mapping, with a clear message when it is not one;
+    ``kind`` names the file in messages ("profile", "calibration file", "sweep grid"...). The file
+    goes through :func:`user_file` (a server opens no path a URL names) and
+    :func:`parse_data` (size bounded, aliases and duplicate keys refused)."""
+    import yaml  # only commands that read files pay for it
+
+    path = user_file(path, _KIND_FIELDS.get(kind, kind.replace(" ", "_")), "a YAML or JSON file", label=kind)
+    text = read_text(path, kind)
+    try:
+        data = parse_data(text, path.suffix)
+    except yaml.YAMLError as error:
+        raise CollsimError(f"{kind} {shown(str(path))} is not valid YAML/JSON: {yaml_reason(error)}") from None
+    except CollsimError as error:
+        raise CollsimError(f"{kind} {shown(str(path))}: {error}") from None
+    if not isinstance(data, dict):
+        raise CollsimError(f"{kind} {shown(str(path))}: expected a mapping of fields at the top level")
+    return data
+
+
+_KIND_FIELDS = {"hardware preset file": "hardware", "profile": "profile"}  # the input a file kind is given through
+
+
+def yaml_reason(error: Exception) -> str:
+    """A YAML error in one line, without the echoed document text (bounded)."""
+    problem = getattr(error, "problem", None)
+    mark = getattr(error, "problem_mark", None)
+    if problem:
+        return f"{problem}" + (f" (line {mark.line + 1}, column {mark.column + 1})" if mark else "")
+    return " ".join(str(error).split())[: SHOWN_CHARS * 2]

@@ -18,8 +18,9 @@ from typing import Any
 
 from sim.algorithms.registry import algorithm_spec, algorithms_for, ops
 from sim.collective.pick import PICK_KEYS, fill_pick, wants_pick
-from sim.errors import CollsimError
+from sim.errors import CollsimError, unknown_key
 from sim.fields import COLLECTIVE, RECORD_MODES, SHARING_MODES, FieldInfo, check_range, field_info
+from sim.files import load_mapping, yaml_reason
 from sim.units import parse_bandwidth, parse_size, parse_time, require_unit
 
 __all__ = ["RECORD_MODES", "SHARING_MODES", "CollectiveScenario", "FieldInfo", "ScenarioData", "aliases_of", "check_input_file", "check_keys", "field_info", "optional_parser", "parse_bool", "parse_int",
@@ -77,16 +78,6 @@ def check_input_file(path: str | Path, what: str) -> Path:
 
 
 Parser = Callable[[Any, str], Any]
-
-
-def unknown_key(key: Any, allowed: Any, where: str, word: str = "field") -> CollsimError:
-    """The error for a key that is not allowed: names it, the nearest allowed key, and the rest."""
-    import difflib
-
-    allowed = sorted(str(name) for name in allowed)
-    near = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
-    hint = f" (did you mean {near[0]!r}?)" if near else ""
-    return CollsimError(f"{where}: unknown {word} {key!r}{hint}; allowed: {', '.join(allowed)}")
 
 
 def fill_only_algorithm(data: dict[str, Any]) -> None:
@@ -172,42 +163,6 @@ def override(cls: type, data: dict[str, Any], given: dict[str, Any]) -> dict[str
     return merged
 
 
-def load_mapping(path: str | Path, kind: str = "scenario file") -> dict[str, Any]:
-    """A YAML or JSON file's top-level mapping, with a clear message when it is not one;
-    ``kind`` names the file in messages ("profile", "calibration file", "sweep grid"...). The file
-    goes through :func:`sim.files.user_file` (a server opens no path a URL names) and
-    :func:`sim.files.parse_data` (size bounded, aliases and duplicate keys refused)."""
-    import yaml  # only commands that read files pay for it
-
-    from sim.files import read_text, shown, user_file
-
-    path = user_file(path, _KIND_FIELDS.get(kind, kind.replace(" ", "_")), "a YAML or JSON file", label=kind)
-    text = read_text(path, kind)
-    try:
-        data = parse_data(text, path.suffix)
-    except yaml.YAMLError as error:
-        raise CollsimError(f"{kind} {shown(str(path))} is not valid YAML/JSON: {_yaml_reason(error)}") from None
-    except CollsimError as error:
-        raise CollsimError(f"{kind} {shown(str(path))}: {error}") from None
-    if not isinstance(data, dict):
-        raise CollsimError(f"{kind} {shown(str(path))}: expected a mapping of fields at the top level")
-    return data
-
-
-_KIND_FIELDS = {"hardware preset file": "hardware", "profile": "profile"}  # the input a file kind is given through
-
-
-def _yaml_reason(error: Exception) -> str:
-    """A YAML error in one line, without the echoed document text (bounded)."""
-    from sim.files import SHOWN_CHARS
-
-    problem = getattr(error, "problem", None)
-    mark = getattr(error, "problem_mark", None)
-    if problem:
-        return f"{problem}" + (f" (line {mark.line + 1}, column {mark.column + 1})" if mark else "")
-    return " ".join(str(error).split())[: SHOWN_CHARS * 2]
-
-
 def parse_data(text: str, suffix: str = "") -> Any:
     """A JSON or YAML document's data (:func:`sim.files.parse_data`: size bounded, aliases and
     duplicate keys refused). Raises ``yaml.YAMLError`` for text that is neither."""
@@ -256,7 +211,7 @@ class ScenarioData:
         try:
             return cls.from_dict(parse_data(text))
         except yaml.YAMLError as error:
-            raise CollsimError(f"{cls.LABEL} YAML is malformed: {_yaml_reason(error)}") from None
+            raise CollsimError(f"{cls.LABEL} YAML is malformed: {yaml_reason(error)}") from None
 
     @classmethod
     def load(cls, path: str | Path) -> Any:

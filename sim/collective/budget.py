@@ -139,7 +139,11 @@ def _route_work(s: Any) -> tuple[int, int]:
     destination holds about :data:`SEARCH_FILL` x the graph's nodes."""
     from sim.network.topology import TOPOLOGIES, load_graph
 
-    if getattr(s, "hardware", None):
+    if getattr(s, "hardware", None) and s.algorithm.startswith("nccl_"):
+        from sim.nccl.topo import route_work
+
+        whole, nodes, alone = route_work(s)
+    elif getattr(s, "hardware", None):
         from sim.hardware.cluster import route_work
 
         whole, nodes, alone = route_work(s)

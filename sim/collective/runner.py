@@ -70,6 +70,10 @@ def _unplaced_topology(scenario: CollectiveScenario) -> topo.Topology:
     """The scenario's topology, rank r on endpoint r; user graphs must connect exactly ``ranks`` ranks."""
     s = scenario
     kind = s.topology
+    if s.hardware and s.algorithm.startswith("nccl_"):  # NCCL's data path: effective rates, NCCL's hop latencies
+        from sim.nccl.topo import topology
+
+        return topology(s)
     if s.hardware:
         from sim.hardware.cluster import for_scenario
 

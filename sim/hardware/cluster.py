@@ -59,25 +59,17 @@ def build(
 
 def for_scenario(scenario) -> Topology:
     """The topology of a scenario with ``hardware`` set (its link fields already hold the
-    preset's figures or the user's overrides)."""
-    s = scenario
-    if s.algorithm.startswith("nccl_"):  # NCCL's data path: effective rates, NCCL's hop latencies
-        from sim.nccl import topo as nccl_topo
-
-        return nccl_topo.topology(s)
-    return _plain(s)
+    preset's figures or the user's overrides). NCCL's algorithms run on sim.nccl.topo's instead
+    (effective rates, NCCL's hop latencies): sim.collective.runner picks, as sim.nccl sits above."""
+    return _plain(scenario)
 
 
 def route_work(scenario) -> tuple[int, int, int]:
     """How the routes of a scenario with ``hardware`` set are found, built without finding any:
     (destinations searched whole, nodes of the graph, pairs found alone). A search costs about
-    the graph's nodes, a pair alone its neighbourhood (sim.collective.budget)."""
-    s = scenario
-    if s.algorithm.startswith("nccl_"):
-        from sim.nccl import topo as nccl_topo
-
-        return nccl_topo.route_work(s)
-    built = _plain(s)
+    the graph's nodes, a pair alone its neighbourhood (sim.collective.budget; NCCL's algorithms:
+    sim.nccl.topo.route_work)."""
+    built = _plain(scenario)
     whole, alone = built.route_plan()  # asked for as the run goes
     return whole, built.graph.number_of_nodes(), alone
 

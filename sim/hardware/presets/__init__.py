@@ -131,7 +131,7 @@ def load_preset(name: str) -> Preset:
     .yaml/.yml, same fields as the bundled ones), or ``NAME:NICSxRATE`` (dgx-h100:16x200Gbps: NAME
     with its NICs replaced, sim.hardware.cluster); CollsimError for an unknown name."""
     if str(name).lower().endswith((".yaml", ".yml")):
-        from sim.scenario import load_mapping
+        from sim.files import load_mapping
 
         return parse_preset(load_mapping(name, "hardware preset file"), str(name))
     if ":" in name:
