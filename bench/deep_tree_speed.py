@@ -18,9 +18,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import sim.network.flows as flows  # noqa: E402
+from sim.collective.pick import scenario_for_pick  # noqa: E402
 from sim.collective.runner import run_collective  # noqa: E402
 from sim.errors import CollsimError  # noqa: E402
-from sim.nccl.des import scenario_for_pick  # noqa: E402
 from sim.units import parse_size  # noqa: E402
 
 HEAP_FROM = flows.HEAP_FROM

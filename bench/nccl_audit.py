@@ -26,9 +26,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from sim.collective.nccl_fit import des_time  # noqa: E402
 from sim.errors import CollsimError  # noqa: E402
 from sim.hardware.presets import list_presets, load_preset  # noqa: E402
-from sim.nccl.fit import des_time  # noqa: E402
 from sim.nccl.model import predict  # noqa: E402
 
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")

@@ -6,7 +6,7 @@ model, for every calibration log (real/data/nccl-tests, each with its source in 
 Per log: the preset it runs on, then per regime (< 1 MiB, 1-256 MiB, >= 256 MiB) the median
 |busbw error| and the worst error of the DES and of NCCL's model; ``--sizes`` adds every size
 (measured busbw, DES, model, NCCL's pick, and the spread between the log's out-of-place and
-in-place times). "Measured" is the faster of those two columns (sim.nccl.fit.read_log
+in-place times). "Measured" is the faster of those two columns (sim.collective.nccl_fit.read_log
 says why). busbw error = predicted busbw / measured - 1 =
 measured time / predicted time - 1. Logs whose preset does not exist are listed and skipped.
 
@@ -30,8 +30,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from sim.collective.nccl_fit import CALIBRATION, REGIMES, compare, regime_stats  # noqa: E402
 from sim.hardware.presets import list_presets  # noqa: E402
-from sim.nccl.fit import CALIBRATION, REGIMES, compare, regime_stats  # noqa: E402
 
 
 def _busbw(size: int, seconds: float, ranks: int) -> float:

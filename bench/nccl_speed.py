@@ -15,8 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from sim.collective.pick import scenario_for_pick  # noqa: E402
 from sim.collective.runner import run_collective  # noqa: E402
-from sim.nccl.des import scenario_for_pick  # noqa: E402
 from sim.nccl.model import predict  # noqa: E402
 from sim.units import parse_size  # noqa: E402
 

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 CHILD = r"""
 import hashlib, json, sys, time
-from sim.nccl.des import scenario_for_pick
+from sim.collective.pick import scenario_for_pick
 from sim.nccl.topo import topology
 preset, nodes = sys.argv[1], int(sys.argv[2])
 scenario, why = scenario_for_pick(preset, nodes, "all_reduce", 64 << 20)

@@ -153,7 +153,7 @@ def _dumbbell(far_latency_s: float) -> str:
 
 def split_bytes(size_bytes: int, element_bytes: int, parts: int) -> list[int]:
     """Byte sizes of ``parts`` near-equal element ranges, the first ones one element larger
-    (collsim's split rule, sim/collective/call.py)."""
+    (collsim's split rule, sim/algorithms/call.py)."""
     base, extra = divmod(size_bytes // element_bytes, parts)
     return [(base + (1 if index < extra else 0)) * element_bytes for index in range(parts)]
 

@@ -3,7 +3,7 @@ logs, predict the others, and say how far the predictions can be trusted (issue 
 
 The held-out split is by log: by default the logs of the smallest node count of each op are fitted
 (:func:`choose_fit_on`), the rest predicted; ``--fit-on`` names the fitted logs. The fit is
-:func:`sim.nccl.fit.fit` (regularised toward :data:`sim.hardware.presets.PRIORS`, constants
+:func:`sim.collective.nccl_fit.fit` (regularised toward :data:`sim.hardware.presets.PRIORS`, constants
 the fitted logs cannot tell held at their prior). Every constant the DES reads on the preset is pinned:
 a fitted value, or its prior (never the preset's shipped fit, which may have seen the predicted logs).
 
@@ -12,7 +12,7 @@ sigma^2 = sum over the constants of max(|ln t(c + sd) / t|, |ln t / t(c - sd)|)^
 constant at its posterior sd, from its 95 % interval; each held one at its prior's sd; correlations
 ignored; ends clipped to the constant's bounds) + s^2, s the rms log residual of the fitted logs, never
 below :data:`sim.hardware.uncertainty.MIN_RESIDUAL` (5 %, the spread of nccl-tests' two timings of a
-size), or :data:`sim.nccl.fit.NOISE` (10 %) when nothing was fitted. Coverage is the share of predicted
+size), or :data:`sim.collective.nccl_fit.NOISE` (10 %) when nothing was fitted. Coverage is the share of predicted
 points whose measured time lies inside.
 """
 
@@ -26,15 +26,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from real.nccl_tests import PROGRAMS
+from sim.collective import nccl_fit
+from sim.collective.nccl_fit import NOISE, REGIMES, fit, log_nodes, read_checked, read_log
 from sim.errors import CollsimError
 from sim.hardware.uncertainty import MIN_RESIDUAL
-from sim.nccl import fit as nccl_fit
-from sim.nccl.fit import NOISE, REGIMES, fit, log_nodes, read_checked, read_log
 
 LEVEL = 0.8
 Z = statistics.NormalDist().inv_cdf(0.5 + LEVEL / 2)  # 1.2816: half an 80 % interval in sds
 SHIPPED = Path(__file__).parent / "data" / "nccl-tests"  # the published logs (source, machine, licence in each header)
-DES_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")  # the nccl-tests programs sim.nccl.fit reads
+DES_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")  # the nccl-tests programs sim.collective.nccl_fit reads
 NETWORK_ONLY = ("inter_efficiency", "base_latency_us")  # constants a one-node log cannot move
 LATENCY_ONLY = ("latency_scale", "ll128_latency_scale", "nvls_latency_scale", "base_latency_us")  # ... nor a log of sizes >= 1 MiB only
 INTERVAL_METHOD = (
@@ -67,7 +67,7 @@ class Calibration:
     values: dict[str, float]
     spreads: dict[str, tuple[float, float]]
     residual_spread: float
-    result: dict | None = None  # sim.nccl.fit.fit's answer; None when nothing was fitted
+    result: dict | None = None  # sim.collective.nccl_fit.fit's answer; None when nothing was fitted
     fit_stride: int = 1
     fitted_on: tuple[str, ...] = field(default_factory=tuple)
 

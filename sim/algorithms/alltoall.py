@@ -23,8 +23,8 @@ from collections.abc import Callable, Generator
 
 import numpy as np
 
+from sim.algorithms.call import Call
 from sim.algorithms.registry import Form, Phase, ceil_lg, register
-from sim.collective.call import Call
 from sim.network import Network
 
 

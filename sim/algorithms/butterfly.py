@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Generator, Sequence
 
+from sim.algorithms.call import Call
 from sim.algorithms.phases import HALVING_THEN, RECURSIVE_DOUBLING_GATHER, RECURSIVE_HALVING, THEN_DOUBLING
 from sim.algorithms.registry import Form, Phase, ceil_lg, register
-from sim.collective.call import Call
 from sim.network import Network
 
 

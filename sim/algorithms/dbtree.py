@@ -17,8 +17,8 @@ from collections.abc import Generator
 
 import simpy
 
+from sim.algorithms.call import Call, Piece
 from sim.algorithms.registry import Phase, register
-from sim.collective.call import Call, Piece
 from sim.network import Network
 
 Tree = tuple[int, list[int]]  # (parent or -1, children)

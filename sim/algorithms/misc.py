@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Generator
 
+from sim.algorithms.call import Call
 from sim.algorithms.registry import Form, Phase, ceil_lg, needs_a_peer, register
-from sim.collective.call import Call
 from sim.network import Network
 
 

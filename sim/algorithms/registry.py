@@ -28,6 +28,7 @@ __all__ = [
     "algorithm_spec",
     "algorithms_for",
     "all_specs",
+    "busbw_factor",
     "backend_algorithms",
     "backend_choice",
     "backend_table_markdown",
@@ -218,6 +219,19 @@ def _load() -> None:
 
 
 OP_ORDER = ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "gather", "scatter", "barrier", "send_recv")
+
+
+def busbw_factor(op: str, p: int) -> float:
+    """nccl-tests' bus bandwidth factor: busbw = algbw * factor (0 for a barrier, which moves no
+    data). The one place it is defined: real.bench, NCCL's model and the explorer read it
+    here (sim.collective.analytic re-exports it)."""
+    if op == "all_reduce":
+        return 2 * (p - 1) / p
+    if op in ("all_gather", "reduce_scatter", "all_to_all"):
+        return (p - 1) / p
+    if op == "barrier":
+        return 0.0
+    return 1.0
 
 
 def ops() -> list[str]:

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Generator, Sequence
 from typing import Any
 
+from sim.algorithms.call import Call, Piece
 from sim.algorithms.phases import RING_ALL_GATHER, RING_REDUCE_SCATTER, RS_THEN, THEN_AG
 from sim.algorithms.registry import Form, Phase, Run, register
-from sim.collective.call import Call, Piece
 from sim.errors import CollsimError
 from sim.network import Network
 from sim.network.machine import Machine

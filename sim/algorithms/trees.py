@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 
+from sim.algorithms.call import Call, Piece
 from sim.algorithms.phases import (
     BINOMIAL_BROADCAST,
     BINOMIAL_GATHER,
@@ -26,7 +27,6 @@ from sim.algorithms.phases import (
 )
 from sim.algorithms.registry import Form, Phase, Run, Shape, ceil_lg, register
 from sim.algorithms.ring import non_empty, ring_all_gather_steps
-from sim.collective.call import Call, Piece
 from sim.network import Network
 
 

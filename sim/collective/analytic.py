@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from sim.algorithms.registry import AlgorithmSpec, Form, algorithm_spec, all_specs
+from sim.algorithms.registry import AlgorithmSpec, Form, algorithm_spec, all_specs, busbw_factor
 
 
 def form_of(op: str, algorithm: str) -> Form | None:
@@ -196,15 +196,3 @@ def ow_for_ring(p: int, latency_s: float, bandwidth_Bps: float, call_overhead_s:
     if p == 1:
         return call_overhead_s, math.inf
     return call_overhead_s + 2 * (p - 1) * latency_s, p * bandwidth_Bps / (2 * (p - 1))
-
-
-def busbw_factor(op: str, p: int) -> float:
-    """nccl-tests' bus bandwidth factor: busbw = algbw * factor (0 for a barrier, which moves no
-    data). The one place it is defined: real.bench, NCCL's model and the explorer read it here."""
-    if op == "all_reduce":
-        return 2 * (p - 1) / p
-    if op in ("all_gather", "reduce_scatter", "all_to_all"):
-        return (p - 1) / p
-    if op == "barrier":
-        return 0.0
-    return 1.0

@@ -106,7 +106,7 @@ def _ring_replay(s: CollectiveScenario) -> Timing | None:
     """
     import numpy as np
 
-    from sim.collective.call import Call
+    from sim.algorithms.call import Call
 
     p, k = s.ranks, s.chunks
     if s.op != "all_reduce" or s.algorithm != "ring" or p < 2 or s.jitter_s or s.stragglers:

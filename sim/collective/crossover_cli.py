@@ -129,7 +129,7 @@ def _nccl_rows(scenario: Any, sizes: tuple[int, ...], on_pick: Callable[[int], N
     own points (a tree's pick at 1 GiB on 64 x dgx-h100 is ~260,000 fairly shared messages)."""
     from sim.collective.budget import estimate
     from sim.collective.explore import TOO_LARGE
-    from sim.nccl.des import scenario_for_pick
+    from sim.collective.pick import scenario_for_pick
     from sim.training.comm import pick_time
 
     if not _runs_nccl(scenario):

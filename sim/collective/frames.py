@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
+from sim.algorithms.call import split
 from sim.algorithms.registry import algorithm_spec
 from sim.collective import analytic
-from sim.collective.call import split
 from sim.collective.groups import group_closed_form
 from sim.collective.results import CollectiveResult
 from sim.scenario import CollectiveScenario

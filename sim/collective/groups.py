@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
 
-from sim.collective.call import Call
+from sim.algorithms.call import Call
 from sim.collective.verify import initial_buffers
 from sim.errors import CollsimError
 

@@ -2,7 +2,7 @@
 
 :func:`fill_pick` turns a scenario mapping whose algorithm is ``nccl`` (or absent, as the CLI's
 default on a preset) into the algorithm NCCL would pick on NCCL's data path
-(:func:`sim.nccl.des.scenario_for_pick`), restricted by ``nccl_algo`` / ``nccl_proto``
+(:func:`scenario_for_pick`, on :func:`sim.nccl.des.pick_fields`), restricted by ``nccl_algo`` / ``nccl_proto``
 as NCCL_ALGO / NCCL_PROTO (parsed once, by :func:`sim.nccl.proto.parse_selection`).
 :func:`describe` says what an ``nccl_*`` scenario ran (NCCL's algorithm, protocol, channels) and
 NCCL's own model's time for it; :func:`lines` is the two lines every surface prints.
@@ -15,7 +15,19 @@ from typing import Any
 
 from sim.errors import CollsimError
 
-__all__ = ["NCCL", "NCCL_OPS", "PICK_KEYS", "PICKED_OPS", "PickInfo", "describe", "fill_pick", "lines", "runs_as_picked", "wants_pick"]
+__all__ = [
+    "NCCL",
+    "NCCL_OPS",
+    "PICK_KEYS",
+    "PICKED_OPS",
+    "PickInfo",
+    "describe",
+    "fill_pick",
+    "lines",
+    "runs_as_picked",
+    "scenario_for_pick",
+    "wants_pick",
+]
 
 NCCL = "nccl"  # the algorithm meaning "what NCCL would pick, on its channels" (sim.training.comm uses this one)
 PICK_KEYS = ("nccl_algo", "nccl_proto")  # scenario keys restricting the pick, as NCCL_ALGO / NCCL_PROTO
@@ -36,7 +48,6 @@ def fill_pick(data: dict[str, Any], nccl_algo: str | None = None, nccl_proto: st
     gets its only algorithm (else the caller's "missing algorithm" message)."""
     from sim.algorithms.registry import algorithms_for, ops
     from sim.hardware.presets import load_preset
-    from sim.nccl.des import scenario_for_pick
     from sim.scenario import fill_only_algorithm
     from sim.units import parse_size
 
@@ -87,6 +98,18 @@ def fill_pick(data: dict[str, Any], nccl_algo: str | None = None, nccl_proto: st
         data["chunks"] = scenario.chunks
     if data.get("sharing") in (None, ""):
         data["sharing"] = scenario.sharing
+
+
+def scenario_for_pick(hardware: str, nodes: int, op: str, size_bytes: int, nccl_algo: str | None = None,
+                      nccl_proto: str | None = None, **fields):  # fmt: skip
+    """(scenario, None) running NCCL's pick in the DES, or (None, reason) where there is no
+    counterpart (CollNet). ``nccl_algo``/``nccl_proto`` restrict the pick as NCCL_ALGO/NCCL_PROTO;
+    ``fields`` override scenario fields (sharing, eager_limit, ...): sim.nccl.des.pick_fields."""
+    from sim.nccl.des import pick_fields
+    from sim.scenario import CollectiveScenario
+
+    data, why = pick_fields(hardware, nodes, op, size_bytes, nccl_algo, nccl_proto, **fields)
+    return (CollectiveScenario.from_dict(data) if data is not None else None), why
 
 
 def runs_as_picked(scenario) -> bool:

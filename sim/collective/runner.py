@@ -12,9 +12,9 @@ from typing import Any
 
 import simpy
 
+from sim.algorithms.call import Call
 from sim.algorithms.registry import algorithm_spec
 from sim.collective import analytic
-from sim.collective.call import Call
 from sim.collective.groups import group_closed_form, group_programs, group_times
 from sim.collective.results import CollectiveResult, records_of
 from sim.collective.verify import check, initial_buffers

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.collective.call import Call, split
+from sim.algorithms.call import Call, split
 
 VERIFY_LIMIT_BYTES = 4 * 2**30  # inputs + working buffers of every rank, 4 bytes an element
 

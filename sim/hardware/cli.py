@@ -61,7 +61,7 @@ def fit_command(logs: tuple[str, ...], name: str, nodes: str | None, nccl_proto:
                 names: str | None, stride: int, output: str | None) -> None:  # fmt: skip
     """Fit a preset's effective constants (bandwidth efficiencies, latency scale, base latency)
     to nccl-tests logs with bounded least squares; print them with 95 % intervals."""
-    from sim.nccl.fit import fit, fitted_block
+    from sim.collective.nccl_fit import fit, fitted_block
 
     preset = load_preset(name)
     if stride < 1:
@@ -90,7 +90,7 @@ def fit_command(logs: tuple[str, ...], name: str, nodes: str | None, nccl_proto:
 def _log_nodes(logs: tuple[str, ...], preset: Any, nodes: str | None) -> list[int]:
     """Each log read and checked (its warnings on stderr), and its nodes: --nodes, checked against
     the log's "#  Rank" lines, else counted from them."""
-    from sim.nccl.fit import log_nodes, read_checked
+    from sim.collective.nccl_fit import log_nodes, read_checked
 
     given: list[int | None] = [None] * len(logs)
     if nodes:

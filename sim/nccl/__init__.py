@@ -11,11 +11,12 @@ imports it through its one plugin hook (``registry.PLUGINS``).
 - :mod:`sim.nccl.path`, :mod:`sim.nccl.nvls`, :mod:`sim.nccl.rooted`, :mod:`sim.nccl.p2p`: the
   data path (Ring, Tree, PAT, NVLS, broadcast/reduce chains, point-to-point); :mod:`sim.nccl.counts`
   its message counts; :mod:`sim.nccl.des` registers them and maps NCCL's pick to a scenario.
-- :mod:`sim.nccl.log`, :mod:`sim.nccl.fit`: nccl-tests logs, and fitting a preset to them.
+- :mod:`sim.nccl.log`: nccl-tests logs, read and checked (fitting a preset to them runs the DES:
+  :mod:`sim.collective.nccl_fit`, a layer up).
 """
 
 from sim.nccl import des  # noqa: F401, I001  (registers nccl_ring, nccl_tree, ... on import)
 from sim.nccl import p2p  # noqa: F401  (registers nccl_p2p)
 from sim.nccl import rooted  # noqa: F401  (registers nccl_ring for broadcast and reduce)
 
-__all__ = ["counts", "des", "fit", "log", "model", "nvls", "p2p", "path", "proto", "rooted", "topo"]
+__all__ = ["counts", "des", "log", "model", "nvls", "p2p", "path", "proto", "rooted", "topo"]

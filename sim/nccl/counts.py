@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import math
 
+from sim.algorithms.call import Call
 from sim.algorithms.registry import Shape
-from sim.collective.call import Call
 from sim.nccl.path import MAX_MESSAGES, PathParams, ring_parts
 from sim.nccl.proto import chunking
 

@@ -6,7 +6,7 @@ The algorithms registered here run :mod:`sim.nccl.path` (Ring, Tree, PAT) and
 the topology of :mod:`sim.nccl.topo` (effective link rates, NCCL's per-hop latencies for
 the protocol); elsewhere on the scenario's own links with NCCL's slots and protocol formats.
 
-:func:`scenario_for_pick` maps NCCL's choice (restricted like NCCL_ALGO / NCCL_PROTO) to a
+:func:`pick_fields` maps NCCL's choice (restricted like NCCL_ALGO / NCCL_PROTO) to a
 scenario; CollNet is the one algorithm refused (no SHARP switch in the model).
 """
 
@@ -14,15 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Generator
 
+from sim.algorithms.call import Call
 from sim.algorithms.phases import RING_ALL_GATHER, RING_REDUCE_SCATTER, RS_THEN, THEN_AG
 from sim.algorithms.registry import Phase, register
-from sim.collective.call import Call
 from sim.nccl.counts import nvls_counts, ring_counts, tree_counts
 from sim.nccl.nvls import nvls
 from sim.nccl.path import NAMES, channel_ring, channel_tree, ring, tree
 from sim.network import Network
 
-__all__ = ["NAMES", "channel_ring", "channel_tree", "data_path_sharing", "scenario_for_pick"]
+__all__ = ["NAMES", "channel_ring", "channel_tree", "data_path_sharing", "pick_fields"]
 _AR, _RS, _AG = ("reduce_scatter", "all_gather"), ("reduce_scatter",), ("all_gather",)
 # How messages share links on NCCL's data path, per algorithm (:func:`data_path_sharing`). A
 # channel's slices on a link take turns (one SM block drives a channel's connection): fifo for
@@ -187,20 +187,20 @@ def nccl_pat_reduce_scatter(net: Network, rank: int, call: Call) -> Generator:
     yield from ring(net, rank, call, _RS, "Simple", "PAT")
 
 
-def scenario_for_pick(hardware: str, nodes: int, op: str, size_bytes: int, nccl_algo: str | None = None,
-                      nccl_proto: str | None = None, **fields):  # fmt: skip
-    """(scenario, None) running NCCL's pick in the DES, or (None, reason) where there is no
-    counterpart (CollNet). ``nccl_algo``/``nccl_proto`` restrict the pick as NCCL_ALGO/NCCL_PROTO;
-    ``fields`` override scenario fields (sharing, eager_limit, ...)."""
+def pick_fields(hardware: str, nodes: int, op: str, size_bytes: int, nccl_algo: str | None = None,
+                nccl_proto: str | None = None, **fields):  # fmt: skip
+    """(fields, None): the scenario mapping that runs NCCL's pick in the DES, or (None, reason)
+    where there is no counterpart (CollNet). ``nccl_algo``/``nccl_proto`` restrict the pick as
+    NCCL_ALGO/NCCL_PROTO; ``fields`` override scenario fields (sharing, eager_limit, ...).
+    :func:`sim.collective.pick.scenario_for_pick` builds the scenario (a layer up)."""
     from sim.hardware.presets import load_preset, scenario_fields
     from sim.nccl.model import predict
     from sim.nccl.topo import default_channels
-    from sim.scenario import CollectiveScenario
 
     if op in ("all_to_all", "send_recv"):  # no tuner pick: NCCL runs them as grouped point-to-point (sim.nccl.p2p)
-        from sim.nccl.p2p import p2p_scenario
+        from sim.nccl.p2p import p2p_fields
 
-        return p2p_scenario(hardware, nodes, op, size_bytes, nccl_algo, nccl_proto, **fields), None
+        return p2p_fields(hardware, nodes, op, size_bytes, nccl_algo, nccl_proto, **fields), None
     preset = load_preset(hardware)
     pick = predict(preset, nodes, op, size_bytes, nccl_algo, nccl_proto)
     name = NAMES.get((pick.nccl_algorithm, pick.nccl_protocol))
@@ -209,4 +209,4 @@ def scenario_for_pick(hardware: str, nodes: int, op: str, size_bytes: int, nccl_
     channels = default_channels(preset, nodes) if preset.nccl is not None else 1
     base = {**scenario_fields(hardware, nodes), "op": op, "size_bytes": size_bytes, "algorithm": name, "chunks": channels,
             "sharing": data_path_sharing(pick.nccl_algorithm), **fields}  # fmt: skip
-    return CollectiveScenario.from_dict(base), None
+    return base, None

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sim.algorithms.registry import busbw_factor
 from sim.errors import CollsimError
 from sim.hardware.presets import PATH_TYPES, Graph, NcclSystem, Preset, effective, list_presets, load_preset
 from sim.nccl.proto import parse_selection
@@ -379,8 +380,6 @@ def predict(
         )
     best = min(candidates, key=lambda c: c.time_s)  # min keeps the first of equals, as NCCL's strict <
     algbw = size_bytes / best.time_s / 1e9 if best.time_s > 0 else None
-    from sim.collective.analytic import busbw_factor
-
     busbw = algbw * busbw_factor(op, ranks) if algbw is not None else None
     return Prediction(
         preset.name, nodes, ranks, op, size_bytes, best.algorithm, best.protocol, best.time_s, algbw, busbw, tuple(candidates)

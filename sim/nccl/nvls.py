@@ -32,7 +32,7 @@ from collections.abc import Generator
 
 import numpy as np
 
-from sim.collective.call import Call
+from sim.algorithms.call import Call
 from sim.nccl.path import MAX_MESSAGES, params
 from sim.nccl.proto import NCCL_STEPS, chunking
 from sim.network import Network

@@ -29,13 +29,13 @@ from __future__ import annotations
 from collections.abc import Generator
 
 from sim.algorithms.alltoall import all_blocks_at_once
+from sim.algorithms.call import Call
 from sim.algorithms.registry import Phase, needs_a_peer, register
-from sim.collective.call import Call
 from sim.errors import CollsimError
 from sim.nccl.path import PathParams, params, wire_bytes
 from sim.network import Network
 
-__all__ = ["P2P_LL_THRESHOLD", "P2P_NOTE", "P2P_OPS", "P2P_SHARING", "path_params", "peer_bytes", "p2p_scenario", "protocol_for"]
+__all__ = ["P2P_LL_THRESHOLD", "P2P_NOTE", "P2P_OPS", "P2P_SHARING", "path_params", "peer_bytes", "p2p_fields", "protocol_for"]
 
 P2P_LL_THRESHOLD = 16384  # src/enqueue.cc:859 NCCL_P2P_LL_THRESHOLD
 P2P_OPS = ("all_to_all", "send_recv")
@@ -68,15 +68,14 @@ def path_params(scenario, preset) -> PathParams:
     return PathParams("Ring", protocol, 1, 1, start_s=start, simple_buff_bytes=preset.nccl.buffsize if preset.nccl else None)
 
 
-def p2p_scenario(hardware: str, nodes: int, op: str, size_bytes: int, nccl_algo: str | None = None, nccl_proto: str | None = None, **fields):
-    """The scenario NCCL's all_to_all or send_recv on a preset runs; NCCL_ALGO / NCCL_PROTO select nothing for p2p."""
+def p2p_fields(hardware: str, nodes: int, op: str, size_bytes: int, nccl_algo: str | None = None, nccl_proto: str | None = None, **fields):
+    """The scenario mapping NCCL's all_to_all or send_recv on a preset runs; NCCL_ALGO / NCCL_PROTO select nothing for p2p."""
     from sim.hardware.presets import scenario_fields
-    from sim.scenario import CollectiveScenario
 
     if nccl_algo or nccl_proto:
         raise CollsimError(f"--nccl-algo/--nccl-proto: NCCL's {op} is grouped ncclSend/ncclRecv, which NCCL_ALGO and NCCL_PROTO do not select; drop them")
     base = {**scenario_fields(hardware, nodes), "op": op, "size_bytes": size_bytes, "algorithm": "nccl_p2p", "sharing": P2P_SHARING}
-    return CollectiveScenario.from_dict({**base, **fields})
+    return {**base, **fields}
 
 
 @register(

@@ -35,7 +35,7 @@ from collections import deque
 from collections.abc import Generator
 from dataclasses import dataclass
 
-from sim.collective.call import Call
+from sim.algorithms.call import Call
 from sim.nccl.proto import BY_NAME, NCCL_STEPS, chunking
 from sim.network import Network
 

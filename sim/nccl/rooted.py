@@ -23,8 +23,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Generator
 
+from sim.algorithms.call import Call, Piece
 from sim.algorithms.registry import Phase, Shape, register
-from sim.collective.call import Call, Piece
 from sim.nccl.path import NAMES, PathParams, channel_ring, params, run_connection
 from sim.nccl.proto import LL, LL128, NCCL_STEPS, SIMPLE, Chunking, chunking
 from sim.network import Network

@@ -3,7 +3,7 @@
 With a hardware preset and no explicit algorithm, ``collsim sim collective``, ``sim ddp``,
 ``sim fsdp``, the DDP page's network comm model and the FSDP step all ask :func:`pick_time`:
 NCCL's choice for the op and size (:func:`sim.nccl.model.predict`) mapped to a
-scenario by :func:`sim.nccl.des.scenario_for_pick` (Ring as ``nccl_ring`` and Tree as
+scenario by :func:`sim.collective.pick.scenario_for_pick` (Ring as ``nccl_ring`` and Tree as
 ``nccl_tree`` on NCCL's channels) and simulated on the preset's network with its NIC rails.
 Where the DES has no counterpart of the pick yet (NVLS, NVLSTree, ...), NCCL's own model's time
 answers and ``why`` says so. A preset without NCCL (gloo on CPUs) runs ``ring``.
@@ -80,8 +80,8 @@ def pick_time(
 
 @lru_cache(maxsize=4096)
 def _pick_time(hardware: str, nodes: int, op: str, nbytes: int, fields: tuple[tuple[str, Any], ...], mode: str) -> PickTime:
+    from sim.collective.pick import scenario_for_pick
     from sim.hardware.presets import load_preset, scenario_fields
-    from sim.nccl.des import scenario_for_pick
     from sim.nccl.model import predict
     from sim.scenario import CollectiveScenario
 

@@ -260,8 +260,8 @@ class DDPScenario(ScenarioData):
         )  # fmt: skip
 
     def _nccl_collective(self, nbytes: int) -> tuple[str, int]:
+        from sim.collective.pick import scenario_for_pick
         from sim.hardware.presets import load_preset
-        from sim.nccl.des import scenario_for_pick
 
         scenario, _ = scenario_for_pick(self.hardware, self.nodes, "all_reduce", nbytes)
         if scenario is not None:

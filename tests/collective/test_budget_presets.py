@@ -10,7 +10,7 @@ import pytest
 
 from sim.algorithms.registry import all_specs
 from sim.collective import budget
-from sim.nccl.des import scenario_for_pick
+from sim.collective.pick import scenario_for_pick
 
 NCCL = sorted({(spec.op, spec.name) for spec in all_specs() if spec.name.startswith("nccl_")})
 

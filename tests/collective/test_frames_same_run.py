@@ -196,7 +196,7 @@ def test_the_last_frame_shows_the_result_when_work_follows_the_last_message():
     """NVLSTree across nodes: the down messages are the last step, the switch's multicast into the
     node's GPUs comes after them; the last frame is the finished all-reduce, not the inputs."""
     from sim.collective.frames import miniature, recorded
-    from sim.nccl.des import scenario_for_pick
+    from sim.collective.pick import scenario_for_pick
 
     scenario, _ = scenario_for_pick("hgx-h100-nvls", 2, "all_reduce", 64 << 20)
     assert scenario.algorithm == "nccl_nvls_tree"

@@ -65,7 +65,7 @@ def test_uneven_splits_still_verify(op, algorithm):
 
 def test_verification_catches_a_wrong_algorithm(monkeypatch):
     """A broken reduction (dropping a received piece) must fail verification."""
-    from sim.collective.call import Call
+    from sim.algorithms.call import Call
 
     original = Call.add
     calls = {"n": 0}

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from sim.collective import nccl_fit
 from sim.hardware.presets import CONSTANTS, PRIORS
-from sim.nccl import fit as nccl_fit
 
 LOGS = Path(__file__).resolve().parents[2] / "real" / "data" / "nccl-tests"  # shipped with the project
 NIC_BOUND = LOGS / "hgx-h100_2node_ib400_nccl2.26.2_allreduce_default.txt"

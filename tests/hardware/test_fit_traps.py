@@ -73,7 +73,7 @@ def test_an_output_in_a_missing_folder_is_refused_before_the_fit(tmp_path):
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 def test_fitted_constants_are_printed_when_the_output_cannot_be_written(tmp_path):
-    from sim.nccl.fit import des_time
+    from sim.collective.nccl_fit import des_time
 
     log = _log(tmp_path, [(size, des_time("dgx-h100", 2, "all_reduce", size)[0] + 40e-6) for size in (1024, 16384)])
     done = subprocess.run([sys.executable, "-m", "sim.cli", "hardware", "fit", str(log), "--hardware", "dgx-h100", "--fit", "base_latency_us",

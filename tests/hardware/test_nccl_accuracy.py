@@ -5,12 +5,12 @@ the GCP log run as the profile it had (docs/nccl-model.md)."""
 import pytest
 import yaml
 
+from sim.collective.nccl_fit import CALIBRATION
+from sim.collective.pick import scenario_for_pick
 from sim.collective.runner import run_collective
 from sim.errors import CollsimError
 from sim.hardware.presets import HERE, TRIAL, effective, load_preset, parse_preset
 from sim.nccl import topo as nccl_topo
-from sim.nccl.des import scenario_for_pick
-from sim.nccl.fit import CALIBRATION
 from sim.nccl.proto import chunking
 
 

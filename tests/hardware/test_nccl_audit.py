@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from sim.collective.nccl_fit import des_time
 from sim.hardware.presets import load_preset
-from sim.nccl.fit import des_time
 from sim.nccl.model import predict
 from sim.nccl.path import Pacer
 from sim.nccl.topo import ll_max_GBps, through_cpu_Bps

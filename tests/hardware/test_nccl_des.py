@@ -2,8 +2,9 @@
 
 import pytest
 
+from sim.collective.pick import scenario_for_pick
 from sim.collective.runner import run_collective
-from sim.nccl.des import channel_ring, channel_tree, scenario_for_pick
+from sim.nccl.des import channel_ring, channel_tree
 from sim.nccl.model import predict
 from sim.scenario import CollectiveScenario
 

@@ -2,9 +2,9 @@
 
 import pytest
 
+from sim.collective.nccl_fit import compare, des_time, fit, read_log, regime_stats
 from sim.errors import CollsimError
 from sim.hardware.presets import CONSTANTS, TRIAL, effective, list_presets, load_preset, parse_preset
-from sim.nccl.fit import compare, des_time, fit, read_log, regime_stats
 
 
 def _write_log(path, rows):
@@ -99,7 +99,7 @@ def test_calibration_targets_on_the_shipped_presets():
     log's header calls it unexplained, and NCCL's model misses it by as much)."""
     from pathlib import Path
 
-    from sim.nccl.fit import CALIBRATION
+    from sim.collective.nccl_fit import CALIBRATION
 
     data = Path(__file__).resolve().parents[2] / "real" / "data" / "nccl-tests"  # shipped: never skipped
     points = []
@@ -144,7 +144,7 @@ def test_the_gb200_log_is_run_as_the_ring_its_numbers_show():
     NCCL's model's own pick there, NVLSTree, was 3.5x too fast at 8 B (+247 %)."""
     from pathlib import Path
 
-    from sim.nccl.fit import CALIBRATION
+    from sim.collective.nccl_fit import CALIBRATION
 
     name = "oci-gb200-nvl72_32trays-128gpu_nccl2.29.2_allreduce.txt"
     log = Path(__file__).resolve().parents[2] / "real" / "data" / "nccl-tests" / name  # shipped: never skipped

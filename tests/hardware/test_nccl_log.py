@@ -7,8 +7,8 @@ import itertools
 
 import pytest
 
+from sim.collective.nccl_fit import read_checked, read_log
 from sim.errors import CollsimError
-from sim.nccl.fit import read_checked, read_log
 
 HEAD = """# nThread 1 nGpus 1 minBytes 8 maxBytes 1048576 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
 # Collective test starting: all_reduce_perf

@@ -2,8 +2,8 @@
 
 import pytest
 
+from sim.collective.nccl_fit import des_time
 from sim.hardware.presets import effective, load_preset
-from sim.nccl.fit import des_time
 from sim.nccl.topo import hop_latencies_s, path_params
 
 
@@ -58,8 +58,8 @@ def test_channels_alternate_trees_so_every_nic_carries_a_double_binary_trees_loa
     interior in one tree for half its channels and a leaf in the other for the rest: 2 x its
     head's data each way, not the 3 x of an interior node with every channel on one tree. 4
     nodes, 1 GiB, NVLSTree forced (NCCL's pick there is Ring)."""
+    from sim.collective.pick import scenario_for_pick
     from sim.collective.runner import run
-    from sim.nccl.des import scenario_for_pick
 
     _, _, nic = _rates()
     scenario, _ = scenario_for_pick("hgx-h100-nvls", 4, "all_reduce", 1 << 30, "nvlstree", "simple")
@@ -75,7 +75,7 @@ def test_the_records_message_count_is_the_runs(nodes, size):
     capped at MAX_MESSAGES // 2 pieces (8 GiB on 4 nodes: 1024 chunks a channel, merged)."""
     from sim.collective import budget
     from sim.collective.explore import work
-    from sim.nccl.des import scenario_for_pick
+    from sim.collective.pick import scenario_for_pick
 
     scenario, _ = scenario_for_pick("hgx-h100-nvls", nodes, "all_reduce", size, "nvlstree", "simple")
     scenario = scenario.replace(record="aggregate")

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from sim.collective.pick import scenario_for_pick
 from sim.collective.runner import run_collective
 from sim.errors import CollsimError
 from sim.hardware.presets import effective, load_preset
-from sim.nccl.des import scenario_for_pick
 from sim.nccl.p2p import P2P_LL_THRESHOLD, protocol_for
 from sim.nccl.topo import hop_latencies_s
 

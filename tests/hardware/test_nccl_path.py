@@ -5,10 +5,11 @@ import pytest
 
 import sim.nccl.topo as nccl_topo
 from sim.algorithms.registry import algorithm_spec
+from sim.collective.pick import scenario_for_pick
 from sim.collective.runner import run_collective
 from sim.errors import CollsimError
 from sim.hardware.presets import list_presets, load_preset, scenario_fields
-from sim.nccl.des import NAMES, scenario_for_pick
+from sim.nccl.des import NAMES
 from sim.nccl.model import predict
 from sim.nccl.proto import ALGORITHMS, PROTOCOLS, chunking, parse_selection
 from sim.scenario import CollectiveScenario

@@ -9,12 +9,12 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from sim.algorithms.call import Call
 from sim.cli import cli
-from sim.collective.call import Call
+from sim.collective.pick import scenario_for_pick
 from sim.collective.runner import run_collective
 from sim.hardware.presets import load_preset
 from sim.nccl import topo as nccl_topo
-from sim.nccl.des import scenario_for_pick
 from sim.nccl.model import predict
 from sim.nccl.proto import BY_NAME
 from sim.nccl.rooted import WAVE_BYTES, chain, chain_pieces

@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from sim.cli import cli
+from sim.collective.pick import scenario_for_pick
 from sim.collective.runner import run_collective
-from sim.nccl.des import scenario_for_pick
 from sim.nccl.proto import BY_NAME
 
 

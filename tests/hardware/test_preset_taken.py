@@ -4,9 +4,9 @@
 import pytest
 import yaml
 
+from sim.collective.nccl_fit import des_time
 from sim.errors import CollsimError
 from sim.hardware.presets import HERE, effective, load_preset, parse_preset
-from sim.nccl.fit import des_time
 
 TAKEN = {
     "dgx-h100": ("hgx-h100-nvls", ["latency_scale"]),

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from sim.collective.pick import scenario_for_pick
 from sim.collective.runner import run_collective
-from sim.nccl.des import scenario_for_pick
 
 
 @pytest.mark.parametrize(

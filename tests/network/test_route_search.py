@@ -10,8 +10,8 @@ import random
 import networkx as nx
 import pytest
 
+from sim.collective.pick import scenario_for_pick
 from sim.errors import CollsimError
-from sim.nccl.des import scenario_for_pick
 from sim.nccl.topo import topology as nccl_topology
 from sim.network import topology as topo
 

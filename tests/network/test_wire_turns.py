@@ -13,8 +13,8 @@ import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sim.collective.pick import scenario_for_pick
 from sim.collective.runner import run_collective
-from sim.nccl.des import scenario_for_pick
 from sim.network import make_network
 from sim.network import topology as topo
 

@@ -1,5 +1,5 @@
 """``collsim validate nccl-tests LOG...`` (issue 33, item 3): the user's own nccl-tests logs in, a
-held-out report out. Fast tests replace the DES with a closed form (sim.nccl.fit.des_time,
+held-out report out. Fast tests replace the DES with a closed form (sim.collective.nccl_fit.des_time,
 which the fit and the predictions both call); one slow test runs the real DES on two shipped logs."""
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from real.validate_nccl import (
     validate,
 )
 from real.validate_nccl_report import markdown, sections
+from sim.collective import nccl_fit
 from sim.errors import CollsimError
 from sim.hardware.presets import TRIAL, effective, load_preset
-from sim.nccl import fit as nccl_fit
 
 REPO = Path(__file__).resolve().parents[2]
 ONE_NODE = SHIPPED / "h100_1node_allreduce_nvls_nccl-tests290.txt"

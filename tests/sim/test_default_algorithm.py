@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from sim.algorithms.registry import ops
 from sim.cli import cli
+from sim.collective.pick import scenario_for_pick
 from sim.hardware.presets import list_presets, load_preset
-from sim.nccl.des import scenario_for_pick
 from sim.scenario import CollectiveScenario
 
 GPU_PRESETS = [name for name in list_presets() if load_preset(name).nccl is not None]

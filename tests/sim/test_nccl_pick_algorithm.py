@@ -9,10 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 from sim.cli import cli
-from sim.collective.pick import describe
+from sim.collective.pick import describe, scenario_for_pick
 from sim.errors import CollsimError
 from sim.hardware.presets import scenario_fields
-from sim.nccl.des import scenario_for_pick
 from sim.nccl.model import predict
 from sim.scenario import CollectiveScenario
 

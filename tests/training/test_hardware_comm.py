@@ -3,10 +3,10 @@ times, NIC overrides and NVLink domains larger than a node."""
 
 import pytest
 
+from sim.collective.pick import scenario_for_pick
 from sim.errors import CollsimError
 from sim.hardware.cluster import build, variant_name
 from sim.hardware.presets import list_presets, load_preset, scenario_fields
-from sim.nccl.des import scenario_for_pick
 from sim.nccl.model import predict
 from sim.training.comm import hardware_ow, pick_time
 from sim.training.ddp import DDPScenario, run_ddp

@@ -7,8 +7,8 @@ import pytest
 from click.testing import CliRunner
 
 from sim.cli import cli
+from sim.collective.pick import scenario_for_pick
 from sim.hardware.presets import scenario_fields
-from sim.nccl.des import scenario_for_pick
 from sim.training.ddp import DDPScenario, run_ddp
 from sim.training.fsdp import FSDPScenario, run_fsdp
 

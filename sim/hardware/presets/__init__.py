@@ -336,7 +336,7 @@ PRIORS = {
 }
 
 
-TRIAL: dict[str, dict[str, float]] = {}  # preset name -> constants being tried by the fit (sim.nccl.fit)
+TRIAL: dict[str, dict[str, float]] = {}  # preset name -> constants being tried by the fit (sim.collective.nccl_fit)
 
 
 @dataclass(frozen=True)

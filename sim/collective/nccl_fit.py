@@ -110,8 +110,8 @@ def _faster(out: float, inp: float | None) -> float:
 
 def des_time(hardware: str, nodes: int, op: str, size: int, nccl_algo=None, nccl_proto=None) -> tuple[float, str]:
     """(time of NCCL's pick in the DES, "Algo/Proto")."""
+    from sim.collective.pick import scenario_for_pick
     from sim.collective.runner import run_collective
-    from sim.nccl.des import scenario_for_pick
     from sim.nccl.path import PAIR_OF
 
     scenario, why = scenario_for_pick(hardware, nodes, op, size, nccl_algo, nccl_proto)
