@@ -3,7 +3,8 @@
 The names below are the public API; each is imported on first use, so ``import sim`` stays cheap
 (``collsim --help`` loads no numpy or networkx). Subpackages: :mod:`sim.network` (topology, engine,
 sharing), :mod:`sim.algorithms` (per-rank programs and their records), :mod:`sim.collective` (run,
-closed forms, crossover), :mod:`sim.training` (DDP, FSDP), :mod:`sim.hardware` (presets, NCCL).
+closed forms, crossover), :mod:`sim.training` (DDP, FSDP), :mod:`sim.hardware` (presets, clusters, gloo), :mod:`sim.nccl`
+(NCCL's model and data path).
 docs/architecture.md draws the picture.
 """
 
@@ -15,7 +16,7 @@ from typing import Any
 _WHERE = {
     "CollsimError": "sim.errors",
     "CollectiveScenario": "sim.scenario",
-    "load_mapping": "sim.scenario",
+    "load_mapping": "sim.files",
     "parse_size": "sim.units",
     "parse_time": "sim.units",
     "parse_bandwidth": "sim.units",

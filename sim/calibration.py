@@ -87,3 +87,21 @@ def calibrated_ow(document: dict[str, Any], world_size: int, backend: str | None
             return float(_need(entry, "o_s", "a collectives entry")), float(entry["w_Bps"])
     fields = calibrated_fields(document, "all_reduce", world_size, backend, device)
     return ow_for_ring(world_size, fields["latency_s"], fields["bandwidth_Bps"], fields["overhead_s"])
+
+
+def calibration_note(document: dict[str, Any], path: str, op: str, ranks: int, backend: str | None) -> dict[str, Any]:
+    """Where a calibration's figures come from for (op, ranks): measured at this world size, or
+    extrapolated from the world sizes it was fitted at (stated in text and JSON, never silent)."""
+    measured = sorted(
+        {
+            int(entry["world_size"])
+            for entry in document.get("collectives", [])
+            if entry.get("op") == op and (backend is None or entry.get("backend") == backend) and entry.get("world_size") is not None
+        }
+    )
+    extrapolated = ranks not in measured
+    note = {"file": path, "op": op, "ranks": ranks, "fitted_world_sizes": measured, "extrapolated": extrapolated}
+    if extrapolated:
+        sizes = ", ".join(map(str, measured)) or "none for this op"
+        note["note"] = f"calibration fitted at p = {sizes}, applied at p = {ranks}: extrapolated across world sizes (alpha-beta fit)"
+    return note

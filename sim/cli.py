@@ -121,7 +121,7 @@ def cli() -> None:
         "ddp": ("sim.training.ddp_cli:ddp", "Simulate a DDP step: buckets, overlap, overhead, best bucket size."),
         "fsdp": ("sim.training.fsdp_cli:fsdp", "Simulate an FSDP / ZeRO step: all-gathers, reduce-scatters, memory; --compare strategies."),
         "crossover": (
-            "sim.collective.crossover_cli:crossover_command",
+            "sim.crossover_cli:crossover_command",
             "Time of every algorithm of an op over message size; the fastest per size.",
         ),
     },
@@ -288,7 +288,7 @@ def _check_budget(scenario: Any, mode: str) -> None:
 
 def _apply_calibration(data: dict[str, Any], path: str, backend: str | None) -> dict[str, Any]:
     """Fill the fields the user did not give from a calibration file (flags and files win)."""
-    from sim.calibration import calibrated_fields, load_calibration
+    from sim.calibration import calibrated_fields, calibration_note, load_calibration
 
     if "op" not in data or "ranks" not in data:
         raise CollsimError("--calibration needs --op and --ranks to pick the calibrated entry")
@@ -299,24 +299,6 @@ def _apply_calibration(data: dict[str, Any], path: str, backend: str | None) -> 
         if key not in data and short.get(key) not in data and value is not None:
             data[key] = value
     return calibration_note(document, path, data["op"], int(data["ranks"]), backend)
-
-
-def calibration_note(document: dict[str, Any], path: str, op: str, ranks: int, backend: str | None) -> dict[str, Any]:
-    """Where a calibration's figures come from for (op, ranks): measured at this world size, or
-    extrapolated from the world sizes it was fitted at (stated in text and JSON, never silent)."""
-    measured = sorted(
-        {
-            int(entry["world_size"])
-            for entry in document.get("collectives", [])
-            if entry.get("op") == op and (backend is None or entry.get("backend") == backend) and entry.get("world_size") is not None
-        }
-    )
-    extrapolated = ranks not in measured
-    note = {"file": path, "op": op, "ranks": ranks, "fitted_world_sizes": measured, "extrapolated": extrapolated}
-    if extrapolated:
-        sizes = ", ".join(map(str, measured)) or "none for this op"
-        note["note"] = f"calibration fitted at p = {sizes}, applied at p = {ranks}: extrapolated across world sizes (alpha-beta fit)"
-    return note
 
 
 _REQUIRED = {"--op": ("op",), "--algorithm": ("algorithm",), "--ranks": ("ranks",), "--bandwidth": ("bandwidth", "bandwidth_Bps")}

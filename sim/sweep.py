@@ -162,8 +162,8 @@ def run_point(kind: str, mode: str, scenario: dict[str, Any]) -> dict[str, Any]:
                 check_collapsed(parsed)
             summary = summarize(run_in_mode(parsed, mode))
         else:
-            from sim.collective.budget import check_ddp
             from sim.training.ddp import DDPScenario, run_ddp
+            from sim.training.ddp_check import check_ddp
 
             parsed_ddp = DDPScenario.from_dict(scenario)
             check_ddp(parsed_ddp, what="sweep point")

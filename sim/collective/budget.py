@@ -91,14 +91,14 @@ class Estimate:
         from sim.units import format_size
 
         routes = self.route_seconds
-        searched = f", route searches ~{_format_seconds(routes)} of it" if routes >= 1 else ""
+        searched = f", route searches ~{format_seconds(routes)} of it" if routes >= 1 else ""
         return (
             f"about {self.messages:,} messages, {self.visits:,} message-visits "
-            f"(~{_format_seconds(self.seconds)} here{searched}) and {format_size(self.memory_bytes)} of memory"
+            f"(~{format_seconds(self.seconds)} here{searched}) and {format_size(self.memory_bytes)} of memory"
         )
 
 
-def _format_seconds(seconds: float) -> str:
+def format_seconds(seconds: float) -> str:
     if seconds >= 3600:
         return f"{seconds / 3600:.3g} h"
     if seconds >= 60:
@@ -365,7 +365,7 @@ def check_run(scenario: Any, what: str = "this run", max_seconds: float = MAX_SE
         return told
     from sim.units import format_size
 
-    limit = f"limit ~{_format_seconds(max_seconds)} and {format_size(max_memory)}"
+    limit = f"limit ~{format_seconds(max_seconds)} and {format_size(max_memory)}"
     hint = _hint(s, told, max_seconds, max_memory)
     gpus = _node_gpus(s)
     where = f"{s.ranks // gpus} x {s.hardware} ({s.ranks:,} ranks)" if gpus else f"{s.ranks} ranks"
@@ -473,43 +473,6 @@ def check_crossover(scenario: Any, sizes: tuple[int, ...]) -> None:
             f"{worst:,} messages for {name} alone (limit {CROSSOVER_MAX_MESSAGES:,}); {hint} fits, or time one "
             "algorithm with 'collsim sim collective --mode collapsed'",
             field=_field(scenario),
-        )
-
-
-def check_ddp(scenario: Any, points: int = 1, what: str = "sim ddp") -> None:
-    """Refuse a DDP step (times ``points`` for a sweep) whose network all-reduces, simulated
-    message by message, go beyond :data:`MAX_SECONDS` or :data:`MAX_MEMORY_BYTES`. The o / w
-    comm model costs nothing; in collapsed mode each distinct bucket size is simulated once,
-    unless a closed form or replay answers it."""
-    if getattr(scenario, "comm", None) != "network":
-        return
-    from sim.collective.collapsed import why_not_collapsed
-    from sim.training.ddp import resolve_params
-
-    try:
-        total = sum(param.nbytes for param in resolve_params(scenario))
-    except CollsimError:
-        return  # the run itself says what is wrong
-    cap = max(1, min(scenario.bucket_cap_bytes, total))
-    calls = -(-total // cap) if scenario.strategy == "bucketed" else (1 if scenario.strategy == "flat" else 0)
-    if scenario.strategy in ("naive", "overlap"):
-        calls = len(resolve_params(scenario))
-    call = scenario.collective(max(cap - cap % (4 * scenario.ranks), 4 * scenario.ranks), 4)
-    if scenario.mode == "collapsed" and why_not_collapsed(call) is None:
-        from sim.collective import analytic
-        from sim.collective.collapsed import replay_time
-
-        if analytic.for_scenario(call) is not None or replay_time(call.replace(size_bytes=4 * call.ranks * call.chunks)) is not None:
-            return  # answered without a per-message run
-        calls = min(calls, 2)  # one cached simulation per distinct bucket size (about two sizes)
-    told = estimate(call.replace(record="aggregate"))
-    seconds = told.seconds * calls * points
-    if seconds > MAX_SECONDS or told.memory_bytes > MAX_MEMORY_BYTES:
-        raise CollsimError(
-            f"ranks: {what}: {calls} all-reduce(s) x {points} point(s) simulated message by message on {scenario.ranks} ranks "
-            f"need ~{_format_seconds(seconds)} here ({told.describe()} each); limit ~{_format_seconds(MAX_SECONDS)}. "
-            "Use --comm ow (o and w), fewer --ranks, a larger --bucket-size or --mode collapsed",
-            field="ranks",
         )
 
 

@@ -154,7 +154,7 @@ def ddp(
     calibration_used = _apply_calibration(data, calibration, backend) if calibration else None
     apply_hardware_flags(data)
     scenario = model.DDPScenario.from_dict(data)
-    from sim.collective.budget import check_ddp  # refused before it runs (issue 22), not after minutes
+    from sim.training.ddp_check import check_ddp  # refused before it runs (issue 22), not after minutes
 
     sizes = parse_size_list(sweep, "--sweep-bucket-sizes") if sweep is not None else None
     check_ddp(scenario, len(sizes) if sizes else (12 if optimize else 1))
@@ -217,7 +217,7 @@ def _apply_calibration(data: dict[str, Any], path: str, backend: str | None) -> 
         data["o_s"] = o_s
     if not any(key in data for key in ("w", "w_Bps")):
         data["w_Bps"] = w_Bps
-    from sim.cli import calibration_note  # extrapolation across world sizes is said, not silent (issue 22)
+    from sim.calibration import calibration_note  # extrapolation across world sizes is said, not silent (issue 22)
 
     note = calibration_note(document, path, "all_reduce", int(data.get("ranks", 2)), backend)
     if note["extrapolated"]:

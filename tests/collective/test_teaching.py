@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from sim.collective import explore, runner, teaching
+from sim import teaching
+from sim.collective import explore, runner
 from sim.errors import CollsimError
 from sim.scenario import CollectiveScenario
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from sim.collective import runner, teaching
+from sim import teaching
+from sim.collective import runner
 from sim.scenario import CollectiveScenario
 from sim.units import format_time
 from webapp.pages import guides

@@ -9,7 +9,8 @@ import re
 
 import pytest
 
-from sim.collective import runner, teaching
+from sim import teaching
+from sim.collective import runner
 from sim.scenario import CollectiveScenario
 from sim.units import format_size
 from webapp.pages import guides

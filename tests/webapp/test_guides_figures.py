@@ -1,5 +1,5 @@
 """The guides page's figures (webapp/figures/guides.py through webapp/pages/guides.py): valid
-plotly with validation on, and drawing what sim.collective.teaching says."""
+plotly with validation on, and drawing what sim.teaching says."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from sim.collective import explore
-from sim.collective.teaching import COST_PARTS, difference
+from sim.teaching import COST_PARTS, difference
 from sim.units import format_size, format_time
 from webapp.figures.common import (
     BUSY_SCALE,

@@ -1,5 +1,5 @@
 """Guides: four walks through the course's cases, each answering one question with the
-simulator's own numbers (sim.collective.teaching): ring all-reduce step by step; why ring wins
+simulator's own numbers (sim.teaching): ring all-reduce step by step; why ring wins
 for big messages and the tree for small ones; the 15 s broadcast; how big DDP buckets should be.
 
 The page reads its inputs, calls sim, draws (webapp/figures/guides.py). Component ids are the
@@ -15,7 +15,8 @@ from typing import Any
 
 from dash import Input, Output, dcc, html
 
-from sim.collective import analytic, explore, runner, teaching
+from sim import teaching
+from sim.collective import analytic, explore, runner
 from sim.collective.narrative import step_sentences
 from sim.errors import CollsimError
 from sim.scenario import CollectiveScenario
