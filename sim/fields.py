@@ -18,7 +18,20 @@ from typing import Any
 
 from sim.errors import CollsimError, unknown_key
 
-__all__ = ["COLLECTIVE", "DDP", "FieldInfo", "RECORD_MODES", "SHARING_MODES", "check_range", "field_info", "fields_of"]
+__all__ = [
+    "COLLECTIVE",
+    "DDP",
+    "FieldInfo",
+    "Groups",
+    "RECORD_MODES",
+    "SHARING_MODES",
+    "VERIFY_LIMIT_BYTES",
+    "check_range",
+    "field_info",
+    "fields_of",
+    "resolve_groups",
+    "verify_bytes",
+]
 
 RECORD_MODES = ("auto", "full", "aggregate")
 SHARING_MODES = ("fifo", "fair")
@@ -281,3 +294,77 @@ def field_info(name: str, scenario: str = "collective") -> FieldInfo:
     declared = {item.name: item for item in dataclasses.fields(getattr(importlib.import_module(module), cls))}
     default = declared[info.name].default if info.name in declared else dataclasses.MISSING
     return dataclasses.replace(info, default=default)
+
+
+# -- groups and verify: checks a scenario makes as it is built (sim.collective.groups and
+# sim.collective.verify run them; their spec and bounds live here, below sim.scenario) ----------
+
+VERIFY_LIMIT_BYTES = 4 * 2**30  # inputs + working buffers of every rank, 4 bytes an element
+
+
+def verify_bytes(ranks: int, elements: int) -> int:
+    return 2 * ranks * elements * 4
+
+
+Groups = tuple[tuple[int, ...], ...]
+
+_SPEC_HELP = "4x8 (four groups of 8 consecutive ranks), strided:4 (group g = ranks g, g+4, ...), 0,1;2,3 or a list of rank lists"
+
+
+def resolve_groups(value: Any, ranks: int) -> Groups:
+    """Groups as tuples of global ranks from a spec string or lists; () for none (one group of
+    all ranks). Raises CollsimError unless the groups are disjoint and cover 0..ranks-1."""
+    if value in (None, "", (), []):
+        return ()
+    groups = _parse_spec(value.strip(), ranks) if isinstance(value, str) else _lists(value)
+    _check_partition(groups, ranks)
+    return groups
+
+
+def _parse_spec(spec: str, ranks: int) -> Groups:
+    if spec.startswith("strided:"):
+        count = _whole(spec.removeprefix("strided:"), spec)
+        if not 1 <= count <= ranks:
+            raise CollsimError(f"groups: strided:{count} needs 1 to {ranks} groups (ranks is {ranks})")
+        return tuple(tuple(range(g, ranks, count)) for g in range(count))
+    if "x" in spec and ";" not in spec and "," not in spec:
+        count, size = (_whole(part, spec) for part in spec.split("x", 1))
+        if count < 1 or size < 1 or count * size != ranks:
+            raise CollsimError(f"groups: {spec} is {count} groups of {size} = {count * size} ranks, but ranks is {ranks}; {_SPEC_HELP}")
+        return tuple(tuple(range(g * size, (g + 1) * size)) for g in range(count))
+    return _lists([part.split(",") for part in spec.split(";") if part.strip()], spec)
+
+
+def _whole(text: Any, spec: Any) -> int:
+    try:
+        number = int(str(text).strip())
+    except ValueError:
+        raise CollsimError(f"groups: cannot read {spec!r}; give {_SPEC_HELP}") from None
+    return number
+
+
+def _lists(value: Any, shown: Any = None) -> Groups:
+    if not isinstance(value, (list, tuple)) or not all(isinstance(group, (list, tuple)) for group in value):
+        raise CollsimError(f"groups: expected a list of rank lists, got {value!r}; give {_SPEC_HELP}")
+    groups = []
+    for group in value:
+        if any(isinstance(rank, bool) for rank in group):
+            raise CollsimError(f"groups: ranks must be whole numbers, got {list(group)}")
+        groups.append(tuple(_whole(rank, value if shown is None else shown) for rank in group))
+    return tuple(groups)
+
+
+def _check_partition(groups: Groups, ranks: int) -> None:
+    owner: dict[int, int] = {}
+    for index, group in enumerate(groups):
+        if not group:
+            raise CollsimError(f"groups: group {index} is empty; every group needs at least one rank")
+        for rank in group:
+            if not 0 <= rank < ranks:
+                raise CollsimError(f"groups: group {index} names rank {rank}, outside 0..{ranks - 1}")
+            if rank in owner:
+                raise CollsimError(f"groups: rank {rank} is in group {owner[rank]} and group {index}; groups must be disjoint")
+            owner[rank] = index
+    missing = [rank for rank in range(ranks) if rank not in owner]
+    if missing:
+        raise CollsimError(f"groups: ranks {missing[:16]} are in no group; groups must cover ranks 0..{ranks - 1}")

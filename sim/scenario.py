@@ -16,11 +16,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sim.algorithms.registry import algorithm_spec, algorithms_for, ops
-from sim.collective.pick import PICK_KEYS, fill_pick, wants_pick
+from sim.algorithms.registry import algorithm_spec, algorithms_for, fill_only_algorithm, ops
 from sim.errors import CollsimError, unknown_key
-from sim.fields import COLLECTIVE, RECORD_MODES, SHARING_MODES, FieldInfo, check_range, field_info
+from sim.fields import (
+    COLLECTIVE,
+    RECORD_MODES,
+    SHARING_MODES,
+    VERIFY_LIMIT_BYTES,
+    FieldInfo,
+    check_range,
+    field_info,
+    resolve_groups,
+    verify_bytes,
+)
 from sim.files import load_mapping, yaml_reason
+from sim.nccl.pick import PICK_KEYS, fill_pick, wants_pick
 from sim.units import parse_bandwidth, parse_size, parse_time, require_unit
 
 __all__ = ["RECORD_MODES", "SHARING_MODES", "CollectiveScenario", "FieldInfo", "ScenarioData", "aliases_of", "check_input_file", "check_keys", "field_info", "optional_parser", "parse_bool", "parse_int",
@@ -78,16 +88,6 @@ def check_input_file(path: str | Path, what: str) -> Path:
 
 
 Parser = Callable[[Any, str], Any]
-
-
-def fill_only_algorithm(data: dict[str, Any]) -> None:
-    """An op with exactly one algorithm (gather, scatter, barrier, send_recv) needs none named:
-    set it in ``data`` (CLI flags, scenario files, from_dict) when none is given."""
-    op = data.get("op")
-    if "algorithm" not in data and isinstance(op, str) and op in ops():
-        names = algorithms_for(op)
-        if len(names) == 1:
-            data["algorithm"] = names[0]
 
 
 def missing_text(flags: list[str], op: Any) -> str:
@@ -253,7 +253,7 @@ class CollectiveScenario(ScenarioData):
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Any:
         if isinstance(data, dict) and (wants_pick(data) or any(data.get(key) for key in PICK_KEYS)):
-            data = dict(data)  # algorithm nccl: NCCL's pick on the preset, resolved here (sim.collective.pick)
+            data = dict(data)  # algorithm nccl: NCCL's pick on the preset, resolved here (sim.nccl.pick)
             fill_pick(data, *(data.pop(key, None) or None for key in PICK_KEYS))
         elif isinstance(data, dict) and any(key in data for key in PICK_KEYS):
             data = {key: value for key, value in data.items() if key not in PICK_KEYS}  # empty restrictions
@@ -270,8 +270,6 @@ class CollectiveScenario(ScenarioData):
             raise CollsimError(f"{error}; algorithm for {op} is one of {', '.join(algorithms_for(op))}", field="algorithm") from None
 
     def __post_init__(self) -> None:
-        from sim.collective.groups import resolve_groups
-
         object.__setattr__(self, "groups", resolve_groups(self.groups, self.ranks))  # "4x8", "strided:4" or lists
         self._check_numbers()
         self._check_algorithm()
@@ -328,8 +326,6 @@ class CollectiveScenario(ScenarioData):
         if not 0 <= self.seed < 2**63:  # numpy's default_rng takes non-negative seeds only
             raise CollsimError(f"seed: must be a whole number from 0 to 2**63-1, got {self.seed}")
         if self.verify:
-            from sim.collective.verify import VERIFY_LIMIT_BYTES, verify_bytes
-
             need = verify_bytes(self.ranks, self.elements)
             if need > VERIFY_LIMIT_BYTES:
                 raise CollsimError(

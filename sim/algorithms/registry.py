@@ -27,6 +27,7 @@ __all__ = [
     "Shape",
     "algorithm_spec",
     "algorithms_for",
+    "fill_only_algorithm",
     "all_specs",
     "busbw_factor",
     "backend_algorithms",
@@ -242,6 +243,16 @@ def ops() -> list[str]:
 def algorithms_for(op: str, unlisted: bool = False) -> list[str]:
     _load()
     return [name for name, spec in _REGISTRY.get(op, {}).items() if spec.listed or unlisted]
+
+
+def fill_only_algorithm(data: dict[str, Any]) -> None:
+    """An op with exactly one algorithm (gather, scatter, barrier, send_recv) needs none named:
+    set it in ``data`` (CLI flags, scenario files, from_dict) when none is given."""
+    op = data.get("op")
+    if "algorithm" not in data and isinstance(op, str) and op in ops():
+        names = algorithms_for(op)
+        if len(names) == 1:
+            data["algorithm"] = names[0]
 
 
 def algorithm_spec(op: str, name: str) -> AlgorithmSpec | None:

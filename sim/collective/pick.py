@@ -1,9 +1,8 @@
 """NCCL's pick as a scenario's algorithm: ``algorithm: nccl`` on a GPU preset.
 
-:func:`fill_pick` turns a scenario mapping whose algorithm is ``nccl`` (or absent, as the CLI's
-default on a preset) into the algorithm NCCL would pick on NCCL's data path
-(:func:`scenario_for_pick`, on :func:`sim.nccl.des.pick_fields`), restricted by ``nccl_algo`` / ``nccl_proto``
-as NCCL_ALGO / NCCL_PROTO (parsed once, by :func:`sim.nccl.proto.parse_selection`).
+:func:`fill_pick` (:mod:`sim.nccl.pick`, named here too) turns a scenario mapping whose algorithm
+is ``nccl`` into the algorithm NCCL would pick on NCCL's data path; :func:`scenario_for_pick` is
+that pick as a scenario (on :func:`sim.nccl.des.pick_fields`).
 :func:`describe` says what an ``nccl_*`` scenario ran (NCCL's algorithm, protocol, channels) and
 NCCL's own model's time for it; :func:`lines` is the two lines every surface prints.
 """
@@ -13,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sim.errors import CollsimError
+from sim.nccl.pick import NCCL, NCCL_OPS, PICK_KEYS, PICKED_OPS, fill_pick, wants_pick
 
 __all__ = [
     "NCCL",
@@ -28,76 +27,6 @@ __all__ = [
     "scenario_for_pick",
     "wants_pick",
 ]
-
-NCCL = "nccl"  # the algorithm meaning "what NCCL would pick, on its channels" (sim.training.comm uses this one)
-PICK_KEYS = ("nccl_algo", "nccl_proto")  # scenario keys restricting the pick, as NCCL_ALGO / NCCL_PROTO
-NCCL_OPS = ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter")  # NCCL's tuner picks for these
-PICKED_OPS = (*NCCL_OPS, "all_to_all", "send_recv")  # what NCCL runs for these: grouped send/recv (sim.nccl.p2p)
-_FLAGS = "nccl_algo/nccl_proto (--nccl-algo/--nccl-proto)"
-
-
-def wants_pick(data: dict[str, Any]) -> bool:
-    """Whether a scenario mapping asks for NCCL's pick: ``algorithm: nccl``."""
-    return str(data.get("algorithm", "")).strip().lower() == NCCL
-
-
-def fill_pick(data: dict[str, Any], nccl_algo: str | None = None, nccl_proto: str | None = None) -> None:
-    """Set ``data``'s algorithm (and channels as ``chunks`` unless given, and the data path's
-    sharing unless given) to NCCL's pick for its op and size on its hardware preset. On a gloo
-    preset with no algorithm asked, what gloo runs (sim.hardware.gloo); an op without NCCL's pick
-    gets its only algorithm (else the caller's "missing algorithm" message)."""
-    from sim.algorithms.registry import algorithms_for, ops
-    from sim.hardware.presets import load_preset
-    from sim.scenario import fill_only_algorithm
-    from sim.units import parse_size
-
-    name = data.get("hardware")
-    if not name:
-        raise CollsimError(
-            f"algorithm: {NCCL!r} (NCCL's pick) needs a GPU hardware preset (hardware NAME; collsim hardware list)", field="algorithm"
-        )
-    preset = load_preset(name)
-    if data.get("algorithm") is not None and not wants_pick(data):
-        raise CollsimError(
-            f"{_FLAGS}: restrict NCCL's pick; give algorithm {NCCL!r} (or none) instead of {data['algorithm']!r}", field="nccl_algo"
-        )
-    asked = data.pop("algorithm", None) is not None
-    if preset.nccl is None and not (asked or nccl_algo or nccl_proto):
-        from sim.hardware.gloo import gloo_default
-
-        if gloo_default(data.get("op")) is not None:  # CPU ranks: what gloo runs (sim/hardware/gloo.py)
-            data["algorithm"] = gloo_default(data.get("op"))
-            return
-    if preset.nccl is None or data.get("op") not in PICKED_OPS:
-        if nccl_algo or nccl_proto:
-            raise CollsimError(
-                f"{_FLAGS}: NCCL's tuner picks for {', '.join(NCCL_OPS)} on a GPU preset, not {data.get('op')} on {name}",
-                field="nccl_proto",
-            )
-        fill_only_algorithm(data)
-        if asked and "algorithm" not in data and data.get("op") in ops():
-            raise CollsimError(
-                f"algorithm: {NCCL!r} (NCCL's pick) needs a GPU preset; {name} runs gloo: choose one of {', '.join(algorithms_for(data['op']))}",
-                field="algorithm",
-            )
-        return
-    size = data.get("size_bytes", data.get("size", 0))
-    size_bytes = size if isinstance(size, int) else parse_size(size, "size")
-    nodes = _nodes(data, preset)
-    try:
-        scenario, why = scenario_for_pick(name, nodes, data["op"], size_bytes, nccl_algo, nccl_proto)
-    except CollsimError as error:
-        raise CollsimError(str(error), field=_wrong_restriction(name, nodes, data["op"], size_bytes, nccl_algo, nccl_proto)) from None
-    if scenario is None:
-        raise CollsimError(
-            f"algorithm: {why}; choose an algorithm (e.g. ring, hierarchical) or exclude it: --nccl-algo ^CollNetDirect,CollNetChain",
-            field="algorithm",
-        )
-    data["algorithm"] = scenario.algorithm
-    if data.get("chunks") in (None, ""):
-        data["chunks"] = scenario.chunks
-    if data.get("sharing") in (None, ""):
-        data["sharing"] = scenario.sharing
 
 
 def scenario_for_pick(hardware: str, nodes: int, op: str, size_bytes: int, nccl_algo: str | None = None,
@@ -130,26 +59,6 @@ def runs_as_picked(scenario) -> bool:
         return False
     channels = default_channels(preset, max(1, scenario.ranks // preset.gpus_per_node))
     return scenario.chunks == channels and scenario.sharing == data_path_sharing(PAIR_OF[scenario.algorithm][0])
-
-
-def _wrong_restriction(name: str, nodes: int, op: str, size_bytes: int, nccl_algo: str | None, nccl_proto: str | None) -> str:
-    """The field a refused restriction is about: nccl_algo when it fails alone, else nccl_proto."""
-    from sim.nccl.model import predict
-
-    if not nccl_algo or not nccl_proto:
-        return "nccl_algo" if nccl_algo else "nccl_proto"
-    try:
-        predict(name, nodes, op, size_bytes, nccl_algo)
-    except CollsimError:
-        return "nccl_algo"
-    return "nccl_proto"
-
-
-def _nodes(data: dict[str, Any], preset) -> int:
-    if data.get("nodes") is not None:
-        return int(data["nodes"])
-    ranks = data.get("ranks")
-    return max(1, int(ranks) // preset.gpus_per_node) if str(ranks or "").strip().isdigit() else 1
 
 
 @dataclass(frozen=True)

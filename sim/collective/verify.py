@@ -19,12 +19,6 @@ import numpy as np
 
 from sim.algorithms.call import Call, split
 
-VERIFY_LIMIT_BYTES = 4 * 2**30  # inputs + working buffers of every rank, 4 bytes an element
-
-
-def verify_bytes(ranks: int, elements: int) -> int:
-    return 2 * ranks * elements * 4
-
 
 def initial_buffers(op: str, ranks: int, elements: int, root: int, seed: int) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)

@@ -74,7 +74,7 @@ def p2p_fields(hardware: str, nodes: int, op: str, size_bytes: int, nccl_algo: s
 
     if nccl_algo or nccl_proto:
         raise CollsimError(f"--nccl-algo/--nccl-proto: NCCL's {op} is grouped ncclSend/ncclRecv, which NCCL_ALGO and NCCL_PROTO do not select; drop them")
-    base = {**scenario_fields(hardware, nodes), "op": op, "size_bytes": size_bytes, "algorithm": "nccl_p2p", "sharing": P2P_SHARING}
+    base = {**scenario_fields(hardware, nodes), "op": op, "size_bytes": size_bytes, "algorithm": "nccl_p2p", "chunks": 1, "sharing": P2P_SHARING}
     return {**base, **fields}
 
 
