@@ -210,7 +210,7 @@ def collective(scenario_file: str | None, trace: str | None, csv_path: str | Non
         restrict[key] = restrict[key] or data.pop(key, None)
     picked = "algorithm" not in data or wants_pick(data)  # the default pick: the output says what it ran
     if "hardware" in data or "nodes" in data or any(restrict.values()):
-        from sim.hardware.cli import apply_hardware
+        from sim.nccl.pick import apply_hardware
 
         apply_hardware(data, pick=model == "des", **restrict)
     no_size = _no_size(data)

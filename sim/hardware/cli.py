@@ -10,14 +10,7 @@ from typing import Any
 import click
 
 from sim.errors import CollsimError
-from sim.hardware.presets import list_presets, load_preset, scenario_fields
-
-_SHORT = {
-    "bandwidth_Bps": "bandwidth",
-    "latency_s": "latency",
-    "intra_bandwidth_Bps": "intra_bandwidth",
-    "intra_latency_s": "intra_latency",
-}
+from sim.hardware.presets import list_presets, load_preset
 
 
 @click.group("hardware")
@@ -188,35 +181,6 @@ def format_preset(data: dict[str, Any]) -> str:
             if key != "provenance":
                 lines.append(f"    {key:20s} {value:.6g}   {effective['provenance'][key]}")
     return "\n".join(lines)
-
-
-def apply_hardware(data: dict[str, Any], pick: bool = True, nccl_algo: str | None = None, nccl_proto: str | None = None) -> None:
-    """Fill a collective scenario mapping from ``hardware`` and ``nodes`` (values given win);
-    with ``pick`` and no algorithm (or ``nccl``), the algorithm NCCL would pick (restricted by ``nccl_algo`` /
-    ``nccl_proto`` as NCCL_ALGO / NCCL_PROTO), run on NCCL's data path."""
-    name, nodes = data.get("hardware"), data.pop("nodes", None)
-    if name is None:
-        if nodes is None and not (nccl_algo or nccl_proto):  # a scenario file's "hardware: null"
-            return
-        raise CollsimError(
-            ("--nodes" if nodes is not None else "--nccl-algo/--nccl-proto") + " needs --hardware NAME (collsim hardware list)"
-        )
-    from sim.collective.pick import fill_pick, wants_pick
-
-    if (nccl_algo or nccl_proto) and "algorithm" in data and not wants_pick(data):
-        raise CollsimError("--nccl-algo/--nccl-proto restrict NCCL's pick; drop them or drop --algorithm")
-    nodes = 1 if nodes is None else int(nodes)
-    fields = scenario_fields(name, nodes)
-    ranks = data.get("ranks")
-    if ranks is not None and int(ranks) != fields["ranks"]:
-        raise CollsimError(
-            f"ranks: --hardware {name} --nodes {nodes} gives {fields['ranks']} ranks, got --ranks {ranks}; drop --ranks or change --nodes"
-        )
-    for key, value in fields.items():
-        if key not in data and _SHORT.get(key) not in data:
-            data[key] = value
-    if pick and ("algorithm" not in data or wants_pick(data)) and "op" in data:
-        fill_pick(data, nccl_algo, nccl_proto)  # NCCL's pick on its data path (sim.collective.pick)
 
 
 def echo_nccl(data: dict[str, Any], as_json: bool, nccl_algo: str | None = None, nccl_proto: str | None = None) -> None:

@@ -194,7 +194,7 @@ def apply_hardware_flags(data: dict[str, Any]) -> None:
             raise CollsimError("--nodes needs --hardware NAME (collsim hardware list)")
         data.pop("nodes", None)
         return
-    from sim.hardware.cli import apply_hardware
+    from sim.nccl.pick import apply_hardware
 
     data["hardware"] = variant_name(str(data["hardware"]), nics, rate)
     if data.get("nodes") is None and data.get("ranks") is not None:  # a saved scenario names ranks, not nodes

@@ -18,7 +18,7 @@ from sim.scenario import CollectiveScenario
 
 
 def _scenario(size: str, hardware: str = "dgx-h100", ranks: int = 16) -> CollectiveScenario:
-    from sim.hardware.cli import apply_hardware
+    from sim.nccl.pick import apply_hardware
 
     data = {"op": "all_reduce", "size": size, "hardware": hardware, "nodes": ranks // 8}
     apply_hardware(data)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from sim.collective.player import player_data
 from sim.collective.runner import run_collective
-from sim.hardware.cli import apply_hardware
+from sim.nccl.pick import apply_hardware
 from sim.scenario import CollectiveScenario
 from webapp import collective as model
 from webapp.figures.player import step_caption
