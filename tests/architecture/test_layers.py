@@ -34,7 +34,7 @@ def test_no_module_replaces_itself_in_sys_modules():
 
 
 @pytest.mark.parametrize(
-    "package", ["sim", "sim.network", "sim.algorithms", "sim.collective", "sim.training", "sim.hardware", "real", "webapp"]
+    "package", ["sim", "sim.network", "sim.algorithms", "sim.nccl", "sim.collective", "sim.training", "sim.hardware", "real", "webapp"]
 )
 def test_every_package_declares_its_public_api(package):
     init = ROOT / package.replace(".", "/") / "__init__.py"
@@ -43,7 +43,7 @@ def test_every_package_declares_its_public_api(package):
     assert "__all__" in names, f"{package}/__init__.py has no __all__"
 
 
-@pytest.mark.parametrize("package", ["sim", "real", "webapp"])
+@pytest.mark.parametrize("package", ["sim", "sim.nccl", "sim.collective", "sim.hardware", "real", "webapp"])
 def test_every_name_a_package_offers_imports(package):
     """``from webapp import *`` raised: its ``__all__`` named a module that no longer exists."""
     code = f"from {package} import *"
