@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import grimp
 import networkx as nx
 import pytest
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE_INITS = {"sim", "sim.hardware"}  # package files that only name their modules: in no layer
