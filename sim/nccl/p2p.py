@@ -32,10 +32,10 @@ from sim.algorithms.alltoall import all_blocks_at_once
 from sim.algorithms.call import Call
 from sim.algorithms.registry import Phase, needs_a_peer, register
 from sim.errors import CollsimError
-from sim.nccl.path import PathParams, params, wire_bytes
+from sim.nccl.path import params, wire_bytes
 from sim.network import Network
 
-__all__ = ["P2P_LL_THRESHOLD", "P2P_NOTE", "P2P_OPS", "P2P_SHARING", "path_params", "peer_bytes", "p2p_fields", "protocol_for"]
+__all__ = ["P2P_LL_THRESHOLD", "P2P_NOTE", "P2P_OPS", "P2P_SHARING", "peer_bytes", "p2p_fields", "protocol_for"]
 
 P2P_LL_THRESHOLD = 16384  # src/enqueue.cc:859 NCCL_P2P_LL_THRESHOLD
 P2P_OPS = ("all_to_all", "send_recv")
@@ -57,15 +57,6 @@ def peer_bytes(op: str, ranks: int, size_bytes: int) -> int:
 def protocol_for(op: str, ranks: int, size_bytes: int) -> str:
     """NCCL's p2p protocol for the call (addP2pToPlan, one channel a peer at these sizes)."""
     return "LL" if peer_bytes(op, ranks, size_bytes) <= P2P_LL_THRESHOLD else "Simple"
-
-
-def path_params(scenario, preset) -> PathParams:
-    """The p2p run's parameters: one connection a peer, the ring's latencies of its protocol."""
-    from sim.nccl.topo import hop_latencies_s
-
-    protocol = protocol_for(scenario.op, scenario.ranks, scenario.size_bytes)
-    _, _, start = hop_latencies_s(preset, "Ring", protocol, preset.nccl_nodes(max(scenario.ranks // preset.gpus_per_node, 1))[0])
-    return PathParams("Ring", protocol, 1, 1, start_s=start, simple_buff_bytes=preset.nccl.buffsize if preset.nccl else None)
 
 
 def p2p_fields(hardware: str, nodes: int, op: str, size_bytes: int, nccl_algo: str | None = None, nccl_proto: str | None = None, **fields):

@@ -220,6 +220,16 @@ def _channel_pairs(built: Topology, p: PathParams) -> list[set[tuple[int, int]]]
     return [_pairs(p, built.ranks, built.gpus_per_node, channel) for channel in range(p.channels)]
 
 
+def p2p_path_params(scenario, preset) -> PathParams:
+    """NCCL's point-to-point run's parameters (sim.nccl.p2p): one connection a peer, the ring's
+    latencies of its protocol."""
+    from sim.nccl.p2p import protocol_for
+
+    protocol = protocol_for(scenario.op, scenario.ranks, scenario.size_bytes)
+    _, _, start = hop_latencies_s(preset, "Ring", protocol, preset.nccl_nodes(max(scenario.ranks // preset.gpus_per_node, 1))[0])
+    return PathParams("Ring", protocol, 1, 1, start_s=start, simple_buff_bytes=preset.nccl.buffsize if preset.nccl else None)
+
+
 def _built(scenario) -> tuple[Topology, PathParams, bool]:
     """The scenario's topology before its channels partition the links: (topology, path
     parameters, whether a tree's GPUs reach the switch and their NIC directly)."""
@@ -227,9 +237,7 @@ def _built(scenario) -> tuple[Topology, PathParams, bool]:
     preset = load_preset(s.hardware)
     p2p = s.algorithm == "nccl_p2p"  # NCCL's send/recv path (sim.nccl.p2p): no channels, no protocol cap
     if p2p:
-        from sim.nccl.p2p import path_params as p2p_params
-
-        p = p2p_params(s, preset)
+        p = p2p_path_params(s, preset)
     else:
         p = path_params(s, preset)
     nodes, gpus = _domains(preset, s.ranks)
