@@ -77,7 +77,7 @@ def _run(
         write_text(trace, json.dumps(result.chrome_trace()), "--trace")
     if csv_path is not None:
         write_csv(result.events(), csv_path)
-    summary = result.summary()
+    summary = {**result.summary(), **model.step_interval(scenario, result.step_time_s)}  # 80 % on a preset (issue 33)
     click.echo(json.dumps(summary) if as_json else format_summary(summary))
 
 
@@ -94,6 +94,7 @@ def format_summary(summary: dict[str, Any], max_rows: int = 8) -> str:
     lines = [
         f"{summary['sharding']} step, {summary['num_units']} units, {format_size(summary['grad_bytes'])} of parameters, {summary['ranks']} ranks (shard group {summary['shard_group']}, {summary['comm']})",
         f"  step time        {_time(summary['step_time_s'])}  (compute {_time(summary['compute_time_s'])}, exposed comm {_time(summary['exposed_comm_s'])})",
+        *ddp_cli.interval_line(summary),
         f"  comm busy        {_time(summary['comm_busy_s'])}  "
         + ", ".join(f"{k} {_time(v)}" for k, v in summary["comm_by_kind_s"].items()),
         f"  bounds           no overlap {_time(summary['no_overlap_bound_s'])}, perfect overlap {_time(summary['perfect_overlap_bound_s'])}",
@@ -149,6 +150,10 @@ def format_compare(rows: list[dict[str, Any]]) -> str:
             f"{row['sharding']:<14} {_time(row['step_time_s']):>11} {_time(row['exposed_comm_s']):>13} {_time(row['comm_busy_s']):>11} {format_size(row['peak_memory_bytes']):>12}  {parts}{extra}{_fit(row)}"
         )
     lines += [f"note ({row['sharding']}): {note}" for row in rows for note in row.get("notes", [])]
+    within = [f"{row['sharding']} {_time(row['step_time_interval_s'][0])} – {_time(row['step_time_interval_s'][1])}"
+              for row in rows if row.get("step_time_interval_s")]  # fmt: skip
+    if within:
+        lines.append("80 % interval of the step (every collective at its interval's ends): " + "; ".join(within))
 
     return "\n".join(lines)
 
