@@ -127,6 +127,12 @@ def _fit(row: dict[str, Any]) -> str:
     return "  does not fit" if row.get("fits") is False else ""
 
 
+def _within(row: dict[str, Any]) -> str:
+    """The step's 80 % interval on a hardware preset (every collective at its interval's ends), "" without one."""
+    found = row.get("step_time_interval_s")
+    return f"  step 80 %: {_time(found[0])} – {_time(found[1])}" if found else ""
+
+
 def _capacity(rows: list[dict[str, Any]]) -> str:
     """The GPU's memory, in the header: what every peak memory is measured against."""
     from sim.units import format_size
@@ -147,13 +153,9 @@ def format_compare(rows: list[dict[str, Any]]) -> str:
         parts = " / ".join(format_size(m[key]) for key in ("params_bytes", "grads_bytes", "optimizer_bytes", "unsharded_peak_bytes"))
         extra = "".join(f" + {label} {format_size(m[key])}" for key, label in (("master_bytes", "master"), ("activations_bytes", "activations")) if m.get(key))
         lines.append(
-            f"{row['sharding']:<14} {_time(row['step_time_s']):>11} {_time(row['exposed_comm_s']):>13} {_time(row['comm_busy_s']):>11} {format_size(row['peak_memory_bytes']):>12}  {parts}{extra}{_fit(row)}"
+            f"{row['sharding']:<14} {_time(row['step_time_s']):>11} {_time(row['exposed_comm_s']):>13} {_time(row['comm_busy_s']):>11} {format_size(row['peak_memory_bytes']):>12}  {parts}{extra}{_fit(row)}{_within(row)}"
         )
     lines += [f"note ({row['sharding']}): {note}" for row in rows for note in row.get("notes", [])]
-    within = [f"{row['sharding']} {_time(row['step_time_interval_s'][0])} – {_time(row['step_time_interval_s'][1])}"
-              for row in rows if row.get("step_time_interval_s")]  # fmt: skip
-    if within:
-        lines.append("80 % interval of the step (every collective at its interval's ends): " + "; ".join(within))
 
     return "\n".join(lines)
 

@@ -43,6 +43,8 @@ def test_every_compared_fsdp_strategy_on_a_preset_has_an_interval_containing_its
     assert [row["sharding"] for row in rows] == ["ddp", "zero1", "shard_grad_op", "full_shard"]
     for row in rows:
         _strictly_within(row)
+    table = _cli("fsdp", *PRESET, "--compare", "ddp,full_shard").stdout.splitlines()[1:]
+    assert len(table) == 2 and all("step 80 %: " in line for line in table)
     single = json.loads(_cli("fsdp", *PRESET, "--sharding", "full_shard", "--json").stdout)
     assert single["step_time_interval_s"] == pytest.approx(rows[-1]["step_time_interval_s"], rel=1e-12)
 
