@@ -140,7 +140,9 @@ def _nccl_rows(scenario: Any, sizes: tuple[int, ...], on_pick: Callable[[int], N
         run, _ = scenario_for_pick(scenario.hardware, nodes, scenario.op, size)
         seconds = 0.0 if run is None else estimate(run.replace(record="aggregate")).seconds
         if seconds > left or (rows and rows[-1]["time_s"] is None):  # the budget is spent: larger ones too
-            rows.append({"algorithm": "nccl", "size_bytes": size, "time_s": None, "method": "n/a", "why": TOO_LARGE, "time_interval_s": None})
+            rows.append(
+                {"algorithm": "nccl", "size_bytes": size, "time_s": None, "method": "n/a", "why": TOO_LARGE, "time_interval_s": None}
+            )
         else:
             left -= seconds
             pick = pick_time(scenario.hardware, nodes, scenario.op, size)

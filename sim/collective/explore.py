@@ -248,7 +248,9 @@ def _crossover_scenarios(data: dict[str, Any], names: list[str]) -> tuple[dict[s
         try:
             scenarios[algorithm] = CollectiveScenario.from_dict(fields)
         except CollsimError as error:
-            rows.append({"algorithm": algorithm, "size_bytes": None, "time_s": None, "method": "n/a", "why": str(error), "time_interval_s": None})
+            rows.append(
+                {"algorithm": algorithm, "size_bytes": None, "time_s": None, "method": "n/a", "why": str(error), "time_interval_s": None}
+            )
     return scenarios, rows
 
 

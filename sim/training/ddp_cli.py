@@ -268,7 +268,8 @@ def interval_line(summary: dict[str, Any]) -> list[str]:
     found = summary.get("step_time_interval_s")
     if not found:
         return []
-    return [f"  80 % interval    {_time(found[0])} – {_time(found[1])}  (every collective at its interval's low / high end; compute as given)"]
+    ends = f"{_time(found[0])} – {_time(found[1])}"
+    return [f"  80 % interval    {ends}  (every collective at its interval's low / high end; compute as given)"]
 
 
 def _memory_line(summary: dict[str, Any]) -> list[str]:

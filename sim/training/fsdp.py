@@ -42,9 +42,9 @@ from typing import Any
 from sim.errors import CollsimError
 from sim.scenario import optional_parser, parse_bool, parse_int
 from sim.training import comm, ddp
-from sim.training.step_interval import ENDS, ScaledComm, at_end, interval_fields, no_interval
 from sim.training.fsdp_result import FSDPResult, memory_per_rank
 from sim.training.params import Param
+from sim.training.step_interval import ENDS, ScaledComm, at_end, interval_fields, no_interval
 from sim.units import parse_element_bytes
 
 SHARDINGS = ("full_shard", "shard_grad_op", "no_shard", "hybrid_shard")

@@ -209,7 +209,7 @@ def _algorithm_trace(
 
 
 def _within(row: dict[str, Any]) -> str:
-    """" (80 %: lo – hi)" of a point on a hardware preset, "" without an interval."""
+    """The point's interval on a hardware preset as " (80 %: lo – hi)", "" without one."""
     found = row.get("time_interval_s")
     return f" (80 %: {format_time(found[0])} – {format_time(found[1])})" if found else ""
 

@@ -421,7 +421,7 @@ def _cap_range(scenario: Any, cap_bytes: float) -> str:
 
 
 def _step_range(summary: dict[str, Any]) -> str:
-    """" (80 %: a – b)": the step time's interval on a hardware preset (sim.training.step_interval), "" without one."""
+    """The step time's interval on a preset as " (80 %: a – b)" (sim.training.step_interval), "" without one."""
     found = summary.get("step_time_interval_s")
     return "" if not found else f" (80 %: {format_time(found[0])} – {format_time(found[1])})"
 
