@@ -35,7 +35,11 @@ def _card(cards: list, card_id: str) -> str:
 def test_step_time_cards_show_the_80_percent_interval_on_a_preset():
     checked = _checked(**_preset_form())
     step = _card(ddp.simulate(checked["ddp"])["cards"], "ddp-step-time")
-    training = _card(ddp.simulate_training(checked["training"])["cards"], "ddp-train-step")
+    shown = ddp.simulate_training(checked["training"])
+    training = _card(shown["cards"], "ddp-train-step")
+    step_bars = shown["strategies"].data[0]  # each strategy's step with whiskers of its interval
+    assert step_bars.error_x.array and min(step_bars.error_x.array) > 0 and min(step_bars.error_x.arrayminus) > 0
+    assert all("(80 %: " in hover for hover in step_bars.hovertemplate)
     for text in (step, training):
         found = re.fullmatch(r"(.+) \(80 %: (.+) – (.+)\)", text)
         assert found, text
@@ -45,7 +49,8 @@ def test_step_time_cards_show_the_80_percent_interval_on_a_preset():
 def test_step_time_cards_have_no_interval_without_a_preset():
     checked = _checked()
     assert "80 %" not in _card(ddp.simulate(checked["ddp"])["cards"], "ddp-step-time")
-    assert "80 %" not in _card(ddp.simulate_training(checked["training"])["cards"], "ddp-train-step")
+    shown = ddp.simulate_training(checked["training"])
+    assert "80 %" not in _card(shown["cards"], "ddp-train-step") and not shown["strategies"].data[0].error_x.array
 
 
 def test_crossover_figure_draws_a_band_of_the_chosen_algorithms_interval_on_a_preset():
