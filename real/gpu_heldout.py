@@ -106,8 +106,8 @@ def gpu_choices(document: dict[str, Any]) -> list[dict[str, str]]:
 
 
 def gpu_view(document: dict[str, Any], choice: str | None) -> dict[str, Any]:
-    """One split as rows to draw (role fitted or predicted, error = simulated / measured - 1), the
-    split, the per-regime table and the overall coverage of the predicted points."""
+    """One split as rows to draw (role fitted or predicted; no spread: nccl-tests logs print one time
+    a size), the split, the per-regime table and the overall coverage of the predicted points."""
     options = [option["value"] for option in gpu_choices(document)]
     if not options:
         raise CollsimError("no preset has two or more shipped nccl-tests logs: nothing to hold out")
@@ -116,8 +116,8 @@ def gpu_view(document: dict[str, Any], choice: str | None) -> dict[str, Any]:
     validated = document["groups"][preset]["splits"][fit_on]
     rows = [
         {"series": f"{p['log']} ({p['nodes']} node{'s' if p['nodes'] > 1 else ''})", "role": p["role"], "size_bytes": p["size_bytes"],
-         "measured_s": p["measured_s"], "spread_low_s": None, "spread_high_s": None, "simulated_s": p["predicted_s"],
-         "low_s": p["low_s"], "high_s": p["high_s"], "relative_error": p["predicted_s"] / p["measured_s"] - 1, "covered": p["covered"]}
+         "measured_s": p["measured_s"], "measured_lo_s": None, "measured_hi_s": None, "simulated_s": p["predicted_s"],
+         "low_s": p["low_s"], "high_s": p["high_s"], "busbw_error": p["error"], "covered": p["covered"]}
         for p in validated["points"]
     ]  # fmt: skip
     judged = [row for row in rows if row["role"] == "predicted"]

@@ -146,16 +146,19 @@ def compare_split(store: Any, group: dict[str, Any], rows: list[dict[str, Any]],
 
 
 def summary(points: list[dict[str, Any]]) -> dict[str, Any]:
-    """Predicted points: how many, how many inside their interval, the coverage and the median and worst
-    |error|; fitted points: how many and their rms error (in-sample, not a prediction)."""
+    """Predicted points: how many, how many inside their interval, the coverage, the median and worst
+    |error|, how many within the measured spread (of those with a spread); fitted points: how many and
+    their rms error (in-sample, not a prediction)."""
     predicted = [p for p in points if p["role"] == "predicted"]
     fitted = [p for p in points if p["role"] == "fitted"]
     errors = [abs(p["relative_error"]) for p in predicted if p["relative_error"] is not None]
     covered = sum(1 for p in predicted if p["covered"])
+    judged = [p for p in predicted if p["within"] is not None]
     return {
         "level": LEVEL, "interval": INTERVAL_METHOD, "predicted": len(predicted), "covered": covered,
         "coverage": covered / len(predicted) if predicted else None,
         "median_abs_error": statistics.median(errors) if errors else None, "max_abs_error": max(errors) if errors else None,
+        "within_spread": sum(1 for p in judged if p["within"]), "spread_judged": len(judged),
         "fitted": len(fitted),
         "fitted_rms_error": math.sqrt(statistics.fmean(p["relative_error"] ** 2 for p in fitted)) if fitted else None,
     }  # fmt: skip

@@ -27,6 +27,7 @@ __all__ = [
     "fittable_groups",
     "group_rows",
     "held_out",
+    "held_out_splits",
     "open_results",
     "sim_vs_measured",
     "stats_available",
@@ -130,6 +131,13 @@ def held_out(store: Any, group: dict[str, Any], stat: str, algorithm: str, split
     }  # fmt: skip
     return {**compared, "split": split_shown, "curve": _curve(result, sorted({row["size_bytes"] for row in rows})), "points": points,
             "label": _fit_label(result)}  # fmt: skip
+
+
+def held_out_splits(rows: list[dict[str, Any]]) -> list[str]:
+    """The splits :func:`held_out` can make of these rows, the held-out ones first (:func:`real.heldout_ow.splits_for`)."""
+    from real.heldout_ow import splits_for
+
+    return splits_for(rows)
 
 
 def sim_vs_measured(store: Any, group: dict[str, Any], stat: str, algorithm: str) -> dict[str, Any]:
