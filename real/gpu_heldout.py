@@ -20,7 +20,7 @@ from sim.errors import CollsimError
 SHIPPED_JSON = Path(__file__).parent / "data" / "nccl_tests_heldout.json"
 COMMAND = "python -m real.gpu_heldout"
 
-__all__ = ["COMMAND", "SHIPPED_JSON", "compute", "default_fit_on", "gpu_choices", "gpu_view", "load", "shipped_groups", "write"]
+__all__ = ["COMMAND", "SHIPPED_JSON", "compute", "default_fit_on", "gpu_choices", "gpu_view", "load", "read_group", "shipped_groups", "write"]
 
 
 def shipped_groups() -> dict[str, list[str]]:
@@ -35,7 +35,7 @@ def shipped_groups() -> dict[str, list[str]]:
     return groups
 
 
-def _read(preset: str, names: list[str]) -> list[Any]:
+def read_group(preset: str, names: list[str]) -> list[Any]:
     """The logs of one preset, read and checked (:func:`real.validate_nccl.read_logs`)."""
     from real.validate_nccl import SHIPPED, read_logs
     from sim.hardware.nccl_fit import CALIBRATION
@@ -76,7 +76,7 @@ def compute(stride: int = 1, progress: Any = None) -> dict[str, Any]:
         if len(names) < 2:
             single += [{"log": name, "preset": preset} for name in names]
             continue
-        logs = _read(preset, names)
+        logs = read_group(preset, names)
         splits = {fit_on: validate(logs, preset, fit_on, stride, progress) for fit_on in _splits(logs)}
         groups[preset] = {"logs": names, "default": next(iter(splits)), "splits": splits}
     return {"command": COMMAND + (f" --stride {stride}" if stride != 1 else ""), "stride": stride, "groups": groups, "single": single}
