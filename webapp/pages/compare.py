@@ -193,16 +193,22 @@ def _controls(options: list, stats: list[str], algorithms: list[str], picked: di
     )
 
 
+@lru_cache(maxsize=1)
+def _gpu_document() -> dict[str, Any]:
+    """The precomputed GPU validations, read once per process (the file ships with collsim)."""
+    return gpu_heldout.load()
+
+
 def _gpu_section() -> html.Div:
     try:
-        document = gpu_heldout.load()
+        document = _gpu_document()
         options, intro = gpu_heldout.gpu_choices(document), GPU_INTRO.format(command=document.get("command", gpu_heldout.COMMAND))
     except CollsimError as error:
         options, intro = [], str(error)
     return html.Div(
         [
             html.H3("GPU: published nccl-tests logs, held out"),
-            html.P(intro),
+            html.P(intro, className="intro"),
             _dropdown("Preset and the log fitted (the other is predicted)", ids.CMP_GPU, options, options[0]["value"] if options else None, wide=True),
             html.Div(id=ids.CMP_GPU_NOTE, className="notice"),
             html.Div(
@@ -427,7 +433,7 @@ def gpu_panel(choice: str | None) -> dict[str, Any]:
     """The GPU part for one preset and split (:func:`real.gpu_heldout.gpu_view` of the precomputed
     validations): note, figure, regime table and the split shown (its dropdown value)."""
     try:
-        view = gpu_heldout.gpu_view(gpu_heldout.load(), choice)
+        view = gpu_heldout.gpu_view(_gpu_document(), choice)
     except CollsimError as error:
         return {"gpu_note": str(error), "gpu_figure": common.note_figure(str(error), "GPU logs"), "gpu_table": "", "gpu": None}
     summary, split = view["summary"], view["split"]
