@@ -20,7 +20,18 @@ from sim.errors import CollsimError
 SHIPPED_JSON = Path(__file__).parent / "data" / "nccl_tests_heldout.json"
 COMMAND = "python -m real.gpu_heldout"
 
-__all__ = ["COMMAND", "SHIPPED_JSON", "compute", "default_fit_on", "gpu_choices", "gpu_view", "load", "read_group", "shipped_groups", "write"]
+__all__ = [
+    "COMMAND",
+    "SHIPPED_JSON",
+    "compute",
+    "default_fit_on",
+    "gpu_choices",
+    "gpu_view",
+    "load",
+    "read_group",
+    "shipped_groups",
+    "write",
+]
 
 
 def shipped_groups() -> dict[str, list[str]]:
@@ -100,7 +111,9 @@ def gpu_choices(document: dict[str, Any]) -> list[dict[str, str]]:
     options = []
     for preset, group in document["groups"].items():
         for fit_on, validated in group["splits"].items():
-            fitted = ", ".join(f"{row['log']} ({row['nodes']} node{'s' if row['nodes'] > 1 else ''})" for row in validated["split"]["fitted"])
+            fitted = ", ".join(
+                f"{row['log']} ({row['nodes']} node{'s' if row['nodes'] > 1 else ''})" for row in validated["split"]["fitted"]
+            )
             options.append({"label": f"{preset}: fit on {fitted}, predict the other log", "value": f"{preset}|{fit_on}"})
     return options
 

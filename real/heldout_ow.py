@@ -74,12 +74,16 @@ def split_rows(rows: list[dict[str, Any]], split: str) -> Split:
     """The rows fitted and the rows predicted under ``split``; a split the rows do not allow is refused."""
     allowed = splits_for(rows)
     if split not in allowed:
-        raise CollsimError(f"split: {split!r} is not possible here; allowed: {', '.join(allowed)} ({'; '.join(f'{s}: {SPLITS[s]}' for s in allowed)})")
+        raise CollsimError(
+            f"split: {split!r} is not possible here; allowed: {', '.join(allowed)} ({'; '.join(f'{s}: {SPLITS[s]}' for s in allowed)})"
+        )
     sizes = sorted({row["size_bytes"] for row in rows})
     if split == "launch":
         last = _last(rows)
         fitted = [row for row in rows if str(row.get("run_id")) != last]
-        return Split(split, fitted, [row for row in rows if str(row.get("run_id")) == last], sorted({str(r["run_id"]) for r in fitted}), [last])
+        return Split(
+            split, fitted, [row for row in rows if str(row.get("run_id")) == last], sorted({str(r["run_id"]) for r in fitted}), [last]
+        )
     if split == "none":
         return Split(split, list(rows), [], None, None)
     kept = set(sizes[0::2]) if split == "alternate" else set(sizes[: max(2, len(sizes) // 2)])
@@ -132,13 +136,18 @@ def compare_split(store: Any, group: dict[str, Any], rows: list[dict[str, Any]],
     chosen = split_rows(rows, split)
     fit = fit_ow(chosen.fitted, stat, replicates=200)
     if not fit.identifiable:
-        raise CollsimError(f"time does not grow with size over the fitted sizes: no bandwidth to predict with; choose another split than {split!r}")
+        raise CollsimError(
+            f"time does not grow with size over the fitted sizes: no bandwidth to predict with; choose another split than {split!r}"
+        )
     op, ranks = group["op"], int(group["world_size"])
     fields = {"op": op, "algorithm": algorithm, "ranks": ranks, "overhead_s": fit.o_s, "latency_s": 0.0,
               "bandwidth_Bps": link_bandwidth(op, algorithm, ranks, fit.w_Bps)}  # fmt: skip
     extra = {"backend": group["backend"], "device": group.get("device"), "source": group.get("source") or "any"}
     points = []
-    for role, sizes, run_ids in (("fitted", chosen.fitted_sizes, chosen.fitted_run_ids), ("predicted", chosen.predicted_sizes, chosen.predicted_run_ids)):
+    for role, sizes, run_ids in (
+        ("fitted", chosen.fitted_sizes, chosen.fitted_run_ids),
+        ("predicted", chosen.predicted_sizes, chosen.predicted_run_ids),
+    ):
         if sizes:
             report = compare_collective(fields, {**extra, "sizes": [str(size) for size in sizes], "run_ids": run_ids}, store, stat)
             points += _points(report, role, fit)

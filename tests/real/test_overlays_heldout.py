@@ -157,7 +157,9 @@ def test_the_shipped_gpu_validation_is_what_the_code_computes_now(shipped):
     oci = shipped["groups"]["oci-a100-roce"]
     fresh = validate(gpu_heldout.read_group("oci-a100-roce", oci["logs"]), "oci-a100-roce", oci["default"])
     stored = oci["splits"][oci["default"]]
-    assert [(p["log"], p["size_bytes"], p["role"]) for p in fresh["points"]] == [(p["log"], p["size_bytes"], p["role"]) for p in stored["points"]]
+    assert [(p["log"], p["size_bytes"], p["role"]) for p in fresh["points"]] == [
+        (p["log"], p["size_bytes"], p["role"]) for p in stored["points"]
+    ]
     for new, old in zip(fresh["points"], stored["points"]):
         assert new["predicted_s"] == pytest.approx(old["predicted_s"], rel=1e-6)
         assert (new["low_s"] is None) == (old["low_s"] is None)

@@ -121,5 +121,7 @@ def test_the_gpu_logs_are_beside_the_gloo_runs_held_out():
         assert f"{view['summary']['covered']} of {view['summary']['predicted']} points inside" in shown["gpu_note"]
         assert "gcp-a3mega" in shown["gpu_note"]  # a preset with one log is named as not validated
     measured = next(g for g in groups() if g["source"] == "measured")
-    shown = compare.update(compare.group_id(measured), "mean", "ring", None, "oci-a100-roce|oci-bm.gpu4.8_a100-40g_2node_roce16x100g_allreduce.txt")
+    shown = compare.update(
+        compare.group_id(measured), "mean", "ring", None, "oci-a100-roce|oci-bm.gpu4.8_a100-40g_2node_roce16x100g_allreduce.txt"
+    )
     assert "gpu=oci-a100-roce" in shown["search"] and shown["gpu_table"].children[0].children.startswith("busbw error")

@@ -11,7 +11,6 @@ import plotly.graph_objects as go
 
 from webapp.figures.common import PALETTE, band, base_figure, byte_axis, note_figure, time_unit
 
-
 # how each role is drawn: fitted points (in-sample) and predicted ones (held out) never look alike
 MEASURED_SYMBOL = {None: "circle", "fitted": "circle", "predicted": "square-open"}
 RESIDUAL_NAME = {None: "residual", "fitted": "fitted points: in-sample residual", "predicted": "held-out points: prediction error"}

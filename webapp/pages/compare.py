@@ -209,10 +209,19 @@ def _gpu_section() -> html.Div:
         [
             html.H3("GPU: published nccl-tests logs, held out"),
             html.P(intro, className="intro"),
-            _dropdown("Preset and the log fitted (the other is predicted)", ids.CMP_GPU, options, options[0]["value"] if options else None, wide=True),
+            _dropdown(
+                "Preset and the log fitted (the other is predicted)",
+                ids.CMP_GPU,
+                options,
+                options[0]["value"] if options else None,
+                wide=True,
+            ),
             html.Div(id=ids.CMP_GPU_NOTE, className="notice"),
             html.Div(
-                [html.Div(graph(ids.CMP_GPU_FIG, 400), className="col"), html.Div(html.Div(id=ids.CMP_GPU_TABLE), className="col table-col")],
+                [
+                    html.Div(graph(ids.CMP_GPU_FIG, 400), className="col"),
+                    html.Div(html.Div(id=ids.CMP_GPU_TABLE), className="col table-col"),
+                ],
                 className="row",
             ),
         ],
@@ -275,7 +284,9 @@ def _table(rows: list[dict[str, Any]], level: float) -> html.Table:
         for r in rows
     ]
     caption = html.Caption("error = simulated / measured - 1; only predicted rows are predictions")
-    return html.Table([caption, html.Thead(html.Tr([html.Th(name) for name in names])), html.Tbody(body)], className="data", id=ids.CMP_ERROR_TABLE)
+    return html.Table(
+        [caption, html.Thead(html.Tr([html.Th(name) for name in names])), html.Tbody(body)], className="data", id=ids.CMP_ERROR_TABLE
+    )
 
 
 def _cards(shown: dict[str, Any]) -> list:
@@ -398,9 +409,15 @@ def _update(db_path: str | None, stamp: tuple, key: str, stat: str, algorithm: s
         OUTPUTS,
         notice=notice,
         cards=_cards(shown),
-        fit=draw.fit_figure(shown["points"], {"curve": shown["curve"], "label": shown["label"]}, "Measured time vs size, fit t = o + n / w on the fitted part"),
+        fit=draw.fit_figure(
+            shown["points"],
+            {"curve": shown["curve"], "label": shown["label"]},
+            "Measured time vs size, fit t = o + n / w on the fitted part",
+        ),
         residuals=draw.residual_figure(shown["points"]),
-        sim=draw.sim_vs_measured_figure(shown["rows"], "Simulated vs measured: fitted (in-sample) and predicted (held out)", shown["summary"]["level"]),
+        sim=draw.sim_vs_measured_figure(
+            shown["rows"], "Simulated vs measured: fitted (in-sample) and predicted (held out)", shown["summary"]["level"]
+        ),
         table=_table(shown["rows"], shown["summary"]["level"]),
         ddp=draw.ddp_steps_figure(ddp_points),
         stat_options=[{"label": s, "value": s} for s in stats],
@@ -417,10 +434,17 @@ def _gpu_table(view: dict[str, Any]) -> html.Table:
     """Per part and size regime: points, median and worst busbw error, the interval's coverage and width."""
     names = ("part", "regime", "points", "median |busbw error|", "worst", f"inside {view['level']:.0%} interval", "median width x/÷")
     body = [
-        html.Tr([html.Td("predicted (held out)" if role == "predicted" else "fitted (in-sample)"), html.Td(r["regime"]), html.Td(r["points"]),
-                 html.Td(f"{r['median_abs_error']:.1%}"), html.Td(f"{r['worst_error']:+.1%}"),
-                 html.Td("—" if r["covered"] is None else f"{r['covered']} of {r['points']}"),
-                 html.Td("—" if r["median_width"] is None else f"{r['median_width']:.2f}")])  # fmt: skip
+        html.Tr(
+            [
+                html.Td("predicted (held out)" if role == "predicted" else "fitted (in-sample)"),
+                html.Td(r["regime"]),
+                html.Td(r["points"]),
+                html.Td(f"{r['median_abs_error']:.1%}"),
+                html.Td(f"{r['worst_error']:+.1%}"),
+                html.Td("—" if r["covered"] is None else f"{r['covered']} of {r['points']}"),
+                html.Td("—" if r["median_width"] is None else f"{r['median_width']:.2f}"),
+            ]
+        )
         for role in ("predicted", "fitted")
         for r in view["regimes"][role]
     ]
