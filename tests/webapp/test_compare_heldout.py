@@ -69,7 +69,8 @@ def test_the_page_is_held_out_by_default_and_shows_the_split():
     measured = next(g for g in groups() if g["source"] == "measured")
     shown = compare.update(compare.group_id(measured), "mean", "ring")
     assert shown["split"] == DEFAULT_SPLIT and [o["value"] for o in shown["split_options"]][-1] == "none"
-    text = shown["split_shown"].children
+    text, interval = (paragraph.children for paragraph in shown["split_shown"].children)
+    assert interval.startswith("Interval of a predicted point: 80% interval")
     assert text.startswith(f"Split '{DEFAULT_SPLIT}'") and "Fitted on sizes" in text and "predicted: sizes" in text
     names = [trace.name for trace in traces(shown["sim"])]
     assert "predicted (held out), 80% interval" in names

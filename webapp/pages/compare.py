@@ -313,8 +313,8 @@ def _cards(shown: dict[str, Any]) -> list:
     ]
 
 
-def _split_shown(split: dict[str, Any]) -> html.P:
-    """The split in words: what was fitted and what is predicted."""
+def _split_shown(split: dict[str, Any], interval: str) -> html.Div:
+    """The split in words: what was fitted and what is predicted; how the interval is made."""
 
     def sizes(values: list[int]) -> str:
         return ", ".join(format_size(value) for value in values) or "none"
@@ -326,7 +326,7 @@ def _split_shown(split: dict[str, Any]) -> html.P:
         text += f"; predicted: sizes {sizes(split['predicted_sizes'])} ({predicted})."
     else:
         text += "; nothing predicted: every point below is in-sample."
-    return html.P(text)
+    return html.Div([html.P(text), html.P(f"Interval of a predicted point: {interval}.", className="small")])
 
 
 # ----------------------------------------------------------------------------- callbacks
@@ -426,7 +426,7 @@ def _update(db_path: str | None, stamp: tuple, key: str, stat: str, algorithm: s
         algorithm=algorithm,
         split_options=_split_options(allowed),
         split=split,
-        split_shown=_split_shown(shown["split"]),
+        split_shown=_split_shown(shown["split"], shown["summary"]["interval"]),
     )
 
 
