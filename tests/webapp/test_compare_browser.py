@@ -75,6 +75,7 @@ def test_fitted_and_predicted_points_are_drawn_apart_and_the_split_shown(app_pag
         timeout=SLOW,
     )
     assert not any(name.startswith("predicted") for name in legend(app_page, "cmp-sim-vs-measured"))
+    assert [t["name"] for t in drawn_traces(app_page, "cmp-ddp")] == ["measured", "simulated"]  # still drawn after the change
 
     app_page.goto(live_server + "/compare?split=small")  # the URL key is read back
     expect(app_page.locator("#cmp-split-shown")).to_contain_text("Split 'small'", timeout=SLOW)

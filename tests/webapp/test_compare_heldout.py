@@ -96,6 +96,8 @@ def test_a_split_the_group_lacks_falls_back_and_says_so():
     assert shown["split"] == DEFAULT_SPLIT and "split=alternate" in shown["search"]
     assert shown["notice"].startswith("These runs do not allow the split 'launch'")
     assert "launch" not in [option["value"] for option in shown["split_options"]]
+    cards = {card.children[1].id: card.children[1].children for card in shown["cards"]}
+    assert cards[ids.CMP_O].endswith("[interval n/a: no degrees of freedom]") and "nan" not in cards[ids.CMP_W]  # a 2-size fit
 
 
 def test_the_url_keys_split_and_gpu_are_read_back():
@@ -126,3 +128,17 @@ def test_the_gpu_logs_are_beside_the_gloo_runs_held_out():
         compare.group_id(measured), "mean", "ring", None, "oci-a100-roce|oci-bm.gpu4.8_a100-40g_2node_roce16x100g_allreduce.txt"
     )
     assert "gpu=oci-a100-roce" in shown["search"] and shown["gpu_table"].children[0].children.startswith("busbw error")
+
+
+def test_changing_a_control_keeps_the_ddp_steps_drawn():
+    """The DDP steps depend on no control: drawn with the layout, never redrawn by the callback,
+    which runs refusing server files and so could not replay them (it drew 'no DDP measurements')."""
+    from sim.files import refusing_paths
+
+    published = next(g for g in groups() if g["source"] == "published")
+    with refusing_paths():  # as the callback runs (webapp.callbacks.guarded)
+        shown = compare.update(compare.group_id(published), "mean", "ring", "small")
+    assert not any(output.component_id == ids.CMP_DDP for output in compare.OUTPUTS.values()) and "ddp" not in shown
+    layout = compare.layout(f"?group={compare.group_id(published)}")
+    figure = [c for c in layout._traverse() if getattr(c, "id", None) == ids.CMP_DDP][0].figure
+    assert [trace.name for trace in figure.data] == ["measured", "simulated"]

@@ -10,6 +10,7 @@ Layout and short callbacks; the numbers come from :mod:`real.overlays` and :mod:
 
 from __future__ import annotations
 
+import math
 import os
 from functools import lru_cache
 from typing import Any
@@ -41,7 +42,6 @@ OUTPUTS = {
     "residuals": Output(ids.CMP_RESIDUALS, "figure"),
     "sim": Output(ids.CMP_SIM_VS_MEASURED, "figure"),
     "table": Output(ids.CMP_TABLE, "children"),
-    "ddp": Output(ids.CMP_DDP, "figure"),
     "stat_options": Output(ids.CMP_STAT, "options"),
     "stat": Output(ids.CMP_STAT, "value"),
     "algorithm_options": Output(ids.CMP_ALGORITHM, "options"),
@@ -153,6 +153,8 @@ def first_view(picked: dict[str, str], config: str | None) -> dict[str, dict[str
     for name, value in shown.items():
         if name not in ("search", "written"):
             drawn.setdefault(OUTPUTS[name].component_id, {})[OUTPUTS[name].component_property] = value
+    db_path = _db_path()
+    drawn[ids.CMP_DDP] = {"figure": _ddp_steps(db_path, _stamp(db_path))}
     try:
         view = overlay(config)
     except Exception:  # noqa: BLE001 - the overlay callback at load says what is wrong
@@ -289,22 +291,25 @@ def _table(rows: list[dict[str, Any]], level: float) -> html.Table:
     )
 
 
+def _interval(bounds: tuple[float, float], written: Any) -> str:
+    """A fit's interval as [low, high]; n/a where the fit has none (two sizes: no degrees of freedom)."""
+    if any(math.isnan(bound) for bound in bounds):
+        return "[interval n/a: no degrees of freedom]"
+    return f"[{written(bounds[0])}, {written(bounds[1])}]"
+
+
 def _cards(shown: dict[str, Any]) -> list:
     """The fitted o and w with their intervals, what they were fitted on, the held-out coverage
     and error, and the in-sample rms residual."""
     result, summary = shown["fit"], shown["summary"]
-    o_low, o_high = result.o_ci_s
-    w_low, w_high = result.w_ci_Bps
     coverage = (f"{summary['covered']} of {summary['predicted']} ({summary['coverage']:.0%})" if summary["predicted"]
                 else "n/a: nothing held out")  # fmt: skip
     error = (f"{summary['median_abs_error']:.1%} (max {summary['max_abs_error']:.1%})" if summary["median_abs_error"] is not None
              else "n/a: nothing held out")  # fmt: skip
     return [
-        number_card("o (per-call overhead)", f"{format_time(result.o_s)} [{format_time(o_low)}, {format_time(o_high)}]", ids.CMP_O),
+        number_card("o (per-call overhead)", f"{format_time(result.o_s)} {_interval(result.o_ci_s, format_time)}", ids.CMP_O),
         number_card(
-            "w (algorithm bandwidth)",
-            f"{format_bandwidth(result.w_Bps)} [{format_bandwidth(w_low)}, {format_bandwidth(w_high)}]",
-            ids.CMP_W,
+            "w (algorithm bandwidth)", f"{format_bandwidth(result.w_Bps)} {_interval(result.w_ci_Bps, format_bandwidth)}", ids.CMP_W
         ),
         number_card("fitted on: points (sizes) / method", f"{result.points} ({len(result.sizes_bytes)}) / {result.method}", ids.CMP_POINTS),
         number_card(f"held out: inside the {summary['level']:.0%} interval", coverage, ids.CMP_COVERAGE),
@@ -397,10 +402,6 @@ def _update(db_path: str | None, stamp: tuple, key: str, stat: str, algorithm: s
     split = split if split in allowed else allowed[0]
     shown = overlays.held_out(store, group, stat, algorithm, split)
     notice = _notice(shown, algorithm)
-    try:
-        ddp_points = overlays.ddp_comparison(store)
-    except CollsimError:
-        ddp_points = []
     if asked_split != split:
         notice = f"These runs do not allow the split {asked_split!r}; showing {split!r}. " + notice
     if asked != stat:
@@ -419,7 +420,6 @@ def _update(db_path: str | None, stamp: tuple, key: str, stat: str, algorithm: s
             shown["rows"], "Simulated vs measured: fitted (in-sample) and predicted (held out)", shown["summary"]["level"]
         ),
         table=_table(shown["rows"], shown["summary"]["level"]),
-        ddp=draw.ddp_steps_figure(ddp_points),
         stat_options=[{"label": s, "value": s} for s in stats],
         stat=stat,
         algorithm_options=algorithms,
@@ -470,6 +470,18 @@ def gpu_panel(choice: str | None) -> dict[str, Any]:
     title = f"{view['preset']}: DES vs nccl-tests, fitted log (in-sample) and predicted log (held out)"
     return {"gpu_note": note, "gpu_figure": draw.sim_vs_measured_figure(view["rows"], title, view["level"]), "gpu_table": _gpu_table(view),
             "gpu": view["choice"]}  # fmt: skip
+
+
+@lru_cache(maxsize=8)
+def _ddp_steps(db_path: str | None, stamp: tuple) -> Any:
+    """Measured vs simulated DDP steps of the whole store, drawn with the layout: they depend on no
+    control, and a callback runs refusing server files (:func:`webapp.callbacks.guarded`), which
+    the DDP replay's own profile file is not exempt from."""
+    try:
+        points = overlays.ddp_comparison(overlays.open_results(db_path))
+    except CollsimError:
+        points = []
+    return draw.ddp_steps_figure(points)
 
 
 def overlay(config: str | None) -> dict[str, Any]:
