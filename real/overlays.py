@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import json
 import math
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from sim.errors import CollsimError
+from sim.files import own_temporary_folder
 from sim.units import format_bandwidth, format_time
 
 __all__ = [
@@ -227,8 +226,8 @@ def ddp_overlay(store: Any, config: str) -> dict[str, Any]:
     data: dict[str, Any] = {"strategy": strategy, "ranks": ranks, "comm": "ow", "o_s": max(fitted.o_s, 0.0), "w_Bps": fitted.w_Bps}
     if strategy == "bucketed":
         data.update(bucket_size=bucket or "25MiB", first_bucket="none")
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "profile.json"
+    with own_temporary_folder() as folder:  # opens even in the explorer, which refuses paths a link names
+        path = folder / "profile.json"
         path.write_text(json.dumps(base))
         simulated = run_ddp(DDPScenario.from_dict({**data, "profile_file": str(path)}))
     note = (
