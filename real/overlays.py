@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import json
 import math
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from sim.errors import CollsimError
+from sim.files import own_temporary_folder
 from sim.units import format_bandwidth, format_time
 
 __all__ = [
@@ -26,6 +25,8 @@ __all__ = [
     "fit_curve",
     "fittable_groups",
     "group_rows",
+    "held_out",
+    "held_out_splits",
     "open_results",
     "sim_vs_measured",
     "stats_available",
@@ -74,31 +75,74 @@ def _dense(sizes: list[int], steps: int = 40) -> list[float]:
     return [low * (high / low) ** (k / steps) for k in range(steps + 1)] if high > low else [low]
 
 
-def fit_curve(rows: list[dict[str, Any]], stat: str, replicates: int = 200) -> dict[str, Any]:
-    """(o, w) with intervals (:func:`real.fit.fit_ow`), the fitted curve over the sizes with its
-    band ((size, fit, low, high) tuples), each point with its residual, and a label."""
-    from real.fit import fit_ow, row_time
-
-    result = fit_ow(rows, stat, replicates=replicates)
-    sizes = sorted({row["size_bytes"] for row in rows})
+def _curve(result: Any, sizes: list[int]) -> list[tuple[float, float, float, float]]:
+    """(size, fit, low, high) over the sizes: the fitted line and the band of its 95 % intervals."""
     (o_lo, o_hi), (w_lo, w_hi) = result.o_ci_s, result.w_ci_Bps
-    curve = [
+    return [
         (n, result.predict(n), max(o_lo, 0.0) + n / w_hi if w_hi else math.nan, o_hi + n / w_lo if w_lo else math.nan)
         for n in _dense(sizes)
     ]
+
+
+def _measured_points(result: Any, rows: list[dict[str, Any]], stat: str, role: str | None = None) -> list[dict[str, Any]]:
+    """Each row's time with its residual against the fit; ``role`` fitted or predicted (held out)."""
+    from real.fit import row_time
+
+    label = {None: f"measured ({stat})", "fitted": f"measured ({stat}), fitted on", "predicted": f"measured ({stat}), held out"}[role]
     points = []
     for row in rows:
         value = row_time(row, stat)
         if value is not None:
             residual = value / result.predict(row["size_bytes"]) - 1
-            points.append({"size_bytes": row["size_bytes"], "time_s": value, "label": f"measured ({stat})", "residual": residual})
-    label = f"fit: o = {format_time(result.o_s)}, w = {format_bandwidth(result.w_Bps)}"
-    return {"fit": result, "curve": curve, "points": points, "label": label}
+            points.append({"size_bytes": row["size_bytes"], "time_s": value, "label": label, "residual": residual, "role": role})
+    return points
+
+
+def _fit_label(result: Any) -> str:
+    return f"fit: o = {format_time(result.o_s)}, w = {format_bandwidth(result.w_Bps)}"
+
+
+def fit_curve(rows: list[dict[str, Any]], stat: str, replicates: int = 200) -> dict[str, Any]:
+    """(o, w) with intervals (:func:`real.fit.fit_ow`), the fitted curve over the sizes with its
+    band ((size, fit, low, high) tuples), each point with its residual, and a label."""
+    from real.fit import fit_ow
+
+    result = fit_ow(rows, stat, replicates=replicates)
+    curve = _curve(result, sorted({row["size_bytes"] for row in rows}))
+    return {"fit": result, "curve": curve, "points": _measured_points(result, rows, stat), "label": _fit_label(result)}
+
+
+def held_out(store: Any, group: dict[str, Any], stat: str, algorithm: str, split: str | None = None) -> dict[str, Any]:
+    """Simulated vs measured held out (:func:`real.heldout_ow.compare_split`): o and w fitted on the
+    split's part, each size simulated; rows of fitted (in-sample) and predicted (held out, with the
+    interval) points, the fit's curve over every size, the measured points with their role and
+    residual, the split (name, what it means, what is fitted and predicted) and the summary."""
+    from real.heldout_ow import DEFAULT_SPLIT, SPLITS, compare_split, splits_for
+
+    rows = group_rows(store, group)
+    compared = compare_split(store, group, rows, stat, algorithm, split or DEFAULT_SPLIT)
+    result, chosen = compared["fit"], compared["split"]
+    points = _measured_points(result, chosen.fitted, stat, "fitted") + _measured_points(result, chosen.predicted, stat, "predicted")
+    split_shown = {
+        "name": chosen.name, "text": SPLITS[chosen.name], "allowed": splits_for(rows),
+        "fitted_sizes": chosen.fitted_sizes, "predicted_sizes": chosen.predicted_sizes,
+        "fitted_runs": chosen.fitted_run_ids, "predicted_runs": chosen.predicted_run_ids,
+    }  # fmt: skip
+    return {**compared, "split": split_shown, "curve": _curve(result, sorted({row["size_bytes"] for row in rows})), "points": points,
+            "label": _fit_label(result)}  # fmt: skip
+
+
+def held_out_splits(rows: list[dict[str, Any]]) -> list[str]:
+    """The splits :func:`held_out` can make of these rows, the held-out ones first (:func:`real.heldout_ow.splits_for`)."""
+    from real.heldout_ow import splits_for
+
+    return splits_for(rows)
 
 
 def sim_vs_measured(store: Any, group: dict[str, Any], stat: str, algorithm: str) -> dict[str, Any]:
     """:func:`real.compare.compare_collective` at every measured size of ``group`` (o, w fitted in
-    sample): rows of measured (with its spread) and simulated time, the calibration, a summary."""
+    sample): rows of measured (with its spread) and simulated time, the calibration, a summary.
+    The page shows :func:`held_out` instead; this is the in-sample reading ``collsim compare`` gives."""
     from real.compare import compare_collective
 
     sizes = sorted({row["size_bytes"] for row in group_rows(store, group)})
@@ -182,8 +226,8 @@ def ddp_overlay(store: Any, config: str) -> dict[str, Any]:
     data: dict[str, Any] = {"strategy": strategy, "ranks": ranks, "comm": "ow", "o_s": max(fitted.o_s, 0.0), "w_Bps": fitted.w_Bps}
     if strategy == "bucketed":
         data.update(bucket_size=bucket or "25MiB", first_bucket="none")
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "profile.json"
+    with own_temporary_folder() as folder:  # opens even in the explorer, which refuses paths a link names
+        path = folder / "profile.json"
         path.write_text(json.dumps(base))
         simulated = run_ddp(DDPScenario.from_dict({**data, "profile_file": str(path)}))
     note = (

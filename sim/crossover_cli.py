@@ -87,7 +87,7 @@ def crossover_command(sizes: str | None, as_csv: bool, as_json: bool, **flags: A
     if as_json:
         click.echo(json.dumps(rows))
     elif as_csv:
-        writer = csv.DictWriter(sys.stdout, fieldnames=["algorithm", "size_bytes", "time_s", "method", "why"])
+        writer = csv.DictWriter(sys.stdout, fieldnames=["algorithm", "size_bytes", "time_s", "method", "why"], extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
     else:
@@ -130,6 +130,7 @@ def _nccl_rows(scenario: Any, sizes: tuple[int, ...], on_pick: Callable[[int], N
     from sim.collective.budget import estimate
     from sim.collective.explore import TOO_LARGE
     from sim.collective.pick import scenario_for_pick
+    from sim.hardware.uncertainty import spread
     from sim.training.comm import pick_time
 
     if not _runs_nccl(scenario):
@@ -139,12 +140,17 @@ def _nccl_rows(scenario: Any, sizes: tuple[int, ...], on_pick: Callable[[int], N
         run, _ = scenario_for_pick(scenario.hardware, nodes, scenario.op, size)
         seconds = 0.0 if run is None else estimate(run.replace(record="aggregate")).seconds
         if seconds > left or (rows and rows[-1]["time_s"] is None):  # the budget is spent: larger ones too
-            rows.append({"algorithm": "nccl", "size_bytes": size, "time_s": None, "method": "n/a", "why": TOO_LARGE})
+            rows.append(
+                {"algorithm": "nccl", "size_bytes": size, "time_s": None, "method": "n/a", "why": TOO_LARGE, "time_interval_s": None}
+            )
         else:
             left -= seconds
             pick = pick_time(scenario.hardware, nodes, scenario.op, size)
             method = f"des ({pick.algorithm} x{pick.chunks})" if pick.algorithm else "nccl model"
-            rows.append({"algorithm": "nccl", "size_bytes": size, "time_s": pick.time_s, "method": method, "why": pick.nccl_pick})
+            found = spread(scenario.hardware, scenario.ranks, size)  # as sim collective's interval of the same call
+            low_high = [pick.time_s / found[0], pick.time_s * found[0]] if found and pick.time_s else None
+            rows.append({"algorithm": "nccl", "size_bytes": size, "time_s": pick.time_s, "method": method, "why": pick.nccl_pick,
+                         "time_interval_s": low_high})  # fmt: skip
         on_pick(len(rows))
     return rows
 
@@ -177,4 +183,8 @@ def format_table(rows: list[dict[str, Any]]) -> str:
             lines.append(f"not run: {row['algorithm']}: {row['why']}")
     methods = sorted({row["method"] for row in rows if row["time_s"] is not None})
     lines.append(f"(times from: {', '.join(methods)})")
+    factors = sorted({round(row["time_interval_s"][1] / row["time_s"], 2) for row in rows if row.get("time_interval_s")})
+    if factors:  # the same factor for every algorithm at a size: one line, not a column each
+        spans = f"{factors[0]:.2f}" if len(factors) == 1 else f"{factors[0]:.2f} to {factors[-1]:.2f} (smaller sizes wider)"
+        lines.append(f"(80 % interval of each time on this preset: x/÷ {spans}; --json gives time_interval_s per point)")
     return "\n".join(lines)

@@ -29,6 +29,7 @@ __all__ = [
     "allow_folders",
     "allowed_files",
     "allowed_folders",
+    "own_temporary_folder",
     "parse_data",
     "read_text",
     "refuse_paths_in_this_process",
@@ -42,6 +43,7 @@ MAX_DATA_BYTES = 64 * 2**20  # a YAML/JSON file the tool reads whole: recorded p
 SHOWN_CHARS = 120  # a value echoed in a message is cut here: a message never carries an unbounded value
 
 _REFUSING: ContextVar[bool] = ContextVar("collsim_refusing_paths", default=False)
+_OWN: ContextVar[tuple[Path, ...]] = ContextVar("collsim_own_folders", default=())
 _process_refuses = False
 _folders: tuple[Path, ...] = ()
 
@@ -63,6 +65,21 @@ def refusing_paths() -> Iterator[None]:
             _REFUSING.reset(token)
         except ValueError:  # left in another context than entered (a server's teardown): end it here
             _REFUSING.set(False)
+
+
+@contextmanager
+def own_temporary_folder() -> Iterator[Path]:
+    """A temporary folder this code writes itself (a server's replay of a measured profile): its
+    files open within this block even while paths are refused; no link or form can name it."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="collsim-own-") as folder:
+        path = Path(folder).resolve()
+        token = _OWN.set((*_OWN.get(), path))
+        try:
+            yield path
+        finally:
+            _OWN.reset(token)
 
 
 def refuse_paths_in_this_process() -> None:
@@ -125,6 +142,9 @@ def user_file(value: str | Path, field: str, expected: str, label: str | None = 
 
 
 def _allowed_file(value: str, field: str, expected: str, label: str) -> Path:
+    own = Path(value).resolve() if os.path.isabs(value) else None
+    if own is not None and own.is_file() and any(own.is_relative_to(folder) for folder in _OWN.get()):
+        return own  # a file this code wrote itself, within its own_temporary_folder block
     for folder in _folders:
         if not value or os.path.isabs(value):
             break

@@ -159,3 +159,14 @@ COLL_FORM_NOTE = "coll-form-note"  # what the page made of a link or a choice: u
 COLL_CROSSOVER_NOTE = "coll-crossover-note"  # the crossover's sizes not simulated here, and the button that simulates them
 COLL_CROSSOVER_MORE = "coll-crossover-more"  # ... that button: the missing sizes in the background
 COLL_CROSSOVER_JOB = "coll-crossover-job"  # dcc.Store: the scenario whose missing crossover sizes run in the background
+
+# Sim vs measured page, appended (issue 33: held out by default, GPU logs beside the gloo runs)
+CMP_SPLIT = "cmp-split"  # which part o and w are fitted on (the rest predicted)
+CMP_SPLIT_SHOWN = "cmp-split-shown"  # the split in words: sizes / launches fitted and predicted
+CMP_SCOPE = "cmp-scope"  # what the comparison shows and does not show
+CMP_COVERAGE = "cmp-coverage"  # card: predicted points inside their interval
+CMP_HELD_ERROR = "cmp-held-error"  # card: median |error| of the predicted points
+CMP_GPU = "cmp-gpu"  # dropdown: preset and which of its nccl-tests logs is fitted
+CMP_GPU_NOTE = "cmp-gpu-note"
+CMP_GPU_FIG = "cmp-gpu-fig"
+CMP_GPU_TABLE = "cmp-gpu-table"

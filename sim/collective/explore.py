@@ -27,6 +27,7 @@ from sim.collective.narrative import description, phase_of, phase_starts  # noqa
 from sim.collective.pick import runs_as_picked
 from sim.collective.results import CollectiveResult
 from sim.errors import CollsimError
+from sim.hardware.uncertainty import interval
 from sim.scenario import CollectiveScenario
 
 ROUTE_COST = 80  # finding a new (src, dst) route costs about as much as simulating 80 messages
@@ -165,7 +166,8 @@ def crossover(
     where the simulation reproduces it, a replay, or a cached simulation) when the scenario
     can be collapsed and its work fits the budget; the answer is cached per scenario, so a
     page that redraws with the same network and ranks pays nothing. Rows: algorithm,
-    size_bytes, time_s, method, why (time None where it could not run). ``on_point(done, total)``
+    size_bytes, time_s, method, why (time None where it could not run), time_interval_s (the
+    80 % interval on a hardware preset, :mod:`sim.hardware.uncertainty`; None without one). ``on_point(done, total)``
     is told as points are answered (nothing when the answer is cached)."""
     return [dict(row) for row in crossover_of(crossover_key(scenario), sizes, max_messages, on_point)]
 
@@ -246,7 +248,9 @@ def _crossover_scenarios(data: dict[str, Any], names: list[str]) -> tuple[dict[s
         try:
             scenarios[algorithm] = CollectiveScenario.from_dict(fields)
         except CollsimError as error:
-            rows.append({"algorithm": algorithm, "size_bytes": None, "time_s": None, "method": "n/a", "why": str(error)})
+            rows.append(
+                {"algorithm": algorithm, "size_bytes": None, "time_s": None, "method": "n/a", "why": str(error), "time_interval_s": None}
+            )
     return scenarios, rows
 
 
@@ -393,7 +397,11 @@ def _extended_time(point: CollectiveScenario, extension: Extension) -> float:
 
 
 def _row(algorithm: str, point: CollectiveScenario, time_s: float | None, method: str) -> dict[str, Any]:
-    return {"algorithm": algorithm, "size_bytes": point.size_bytes, "time_s": time_s, "method": method, "why": ""}
+    """A crossover point; ``time_interval_s`` the 80 % interval ``sim collective`` gives the same
+    point on a hardware preset (:func:`sim.hardware.uncertainty.interval`), else None."""
+    found = interval(point, time_s)
+    return {"algorithm": algorithm, "size_bytes": point.size_bytes, "time_s": time_s, "method": method, "why": "",
+            "time_interval_s": None if found is None else [found.low_s, found.high_s]}  # fmt: skip
 
 
 # --------------------------------------------------------------------------- side by side

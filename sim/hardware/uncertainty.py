@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["LEVEL", "Interval", "bucket_cap_range", "interval", "interval_fields"]
+__all__ = ["LEVEL", "Interval", "bucket_cap_range", "interval", "interval_fields", "spread"]
 
 LEVEL = 0.8
 Z80 = 1.2816  # the standard normal's 90th percentile: 80 % lie within +-Z80 sigma
@@ -50,20 +50,31 @@ class Interval:
 def interval(scenario: Any, time_s: float | None) -> Interval | None:
     """The 80 % interval of a collective's time on its hardware preset; None without a preset
     (links typed by hand: the model is exact for them, and no measured spread says more)."""
-    if not getattr(scenario, "hardware", None) or not time_s or time_s <= 0:
+    if not time_s or time_s <= 0:
+        return None
+    found = spread(getattr(scenario, "hardware", None), scenario.ranks, scenario.size_bytes)
+    if found is None:
+        return None
+    factor, basis = found
+    return Interval(time_s / factor, time_s * factor, LEVEL, basis)
+
+
+def spread(hardware: str | None, ranks: int, size_bytes: int) -> tuple[float, str] | None:
+    """(factor, basis): a collective of ``size_bytes`` on ``ranks`` ranks of ``hardware`` takes
+    between time / factor and time x factor with 80 % probability; None without a preset."""
+    if not hardware:
         return None
     from sim.hardware.presets import load_preset
 
-    preset = load_preset(scenario.hardware)
-    nodes = max(1, scenario.ranks // max(preset.gpus_per_node, 1))
+    preset = load_preset(hardware)
+    nodes = max(1, ranks // max(preset.gpus_per_node, 1))
     fitted = preset.fitted or {}
-    own_file = str(scenario.hardware).lower().endswith((".yaml", ".yml"))
+    own_file = str(hardware).lower().endswith((".yaml", ".yml"))
     if own_file and fitted.get("constants") and not fitted.get("taken_from"):
         half, basis = _calibrated(fitted, nodes)
     else:
-        half, basis = _uncalibrated(scenario.size_bytes)
-    factor = math.exp(half)
-    return Interval(time_s / factor, time_s * factor, LEVEL, basis)
+        half, basis = _uncalibrated(size_bytes)
+    return math.exp(half), basis
 
 
 def _uncalibrated(size_bytes: int) -> tuple[float, str]:

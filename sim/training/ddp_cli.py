@@ -171,7 +171,9 @@ def ddp(
         result.write_trace(trace)
     if csv_path is not None:
         result.to_csv(csv_path)
-    summary = result.summary()
+    from sim.training.step_interval import ddp_interval
+
+    summary = {**result.summary(), **ddp_interval(result)}  # the step's 80 % interval on a preset (issue 33)
     from sim.training.fsdp import ddp_memory  # memory per rank and whether it fits the GPU (issue 36)
 
     summary.update(ddp_memory(scenario))
@@ -243,6 +245,7 @@ def format_summary(summary: dict[str, Any], max_rows: int = 12) -> str:
     lines = [
         f"DDP step, {summary['strategy']}, {summary['num_params']} tensors, {format_size(summary['grad_bytes'])} of gradients, {summary['ranks']} ranks ({summary['comm']})",
         f"  step time        {_time(summary['step_time_s'])}  (compute alone {_time(summary['compute_time_s'])})",
+        *interval_line(summary),
         f"  backward end     {_time(summary['backward_end_s'])}",
         f"  comm end         {_time(summary['comm_end_s'])}",
         f"  overhead         {_time(summary['overhead_s'])}  (comm end - backward end; comm busy {_time(summary['comm_busy_s'])})",
@@ -258,6 +261,15 @@ def format_summary(summary: dict[str, Any], max_rows: int = 12) -> str:
     if len(summary["buckets"]) > max_rows:
         lines.append(f"  ... {len(summary['buckets']) - max_rows} more (use --json)")
     return "\n".join(lines + hardware_lines(summary.get("hardware_comm")))
+
+
+def interval_line(summary: dict[str, Any]) -> list[str]:
+    """The step time's 80 % interval on a hardware preset (none without one: the JSON says why)."""
+    found = summary.get("step_time_interval_s")
+    if not found:
+        return []
+    ends = f"{_time(found[0])} – {_time(found[1])}"
+    return [f"  80 % interval    {ends}  (every collective at its interval's low / high end; compute as given)"]
 
 
 def _memory_line(summary: dict[str, Any]) -> list[str]:

@@ -44,6 +44,7 @@ from sim.scenario import optional_parser, parse_bool, parse_int
 from sim.training import comm, ddp
 from sim.training.fsdp_result import FSDPResult, memory_per_rank
 from sim.training.params import Param
+from sim.training.step_interval import ENDS, ScaledComm, at_end, interval_fields, no_interval
 from sim.units import parse_element_bytes
 
 SHARDINGS = ("full_shard", "shard_grad_op", "no_shard", "hybrid_shard")
@@ -194,8 +195,9 @@ class Comm:
     of 8) that group's collective falls back to ring and ``notes`` says so. NCCL's rings and trees
     lay their channels over the group's own nodes (``sim.collective.groups.GroupTopology.gpus_per_node``)."""
 
-    def __init__(self, scenario: FSDPScenario, element_bytes: int) -> None:
+    def __init__(self, scenario: FSDPScenario, element_bytes: int, end: int = 0) -> None:
         self.scenario, self.element_bytes = scenario, element_bytes
+        self.end = end  # -1 / +1: every collective at the low / high end of its 80 % interval (sim.training.step_interval)
         self._cache: dict[tuple[str, str, int], float] = {}
         self._notes: dict[tuple[str, str], str] = {}
 
@@ -205,6 +207,9 @@ class Comm:
         return tuple(self._notes.values())
 
     def cost_s(self, op: str, nbytes: int, group: str = "world") -> float:
+        return at_end(self.scenario, nbytes, self._exact_s(op, nbytes, group), self.end)
+
+    def _exact_s(self, op: str, nbytes: int, group: str) -> float:
         s = self.scenario
         size = s.group_size if group == "shard" else (s.ranks // s.group_size if group == "replicate" else s.ranks)
         if size <= 1 or nbytes == 0:
@@ -410,17 +415,18 @@ def _ddp_scenario(scenario: FSDPScenario) -> ddp.DDPScenario:
     return ddp.DDPScenario(**data)
 
 
-def run_fsdp(scenario: FSDPScenario, prepared: ddp.Prepared | None = None) -> FSDPResult:
-    """Simulate one step of ``scenario.sharding``."""
+def run_fsdp(scenario: FSDPScenario, prepared: ddp.Prepared | None = None, comm_end: int = 0) -> FSDPResult:
+    """Simulate one step of ``scenario.sharding``; ``comm_end`` -1 / +1: every collective at the
+    low / high end of its 80 % interval (:func:`step_interval`)."""
     prepared = prepared or ddp.prepare(_ddp_scenario(scenario))
     element_bytes = prepared.comm.element_bytes
     numel = sum(p.numel for p in prepared.params)
     if scenario.sharding in ("ddp", "zero1"):
-        return _run_ddp(scenario, prepared, element_bytes, numel)
+        return _run_ddp(scenario, prepared, element_bytes, numel, comm_end)
     units = build_units(scenario, prepared)
     n = scenario.group_size
     optimizer_s = prepared.optimizer_s / n if scenario.sharding != "no_shard" else prepared.optimizer_s
-    comm = Comm(scenario, element_bytes)
+    comm = Comm(scenario, element_bytes, comm_end)
     program = _Program(scenario, units, comm, optimizer_s)
     program.schedule()
     memory = memory_per_rank(scenario, units, program.ops, element_bytes)
@@ -440,11 +446,13 @@ def ddp_memory(scenario: ddp.DDPScenario) -> dict[str, Any]:
     return {"peak_memory_bytes": memory["peak_bytes"], **capacity(memory["peak_bytes"], scenario), "memory": memory}
 
 
-def _run_ddp(scenario: FSDPScenario, prepared: ddp.Prepared, element_bytes: int, numel: int) -> FSDPResult:
+def _run_ddp(scenario: FSDPScenario, prepared: ddp.Prepared, element_bytes: int, numel: int, comm_end: int = 0) -> FSDPResult:
     """DDP (bucketed or the scenario's DDP strategy) and ZeRO-1 on top of it."""
     zero = scenario.sharding == "zero1"
+    if comm_end:
+        prepared = dataclasses.replace(prepared, comm=ScaledComm(prepared.comm, scenario, comm_end))
     result = ddp.run_ddp(_ddp_scenario(scenario).replace(optimizer_time_s=0.0), prepared)
-    comm = Comm(scenario, element_bytes)
+    comm = Comm(scenario, element_bytes, comm_end)
     units = build_units(scenario.replace(units="single"), prepared)
     ops = [Op("compute", "forward", 0, 0, prepared.forward_s, [], 0.0, prepared.forward_s, "forward")]
     start, end = result.backward_start_s, result.backward_end_s
@@ -473,6 +481,16 @@ def _run_ddp(scenario: FSDPScenario, prepared: ddp.Prepared, element_bytes: int,
     return FSDPResult(scenario, tuple(units), tuple(ops), memory, result, prepared.grad_bytes, numel)
 
 
+def step_interval(scenario: FSDPScenario, step_time_s: float, prepared: ddp.Prepared | None = None) -> dict[str, Any]:
+    """``step_time_interval_s`` (with its level and basis) of a step of ``step_time_s`` on a
+    hardware preset: the step run twice more with every collective at the ends of its 80 %
+    interval (:mod:`sim.training.step_interval`; collective times are cached); None without a preset."""
+    if not scenario.hardware:
+        return no_interval()
+    prepared = prepared or ddp.prepare(_ddp_scenario(scenario))
+    return interval_fields(step_time_s, [run_fsdp(scenario, prepared, end).step_time_s for end in ENDS])
+
+
 def compare(scenario: FSDPScenario, strategies: Sequence[str]) -> list[dict[str, Any]]:
     """One compact summary per strategy, sharing the profile (the same files and comm cache)."""
     unknown = [name for name in strategies if name not in STRATEGIES]
@@ -483,7 +501,7 @@ def compare(scenario: FSDPScenario, strategies: Sequence[str]) -> list[dict[str,
     for name in strategies:
         variant = scenario.replace(sharding=name)
         summary = run_fsdp(variant, prepared).summary()
-        rows.append({key: summary[key] for key in COMPARE_KEYS})
+        rows.append({**{key: summary[key] for key in COMPARE_KEYS}, **step_interval(variant, summary["step_time_s"], prepared)})
     return rows
 
 

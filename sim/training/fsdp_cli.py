@@ -77,7 +77,7 @@ def _run(
         write_text(trace, json.dumps(result.chrome_trace()), "--trace")
     if csv_path is not None:
         write_csv(result.events(), csv_path)
-    summary = result.summary()
+    summary = {**result.summary(), **model.step_interval(scenario, result.step_time_s)}  # 80 % on a preset (issue 33)
     click.echo(json.dumps(summary) if as_json else format_summary(summary))
 
 
@@ -94,6 +94,7 @@ def format_summary(summary: dict[str, Any], max_rows: int = 8) -> str:
     lines = [
         f"{summary['sharding']} step, {summary['num_units']} units, {format_size(summary['grad_bytes'])} of parameters, {summary['ranks']} ranks (shard group {summary['shard_group']}, {summary['comm']})",
         f"  step time        {_time(summary['step_time_s'])}  (compute {_time(summary['compute_time_s'])}, exposed comm {_time(summary['exposed_comm_s'])})",
+        *ddp_cli.interval_line(summary),
         f"  comm busy        {_time(summary['comm_busy_s'])}  "
         + ", ".join(f"{k} {_time(v)}" for k, v in summary["comm_by_kind_s"].items()),
         f"  bounds           no overlap {_time(summary['no_overlap_bound_s'])}, perfect overlap {_time(summary['perfect_overlap_bound_s'])}",
@@ -126,6 +127,12 @@ def _fit(row: dict[str, Any]) -> str:
     return "  does not fit" if row.get("fits") is False else ""
 
 
+def _within(row: dict[str, Any]) -> str:
+    """The step's 80 % interval on a hardware preset (every collective at its interval's ends), "" without one."""
+    found = row.get("step_time_interval_s")
+    return f"  step 80 %: {_time(found[0])} – {_time(found[1])}" if found else ""
+
+
 def _capacity(rows: list[dict[str, Any]]) -> str:
     """The GPU's memory, in the header: what every peak memory is measured against."""
     from sim.units import format_size
@@ -146,7 +153,7 @@ def format_compare(rows: list[dict[str, Any]]) -> str:
         parts = " / ".join(format_size(m[key]) for key in ("params_bytes", "grads_bytes", "optimizer_bytes", "unsharded_peak_bytes"))
         extra = "".join(f" + {label} {format_size(m[key])}" for key, label in (("master_bytes", "master"), ("activations_bytes", "activations")) if m.get(key))
         lines.append(
-            f"{row['sharding']:<14} {_time(row['step_time_s']):>11} {_time(row['exposed_comm_s']):>13} {_time(row['comm_busy_s']):>11} {format_size(row['peak_memory_bytes']):>12}  {parts}{extra}{_fit(row)}"
+            f"{row['sharding']:<14} {_time(row['step_time_s']):>11} {_time(row['exposed_comm_s']):>13} {_time(row['comm_busy_s']):>11} {format_size(row['peak_memory_bytes']):>12}  {parts}{extra}{_fit(row)}{_within(row)}"
         )
     lines += [f"note ({row['sharding']}): {note}" for row in rows for note in row.get("notes", [])]
 

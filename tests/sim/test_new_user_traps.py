@@ -180,12 +180,7 @@ def test_an_output_file_on_a_full_disk_is_one_error_line_naming_the_flag(args, f
     one_error_line(invoke(*args), flag, str(FULL), "No space left")
 
 
-@needs_dev_full
-def test_a_parameter_list_on_a_full_disk_is_one_error_naming_the_file():
-    from sim.training.params import params_from_bytes, save_params
-
-    with pytest.raises(CollsimError, match="cannot write '/dev/full': No space left"):
-        save_params(params_from_bytes([4096]), FULL)
+# a parameter list on a full disk: the commands that write one name their flag (tests/training/test_params_cli_traps.py)
 
 
 @needs_dev_full

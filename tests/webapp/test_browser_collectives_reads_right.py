@@ -17,11 +17,13 @@ def test_crossover_note_is_whole_and_its_background_run_fills_the_sizes(app_page
     open_page(app_page, live_server + "/?ranks=16")
     note = app_page.locator("#coll-crossover-note")
     expect(note).to_contain_text("Not simulated here", timeout=SLOW)
-    expect(note).to_contain_text("nccl_tree")
+    beyond = meta(app_page, "coll-crossover")["beyond_budget"]
+    assert beyond  # which algorithm's sizes are left out is the budget's plan to decide
+    for name in beyond:
+        expect(note).to_contain_text(name)
     expect(note).not_to_contain_text("collsim")  # a browser user gets a button, not a command
     box, page_width = note.bounding_box(), app_page.viewport_size["width"]
     assert box["x"] >= 0 and box["x"] + box["width"] <= page_width  # whole: the line inside the plot was cut on the left
-    assert meta(app_page, "coll-crossover")["beyond_budget"] == ["nccl_tree"]
     app_page.locator("#coll-crossover-more").click()
     expect(note).to_have_text("", timeout=60_000)
     expect(app_page.locator("#coll-crossover-more")).to_be_hidden()

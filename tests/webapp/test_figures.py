@@ -168,7 +168,8 @@ def test_fit_and_comparison_figures():
     assert [t.name for t in fit.data] == ["measured", "fit interval", "fit"]
     assert list(figures.residual_figure(points).data[0].y) == pytest.approx([10.0, -10.0])
     rows = [{"size_bytes": 1024, "measured_s": 1e-4, "measured_lo_s": 9e-5, "measured_hi_s": 1.2e-4, "simulated_s": 1.1e-4}]
-    assert len(figures.sim_vs_measured_figure(rows).data) == 3
+    drawn = figures.sim_vs_measured_figure(rows).data  # no role: in-sample, the spread as error bars, nothing called a prediction
+    assert [t.name for t in drawn] == ["measured", "simulated at the fitted points (in-sample, not a prediction)"] and drawn[0].error_y.array
 
 
 def _figures_in(value) -> list[go.Figure]:

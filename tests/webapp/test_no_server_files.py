@@ -144,3 +144,23 @@ def test_a_link_naming_a_server_file_shows_a_message_and_nothing_of_the_file(pag
     page.wait_for_timeout(500)
     assert _opened == [], _opened
     assert CONTENT not in page.content()
+
+
+def test_a_file_the_server_writes_itself_still_opens_while_links_are_refused():
+    """The Sim vs measured page replays a measured DDP profile through a temporary file of its
+    own: refused with every user path, its DDP timeline said "no DDP measurements"."""
+    with files.refusing_paths(), files.own_temporary_folder() as folder:
+        mine = folder / "profile.json"
+        mine.write_text("{}")
+        assert files.user_file(str(mine), "profile", "a file") == mine.resolve()
+    with files.refusing_paths(), pytest.raises(CollsimError, match="not allowed"):
+        files.user_file(str(mine), "profile", "a file")  # outside its block: refused like any path
+
+
+def test_the_sim_vs_measured_ddp_timeline_replays_under_refusal():
+    from real import overlays
+
+    store = overlays.open_results(None)
+    with files.refusing_paths():
+        shown = overlays.ddp_overlay(store, overlays.ddp_configs(store)[0])
+    assert shown["rows"] and "fitted to" in shown["note"]

@@ -96,6 +96,9 @@ def crossover_figure(
     figure = Draft("Algorithm crossover over message size", 400)
     algorithms = list(dict.fromkeys(row["algorithm"] for row in rows))
     same = coincident(points)
+    shaded = _interval_band(points, algorithm, factor)
+    if shaded is not None:  # first: the curves draw over it
+        figure.add_trace(shaded)
     for index, name in enumerate(algorithms):
         curve = _algorithm_trace(name, rows, points, factor, PALETTE[index % len(PALETTE)], name == algorithm)
         if same.get(name):  # drawn exactly over another: said in the legend; the later one dashed, so both show
@@ -133,8 +136,31 @@ def crossover_figure(
     # the sizes not simulated within the page's budget are said beside the figure, in the page
     # (a line inside it was cut off on the left at 16 ranks), with a button that simulates them
     beyond = sorted({row["algorithm"] for row in rows if row["why"] == explore.TOO_LARGE}, key=algorithms.index)
-    figure.update_layout(meta={"beyond_budget": beyond, "coincident": same})
+    figure.update_layout(meta={"beyond_budget": beyond, "coincident": same, "interval_band": shaded["meta"] if shaded else None})
     return figure.figure()
+
+
+def _interval_band(points: list[dict[str, Any]], algorithm: str | None, factor: float) -> dict[str, Any] | None:
+    """The 80 % interval (``time_interval_s``, on a hardware preset) as a band around one curve:
+    the chosen algorithm's, else the fastest at each size. One band, not one per curve: the
+    interval is the same factor for every algorithm at a size (how real clusters spread around
+    the model, not which algorithm runs), so ten overlapping bands would hide the curves and
+    say nothing more; each point's hover gives its own interval. None without intervals."""
+    mine = [row for row in points if row["algorithm"] == algorithm and row.get("time_interval_s")]
+    label = algorithm
+    if not mine:
+        best = {entry["size_bytes"]: entry["algorithm"] for entry in explore.fastest(points) if entry["algorithm"]}
+        mine = [row for row in points if best.get(row["size_bytes"]) == row["algorithm"] and row.get("time_interval_s")]
+        label = "the fastest"
+    if not mine:
+        return None
+    sizes = [row["size_bytes"] for row in mine]
+    lows = [row["time_interval_s"][0] * factor for row in mine]
+    highs = [row["time_interval_s"][1] * factor for row in mine]
+    return trace(
+        "scatter", x=sizes + sizes[::-1], y=highs + lows[::-1], fill="toself", fillcolor="rgba(120,120,120,0.18)", line={"width": 0},
+        mode="lines", name=f"80 % interval ({label})", hoverinfo="skip", meta={"curve": label, "level": 0.8},
+    )  # fmt: skip
 
 
 COINCIDENT_RELATIVE = 1e-9  # two times this close are one point (float rounding)
@@ -176,10 +202,16 @@ def _algorithm_trace(
         name=f"{name}" + (" (current)" if current else ""),
         line={"color": colour, "width": 3.5 if current else 1.8},
         hovertemplate=[
-            f"{name}: {format_time(row['time_s'])} at {format_size(row['size_bytes'])} ({_how(row['method'])})<extra></extra>"
+            f"{name}: {format_time(row['time_s'])}{_within(row)} at {format_size(row['size_bytes'])} ({_how(row['method'])})<extra></extra>"
             for row in mine
         ],
     )
+
+
+def _within(row: dict[str, Any]) -> str:
+    """The point's interval on a hardware preset as " (80 %: lo – hi)", "" without one."""
+    found = row.get("time_interval_s")
+    return f" (80 %: {format_time(found[0])} – {format_time(found[1])})" if found else ""
 
 
 def _crossover_axes(figure: Draft, points: list[dict[str, Any]], factor: float, unit: str) -> None:

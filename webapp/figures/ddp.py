@@ -222,7 +222,9 @@ def training_strategies_figure(rows: Sequence[dict[str, Any]], chosen: str | Non
             go.Bar(
                 y=labels, x=[row[key] * factor for row in rows], orientation="h", name=name, marker_color=colour,
                 text=[format_time(row[key]) for row in rows], textposition="auto",
-                hovertemplate=[f"{n}: {name} {format_time(row[key])}<extra></extra>" for n, row in zip(names, rows)],
+                hovertemplate=[f"{n}: {name} {format_time(row[key])}{_within(row) if key == 'step_time_s' else ''}<extra></extra>"
+                               for n, row in zip(names, rows)],
+                error_x=_step_whiskers(rows, factor) if key == "step_time_s" else None,
             )
         )  # fmt: skip
     figure.update_xaxes(title=f"time ({unit})", rangemode="tozero")
@@ -237,6 +239,20 @@ def training_strategies_figure(rows: Sequence[dict[str, Any]], chosen: str | Non
         },
     )
     return figure
+
+
+def _within(row: dict[str, Any]) -> str:
+    found = row.get("step_time_interval_s")
+    return f" (80 %: {format_time(found[0])} – {format_time(found[1])})" if found else ""
+
+
+def _step_whiskers(rows: Sequence[dict[str, Any]], factor: float) -> dict[str, Any] | None:
+    """Whiskers of the step's 80 % interval on a hardware preset (``step_time_interval_s``), None without one."""
+    if not all(row.get("step_time_interval_s") for row in rows):
+        return None
+    highs = [(row["step_time_interval_s"][1] - row["step_time_s"]) * factor for row in rows]
+    lows = [(row["step_time_s"] - row["step_time_interval_s"][0]) * factor for row in rows]
+    return {"type": "data", "symmetric": False, "array": highs, "arrayminus": lows, "color": "#333", "thickness": 1.2}
 
 
 def training_memory_figure(rows: Sequence[dict[str, Any]], chosen: str | None = None) -> go.Figure:

@@ -398,7 +398,7 @@ def _simulate(data: dict) -> dict[str, Any]:
 def _ddp_cards(scenario: Any, summary: dict[str, Any], best: dict[str, Any], near: dict[str, Any]) -> list:
     caps = f"{format_size(near['low'])} – {format_size(near['high'])}" if near["high"] > near["low"] else format_size(near["low"])
     cards = [
-        number_card("Step time", format_time(summary["step_time_s"]), ids.DDP_STEP_TIME),
+        number_card("Step time", format_time(summary["step_time_s"]) + _step_range(summary), ids.DDP_STEP_TIME),
         number_card("Backward end", format_time(summary["backward_end_s"]), ids.DDP_BACKWARD_END),
         number_card("Comm end", format_time(summary["comm_end_s"]), ids.DDP_COMM_END),
         number_card("Overhead", format_time(summary["overhead_s"]), ids.DDP_OVERHEAD_VALUE),
@@ -418,6 +418,12 @@ def _cap_range(scenario: Any, cap_bytes: float) -> str:
 
     found = bucket_cap_range(scenario.hardware, cap_bytes)
     return "" if found is None else f" (80 %: {format_size(found[0])} – {format_size(found[1])})"
+
+
+def _step_range(summary: dict[str, Any]) -> str:
+    """The step time's interval on a preset as " (80 %: a – b)" (sim.training.step_interval), "" without one."""
+    found = summary.get("step_time_interval_s")
+    return "" if not found else f" (80 %: {format_time(found[0])} – {format_time(found[1])})"
 
 
 def simulate_training(data: dict | None) -> dict[str, Any]:
@@ -448,7 +454,7 @@ def _training_cards(summary: dict[str, Any], chosen: str) -> list:
     memory = summary["memory"]
     activations = format_size(memory["activations_bytes"]) if memory["activations_bytes"] else "not known for this model"
     return [
-        number_card(f"Step time ({chosen})", format_time(summary["step_time_s"]), ids.TRAIN_STEP),
+        number_card(f"Step time ({chosen})", format_time(summary["step_time_s"]) + _step_range(summary), ids.TRAIN_STEP),
         number_card("Exposed comm", format_time(summary["exposed_comm_s"]), ids.TRAIN_EXPOSED),
         number_card("Comm busy", format_time(summary["comm_busy_s"]), ids.TRAIN_COMM),
         number_card("Peak memory / rank", peak_words(summary), ids.TRAIN_PEAK),
