@@ -22,8 +22,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 CHILD = r"""
 import hashlib, json, sys, time
-from sim.collective.pick import scenario_for_pick
-from sim.nccl.topo import topology
+try:  # sim.nccl since 2026-11-28; older checkouts keep NCCL's modules in sim.hardware
+    from sim.collective.pick import scenario_for_pick
+    from sim.nccl.topo import topology
+except ImportError:
+    from sim.hardware.nccl_des import scenario_for_pick
+    from sim.hardware.nccl_topo import topology
 preset, nodes = sys.argv[1], int(sys.argv[2])
 scenario, why = scenario_for_pick(preset, nodes, "all_reduce", 64 << 20)
 if scenario is None:
@@ -51,7 +55,7 @@ def main() -> None:
         cases.append((preset, nodes))
     trees = {"this": ROOT} | ({"against": Path(args.against).resolve()} if args.against else {})
     for tree in trees.values():
-        if not (tree / "sim" / "hardware" / "nccl_topo.py").is_file():
+        if not any((tree / "sim" / where).is_file() for where in ("nccl/topo.py", "hardware/nccl_topo.py")):
             parser.error(f"--against: {tree} is not a collsim checkout")
     for preset, nodes in cases:
         cpu: dict[str, list[float]] = {name: [] for name in trees}
