@@ -44,7 +44,7 @@ P2P_OPS = ("all_to_all", "send_recv")
 # (2 x dgx-h100 all_to_all 16 MiB: 206.5 us fair, the NICs' bound; 226.9 us fifo).
 P2P_SHARING = "fair"
 P2P_NOTE = (
-    "NCCL runs grouped ncclSend/ncclRecv (nccl-tests alltoall.cu / sendrecv.cu; no tuner pick, no model time): each message on "
+    "NCCL runs grouped ncclSend/ncclRecv (nccl-tests alltoall.cu / sendrecv.cu; no tuner pick; --model nccl gives its closed form, sim.nccl.p2p_model): each message on "
     "NCCL's p2p path, LL up to 16 KiB a peer, else Simple, at the preset's effective rates and NCCL's latencies"
 )
 
