@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from sim.algorithms.registry import busbw_factor
 from sim.errors import CollsimError
 from sim.hardware.presets import PATH_TYPES, Graph, NcclSystem, Preset, effective, list_presets, load_preset
+from sim.nccl.p2p import refuse_selection
 from sim.nccl.p2p_model import P2P_OPS, p2p_terms
 from sim.nccl.proto import parse_selection
 
@@ -394,8 +395,7 @@ P2P_ALGORITHM = "P2P"  # what --model nccl names grouped ncclSend/ncclRecv (no N
 
 def _predict_p2p(preset: Preset, nodes: int, op: str, size_bytes: int, nccl_algo: str | None, nccl_proto: str | None) -> Prediction:
     """all_to_all / send_recv: the closed form of NCCL's p2p channels (sim.nccl.p2p_model)."""
-    if nccl_algo or nccl_proto:
-        raise CollsimError(f"--nccl-algo/--nccl-proto: NCCL's {op} is grouped ncclSend/ncclRecv, which NCCL_ALGO and NCCL_PROTO do not select; drop them")
+    refuse_selection(op, nccl_algo, nccl_proto)
     terms = p2p_terms(preset, nodes, op, size_bytes)
     ranks = nodes * preset.gpus_per_node
     algbw = size_bytes / terms.time_s / 1e9 if terms.time_s > 0 else None
