@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from sim.algorithms.registry import busbw_factor
 from sim.errors import CollsimError
 from sim.hardware.presets import PATH_TYPES, Graph, NcclSystem, Preset, effective, list_presets, load_preset
+from sim.nccl.p2p import refuse_selection
+from sim.nccl.p2p_model import P2P_OPS, p2p_terms
 from sim.nccl.proto import parse_selection
 
 NCCL_VERSION = "2.27.7-1"
@@ -356,10 +358,12 @@ def predict(
     preset.check_nodes(nodes)
     if preset.nccl is None:
         raise CollsimError(f"--model nccl: hardware {preset.name} runs gloo, not NCCL; pick a GPU preset: {', '.join(nccl_presets())}")
-    if op not in FUNCTIONS:
-        raise CollsimError(f"--model nccl: op {op!r} has no NCCL tuning model; allowed: {', '.join(FUNCTIONS)}")
+    if op not in (*FUNCTIONS, *P2P_OPS):
+        raise CollsimError(f"--model nccl: op {op!r} has no NCCL model; allowed: {', '.join((*FUNCTIONS, *P2P_OPS))}")
     if size_bytes < 0:
         raise CollsimError(f"size: must be >= 0 bytes, got {size_bytes}")
+    if op in P2P_OPS:
+        return _predict_p2p(preset, nodes, op, size_bytes, nccl_algo, nccl_proto)
     tables = _tables(preset, nodes)
     func = FUNCTIONS.index(op)
     ranks = nodes * preset.gpus_per_node
@@ -384,6 +388,20 @@ def predict(
     return Prediction(
         preset.name, nodes, ranks, op, size_bytes, best.algorithm, best.protocol, best.time_s, algbw, busbw, tuple(candidates)
     )
+
+
+P2P_ALGORITHM = "P2P"  # what --model nccl names grouped ncclSend/ncclRecv (no NCCL_ALGO selects it)
+
+
+def _predict_p2p(preset: Preset, nodes: int, op: str, size_bytes: int, nccl_algo: str | None, nccl_proto: str | None) -> Prediction:
+    """all_to_all / send_recv: the closed form of NCCL's p2p channels (sim.nccl.p2p_model)."""
+    refuse_selection(op, nccl_algo, nccl_proto)
+    terms = p2p_terms(preset, nodes, op, size_bytes)
+    ranks = nodes * preset.gpus_per_node
+    algbw = size_bytes / terms.time_s / 1e9 if terms.time_s > 0 else None
+    busbw = algbw * busbw_factor(op, ranks) if algbw is not None else None
+    only = (Candidate(P2P_ALGORITHM, terms.protocol, terms.time_s),)
+    return Prediction(preset.name, nodes, ranks, op, size_bytes, P2P_ALGORITHM, terms.protocol, terms.time_s, algbw, busbw, only)
 
 
 _TABLES: dict[tuple[int, int], tuple[Preset, Tables]] = {}  # (id(preset), nodes); the preset kept alive

@@ -35,7 +35,7 @@ from sim.errors import CollsimError
 from sim.nccl.path import params, wire_bytes
 from sim.network import Network
 
-__all__ = ["P2P_LL_THRESHOLD", "P2P_NOTE", "P2P_OPS", "P2P_SHARING", "peer_bytes", "p2p_fields", "protocol_for"]
+__all__ = ["P2P_LL_THRESHOLD", "P2P_NOTE", "P2P_OPS", "P2P_SHARING", "peer_bytes", "p2p_fields", "protocol_for", "refuse_selection"]
 
 P2P_LL_THRESHOLD = 16384  # src/enqueue.cc:859 NCCL_P2P_LL_THRESHOLD
 P2P_OPS = ("all_to_all", "send_recv")
@@ -44,7 +44,7 @@ P2P_OPS = ("all_to_all", "send_recv")
 # (2 x dgx-h100 all_to_all 16 MiB: 206.5 us fair, the NICs' bound; 226.9 us fifo).
 P2P_SHARING = "fair"
 P2P_NOTE = (
-    "NCCL runs grouped ncclSend/ncclRecv (nccl-tests alltoall.cu / sendrecv.cu; no tuner pick, no model time): each message on "
+    "NCCL runs grouped ncclSend/ncclRecv (nccl-tests alltoall.cu / sendrecv.cu; no tuner pick; --model nccl gives its closed form, sim.nccl.p2p_model): each message on "
     "NCCL's p2p path, LL up to 16 KiB a peer, else Simple, at the preset's effective rates and NCCL's latencies"
 )
 
@@ -59,12 +59,19 @@ def protocol_for(op: str, ranks: int, size_bytes: int) -> str:
     return "LL" if peer_bytes(op, ranks, size_bytes) <= P2P_LL_THRESHOLD else "Simple"
 
 
+def refuse_selection(op: str, nccl_algo: str | None, nccl_proto: str | None) -> None:
+    """NCCL_ALGO / NCCL_PROTO select nothing for grouped ncclSend/ncclRecv: say so."""
+    if nccl_algo or nccl_proto:
+        raise CollsimError(
+            f"--nccl-algo/--nccl-proto: NCCL's {op} is grouped ncclSend/ncclRecv, which NCCL_ALGO and NCCL_PROTO do not select; drop them"
+        )
+
+
 def p2p_fields(hardware: str, nodes: int, op: str, size_bytes: int, nccl_algo: str | None = None, nccl_proto: str | None = None, **fields):
     """The scenario mapping NCCL's all_to_all or send_recv on a preset runs; NCCL_ALGO / NCCL_PROTO select nothing for p2p."""
     from sim.hardware.presets import scenario_fields
 
-    if nccl_algo or nccl_proto:
-        raise CollsimError(f"--nccl-algo/--nccl-proto: NCCL's {op} is grouped ncclSend/ncclRecv, which NCCL_ALGO and NCCL_PROTO do not select; drop them")
+    refuse_selection(op, nccl_algo, nccl_proto)
     base = {**scenario_fields(hardware, nodes), "op": op, "size_bytes": size_bytes, "algorithm": "nccl_p2p", "chunks": 1, "sharing": P2P_SHARING}
     return {**base, **fields}
 

@@ -290,7 +290,8 @@ def rates_line(scenario) -> str:
 
     s = scenario
     preset = load_preset(s.hardware)
-    algorithm, protocol = PAIR_OF[s.algorithm]
+    p2p = s.algorithm == "nccl_p2p"  # NCCL's send/recv path: the ring's latencies, no protocol cap
+    algorithm, protocol = (lambda p: (p.algorithm, p.protocol))(p2p_path_params(s, preset)) if p2p else PAIR_OF[s.algorithm]
     eff = effective(preset)
     nodes, gpus = _domains(preset, s.ranks)
 
@@ -315,7 +316,7 @@ def rates_line(scenario) -> str:
         parts.append(
             f"switch {format_bandwidth(intra_data * eff.nvls_efficiency)} = {eff.nvls_efficiency:.3g} ({origin('nvls_efficiency')}) x {format_bandwidth(intra_data)}"
         )
-    cap = protocol_cap_GBps(preset, algorithm, protocol, s.op, nodes)
+    cap = None if p2p else protocol_cap_GBps(preset, algorithm, protocol, s.op, nodes)
     if protocol == "LL" and algorithm == "Tree" and preset.nccl:
         cap = ll_max_GBps(preset.nccl, nodes)
     if cap:

@@ -74,7 +74,7 @@ def test_refusals():
     with pytest.raises(CollsimError, match="gloo"):
         predict("cpu-ethernet-25g", 2, "all_reduce", MiB)
     with pytest.raises(CollsimError, match="allowed: broadcast"):
-        predict("dgx-h100", 1, "all_to_all", MiB)
+        predict("dgx-h100", 1, "barrier", MiB)
     with pytest.raises(CollsimError, match="at most 1 node"):
         predict("pcie-gen4-8gpu", 2, "all_reduce", MiB)
 

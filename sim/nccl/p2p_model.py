@@ -1,0 +1,88 @@
+"""A closed-form cost of NCCL's point-to-point ops (all_to_all, send_recv) beside its tuning model.
+
+NCCL's tuning model (``src/graph/tuning.cc``) has no entry for ncclSend/ncclRecv: a grouped
+all_to_all takes what its p2p channels move. This model charges what the DES's ``nccl_p2p`` path
+(:mod:`sim.nccl.p2p`, :func:`sim.nccl.topo.p2p_path_params`) charges, without running it:
+
+- **Protocol**: LL where a peer's bytes are at most NCCL_P2P_LL_THRESHOLD (16 KiB,
+  ``src/enqueue.cc:859``), else Simple (:func:`sim.nccl.p2p.protocol_for`); LL puts 4 data bytes
+  in each 8-byte line (:func:`sim.nccl.path.wire_bytes`).
+- **Latency**: NCCL's Ring baseLat of the protocol once a call (tuning.cc ``baseLat``: LL 6.6 us,
+  Simple 8.4 us) x the preset's fitted latency scale, plus the fitted per-call base latency across
+  nodes, plus one hop's hwLat (tuning.cc ``hwLat``, Ring row: NVLink LL 0.6 / Simple 3.4 us inside
+  a node, NET LL 2.7 / Simple 14.0 us across) for the slowest peer class, all as
+  :func:`sim.nccl.topo.hop_latencies_s`.
+- **Bandwidth**: every peer is posted at once on channels of its own, so a rank's NVLink and NIC
+  sends proceed side by side, and each link is shared fairly by the messages on it. With p ranks,
+  g GPUs a node and w wire bytes a block, a rank's NVLink carries (g - 1) w at the effective
+  NVLink rate and its share of the node's NICs carries (p - g) w, the NIC serving g / min(nics, g)
+  GPUs' (p - g) w at the effective NIC rate (:func:`sim.nccl.topo.link_rates`). PXN (NCCL's
+  default on rail-optimised nodes: a message for another rail crosses NVLink to that rail's GPU
+  and leaves by its NIC) moves the same bytes through every NIC of a uniform all_to_all, so it
+  does not change the NIC term; its extra NVLink bytes are not charged (nor are they in the DES).
+- **Pipelining**: NCCL_STEPS slots of NCCL_P2P_NET_CHUNKSIZE 128 KiB / NCCL_P2P_NVL_CHUNKSIZE
+  512 KiB (``src/init.cc:818-820``) keep more than a NIC's bandwidth-delay product in flight,
+  so the slots never bind and a peer's bytes flow at its links' rate.
+
+all_to_all = baseLat + max(intra hwLat + (g - 1) w / NVLink rate, inter hwLat + NIC share term);
+send_recv = one message from rank 0 to the last rank (across nodes where there are several).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sim.nccl.p2p import P2P_OPS, peer_bytes, protocol_for
+from sim.nccl.path import wire_bytes
+
+__all__ = ["P2P_OPS", "P2pTerms", "p2p_terms"]
+
+
+@dataclass(frozen=True)
+class P2pTerms:
+    """The closed form's parts for one call, in seconds (and the protocol it runs)."""
+
+    protocol: str
+    start_s: float  # baseLat x scale (+ the fitted per-call cost across nodes)
+    intra_s: float  # the slowest NVLink peer's hwLat + a rank's NVLink bytes at its rate (0: none)
+    inter_s: float  # the slowest NIC peer's hwLat + a rank's NIC bytes at its share of the NICs (0: none)
+
+    @property
+    def time_s(self) -> float:
+        if not self.intra_s and not self.inter_s:
+            return 0.0
+        return self.start_s + max(self.intra_s, self.inter_s)
+
+
+def p2p_terms(preset, nodes: int, op: str, size_bytes: int) -> P2pTerms:
+    """The closed form of NCCL's ``op`` (all_to_all or send_recv) of ``size_bytes`` on ``nodes``
+    nodes of a GPU preset, at the preset's effective rates and latencies."""
+    from sim.hardware.presets import scenario_fields
+    from sim.nccl.topo import hop_latencies_s, link_rates
+
+    domains, gpus = preset.nccl_nodes(nodes)  # NVLink domains are NCCL's nodes
+    ranks = domains * gpus
+    protocol = protocol_for(op, ranks, size_bytes)
+    intra_lat, inter_lat, start = hop_latencies_s(preset, "Ring", protocol, domains)
+    shape = _Shape(**{k: v for k, v in scenario_fields(preset.name, nodes).items() if k in _Shape.__dataclass_fields__})
+    intra_Bps, nic_Bps, nics = link_rates(shape, preset, "Ring")
+    block = wire_bytes(peer_bytes(op, ranks, size_bytes), protocol)
+    if op == "send_recv":  # rank 0 to the last rank: across the network where there are two nodes
+        if ranks == 1:
+            return P2pTerms(protocol, start, 0.0, 0.0)
+        if domains > 1:
+            return P2pTerms(protocol, start, 0.0, inter_lat + block / nic_Bps)
+        return P2pTerms(protocol, start, intra_lat + block / intra_Bps, 0.0)
+    intra = intra_lat + (gpus - 1) * block / intra_Bps if gpus > 1 else 0.0
+    shared = gpus / min(nics, gpus)  # GPUs a NIC serves
+    inter = inter_lat + (ranks - gpus) * block * shared / nic_Bps if domains > 1 else 0.0
+    return P2pTerms(protocol, start, intra, inter)
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """The scenario fields :func:`sim.nccl.topo.link_rates` reads."""
+
+    ranks: int
+    bandwidth_Bps: float
+    intra_bandwidth_Bps: float | None
