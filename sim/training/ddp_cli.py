@@ -186,7 +186,7 @@ def apply_hardware_flags(data: dict[str, Any]) -> None:
     """--hardware, --nodes, --nics-per-node, --nic-bandwidth (flags or scenario file): the
     preset's ranks and network (NIC overrides as a preset variant, sim.hardware.cluster), comm
     network unless given. No algorithm given: NCCL's pick per all-reduce (sim.training.comm)."""
-    from sim.hardware.cluster import variant_name
+    from sim.hardware.presets import variant_name
 
     nics, rate = data.pop("nics_per_node", None), data.pop("nic_bandwidth", None)
     if data.get("hardware") is None:
