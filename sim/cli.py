@@ -199,7 +199,7 @@ def collective(scenario_file: str | None, trace: str | None, csv_path: str | Non
     restrict = {"nccl_algo": flags.pop("nccl_algo"), "nccl_proto": flags.pop("nccl_proto")}
     data = override(CollectiveScenario, data, _scenario_fields(flags))
     if "nics_per_node" in data or "nic_bandwidth" in data:  # NIC overrides: a preset variant (sim.hardware.cluster)
-        from sim.hardware.cluster import variant_name
+        from sim.hardware.presets import variant_name
 
         if data.get("hardware") is None:
             raise CollsimError("--nics-per-node and --nic-bandwidth change a hardware preset's NICs: give --hardware NAME too")

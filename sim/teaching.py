@@ -424,7 +424,7 @@ def bucket_guide(scenario: Any, caps: Sequence[int]) -> dict[str, Any]:
     within 1 % of the formula's best, b* x [0.868, 1.152] (from (x + 1/x) / 2 <= 1.01, x = cap / b*);
     ``simulated_range``: the unbroken run of ``caps`` around the simulation's best within 1 % of
     it; and ``notes``: where and why the simulation parts from the formula, each a sentence."""
-    from sim.training.ddp import sweep_bucket_sizes
+    from sim.training.ddp_sweep import sweep_bucket_sizes
     from sim.training.overhead import optimal_bucket_bytes, overhead_simple
 
     if scenario.comm != "ow":

@@ -5,7 +5,8 @@ Run: python docs/examples/ddp_formula_vs_sim.py  (expected output: ddp_formula_v
 
 from __future__ import annotations
 
-from sim.training.ddp import DDPScenario, optimize, run_ddp, sweep_bucket_sizes
+from sim.training.ddp import DDPScenario, run_ddp
+from sim.training.ddp_sweep import optimize, sweep_bucket_sizes
 from sim.training.overhead import optimal_bucket_bytes, overhead_simple, overhead_uniform
 from sim.units import format_size, format_time
 

@@ -22,7 +22,7 @@ from sim.collective import analytic, runner
 from sim.collective.analytic import ClosedForm  # noqa: F401  (public here too)
 from sim.collective.analytic import status as closed_form  # noqa: F401  (public here too)
 from sim.collective.collapsed import collective_time, replay_time, time_of, why_not_collapsed
-from sim.collective.frames import FRAME_MAX_CELLS, FRAME_MAX_RANKS, frames_possible, miniature, same_run_scale  # noqa: F401  (public here too)
+from sim.collective.frames import FRAME_MAX_CELLS, FRAME_MAX_RANKS, frames_possible, miniature, run_with_frames, same_run_scale  # noqa: F401  (public here too)
 from sim.collective.narrative import description, phase_of, phase_starts  # noqa: F401  (kept public here)
 from sim.collective.pick import runs_as_picked
 from sim.collective.results import CollectiveResult
@@ -141,9 +141,11 @@ def _probe(s: CollectiveScenario, ranks: int, nbytes: int) -> tuple[int, int]:
 def run(scenario: CollectiveScenario, frames: bool = False) -> tuple[CollectiveResult, list[dict[str, Any]] | None]:
     """Simulate ``scenario``; with ``frames`` (and a scenario small enough to show:
     ``frames_possible``) also each rank's buffer as bitmask cells at the end of every step
-    (:func:`sim.collective.runner.run`, :mod:`sim.collective.frames`)."""
+    (:func:`sim.collective.runner.run`, :func:`sim.collective.frames.run_with_frames`)."""
+    if not frames:
+        return runner.run(scenario), None
     recorded: list[dict[str, Any]] = []
-    result = runner.run(scenario, frames=recorded if frames else None)
+    result = run_with_frames(scenario, recorded)
     return result, recorded or None
 
 

@@ -1,5 +1,5 @@
 """Buffer frames: each rank's buffer as bitmask cells at the end of every step of a run, for the
-step player. :func:`sim.collective.runner.run` calls :func:`run_with_frames` when asked for them.
+step player: :func:`run_with_frames` is :func:`sim.collective.runner.run` with them.
 
 Buffer frames need one element per (piece, chunk): the rank programs move bitmask payloads
 of ``ranks * chunks`` cells. **One run** gives both the result and the frames when
@@ -33,7 +33,7 @@ import numpy as np
 
 from sim.algorithms.call import split
 from sim.algorithms.registry import algorithm_spec
-from sim.collective import analytic
+from sim.collective import analytic, runner
 from sim.collective.groups import group_closed_form
 from sim.collective.results import CollectiveResult
 from sim.scenario import CollectiveScenario
@@ -49,19 +49,17 @@ def run_with_frames(scenario: CollectiveScenario, out: list[dict[str, Any]], on_
     """Simulate ``scenario`` and append its buffer frames to ``out`` (nothing when the scenario
     is too large to show: ``frames_possible``); one run where :func:`same_run_scale` allows it,
     else two (the module docstring says when)."""
-    from sim.collective.runner import run
-
     s = scenario
     if not frames_possible(s):
-        return run(s, on_progress)
+        return runner.run(s, on_progress)
     scale = same_run_scale(s)
     if scale is None:
         out.extend(recorded(miniature(s))[1])
-        return run(s, on_progress)
+        return runner.run(s, on_progress)
     result, frames = recorded(s.replace(element_bytes=s.element_bytes * scale), on_progress)
     out.extend(frames)
     if s.record == "auto" and max(result.message_count, len(result.computes)) > s.max_events:
-        return run(s, on_progress)  # the plain run aggregates past max_events: its records differ
+        return runner.run(s, on_progress)  # the plain run aggregates past max_events: its records differ
     analytic_time_s = group_closed_form(s) if s.groups else analytic.for_scenario(s)
     return replace(result, scenario=s, analytic_time_s=analytic_time_s)
 
@@ -123,11 +121,9 @@ def same_run_scale(scenario: CollectiveScenario) -> int | None:
 def recorded(s: CollectiveScenario, on_progress: Progress | None = None) -> tuple[CollectiveResult, list[dict[str, Any]]]:
     """One run with bitmask payloads, the buffers copied each time simulated time moves on;
     afterwards each step keeps the copy at its last message's (or reduction's) end."""
-    from sim.collective.runner import collect, drive, start_collective
-
     table = _mask_table(s.op, s.ranks, s.ranks * s.chunks, s.root)
     buffers = list(table)
-    started = start_collective(s.replace(record="full", verify=False), buffers=buffers)
+    started = runner.start_collective(s.replace(record="full", verify=False), buffers=buffers)
     env, call = started.env, started.call
 
     def snapshot() -> np.ndarray:  # the rows are views of ``table`` unless a program replaced one
@@ -142,10 +138,10 @@ def recorded(s: CollectiveScenario, on_progress: Progress | None = None) -> tupl
             times.append(now)
             copies.append(snapshot())
 
-    drive(started, on_progress, advance)
+    runner.drive(started, on_progress, advance)
     times.append(env.now)
     copies.append(snapshot())
-    result = collect(started)
+    result = runner.collect(started)
     ends: dict[int, float] = {}
     for message in result.messages:
         ends[message[5]] = max(ends.get(message[5], 0.0), message[3])

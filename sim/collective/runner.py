@@ -8,7 +8,6 @@ import time
 from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
 import simpy
 
@@ -188,22 +187,13 @@ PROGRESS_EVERY_S = 0.15  # wall time between progress reports
 PROGRESS_EVENTS = 32  # events between looks at the clock (one event can deliver hundreds of messages)
 
 
-def run(
-    scenario: CollectiveScenario,
-    on_progress: Progress | None = None,
-    frames: list[dict[str, Any]] | None = None,
-    topology: topo.Topology | None = None,
-) -> CollectiveResult:
+def run(scenario: CollectiveScenario, on_progress: Progress | None = None, topology: topo.Topology | None = None) -> CollectiveResult:
     """Simulate ``scenario`` message by message: the one way to run a collective.
 
     ``on_progress(messages, now_s)`` is called about every ``PROGRESS_EVERY_S`` of wall time
-    while the run goes; ``frames``, a list, receives each rank's buffer as bitmask cells at
-    the end of every step (:mod:`sim.collective.frames`; nothing when the scenario is too
-    large to show). ``topology`` replaces the one the scenario builds."""
-    if frames is not None:
-        from sim.collective.frames import run_with_frames
-
-        return run_with_frames(scenario, frames, on_progress)
+    while the run goes. ``topology`` replaces the one the scenario builds. Each rank's buffer
+    at the end of every step as well: :func:`sim.collective.frames.run_with_frames`, which
+    builds on this module."""
     started = start_collective(scenario, topology)
     drive(started, on_progress)
     return collect(started)

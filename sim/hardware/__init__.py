@@ -2,7 +2,8 @@
 topology they build, and gloo's choices. NCCL's model and data path, which read these presets,
 are the package :mod:`sim.nccl`.
 
-- :mod:`sim.hardware.presets`: ``list_presets()``, ``load_preset(name)``, ``scenario_fields``.
+- :mod:`sim.hardware.presets`: ``list_presets()``, ``load_preset(name)``, ``scenario_fields``,
+  NIC variants ``NAME:NICSxRATE`` (``variant_name``).
 - :mod:`sim.hardware.cluster`: ``build(preset, nodes, ...)``, rails of NICs across nodes.
 - :mod:`sim.hardware.gloo`: what gloo runs for each torch.distributed op.
 """

@@ -5,4 +5,4 @@ overhead formula (``overhead``), collectives on a hardware preset as every surfa
 (``step_interval``), the DDP page's data and words
 (``explain``). See docs/ddp.md and docs/fsdp.md."""
 
-__all__ = ["comm", "ddp", "ddp_cli", "ddp_result", "ddp_scenario", "ddp_sweep", "explain", "fsdp", "fsdp_cli", "fsdp_result", "memory", "overhead", "params", "step_interval"]
+__all__ = ["comm", "ddp", "ddp_cli", "ddp_plan", "ddp_result", "ddp_scenario", "ddp_sweep", "explain", "fsdp", "fsdp_cli", "fsdp_result", "fsdp_scenario", "memory", "overhead", "params", "step_interval"]

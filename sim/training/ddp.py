@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Generator, Hashable, Sequence
 from dataclasses import dataclass
-from functools import cached_property, reduce
+from functools import reduce
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +26,8 @@ import simpy
 from sim.collective.results import EVENT_COLUMNS
 from sim.errors import CollsimError
 from sim.scenario import load_mapping
-from sim.training import comm, compute
-from sim.training import overhead as formula
+from sim.training import compute
+from sim.training.ddp_plan import Backward, Call, CommModel, Prepared
 from sim.training.ddp_result import DDPResult
 from sim.training.ddp_scenario import (
     COMM_MODELS,
@@ -43,7 +43,7 @@ __all__ = [
     "COMM_MODELS", "DEFAULT_BUCKET_CAP_BYTES", "DEFAULT_FIRST_BUCKET_BYTES", "STRATEGIES", "PROFILE_KIND", "DDPScenario", "DDPResult",
     "MeasuredProfile", "load_profile", "compute_bucket_assignment_by_size", "bucket_limits", "assign_buckets",
     "Backward", "uniform_backward", "layer_backward", "flops_backward", "mfu_of", "measured_backward", "CommModel",
-    "Prepared", "resolve_params", "compute_rate", "recompute", "prepare", "Call", "plan_calls", "run_ddp", "sweep_bucket_sizes", "optimize",
+    "Prepared", "resolve_params", "compute_rate", "recompute", "prepare", "Call", "plan_calls", "run_ddp",
 ]  # fmt: skip
 
 
@@ -161,23 +161,6 @@ def assign_buckets(params: Sequence[Param], order: Sequence[int], limits: Sequen
 # --- backward profile ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Backward:
-    """Backward as work segments: ``segments[k] = (parameter indices ready at its end, work s)``."""
-
-    segments: tuple[tuple[tuple[int, ...], float], ...]
-    tail_s: float  # compute after the last gradient (measured profiles)
-
-    @property
-    def total_s(self) -> float:
-        return sum(work for _, work in self.segments) + self.tail_s
-
-    @cached_property
-    def order(self) -> tuple[int, ...]:
-        """Parameter indices in gradient-ready order."""
-        return tuple(index for indices, _ in self.segments for index in indices)
-
-
 def _from_durations(durations_s: Sequence[float]) -> Backward:
     """Gradients ready in reverse registration order, tensor i taking ``durations_s[i]``."""
     order = range(len(durations_s) - 1, -1, -1)
@@ -242,82 +225,7 @@ def measured_backward(params: Sequence[Param], profile: MeasuredProfile) -> Back
     return Backward(tuple(segments), max(0.0, profile.backward_s - previous_s))
 
 
-# --- comm models --------------------------------------------------------------------------
-
-
-class CommModel:
-    """Seconds one all-reduce of n bytes takes; ``network`` results are cached by size. On a GPU
-    preset without an explicit algorithm each all-reduce is NCCL's pick on its channels, and
-    ``ow`` without w takes o and w fitted to those times (:mod:`sim.training.comm`)."""
-
-    def __init__(self, scenario: DDPScenario, element_bytes: int) -> None:
-        self.scenario = scenario
-        self.element_bytes = element_bytes
-        self._cache: dict[int, float] = {}
-        self.picks: dict[int, comm.PickTime] = {}  # NCCL's pick per all-reduce size (algorithm nccl)
-        self.buckets: tuple[tuple[int, int], ...] | None = None  # (size, calls) of the step: where ow's line is fitted
-        self.last_bytes: int | None = None  # the step's last all-reduce
-
-    @cached_property
-    def ow_fit(self) -> comm.OwFit | None:
-        if self.scenario.comm != "ow":
-            return None
-        return self.scenario.ow_fit(self.element_bytes, self.buckets, self.last_bytes)
-
-    def cost_s(self, nbytes: int) -> float:
-        s = self.scenario
-        if s.comm == "ow":
-            if self.ow_fit is not None:
-                return self.ow_fit.o_s + nbytes / self.ow_fit.w_Bps
-            return s.o_s + nbytes / s.w_Bps
-        cached = self._cache.get(nbytes)
-        if cached is None:
-            if s.algorithm == comm.NCCL:
-                pick = comm.pick_time(s.hardware, s.nodes, "all_reduce", nbytes, s.pick_fields(self.element_bytes), s.mode)
-                self.picks[nbytes] = pick
-                cached = pick.time_s
-            else:
-                cached = self._simulate(s.collective(nbytes, self.element_bytes))
-            self._cache[nbytes] = cached
-        return cached
-
-    def _simulate(self, collective: Any) -> float:
-        if self.scenario.mode == "collapsed":
-            from sim.collective.collapsed import collective_time
-
-            return collective_time(collective).time_s
-        from sim.collective.runner import run_collective
-
-        return run_collective(collective).time_s
-
-    def ow(self, total_nbytes: int) -> tuple[float, float]:
-        """(o, w) of this model: exact for ow, a least-squares line through simulated sizes for network."""
-        s = self.scenario
-        if s.comm == "ow":
-            return (self.ow_fit.o_s, self.ow_fit.w_Bps) if self.ow_fit is not None else (s.o_s, s.w_Bps)
-        step = self.element_bytes * max(1, s.ranks)
-        sizes = sorted({max(step, (total_nbytes >> shift) // step * step) for shift in range(0, 12)})
-        if len(sizes) < 2:
-            sizes = [step, 2 * step]
-        return formula.fit_ow(sizes, [self.cost_s(size) for size in sizes])
-
-
 # --- simulation ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Prepared:
-    """What every bucket size of one scenario shares: parameters, profile, comm model."""
-
-    params: tuple[Param, ...]
-    backward: Backward
-    forward_s: float
-    optimizer_s: float
-    comm: CommModel
-
-    @property
-    def grad_bytes(self) -> int:
-        return sum(param.nbytes for param in self.params)
 
 
 def resolve_params(scenario: DDPScenario, profile: MeasuredProfile | None = None) -> list[Param]:
@@ -415,16 +323,6 @@ def prepare(scenario: DDPScenario) -> Prepared:
         prepared.comm.buckets = tuple((size, sizes.count(size)) for size in sorted(set(sizes)))
         prepared.comm.last_bytes = sizes[-1]
     return prepared
-
-
-@dataclass(frozen=True)
-class Call:
-    """One all-reduce on the comm stream."""
-
-    index: int
-    name: str
-    params: tuple[int, ...]
-    nbytes: int
 
 
 def plan_calls(scenario: DDPScenario, prepared: Prepared) -> list[Call]:
@@ -537,6 +435,3 @@ def run_ddp(scenario: DDPScenario, prepared: Prepared | None = None) -> DDPResul
     return DDPResult(
         scenario, prepared, calls, tuple(step.ready_s), tuple(step.segments), tuple(step.comm_spans), backward_start_s, step.backward_end_s
     )
-
-
-from sim.training.ddp_sweep import optimize, sweep_bucket_sizes  # noqa: E402 - the sweeps run steps of this module

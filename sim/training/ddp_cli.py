@@ -143,6 +143,7 @@ def ddp(
     """
     from sim.cli_fields import check_outputs
     from sim.training import ddp as model
+    from sim.training import ddp_sweep
     from sim.units import parse_size_list
 
     if sweep is not None and optimize:
@@ -159,11 +160,11 @@ def ddp(
     sizes = parse_size_list(sweep, "--sweep-bucket-sizes") if sweep is not None else None
     check_ddp(scenario, len(sizes) if sizes else (12 if optimize else 1))
     if sizes:
-        rows = model.sweep_bucket_sizes(scenario, sizes)
+        rows = ddp_sweep.sweep_bucket_sizes(scenario, sizes)
         click.echo(json.dumps(rows) if as_json else format_sweep(rows))
         return
     if optimize:
-        best = model.optimize(scenario)
+        best = ddp_sweep.optimize(scenario)
         click.echo(json.dumps(best) if as_json else format_optimum(best))
         return
     result = model.run_ddp(scenario)
@@ -186,7 +187,7 @@ def apply_hardware_flags(data: dict[str, Any]) -> None:
     """--hardware, --nodes, --nics-per-node, --nic-bandwidth (flags or scenario file): the
     preset's ranks and network (NIC overrides as a preset variant, sim.hardware.cluster), comm
     network unless given. No algorithm given: NCCL's pick per all-reduce (sim.training.comm)."""
-    from sim.hardware.cluster import variant_name
+    from sim.hardware.presets import variant_name
 
     nics, rate = data.pop("nics_per_node", None), data.pop("nic_bandwidth", None)
     if data.get("hardware") is None:

@@ -8,15 +8,13 @@ import math
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sim.collective.results import event_row, write_csv, write_text
 from sim.trace import chrome_trace
 from sim.training import overhead as formula
+from sim.training.ddp_plan import Call, Prepared
 from sim.training.ddp_scenario import DDPScenario
-
-if TYPE_CHECKING:
-    from sim.training.ddp import Call, Prepared
 
 
 @dataclass(frozen=True)
@@ -197,4 +195,3 @@ class DDPResult:
 
     def write_trace(self, path: str | Path) -> None:
         write_text(path, json.dumps(self.chrome_trace()), "--trace")
-

@@ -59,7 +59,8 @@ def check_network_cost(scenario: Any) -> None:
 def explore_step(scenario: Any) -> dict[str, Any]:
     """The step at the chosen bucket size, the bucket-size sweep with its optimum and fits, and
     every strategy at the same settings."""
-    from sim.training.ddp import STRATEGIES, optimize, run_ddp
+    from sim.training.ddp import STRATEGIES, run_ddp
+    from sim.training.ddp_sweep import optimize
 
     check_network_cost(scenario)
     result = run_ddp(scenario)

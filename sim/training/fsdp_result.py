@@ -6,16 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sim.collective.results import event_row
 from sim.trace import chrome_trace
 from sim.training import compute, ddp
+from sim.training.fsdp_scenario import FSDPScenario, Op, Unit
 from sim.training.memory import capacity
-
-if TYPE_CHECKING:  # annotations only: the step model imports this module
-    from sim.training.fsdp import FSDPScenario, Op, Unit
-
 
 # --- results ------------------------------------------------------------------------------
 

@@ -1,9 +1,11 @@
-"""sim.collective.runner.run: the one way to run a collective, with progress and buffer frames;
-the other entry points (run_collective, explore.run, collapsed.run, collapsed.time_of) agree."""
+"""sim.collective.runner.run: the one way to run a collective, with progress; buffer frames with
+sim.collective.frames.run_with_frames; the other entry points (run_collective, explore.run,
+collapsed.run, collapsed.time_of) agree."""
 
 from __future__ import annotations
 
 from sim.collective import collapsed, explore, runner
+from sim.collective.frames import run_with_frames
 from sim.scenario import CollectiveScenario
 
 
@@ -26,12 +28,12 @@ def test_progress_reports_come_while_the_run_goes_and_change_nothing(monkeypatch
 def test_frames_fill_the_list_given_and_the_time_is_the_plain_one():
     s = scenario(ranks=4)
     frames: list = []
-    result = runner.run(s, frames=frames)
+    result = run_with_frames(s, frames)
     assert result.time_s == runner.run(s).time_s
     assert frames[0]["step"] == -1 and len(frames) == result.steps + 1
     assert explore.run(s, frames=True)[1] == frames
     too_big: list = []
-    runner.run(scenario(ranks=64), frames=too_big)
+    run_with_frames(scenario(ranks=64), too_big)
     assert too_big == []  # more ranks than a frame shows: no frames, still a run
 
 

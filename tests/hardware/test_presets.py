@@ -40,9 +40,9 @@ def test_an_uncited_nvlink_domain_is_refused():
 
 @pytest.mark.parametrize("name, nodes, graph", [("hgx-h200", 2, (8, 45.0)), ("hgx-b200", 2, (8, 48.0)), ("gb200-nvl72", 36, (16, 45.1))])
 def test_new_presets_multi_node_rings_follow_nccls_search(name, nodes, graph):
-    """The hand-derived multi-node ring graphs equal what sim.hardware.cluster.net_graph derives
+    """The hand-derived multi-node ring graphs equal what sim.hardware.presets.net_graph derives
     from the preset's NICs with NCCL's search rules (search.cc speed arrays, DupChannels)."""
-    from sim.hardware.cluster import net_graph
+    from sim.hardware.presets import net_graph
 
     preset = load_preset(name)
     ring = preset.nccl.graph("ring", preset.nccl_nodes(nodes)[0])

@@ -5,8 +5,8 @@ import pytest
 
 from sim.collective.pick import scenario_for_pick
 from sim.errors import CollsimError
-from sim.hardware.cluster import build, variant_name
-from sim.hardware.presets import list_presets, load_preset, scenario_fields
+from sim.hardware.cluster import build
+from sim.hardware.presets import list_presets, load_preset, scenario_fields, variant_name
 from sim.nccl.model import predict
 from sim.training.comm import hardware_ow, pick_time
 from sim.training.ddp import DDPScenario, run_ddp

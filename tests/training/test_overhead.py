@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from sim.errors import CollsimError
-from sim.training.ddp import DDPScenario, optimize, run_ddp, sweep_bucket_sizes
+from sim.training.ddp import DDPScenario, run_ddp
+from sim.training.ddp_sweep import optimize, sweep_bucket_sizes
 from sim.training.overhead import fit_overhead, fit_ow, overhead_simple, t_quantile_975
 
 MiB = 2**20

@@ -4,13 +4,14 @@ A preset gives GPUs per node, the intra-node fabric (bandwidth per direction, la
 node and their bandwidth, the inter-node switch, and (for GPU machines) what NCCL's topology
 search reports for it, which :mod:`sim.nccl.model` needs. ``sources`` maps every field
 (``nccl.<field>`` for the NCCL block) to a public citation; loading refuses a preset with an
-uncited value.
+uncited value. A name ``NAME:NICSxRATE`` (``dgx-h100:16x200Gbps``) is preset NAME with its NICs
+replaced (:func:`variant_name`, :func:`load_variant`).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -129,14 +130,12 @@ def list_presets() -> list[str]:
 def load_preset(name: str) -> Preset:
     """The preset called ``name`` (see :func:`list_presets`), your own preset file (a path ending
     .yaml/.yml, same fields as the bundled ones), or ``NAME:NICSxRATE`` (dgx-h100:16x200Gbps: NAME
-    with its NICs replaced, sim.hardware.cluster); CollsimError for an unknown name."""
+    with its NICs replaced, :func:`load_variant`); CollsimError for an unknown name."""
     if str(name).lower().endswith((".yaml", ".yml")):
         from sim.files import load_mapping
 
         return parse_preset(load_mapping(name, "hardware preset file"), str(name))
     if ":" in name:
-        from sim.hardware.cluster import load_variant
-
         return load_variant(*name.split(":", 1))
     if name not in list_presets():
         raise CollsimError(f"hardware: unknown preset {name!r}; allowed: {', '.join(list_presets())}, or a preset file ending .yaml/.yml")
@@ -423,3 +422,90 @@ def _taken(raw: dict, label: str, preset: dict) -> dict[str, Any]:
 
 
 _RATES = {"intra_efficiency": "intra_bandwidth", "nvls_efficiency": "intra_bandwidth", "inter_efficiency": "nic_bandwidth"}
+
+
+# --- NIC overrides: a preset variant "NAME:NICSxRATE" (e.g. dgx-h100:16x200Gbps) -------------
+
+# NCCL v2.27.7-1 src/graph/search.cc lines 953, 958, 963: the per-channel speeds its search tries
+# across nodes (GB/s), by compute capability (< 90, 90, >= 100)
+SPEEDS_INTER = {
+    0: (48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4, 1.2, 0.24, 0.12),
+    90: (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12),
+    100: (96.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12),
+}
+RING_MAX_CHANNELS = 16  # init.cc line 851: ringGraph->maxChannels = MAXCHANNELS/2
+
+
+def variant_name(name: str, nics_per_node: int | None = None, nic_bandwidth: str | float | None = None) -> str:
+    """``name`` with its NICs replaced, as one preset name (``dgx-h100:16x200Gbps``), which
+    :func:`load_preset` loads everywhere a preset name goes; ``name``
+    itself when neither override is given. CollsimError naming the flag on bad values."""
+    if nics_per_node is None and nic_bandwidth is None:
+        return name
+    preset = load_preset(name.partition(":")[0])
+    if not preset.nics_per_node or preset.max_nodes is not None:
+        raise CollsimError(f"--nics-per-node/--nic-bandwidth: hardware {preset.name} has no NICs to change (one node only)")
+    nics = preset.nics_per_node if nics_per_node is None else int(nics_per_node)
+    gpus = preset.gpus_per_node
+    if nics < 1 or (gpus % nics and nics % gpus):
+        raise CollsimError(f"--nics-per-node: must divide or be a multiple of the {gpus} GPUs a node of {preset.name}, got {nics}")
+    rate = preset.nic_bandwidth_Bps if nic_bandwidth is None else parse_bandwidth(nic_bandwidth, "--nic-bandwidth")
+    if not (rate > 0 and math.isfinite(rate)):
+        raise CollsimError(f"--nic-bandwidth: must be a positive rate such as 200Gbps, got {nic_bandwidth!r}")
+    return f"{preset.name}:{nics}x{rate * 8 / 1e9:.6g}Gbps"
+
+
+@cache
+def load_variant(name: str, spec: str) -> Preset:
+    """Preset ``name`` with NICs ``spec`` ("16x200Gbps"), built once (NCCL's tables are cached per preset)."""
+    return with_nics(load_preset(name), spec)
+
+
+def with_nics(preset: Preset, spec: str) -> Preset:
+    """``preset`` with ``spec`` ("16x200Gbps") NICs a node: the topology's NICs and NCCL's
+    multi-node ring and tree graphs as its search would find them (:func:`net_graph`)."""
+    count, _, rate_text = spec.partition("x")
+    if not count.isdigit() or not rate_text:
+        raise CollsimError(f"hardware: {preset.name}:{spec}: NIC override must read NICSxRATE, e.g. {preset.name}:16x200Gbps")
+    checked = variant_name(preset.name, int(count), rate_text)
+    nics, rate = int(count), parse_bandwidth(rate_text, "--nic-bandwidth")
+    sources = dict(preset.sources, nics_per_node=f"override ({nics} a node)", nic_bandwidth=f"override ({rate_text} each)")
+    nccl = preset.nccl
+    if nccl is not None:
+        graph = net_graph(nccl, nics, rate / 1e9)
+        graphs = {**nccl.graphs, "ring": graph, "tree": graph}
+        nccl = replace(nccl, graphs=graphs)
+        sources["nccl.graphs"] = (
+            f"multi-node ring/tree {graph.n_channels} x {graph.bw_inter} GB/s derived for the NIC override by "
+            "sim.hardware.presets.net_graph (NCCL v2.27.7-1 search.cc speed arrays and bw decrease rule, ncclTopoDupChannels); "
+            + preset.sources.get("nccl.graphs", "")
+        )
+    description = f"{preset.description}; NICs overridden: {nics} x {rate_text} a node"
+    return replace(preset, name=checked, description=description, nics_per_node=nics, nic_bandwidth_Bps=rate,
+                               nccl=nccl, sources=sources)  # fmt: skip
+
+
+def net_graph(nccl: NcclSystem, nics: int, nic_GBps: float) -> Graph:
+    """NCCL's multi-node ring graph for ``nics`` NICs of ``nic_GBps`` a node: its search
+    (search.cc ncclTopoCompute) starts at the fastest speed no faster than a NIC, gives each
+    channel one NIC (a NIC carries floor(nic / speed) channels) within the GPUs' NVLink (the
+    one-node ring graph's channels x speed), at most 16 channels; it keeps lowering the speed
+    while the next one is above 0.49 of the best found, keeping strictly better totals; then
+    ncclTopoDupChannels doubles the channels at speeds >= 25 (not on SM90+ below 50 with more
+    than 4 channels)."""
+    speeds = SPEEDS_INTER[100 if nccl.compute_capability >= 100 else 90 if nccl.compute_capability >= 90 else 0]
+    one_node = nccl.graph("ring", 1)
+    capacity = one_node.n_channels * one_node.bw_intra
+    fitting = [speed for speed in speeds if speed <= min(nic_GBps, capacity)] or [speeds[-1]]
+    best_channels, best_speed = 0, fitting[0]
+    for speed in fitting:
+        if best_channels and speed / best_speed <= 0.49:
+            break
+        channels = min(RING_MAX_CHANNELS, nics * max(1, int(nic_GBps // speed)), max(1, int(capacity // speed)))
+        if channels * speed > best_channels * best_speed:
+            best_channels, best_speed = channels, speed
+    if best_speed >= 25 and not (nccl.compute_capability > 80 and best_speed < 50 and best_channels > 4):
+        doubled = min(2 * best_channels, RING_MAX_CHANNELS)
+        best_speed /= -(-doubled // best_channels)
+        best_channels = doubled
+    return Graph(best_channels, best_speed, best_speed)
