@@ -37,7 +37,9 @@ def ring_counts(op: str, phases: tuple[str, ...], protocol: str, algorithm: str 
         loops, slices = ring_parts(call, params, s.p, (s.p - 1) * len(phases))
         base, extra = divmod(s.elements, s.p)  # each owner's block, cut into k channel parts, each into loops x slices
         slices_sent = sum(_nonempty(base + (owner < extra), s.k, loops * slices) for owner in range(s.p))
-        return len(phases) * (s.p - 1) * slices_sent, s.p * min(s.k, s.gpus)  # routes: a right neighbour per distinct ring (a rotation of the node)
+        return len(phases) * (s.p - 1) * slices_sent, s.p * min(
+            s.k, s.gpus
+        )  # routes: a right neighbour per distinct ring (a rotation of the node)
 
     return counts
 
@@ -50,7 +52,9 @@ def tree_counts(protocol: str):
         call = _call("all_reduce", s)
         chunk = chunking("Tree", protocol, call.size_bytes, s.k, max(s.p // s.gpus, 1), s.p).chunk_bytes
         base, extra = divmod(s.elements, s.k)
-        pieces = sum(count * min(max(1, math.ceil(e * s.element_bytes / chunk)), e) for e, count in ((base + 1, extra), (base, s.k - extra)))
+        pieces = sum(
+            count * min(max(1, math.ceil(e * s.element_bytes / chunk)), e) for e, count in ((base + 1, extra), (base, s.k - extra))
+        )
         return 2 * (s.p - 1) * pieces, max(1, 2 * (s.p - 1) * min(s.k, s.gpus))  # a tree edge each way per distinct tree
 
     return counts

@@ -40,6 +40,7 @@ def data_path_sharing(nccl_algorithm: str) -> str:
     """The sharing NCCL's ``nccl_algorithm`` (Ring, Tree, NVLS, NVLSTree, PAT) runs under by default."""
     return TREE_SHARING if nccl_algorithm == "Tree" else DATA_PATH_SHARING
 
+
 # The records (sim.algorithms.registry) of NCCL's algorithms: none has a closed form (slots,
 # protocols and channels sharing ports are the DES's to answer); counts from sim.nccl.counts.
 _RING_FORM = "the channels' rings move NCCL's slices through 8 slots per connection, sharing every port: the DES is the model"
@@ -205,7 +206,10 @@ def pick_fields(hardware: str, nodes: int, op: str, size_bytes: int, nccl_algo: 
     pick = predict(preset, nodes, op, size_bytes, nccl_algo, nccl_proto)
     name = NAMES.get((pick.nccl_algorithm, pick.nccl_protocol))
     if name is None:
-        return None, f"NCCL picks {pick.nccl_algorithm}/{pick.nccl_protocol} for {op}; the DES has no CollNet (in-network SHARP reduction) counterpart"
+        return (
+            None,
+            f"NCCL picks {pick.nccl_algorithm}/{pick.nccl_protocol} for {op}; the DES has no CollNet (in-network SHARP reduction) counterpart",
+        )
     channels = default_channels(preset, nodes) if preset.nccl is not None else 1
     base = {**scenario_fields(hardware, nodes), "op": op, "size_bytes": size_bytes, "algorithm": name, "chunks": channels,
             "sharing": data_path_sharing(pick.nccl_algorithm), **fields}  # fmt: skip

@@ -390,13 +390,65 @@ def predict(
     )
 
 
+_FREE = 1e18  # the GPU-to-hub link: no constraint
+
+
+def hop_latencies_s(preset, algorithm: str, protocol: str, nodes: int = 2) -> tuple[float, float, float]:
+    """(intra hop, inter hop, call start) in seconds: NCCL's hwLat/baseLat x latency scale
+    (LL128's hops also x its own scale, NVLS/NVLSTree's x theirs; + the fitted base latency on
+    the start where the call crosses the network, ``nodes`` > 1: every preset's base is fitted
+    on multi-node logs, and gcp-a3-mega's 126 us is TCPXO's per-call floor, which a call inside
+    one node never meets; charged there too it made 1-node 4 KiB calls 8x NCCL's model)."""
+    eff = effective(preset)
+    a, p = ALGORITHMS.index(algorithm), PROTOCOLS.index(protocol)
+    intra_hw = NVLINK if preset.nccl is None or preset.nccl.type_intra == "NVL" else PCI
+    net_algo = a if algorithm != "PAT" else ALGORITHMS.index("Tree")
+    intra = HW_LAT[intra_hw][a][p] or HW_LAT[intra_hw][ALGORITHMS.index("Ring")][p]
+    inter = HW_LAT[NET][net_algo][p]
+    start = BASE_LAT[a][p] * eff.latency_scale + (eff.base_latency_us if nodes > 1 else 0.0)
+    hop_scale = eff.latency_scale * (eff.ll128_latency_scale if protocol == "LL128" else 1.0)
+    if algorithm in ("NVLS", "NVLSTree"):
+        hop_scale *= eff.nvls_latency_scale
+    return intra * hop_scale * 1e-6, inter * hop_scale * 1e-6, start * 1e-6
+
+
+def through_cpu_Bps(preset, algorithm: str, nodes: int) -> float:
+    """A GPU's rate to the other GPUs of its node where NCCL's paths between them cross the CPU
+    (type_intra PHB or SYS: the root complex, or the CPUs' SMP link, e.g. GPUs without P2P): the
+    graph's nChannels x bwIntra, which NCCL's search reserved on every link of the path
+    (src/graph/search.cc, ncclTopoCompute; e.g. 1 x 5 GB/s on 8 RTX 4090 through SYS, where the
+    GPUs' own PCIe links would carry 25); unbounded (_FREE) where GPUs reach each other directly
+    (NVLink, PCIe switches), whose links the topology already models."""
+    system = preset.nccl
+    if system is None or system.type_intra not in ("PHB", "SYS"):
+        return _FREE
+    graph = system.graph("tree" if algorithm == "Tree" else "ring", nodes)
+    return graph.n_channels * graph.bw_intra * 1e9 if graph else _FREE
+
+
+def link_rates(scenario, preset, algorithm: str) -> tuple[float, float, int]:
+    """(a GPU's intra-node rate, a GPU's network rate, a domain's NICs) in bytes/s as the DES's
+    links carry them: the scenario's datasheet rates (the form's fields) x the preset's effective
+    efficiencies, the intra rate bounded where NCCL's paths cross the CPU."""
+    s, eff = scenario, effective(preset)
+    nodes, gpus = _domains(preset, s.ranks)
+    intra_bw = min((s.intra_bandwidth_Bps or s.bandwidth_Bps) * eff.intra_efficiency, through_cpu_Bps(preset, algorithm, nodes))
+    nics = max(preset.nics_per_node * gpus // preset.gpus_per_node, 1)  # a domain's NICs
+    return intra_bw, s.bandwidth_Bps * eff.inter_efficiency * max(1.0, nics / gpus), nics
+
+
+def _domains(preset, ranks: int) -> tuple[int, int]:
+    """(NCCL's nodes, GPUs each): a multi-node NVLink domain (GB200 NVL72) is one node to NCCL."""
+    return preset.nccl_nodes(max(ranks // preset.gpus_per_node, 1))
+
+
 P2P_ALGORITHM = "P2P"  # what --model nccl names grouped ncclSend/ncclRecv (no NCCL_ALGO selects it)
 
 
 def _predict_p2p(preset: Preset, nodes: int, op: str, size_bytes: int, nccl_algo: str | None, nccl_proto: str | None) -> Prediction:
     """all_to_all / send_recv: the closed form of NCCL's p2p channels (sim.nccl.p2p_model)."""
     refuse_selection(op, nccl_algo, nccl_proto)
-    terms = p2p_terms(preset, nodes, op, size_bytes)
+    terms = p2p_terms(preset, nodes, op, size_bytes, hop_latencies_s, link_rates)
     ranks = nodes * preset.gpus_per_node
     algbw = size_bytes / terms.time_s / 1e9 if terms.time_s > 0 else None
     busbw = algbw * busbw_factor(op, ranks) if algbw is not None else None

@@ -72,7 +72,14 @@ def p2p_fields(hardware: str, nodes: int, op: str, size_bytes: int, nccl_algo: s
     from sim.hardware.presets import scenario_fields
 
     refuse_selection(op, nccl_algo, nccl_proto)
-    base = {**scenario_fields(hardware, nodes), "op": op, "size_bytes": size_bytes, "algorithm": "nccl_p2p", "chunks": 1, "sharing": P2P_SHARING}
+    base = {
+        **scenario_fields(hardware, nodes),
+        "op": op,
+        "size_bytes": size_bytes,
+        "algorithm": "nccl_p2p",
+        "chunks": 1,
+        "sharing": P2P_SHARING,
+    }
     return {**base, **fields}
 
 

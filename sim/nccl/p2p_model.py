@@ -11,12 +11,12 @@ all_to_all takes what its p2p channels move. This model charges what the DES's `
   Simple 8.4 us) x the preset's fitted latency scale, plus the fitted per-call base latency across
   nodes, plus one hop's hwLat (tuning.cc ``hwLat``, Ring row: NVLink LL 0.6 / Simple 3.4 us inside
   a node, NET LL 2.7 / Simple 14.0 us across) for the slowest peer class, all as
-  :func:`sim.nccl.topo.hop_latencies_s`.
+  :func:`sim.nccl.model.hop_latencies_s`.
 - **Bandwidth**: every peer is posted at once on channels of its own, so a rank's NVLink and NIC
   sends proceed side by side, and each link is shared fairly by the messages on it. With p ranks,
   g GPUs a node and w wire bytes a block, a rank's NVLink carries (g - 1) w at the effective
   NVLink rate and its share of the node's NICs carries (p - g) w, the NIC serving g / min(nics, g)
-  GPUs' (p - g) w at the effective NIC rate (:func:`sim.nccl.topo.link_rates`). PXN (NCCL's
+  GPUs' (p - g) w at the effective NIC rate (:func:`sim.nccl.model.link_rates`). PXN (NCCL's
   default on rail-optimised nodes: a message for another rail crosses NVLink to that rail's GPU
   and leaves by its NIC) moves the same bytes through every NIC of a uniform all_to_all, so it
   does not change the NIC term; its extra NVLink bytes are not charged (nor are they in the DES).
@@ -30,6 +30,7 @@ send_recv = one message from rank 0 to the last rank (across nodes where there a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sim.nccl.p2p import P2P_OPS, peer_bytes, protocol_for
@@ -54,11 +55,11 @@ class P2pTerms:
         return self.start_s + max(self.intra_s, self.inter_s)
 
 
-def p2p_terms(preset, nodes: int, op: str, size_bytes: int) -> P2pTerms:
+def p2p_terms(preset, nodes: int, op: str, size_bytes: int, hop_latencies_s: Callable, link_rates: Callable) -> P2pTerms:
     """The closed form of NCCL's ``op`` (all_to_all or send_recv) of ``size_bytes`` on ``nodes``
-    nodes of a GPU preset, at the preset's effective rates and latencies."""
+    nodes of a GPU preset, at the preset's effective rates and latencies: ``hop_latencies_s`` and
+    ``link_rates`` are :mod:`sim.nccl.model`'s, the DES's own (passed in: that module calls this one)."""
     from sim.hardware.presets import scenario_fields
-    from sim.nccl.topo import hop_latencies_s, link_rates
 
     domains, gpus = preset.nccl_nodes(nodes)  # NVLink domains are NCCL's nodes
     ranks = domains * gpus
@@ -81,7 +82,7 @@ def p2p_terms(preset, nodes: int, op: str, size_bytes: int) -> P2pTerms:
 
 @dataclass(frozen=True)
 class _Shape:
-    """The scenario fields :func:`sim.nccl.topo.link_rates` reads."""
+    """The scenario fields :func:`sim.nccl.model.link_rates` reads."""
 
     ranks: int
     bandwidth_Bps: float

@@ -180,7 +180,9 @@ def _ring_ops(call: Call, p: PathParams, group: list[int], i: int, channel: int,
     return ops
 
 
-def _connection(net: Network, rank: int, call: Call, left: int, right: int, ops: list, tag: int, window: int, p: PathParams, chunk: int) -> Generator:
+def _connection(
+    net: Network, rank: int, call: Call, left: int, right: int, ops: list, tag: int, window: int, p: PathParams, chunk: int
+) -> Generator:
     """Run ``ops`` on one channel: receives from ``left`` posted ``window`` ahead (the slots),
     sends to ``right`` on the protocol's wire."""
     verify = call.buffers is not None
@@ -191,7 +193,9 @@ def _connection(net: Network, rank: int, call: Call, left: int, right: int, ops:
     posted = len(recvs)
     for kind, piece, step in ops:
         if kind == "s":  # slice k travels in slot k mod window: one connection per slot
-            net.send(rank, right, wire_bytes(piece[2], p.protocol), call.take(rank, piece) if verify else None, step, chunk, tag + sent % window)
+            net.send(
+                rank, right, wire_bytes(piece[2], p.protocol), call.take(rank, piece) if verify else None, step, chunk, tag + sent % window
+            )
             sent += 1
             continue
         payload = yield recvs.popleft()

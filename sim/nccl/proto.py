@@ -143,7 +143,9 @@ def parse_selection(text: str | None, names: tuple[str, ...], what: str, op: str
         for item in items.strip().lstrip("^").split(","):
             match = [name for name in names if name.lower() == item.strip().lower()]
             if not match:
-                raise CollsimError(f"--{what}: unknown {what.split('-')[-1]} {item.strip()!r}; allowed: {', '.join(names)} (comma list, ^ to exclude)")
+                raise CollsimError(
+                    f"--{what}: unknown {what.split('-')[-1]} {item.strip()!r}; allowed: {', '.join(names)} (comma list, ^ to exclude)"
+                )
             listed.add(match[0])
         enabled = set(names) - listed if exclude else listed
     return enabled

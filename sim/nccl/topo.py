@@ -19,47 +19,28 @@ from __future__ import annotations
 import networkx as nx
 
 from sim.hardware.presets import effective, load_preset
-from sim.nccl.model import (
+from sim.nccl.model import (  # the rates and latencies NCCL's model and the DES share live there
+    _FREE,
     ALGORITHMS,
-    BASE_LAT,
     HW_LAT,
     LL_MAX_BWS,
-    NET,
     NVLINK,
-    PCI,
     PER_CH_MAX_RING_LL128_BWS,
     PER_CH_MAX_TREE_BWS,
     PER_CH_MAX_TREE_LL128_BWS,
+    _domains,
     comm_channels,
     compcap_index,
+    hop_latencies_s,
+    link_rates,
 )  # fmt: skip
 from sim.nccl.path import MAX_TREE_PIECES, PAIR_OF, PathParams, channel_ring, channel_tree
-from sim.nccl.proto import BY_NAME, PROTOCOLS, channels_used
+from sim.nccl.proto import BY_NAME, channels_used
 from sim.network.topology import Topology
 
-_FREE = 1e18  # the GPU-to-hub link: no constraint
 COLLAPSE = True  # run copies of channels once (tests switch it off to compare)
 FIRST = 0  # the first channel run when collapsed (tests run each one alone)
 TREE_CAPPED = ("LL128",)  # the tree caps the DES applies to links (LL: paced, nccl_path.Pacer; Simple: none)
-
-
-def hop_latencies_s(preset, algorithm: str, protocol: str, nodes: int = 2) -> tuple[float, float, float]:
-    """(intra hop, inter hop, call start) in seconds: NCCL's hwLat/baseLat x latency scale
-    (LL128's hops also x its own scale, NVLS/NVLSTree's x theirs; + the fitted base latency on
-    the start where the call crosses the network, ``nodes`` > 1: every preset's base is fitted
-    on multi-node logs, and gcp-a3-mega's 126 us is TCPXO's per-call floor, which a call inside
-    one node never meets; charged there too it made 1-node 4 KiB calls 8x NCCL's model)."""
-    eff = effective(preset)
-    a, p = ALGORITHMS.index(algorithm), PROTOCOLS.index(protocol)
-    intra_hw = NVLINK if preset.nccl is None or preset.nccl.type_intra == "NVL" else PCI
-    net_algo = a if algorithm != "PAT" else ALGORITHMS.index("Tree")
-    intra = HW_LAT[intra_hw][a][p] or HW_LAT[intra_hw][ALGORITHMS.index("Ring")][p]
-    inter = HW_LAT[NET][net_algo][p]
-    start = BASE_LAT[a][p] * eff.latency_scale + (eff.base_latency_us if nodes > 1 else 0.0)
-    hop_scale = eff.latency_scale * (eff.ll128_latency_scale if protocol == "LL128" else 1.0)
-    if algorithm in ("NVLS", "NVLSTree"):
-        hop_scale *= eff.nvls_latency_scale
-    return intra * hop_scale * 1e-6, inter * hop_scale * 1e-6, start * 1e-6
 
 
 def protocol_cap_GBps(preset, algorithm: str, protocol: str, op: str, nodes: int) -> float | None:
@@ -96,20 +77,6 @@ def ll_max_GBps(system, nodes: int) -> float:
     tree's kernel (runTreeSplit only divides the block's threads between up and down)."""
     cc = compcap_index(system.compute_capability)
     return LL_MAX_BWS[cc if nodes == 1 else (1 if system.cpu_vendor == "amd" else 0)][nodes - 1 if nodes <= 2 else 2]
-
-
-def through_cpu_Bps(preset, algorithm: str, nodes: int) -> float:
-    """A GPU's rate to the other GPUs of its node where NCCL's paths between them cross the CPU
-    (type_intra PHB or SYS: the root complex, or the CPUs' SMP link, e.g. GPUs without P2P): the
-    graph's nChannels x bwIntra, which NCCL's search reserved on every link of the path
-    (src/graph/search.cc, ncclTopoCompute; e.g. 1 x 5 GB/s on 8 RTX 4090 through SYS, where the
-    GPUs' own PCIe links would carry 25); unbounded (_FREE) where GPUs reach each other directly
-    (NVLink, PCIe switches), whose links the topology already models."""
-    system = preset.nccl
-    if system is None or system.type_intra not in ("PHB", "SYS"):
-        return _FREE
-    graph = system.graph("tree" if algorithm == "Tree" else "ring", nodes)
-    return graph.n_channels * graph.bw_intra * 1e9 if graph else _FREE
 
 
 def path_params(scenario, preset) -> PathParams:
@@ -271,17 +238,6 @@ def _built(scenario) -> tuple[Topology, PathParams, bool]:
     return Topology("two_level", graph, s.ranks, gpus), p, direct
 
 
-def link_rates(scenario, preset, algorithm: str) -> tuple[float, float, int]:
-    """(a GPU's intra-node rate, a GPU's network rate, a domain's NICs) in bytes/s as the DES's
-    links carry them: the scenario's datasheet rates (the form's fields) x the preset's effective
-    efficiencies, the intra rate bounded where NCCL's paths cross the CPU."""
-    s, eff = scenario, effective(preset)
-    nodes, gpus = _domains(preset, s.ranks)
-    intra_bw = min((s.intra_bandwidth_Bps or s.bandwidth_Bps) * eff.intra_efficiency, through_cpu_Bps(preset, algorithm, nodes))
-    nics = max(preset.nics_per_node * gpus // preset.gpus_per_node, 1)  # a domain's NICs
-    return intra_bw, s.bandwidth_Bps * eff.inter_efficiency * max(1.0, nics / gpus), nics
-
-
 def rates_line(scenario) -> str:
     """One line: the rates and latencies an NCCL run on a preset moves at, each with where it
     comes from (the datasheet figures in the scenario x the effective constants, fitted or
@@ -334,11 +290,6 @@ def rates_line(scenario) -> str:
     call = f", call {format_time(start)}" if start else ""
     latency = f"hops {', '.join(hops)}{call}{base}: NCCL's {algorithm}/{protocol} tables x {eff.latency_scale:.3g} ({origin('latency_scale')}){scales}"
     return f"runs at {'; '.join(parts)}; {latency}" if parts else f"runs at {latency}"
-
-
-def _domains(preset, ranks: int) -> tuple[int, int]:
-    """(NCCL's nodes, GPUs each): a multi-node NVLink domain (GB200 NVL72) is one node to NCCL."""
-    return preset.nccl_nodes(max(ranks // preset.gpus_per_node, 1))
 
 
 def default_channels(preset, nodes: int) -> int:

@@ -9,9 +9,9 @@ import pytest
 
 from sim.collective.nccl_fit import des_time
 from sim.hardware.presets import load_preset
-from sim.nccl.model import predict
+from sim.nccl.model import predict, through_cpu_Bps
 from sim.nccl.path import Pacer
-from sim.nccl.topo import ll_max_GBps, through_cpu_Bps
+from sim.nccl.topo import ll_max_GBps
 
 ROOT = Path(__file__).resolve().parents[2]
 
