@@ -12,17 +12,9 @@ from sim.scenario import CollectiveScenario
 from sim.units import format_time
 from webapp.pages import guides
 
+from .guides_text import words
+
 SMALL = {"op": "broadcast", "algorithm": "binomial", "ranks": 4, "size": "2MB", "bandwidth": "2MB/s"}
-
-
-def words(component) -> str:
-    if component is None:
-        return ""
-    if isinstance(component, (str, int, float)):
-        return str(component)
-    if isinstance(component, (list, tuple)):
-        return "".join(words(child) for child in component)
-    return words(getattr(component, "children", None))
 
 
 def simulated(algorithm: str, chunks: int = 1):

@@ -11,18 +11,10 @@ import pytest
 from sim.training import overhead
 from webapp.pages import guides
 
+from .guides_text import words
+
 MiB = 2**20
 GRAD, CALL_S, WIRE = 256 * MiB, 50e-6, 10e9  # the course's model at the page's o and w
-
-
-def words(component) -> str:
-    if component is None:
-        return ""
-    if isinstance(component, (str, int, float)):
-        return str(component)
-    if isinstance(component, (list, tuple)):
-        return "".join(words(child) for child in component)
-    return words(getattr(component, "children", None))
 
 
 @pytest.mark.parametrize("buckets", [1, 2, 8, 23, 64, 1024])

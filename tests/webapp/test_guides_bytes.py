@@ -15,18 +15,9 @@ from sim.scenario import CollectiveScenario
 from sim.units import format_size
 from webapp.pages import guides
 
+from .guides_text import words
+
 MiB = 2**20
-
-
-def words(component) -> str:
-    """The text a person reads in a Dash component tree."""
-    if component is None:
-        return ""
-    if isinstance(component, (str, int, float)):
-        return str(component)
-    if isinstance(component, (list, tuple)):
-        return "".join(words(child) for child in component)
-    return words(getattr(component, "children", None))
 
 
 def simulated(algorithm: str, p: int, n: str = "64MiB"):
