@@ -27,7 +27,7 @@ from pathlib import Path
 
 from real.nccl_tests import PROGRAMS
 from sim.collective import nccl_fit
-from sim.collective.nccl_fit import NOISE, REGIMES, fit, log_nodes, read_checked, read_log
+from sim.collective.nccl_fit import NOISE, REGIMES, fit, logs_nodes, read_log
 from sim.errors import CollsimError
 from sim.hardware.uncertainty import MIN_RESIDUAL
 
@@ -120,7 +120,7 @@ def read_logs(paths: Sequence[str | Path], hardware: str, nodes: str | None = No
         raise CollsimError(
             f"--hardware: give a shipped preset's name (collsim hardware list), got {hardware!r}; a preset file cannot be fitted here yet"
         )
-    counts = _node_counts(paths, nodes, preset.gpus_per_node, hardware)
+    counts = logs_nodes(paths, preset, nodes)  # as collsim hardware fit reads them
     logs = []
     for path, count in zip(paths, counts):
         preset.check_nodes(count)
@@ -140,18 +140,6 @@ def read_one(path: str | Path, nodes: int, nccl_proto: str | None = None, nccl_a
     if other:  # read_log would take it for all_reduce
         raise CollsimError(f"LOG: {path} is {other.group(1)} output; validate nccl-tests predicts {', '.join(DES_OPS)} logs")
     return Log(Path(path), op, nodes, tuple(rows), nccl_proto, nccl_algo)
-
-
-def _node_counts(paths: Sequence[str | Path], nodes: str | None, gpus_per_node: int, hardware: str = "the preset's") -> list[int]:
-    if nodes is None:  # read_checked: a missing or failed log is one message
-        return [log_nodes(read_checked(path)[2], hardware, gpus_per_node) for path in paths]
-    try:
-        counts = [int(part) for part in nodes.split(",")]
-    except ValueError:
-        raise CollsimError(f"--nodes: expected a comma list of node counts, one per log, got {nodes!r}") from None
-    if len(counts) != len(paths):
-        raise CollsimError(f"--nodes: give one count per log ({len(paths)}), got {nodes!r}")
-    return counts
 
 
 def choose_fit_on(logs: list[Log], spec: str | None = None) -> tuple[list[Log], list[Log]]:

@@ -325,6 +325,27 @@ def log_nodes(checks: LogChecks, hardware: str, gpus_per_node: int, given: int |
     return ranks // gpus_per_node
 
 
+def logs_nodes(logs, preset, nodes: str | None, warn=None) -> list[int]:
+    """Each log read and checked (``warn`` gets its warnings), and its nodes: ``nodes`` (--nodes,
+    a comma list, one per log) checked against the log's "#  Rank" lines, else counted from them.
+    `collsim hardware fit` and `collsim validate nccl-tests` both read their logs' nodes here."""
+    given: list[int | None] = [None] * len(logs)
+    if nodes:
+        try:
+            given = [int(part) for part in nodes.split(",")]
+        except ValueError:
+            raise CollsimError(f"--nodes: expected whole numbers, one per log (comma list), got {nodes!r}") from None
+        if len(given) != len(logs):
+            raise CollsimError(f"--nodes: give one count per log ({len(logs)}), got {nodes!r}")
+    counts = []
+    for path, count in zip(logs, given):
+        _, _, checks = read_checked(path)
+        for warning in checks.warnings() if warn else ():
+            warn(warning)
+        counts.append(log_nodes(checks, preset.name, preset.gpus_per_node, count))
+    return counts
+
+
 def fitted_block(result: dict, logs, nodes: list[int], nccl_proto: str | None, nccl_algo: str | None = None) -> dict:
     """The ``fitted:`` block of a preset: provenance (logs, date, command) and the constants."""
     import datetime

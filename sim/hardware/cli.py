@@ -81,25 +81,9 @@ def fit_command(logs: tuple[str, ...], name: str, nodes: str | None, nccl_proto:
 
 
 def _log_nodes(logs: tuple[str, ...], preset: Any, nodes: str | None) -> list[int]:
-    """Each log read and checked (its warnings on stderr), and its nodes: --nodes, checked against
-    the log's "#  Rank" lines, else counted from them."""
-    from sim.collective.nccl_fit import log_nodes, read_checked
+    from sim.collective.nccl_fit import logs_nodes
 
-    given: list[int | None] = [None] * len(logs)
-    if nodes:
-        try:
-            given = [int(part) for part in nodes.split(",")]
-        except ValueError:
-            raise CollsimError(f"--nodes: expected whole numbers, one per log (comma list), got {nodes!r}") from None
-        if len(given) != len(logs):
-            raise CollsimError(f"--nodes: give one count per log ({len(logs)}), got {nodes!r}")
-    counts = []
-    for path, count in zip(logs, given):
-        _, _, checks = read_checked(path)
-        for warning in checks.warnings():
-            click.echo(f"warning: {warning}", err=True)
-        counts.append(log_nodes(checks, preset.name, preset.gpus_per_node, count))
-    return counts
+    return logs_nodes(logs, preset, nodes, warn=lambda warning: click.echo(f"warning: {warning}", err=True))
 
 
 def _check_writable(output: str) -> None:
