@@ -29,6 +29,7 @@ __all__ = [
     "check_range",
     "field_info",
     "fields_of",
+    "register",
     "resolve_groups",
     "verify_bytes",
 ]
@@ -263,6 +264,11 @@ DDP = _table(
 del F
 
 _SCENARIOS = {"collective": ("sim.scenario", "CollectiveScenario", COLLECTIVE), "ddp": ("sim.training.ddp_scenario", "DDPScenario", DDP)}
+
+
+def register(scenario: str, module: str, cls: str, table: dict[str, FieldInfo]) -> None:
+    """A command's own field table, registered as its module is imported (sim.training.runcost_fields)."""
+    _SCENARIOS[scenario] = (module, cls, table)
 
 
 def fields_of(scenario: str = "collective") -> dict[str, FieldInfo]:

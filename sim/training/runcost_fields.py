@@ -1,0 +1,183 @@
+"""The run-cost scenario's fields (label, help, unit, bounds, choices) and its one factory,
+:func:`scenario_from_dict`, which reads the keys of files, flags and forms ("step_time: 1.2s",
+"params: 405B", "interval: 30min") into a :class:`sim.training.runcost.RunCostScenario`."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from sim.errors import CollsimError, unknown_key
+from sim.fields import FieldInfo, register
+from sim.training.runcost import OPTIMIZERS, PRECISIONS, SHARDINGS, WRITE_MODES, RunCostScenario
+from sim.units import parse_bandwidth, parse_time, require_unit
+
+__all__ = ["RUNCOST", "parse_count", "parse_duration", "scenario_from_dict"]
+
+F = FieldInfo
+RUNCOST = {
+    info.name: info
+    for info in (
+        F(
+            "step_time_s",
+            "Step time",
+            "time of one training step, e.g. 1.2s (or --from-ddp / --from-fsdp FILE)",
+            short="step_time",
+            unit="s",
+        ),
+        F("gpus", "GPUs", "GPUs in the job (or --hardware NAME --nodes N)", low=1, high=10_000_000, kind="int"),
+        F("gpus_per_node", "GPUs per node", "GPUs in one node (default 8; a hardware preset's own)", low=1, high=1024, kind="int"),
+        F("params", "Parameters", "parameters of the model, e.g. 405B, 7e9, 124M"),
+        F("steps", "Steps", "training steps in the run (default 100000)", low=1, kind="int"),
+        F("tokens_per_step", "Tokens per step", "tokens in one step's global batch: the run's tokens are reported too", low=1, kind="int"),
+        F(
+            "failure_rate",
+            "Failure rate",
+            "failures per GPU-hour (default Llama 3 405B's: 419 / (16384 GPUs x 54 days))",
+            unit="1/GPU-h",
+            kind="float",
+        ),
+        F("precision", "Precision", "weights' precision (below fp32 an fp32 master copy is saved too)", choices=PRECISIONS),
+        F("optimizer", "Optimizer", "optimizer states saved: adam (fp32 m and v), sgd (fp32 momentum), none", choices=OPTIMIZERS),
+        F(
+            "sharding",
+            "Checkpoint sharding",
+            "sharded: every rank writes its shard at once (DCP); full: rank 0 writes it all",
+            choices=SHARDINGS,
+        ),
+        F(
+            "write",
+            "Write mode",
+            "sync: training waits for the write; async: only for the device-to-host copy (DCP async_save)",
+            choices=WRITE_MODES,
+        ),
+        F(
+            "storage_bandwidth_Bps",
+            "Storage bandwidth",
+            "aggregate storage write/read bandwidth, e.g. 100GB/s",
+            short="storage_bw",
+            unit="B/s",
+        ),
+        F(
+            "node_storage_bandwidth_Bps",
+            "Per-node storage bandwidth",
+            "one node's bandwidth to storage, e.g. 5GB/s",
+            short="node_storage_bw",
+            unit="B/s",
+        ),
+        F(
+            "copy_bandwidth_Bps",
+            "Copy bandwidth",
+            "one GPU's device-to-host copy bandwidth (async staging), e.g. 10GB/s",
+            short="copy_bw",
+            unit="B/s",
+        ),
+        F("rendezvous_s", "Rendezvous", "restart: torchrun's re-rendezvous and process start, e.g. 30s", short="rendezvous", unit="s"),
+        F(
+            "pg_init_per_rank_s",
+            "Process-group init per rank",
+            "restart: process-group init per rank (TCPStore, NCCL), e.g. 5ms",
+            short="pg_init_per_rank",
+            unit="s",
+        ),
+        F("warmup_s", "Warm-up", "restart: warm-up before full speed (compilation, data loader), e.g. 60s", short="warmup", unit="s"),
+        F("interval_s", "Checkpoint interval", "work between checkpoints, e.g. 30min (default: the optimum)", short="interval", unit="s"),
+        F(
+            "replace_wait_s",
+            "Replacement wait",
+            "elastic: a spare node arrives this long after a failure, e.g. 1h",
+            short="replace_wait",
+            unit="s",
+        ),
+        F("nodes_lost", "Nodes lost", "elastic: nodes one failure takes out (default 1)", low=1, kind="int"),
+        F("samples", "Samples", "simulated checkpoint intervals per point (default 100000)", low=1, high=2_000_000, kind="int"),
+        F("seed", "Seed", "seed of the simulation (the same seed, the same answer)", low=0, kind="int"),
+    )
+}
+del F
+register("runcost", "sim.training.runcost", "RunCostScenario", RUNCOST)
+
+_DURATION = re.compile(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*(min|h|d)\s*$")
+_LONG_UNITS = {"min": 60.0, "h": 3600.0, "d": 86400.0}
+_COUNT = re.compile(r"^\s*((?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*([KMBT]?)\s*$")
+_COUNT_UNITS = {"": 1.0, "K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}
+
+
+def parse_duration(value: Any, what: str) -> float:
+    """Seconds in "1.2s", "250ms", "30min", "2h", "1.5d"; a bare number other than 0 is refused."""
+    match = _DURATION.match(str(value))
+    if match:
+        return float(match.group(1)) * _LONG_UNITS[match.group(2)]
+    require_unit(value, what, "time")
+    try:
+        return parse_time(value, what)
+    except CollsimError as error:
+        raise CollsimError(f"{error}; or min, h, d for long times (30min, 2h)") from None
+
+
+def parse_count(value: Any, what: str) -> float:
+    """A count such as 405B, 7e9, 124M, 1.5T (K, M, B, T: thousand to trillion)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    match = _COUNT.match(str(value))
+    if not match:
+        raise CollsimError(f"{what}: {value!r} is not a count; give a number such as 405B, 7e9 or 124M (K, M, B, T)")
+    return float(match.group(1)) * _COUNT_UNITS[match.group(2)]
+
+
+_PARSERS = {"s": parse_duration, "B/s": lambda value, what: (require_unit(value, what, "bandwidth"), parse_bandwidth(value, what))[1]}
+
+
+def scenario_from_dict(data: dict[str, Any]) -> RunCostScenario:
+    """The scenario from a mapping keyed by field names or short keys (files, flags, forms)."""
+    by_key = {key: info for info in RUNCOST.values() for key in (info.name, *info.keys())}
+    fields: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in by_key:
+            raise unknown_key(key, by_key, "run-cost scenario")
+        info = by_key[key]
+        if info.name in fields:
+            raise CollsimError(f"{info.key}: given twice (as {info.name} and {info.key}); give it once", field=info.key)
+        fields[info.name] = _read(info, value)
+    missing = [RUNCOST[name].key for name in ("step_time_s", "gpus", "params") if name not in fields]
+    if missing:
+        raise CollsimError(
+            f"run-cost: missing {', '.join(missing)}; give --step-time (or --from-ddp/--from-fsdp FILE), --gpus (or --hardware and --nodes) and --params"
+        )
+    return RunCostScenario(**fields)
+
+
+def _read(info: FieldInfo, value: Any) -> Any:
+    if value is None:
+        return None
+    if info.unit in _PARSERS:
+        return _PARSERS[info.unit](value, info.key)
+    if info.name == "params":
+        return parse_count(value, info.key)
+    if info.kind == "int":
+        return _whole(value, info)
+    if info.kind == "float":
+        return _number(value, info.key)
+    return value
+
+
+def _whole(value: Any, info: FieldInfo) -> int:
+    number = _number(value, info.key)
+    if number != int(number):
+        raise CollsimError(f"{info.key}: must be a whole number, got {value!r}", field=info.key)
+    whole = int(number)
+    if (info.low is not None and whole < info.low) or (info.high is not None and whole > info.high):
+        bound = f"between {info.low:g} and {info.high:g}" if info.high is not None else f">= {info.low:g}"
+        raise CollsimError(f"{info.key}: must be {bound}, got {whole}", field=info.key)
+    return whole
+
+
+def _number(value: Any, what: str) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise CollsimError(f"{what}: {value!r} is not a number", field=what) from None
+    if isinstance(value, bool) or not math.isfinite(number):
+        raise CollsimError(f"{what}: must be a finite number, got {value!r}", field=what)
+    return number
