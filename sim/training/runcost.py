@@ -105,11 +105,8 @@ class RunCostScenario:
             raise CollsimError(
                 f"gpus: {self.gpus} GPUs do not fill nodes of {self.gpus_per_node} GPUs; give a multiple of --gpus-per-node", field="gpus"
             )
-        if self.nodes_lost >= self.nodes:
-            raise CollsimError(
-                f"nodes_lost: {self.nodes_lost} of {self.nodes} nodes leaves none to continue on; give fewer than {self.nodes}",
-                field="nodes_lost",
-            )
+        if self.nodes_lost > self.nodes:
+            raise CollsimError(f"nodes_lost: {self.nodes_lost} is more than the job's {self.nodes} nodes", field="nodes_lost")
         if self.samples > MAX_SAMPLES:
             raise CollsimError(f"samples: at most {MAX_SAMPLES:,} simulated checkpoint intervals, got {self.samples:,}", field="samples")
         if self.interval_s is not None and not (math.isfinite(self.interval_s) and self.interval_s > 0):
@@ -302,15 +299,14 @@ def elastic(scenario: RunCostScenario, interval_s: float, delta_s: float, restar
     and restart again to grow back when the spare arrives. Each as Daly's model with the
     failure's cost folded into R."""
     lost = scenario.nodes_lost / scenario.nodes
-    wait_r = restart_s + scenario.replace_wait_s
-    shrink_r = 2 * restart_s + scenario.replace_wait_s * lost
     mtbf = scenario.mtbf_s
-    wait, shrink = goodput(interval_s, delta_s, wait_r, mtbf), goodput(interval_s, delta_s, shrink_r, mtbf)
+    wait = goodput(interval_s, delta_s, restart_s + scenario.replace_wait_s, mtbf)
+    shrink = goodput(interval_s, delta_s, 2 * restart_s + scenario.replace_wait_s * lost, mtbf) if lost < 1 else None
     return {
         "replace_wait_s": scenario.replace_wait_s,
         "nodes_lost": scenario.nodes_lost,
         "wait_goodput": wait,
-        "shrink_goodput": shrink,
+        "shrink_goodput": shrink,  # None: no node is left to continue on
         "shrink_throughput": 1 - lost,
-        "better": "shrink" if shrink > wait else "wait",
+        "better": "shrink" if shrink is not None and shrink > wait else "wait",
     }

@@ -105,6 +105,18 @@ def duration(seconds: float) -> str:
     return f"{seconds * 1e3:.3g} ms"
 
 
+def elastic_line(elastic: dict[str, Any], nodes: int) -> str:
+    """Wait for a spare node, or continue on the nodes left and grow back when it comes."""
+    head = f"  elastic      a failure takes {elastic['nodes_lost']} node(s): wait {duration(elastic['replace_wait_s'])} for a spare: goodput {elastic['wait_goodput']:.2%}"
+    if elastic["shrink_goodput"] is None:
+        return head + "; no node left to continue on"
+    left = nodes - elastic["nodes_lost"]
+    return (
+        head
+        + f"; continue on {left} nodes ({elastic['shrink_throughput']:.2%} throughput) and grow back: {elastic['shrink_goodput']:.2%} -> {elastic['better']}"
+    )
+
+
 def format_result(result: dict[str, Any]) -> str:
     """The text ``collsim sim run-cost`` prints."""
     s, ck, el = result["scenario"], result["checkpoint"], result["elastic"]
@@ -123,7 +135,6 @@ def format_result(result: dict[str, Any]) -> str:
         f"  interval     {duration(result['interval_s'])} ({steps} steps): goodput {result['goodput']:.2%} "
         f"(simulated {result['simulated_goodput']:.2%}; at the optimum {result['optimal_goodput']:.2%})",
         f"  run          work {duration(result['work_s'])}, wall {duration(result['wall_s'])}, {result['expected_failures']:.3g} failures expected",
-        f"  elastic      a failure takes {el['nodes_lost']} node(s): wait {duration(el['replace_wait_s'])} for a spare: goodput {el['wait_goodput']:.2%}; "
-        f"continue on {nodes - el['nodes_lost']} nodes ({el['shrink_throughput']:.2%} throughput) and grow back: {el['shrink_goodput']:.2%} -> {el['better']}",
+        elastic_line(el, nodes),
     ]
     return "\n".join(lines + [f"  note: {note}" for note in result["notes"]])
