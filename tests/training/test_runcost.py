@@ -78,8 +78,8 @@ def test_the_simulated_wall_time_matches_dalys_expectation_within_its_sampling_e
     simulated = runcost_sim.simulate(tau, delta, restart, mtbf, 50_000, seed=3)
     expected = daly_wall_factor(tau, delta, restart, mtbf)
     assert 1 / simulated.goodput == pytest.approx(expected, rel=0.02)
-    failures = expected * tau / mtbf * 50_000  # failures = wall / M; Poisson count, 3 standard deviations
-    assert simulated.failures_per_segment * 50_000 == pytest.approx(failures, abs=3 * math.sqrt(failures))
+    failures = expected * tau / mtbf * 50_000  # failures = wall / M: 3 Poisson deviations, 2 % when many fail in a row
+    assert simulated.failures_per_segment * 50_000 == pytest.approx(failures, abs=3 * math.sqrt(failures) + 0.02 * failures)
 
 
 def test_the_same_seed_gives_the_same_answer_and_another_seed_another_draw():
