@@ -77,7 +77,7 @@ def step_model(path: str, kind: str, given: dict[str, Any]) -> dict[str, Any]:
     else:
         result = ddp.run_ddp(ddp.DDPScenario.from_dict(data))
     summary = result.summary()
-    found = {"step_time_s": result.step_time_s, "gpus": int(summary["ranks"]), "params": float(summary["param_count"])}
+    found = {"step_time_s": f"{result.step_time_s!r}s", "gpus": int(summary["ranks"]), "params": float(summary["param_count"])}
     return {key: value for key, value in found.items() if key not in given}
 
 
