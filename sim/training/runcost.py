@@ -25,6 +25,7 @@ from typing import Any
 from sim.errors import CollsimError
 
 __all__ = [
+    "FAILURE_RATES",
     "LLAMA3_FAILURE_RATE",
     "SOURCES",
     "Checkpoint",
@@ -44,10 +45,21 @@ __all__ = [
 # 50,677 GPU-hours, one failure of the job every ~3.1 h at that scale.
 LLAMA3_GPUS, LLAMA3_DAYS, LLAMA3_UNEXPECTED, LLAMA3_INTERRUPTIONS = 16384, 54, 419, 466
 LLAMA3_FAILURE_RATE = LLAMA3_UNEXPECTED / (LLAMA3_GPUS * LLAMA3_DAYS * 24)
+# OPT-175B: "at least 35 manual restarts" and an estimated "70+" automatic ones over "2 months"
+# (taken as 60 days) on 992 A100s (Zhang et al. 2022, arXiv:2205.01068, sec. 2.4 and 2.5).
+OPT175B_GPUS, OPT175B_DAYS, OPT175B_RESTARTS = 992, 60, 35 + 70
+# named rates --failure-rate accepts, per GPU-hour
+FAILURE_RATES = {
+    "llama3": LLAMA3_FAILURE_RATE,
+    "llama3-all": LLAMA3_INTERRUPTIONS / (LLAMA3_GPUS * LLAMA3_DAYS * 24),
+    "opt175b": OPT175B_RESTARTS / (OPT175B_GPUS * OPT175B_DAYS * 24),
+}
 
 SOURCES = {
     "failure_rate": "Llama 3 405B: 419 unexpected of 466 interruptions in 54 days on 16,384 H100s "
     "(Dubey et al. 2024, The Llama 3 Herd of Models, arXiv:2407.21783, sec. 3.3.4)",
+    "opt175b": "OPT-175B: at least 35 manual and an estimated 70+ automatic restarts in 2 months on 992 A100s "
+    "(Zhang et al. 2022, OPT: Open Pre-trained Transformer Language Models, arXiv:2205.01068, sec. 2.5)",
     "young": "J. W. Young, A first order approximation to the optimum checkpoint interval, CACM 17(9), 1974",
     "daly": "J. T. Daly, A higher order estimate of the optimum checkpoint interval for restart dumps, FGCS 22(3), 2006",
     "async": "torch.distributed.checkpoint.async_save; PyTorch blog 'Reducing Model Checkpointing Times by Over 10x "
@@ -231,6 +243,7 @@ class RunCostResult:
     optimal_goodput: float
     work_s: float
     wall_s: float
+    simulated_wall_s: float
     expected_failures: float
     tokens: int | None
     elastic: dict[str, Any]
@@ -270,6 +283,7 @@ def run_cost(scenario: RunCostScenario) -> RunCostResult:
         optimal_goodput=goodput(exact, delta, restart, mtbf),
         work_s=work,
         wall_s=wall,
+        simulated_wall_s=work / measured.goodput,
         expected_failures=wall / mtbf,
         tokens=scenario.steps * scenario.tokens_per_step if scenario.tokens_per_step else None,
         elastic=elastic(scenario, interval, delta, restart),

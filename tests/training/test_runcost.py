@@ -192,3 +192,13 @@ def test_async_speedup_on_one_node_with_the_default_bandwidths_is_in_the_publish
     node = scenario(gpus=8, params=7e9, precision="fp32")
     ratio = checkpoint_cost(node).write_s / checkpoint_cost(scenario(gpus=8, params=7e9, precision="fp32", write="async")).blocking_s
     assert 10 <= ratio <= 23.6
+
+
+def test_opt175b_restarts_are_about_one_every_14_hours_on_its_992_gpus():
+    """Zhang et al. 2022 sec. 2.5: at least 35 manual and an estimated 70+ automatic restarts over
+    2 months on 992 A100s: 105 in 60 days, one every 13.7 h, 3.7 times Llama 3's rate per GPU."""
+    from sim.training.runcost import FAILURE_RATES
+
+    job = scenario(gpus=992, failure_rate=FAILURE_RATES["opt175b"])
+    assert job.mtbf_s / HOUR == pytest.approx(60 * 24 / 105)
+    assert FAILURE_RATES["opt175b"] / LLAMA3_FAILURE_RATE == pytest.approx(3.7, abs=0.05)

@@ -98,3 +98,14 @@ def test_an_unknown_or_doubled_key_in_a_file_is_refused():
         scenario_from_dict({"step_tim": "1s", "gpus": 8, "params": "1B"})
     with pytest.raises(Exception, match="given twice"):
         scenario_from_dict({"step_time": "1s", "step_time_s": "2s", "gpus": 8, "params": "1B"})
+
+
+def test_tokens_set_the_steps_and_named_failure_rates_are_the_published_runs():
+    from sim.training.runcost import FAILURE_RATES
+
+    data = as_json(*BASE, "--tokens", "1B", "--tokens-per-step", "4M", "--failure-rate", "opt175b")
+    assert data["scenario"]["steps"] == 250 and data["tokens"] == 250 * 4_000_000
+    assert data["scenario"]["failure_rate"] == FAILURE_RATES["opt175b"] == pytest.approx(105 / (992 * 60 * 24))
+    refused = run(*BASE, "--tokens", "1B")
+    assert refused.exit_code == 2 and "--tokens-per-step" in refused.output
+    assert "opt175b" in run(*BASE, "--failure-rate", "often").output
