@@ -226,7 +226,14 @@ def exact_optimum(delta_s: float, restart_s: float, mtbf_s: float) -> float:
 
 @dataclass(frozen=True)
 class RunCostResult:
-    """Plain data for a CLI, a test or an explorer panel (:meth:`to_dict` is JSON-ready)."""
+    """Plain data for a CLI, a test or an explorer panel (:meth:`to_dict` is JSON-ready).
+
+    Seconds throughout. ``checkpoint``: :class:`Checkpoint`'s fields (``blocking_s`` is delta);
+    ``restart_parts``: R's parts (their sum ``restart_s``); the four optima: Young, Daly, the
+    exact optimum of Daly's expected wall time and the simulated one; ``interval_s``: the one
+    used (the user's or the exact optimum, whole steps); ``goodput`` and ``simulated_goodput``
+    at it, ``optimal_goodput`` at the (feasible) optimum; ``wall_s`` / ``simulated_wall_s``:
+    expected wall time of ``steps`` steps; ``elastic``: :func:`elastic`'s mapping."""
 
     scenario: dict[str, Any]
     mtbf_s: float
@@ -280,7 +287,7 @@ def run_cost(scenario: RunCostScenario) -> RunCostResult:
         interval_s=interval,
         goodput=goodput(interval, delta, restart, mtbf),
         simulated_goodput=measured.goodput,
-        optimal_goodput=goodput(exact, delta, restart, mtbf),
+        optimal_goodput=goodput(max(exact, checkpoint.write_s) if scenario.write == "async" else exact, delta, restart, mtbf),
         work_s=work,
         wall_s=wall,
         simulated_wall_s=work / measured.goodput,

@@ -125,7 +125,7 @@ def format_result(result: dict[str, Any]) -> str:
     nodes = max(1, s["gpus"] // s["gpus_per_node"])
     tokens = f", {result['tokens']:.3g} tokens" if result["tokens"] else ""
     lines = [
-        f"run cost: {s['gpus']} GPUs ({nodes} nodes), step {duration(s['step_time_s'])}, {s['steps']} steps{tokens}; "
+        f"run cost: {s['gpus']} GPUs ({nodes} node{'s' if nodes > 1 else ''}), step {duration(s['step_time_s'])}, {s['steps']} steps{tokens}; "
         f"MTBF {duration(result['mtbf_s'])} ({s['failure_rate']:.3g} failures per GPU-hour)",
         f"  checkpoint   {ck['nbytes'] / 1e9:.4g} GB ({ck['bytes_per_param']} B/param), {s['sharding']}, {s['write']}: "
         f"write {duration(ck['write_s'])}, copy {duration(ck['copy_s'])}, training blocked {duration(ck['blocking_s'])}",
