@@ -247,6 +247,7 @@ class RunCostResult:
     interval_s: float
     goodput: float
     simulated_goodput: float
+    simulated_goodput_stderr: float
     optimal_goodput: float
     work_s: float
     wall_s: float
@@ -287,6 +288,7 @@ def run_cost(scenario: RunCostScenario) -> RunCostResult:
         interval_s=interval,
         goodput=goodput(interval, delta, restart, mtbf),
         simulated_goodput=measured.goodput,
+        simulated_goodput_stderr=measured.goodput_stderr,
         optimal_goodput=goodput(max(exact, checkpoint.write_s) if scenario.write == "async" else exact, delta, restart, mtbf),
         work_s=work,
         wall_s=wall,
@@ -305,7 +307,7 @@ def _chosen_interval(scenario: RunCostScenario, checkpoint: Checkpoint, exact_s:
     interval = scenario.interval_s if scenario.interval_s is not None else exact_s
     if scenario.write == "async" and interval < checkpoint.write_s:
         notes.append(
-            f"async: the background write takes {checkpoint.write_s:.3g} s; a shorter interval would queue checkpoints, so the interval is {checkpoint.write_s:.3g} s"
+            f"async: the background write takes {checkpoint.write_s:.3g} s; a shorter interval would queue checkpoints, so the interval is at least that"
         )
         interval = checkpoint.write_s
     steps = max(1, math.ceil(interval / scenario.step_time_s - 1e-9))

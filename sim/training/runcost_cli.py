@@ -133,7 +133,7 @@ def format_result(result: dict[str, Any]) -> str:
         f"  optimum      Young {duration(result['young_interval_s'])}, Daly {duration(result['daly_interval_s'])}, "
         f"exact {duration(result['exact_interval_s'])}, simulated {duration(result['simulated_interval_s'])} ({s['samples']} samples, seed {s['seed']})",
         f"  interval     {duration(result['interval_s'])} ({steps} steps): goodput {result['goodput']:.2%} "
-        f"(simulated {result['simulated_goodput']:.2%}; at the optimum {result['optimal_goodput']:.2%})",
+        f"(simulated {result['simulated_goodput']:.2%} ± {result['simulated_goodput_stderr']:.2%}; at the optimum {result['optimal_goodput']:.2%})",
         f"  run          work {duration(result['work_s'])}, wall {duration(result['wall_s'])}, {result['expected_failures']:.3g} failures expected",
         elastic_line(el, nodes),
     ]

@@ -35,6 +35,7 @@ class Simulated:
     mean_segment_s: float
     failures_per_segment: float
     goodput: float
+    goodput_stderr: float  # the sampling error of goodput (one standard error)
 
 
 def _retry(length_s: float, restart_s: float, mtbf_s: float, count: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -66,7 +67,8 @@ def simulate(interval_s: float, delta_s: float, restart_s: float, mtbf_s: float,
     rng = np.random.default_rng(seed)
     total, failures = _retry(interval_s + delta_s, restart_s, mtbf_s, samples, rng)
     mean = float(total.mean())
-    return Simulated(interval_s, mean, float(failures.mean()), interval_s / mean)
+    stderr = float(total.std()) / math.sqrt(samples) * interval_s / mean**2
+    return Simulated(interval_s, mean, float(failures.mean()), interval_s / mean, stderr)
 
 
 def simulated_optimum(delta_s: float, restart_s: float, mtbf_s: float, samples: int, seed: int, around_s: float, points: int = 25) -> float:

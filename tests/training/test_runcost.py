@@ -78,6 +78,7 @@ def test_the_simulated_wall_time_matches_dalys_expectation_within_its_sampling_e
     simulated = runcost_sim.simulate(tau, delta, restart, mtbf, 50_000, seed=3)
     expected = daly_wall_factor(tau, delta, restart, mtbf)
     assert 1 / simulated.goodput == pytest.approx(expected, rel=0.02)
+    assert abs(simulated.goodput - 1 / expected) < 4 * simulated.goodput_stderr  # the error it reports is honest
     failures = expected * tau / mtbf * 50_000  # failures = wall / M: 3 Poisson deviations, 2 % when many fail in a row
     assert simulated.failures_per_segment * 50_000 == pytest.approx(failures, abs=3 * math.sqrt(failures) + 0.02 * failures)
 
