@@ -140,7 +140,7 @@ def scenario_from_dict(data: dict[str, Any]) -> RunCostScenario:
         info = by_key[key]
         if info.name in fields:
             raise CollsimError(f"{info.key}: given twice (as {info.name} and {info.key}); give it once", field=info.key)
-        fields[info.name] = _read(info, value)
+        fields[info.name] = _number(value, key) if key == info.name != info.key and _plain(value) else _read(info, value)
     _steps_from_tokens(fields)
     missing = [RUNCOST[name].key for name in ("step_time_s", "gpus", "params") if name not in fields]
     if missing:
@@ -148,6 +148,12 @@ def scenario_from_dict(data: dict[str, Any]) -> RunCostScenario:
             f"run-cost: missing {', '.join(missing)}; give --step-time (or --from-ddp/--from-fsdp FILE), --gpus (or --hardware and --nodes) and --params"
         )
     return RunCostScenario(**fields)
+
+
+def _plain(value: Any) -> bool:
+    """A bare number under a field's full name (``step_time_s: 1.2``) is in the unit the name
+    says, so a saved ``result.to_dict()["scenario"]`` reads back as it was."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _read(info: FieldInfo, value: Any) -> Any:

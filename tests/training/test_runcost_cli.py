@@ -109,3 +109,28 @@ def test_tokens_set_the_steps_and_named_failure_rates_are_the_published_runs():
     refused = run(*BASE, "--tokens", "1B")
     assert refused.exit_code == 2 and "--tokens-per-step" in refused.output
     assert "opt175b" in run(*BASE, "--failure-rate", "often").output
+
+
+def test_every_run_cost_field_has_its_metadata_and_field_info_finds_it_with_the_default():
+    import dataclasses
+
+    from sim.fields import field_info
+    from sim.training.runcost import RunCostScenario
+    from sim.training.runcost_fields import RUNCOST
+
+    assert {f.name for f in dataclasses.fields(RunCostScenario)} == set(RUNCOST) - {"tokens"}  # tokens: sets steps
+    info = field_info("interval", "runcost")
+    assert info.name == "interval_s" and info.unit == "s" and info.default is None
+    assert field_info("write", "runcost").choices == ("sync", "async")
+
+
+def test_a_saved_result_scenario_reads_back_as_the_same_scenario():
+    """An explorer panel keeps the scenario as JSON (dcc.Store): full names carry their unit
+    (step_time_s: 1.2 is seconds), while the short key still wants one (step_time: 1.2 is refused)."""
+    from sim.training.runcost import run_cost
+
+    first = scenario_from_dict({"step_time": "1.2s", "gpus": 64, "params": "7B", "interval": "30min", "samples": 500})
+    saved = json.loads(json.dumps(run_cost(first).to_dict()))["scenario"]
+    assert scenario_from_dict(saved) == first
+    with pytest.raises(Exception, match="has no unit"):
+        scenario_from_dict({"step_time": 1.2, "gpus": 64, "params": "7B"})
