@@ -36,6 +36,7 @@ __all__ = [
     "daly_wall_factor",
     "exact_optimum",
     "goodput",
+    "lost_work",
     "run_cost",
     "young_interval",
 ]
@@ -208,6 +209,14 @@ def daly_wall_factor(interval_s: float, delta_s: float, restart_s: float, mtbf_s
     return mtbf_s * math.exp(restart_s / mtbf_s) * math.expm1((interval_s + delta_s) / mtbf_s) / interval_s
 
 
+def lost_work(interval_s: float, delta_s: float, mtbf_s: float) -> float:
+    """Expected time lost to one failure before its restart: the mean of an exponential time
+    to failure given that it falls inside one interval and its checkpoint, L = tau + delta:
+    M - L / (e^(L/M) - 1), about L / 2 when L << M."""
+    length = interval_s + delta_s
+    return mtbf_s - length / math.expm1(length / mtbf_s)
+
+
 def goodput(interval_s: float, delta_s: float, restart_s: float, mtbf_s: float) -> float:
     """Useful fraction of wall time: 1 / :func:`daly_wall_factor`."""
     return 1.0 / daly_wall_factor(interval_s, delta_s, restart_s, mtbf_s)
@@ -253,6 +262,7 @@ class RunCostResult:
     wall_s: float
     simulated_wall_s: float
     expected_failures: float
+    lost_work_per_failure_s: float
     tokens: int | None
     elastic: dict[str, Any]
     notes: list[str] = field(default_factory=list)
@@ -294,6 +304,7 @@ def run_cost(scenario: RunCostScenario) -> RunCostResult:
         wall_s=wall,
         simulated_wall_s=work / measured.goodput,
         expected_failures=wall / mtbf,
+        lost_work_per_failure_s=lost_work(interval, delta, mtbf),
         tokens=scenario.steps * scenario.tokens_per_step if scenario.tokens_per_step else None,
         elastic=elastic(scenario, interval, delta, restart),
         notes=notes,

@@ -134,7 +134,8 @@ def format_result(result: dict[str, Any]) -> str:
         f"exact {duration(result['exact_interval_s'])}, simulated {duration(result['simulated_interval_s'])} ({s['samples']} samples, seed {s['seed']})",
         f"  interval     {duration(result['interval_s'])} ({steps} steps): goodput {result['goodput']:.2%} "
         f"(simulated {result['simulated_goodput']:.2%} ± {result['simulated_goodput_stderr']:.2%}; at the optimum {result['optimal_goodput']:.2%})",
-        f"  run          work {duration(result['work_s'])}, wall {duration(result['wall_s'])}, {result['expected_failures']:.3g} failures expected",
+        f"  run          work {duration(result['work_s'])}, wall {duration(result['wall_s'])}, {result['expected_failures']:.3g} failures expected, "
+        f"each losing {duration(result['lost_work_per_failure_s'])} of work and {duration(result['restart_s'])} of restart",
         elastic_line(el, nodes),
     ]
     return "\n".join(lines + [f"  note: {note}" for note in result["notes"]])

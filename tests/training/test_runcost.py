@@ -18,6 +18,7 @@ from sim.training.runcost import (
     daly_wall_factor,
     exact_optimum,
     goodput,
+    lost_work,
     run_cost,
     young_interval,
 )
@@ -60,6 +61,12 @@ def test_wall_time_first_order_adds_delta_over_tau_and_half_a_segment_and_a_rest
 
 def test_the_restart_does_not_move_the_optimum_of_dalys_model():
     assert exact_optimum(10.0, 0.0, 1e4) == pytest.approx(exact_optimum(10.0, 3000.0, 1e4), rel=1e-6)
+
+
+def test_a_failure_loses_half_an_interval_when_failures_are_rare_and_less_when_they_are_not():
+    assert lost_work(600.0, 0.0, 1e7) == pytest.approx(300.0, rel=1e-4)
+    assert lost_work(3600.0, 0.0, 3600.0) == pytest.approx(3600 - 3600 / math.expm1(1.0))
+    assert lost_work(3600.0, 0.0, 3600.0) < 1800.0  # a failure is likelier early in a long interval
 
 
 # -- the simulation against the closed forms ----------------------------------------------------
