@@ -279,8 +279,10 @@ def run_cost(scenario: RunCostScenario) -> RunCostResult:
     checkpoint = checkpoint_cost(scenario)
     parts = restart_parts(scenario, checkpoint)
     delta, restart, mtbf = checkpoint.blocking_s, sum(parts.values()), scenario.mtbf_s
+    _check_recoverable(delta, restart, mtbf)
     exact = exact_optimum(delta, restart, mtbf)
     interval, notes = _chosen_interval(scenario, checkpoint, exact)
+    _check_recoverable(delta, restart, mtbf, interval)
     simulated = runcost_sim.simulated_optimum(delta, restart, mtbf, scenario.samples, scenario.seed, around_s=exact)
     measured = runcost_sim.simulate(interval, delta, restart, mtbf, scenario.samples, scenario.seed)
     work = scenario.steps * scenario.step_time_s
@@ -309,6 +311,19 @@ def run_cost(scenario: RunCostScenario) -> RunCostResult:
         elastic=elastic(scenario, interval, delta, restart),
         notes=notes,
     )
+
+
+MAX_MTBFS = 5.0  # a checkpoint, a restart or an interval this many MTBFs long almost never completes
+
+
+def _check_recoverable(delta_s: float, restart_s: float, mtbf_s: float, interval_s: float = 0.0) -> None:
+    """Refuse a run that could (almost) never make progress, before any formula overflows."""
+    for what, seconds in (("a checkpoint", delta_s), ("a restart", restart_s), ("an interval and its checkpoint", interval_s + delta_s)):
+        if seconds > MAX_MTBFS * mtbf_s:
+            raise CollsimError(
+                f"run-cost: {what} takes {seconds:.3g} s, {seconds / mtbf_s:.3g} times the job's MTBF ({mtbf_s:.3g} s): "
+                f"the run would almost never make progress; lower the failure rate or the cost (at most {MAX_MTBFS:g} MTBFs)"
+            )
 
 
 def _chosen_interval(scenario: RunCostScenario, checkpoint: Checkpoint, exact_s: float) -> tuple[float, list[str]]:

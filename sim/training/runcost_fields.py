@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from sim.errors import CollsimError, unknown_key
-from sim.fields import FieldInfo, register
+from sim.fields import FieldInfo, check_range, register
 from sim.training.runcost import FAILURE_RATES, OPTIMIZERS, PRECISIONS, SHARDINGS, WRITE_MODES, RunCostScenario
 from sim.units import parse_bandwidth, parse_time, require_unit
 
@@ -25,20 +25,30 @@ RUNCOST = {
             "time of one training step, e.g. 1.2s (or --from-ddp / --from-fsdp FILE)",
             short="step_time",
             unit="s",
+            low=1e-6,
+            high=86400,
         ),
         F("gpus", "GPUs", "GPUs in the job (or --hardware NAME --nodes N)", low=1, high=10_000_000, kind="int"),
         F("gpus_per_node", "GPUs per node", "GPUs in one node (default 8; a hardware preset's own)", low=1, high=1024, kind="int"),
-        F("params", "Parameters", "parameters of the model, e.g. 405B, 7e9, 124M"),
-        F("steps", "Steps", "training steps in the run (default 100000)", low=1, kind="int"),
-        F("tokens_per_step", "Tokens per step", "tokens in one step's global batch, e.g. 16M: the run's tokens are reported too", low=1),
+        F("params", "Parameters", "parameters of the model, e.g. 405B, 7e9, 124M", low=1, high=1e15),
+        F("steps", "Steps", "training steps in the run (default 100000)", low=1, kind="int", high=1e12),
+        F(
+            "tokens_per_step",
+            "Tokens per step",
+            "tokens in one step's global batch, e.g. 16M: the run's tokens are reported too",
+            low=1,
+            high=1e12,
+        ),
         F(
             "failure_rate",
             "Failure rate",
             "failures per GPU-hour, or a published run's: llama3 (the default: 419 unexpected in 54 days on 16384 GPUs), "
             "llama3-all (all 466 interruptions), opt175b (35 + 70 restarts in 2 months on 992 GPUs)",
             unit="1/GPU-h",
+            low=1e-12,
+            high=1,
         ),
-        F("tokens", "Tokens", "tokens of the whole run, e.g. 15T: steps = tokens / --tokens-per-step"),
+        F("tokens", "Tokens", "tokens of the whole run, e.g. 15T: steps = tokens / --tokens-per-step", low=1, high=1e18),
         F("precision", "Precision", "weights' precision (below fp32 an fp32 master copy is saved too)", choices=PRECISIONS),
         F("optimizer", "Optimizer", "optimizer states saved: adam (fp32 m and v), sgd (fp32 momentum), none", choices=OPTIMIZERS),
         F(
@@ -59,6 +69,8 @@ RUNCOST = {
             "aggregate storage write/read bandwidth, e.g. 100GB/s",
             short="storage_bw",
             unit="B/s",
+            low=1,
+            high=1e16,
         ),
         F(
             "node_storage_bandwidth_Bps",
@@ -66,6 +78,8 @@ RUNCOST = {
             "one node's bandwidth to storage, e.g. 5GB/s",
             short="node_storage_bw",
             unit="B/s",
+            low=1,
+            high=1e16,
         ),
         F(
             "copy_bandwidth_Bps",
@@ -73,23 +87,53 @@ RUNCOST = {
             "one GPU's device-to-host copy bandwidth (async staging), e.g. 10GB/s",
             short="copy_bw",
             unit="B/s",
+            low=1,
+            high=1e16,
         ),
-        F("rendezvous_s", "Rendezvous", "restart: torchrun's re-rendezvous and process start, e.g. 30s", short="rendezvous", unit="s"),
+        F(
+            "rendezvous_s",
+            "Rendezvous",
+            "restart: torchrun's re-rendezvous and process start, e.g. 30s",
+            short="rendezvous",
+            unit="s",
+            low=0,
+            high=1e7,
+        ),
         F(
             "pg_init_per_rank_s",
             "Process-group init per rank",
             "restart: process-group init per rank (TCPStore, NCCL), e.g. 5ms",
             short="pg_init_per_rank",
             unit="s",
+            low=0,
+            high=60,
         ),
-        F("warmup_s", "Warm-up", "restart: warm-up before full speed (compilation, data loader), e.g. 60s", short="warmup", unit="s"),
-        F("interval_s", "Checkpoint interval", "work between checkpoints, e.g. 30min (default: the optimum)", short="interval", unit="s"),
+        F(
+            "warmup_s",
+            "Warm-up",
+            "restart: warm-up before full speed (compilation, data loader), e.g. 60s",
+            short="warmup",
+            unit="s",
+            low=0,
+            high=1e7,
+        ),
+        F(
+            "interval_s",
+            "Checkpoint interval",
+            "work between checkpoints, e.g. 30min (default: the optimum)",
+            short="interval",
+            unit="s",
+            low=1e-6,
+            high=1e9,
+        ),
         F(
             "replace_wait_s",
             "Replacement wait",
             "elastic: a spare node arrives this long after a failure, e.g. 1h",
             short="replace_wait",
             unit="s",
+            low=0,
+            high=1e7,
         ),
         F("nodes_lost", "Nodes lost", "elastic: nodes one failure takes out (default 1)", low=1, kind="int"),
         F("samples", "Samples", "simulated checkpoint intervals per point (default 100000)", low=1, high=2_000_000, kind="int"),
@@ -140,7 +184,7 @@ def scenario_from_dict(data: dict[str, Any]) -> RunCostScenario:
         info = by_key[key]
         if info.name in fields:
             raise CollsimError(f"{info.key}: given twice (as {info.name} and {info.key}); give it once", field=info.key)
-        fields[info.name] = _number(value, key) if key == info.name != info.key and _plain(value) else _read(info, value)
+        fields[info.name] = _read(info, f"{value!r}{info.unit}" if key == info.name != info.key and _plain(value) else value)
     _steps_from_tokens(fields)
     missing = [RUNCOST[name].key for name in ("step_time_s", "gpus", "params") if name not in fields]
     if missing:
@@ -157,6 +201,14 @@ def _plain(value: Any) -> bool:
 
 
 def _read(info: FieldInfo, value: Any) -> Any:
+    """The value parsed, within the field's bounds (the table's, one source for every surface)."""
+    parsed = _parse(info, value)
+    if isinstance(parsed, (int, float)) and not isinstance(parsed, bool) and math.isfinite(parsed):
+        check_range(info.name, parsed, "runcost")
+    return parsed
+
+
+def _parse(info: FieldInfo, value: Any) -> Any:
     if value is None:
         return None
     if info.unit in _PARSERS:
@@ -178,11 +230,7 @@ def _whole(value: Any, info: FieldInfo) -> int:
     number = _number(value, info.key)
     if number != int(number):
         raise CollsimError(f"{info.key}: must be a whole number, got {value!r}", field=info.key)
-    whole = int(number)
-    if (info.low is not None and whole < info.low) or (info.high is not None and whole > info.high):
-        bound = f"between {info.low:g} and {info.high:g}" if info.high is not None else f">= {info.low:g}"
-        raise CollsimError(f"{info.key}: must be {bound}, got {whole}", field=info.key)
-    return whole
+    return int(number)
 
 
 def _number(value: Any, what: str) -> float:

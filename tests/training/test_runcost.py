@@ -95,6 +95,20 @@ def test_the_same_seed_gives_the_same_answer_and_another_seed_another_draw():
     assert first == again and first.mean_segment_s != other.mean_segment_s
 
 
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"failure_rate": 1000.0, "gpus": 16384},
+        {"warmup_s": 1e9},
+        {"interval_s": 1e9},
+        {"storage_bandwidth_Bps": 1e-300, "node_storage_bandwidth_Bps": 1e-300},
+    ],
+)
+def test_a_run_that_would_almost_never_progress_is_refused_with_one_message_not_an_overflow(fields):
+    with pytest.raises(CollsimError, match="almost never make progress"):
+        run_cost(scenario(**fields))
+
+
 def test_a_run_that_could_never_finish_is_refused_in_bounded_time():
     with pytest.raises(CollsimError, match="never finish"):
         runcost_sim.simulate(1e6, 0.0, 0.0, 1.0, 10, seed=0)

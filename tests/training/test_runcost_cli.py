@@ -84,7 +84,8 @@ def test_a_scenario_file_is_read_and_flags_override_it(tmp_path):
         (["--step-time", "1s", "--gpus", "8", "--params", "1B", "--hardware", "dgx-h100", "--nodes", "2"], "disagrees"),
         (["--step-time", "1s", "--params", "1B", "--hardware", "nope", "--nodes", "2"], "nope"),
         (["--from-ddp", GPT2, "--from-fsdp", GPT2], "give one step model"),
-        (["--step-time", "1s", "--gpus", "8", "--params", "1B", "--failure-rate", "0"], "failure_rate: must be a positive number"),
+        (["--step-time", "1s", "--gpus", "8", "--params", "1B", "--failure-rate", "0"], "failure_rate: must be between 1e-12 and 1"),
+        (["--step-time", "1e-300s", "--gpus", "8", "--params", "1"], "step_time: must be between 1e-06 and 86400"),
     ],
 )
 def test_bad_input_gets_one_line_naming_it(args, message):
