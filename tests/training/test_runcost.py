@@ -7,6 +7,8 @@ import json
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sim.errors import CollsimError
 from sim.training import runcost_sim
@@ -67,6 +69,24 @@ def test_a_failure_loses_half_an_interval_when_failures_are_rare_and_less_when_t
     assert lost_work(600.0, 0.0, 1e7) == pytest.approx(300.0, rel=1e-4)
     assert lost_work(3600.0, 0.0, 3600.0) == pytest.approx(3600 - 3600 / math.expm1(1.0))
     assert lost_work(3600.0, 0.0, 3600.0) < 1800.0  # a failure is likelier early in a long interval
+
+
+@pytest.mark.slow
+@settings(max_examples=200, deadline=None)
+@given(
+    tau=st.floats(1.0, 1e5),
+    delta=st.floats(0.01, 1e3),
+    restart=st.floats(0.0, 1e4),
+    mtbf=st.floats(1e3, 1e7),
+    more=st.floats(1.01, 10.0),
+)
+def test_goodput_is_a_fraction_that_falls_with_costlier_checkpoints_restarts_and_failures(tau, delta, restart, mtbf, more):
+    value = goodput(tau, delta, restart, mtbf)
+    assert 0 < value < 1
+    assert goodput(tau, delta * more, restart, mtbf) < value
+    assert goodput(tau, delta, restart * more + 1, mtbf) < value
+    assert goodput(tau, delta, restart, mtbf / more) < value
+    assert goodput(exact_optimum(delta, restart, mtbf), delta, restart, mtbf) >= value * (1 - 1e-12)  # nothing beats the optimum
 
 
 # -- the simulation against the closed forms ----------------------------------------------------
