@@ -206,7 +206,10 @@ def daly_interval(delta_s: float, mtbf_s: float) -> float:
 def daly_wall_factor(interval_s: float, delta_s: float, restart_s: float, mtbf_s: float) -> float:
     """Expected wall time per second of work with exponential failures that may strike during
     work, checkpoints and restarts (Daly 2006 eq. 13): M e^(R/M) (e^((tau+delta)/M) - 1) / tau."""
-    return mtbf_s * math.exp(restart_s / mtbf_s) * math.expm1((interval_s + delta_s) / mtbf_s) / interval_s
+    try:
+        return mtbf_s * math.exp(restart_s / mtbf_s) * math.expm1((interval_s + delta_s) / mtbf_s) / interval_s
+    except OverflowError:  # a cost of hundreds of MTBFs (an elastic wait): the run never ends
+        return math.inf
 
 
 def lost_work(interval_s: float, delta_s: float, mtbf_s: float) -> float:

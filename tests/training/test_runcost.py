@@ -168,6 +168,11 @@ def test_continuing_on_fewer_nodes_beats_waiting_for_a_spare_unless_the_spare_is
     assert run_cost(scenario(replace_wait_s=0.0)).elastic["better"] == "wait"
 
 
+def test_a_wait_for_a_spare_of_hundreds_of_mtbfs_gives_no_goodput_rather_than_an_overflow():
+    result = run_cost(scenario(gpus=16384, failure_rate=1e-3, replace_wait_s=1e7))  # MTBF 220 s
+    assert result.elastic["wait_goodput"] == 0.0 and result.elastic["better"] == "shrink"
+
+
 def test_the_chosen_interval_is_a_whole_number_of_steps_and_the_result_is_plain_json():
     result = run_cost(scenario(step_time_s=7.0, interval_s=100.0))
     assert result.interval_s == 105.0 and any("whole steps" in note for note in result.notes)
