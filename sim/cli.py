@@ -150,7 +150,7 @@ def _unit(parse):
     "collective",
     *("op", "algorithm", "ranks", "size_bytes", "latency_s", "bandwidth_Bps", "reduce_bandwidth_Bps", "overhead_s", "chunks", "topology"),
     *("gpus_per_node", "intra_latency_s", "intra_bandwidth_Bps", "root", "stragglers", "jitter_s", "seed", "repetitions", "element_bytes"),
-    *("record", "sharing", "eager_limit_bytes", "placement", "groups", "hardware"),
+    *("record", "sharing", "eager_limit_bytes", "placement", "groups", "hardware", "nccl_version"),
     decls={"stragglers": ("--straggler", "stragglers")},
 )
 @click.option("--nodes", default=None, type=int, help="with --hardware: number of nodes (default 1)")

@@ -149,6 +149,12 @@ COLLECTIVE = _table(
     F("placement", "Placement", "ranks on endpoints: block (default), round_robin (two_level: rank r on node r % nodes) or FILE"),
     F("groups", "Groups", "run the collective at once on disjoint groups: 4x8, strided:4 or 0,1;2,3"),
     F("hardware", "Hardware", "hardware preset (collsim hardware list): fills ranks, topology and links; flags override"),
+    F(
+        "nccl_version",
+        "NCCL version",
+        "with --hardware: the NCCL release whose tuning model picks (default 2.27)",
+        listing="sim.nccl.versions:known_versions",
+    ),
 )
 
 DDP = _table(

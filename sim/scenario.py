@@ -249,6 +249,7 @@ class CollectiveScenario(ScenarioData):
     placement: str = "block"  # block | round_robin | YAML/JSON file of each rank's endpoint (docs/network-model.md)
     groups: tuple[tuple[int, ...], ...] = ()  # disjoint groups running the collective at once; (): one of all ranks
     hardware: str | None = None  # preset name (sim/hardware/presets): two_level with the preset's NICs (docs/hardware.md)
+    nccl_version: str | None = None  # with hardware: NCCL's tuning model of this release line (sim.nccl.versions; None: 2.27)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Any:
@@ -278,6 +279,14 @@ class CollectiveScenario(ScenarioData):
         self._check_hardware()
 
     def _check_hardware(self) -> None:
+        if self.nccl_version is not None:
+            from sim.nccl.versions import nccl_version
+
+            nccl_version(self.nccl_version)  # an unknown version: one message listing the known ones
+            if self.hardware is None:
+                raise CollsimError(
+                    "nccl_version: picks NCCL's tuning model on a GPU preset; give --hardware NAME too", field="nccl_version"
+                )
         if self.hardware is None:
             return
         from sim.hardware.presets import load_preset
@@ -461,6 +470,7 @@ _COLLECTIVE_PARSERS: dict[str, Parser] = {
     "eager_limit_bytes": parse_size,
     "placement": lambda value, what: str(value),
     "hardware": optional_parser(lambda value, what: str(value)),
+    "nccl_version": optional_parser(lambda value, what: str(value)),
 }
 
 
