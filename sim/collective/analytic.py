@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass
 
 from sim.algorithms.registry import AlgorithmSpec, Form, algorithm_spec, all_specs, busbw_factor
+from sim.fields import breaks
 
 
 def form_of(op: str, algorithm: str) -> Form | None:
@@ -83,14 +84,9 @@ def why_no_closed_form(scenario) -> str | None:
         return f"the {s.op}/{s.algorithm} closed form holds for a power-of-two number of ranks, not {s.ranks}"
     if s.chunks != 1 and not form.chunked:
         return f"the {s.op}/{s.algorithm} closed form is for one chunk; {s.chunks} pipelined chunks have none"
-    if s.topology != "switch":
-        return f"closed forms assume one port per rank into a switch, not the {s.topology} topology"
-    if s.stragglers:
-        return "stragglers start some ranks late; closed forms assume all start together"
-    if s.jitter_s:
-        return "jitter varies message times; closed forms assume fixed costs"
-    if s.repetitions != 1:
-        return f"{s.repetitions} back-to-back calls may overlap; the closed form is for one call"
+    reason = breaks(s, "closed_form")  # topology, stragglers, jitter, repetitions: their entries in sim.fields
+    if reason is not None:
+        return reason
     eager = _eager_race(s, spec)
     if eager:
         return eager
