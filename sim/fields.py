@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +30,9 @@ __all__ = [
     "SHARING_MODES",
     "VERIFY_LIMIT_BYTES",
     "breaks",
+    "broken",
     "check_range",
+    "check_value",
     "command_fields",
     "field_info",
     "fields_of",
@@ -176,7 +179,7 @@ COLLECTIVE = _table(
     F("jitter_s", "Jitter", "mean extra delay per message, exponential, e.g. 1us", "jitter", unit="s", low=0, commands=C,
       closed_form="jitter varies message times; closed forms assume fixed costs",
       collapsed="per-message jitter needs per-message simulation"),
-    F("seed", "Seed", "seed for jitter and verification payloads", low=0, kind="int", commands=C),
+    F("seed", "Seed", "seed for jitter and verification payloads", low=0, high=2**63 - 1, kind="int", commands=C),
     F("repetitions", "Repetitions", "back-to-back calls; time_s is per call (total_time / repetitions), buffers fresh each call", low=1,
       kind="int", commands=C, closed_form="{value} back-to-back calls may overlap; the closed form is for one call"),
     F("verify", "Verify", "move real payloads and check every rank's final buffer", kind="flag", commands=C,
@@ -324,11 +327,38 @@ def fields_of(scenario: str = "collective") -> dict[str, FieldInfo]:
 def check_range(name: str, value: float, scenario: str = "collective") -> None:
     """Raise when ``value`` is outside field ``name``'s bounds: one limit, from the table above,
     for every command, file and form (``sim ddp --ranks 100000`` once passed its own 65,536)."""
-    info = fields_of(scenario)[name]
-    if info.low is not None and info.high is not None and not info.low <= value <= info.high:
-        raise CollsimError(f"{info.key}: must be between {info.low:g} and {info.high:g}, got {value:g}", field=info.key)
-    if info.low is not None and value < info.low:
-        raise CollsimError(f"{info.key}: must be >= {info.low:g}, got {value:g}", field=info.key)
+    _check_bounds(fields_of(scenario)[name], value)
+
+
+def _check_bounds(info: FieldInfo, value: float) -> None:
+    low, high = (None if bound is None else _number(bound) for bound in (info.low, info.high))
+    if low is not None and high is not None and not info.low <= value <= info.high:
+        raise CollsimError(f"{info.key}: must be between {low} and {high}, got {_number(value)}", field=info.key)
+    if low is not None and value < info.low:
+        raise CollsimError(f"{info.key}: must be >= {low}, got {_number(value)}", field=info.key)
+
+
+def _number(value: float) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def check_value(info: FieldInfo, value: Any) -> None:
+    """Raise unless ``value`` (parsed; None: not given) is one the field allows: one of its
+    choices, a positive finite rate (B/s), a finite time or size within its bounds, a number
+    within its bounds. The error names the field (``field=`` its key), so a form shows it at its box."""
+    if value is None or isinstance(value, bool):
+        return
+    key = info.key
+    if info.choices and value not in info.choices:
+        raise CollsimError(f"{key}: must be one of {', '.join(info.choices)}, got {value!r}", field=key)
+    if info.unit == "B/s" and not (value > 0 and math.isfinite(value)):
+        raise CollsimError(f"{key}: must be a positive, finite rate such as 25GB/s, got {value!r}", field=key)
+    if info.unit == "s" and not (value >= (info.low or 0) and math.isfinite(value)):
+        raise CollsimError(f"{key}: must be a time >= {info.low or 0:g} such as 5us, got {value!r}", field=key)
+    if info.unit == "bytes" and info.kind != "int" and isinstance(value, (int, float)) and value < (info.low or 0):
+        raise CollsimError(f"{key}: must be a size >= {info.low or 0:g} such as 64KiB, got {value!r}", field=key)
+    if info.kind in ("int", "float") and isinstance(value, (int, float)):
+        _check_bounds(info, value)
 
 
 def field_info(name: str, scenario: str = "collective") -> FieldInfo:
@@ -344,7 +374,7 @@ def field_info(name: str, scenario: str = "collective") -> FieldInfo:
     return dataclasses.replace(info, default=default)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _declared(scenario: str) -> dict[str, dataclasses.Field]:
     module, cls, _ = _SCENARIOS[scenario]
     return {item.name: item for item in dataclasses.fields(getattr(importlib.import_module(module), cls))}
@@ -366,12 +396,19 @@ def breaks(scenario: Any, what: str) -> str | None:
     """Why ``scenario`` (a CollectiveScenario) has no ``what`` ("closed_form" or "collapsed"): the
     reason of the first field, in the table's order, whose value is not its default and whose
     entry says it breaks that; None when none does."""
+    return next(iter(broken(scenario, what).values()), None)
+
+
+def broken(scenario: Any, what: str) -> dict[str, str]:
+    """Every field of ``scenario`` that breaks ``what`` ("closed_form" or "collapsed"), by name,
+    with its entry's reason, in the table's order."""
     declared = _declared("collective")
+    reasons = {}
     for name, info in COLLECTIVE.items():
         reason = getattr(info, what)
         if reason is not None and getattr(scenario, name) != declared[name].default:
-            return reason.format(value=getattr(scenario, name))
-    return None
+            reasons[name] = reason.format(value=getattr(scenario, name))
+    return reasons
 
 
 # -- groups and verify: checks a scenario makes as it is built (sim.collective.groups and

@@ -20,11 +20,12 @@ from sim.algorithms.registry import algorithm_spec, algorithms_for, fill_only_al
 from sim.errors import CollsimError, unknown_key
 from sim.fields import (
     COLLECTIVE,
+    PRESET_KEYS,
     RECORD_MODES,
     SHARING_MODES,
     VERIFY_LIMIT_BYTES,
     FieldInfo,
-    check_range,
+    check_value,
     field_info,
     resolve_groups,
     verify_bytes,
@@ -291,40 +292,11 @@ class CollectiveScenario(ScenarioData):
         preset.check_nodes(self.ranks // preset.gpus_per_node)
 
     def _check_numbers(self) -> None:
-        check_range("ranks", self.ranks)
-        if self.size_bytes < 0:
-            raise CollsimError(f"size: must be >= 0 bytes, got {self.size_bytes}")
-        positive = {
-            "bandwidth": self.bandwidth_Bps,
-            "reduce_bandwidth": self.reduce_bandwidth_Bps,
-            "intra_bandwidth": self.intra_bandwidth_Bps,
-        }
-        for name, value in positive.items():
-            if value is not None and not (value > 0 and math.isfinite(value)):
-                raise CollsimError(f"{name}: must be a positive, finite rate such as 25GB/s, got {value!r}")
-        non_negative = {
-            "latency": self.latency_s,
-            "overhead": self.overhead_s,
-            "jitter": self.jitter_s,
-            "intra_latency": self.intra_latency_s,
-        }
-        for name, value in non_negative.items():
-            if value is not None and not (value >= 0 and math.isfinite(value)):
-                raise CollsimError(f"{name}: must be a time >= 0 such as 5us, got {value!r}")
-        for name in ("chunks", "element_bytes", "repetitions", "max_events"):
-            value, low = getattr(self, name), COLLECTIVE[name].low  # the bound is the field's (sim.fields)
-            if value < low:
-                raise CollsimError(f"{name}: must be >= {low}, got {value}")
+        for name, info in COLLECTIVE.items():  # bounds, units and choices: each field's entry (sim.fields)
+            if name not in PRESET_KEYS and name != "root":  # root's bound is the rank count, below
+                check_value(info, getattr(self, name))
         if not 0 <= self.root < self.ranks:
-            raise CollsimError(f"root: must be a rank in 0..{self.ranks - 1}, got {self.root}")
-        if self.sharing not in SHARING_MODES:
-            raise CollsimError(f"sharing: must be one of {', '.join(SHARING_MODES)}, got {self.sharing!r}")
-        if self.eager_limit_bytes < 0:
-            raise CollsimError(f"eager_limit: must be a size >= 0 such as 64KiB, got {self.eager_limit_bytes}")
-        if self.record not in RECORD_MODES:
-            raise CollsimError(f"record: must be one of {', '.join(RECORD_MODES)}, got {self.record!r}")
-        if not 0 <= self.seed < 2**63:  # numpy's default_rng takes non-negative seeds only
-            raise CollsimError(f"seed: must be a whole number from 0 to 2**63-1, got {self.seed}")
+            raise CollsimError(f"root: must be a rank in 0..{self.ranks - 1}, got {self.root}", field="root")
         if self.verify:
             need = verify_bytes(self.ranks, self.elements)
             if need > VERIFY_LIMIT_BYTES:
