@@ -266,6 +266,7 @@ DDP = _table(
     F("ranks", "Ranks", "number of ranks (default 2)", low=1, high=COLLECTIVE["ranks"].high, kind="int"),  # one rank limit
     F("call_overhead_s", "Call overhead", "network: fixed cost per collective call, e.g. 20us", "call_overhead", unit="s", low=0),
     F("hardware", "Hardware", "a preset sets ranks (whole nodes), the network, o / w and the GPU (collsim hardware list)"),
+    *(dataclasses.replace(COLLECTIVE[name], commands=("ddp",), group="", hint="") for name in ("nodes", "nics_per_node", "nic_bandwidth")),
     F(
         "mode",
         "Network mode",
