@@ -407,7 +407,7 @@ def broken(scenario: Any, what: str) -> dict[str, str]:
     reasons = {}
     for name, info in COLLECTIVE.items():
         reason = getattr(info, what)
-        if reason is not None and getattr(scenario, name) != declared[name].default:
+        if reason is not None and name in declared and getattr(scenario, name) != declared[name].default:
             reasons[name] = reason.format(value=getattr(scenario, name))
     return reasons
 
