@@ -409,30 +409,28 @@ class CollectiveScenario(ScenarioData):
         return data
 
 
+def parser_for(info: FieldInfo, default: Any) -> Parser | None:
+    """How a field's value is read, from its entry: the unit's parser (5us, 25GB/s, 64MiB), whole
+    numbers, on/off; optional (None, "", "none") where the dataclass default is None. None: the
+    value is taken as it is (op, algorithm, groups)."""
+    by_unit = {"s": parse_time, "B/s": parse_bandwidth, "bytes": parse_size}
+    by_kind = {"int": parse_int, "flag": parse_bool}
+    parse = by_kind.get(info.kind) or by_unit.get(info.unit)
+    if parse is None:
+        return None
+    return optional_parser(parse) if default is None else parse
+
+
+_TEXT = optional_parser(lambda value, what: str(value))
 _COLLECTIVE_PARSERS: dict[str, Parser] = {
-    "ranks": parse_int,
-    "size_bytes": parse_size,
-    "bandwidth_Bps": parse_bandwidth,
-    "latency_s": parse_time,
-    "reduce_bandwidth_Bps": optional_parser(parse_bandwidth),
-    "overhead_s": parse_time,
-    "chunks": parse_int,
-    "topology": lambda value, what: str(value),
-    "gpus_per_node": optional_parser(parse_int),
-    "intra_latency_s": optional_parser(parse_time),
-    "intra_bandwidth_Bps": optional_parser(parse_bandwidth),
-    "element_bytes": parse_int,
-    "root": parse_int,
+    **{
+        name: parse
+        for name, item in ((f.name, f) for f in dataclasses.fields(CollectiveScenario))
+        if (parse := parser_for(COLLECTIVE[name], item.default)) is not None
+    },
+    **{name: (lambda value, what: str(value)) for name in ("topology", "sharing", "placement")},
+    "hardware": _TEXT,
     "stragglers": _stragglers,
-    "jitter_s": parse_time,
-    "seed": parse_int,
-    "repetitions": parse_int,
-    "verify": parse_bool,
-    "max_events": parse_int,
-    "sharing": lambda value, what: str(value),
-    "eager_limit_bytes": parse_size,
-    "placement": lambda value, what: str(value),
-    "hardware": optional_parser(lambda value, what: str(value)),
 }
 
 
