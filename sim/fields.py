@@ -1,12 +1,17 @@
 """What a person needs to know about each scenario field, in one place: the short key of files
-and the command line, a form label, the help sentence, the unit, the bounds and the choices.
+and the command line, a form label and hint, the help sentence, the unit, the bounds and the
+choices, which ``collsim sim`` commands take it as a flag, which explorer form shows it under
+which URL key, and what a value other than its default breaks (the closed form, the collapsed
+path) and why.
 
-The scenarios read their short names (aliases) and bounds from here
-(:mod:`sim.scenario`, :mod:`sim.training.ddp_scenario`); ``collsim sim collective`` / ``sim
-ddp`` / ``sim crossover`` / ``sim fsdp`` build their options from it (:mod:`sim.cli_fields`);
-the explorer's forms take labels and help from :func:`field_info`. Standard library only, so
-``collsim --help`` stays light; the defaults come from the scenario dataclasses themselves
-(:func:`field_info` looks them up).
+Everything else iterates these tables: the scenarios read their short names, parsers and bounds
+(:mod:`sim.scenario`, :func:`check_value`); ``collsim sim collective`` / ``crossover`` / ``ddp``
+build their options from :func:`command_fields` (:mod:`sim.cli_fields`); the explorer's forms
+take their boxes, labels, first values and URL keys from :func:`form_fields`;
+:mod:`sim.collective.analytic` and :mod:`sim.collective.collapsed` ask :func:`breaks`; the docs'
+scenario-keys reference is written from them. Standard library only, so ``collsim --help`` stays
+light; the defaults come from the scenario dataclasses themselves (:func:`field_info` looks
+them up). A new field: one entry here, its dataclass field, what it does in the engine.
 """
 
 from __future__ import annotations
