@@ -19,7 +19,8 @@ flows, the default), and docs/network-model.md.
 Speed (docs/scale.md): links are float "free at" times, not Resource objects; the messages (and
 reductions) that end at one instant share one heap entry, an :class:`Instant`, and fire in issue
 order. An instant stops taking deliveries as soon as anything else is scheduled for its time (the
-environment's ``schedule`` is wrapped to see that), so later deliveries go behind it. Records go
+environment's ``schedule`` is wrapped to see that: :mod:`sim.network.simpy_core`, the one module
+that touches SimPy's private state), so later deliveries go behind it. Records go
 to bounded typed columns (:mod:`sim.network.records`).
 """
 
