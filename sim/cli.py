@@ -121,6 +121,10 @@ def cli() -> None:
     lazy={
         "ddp": ("sim.training.ddp_cli:ddp", "Simulate a DDP step: buckets, overlap, overhead, best bucket size."),
         "fsdp": ("sim.training.fsdp_cli:fsdp", "Simulate an FSDP / ZeRO step: all-gathers, reduce-scatters, memory; --compare strategies."),
+        "run-cost": (
+            "sim.training.runcost_cli:run_cost_command",
+            "Failures, checkpoints and restarts of a run: checkpoint interval, goodput, wall time.",
+        ),
         "crossover": (
             "sim.crossover_cli:crossover_command",
             "Time of every algorithm of an op over message size; the fastest per size.",

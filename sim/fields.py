@@ -42,6 +42,7 @@ __all__ = [
     "field_info",
     "fields_of",
     "form_fields",
+    "register",
     "resolve_groups",
     "verify_bytes",
 ]
@@ -321,6 +322,11 @@ DDP = {
 del F, C, X, P, D
 
 _SCENARIOS = {"collective": ("sim.scenario", "CollectiveScenario", COLLECTIVE), "ddp": ("sim.training.ddp_scenario", "DDPScenario", DDP)}
+
+
+def register(scenario: str, module: str, cls: str, table: dict[str, FieldInfo]) -> None:
+    """A command's own field table, registered as its module is imported (sim.training.runcost_fields)."""
+    _SCENARIOS[scenario] = (module, cls, table)
 
 
 def fields_of(scenario: str = "collective") -> dict[str, FieldInfo]:
