@@ -85,7 +85,8 @@ class DDPResult:
         o_s, w_Bps = self.prepared.comm.ow(self.prepared.grad_bytes)
         if self.scenario.strategy == "naive" or not w_Bps or not math.isfinite(w_Bps):
             return {"o_s": o_s, "w_Bps": w_Bps, "formula_overhead_s": None, "formula_simple_overhead_s": None}
-        s, n_b, t_s = self.prepared.grad_bytes, len(self.calls), self.prepared.backward.total_s
+        sizes = [part.nbytes for call in self.calls for part in call.parts]  # a comm hook's all-reduces (one a bucket without)
+        s, n_b, t_s = sum(sizes), len(sizes), self.prepared.backward.total_s
         return {
             "o_s": o_s,
             "w_Bps": w_Bps,

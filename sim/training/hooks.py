@@ -33,7 +33,6 @@ __all__ = [
     "matrix_view",
     "should_compress",
     "hook_allreduce_calls",
-    "powersgd_memory_bytes",
 ]
 
 HOOKS = ("none", "fp16", "bf16", "powersgd")
@@ -125,17 +124,3 @@ def hook_allreduce_calls(
         HookCall(p_numel * element_bytes, "powersgd P"),
         HookCall(q_numel * element_bytes, "powersgd Q"),
     ]
-
-
-def powersgd_memory_bytes(bucket_shapes: Sequence[Sequence[Sequence[int]]], hook: CommHook, element_bytes: int = 4) -> int:
-    """Extra bytes PowerSGD holds per rank: P and Q of every bucket (kept with warm start) and,
-    with error feedback, an error tensor the size of each bucket."""
-    if hook.name != "powersgd":
-        return 0
-    total = 0
-    for shapes in bucket_shapes:
-        calls = hook_allreduce_calls(shapes, hook, None, element_bytes=element_bytes)
-        total += calls[1].nbytes + calls[2].nbytes
-        if hook.use_error_feedback:
-            total += sum(math.prod(shape) for shape in shapes) * element_bytes
-    return total

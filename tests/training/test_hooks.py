@@ -111,3 +111,14 @@ def test_cli_names_the_bad_hook_flag_in_one_line():
     assert "--powersgd-rank" in missing.output
     done = CliRunner().invoke(cli, [*base, "--comm-hook", "powersgd", "--powersgd-rank", "2"])
     assert done.exit_code == 0 and "comm hook        powersgd: " in done.output
+
+
+def test_the_closed_form_counts_the_hooks_all_reduces_not_the_gradients():
+    from sim.training.ddp import run_ddp
+
+    result = run_ddp(DDPScenario(preset="gpt2", comm_hook="powersgd", powersgd_rank=4, **OW))
+    sizes = [part.nbytes for call in result.calls for part in call.parts]
+    assert len(sizes) == 3 * len(result.calls)
+    # o = 0: n_b o + s / (n_b w) with s the bytes sent and n_b the all-reduces issued
+    expected = sum(sizes) / (len(sizes) * OW["w_Bps"])
+    assert math.isclose(result.formula()["formula_simple_overhead_s"], expected, rel_tol=1e-12)
