@@ -188,7 +188,7 @@ class DDPResult:
     def _comm_rows(self) -> list[dict[str, Any]]:
         last = self.scenario.accumulation_steps - 1
         return [
-            self._row("comm:0", "comm", start, end, call.nbytes, last, call.index, call.name)
+            self._row("comm:0", "comm", start, end, call.wire_nbytes, last, call.index, call.name)
             for call, (start, end) in zip(self.calls, self.comm_spans)
         ]
 

@@ -122,3 +122,11 @@ def test_the_closed_form_counts_the_hooks_all_reduces_not_the_gradients():
     # o = 0: n_b o + s / (n_b w) with s the bytes sent and n_b the all-reduces issued
     expected = sum(sizes) / (len(sizes) * OW["w_Bps"])
     assert math.isclose(result.formula()["formula_simple_overhead_s"], expected, rel_tol=1e-12)
+
+
+def test_the_step_trace_carries_the_bytes_the_hook_sends():
+    from sim.training.ddp import run_ddp
+
+    result = run_ddp(DDPScenario(preset="small", comm_hook="fp16", **OW))
+    comm = [row for row in result.events() if row["kind"] == "comm"]
+    assert [row["bytes"] for row in comm] == [call.nbytes // 2 for call in result.calls]
