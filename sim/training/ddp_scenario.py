@@ -98,6 +98,10 @@ class DDPScenario(ScenarioData):
         self._check_comm()
         self._check_compute()
         self.hook  # noqa: B018 (validates comm_hook, powersgd_rank, powersgd_warmup)
+        if self.comm_hook != "none" and self.strategy != "bucketed":
+            raise CollsimError(
+                f"comm_hook: torch's hooks run on DDP's buckets; use strategy bucketed (got {self.strategy}) or comm_hook none"
+            )
         if self.iteration is not None and self.iteration < 0:
             raise CollsimError(f"iteration: must be a whole number >= 0 (0 is the first training step), got {self.iteration}")
 

@@ -95,6 +95,7 @@ def test_compression_shortens_a_bandwidth_bound_step():
         ({"comm_hook": "topk"}, "comm_hook: unknown 'topk'; allowed: none, fp16, bf16, powersgd"),
         ({"comm_hook": "powersgd", "powersgd_rank": 2, "powersgd_warmup": 1}, "start_powerSGD_iter > 1"),
         ({"iteration": -1}, "iteration: must be a whole number >= 0"),
+        ({"comm_hook": "fp16", "strategy": "overlap"}, "comm_hook: torch's hooks run on DDP's buckets; use strategy bucketed"),
     ],
 )
 def test_bad_hook_settings_are_refused_by_name(fields, message):
