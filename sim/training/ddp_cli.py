@@ -10,6 +10,7 @@ import click
 
 from sim.cli_fields import field_options
 from sim.errors import CollsimError
+from sim.fields import command_fields
 
 _PARAM_FLAGS = ("preset", "params_file", "param_bytes")
 _PROFILE_FLAGS = ("backward_time", "backward_rate", "profile_file", "layer_times", "flops_per_s")
@@ -97,13 +98,7 @@ def scenario_data(scenario_file: str | None, flags: dict[str, Any]) -> dict[str,
 @click.option("--scenario", "scenario_file", default=None, help="YAML/JSON DDP scenario file (flags given override it)")
 @field_options(
     "ddp",
-    *("preset", "params_file", "param_bytes", "element_bytes", "strategy", "bucket_cap_bytes", "first_bucket_bytes", "rebuild"),
-    *("backward_time_s", "backward_rate_Bps", "profile_file", "layer_times", "flops_per_s", "tokens", "forward_time_s", "optimizer_time_s"),
-    # compute and memory inputs (sim.training.compute; docs/ddp.md "Compute, precision, memory")
-    *("precision", "master_weights", "mfu", "gpu", "activation_checkpointing", "slowdown", "accumulation_steps"),
-    *("comm", "o_s", "w_Bps", "algorithm", "ranks", "latency_s", "bandwidth_Bps", "topology", "gpus_per_node", "intra_latency_s"),
-    *("intra_bandwidth_Bps", "reduce_bandwidth_Bps", "call_overhead_s", "chunks"),
-    *("comm_hook", "powersgd_rank", "powersgd_warmup", "iteration"),  # sim.training.hooks; docs/ddp-hooks.md
+    *command_fields("ddp", "ddp"),
     decls={
         "params_file": ("--params", "params_file"),
         "profile_file": ("--profile", "profile_file"),
@@ -111,20 +106,10 @@ def scenario_data(scenario_file: str | None, flags: dict[str, Any]) -> dict[str,
         "optimizer_time_s": ("--optimizer-time", "--optimizer", "optimizer_time"),
         "master_weights": ("--master-weights/--no-master-weights",),
     },
-)
-@click.option(
-    "--hardware",
-    default=None,
-    help="hardware preset (collsim hardware list): ranks, network, NCCL's pick per all-reduce; implies --comm network; with --comm ow, o and w fitted to the same times",
-)
-@click.option("--nodes", default=None, type=int, help="with --hardware: number of nodes (default 1)")
-@click.option("--nics-per-node", default=None, type=int, help="with --hardware: NICs a node instead of the preset's (e.g. 16)")
-@click.option("--nic-bandwidth", default=None, help="with --hardware: bandwidth of each NIC instead of the preset's (e.g. 200Gbps)")
-@click.option(
-    "--mode",
-    default=None,
-    type=click.Choice(["collapsed", "full"]),
-    help="network: collapsed (default; same times) or full message-by-message all-reduces",
+    notes={
+        "hardware": "NCCL's pick per all-reduce; implies --comm network; with --comm ow, o and w fitted to the same times",
+        "mode": "default collapsed: the same times",
+    },
 )
 @click.option("--calibration", default=None, help="calibration file from 'collsim fit --calibration': o and w of all_reduce at --ranks")
 @click.option("--backend", default=None, help="with --calibration: use this backend's entries (gloo, nccl)")
