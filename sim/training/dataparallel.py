@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from sim.errors import CollsimError
-from sim.fields import FieldInfo
+from sim.fields import FieldInfo, register
 from sim.training import comm, compute
 from sim.training.params import Param, preset
 
@@ -62,6 +62,7 @@ FIELDS = {
     )
 }
 del F
+register("dataparallel", __name__, "DataParallelScenario", FIELDS)  # sim dataparallel's flags (sim.cli_fields)
 
 
 @dataclass(frozen=True)

@@ -3,24 +3,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 import click
 
+from sim.cli_fields import field_options
 from sim.training.dataparallel import FIELDS
 
 
-def _options(command: Callable) -> Callable:
-    """One option per field of the DataParallel table; not given: the scenario's default."""
-    for info in reversed(FIELDS.values()):
-        kind: Any = click.Choice(list(info.choices)) if info.choices else {"int": int, "float": float}.get(info.kind, str)
-        command = click.option(info.option, info.name, default=None, type=kind, help=info.help)(command)
-    return command
-
-
 @click.command("dataparallel")
-@_options
+@field_options("dataparallel", *FIELDS, decls={name: (info.option, name) for name, info in FIELDS.items()})
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
 def dataparallel(as_json: bool, **flags: Any) -> None:
     """Simulate a torch.nn.DataParallel step on one node (scatter, replicate, threads, gather,
