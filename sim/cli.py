@@ -121,6 +121,7 @@ def cli() -> None:
     lazy={
         "ddp": ("sim.training.ddp_cli:ddp", "Simulate a DDP step: buckets, overlap, overhead, best bucket size."),
         "fsdp": ("sim.training.fsdp_cli:fsdp", "Simulate an FSDP / ZeRO step: all-gathers, reduce-scatters, memory; --compare strategies."),
+        "dataparallel": ("sim.training.dataparallel_cli:dataparallel", "Simulate torch.nn.DataParallel on one node beside one GPU."),
         "run-cost": (
             "sim.training.runcost_cli:run_cost_command",
             "Failures, checkpoints and restarts of a run: checkpoint interval, goodput, wall time.",

@@ -230,6 +230,10 @@ DDP = _table(
     ),  # fmt: skip
     F("rebuild", "Rebuild buckets", "fill buckets in observed gradient-ready order (DDP rebuild)", kind="flag"),
     F("accumulation_steps", "Accumulation steps", "micro-steps per step; the first k-1 run under no_sync", low=1, kind="int"),
+    F("comm_hook", "Communication hook", "comm hook on every DDP bucket", choices=("none", "fp16", "bf16", "powersgd")),
+    F("powersgd_rank", "PowerSGD rank", "powersgd: matrix approximation rank r (torch's matrix_approximation_rank)", low=1, kind="int"),
+    F("powersgd_warmup", "PowerSGD warm-up", "powersgd: plain all-reduce for N iterations (start_powerSGD_iter; 1000)", low=0, kind="int"),
+    F("iteration", "Iteration", "0-based training iteration of the step (powersgd warm-up); default: after the warm-up", low=0, kind="int"),
     F(
         "backward_time_s",
         "Backward time",
