@@ -74,10 +74,17 @@ class TrainConfig:
             raise CollsimError(f"--layers {self.layers} does not split into {self.stages} equal pipeline stages ({self.stages_text})")
         if self.global_batch % (self.dp * self.micro_batch):
             raise CollsimError(f"--global-batch {self.global_batch} is not a multiple of --dp x --micro-batch = {self.dp * self.micro_batch}")
-        if self.schedule != "gpipe" and self.micro_batches % self.pp:
-            raise CollsimError(f"--schedule {self.schedule}: {self.micro_batches} micro-batches is not a multiple of --pp {self.pp}; use gpipe or change --global-batch")
+        self._check_schedule()
+
+    def _check_schedule(self) -> None:
+        """torch.distributed.pipelining's own rules, said before any rank starts."""
+        if self.schedule == "1f1b" and self.micro_batches < self.pp:
+            raise CollsimError(f"--schedule 1f1b: {self.micro_batches} micro-batches for {self.pp} stages; it needs at least one per stage (raise --global-batch or use gpipe)")
         if self.schedule == "interleaved" and self.pp < 2:
             raise CollsimError("--schedule interleaved needs --pp >= 2")
+        rounds = max(1, self.micro_batches // self.pp)
+        if self.schedule == "interleaved" and self.micro_batches % rounds:
+            raise CollsimError(f"--schedule interleaved: {self.micro_batches} micro-batches is not a multiple of {rounds} rounds (micro-batches // pp); change --global-batch")
 
     @property
     def world_size(self) -> int:
