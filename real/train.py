@@ -57,7 +57,9 @@ class TrainConfig:
             if not 1 <= value <= MAX_RANKS:
                 raise CollsimError(f"--{name}: must be between 1 and {MAX_RANKS}, got {value}")
         if not 2 <= self.world_size <= MAX_RANKS:
-            raise CollsimError(f"--tp x --pp x --dp: {self.tp} x {self.pp} x {self.dp} = {self.world_size} ranks; allowed 2 to {MAX_RANKS} (gloo on this CPU)")
+            raise CollsimError(
+                f"--tp x --pp x --dp: {self.tp} x {self.pp} x {self.dp} = {self.world_size} ranks; allowed 2 to {MAX_RANKS} (gloo on this CPU)"
+            )
         for name, (low, high) in LIMITS.items():
             if not low <= getattr(self, name) <= high:
                 raise CollsimError(f"--{name.replace('_', '-')}: must be between {low} and {high}, got {getattr(self, name)}")
@@ -73,18 +75,24 @@ class TrainConfig:
         if self.layers % self.stages:
             raise CollsimError(f"--layers {self.layers} does not split into {self.stages} equal pipeline stages ({self.stages_text})")
         if self.global_batch % (self.dp * self.micro_batch):
-            raise CollsimError(f"--global-batch {self.global_batch} is not a multiple of --dp x --micro-batch = {self.dp * self.micro_batch}")
+            raise CollsimError(
+                f"--global-batch {self.global_batch} is not a multiple of --dp x --micro-batch = {self.dp * self.micro_batch}"
+            )
         self._check_schedule()
 
     def _check_schedule(self) -> None:
         """torch.distributed.pipelining's own rules, said before any rank starts."""
         if self.schedule == "1f1b" and self.micro_batches < self.pp:
-            raise CollsimError(f"--schedule 1f1b: {self.micro_batches} micro-batches for {self.pp} stages; it needs at least one per stage (raise --global-batch or use gpipe)")
+            raise CollsimError(
+                f"--schedule 1f1b: {self.micro_batches} micro-batches for {self.pp} stages; it needs at least one per stage (raise --global-batch or use gpipe)"
+            )
         if self.schedule == "interleaved" and self.pp < 2:
             raise CollsimError("--schedule interleaved needs --pp >= 2")
         rounds = max(1, self.micro_batches // self.pp)
         if self.schedule == "interleaved" and self.micro_batches % rounds:
-            raise CollsimError(f"--schedule interleaved: {self.micro_batches} micro-batches is not a multiple of {rounds} rounds (micro-batches // pp); change --global-batch")
+            raise CollsimError(
+                f"--schedule interleaved: {self.micro_batches} micro-batches is not a multiple of {rounds} rounds (micro-batches // pp); change --global-batch"
+            )
 
     @property
     def world_size(self) -> int:

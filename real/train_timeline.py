@@ -48,7 +48,19 @@ class Timeline:
     def add(self, stream: str, kind: str, name: str, start: float, end: float, nbytes: int = 0, peer: int = -1,
             group: list[int] | None = None) -> None:  # fmt: skip
         if self.recording:
-            values = (self.rank, stream, kind, name, start - self.origin, end - self.origin, nbytes, peer, group or [], self.step, self.micro_batch)
+            values = (
+                self.rank,
+                stream,
+                kind,
+                name,
+                start - self.origin,
+                end - self.origin,
+                nbytes,
+                peer,
+                group or [],
+                self.step,
+                self.micro_batch,
+            )
             self.rows.append(dict(zip(ROW_FIELDS, values)))
 
     def tp_all_reduce(self, label: str, start: float, end: float, nbytes: int) -> None:

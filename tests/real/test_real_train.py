@@ -35,7 +35,9 @@ def test_tp_run_records_every_tp_all_reduce_with_b_s_h_float32_bytes():
     assert not [row for row in result["rows"] if row["stream"] in ("pp", "dp")]
     layer = result["compute"]["layer"]
     assert len(layer["forward_s"]) == 2 and all(seconds > 0 for seconds in layer["forward_s"] + layer["backward_s"])
-    assert len(result["step_time_s"]) == 2 and result["step_time"]["min_s"] <= result["step_time"]["median_s"] <= result["step_time"]["max_s"]
+    assert (
+        len(result["step_time_s"]) == 2 and result["step_time"]["min_s"] <= result["step_time"]["median_s"] <= result["step_time"]["max_s"]
+    )
 
 
 @pytest.mark.slow
