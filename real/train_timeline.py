@@ -1,8 +1,9 @@
 """Per-rank timeline of ``collsim real train``: rows of (rank, stream, kind, name, start_s, end_s,
 bytes, peer, group, step, micro_batch), seconds since the step's start (after a barrier).
 
-Streams: ``compute`` (kind ``compute``, one row per micro-batch forward or backward, TP
-all-reduces inside included), ``tp`` (kind ``all_reduce``), ``pp`` (kinds ``send`` and ``recv``:
+Streams: ``compute`` (kind ``compute``: a micro-batch's forward or backward, named ``fwd mb3
+stage0``, cut into one row per stretch between TP all-reduces, so compute and TP rows never
+overlap and a Chakra replay does not count the all-reduces twice), ``tp`` (kind ``all_reduce``), ``pp`` (kinds ``send`` and ``recv``:
 issued when the schedule posts them, ended when it waits for them), ``dp`` (kind ``all_reduce``,
 gradients after the schedule). Each layer's forward and backward is also timed (the TP
 all-reduces inside subtracted) for the measured compute the simulator is fed with.
@@ -41,6 +42,7 @@ class Timeline:
     layer_backward_s: dict[int, list[float]] = field(default_factory=dict)
     _backward_start: dict[int, float] = field(default_factory=dict)
     _tp_busy: list[tuple[float, float]] = field(default_factory=list)
+    _segment: tuple[str, float] | None = None
 
     def start_step(self, step: int, recording: bool) -> None:
         self.step, self.recording, self.origin = step, recording, time.perf_counter()
@@ -63,8 +65,21 @@ class Timeline:
             )
             self.rows.append(dict(zip(ROW_FIELDS, values)))
 
+    def open_segment(self, name: str, start: float) -> None:
+        """A micro-batch's forward or backward starts: its compute runs until the next TP all-reduce."""
+        self._segment = (name, start)
+
+    def close_segment(self, end: float) -> None:
+        if self._segment is not None:
+            self.add("compute", "compute", self._segment[0], self._segment[1], end)
+        self._segment = None
+
     def tp_all_reduce(self, label: str, start: float, end: float, nbytes: int) -> None:
         self._tp_busy.append((start, end))
+        if self._segment is not None:  # compute rows stop at each TP all-reduce and resume after it
+            name = self._segment[0]
+            self.close_segment(start)
+            self.open_segment(name, end)
         self.add("tp", "all_reduce", f"{self.phase} mb{self.micro_batch} {label}", start, end, nbytes, group=self.tp_group)
 
     def _tp_inside(self, start: float, end: float) -> float:
@@ -121,9 +136,9 @@ def timed_stage_class() -> type:
         def _timed(self, phase: str, micro_batch: int, call: Any, *args: Any, **kwargs: Any) -> Any:
             timeline = self.timeline
             timeline.phase, timeline.micro_batch = phase, micro_batch
-            start = time.perf_counter()
+            timeline.open_segment(f"{phase} mb{micro_batch} stage{self.stage_index}", time.perf_counter())
             result = call(*args, **kwargs)
-            timeline.add("compute", "compute", f"{phase} mb{micro_batch} stage{self.stage_index}", start, time.perf_counter())
+            timeline.close_segment(time.perf_counter())
             return result
 
     return _TimedStage

@@ -31,8 +31,14 @@ def test_tp_run_records_every_tp_all_reduce_with_b_s_h_float32_bytes():
     assert {row["bytes"] for row in tp_rows} == {2 * 8 * 32 * 4}
     assert all(row["kind"] == "all_reduce" and row["group"] == [0, 1] and row["end_s"] >= row["start_s"] for row in tp_rows)
     compute = [row for row in result["rows"] if row["stream"] == "compute"]
-    assert len(compute) == 2 * 2 * 2 * 2  # ranks x steps x micro-batches x (forward, backward)
-    assert not [row for row in result["rows"] if row["stream"] in ("pp", "dp")]
+    # a micro-batch's forward (backward) is cut at its 4 TP all-reduces: 5 stretches each
+    assert Counter((row["rank"], row["step"], row["name"]) for row in compute) == Counter(
+        {(rank, step, f"{phase} mb{mb} stage0"): 5 for rank in (0, 1) for step in range(2) for mb in range(2) for phase in ("fwd", "bwd")}
+    )
+    for rank, step in ((0, 0), (0, 1), (1, 0), (1, 1)):  # a rank's compute and TP rows never overlap (a replay counts each once)
+        mine = [row for row in result["rows"] if (row["rank"], row["step"]) == (rank, step) and row["stream"] in ("compute", "tp")]
+        spans = sorted((row["start_s"], row["end_s"]) for row in mine)
+        assert all(end <= next_start + 1e-9 for (_, end), (next_start, _) in zip(spans, spans[1:]))
     layer = result["compute"]["layer"]
     assert len(layer["forward_s"]) == 2 and all(seconds > 0 for seconds in layer["forward_s"] + layer["backward_s"])
     assert (
