@@ -51,6 +51,7 @@ __all__ = [
 ]
 
 VERSION = "0.0.4"
+MAX_TRACE_BYTES = 1 << 30  # one rank's trace is read whole: bounded
 ROW_KEYS = ("rank", "stream", "kind", "name", "start_s", "end_s", "bytes", "peer", "group")
 # NodeType and CollectiveCommType of et_def.proto
 COMP_NODE, COMM_SEND_NODE, COMM_RECV_NODE, COMM_COLL_NODE = 4, 5, 6, 7
@@ -220,8 +221,11 @@ def decode_nodes(data: bytes) -> tuple[str, list[dict[str, Any]]]:
         at += size
     if not messages:
         raise CollsimError("chakra: empty trace (no GlobalMetadata)")
-    version = next((raw.decode() for number, _, raw in _fields(messages[0]) if number == 1), "")
-    return version, [decode_node(message) for message in messages[1:]]
+    try:
+        version = next((raw.decode() for number, _, raw in _fields(messages[0]) if number == 1), "")
+        return version, [decode_node(message) for message in messages[1:]]
+    except (TypeError, ValueError, AttributeError, struct.error) as error:  # a field of the wrong wire type, text not UTF-8
+        raise CollsimError(f"chakra: not a Chakra execution trace ({type(error).__name__}: {error})") from None
 
 
 # ----------------------------------------------------------------------------- rows <-> nodes
@@ -351,6 +355,13 @@ def _row_of(rank: int, node: dict[str, Any], groups: dict[str, list[int]]) -> di
     return row
 
 
+def _read_bounded(path: Path) -> bytes:
+    size = path.stat().st_size
+    if size > MAX_TRACE_BYTES:
+        raise CollsimError(f"chakra: {str(path)!r} is {size:,} bytes; traces up to {MAX_TRACE_BYTES:,} bytes a rank are read")
+    return path.read_bytes()
+
+
 def read_traces(prefix: str | Path) -> list[dict[str, Any]]:
     """The rows of ``PREFIX.0.et``, ``PREFIX.1.et``, ... (and the groups of
     ``PREFIX.comm_groups.json`` when present): compute as durations, communication as sizes."""
@@ -359,7 +370,7 @@ def read_traces(prefix: str | Path) -> list[dict[str, Any]]:
         groups = json.loads(groups_path.read_text()) if groups_path.exists() else {}
         rows, rank = [], 0
         while Path(f"{prefix}.{rank}.et").exists():
-            _, nodes = decode_nodes(Path(f"{prefix}.{rank}.et").read_bytes())
+            _, nodes = decode_nodes(_read_bounded(Path(f"{prefix}.{rank}.et")))
             rows += [row for row in (_row_of(rank, node, groups) for node in nodes) if row]
             rank += 1
     except OSError as error:

@@ -12,6 +12,7 @@ import click
 
 from sim.chakra import read_traces, write_traces
 from sim.errors import CollsimError
+from sim.files import read_text, user_file
 
 __all__ = ["chakra", "rows_of_document", "summarize"]
 
@@ -45,12 +46,10 @@ def rows_of_document(data: Any, step: int | None, where: str) -> list[dict[str, 
 @click.option("--ranks", type=int, default=None, help="world size (default: the highest rank in the rows + 1)")
 def write(rows_file: str, prefix: str, step: int | None, ranks: int | None) -> None:
     """Write one step's rows (rank, stream, kind, name, start_s, end_s, bytes, peer, group) as Chakra traces."""
+    path = user_file(rows_file, "rows_file", "a JSON list of rows or a collsim real train --out profile", "ROWS_FILE")
     try:
-        with open(rows_file) as handle:
-            data = json.load(handle)
-    except OSError as error:
-        raise CollsimError(f"ROWS_FILE: cannot read {rows_file!r}: {error.strerror or error}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        data = json.loads(read_text(path, "ROWS_FILE"))
+    except ValueError as error:
         raise CollsimError(f"ROWS_FILE: {rows_file!r} is not JSON ({error})") from None
     if ranks is not None and ranks < 1:
         raise CollsimError(f"--ranks: must be >= 1, got {ranks}")

@@ -124,6 +124,21 @@ def test_bad_traces_are_refused(tmp_path):
         read_traces(tmp_path / "cut")
 
 
+def test_random_bytes_are_refused_in_one_message_or_read():
+    import random
+
+    generator = random.Random(7)
+    valid = encode_nodes(rows_to_nodes(PIPELINE)[0])
+    for trial in range(300):
+        data = bytearray(valid)
+        for _ in range(1 + trial % 5):  # flip a few bytes of a valid trace
+            data[generator.randrange(len(data))] = generator.randrange(256)
+        try:
+            decode_nodes(bytes(data))
+        except CollsimError:
+            pass
+
+
 def test_protobuf_runtime_reads_what_we_write(tmp_path):
     """The official protobuf runtime, given et_def.proto's Node and AttributeProto, parses our bytes."""
     pytest.importorskip("google.protobuf")

@@ -61,7 +61,7 @@ def test_bad_input_is_one_message(tmp_path):
     (tmp_path / "obj.json").write_text('{"events": []}')
     (tmp_path / "ok.json").write_text(json.dumps(document()))
     cases = [
-        (["write", str(tmp_path / "missing.json"), "--prefix", "p"], "ROWS_FILE: cannot read"),
+        (["write", "missing.json", "--prefix", "p"], "ROWS_FILE 'missing.json' not found"),
         (["write", str(tmp_path / "bad.json"), "--prefix", "p"], "is not JSON"),
         (["write", str(tmp_path / "obj.json"), "--prefix", "p"], "expected a JSON list of rows or a document with 'rows'"),
         (["write", str(tmp_path / "ok.json"), "--prefix", str(tmp_path / "p"), "--step", "7"], "--step 7: the rows have steps 0, 1, 2"),
