@@ -24,7 +24,7 @@ from typing import Any
 
 from sim.errors import CollsimError
 
-__all__ = ["SCHEDULES", "TrainConfig", "PROFILE_KIND", "run_train", "train_worker"]
+__all__ = ["SCHEDULES", "TrainConfig", "PROFILE_KIND", "check_tensor_parallel", "run_train", "train_worker"]
 
 SCHEDULES = ("gpipe", "1f1b", "interleaved")
 PROFILE_KIND = "collsim-train-profile"
@@ -252,6 +252,47 @@ def train_worker(ctx: Any, payload: dict[str, Any]) -> None:
             "layer_forward_s": {layer: statistics.median(v) for layer, v in timeline.layer_forward_s.items()},
             "layer_backward_s": {layer: statistics.median(v) for layer, v in timeline.layer_backward_s.items()},
         }
+    )
+
+
+def tensor_parallel_check_worker(ctx: Any, payload: dict[str, Any]) -> None:
+    """One TP rank: the split layers against the whole ones built on this rank from the same seed,
+    one micro-batch forward and backward; reports the largest differences (output, input
+    gradient, this rank's share of the first MLP weight's gradient) and the output's scale."""
+    import torch.nn.functional as F
+
+    from real.train_model import Block, StageModule
+    from real.train_timeline import Timeline
+
+    config = TrainConfig(**payload)
+    groups = _new_groups(config, ctx.rank)
+    timeline = Timeline(ctx.rank, groups["tp_ranks"], groups["dp_ranks"])
+    h, heads, seed = config.hidden, config.heads, config.seed
+    split = StageModule([Block(i, h, heads, config.tp, ctx.rank, groups["tp"], timeline, seed) for i in range(config.layers)])
+    whole = StageModule([Block(i, h, heads, 1, 0, None, timeline, seed) for i in range(config.layers)])
+    inputs, target = (t[: config.micro_batch] for t in _batch(config, 0, 0))
+    results = []
+    for model in (split, whole):
+        x = inputs.clone().requires_grad_()
+        out = model(x)
+        F.mse_loss(out, target).backward()
+        results.append((out.detach(), x.grad))
+    ffn = 4 * h // config.tp
+    share = whole.blocks[0].up.grad[ctx.rank * ffn : (ctx.rank + 1) * ffn]
+    ctx.report({"rank": ctx.rank, "output_diff": float((results[0][0] - results[1][0]).abs().max()),
+                "input_grad_diff": float((results[0][1] - results[1][1]).abs().max()),
+                "weight_grad_diff": float((split.blocks[0].up.grad - share).abs().max()),
+                "output_scale": float(results[1][0].abs().max())})  # fmt: skip
+
+
+def check_tensor_parallel(config: TrainConfig, timeout_s: float = 300.0) -> list[dict[str, Any]]:
+    """Run :func:`tensor_parallel_check_worker` on ``config.tp`` ranks (``pp`` and ``dp`` 1)."""
+    from real.launcher import LaunchConfig, launch
+
+    if config.pp != 1 or config.dp != 1:
+        raise CollsimError("the tensor-parallel check runs --pp 1 --dp 1")
+    return sorted(
+        launch(tensor_parallel_check_worker, asdict(config), LaunchConfig(config.tp, timeout_s=timeout_s)), key=lambda r: r["rank"]
     )
 
 

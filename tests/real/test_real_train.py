@@ -48,6 +48,18 @@ def test_tp_run_records_every_tp_all_reduce_with_b_s_h_float32_bytes():
 
 @pytest.mark.slow
 @pytest.mark.torch
+def test_tensor_parallel_layers_compute_what_the_whole_layers_compute():
+    from real.train import TrainConfig, check_tensor_parallel
+
+    reports = check_tensor_parallel(TrainConfig(tp=2, pp=1, **TINY), timeout_s=240)
+    assert [r["rank"] for r in reports] == [0, 1]
+    for report in reports:
+        assert report["output_scale"] > 0.1  # the comparison has teeth: outputs are far from 0
+        assert report["output_diff"] < 1e-5 and report["input_grad_diff"] < 1e-6 and report["weight_grad_diff"] < 1e-6, report
+
+
+@pytest.mark.slow
+@pytest.mark.torch
 def test_pp_run_every_send_has_its_matching_recv(tmp_path):
     out = tmp_path / "pp.json"
     args = ["--tp", "1", "--pp", "2", "--layers", "2", "--hidden", "32", "--heads", "2", "--seq-len", "8", "--micro-batch", "2",
