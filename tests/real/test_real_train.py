@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections import Counter
 
 import pytest
@@ -78,6 +79,17 @@ def test_pp_run_every_send_has_its_matching_recv(tmp_path):
     assert names == Counter({f"fwd mb{mb} stage0->1": 2 for mb in range(4)} | {f"bwd mb{mb} stage1->0": 2 for mb in range(4)})
     assert {row["bytes"] for row in pp} == {2 * 8 * 32 * 4}
     assert len(result["compute"]["stage"]["forward_s"]) == 2
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_a_run_longer_than_its_timeout_stops_with_one_message_in_bounded_time():
+    start = time.monotonic()
+    args = ["--tp", "2", "--steps", "1000", "--warmup", "0", "--timeout", "20"]
+    done = subprocess.run([sys.executable, "-m", "sim.cli", "real", "train", *args], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stderr.startswith("error: run timed out after 20 s (rank 0 in ")
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+    assert time.monotonic() - start < 60
 
 
 @pytest.mark.parametrize(
