@@ -22,7 +22,9 @@ microseconds (``start_time_micros``, ``duration_micros``); the stream is kept in
 
 from __future__ import annotations
 
+import bisect
 import json
+import math
 import struct
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
@@ -275,18 +277,21 @@ def _node_attr(row: dict[str, Any], tag: int, group_names: dict[tuple[int, ...],
 
 def _dependencies(rows: list[dict[str, Any]]) -> list[list[int]]:
     """Per row (in start order): the previous node of its stream, and per other stream the node
-    that ended last by its start."""
+    that ended last by its start (the later one of equal ends). Per stream the (end, index) pairs
+    are kept sorted, so each look-up is a bisection."""
+    ends: dict[str, list[tuple[float, int]]] = defaultdict(list)
+    previous: dict[str, int] = {}
     deps = []
     for index, row in enumerate(rows):
-        stream, chosen = row.get("stream", ""), {}
-        for before in range(index - 1, -1, -1):
-            other = rows[before]
-            key = other.get("stream", "")
-            if key == stream:
-                chosen.setdefault(key, before)
-            elif other["end_s"] <= row["start_s"] and (key not in chosen or other["end_s"] > rows[chosen[key]]["end_s"]):
-                chosen[key] = before
-        deps.append(sorted(chosen.values()))
+        stream = row.get("stream", "")
+        chosen = {previous[stream]} if stream in previous else set()
+        for other, pairs in ends.items():
+            at = bisect.bisect_right(pairs, (row["start_s"], math.inf)) - 1
+            if other != stream and at >= 0:
+                chosen.add(pairs[at][1])
+        deps.append(sorted(chosen))
+        bisect.insort(ends[stream], (row["end_s"], index))
+        previous[stream] = index
     return deps
 
 
