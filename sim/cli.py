@@ -130,6 +130,7 @@ def cli() -> None:
             "sim.crossover_cli:crossover_command",
             "Time of every algorithm of an op over message size; the fastest per size.",
         ),
+        "chakra": ("sim.chakra_cli:chakra", "Chakra execution traces (ASTRA-sim) from event rows, and back."),
     },
 )
 def sim() -> None:
