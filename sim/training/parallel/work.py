@@ -206,7 +206,7 @@ class OpWork:
         return rows
 
 
-def row(rank: int, stream: str, kind: str, name: str, start: float, end: float, nbytes: float, peer: int, group: tuple[int, ...]) -> dict[str, Any]:
+def row(rank: int, stream: str, kind: str, name: str, start: float, end: float, nbytes: float, peer: int, group: tuple[int, ...] = ()) -> dict[str, Any]:
     return {"rank": rank, "stream": stream, "kind": kind, "name": name, "start_s": start, "end_s": end, "nbytes": nbytes,
             "peer": peer, "group": list(group)}  # fmt: skip
 
