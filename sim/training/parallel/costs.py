@@ -8,7 +8,9 @@ node's 8 GPUs, a DP group of whole nodes) runs NCCL's pick on those nodes,
 strided by tp, TP groups of 2 or 4) runs with every other group of its kind on the same nodes at
 once, sharing their NICs and NVLinks (``groups``, sim/collective/groups.py), on NCCL's ring
 channels (``nccl_ring``; ``nccl_p2p`` for all_to_all), message by message, as ``sim fsdp`` runs
-hybrid-shard groups. Sends between pipeline stages run NCCL's p2p path between the two GPUs:
+hybrid-shard groups. A group over more than :data:`DES_NODES` nodes is simulated on that many and
+scaled by NCCL's own model's ratio between the two node counts (``sim.nccl.model.predict``): the
+DES of a 64-node tree takes minutes, the ratio a millisecond, and the notes say so. Sends between pipeline stages run NCCL's p2p path between the two GPUs:
 over NVLink inside a node, over the NIC rail across nodes.
 """
 
@@ -20,7 +22,9 @@ from typing import Any
 from sim.errors import CollsimError
 from sim.training.parallel.layout import Layout
 
-__all__ = ["CommCosts"]
+__all__ = ["DES_NODES", "CommCosts"]
+
+DES_NODES = 8  # the most nodes one collective is simulated on; beyond, NCCL's model scales it
 
 
 class CommCosts:
@@ -58,6 +62,8 @@ class CommCosts:
 
         gpn = self.layout.gpus_per_node
         nodes = sorted({self.layout.node_of(rank) for rank in group})
+        if len(nodes) > DES_NODES:
+            return self._scaled_s(kind, op, size, group, nodes)
         if len(group) == len(nodes) * gpn and op != "all_to_all":  # whole nodes: NCCL's pick, as sim collective
             return pick_time(self.hardware, len(nodes), op, size).time_s
         scenario = self._pick(len(nodes), op, size)
@@ -68,6 +74,26 @@ class CommCosts:
         except CollsimError as error:
             self.notes[f"{kind} {op}"] = f"{kind} {op}: one group alone on its nodes ({error})"
             return self._run(scenario)
+
+    def _scaled_s(self, kind: str, op: str, size: int, group: tuple[int, ...], nodes: list[int]) -> float:
+        """The group's time on its first :data:`DES_NODES` nodes' worth, scaled by NCCL's model."""
+        from sim.hardware.presets import load_preset
+        from sim.nccl.model import predict
+
+        per_node = len(group) // len(nodes)
+        fewer = Layout(per_node, 1, DES_NODES, 1, self.layout.gpus_per_node) if per_node == self.layout.gpus_per_node else None
+        small = CommCosts(self.hardware, fewer or self._strided(per_node), self.element_bytes)
+        preset = load_preset(self.hardware)
+        ratio = predict(preset, len(nodes), op, size).time_s / predict(preset, DES_NODES, op, size).time_s if op != "all_to_all" else len(nodes) / DES_NODES
+        self.notes[f"{kind} scaled"] = (
+            f"{kind} groups span {len(nodes)} nodes: simulated on {DES_NODES} and scaled by NCCL's model's ratio ({ratio:.2f})"
+        )
+        return small.collective_s("tp" if fewer else "dp", op, size * DES_NODES * per_node // len(group) if op == "all_gather" else size) * ratio
+
+    def _strided(self, per_node: int) -> Layout:
+        """A layout whose dp groups take ``per_node`` GPUs of each of :data:`DES_NODES` nodes."""
+        gpn = self.layout.gpus_per_node
+        return Layout(gpn // per_node, 1, DES_NODES * per_node, 1, gpn)
 
     def _concurrent(self, kind: str, nodes: list[int]) -> tuple[tuple[int, ...], ...]:
         """Every ``kind`` group on ``nodes``, renumbered onto those nodes; idle GPUs one group each."""
