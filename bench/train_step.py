@@ -35,7 +35,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--skip-sweep", action="store_true")
     args = parser.parse_args()
-    print(f"date {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.machine()} {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
+    print(
+        f"date {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.machine()} {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}"
+    )
     step = [timed(STEP) for _ in range(args.runs)]
     print(f"GPT-3 175B, 512 GPUs, 64 micro-batches: median {statistics.median(step):.2f} s of {args.runs} (target <= 10 s)")
     if not args.skip_sweep:

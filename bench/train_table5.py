@@ -44,7 +44,9 @@ def main() -> None:
             result = simulate(scenario(row, full, args.mfu))
             error = result.step_time_s / measured - 1
             errors.append(abs(error))
-            print(f"{row[0]:6} {'full' if full else 'seq+sel':8} {measured:10.2f} {result.step_time_s:11.2f} {error:+7.1%} {time.perf_counter() - began:6.2f}")
+            print(
+                f"{row[0]:6} {'full' if full else 'seq+sel':8} {measured:10.2f} {result.step_time_s:11.2f} {error:+7.1%} {time.perf_counter() - began:6.2f}"
+            )
     print(f"largest |error| {max(errors):.1%}, median {sorted(errors)[len(errors) // 2]:.1%}")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import replace
 from typing import Any
@@ -97,13 +98,15 @@ def sweep_layouts(flags: dict[str, Any], progress: bool = False) -> list[dict[st
         except CollsimError:
             continue
     rows = []
-    with click.progressbar(scenarios, label="layouts", file=None if progress else open("/dev/null", "w")) as bar:  # noqa: SIM115
+    with click.progressbar(scenarios, label="layouts", file=None if progress else io.StringIO()) as bar:
         for scenario in bar:
             result = simulate(replace(scenario))
             rows.append({"tp": scenario.tp, "pp": scenario.pp, "dp": scenario.dp, "ep": scenario.ep, "step_time_s": result.step_time_s,
                          "bubble_fraction": result.bubble_fraction, "memory_bytes": result.memory_bytes, "fits": result.fits})  # fmt: skip
     if not rows:
-        raise CollsimError(f"sweep: no valid (tp, pp, dp) layout for {gpus} GPUs and this model; check heads, layers and global batch", field="sweep")
+        raise CollsimError(
+            f"sweep: no valid (tp, pp, dp) layout for {gpus} GPUs and this model; check heads, layers and global batch", field="sweep"
+        )
     return sorted(rows, key=lambda row: (not row["fits"], row["step_time_s"]))
 
 

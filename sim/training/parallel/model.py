@@ -103,7 +103,9 @@ def _cs336() -> dict[str, ModelSpec]:
     from sim.training.params import CS336_CONTEXT, CS336_SIZES, CS336_VOCAB
 
     return {
-        (name if name.startswith("cs336") else f"cs336-{name.lower()}"): ModelSpec(layers, d_model, heads, CS336_CONTEXT, CS336_VOCAB, d_ff, 0, True)
+        (name if name.startswith("cs336") else f"cs336-{name.lower()}"): ModelSpec(
+            layers, d_model, heads, CS336_CONTEXT, CS336_VOCAB, d_ff, 0, True
+        )
         for name, (d_model, d_ff, layers, heads) in CS336_SIZES.items()
     }
 

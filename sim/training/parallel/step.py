@@ -162,7 +162,14 @@ class _Pipeline:
 
 # HBM bandwidth per GPU, datasheets: A100 80GB SXM 2,039 GB/s (40GB 1,555), H100 SXM 3.35 TB/s,
 # H200 4.8 TB/s, B200 8 TB/s (nvidia.com data-center datasheets).
-HBM_Bps = (("A100", "40GB", 1555e9), ("A100", "", 2039e9), ("H100", "", 3.35e12), ("H200", "", 4.8e12), ("B200", "", 8e12), ("GB200", "", 8e12))
+HBM_Bps = (
+    ("A100", "40GB", 1555e9),
+    ("A100", "", 2039e9),
+    ("H100", "", 3.35e12),
+    ("H200", "", 4.8e12),
+    ("B200", "", 8e12),
+    ("GB200", "", 8e12),
+)
 
 
 def hbm_Bps(gpu_model: str) -> float:

@@ -201,12 +201,16 @@ class OpWork:
             now += compute / n
             for stream, collective, nbytes in collectives:
                 seconds = self.costs.collective_s(stream, collective, nbytes)
-                rows.append(row(rank, stream, collective, f"{name} layer{layer}", now, now + seconds, nbytes, -1, layout.group(stream, rank)))
+                rows.append(
+                    row(rank, stream, collective, f"{name} layer{layer}", now, now + seconds, nbytes, -1, layout.group(stream, rank))
+                )
                 now += seconds
         return rows
 
 
-def row(rank: int, stream: str, kind: str, name: str, start: float, end: float, nbytes: float, peer: int, group: tuple[int, ...] = ()) -> dict[str, Any]:
+def row(
+    rank: int, stream: str, kind: str, name: str, start: float, end: float, nbytes: float, peer: int, group: tuple[int, ...] = ()
+) -> dict[str, Any]:
     return {"rank": rank, "stream": stream, "kind": kind, "name": name, "start_s": start, "end_s": end, "nbytes": nbytes,
             "peer": peer, "group": list(group)}  # fmt: skip
 
