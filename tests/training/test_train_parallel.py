@@ -164,3 +164,10 @@ def test_interleaved_orders_are_torchs(schedule, stages, chunks, micro_batches):
         assert [(op.kind, op.micro_batch, op.stage) for op in ours] == [
             (a.computation_type.value, a.microbatch_index, a.stage_index) for a in theirs
         ]
+
+
+def test_dp_bucket_rows_carry_a_stages_gradient_bytes_and_end_the_step():
+    result = simulate(small(pp=2, dp=2, global_batch=4, bucket_mb=5), events=True)
+    rows = [row for row in result.events if row["stream"] == "dp" and row["rank"] == 0]
+    assert sum(row["nbytes"] for row in rows) == pytest.approx(result.bytes_by_kind["dp_per_stage"])
+    assert rows[0]["group"] == [0, 1] and max(row["end_s"] for row in result.events) <= result.step_time_s + 1e-12

@@ -126,16 +126,17 @@ class _Pipeline:
     def _dp_end(self, rank: int) -> float:
         """When ``rank``'s gradient buckets are reduced (and ZeRO's weights gathered)."""
         free = self.dp_free[rank]
+        buckets = self.work.buckets_per_chunk
         ready = []
         for (owner, _), (start, end) in self.last_backward.items():
-            if owner == rank:
-                buckets = self.work.buckets_per_chunk
-                ready.extend(start + (index + 1) / len(buckets) * (end - start) for index in range(len(buckets)))
-        for moment, cost in zip(sorted(ready), self.work.bucket_costs(len(ready))):
+            if owner == rank:  # bucket i is ready once the backward has covered its share of the layers
+                ready.extend((start + (index + 1) / len(buckets) * (end - start), nbytes) for index, nbytes in enumerate(buckets))
+        group = self.layout.group("dense_dp", self.ranks[rank])
+        for (moment, nbytes), cost in zip(sorted(ready), self.work.bucket_costs(len(ready))):
             begin = max(free, moment)
             free = begin + cost
             if self.keep and cost:
-                self.rows.append(row(self.ranks[rank], "dp", self.work.dp_op, "gradient bucket", begin, free, 0, -1))
+                self.rows.append(row(self.ranks[rank], "dp", self.work.dp_op, "gradient bucket", begin, free, nbytes, -1, group))
         return max(free, self.end[rank]) + self.work.after_step_s
 
     def result(self, memory_limit: float) -> TrainResult:
