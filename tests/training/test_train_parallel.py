@@ -7,6 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from sim.cli import cli
+from sim.errors import CollsimError
 from sim.training.parallel import TrainScenario, simulate
 from sim.training.parallel.schedule import rank_ops
 from sim.training.parallel.step import memory_per_gpu
@@ -61,6 +62,7 @@ def test_one_f_one_b_order_is_torchs():
     assert [f"{op.kind}{op.micro_batch}" for op in ops] == ["F0", "F1", "F2", "B0", "F3", "B1", "F4", "B2", "F5", "B3", "B4", "B5"]
 
 
+@pytest.mark.slow
 def test_byte_counts_equal_their_formulas():
     b, s, h, e = 2, 512, 1024, 2
     result = simulate(small(tp=4, pp=2, dp=2, global_batch=8, micro_batch=b, recompute="none"), events=True)
@@ -171,3 +173,9 @@ def test_dp_bucket_rows_carry_a_stages_gradient_bytes_and_end_the_step():
     rows = [row for row in result.events if row["stream"] == "dp" and row["rank"] == 0]
     assert sum(row["nbytes"] for row in rows) == pytest.approx(result.bytes_by_kind["dp_per_stage"])
     assert rows[0]["group"] == [0, 1] and max(row["end_s"] for row in result.events) <= result.step_time_s + 1e-12
+
+
+def test_gradient_accumulation_fills_or_must_match_the_global_batch():
+    assert small(dp=2, micro_batch=2, grad_accum=3).global_batch == 12
+    with pytest.raises(CollsimError, match="grad_accum"):
+        small(dp=2, micro_batch=2, grad_accum=3, global_batch=8)

@@ -123,6 +123,9 @@ class TrainScenario:
             spec = model_preset(values["model"])
             for key in ("layers", "hidden", "heads", "seq_len", "vocab", "ffn_hidden", "experts", "top_k"):
                 values.setdefault(key, getattr(spec, key))
+        if values.get("grad_accum") and "global_batch" not in values:  # Megatron: global = micro x dp x accumulation
+            replicas = values.get("dp", 1) * values.get("ep", 1)
+            values["global_batch"] = values.get("micro_batch", 1) * replicas * values["grad_accum"]
         if values.get("nics_per_node") is not None:
             from sim.hardware.presets import variant_name
 
@@ -186,8 +189,10 @@ class TrainScenario:
             ("tp", self.tp <= preset.gpus_per_node or self.tp % preset.gpus_per_node == 0, f"must fit in a node of {preset.gpus_per_node} GPUs or fill whole nodes, got {self.tp}"),
             ("heads", self.heads % self.tp == 0, f"{self.heads} heads must divide by tp = {self.tp}"),
             ("layers", self.layers % (self.pp * self.chunks) == 0, f"{self.layers} layers must divide by pp x vpp = {self.pp * self.chunks}"),
-            ("global_batch", self.grad_accum is not None or self.global_batch % (self.micro_batch * self.dp * self.ep) == 0,
+            ("global_batch", self.global_batch % (self.micro_batch * self.dp * self.ep) == 0,
              f"{self.global_batch} must divide by micro-batch x dp x ep = {self.micro_batch * self.dp * self.ep}"),
+            ("grad_accum", self.grad_accum is None or self.grad_accum * self.micro_batch * self.dp * self.ep == self.global_batch,
+             f"{self.grad_accum} x micro-batch x dp x ep must equal the global batch {self.global_batch} (or give only one of them)"),
             ("vpp", self.vpp == 1 or self.schedule in ("interleaved", "zero-bubble"), "needs --schedule interleaved or zero-bubble"),
             ("vpp", self.schedule != "interleaved" or self.vpp >= 2, "--schedule interleaved needs --vpp 2 or more"),
             ("vpp", self.chunks == 1 or self.micro_batches % max(1, self.micro_batches // self.pp) == 0,
@@ -195,6 +200,7 @@ class TrainScenario:
             ("ep", self.ep == 1 or (self.experts > 0 and self.experts % self.ep == 0), f"needs --experts divisible by ep = {self.ep}"),
             ("top_k", self.experts == 0 or self.top_k <= self.experts, f"must be <= experts ({self.experts})"),
             ("sequence_parallel", not self.sequence_parallel or self.tp > 1, "needs --tp 2 or more"),
+            ("hardware", bool(preset.gpu_peak_tflops), f"{self.hardware} has no GPU peak (not a GPU preset); sim train needs GPUs, e.g. dgx-a100"),
             ("precision", self.precision in preset.gpu_peak_tflops, f"{self.hardware} has no {self.precision} peak; allowed: {', '.join(preset.gpu_peak_tflops) or 'none (not a GPU preset)'}"),
         )  # fmt: skip
         for name, ok, text in rules:
