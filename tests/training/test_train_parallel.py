@@ -179,3 +179,12 @@ def test_gradient_accumulation_fills_or_must_match_the_global_batch():
     assert small(dp=2, micro_batch=2, grad_accum=3).global_batch == 12
     with pytest.raises(CollsimError, match="grad_accum"):
         small(dp=2, micro_batch=2, grad_accum=3, global_batch=8)
+
+
+def test_expert_imbalance_slows_the_step_and_grows_the_all_to_all():
+    balanced = simulate(small(ep=4, experts=8, top_k=2, global_batch=4))
+    skewed = simulate(small(ep=4, experts=8, top_k=2, global_batch=4, ep_imbalance=2.0))
+    assert skewed.bytes_by_kind["ep_per_all_to_all"] == 2 * balanced.bytes_by_kind["ep_per_all_to_all"]
+    assert skewed.step_time_s > balanced.step_time_s
+    with pytest.raises(CollsimError, match="ep_imbalance"):
+        small(global_batch=4, ep_imbalance=2.0)

@@ -50,6 +50,14 @@ FIELDS: dict[str, FieldInfo] = {
         F("vpp", "Virtual stages", "model chunks a pipeline rank holds (interleaved, zero-bubble)", low=1, high=1024, kind="int"),
         F("experts", "Experts", "experts a MoE layer (0: dense)", low=0, high=100000, kind="int"),
         F("top_k", "Top-k", "experts a token goes to", low=1, high=1024, kind="int"),
+        F(
+            "ep_imbalance",
+            "Expert imbalance",
+            "busiest expert rank's tokens over the mean (1: balanced)",
+            low=1.0,
+            high=1000.0,
+            kind="float",
+        ),
         F("schedule", "Schedule", "pipeline schedule", choices=SCHEDULES),
         F("recompute", "Recompute", "activation recomputation", choices=RECOMPUTE),
         F("sequence_parallel", "Sequence parallel", "sequence parallelism with tensor parallelism", kind="flag"),
@@ -101,6 +109,7 @@ class TrainScenario:
     vpp: int = 1
     experts: int = 0
     top_k: int = 1
+    ep_imbalance: float = 1.0
     schedule: str = "1f1b"
     recompute: str = "none"
     sequence_parallel: bool = False
@@ -198,6 +207,7 @@ class TrainScenario:
             ("vpp", self.chunks == 1 or self.micro_batches % max(1, self.micro_batches // self.pp) == 0,
              f"{self.micro_batches} micro-batches must divide by their rounds ({max(1, self.micro_batches // self.pp)}), as torch's interleaved schedules require"),
             ("ep", self.ep == 1 or (self.experts > 0 and self.experts % self.ep == 0), f"needs --experts divisible by ep = {self.ep}"),
+            ("ep_imbalance", self.ep_imbalance == 1.0 or self.experts > 0, "needs --experts (a MoE model)"),
             ("top_k", self.experts == 0 or self.top_k <= self.experts, f"must be <= experts ({self.experts})"),
             ("sequence_parallel", not self.sequence_parallel or self.tp > 1, "needs --tp 2 or more"),
             ("hardware", bool(preset.gpu_peak_tflops), f"{self.hardware} has no GPU peak (not a GPU preset); sim train needs GPUs, e.g. dgx-a100"),

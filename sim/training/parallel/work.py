@@ -5,7 +5,9 @@ that; full recomputation one more forward (with its collectives), selective the 
 Tensor parallelism (Megatron-LM's column- then row-parallel pair, Shoeybi et al. 2019): two
 all-reduces of b s h elements forward and two backward, or with sequence parallelism an
 all-gather and a reduce-scatter in place of each (Korthikanti et al. 2022, Sec. 4.2.2). An MoE
-layer adds an all_to_all dispatch and combine of b s top_k h elements each way. The logit
+layer adds an all_to_all dispatch and combine of b s top_k h elements each way; with
+``ep_imbalance`` > 1 the busiest expert rank gets that many times its share of tokens (its
+expert compute and its all_to_all bytes), and every rank waits for it. The logit
 layer runs on the last virtual stage.
 """
 
@@ -59,13 +61,15 @@ class OpWork:
         """(op, bytes) of one MoE layer's forward all_to_alls: dispatch and combine."""
         if not self.s.experts:
             return ()
-        nbytes = float(self.s.micro_batch * self.s.seq_len * self.s.top_k * self.s.hidden * self.element)
+        # the busiest rank's share: every rank waits for it (Lepikhin et al. 2020, GShard, capacity factor)
+        nbytes = float(self.s.micro_batch * self.s.seq_len * self.s.top_k * self.s.hidden * self.element) * self.s.ep_imbalance
         return (("all_to_all", nbytes),) * 2
 
     @cached_property
     def layer_s(self) -> tuple[float, float, float, float]:
         """(forward compute, attention core compute, TP, EP) seconds of one layer's forward."""
         linear, core, mlp = self.s.spec().layer_forward_flops(self.s.micro_batch)
+        mlp *= self.s.ep_imbalance if self.s.experts else 1.0  # the busiest expert rank's tokens
         rate = self.s.tp * self.peak_flops
         memory = self.memory_s
         tp = sum(self.costs.collective_s("tp", op, nbytes) for op, nbytes in self.tp_collectives)
