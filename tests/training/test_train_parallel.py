@@ -188,3 +188,15 @@ def test_expert_imbalance_slows_the_step_and_grows_the_all_to_all():
     assert skewed.step_time_s > balanced.step_time_s
     with pytest.raises(CollsimError, match="ep_imbalance"):
         small(global_batch=4, ep_imbalance=2.0)
+
+
+def test_any_ranks_events_are_its_stages_with_its_own_groups_and_peers():
+    from sim.training.parallel import events_for_rank
+
+    result = simulate(small(tp=2, pp=2, dp=2, global_batch=4), events=True)
+    rank = 1 + 2 * 1 + 4 * 1  # tp 1, dp 1, pp 1
+    rows = events_for_rank(result, rank)
+    source = [row for row in result.events if row["rank"] == 4]
+    assert len(rows) == len(source) and [row["start_s"] for row in rows] == [row["start_s"] for row in source]
+    assert {tuple(row["group"]) for row in rows if row["stream"] == "tp"} == {(6, 7)}
+    assert {row["peer"] for row in rows if row["stream"] == "pp"} == {3}  # stage 0's tp 1, dp 1

@@ -8,8 +8,8 @@ distinct collective costed once by NCCL's pick on the preset), :mod:`.step` (the
 :mod:`.result` (step time, breakdown, memory, events as plain rows).
 """
 
-from sim.training.parallel.result import TrainResult
+from sim.training.parallel.result import TrainResult, events_for_rank
 from sim.training.parallel.scenario import TrainScenario
 from sim.training.parallel.step import simulate
 
-__all__ = ["TrainResult", "TrainScenario", "simulate"]
+__all__ = ["TrainResult", "TrainScenario", "events_for_rank", "simulate"]

@@ -158,6 +158,7 @@ class _Pipeline:
             tokens_per_s=s.global_batch * s.seq_len / step if step else 0.0,
             bytes_by_kind=work.bytes_by_kind(s), events=sorted(self.rows, key=lambda row: (row["start_s"], row["rank"])),
             notes=tuple(self.costs.notes.values()),
+            layout={"tp": s.tp, "ep": s.ep, "dp": s.dp, "pp": s.pp, "gpus_per_node": self.layout.gpus_per_node},
         )  # fmt: skip
 
 
