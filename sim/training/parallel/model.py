@@ -86,12 +86,13 @@ class ModelSpec:
         return 3.0 * batch * (self.layers * sum(self.layer_forward_flops(1)) + self.logit_forward_flops(1))
 
 
-# Published sizes. GPT-3: Brown et al. 2020 Table 2.1 (vocab 51,200 as Megatron pads it);
+# Published sizes. GPT-3: Brown et al. 2020 Table 2.1 (vocab 51,200 as Megatron pads it); the 22B
+# of Korthikanti et al. 2022;
 # Llama 3: Llama Team 2024, "The Llama 3 Herd of Models", Table 3; Mixtral: Jiang et al. 2024,
 # "Mixtral of Experts", Table 1; the CS336 sizes as sim.training.params lists them.
 MODELS: dict[str, ModelSpec] = {
     "gpt3-175b": ModelSpec(96, 12288, 96, 2048, 51200),
-    "gpt3-22b": ModelSpec(48, 6144, 64, 2048, 51200),
+    "megatron-22b": ModelSpec(48, 6144, 64, 2048, 51200),  # Korthikanti et al. 2022 Table 3
     "llama3-8b": ModelSpec(32, 4096, 32, 8192, 128256, 14336, 8, True),
     "llama3-70b": ModelSpec(80, 8192, 64, 8192, 128256, 28672, 8, True),
     "llama3-405b": ModelSpec(126, 16384, 128, 8192, 128256, 53248, 8, True),
