@@ -126,6 +126,7 @@ def cli() -> None:
             "sim.training.runcost_cli:run_cost_command",
             "Failures, checkpoints and restarts of a run: checkpoint interval, goodput, wall time.",
         ),
+        "train": ("sim.training.parallel.cli:train", "Simulate a transformer step under TP, SP, PP, DP/ZeRO and EP; --sweep layouts."),
         "crossover": (
             "sim.crossover_cli:crossover_command",
             "Time of every algorithm of an op over message size; the fastest per size.",
