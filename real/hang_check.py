@@ -1,0 +1,141 @@
+"""Run a hang case on real gloo ranks on CPU and collect what torch tells each rank.
+
+Each rank is its own Python process (``python -m real.hang_check worker ...``), started with
+``TORCH_DISTRIBUTED_DEBUG`` set (or unset) in its environment before torch is imported: setting
+it inside a worker after ``import torch`` has no effect. Every rank and the whole run are bounded
+(process-group timeout, then a kill of the rank's process group), so a real hang ends here too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from sim.errors import CollsimError
+
+__all__ = ["RankOutcome", "run_case", "run_worker"]
+
+MARK = "HANGCHECK "
+DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16", "float64": "float64", "int64": "int64", "int32": "int32"}
+
+
+@dataclass(frozen=True)
+class RankOutcome:
+    """What one real rank did: ``status`` completed, error, killed (still blocked at the end) or died."""
+
+    rank: int
+    status: str
+    error: str
+    exit_code: int | None
+    stderr_tail: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _free_port() -> int:
+    from real.launcher import free_port
+
+    return free_port()
+
+
+def run_case(programs: dict[str, Any], detail: bool, timeout_s: float = 3.0, limit_s: float = 60.0) -> list[RankOutcome]:
+    """Run ``programs`` (the program data of :mod:`sim.hang.programs`) on gloo ranks; each
+    collective's process-group timeout is ``timeout_s``; every rank is killed after ``limit_s``."""
+    from sim.hang.programs import parse_programs
+
+    parsed = parse_programs(programs)
+    env = {key: value for key, value in os.environ.items() if key != "TORCH_DISTRIBUTED_DEBUG"}
+    if detail:
+        env["TORCH_DISTRIBUTED_DEBUG"] = "DETAIL"
+    port = _free_port()
+    payload = json.dumps(programs)
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-m", "real.hang_check", "worker", str(rank), str(parsed.world_size), str(port), str(timeout_s)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
+        )
+        for rank in range(parsed.world_size)
+    ]
+    for process in processes:
+        process.stdin.write(payload)
+        process.stdin.close()
+        process.stdin = None  # written whole: communicate() must not flush it again
+    deadline = time.monotonic() + limit_s
+    return [_collect(rank, process, deadline) for rank, process in enumerate(processes)]
+
+
+def _collect(rank: int, process: subprocess.Popen, deadline: float) -> RankOutcome:
+    killed = False
+    try:
+        out, err = process.communicate(timeout=max(0.1, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        killed = True
+        os.killpg(process.pid, signal.SIGKILL)
+        out, err = process.communicate()
+    lines = [line[len(MARK):] for line in out.splitlines() if line.startswith(MARK)]
+    record = json.loads(lines[-1]) if lines else {"status": "died", "error": ""}
+    status = "killed" if killed else record["status"]
+    return RankOutcome(rank, status, record.get("error", ""), process.returncode, err[-4000:])
+
+
+def run_worker(rank: int, world_size: int, port: int, timeout_s: float) -> None:
+    """One rank: read the programs from stdin, run this rank's calls, print the outcome."""
+    from datetime import timedelta
+
+    import torch
+    import torch.distributed as dist
+
+    from sim.hang.programs import parse_programs
+
+    programs = parse_programs(json.loads(sys.stdin.read()))
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size, timeout=timedelta(seconds=timeout_s)
+    )
+    # new_group does not inherit init_process_group's timeout (it takes the 30-minute default): pass it
+    groups = {name: dist.new_group(list(members), timeout=timedelta(seconds=timeout_s)) for name, members in sorted(programs.groups.items()) if name != "world"}
+    try:
+        for call in programs.ranks[rank]:
+            _run_call(call, groups.get(call.group), timeout_s, torch, dist)
+    except Exception as error:  # noqa: BLE001 - torch's message is what we came for
+        print(MARK + json.dumps({"status": "error", "error": f"{type(error).__name__}: {error}"}), flush=True)
+        os._exit(1)
+    print(MARK + json.dumps({"status": "completed"}), flush=True)
+    os._exit(0)  # no destroy_process_group: its teardown would wait for peers that are gone
+
+
+def _run_call(call: Any, group: Any, timeout_s: float, torch: Any, dist: Any) -> None:
+    if call.op == "die":
+        os._exit(17)
+    if call.op == "stall":
+        if call.seconds is not None:
+            time.sleep(call.seconds)
+            return
+        time.sleep(3 * timeout_s)  # "for ever": long past every peer's timeout, then leave quietly
+        print(MARK + json.dumps({"status": "stalled"}), flush=True)
+        os._exit(0)
+    tensor = torch.ones(call.count, dtype=getattr(torch, DTYPES[call.dtype]))
+    if call.op == "all_reduce":
+        dist.all_reduce(tensor, group=group)
+    elif call.op == "broadcast":
+        dist.broadcast(tensor, src=call.root, group=group)
+    elif call.op == "barrier":
+        dist.barrier(group=group)
+    elif call.op == "send":
+        dist.send(tensor, call.peer, group=group)
+    elif call.op == "recv":
+        dist.recv(tensor, call.peer, group=group)
+    elif call.op == "all_gather":
+        dist.all_gather([torch.empty_like(tensor) for _ in range(dist.get_world_size(group))], tensor, group=group)
+    else:
+        raise CollsimError(f"op: {call.op} is not run by hang_check; all_reduce, broadcast, barrier, send, recv, all_gather are")
+
+
+if __name__ == "__main__" and len(sys.argv) == 6 and sys.argv[1] == "worker":
+    run_worker(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]))

@@ -1,0 +1,124 @@
+"""What each tool prints for a rank, in torch's own words (formats read from torch's source and
+checked against real gloo ranks by ``tests/real/test_hang_real.py``; quirks kept: the DETAIL
+fingerprint counts from 0 and writes ``ALLREDUCEvs BROADCAST``, a barrier's fingerprint has no
+comma before ``OpType``, NCCL's barrier is a one-element all-reduce)."""
+
+from __future__ import annotations
+
+from sim.hang.match import Blocked, Mismatch
+from sim.hang.programs import DTYPES, Call, Programs
+
+__all__ = [
+    "WATCHDOG_POLL_MS",
+    "detail_fingerprint",
+    "detail_mismatch",
+    "detail_monitored_barrier",
+    "gloo_size_abort",
+    "gloo_timeout",
+    "nccl_op_type",
+    "nccl_watchdog",
+    "numel",
+    "pg_prefix",
+]
+
+WATCHDOG_POLL_MS = 100  # ProcessGroupNCCL's watchdog checks its work list this often
+_NCCL_OP = {"all_gather": "_ALLGATHER_BASE", "reduce_scatter": "_REDUCE_SCATTER_BASE", "all_to_all": "ALLTOALL_BASE", "barrier": "ALLREDUCE"}
+_WRAPPER_OP = {"all_gather": "ALLGATHER", "reduce_scatter": "_REDUCE_SCATTER_BASE", "all_to_all": "ALLTOALL_BASE"}
+_SCALAR = {"float32": "Float", "float16": "Half", "bfloat16": "BFloat16", "float64": "Double", "int64": "Long", "int32": "Int", "uint8": "Byte"}
+_OPTIONS = "TensorOptions(dtype=float (default), device={device}, layout=Strided (default), requires_grad=false (default), pinned_memory=false (default), memory_format=(nullopt))"
+
+
+def nccl_op_type(call: Call) -> str:
+    """WorkNCCL's OpType for a call (FSDP's all-gather and reduce-scatter are the tensor forms)."""
+    return _NCCL_OP.get(call.op, call.op.replace("_", "").upper())
+
+
+def numel(call: Call, group_size: int) -> tuple[int, int]:
+    """(NumelIn, NumelOut) of a call on a group of ``group_size`` ranks."""
+    if call.op == "barrier":
+        return 1, 1
+    if call.op == "all_gather":
+        return call.count, call.count * group_size
+    if call.op == "reduce_scatter":
+        return call.count, call.count // group_size
+    return call.count, call.count
+
+
+def pg_prefix(programs: Programs, group: str, rank: int) -> str:
+    """ProcessGroupNCCL's log prefix: the world is PG 0 'default_pg', new groups count from 1."""
+    names = ["world"] + sorted(name for name in programs.groups if name != "world")
+    index = names.index(group)
+    return f"[PG ID {index} PG GUID {index}(default_pg) Rank {rank}] " if index == 0 else f"[PG ID {index} PG GUID {index} Rank {rank}] "
+
+
+def nccl_watchdog(programs: Programs, blocked: Blocked, last_completed: int) -> list[str]:
+    """The two lines NCCL's watchdog logs for a rank blocked past the timeout."""
+    timeout_ms = round(programs.timeout_s * 1000)
+    numel_in, numel_out = numel(blocked.call, len(programs.groups[blocked.call.group]))
+    prefix = pg_prefix(programs, blocked.call.group, blocked.rank)
+    work = f"WorkNCCL(SeqNum={blocked.seq}, OpType={nccl_op_type(blocked.call)}, NumelIn={numel_in}, NumelOut={numel_out}, Timeout(ms)={timeout_ms})"
+    return [
+        f"{prefix}Watchdog caught collective operation timeout: {work} ran for {timeout_ms + WATCHDOG_POLL_MS} milliseconds before timing out.",
+        f"{prefix}Timeout at NCCL work: {blocked.seq}, last enqueued NCCL work: {blocked.seq}, last completed NCCL work: {last_completed}.",
+    ]
+
+
+def detail_fingerprint(call: Call, seq: int, device: str = "cpu") -> str:
+    """ProcessGroupWrapper's CollectiveFingerPrint (``seq``: 1-based; the wrapper counts from 0)."""
+    op = _WRAPPER_OP.get(call.op, call.op.replace("_", "").upper())
+    if call.op == "barrier":
+        return f"CollectiveFingerPrint(SequenceNumber={seq - 1}OpType={op})"
+    return (
+        f"CollectiveFingerPrint(SequenceNumber={seq - 1}, OpType={op}, TensorShape=[{call.count}], "
+        f"TensorDtypes={_SCALAR[call.dtype]}, TensorDeviceTypes={_OPTIONS.format(device=device)})"
+    )
+
+
+def detail_mismatch(mismatch: Mismatch, rank: int, device: str = "cpu") -> str:
+    """The error ``rank`` raises under TORCH_DISTRIBUTED_DEBUG=DETAIL: its fingerprint against the
+    lowest rank whose fingerprint differs."""
+    own = mismatch.calls[rank]
+    other_rank = min(r for r, call in mismatch.calls.items() if _wrapper_view(call) != _wrapper_view(own))
+    other = mismatch.calls[other_rank]
+    return (
+        f"Detected mismatch between collectives on ranks. Rank {rank} is running collective: "
+        f"{detail_fingerprint(own, mismatch.seq, device)}, but Rank {other_rank} is running collective: "
+        f"{detail_fingerprint(other, mismatch.seq, device)}.{_differences(own, other)}"
+    )
+
+
+def _wrapper_view(call: Call) -> tuple:
+    return (call.op, () if call.op == "barrier" else (call.count, call.dtype))
+
+
+def _differences(own: Call, other: Call) -> str:
+    text = "Collectives differ in the following aspects: "
+    if own.op != other.op:
+        text += f"  Op type: {_WRAPPER_OP.get(own.op, own.op.replace('_', '').upper())}vs {_WRAPPER_OP.get(other.op, other.op.replace('_', '').upper())}"
+    if own.count != other.count and "barrier" not in (own.op, other.op):
+        text += f"  Tensor Tensor shapes: {own.count}vs {other.count}"
+    if own.dtype != other.dtype and "barrier" not in (own.op, other.op):
+        text += f"  Tensor Tensor dtypes: {_SCALAR[own.dtype]}vs {_SCALAR[other.dtype]}"
+    return text
+
+
+def detail_monitored_barrier(timeout_s: float, missing: list[int]) -> str:
+    """What rank 0 of a group raises under DETAIL when ranks never reach the collective."""
+    return f"[Rank 0]: Ranks {', '.join(map(str, missing))} failed to pass monitoredBarrier in {round(timeout_s * 1000)} ms"
+
+
+def gloo_timeout(timeout_s: float) -> str:
+    """gloo's error for a collective or receive whose peer never sends."""
+    return f"Timed out waiting {round(timeout_s * 1000)}ms for recv operation to complete"
+
+
+def gloo_size_abort(received: Call, expected: Call, group_size: int) -> str:
+    """gloo's abort on the rank that receives more bytes than it posted (its ring all-reduce
+    splits a buffer into 2 x group-size segments)."""
+    segments = 2 * group_size
+    big = received.count * DTYPES[received.dtype] // segments
+    small = expected.count * DTYPES[expected.dtype] // segments
+    return (
+        f"op.preamble.length <= op.nbytes. {big} vs {small}. Received data size doesn't match expected size. "
+        "Is there a distributed collective mismatch in your code?"
+    )
