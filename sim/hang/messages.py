@@ -11,6 +11,7 @@ from sim.hang.programs import DTYPES, Call, Programs
 __all__ = [
     "WATCHDOG_POLL_MS",
     "detail_fingerprint",
+    "detail_barrier_peer",
     "detail_mismatch",
     "detail_monitored_barrier",
     "gloo_size_abort",
@@ -105,6 +106,14 @@ def _differences(own: Call, other: Call) -> str:
 def detail_monitored_barrier(timeout_s: float, missing: list[int]) -> str:
     """What rank 0 of a group raises under DETAIL when ranks never reach the collective."""
     return f"[Rank 0]: Ranks {', '.join(map(str, missing))} failed to pass monitoredBarrier in {round(timeout_s * 1000)} ms"
+
+
+def detail_barrier_peer(timeout_s: float, group_rank: int, first: int = 0) -> str:
+    """What the other ranks of that group raise under DETAIL: its rank 0 never answered them."""
+    return (
+        f"Rank {group_rank} successfully reached monitoredBarrier, but received errors while waiting for send/recv from rank {first}. "
+        f"Please check rank {first} logs for faulty rank. Original exception: Timed out waiting {round(timeout_s * 1000)}ms for send operation to complete"
+    )
 
 
 def gloo_timeout(timeout_s: float) -> str:

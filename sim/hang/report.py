@@ -183,7 +183,7 @@ def _detail_line(tool: str, programs: Programs, outcome: Outcome, blocked: Block
     if blocked.rank == members[0] and blocked.waits_for:
         group_ranks = [members.index(r) for r in blocked.waits_for]
         return ToolLine(tool, blocked.rank, "error", messages.detail_monitored_barrier(programs.timeout_s, group_ranks))
-    return ToolLine(tool, blocked.rank, "timeout", messages.gloo_timeout(programs.timeout_s))
+    return ToolLine(tool, blocked.rank, "error", messages.detail_barrier_peer(programs.timeout_s, members.index(blocked.rank)))
 
 
 def _gloo(programs: Programs, outcome: Outcome) -> list[ToolLine]:
