@@ -120,6 +120,7 @@ def cli() -> None:
     lazy={
         "ddp": ("sim.training.ddp_cli:ddp", "Simulate a DDP step: buckets, overlap, overhead, best bucket size."),
         "fsdp": ("sim.training.fsdp_cli:fsdp", "Simulate an FSDP / ZeRO step: all-gathers, reduce-scatters, memory; --compare strategies."),
+        "hang": ("sim.hang.cli:hang", "Explain a hang or desync: where ranks block; NCCL, gloo, DETAIL and flight-recorder messages."),
         "crossover": (
             "sim.crossover_cli:crossover_command",
             "Time of every algorithm of an op over message size; the fastest per size.",

@@ -209,8 +209,8 @@ def _gloo_line(programs: Programs, outcome: Outcome, blocked: Blocked) -> ToolLi
                 return ToolLine("gloo", rank, "abort", messages.gloo_size_abort(biggest, blocked.call, len(mismatch.calls)))
             return ToolLine("gloo", rank, "error", "Connection reset by peer (the rank that received too much aborted)")
         return ToolLine("gloo", rank, "timeout", messages.gloo_timeout(programs.timeout_s))
-    if any(outcome.states[other] == "dead" for other in blocked.waits_for):
-        return ToolLine("gloo", rank, "error", "Connection closed by peer (a rank it waits for died)")
+    if any(outcome.states[other] in ("dead", "completed") for other in blocked.waits_for):  # its process exited
+        return ToolLine("gloo", rank, "error", "Connection closed by peer (a rank it waits for exited)")
     return ToolLine("gloo", rank, "timeout", messages.gloo_timeout(programs.timeout_s))
 
 

@@ -1,0 +1,99 @@
+"""``collsim sim hang``: explain a hang or desync from per-rank programs, a canonical case or
+flight-recorder dumps, with mutations (``--skip 1:0``) that break a working program."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from sim.errors import CollsimError
+
+__all__ = ["format_report", "hang", "mutate"]
+
+_MUTATIONS = {"skip": 2, "resize": 3, "dtype": 3, "swap": 3, "dies": 2, "stalls": 2}
+
+
+def mutate(data: dict[str, Any], kind: str, spec: str) -> dict[str, Any]:
+    """Program data with one mutation: skip RANK:CALL, resize RANK:CALL:COUNT, dtype
+    RANK:CALL:DTYPE, swap RANK:CALL:CALL, dies RANK:CALL, stalls RANK:CALL (before that call)."""
+    parts = spec.split(":")
+    if len(parts) != _MUTATIONS[kind] or not all(p.strip() for p in parts):
+        shape = {"skip": "RANK:CALL", "resize": "RANK:CALL:COUNT", "dtype": "RANK:CALL:DTYPE", "swap": "RANK:CALL:CALL"}.get(kind, "RANK:CALL")
+        raise CollsimError(f"--{kind}: {spec[:40]!r} is not {shape} (call: index in the rank's program, from 0)")
+    ranks = [list(calls) for calls in data.get("ranks", [])]
+    rank, index = _index(parts[0], len(ranks), f"--{kind}", "rank"), None
+    calls = ranks[rank]
+    index = _index(parts[1], len(calls) + (1 if kind in ("dies", "stalls") else 0), f"--{kind}", f"call of rank {rank}")
+    if kind == "skip":
+        del calls[index]
+    elif kind == "resize":
+        calls[index] = {**calls[index], "count": _index(parts[2], 2**40 + 1, "--resize", "count")}
+    elif kind == "dtype":
+        calls[index] = {**calls[index], "dtype": parts[2]}
+    elif kind == "swap":
+        other = _index(parts[2], len(calls), "--swap", f"call of rank {rank}")
+        calls[index], calls[other] = calls[other], calls[index]
+    else:
+        calls.insert(index, {"op": "die" if kind == "dies" else "stall"})
+    ranks[rank] = calls
+    return {**data, "ranks": ranks}
+
+
+def _index(text: str, limit: int, flag: str, what: str) -> int:
+    if not text.strip().isdigit() or int(text) >= limit:
+        raise CollsimError(f"{flag}: {what} {text[:20]!r} must be a whole number from 0 to {limit - 1}")
+    return int(text)
+
+
+def format_report(report: Any) -> str:
+    """The text report: verdict, ranks, wait-for graph, then each tool's lines."""
+    out = [f"verdict: {report.verdict}: {report.summary}", "", "rank  state       stopped at                       waits for  first divergent call"]
+    for r in report.ranks:
+        where = f"{r.group} #{r.seq} {r.op}" + (f" ({r.tag})" if r.tag else "") if r.op else f"call {r.call_index}"
+        waits = ",".join(map(str, r.waits_for)) or "-"
+        out.append(f"{r.rank:<5} {r.state:<11} {where:<32} {waits:<10} {r.first_divergence or '-'}")
+    edges = ", ".join(f"{a}->{b}" for a, b in report.wait_for) or "none"
+    out += ["", f"wait-for graph: {edges}" + (f"; cycle {report.cycle}" if report.cycle else "") + (f"; missing party {list(report.missing)}" if report.missing else "")]
+    fr = report.flight_recorder
+    out.append(f"flight recorder: {fr['classification']}" + (f" at {fr['group']} #{fr['seq']}, culprit(s) {fr['culprits']}" if fr["culprits"] else ""))
+    for tool, title in (("nccl", "NCCL watchdog"), ("nccl_detail", "NCCL + TORCH_DISTRIBUTED_DEBUG=DETAIL"), ("gloo", "gloo"), ("gloo_detail", "gloo + TORCH_DISTRIBUTED_DEBUG=DETAIL")):
+        out += ["", f"{title}:"] + [f"  rank {line.rank} {line.outcome}: {line.message}" for line in report.lines(tool)]
+    return "\n".join(out)
+
+
+@click.command("hang")
+@click.option("--programs", "programs_file", default=None, help="YAML/JSON file: per-rank lists of calls (op, count, dtype, group, tag)")
+@click.option("--case", "case_name", default=None, help="a canonical case: size_mismatch, op_mismatch, skipped, swapped, unpaired_send, rank_dies")
+@click.option("--flight-recorder", "flight_dir", default=None, help="folder of flight-recorder dumps (one per rank) to explain")
+@click.option("--timeout", "timeout_s", default=None, type=float, help="process-group timeout in seconds (TORCH_NCCL_TIMEOUT; default the file's, else 600)")
+@click.option("--skip", multiple=True, help="RANK:CALL: that rank skips that call")
+@click.option("--resize", multiple=True, help="RANK:CALL:COUNT: that call has COUNT elements on that rank")
+@click.option("--dtype", multiple=True, help="RANK:CALL:DTYPE: that call has another dtype on that rank")
+@click.option("--swap", multiple=True, help="RANK:CALL:CALL: that rank issues the two calls in the other order")
+@click.option("--dies", multiple=True, help="RANK:CALL: that rank dies before that call")
+@click.option("--stalls", multiple=True, help="RANK:CALL: that rank stalls (for ever) before that call")
+@click.option("--write-flight-recorder", "write_dir", default=None, help="write the simulated ranks' flight-recorder dumps to this folder")
+@click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
+def hang(programs_file: str | None, case_name: str | None, flight_dir: str | None, timeout_s: float | None, write_dir: str | None, as_json: bool, **mutations: tuple[str, ...]) -> None:
+    """Explain a hang or desync: which ranks block where, and what NCCL, gloo, DETAIL and the flight recorder would show."""
+    from sim.hang import case, explain, parse_programs
+    from sim.hang.flight import read_dumps, write_dumps
+    from sim.hang.programs import load_programs
+
+    given = [name for name, value in (("--programs", programs_file), ("--case", case_name), ("--flight-recorder", flight_dir)) if value]
+    if len(given) != 1:
+        raise CollsimError(f"give one of --programs FILE, --case NAME or --flight-recorder DIR (got {', '.join(given) or 'none'})")
+    if flight_dir:
+        data = read_dumps(flight_dir).to_dict()
+    else:
+        data = case(case_name).copy() if case_name else load_programs(programs_file).to_dict()
+    for kind, specs in mutations.items():
+        for spec in specs:
+            data = mutate(data, kind, spec)
+    programs = parse_programs({key: value for key, value in data.items() if key != "about"})
+    report = explain(programs, timeout_s=timeout_s)
+    if write_dir:
+        write_dumps(programs if timeout_s is None else parse_programs({**programs.to_dict(), "timeout_s": timeout_s}), write_dir)
+    click.echo(json.dumps(report.to_dict(), indent=1, default=str) if as_json else format_report(report))
