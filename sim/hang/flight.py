@@ -4,6 +4,7 @@ simulated run, and read back from real dumps into per-rank programs to explain."
 
 from __future__ import annotations
 
+import io
 import pickle
 import re
 from pathlib import Path
@@ -92,11 +93,19 @@ def read_dumps(folder: str | Path) -> Programs:
     return _programs(dumps)
 
 
+class _PlainUnpickler(pickle.Unpickler):
+    """A dump holds dicts, lists, tuples, strings and numbers only: any class or function a
+    pickle names (a way to run code) is refused, so a dump from anywhere is safe to read."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"it names {module}.{name}; a flight-recorder dump holds plain data only")
+
+
 def _load(path: Path) -> dict[str, Any]:
     if path.stat().st_size > MAX_DUMP_BYTES:
         raise CollsimError(f"--flight-recorder: {path.name} is {path.stat().st_size:,} bytes; dumps up to {MAX_DUMP_BYTES:,} are read")
     try:
-        data = pickle.loads(path.read_bytes())  # noqa: S301 - a dump the user names, as torch's own analyzer reads it
+        data = _PlainUnpickler(io.BytesIO(path.read_bytes())).load()
     except Exception as error:  # noqa: BLE001 - any unpickling failure is a bad file
         raise CollsimError(f"--flight-recorder: {path.name} is not a flight-recorder pickle: {str(error)[:120]}") from None
     if not isinstance(data, dict) or not isinstance(data.get("entries"), list) or not isinstance(data.get("pg_config"), dict):

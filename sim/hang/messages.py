@@ -116,9 +116,9 @@ def detail_barrier_peer(timeout_s: float, group_rank: int, first: int = 0) -> st
     )
 
 
-def gloo_timeout(timeout_s: float) -> str:
-    """gloo's error for a collective or receive whose peer never sends."""
-    return f"Timed out waiting {round(timeout_s * 1000)}ms for recv operation to complete"
+def gloo_timeout(timeout_s: float, op: str = "recv") -> str:
+    """gloo's error for a call whose peer never answers (a send waits on the send side)."""
+    return f"Timed out waiting {round(timeout_s * 1000)}ms for {'send' if op == 'send' else 'recv'} operation to complete"
 
 
 def gloo_size_abort(received: Call, expected: Call, group_size: int) -> str:

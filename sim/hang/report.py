@@ -174,7 +174,7 @@ def _nccl(programs: Programs, outcome: Outcome) -> list[ToolLine]:
 def _detail_line(tool: str, programs: Programs, outcome: Outcome, blocked: Blocked, device: str) -> ToolLine | None:
     """DETAIL's wrapper checks collectives (not send/recv): a mismatch, or rank 0 of the group
     naming the ranks that never reach its monitored barrier."""
-    if blocked.call.op in P2P:
+    if blocked.call.op in P2P:  # the wrapper checks collectives only
         return None
     for mismatch in outcome.mismatches:
         if blocked.rank in mismatch.calls and mismatch.group == blocked.call.group:
@@ -210,8 +210,8 @@ def _gloo_line(programs: Programs, outcome: Outcome, blocked: Blocked) -> ToolLi
             return ToolLine("gloo", rank, "error", "Connection reset by peer (the rank that received too much aborted)")
         return ToolLine("gloo", rank, "timeout", messages.gloo_timeout(programs.timeout_s))
     if any(outcome.states[other] in ("dead", "completed") for other in blocked.waits_for):  # its process exited
-        return ToolLine("gloo", rank, "error", "Connection closed by peer (a rank it waits for exited)")
-    return ToolLine("gloo", rank, "timeout", messages.gloo_timeout(programs.timeout_s))
+        return ToolLine("gloo", rank, "error", "Connection reset by peer / Connection closed by peer (a rank it waits for exited)")
+    return ToolLine("gloo", rank, "timeout", messages.gloo_timeout(programs.timeout_s, blocked.call.op))
 
 
 def flight_classification(programs: Programs, outcome: Outcome) -> dict[str, Any]:
