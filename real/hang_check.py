@@ -59,7 +59,12 @@ def run_case(programs: dict[str, Any], detail: bool, timeout_s: float = 3.0, lim
     processes = [
         subprocess.Popen(
             [sys.executable, "-m", "real.hang_check", "worker", str(rank), str(parsed.world_size), str(port), str(timeout_s)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            start_new_session=True,
         )
         for rank in range(parsed.world_size)
     ]
@@ -79,7 +84,7 @@ def _collect(rank: int, process: subprocess.Popen, deadline: float) -> RankOutco
         killed = True
         os.killpg(process.pid, signal.SIGKILL)
         out, err = process.communicate()
-    lines = [line[len(MARK):] for line in out.splitlines() if line.startswith(MARK)]
+    lines = [line[len(MARK) :] for line in out.splitlines() if line.startswith(MARK)]
     record = json.loads(lines[-1]) if lines else {"status": "died", "error": ""}
     status = "killed" if killed else record["status"]
     return RankOutcome(rank, status, record.get("error", ""), process.returncode, err[-4000:])
@@ -99,7 +104,11 @@ def run_worker(rank: int, world_size: int, port: int, timeout_s: float) -> None:
         "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size, timeout=timedelta(seconds=timeout_s)
     )
     # new_group does not inherit init_process_group's timeout (it takes the 30-minute default): pass it
-    groups = {name: dist.new_group(list(members), timeout=timedelta(seconds=timeout_s)) for name, members in sorted(programs.groups.items()) if name != "world"}
+    groups = {
+        name: dist.new_group(list(members), timeout=timedelta(seconds=timeout_s))
+        for name, members in sorted(programs.groups.items())
+        if name != "world"
+    }
     try:
         for call in programs.ranks[rank]:
             _run_call(call, groups.get(call.group), timeout_s, torch, dist)

@@ -20,7 +20,9 @@ def mutate(data: dict[str, Any], kind: str, spec: str) -> dict[str, Any]:
     RANK:CALL:DTYPE, swap RANK:CALL:CALL, dies RANK:CALL, stalls RANK:CALL (before that call)."""
     parts = spec.split(":")
     if len(parts) != _MUTATIONS[kind] or not all(p.strip() for p in parts):
-        shape = {"skip": "RANK:CALL", "resize": "RANK:CALL:COUNT", "dtype": "RANK:CALL:DTYPE", "swap": "RANK:CALL:CALL"}.get(kind, "RANK:CALL")
+        shape = {"skip": "RANK:CALL", "resize": "RANK:CALL:COUNT", "dtype": "RANK:CALL:DTYPE", "swap": "RANK:CALL:CALL"}.get(
+            kind, "RANK:CALL"
+        )
         raise CollsimError(f"--{kind}: {spec[:40]!r} is not {shape} (call: index in the rank's program, from 0)")
     ranks = [list(calls) for calls in data.get("ranks", [])]
     rank, index = _index(parts[0], len(ranks), f"--{kind}", "rank"), None
@@ -49,25 +51,48 @@ def _index(text: str, limit: int, flag: str, what: str) -> int:
 
 def format_report(report: Any) -> str:
     """The text report: verdict, ranks, wait-for graph, then each tool's lines."""
-    out = [f"verdict: {report.verdict}: {report.summary}", "", "rank  state       stopped at                       waits for  first divergent call"]
+    out = [
+        f"verdict: {report.verdict}: {report.summary}",
+        "rank  state       stopped at                       waits for  first divergent call",
+    ]
     for r in report.ranks:
         where = f"{r.group} #{r.seq} {r.op}" + (f" ({r.tag})" if r.tag else "") if r.op else f"call {r.call_index}"
         waits = ",".join(map(str, r.waits_for)) or "-"
         out.append(f"{r.rank:<5} {r.state:<11} {where:<32} {waits:<10} {r.first_divergence or '-'}")
     edges = ", ".join(f"{a}->{b}" for a, b in report.wait_for) or "none"
-    out += ["", f"wait-for graph: {edges}" + (f"; cycle {report.cycle}" if report.cycle else "") + (f"; missing party {list(report.missing)}" if report.missing else "")]
+    out += [
+        f"wait-for graph: {edges}"
+        + (f"; cycle {report.cycle}" if report.cycle else "")
+        + (f"; missing party {list(report.missing)}" if report.missing else "")
+    ]
     fr = report.flight_recorder
-    out.append(f"flight recorder: {fr['classification']}" + (f" at {fr['group']} #{fr['seq']}, culprit(s) {fr['culprits']}" if fr["culprits"] else ""))
-    for tool, title in (("nccl", "NCCL watchdog"), ("nccl_detail", "NCCL + TORCH_DISTRIBUTED_DEBUG=DETAIL"), ("gloo", "gloo"), ("gloo_detail", "gloo + TORCH_DISTRIBUTED_DEBUG=DETAIL")):
-        out += ["", f"{title}:"] + [f"  rank {line.rank} {line.outcome}: {line.message}" for line in report.lines(tool)]
+    out.append(
+        f"flight recorder: {fr['classification']}"
+        + (f" at {fr['group']} #{fr['seq']}, culprit(s) {fr['culprits']}" if fr["culprits"] else "")
+    )
+    for tool, title in (
+        ("nccl", "NCCL watchdog"),
+        ("nccl_detail", "NCCL + TORCH_DISTRIBUTED_DEBUG=DETAIL"),
+        ("gloo", "gloo"),
+        ("gloo_detail", "gloo + TORCH_DISTRIBUTED_DEBUG=DETAIL"),
+    ):
+        out += [f"{title}:"] + [f"  rank {line.rank} {line.outcome}: {line.message}" for line in report.lines(tool)]
     return "\n".join(out)
 
 
 @click.command("hang")
 @click.option("--programs", "programs_file", default=None, help="YAML/JSON file: per-rank lists of calls (op, count, dtype, group, tag)")
-@click.option("--case", "case_name", default=None, help="a canonical case: size_mismatch, op_mismatch, skipped, swapped, unpaired_send, rank_dies")
+@click.option(
+    "--case", "case_name", default=None, help="a canonical case: size_mismatch, op_mismatch, skipped, swapped, unpaired_send, rank_dies"
+)
 @click.option("--flight-recorder", "flight_dir", default=None, help="folder of flight-recorder dumps (one per rank) to explain")
-@click.option("--timeout", "timeout_s", default=None, type=float, help="process-group timeout in seconds (TORCH_NCCL_TIMEOUT; default the file's, else 600)")
+@click.option(
+    "--timeout",
+    "timeout_s",
+    default=None,
+    type=float,
+    help="process-group timeout in seconds (TORCH_NCCL_TIMEOUT; default the file's, else 600)",
+)
 @click.option("--skip", multiple=True, help="RANK:CALL: that rank skips that call")
 @click.option("--resize", multiple=True, help="RANK:CALL:COUNT: that call has COUNT elements on that rank")
 @click.option("--dtype", multiple=True, help="RANK:CALL:DTYPE: that call has another dtype on that rank")
@@ -76,7 +101,15 @@ def format_report(report: Any) -> str:
 @click.option("--stalls", multiple=True, help="RANK:CALL: that rank stalls (for ever) before that call")
 @click.option("--write-flight-recorder", "write_dir", default=None, help="write the simulated ranks' flight-recorder dumps to this folder")
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
-def hang(programs_file: str | None, case_name: str | None, flight_dir: str | None, timeout_s: float | None, write_dir: str | None, as_json: bool, **mutations: tuple[str, ...]) -> None:
+def hang(
+    programs_file: str | None,
+    case_name: str | None,
+    flight_dir: str | None,
+    timeout_s: float | None,
+    write_dir: str | None,
+    as_json: bool,
+    **mutations: tuple[str, ...],
+) -> None:
     """Explain a hang or desync: which ranks block where, and what NCCL, gloo, DETAIL and the flight recorder would show."""
     from sim.hang import case, explain, parse_programs
     from sim.hang.flight import read_dumps, write_dumps

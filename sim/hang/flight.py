@@ -13,17 +13,34 @@ from typing import Any
 from sim.errors import CollsimError
 from sim.hang.match import match
 from sim.hang.messages import numel
-from sim.hang.programs import DTYPES, MAX_CALLS, Programs, parse_programs
+from sim.hang.programs import MAX_CALLS, Programs, parse_programs
 
 __all__ = ["DUMP_PREFIX", "VERSION", "read_dumps", "write_dumps"]
 
 VERSION = "2.10"  # the dump format torch 2.13 writes
 DUMP_PREFIX = "nccl_trace_rank_"  # TORCH_FR_DUMP_TEMP_FILE's default prefix
-_TORCH_DTYPE = {"float32": "Float", "float16": "Half", "bfloat16": "BFloat16", "float64": "Double", "int64": "Long", "int32": "Int", "uint8": "Byte"}
+_TORCH_DTYPE = {
+    "float32": "Float",
+    "float16": "Half",
+    "bfloat16": "BFloat16",
+    "float64": "Double",
+    "int64": "Long",
+    "int32": "Int",
+    "uint8": "Byte",
+}
 _FROM_TORCH = {value: key for key, value in _TORCH_DTYPE.items()}
 _FR_OP = {"all_gather": "_allgather_base", "reduce_scatter": "_reduce_scatter_base", "all_to_all": "all_to_all"}
-_TO_OP = {"all_reduce": "all_reduce", "broadcast": "broadcast", "reduce": "reduce", "_allgather_base": "all_gather", "all_gather": "all_gather",
-          "_reduce_scatter_base": "reduce_scatter", "reduce_scatter": "reduce_scatter", "all_to_all": "all_to_all", "barrier": "barrier"}
+_TO_OP = {
+    "all_reduce": "all_reduce",
+    "broadcast": "broadcast",
+    "reduce": "reduce",
+    "_allgather_base": "all_gather",
+    "all_gather": "all_gather",
+    "_reduce_scatter_base": "reduce_scatter",
+    "reduce_scatter": "reduce_scatter",
+    "all_to_all": "all_to_all",
+    "barrier": "barrier",
+}
 MAX_DUMP_BYTES = 256 * 2**20
 
 
@@ -37,7 +54,10 @@ def write_dumps(programs: Programs, folder: str | Path) -> list[Path]:
     calls the rank issued: completed ones, then the one it is stuck in as "started"."""
     outcome = match(programs)
     ids = _pg_ids(programs)
-    pg_config = {ids[name]: {"name": ids[name], "desc": "default_pg" if name == "world" else "undefined", "ranks": str(list(members))} for name, members in programs.groups.items()}
+    pg_config = {
+        ids[name]: {"name": ids[name], "desc": "default_pg" if name == "world" else "undefined", "ranks": str(list(members))}
+        for name, members in programs.groups.items()
+    }
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -45,11 +65,17 @@ def write_dumps(programs: Programs, folder: str | Path) -> list[Path]:
         if outcome.states[rank] == "dead":
             continue
         stop = outcome.positions[rank] + (1 if outcome.states[rank] in ("blocked", "mismatched") else 0)
-        entries = [_entry(programs, ids, rank, calls, index, outcome.seqs[rank][index], index < outcome.positions[rank]) for index in range(stop) if not calls[index].is_event]
+        entries = [
+            _entry(programs, ids, rank, calls, index, outcome.seqs[rank][index], index < outcome.positions[rank])
+            for index in range(stop)
+            if not calls[index].is_event
+        ]
         for record_id, entry in enumerate(entries):
             entry["record_id"] = record_id
         path = folder / f"{DUMP_PREFIX}{rank}"
-        path.write_bytes(pickle.dumps({"version": VERSION, "pg_config": pg_config, "pg_status": {}, "comm_lib_version": "collsim", "entries": entries}))
+        path.write_bytes(
+            pickle.dumps({"version": VERSION, "pg_config": pg_config, "pg_status": {}, "comm_lib_version": "collsim", "entries": entries})
+        )
         paths.append(path)
     return paths
 
@@ -68,12 +94,25 @@ def _entry(programs: Programs, ids: dict[str, str], rank: int, calls: Any, index
     dtypes = [] if call.op == "barrier" else [_TORCH_DTYPE[call.dtype]]
     return {
         "frames": [{"name": call.tag or call.op, "filename": "collsim-program", "line": index}],
-        "pg_id": int(ids[call.group]), "process_group": (ids[call.group], "default_pg" if call.group == "world" else "undefined"),
-        "collective_seq_id": 0 if p2p else seq, "p2p_seq_id": seq if p2p else 0, "op_id": index + 1, "profiling_name": name,
-        "time_created_ns": index * 1000, "input_sizes": sizes_in, "input_dtypes": dtypes, "output_sizes": sizes_out, "output_dtypes": dtypes,
-        "state": "completed" if done else "started", "time_discovered_started_ns": index * 1000 + 1,
-        "time_discovered_completed_ns": index * 1000 + 2 if done else None, "retired": done,
-        "timeout_ms": round(programs.timeout_s * 1000), "is_p2p": p2p, "thread_name": "collsim", "thread_id": "0",
+        "pg_id": int(ids[call.group]),
+        "process_group": (ids[call.group], "default_pg" if call.group == "world" else "undefined"),
+        "collective_seq_id": 0 if p2p else seq,
+        "p2p_seq_id": seq if p2p else 0,
+        "op_id": index + 1,
+        "profiling_name": name,
+        "time_created_ns": index * 1000,
+        "input_sizes": sizes_in,
+        "input_dtypes": dtypes,
+        "output_sizes": sizes_out,
+        "output_dtypes": dtypes,
+        "state": "completed" if done else "started",
+        "time_discovered_started_ns": index * 1000 + 1,
+        "time_discovered_completed_ns": index * 1000 + 2 if done else None,
+        "retired": done,
+        "timeout_ms": round(programs.timeout_s * 1000),
+        "is_p2p": p2p,
+        "thread_name": "collsim",
+        "thread_id": "0",
     }
 
 

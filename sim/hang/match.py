@@ -139,7 +139,9 @@ def _complete(programs: Programs, outcome: Outcome, key: Key, arrived: dict) -> 
         same = present[key[2]].op == "send" and present[key[3]].op == "recv" and present[key[2]].count == present[key[3]].count
         same = same and present[key[2]].dtype == present[key[3]].dtype
     if not same:
-        outcome.mismatches.append(Mismatch(key[1], outcome.seqs[min(present)][outcome.positions[min(present)]], dict(sorted(present.items()))))
+        outcome.mismatches.append(
+            Mismatch(key[1], outcome.seqs[min(present)][outcome.positions[min(present)]], dict(sorted(present.items())))
+        )
         for rank in present:
             outcome.states[rank] = "mismatched"
         return []

@@ -23,9 +23,22 @@ __all__ = [
 ]
 
 WATCHDOG_POLL_MS = 100  # ProcessGroupNCCL's watchdog checks its work list this often
-_NCCL_OP = {"all_gather": "_ALLGATHER_BASE", "reduce_scatter": "_REDUCE_SCATTER_BASE", "all_to_all": "ALLTOALL_BASE", "barrier": "ALLREDUCE"}
+_NCCL_OP = {
+    "all_gather": "_ALLGATHER_BASE",
+    "reduce_scatter": "_REDUCE_SCATTER_BASE",
+    "all_to_all": "ALLTOALL_BASE",
+    "barrier": "ALLREDUCE",
+}
 _WRAPPER_OP = {"all_gather": "ALLGATHER", "reduce_scatter": "_REDUCE_SCATTER_BASE", "all_to_all": "ALLTOALL_BASE"}
-_SCALAR = {"float32": "Float", "float16": "Half", "bfloat16": "BFloat16", "float64": "Double", "int64": "Long", "int32": "Int", "uint8": "Byte"}
+_SCALAR = {
+    "float32": "Float",
+    "float16": "Half",
+    "bfloat16": "BFloat16",
+    "float64": "Double",
+    "int64": "Long",
+    "int32": "Int",
+    "uint8": "Byte",
+}
 _OPTIONS = "TensorOptions(dtype=float (default), device={device}, layout=Strided (default), requires_grad=false (default), pinned_memory=false (default), memory_format=(nullopt))"
 
 

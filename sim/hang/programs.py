@@ -156,7 +156,9 @@ def _rank_field(item: dict, key: str, needed: bool, where: str, members: tuple[i
         return None
     value = item[key]
     if not needed or type(value) is not int or value not in members or value == own:
-        raise CollsimError(f"ranks: {where}: {key} {str(value)[:40]} must be another rank of the group {list(members)[:16]}, for {', '.join(P2P) if key == 'peer' else 'broadcast, reduce'}")
+        raise CollsimError(
+            f"ranks: {where}: {key} {str(value)[:40]} must be another rank of the group {list(members)[:16]}, for {', '.join(P2P) if key == 'peer' else 'broadcast, reduce'}"
+        )
     return value
 
 

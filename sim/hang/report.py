@@ -76,8 +76,16 @@ def explain(programs: Programs | dict[str, Any], timeout_s: float | None = None)
     verdict = _verdict(outcome, cycle, missing)
     tools = tuple(_nccl(programs, outcome)) + tuple(_gloo(programs, outcome))
     return HangReport(
-        verdict, _summary(verdict, outcome, cycle, missing), tuple(_rank_reports(programs, outcome)), edges, cycle, missing,
-        tuple(_mismatch_dict(m) for m in outcome.mismatches), tools, flight_classification(programs, outcome), programs.timeout_s,
+        verdict,
+        _summary(verdict, outcome, cycle, missing),
+        tuple(_rank_reports(programs, outcome)),
+        edges,
+        cycle,
+        missing,
+        tuple(_mismatch_dict(m) for m in outcome.mismatches),
+        tools,
+        flight_classification(programs, outcome),
+        programs.timeout_s,
     )
 
 
@@ -130,10 +138,19 @@ def _rank_reports(programs: Programs, outcome: Outcome) -> list[RankReport]:
     for rank, state in enumerate(outcome.states):
         stop = where.get(rank)
         call = stop.call if stop else None
-        reports.append(RankReport(
-            rank, state, stop.index if stop else outcome.positions[rank], call.group if call else None, stop.seq if stop else None,
-            call.op if call else None, call.tag if call else "", stop.waits_for if stop else (), divergence.get(rank),
-        ))
+        reports.append(
+            RankReport(
+                rank,
+                state,
+                stop.index if stop else outcome.positions[rank],
+                call.group if call else None,
+                stop.seq if stop else None,
+                call.op if call else None,
+                call.tag if call else "",
+                stop.waits_for if stop else (),
+                divergence.get(rank),
+            )
+        )
     return reports
 
 
@@ -153,12 +170,20 @@ def first_divergences(programs: Programs, outcome: Outcome) -> dict[int, str]:
                     found[rank] = (seq, f"never calls {group} #{seq + 1} ({common[0]}), which ranks {sorted(prints)} call")
                 elif prints[rank] != common:
                     call = lists[rank][seq]
-                    found[rank] = (seq, f"{group} #{seq + 1}: {_call_text(call)}, where the others call {common[0]} {common[1]} x {common[2]}")
+                    found[rank] = (
+                        seq,
+                        f"{group} #{seq + 1}: {_call_text(call)}, where the others call {common[0]} {common[1]} x {common[2]}",
+                    )
     return {rank: text for rank, (_, text) in found.items()}
 
 
 def _mismatch_dict(mismatch: Mismatch) -> dict[str, Any]:
-    return {"group": mismatch.group, "seq": mismatch.seq, "differences": list(mismatch.differences), "calls": {r: c.to_dict() for r, c in mismatch.calls.items()}}
+    return {
+        "group": mismatch.group,
+        "seq": mismatch.seq,
+        "differences": list(mismatch.differences),
+        "calls": {r: c.to_dict() for r, c in mismatch.calls.items()},
+    }
 
 
 def _nccl(programs: Programs, outcome: Outcome) -> list[ToolLine]:
@@ -167,7 +192,9 @@ def _nccl(programs: Programs, outcome: Outcome) -> list[ToolLine]:
         last = outcome.completed.get((blocked.rank, blocked.call.group), 0)
         watchdog = " | ".join(messages.nccl_watchdog(programs, blocked, last))
         lines.append(ToolLine("nccl", blocked.rank, "timeout", watchdog))
-        lines.append(_detail_line("nccl_detail", programs, outcome, blocked, "cuda") or ToolLine("nccl_detail", blocked.rank, "timeout", watchdog))
+        lines.append(
+            _detail_line("nccl_detail", programs, outcome, blocked, "cuda") or ToolLine("nccl_detail", blocked.rank, "timeout", watchdog)
+        )
     return lines
 
 
@@ -226,10 +253,20 @@ def flight_classification(programs: Programs, outcome: Outcome) -> dict[str, Any
     collective = sorted((b for b in outcome.blocked if b.call.op not in P2P), key=lambda b: b.rank)
     if collective:
         blocked = collective[0]
-        return {"classification": "not_all_ranks_joining", "group": blocked.call.group, "seq": blocked.seq, "culprits": {r: "missing" for r in blocked.waits_for}}
+        return {
+            "classification": "not_all_ranks_joining",
+            "group": blocked.call.group,
+            "seq": blocked.seq,
+            "culprits": {r: "missing" for r in blocked.waits_for},
+        }
     if outcome.blocked:
         blocked = outcome.blocked[0]
-        return {"classification": "unmatched_p2p", "group": blocked.call.group, "seq": blocked.seq, "culprits": {r: "missing" for r in blocked.waits_for}}
+        return {
+            "classification": "unmatched_p2p",
+            "group": blocked.call.group,
+            "seq": blocked.seq,
+            "culprits": {r: "missing" for r in blocked.waits_for},
+        }
     return {"classification": "no_error", "group": None, "seq": None, "culprits": {}}
 
 

@@ -23,7 +23,10 @@ def test_skipped_collective_names_the_missing_rank_and_the_watchdog_sequence_num
     report = explain(CASES["skipped"], timeout_s=600)
     assert report.verdict == "missing_party" and report.missing == (1,)
     (line,) = report.lines("nccl")
-    assert "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=1024, NumelOut=1024, Timeout(ms)=600000)" in line.message
+    assert (
+        "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, OpType=ALLREDUCE, NumelIn=1024, NumelOut=1024, Timeout(ms)=600000)"
+        in line.message
+    )
     assert "last enqueued NCCL work: 2, last completed NCCL work: 1." in line.message
     assert report.ranks[1].first_divergence.startswith("never calls world #2")
 
@@ -83,7 +86,11 @@ def test_bad_programs_get_one_message(data: dict, words: str) -> None:
 
 
 _CALL = st.fixed_dictionaries(
-    {"op": st.sampled_from(["all_reduce", "broadcast", "barrier", "send", "recv", "die", "stall"]), "count": st.integers(1, 3), "group": st.sampled_from(["world", "a"])}
+    {
+        "op": st.sampled_from(["all_reduce", "broadcast", "barrier", "send", "recv", "die", "stall"]),
+        "count": st.integers(1, 3),
+        "group": st.sampled_from(["world", "a"]),
+    }
 )
 
 

@@ -21,11 +21,14 @@ def _torch_analyzer():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("name", "expected"), [
-    ("size_mismatch", "Culprit rank 1; Error type: SIZE_OR_SYNTAX_MISMATCH"),
-    ("op_mismatch", "Culprit rank 1; Error type: COLLECTIVE_TYPE_MISMATCH"),
-    ("skipped", "missing ranks: {1}"),
-])
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("size_mismatch", "Culprit rank 1; Error type: SIZE_OR_SYNTAX_MISMATCH"),
+        ("op_mismatch", "Culprit rank 1; Error type: COLLECTIVE_TYPE_MISMATCH"),
+        ("skipped", "missing ranks: {1}"),
+    ],
+)
 def test_torchs_analyzer_names_the_culprit_collsim_names(name: str, expected: str, tmp_path, caplog) -> None:
     main = _torch_analyzer()
     write_dumps(parse_programs(CASES[name]), tmp_path)
