@@ -10,8 +10,15 @@ import click
 
 from sim.errors import CollsimError
 
-__all__ = ["format_report", "hang", "mutate"]
+__all__ = ["format_report", "hang", "mutate", "program_data"]
 
+_TOOLS = (
+    ("ddp", "DDP's reducer (any backend)"),
+    ("nccl", "NCCL watchdog"),
+    ("nccl_detail", "NCCL + TORCH_DISTRIBUTED_DEBUG=DETAIL"),
+    ("gloo", "gloo"),
+    ("gloo_detail", "gloo + TORCH_DISTRIBUTED_DEBUG=DETAIL"),
+)
 _MUTATIONS = {"skip": 2, "resize": 3, "dtype": 3, "swap": 3, "dies": 2, "stalls": 2}
 
 
@@ -56,7 +63,8 @@ def format_report(report: Any) -> str:
         "rank  state       stopped at                       waits for  first divergent call",
     ]
     for r in report.ranks:
-        where = f"{r.group} #{r.seq} {r.op}" + (f" ({r.tag})" if r.tag else "") if r.op else f"call {r.call_index}"
+        tag = f" ({r.tag[:20]}...)" if len(r.tag) > 20 else f" ({r.tag})" if r.tag else ""
+        where = f"{r.group} #{r.seq} {r.op}{tag}" if r.op else f"call {r.call_index}"
         waits = ",".join(map(str, r.waits_for)) or "-"
         out.append(f"{r.rank:<5} {r.state:<11} {where:<32} {waits:<10} {r.first_divergence or '-'}")
     edges = ", ".join(f"{a}->{b}" for a, b in report.wait_for) or "none"
@@ -70,13 +78,11 @@ def format_report(report: Any) -> str:
         f"flight recorder: {fr['classification']}"
         + (f" at {fr['group']} #{fr['seq']}, culprit(s) {fr['culprits']}" if fr["culprits"] else "")
     )
-    for tool, title in (
-        ("nccl", "NCCL watchdog"),
-        ("nccl_detail", "NCCL + TORCH_DISTRIBUTED_DEBUG=DETAIL"),
-        ("gloo", "gloo"),
-        ("gloo_detail", "gloo + TORCH_DISTRIBUTED_DEBUG=DETAIL"),
-    ):
-        out += [f"{title}:"] + [f"  rank {line.rank} {line.outcome}: {line.message}" for line in report.lines(tool)]
+    for tool, title in _TOOLS:
+        lines = report.lines(tool)
+        out += (
+            [f"{title}:"] + [f"  rank {line.rank} {line.outcome}: {line.message.replace(chr(10), ' ')}" for line in lines] if lines else []
+        )
     return "\n".join(out)
 
 
@@ -84,6 +90,15 @@ def format_report(report: Any) -> str:
 @click.option("--programs", "programs_file", default=None, help="YAML/JSON file: per-rank lists of calls (op, count, dtype, group, tag)")
 @click.option(
     "--case", "case_name", default=None, help="a canonical case: size_mismatch, op_mismatch, skipped, swapped, unpaired_send, rank_dies"
+)
+@click.option(
+    "--ddp", "ddp_file", default=None, help="DDP scenario file (as collsim sim ddp --scenario): one step's bucket all-reduces on every rank"
+)
+@click.option(
+    "--fsdp",
+    "fsdp_file",
+    default=None,
+    help="FSDP scenario file (as collsim sim fsdp --scenario): one step's all-gathers and reduce-scatters",
 )
 @click.option("--flight-recorder", "flight_dir", default=None, help="folder of flight-recorder dumps (one per rank) to explain")
 @click.option(
@@ -93,40 +108,92 @@ def format_report(report: Any) -> str:
     type=float,
     help="process-group timeout in seconds (TORCH_NCCL_TIMEOUT; default the file's, else 600)",
 )
+@click.option("--unused-param", "unused", multiple=True, help="RANK:NAME (with --ddp): that parameter gets no gradient on that rank")
 @click.option("--skip", multiple=True, help="RANK:CALL: that rank skips that call")
 @click.option("--resize", multiple=True, help="RANK:CALL:COUNT: that call has COUNT elements on that rank")
 @click.option("--dtype", multiple=True, help="RANK:CALL:DTYPE: that call has another dtype on that rank")
 @click.option("--swap", multiple=True, help="RANK:CALL:CALL: that rank issues the two calls in the other order")
-@click.option("--dies", multiple=True, help="RANK:CALL: that rank dies before that call")
-@click.option("--stalls", multiple=True, help="RANK:CALL: that rank stalls (for ever) before that call")
+@click.option("--dies", multiple=True, help="RANK:CALL, or RANK:TIME with --ddp (e.g. 1:50ms): that rank dies there")
+@click.option("--stalls", multiple=True, help="RANK:CALL, or RANK:TIME with --ddp: that rank stops issuing calls there, for ever")
 @click.option("--write-flight-recorder", "write_dir", default=None, help="write the simulated ranks' flight-recorder dumps to this folder")
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
-def hang(
-    programs_file: str | None,
-    case_name: str | None,
-    flight_dir: str | None,
-    timeout_s: float | None,
-    write_dir: str | None,
-    as_json: bool,
-    **mutations: tuple[str, ...],
-) -> None:
+def hang(timeout_s: float | None, write_dir: str | None, as_json: bool, **options: Any) -> None:
     """Explain a hang or desync: which ranks block where, and what NCCL, gloo, DETAIL and the flight recorder would show."""
-    from sim.hang import case, explain, parse_programs
-    from sim.hang.flight import read_dumps, write_dumps
+    from sim.hang import explain, parse_programs
+    from sim.hang.flight import write_dumps
+    from sim.hang.training import tool_note
+
+    data, notes = program_data(options)
+    programs = parse_programs({key: value for key, value in data.items() if key != "about"})
+    if timeout_s is not None:
+        programs = parse_programs({**programs.to_dict(), "timeout_s": timeout_s})
+    report = explain(programs)
+    for rank, message in notes:
+        report = tool_note(report, rank, message)
+    if write_dir:
+        write_dumps(programs, write_dir)
+    click.echo(json.dumps(report.to_dict(), indent=1, default=str) if as_json else format_report(report))
+
+
+def program_data(options: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[int, str]]]:
+    """The programs the options name, mutated; and (rank, message) notes of DDP's reducer."""
+    from sim.hang import case
+    from sim.hang.flight import read_dumps
     from sim.hang.programs import load_programs
 
-    given = [name for name, value in (("--programs", programs_file), ("--case", case_name), ("--flight-recorder", flight_dir)) if value]
+    sources = {
+        "--programs": "programs_file",
+        "--case": "case_name",
+        "--ddp": "ddp_file",
+        "--fsdp": "fsdp_file",
+        "--flight-recorder": "flight_dir",
+    }
+    given = [flag for flag, key in sources.items() if options[key]]
     if len(given) != 1:
-        raise CollsimError(f"give one of --programs FILE, --case NAME or --flight-recorder DIR (got {', '.join(given) or 'none'})")
-    if flight_dir:
-        data = read_dumps(flight_dir).to_dict()
+        raise CollsimError(
+            f"give one of --programs FILE, --case NAME, --ddp FILE, --fsdp FILE or --flight-recorder DIR (got {', '.join(given) or 'none'})"
+        )
+    step, notes = None, []
+    if options["flight_dir"]:
+        data = read_dumps(options["flight_dir"]).to_dict()
+    elif options["case_name"]:
+        data = dict(case(options["case_name"]))
+    elif options["programs_file"]:
+        data = load_programs(options["programs_file"]).to_dict()
     else:
-        data = case(case_name).copy() if case_name else load_programs(programs_file).to_dict()
-    for kind, specs in mutations.items():
-        for spec in specs:
-            data = mutate(data, kind, spec)
-    programs = parse_programs({key: value for key, value in data.items() if key != "about"})
-    report = explain(programs, timeout_s=timeout_s)
-    if write_dir:
-        write_dumps(programs if timeout_s is None else parse_programs({**programs.to_dict(), "timeout_s": timeout_s}), write_dir)
-    click.echo(json.dumps(report.to_dict(), indent=1, default=str) if as_json else format_report(report))
+        step, data = _step(options)
+    if options["unused"] and step is None:
+        raise CollsimError("--unused-param: a DDP step only (--ddp FILE)")
+    for spec in options["unused"]:
+        from sim.hang.training import with_unused
+
+        data, note = with_unused(step, data, spec)
+        notes.append(note)
+    for kind in _MUTATIONS:
+        for spec in options[kind]:
+            data = (
+                _timed(step, data, kind, spec) if kind in ("dies", "stalls") and spec.rstrip().endswith("s") else mutate(data, kind, spec)
+            )
+    return data, notes
+
+
+def _step(options: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    from sim.files import load_mapping
+    from sim.hang.training import ddp_step, fsdp_step
+
+    if options["ddp_file"]:
+        step = ddp_step(load_mapping(options["ddp_file"], "DDP scenario file"))
+    else:
+        step = fsdp_step(load_mapping(options["fsdp_file"], "FSDP scenario file"))
+    return step, step.programs()
+
+
+def _timed(step: Any, data: dict[str, Any], kind: str, spec: str) -> dict[str, Any]:
+    from sim.hang.training import with_time_event
+    from sim.units import parse_time
+
+    rank_text, _, time_text = spec.partition(":")
+    if step is None:
+        raise CollsimError(f"--{kind}: {spec[:40]!r}: a time into the step needs --ddp; with programs give RANK:CALL (a call index)")
+    rank = _index(rank_text, step.ranks, f"--{kind}", "rank")
+    return with_time_event(step, data, kind, rank, parse_time(time_text, f"--{kind}"))
