@@ -12,22 +12,14 @@ from typing import Any
 
 from sim.errors import CollsimError
 from sim.hang.match import match
-from sim.hang.messages import numel
+from sim.hang.messages import SCALAR_NAMES, numel
 from sim.hang.programs import MAX_CALLS, Programs, parse_programs
 
 __all__ = ["DUMP_PREFIX", "VERSION", "read_dumps", "write_dumps"]
 
 VERSION = "2.10"  # the dump format torch 2.13 writes
 DUMP_PREFIX = "nccl_trace_rank_"  # TORCH_FR_DUMP_TEMP_FILE's default prefix
-_TORCH_DTYPE = {
-    "float32": "Float",
-    "float16": "Half",
-    "bfloat16": "BFloat16",
-    "float64": "Double",
-    "int64": "Long",
-    "int32": "Int",
-    "uint8": "Byte",
-}
+_TORCH_DTYPE = SCALAR_NAMES
 _FROM_TORCH = {value: key for key, value in _TORCH_DTYPE.items()}
 _FR_OP = {"all_gather": "_allgather_base", "reduce_scatter": "_reduce_scatter_base", "all_to_all": "all_to_all"}
 _TO_OP = {

@@ -9,6 +9,7 @@ from sim.hang.match import Blocked, Mismatch
 from sim.hang.programs import DTYPES, Call, Programs
 
 __all__ = [
+    "SCALAR_NAMES",
     "WATCHDOG_POLL_MS",
     "detail_fingerprint",
     "detail_barrier_peer",
@@ -30,7 +31,7 @@ _NCCL_OP = {
     "barrier": "ALLREDUCE",
 }
 _WRAPPER_OP = {"all_gather": "ALLGATHER", "reduce_scatter": "_REDUCE_SCATTER_BASE", "all_to_all": "ALLTOALL_BASE"}
-_SCALAR = {
+SCALAR_NAMES = {  # c10's ScalarType names, as fingerprints and flight-recorder dumps print dtypes
     "float32": "Float",
     "float16": "Half",
     "bfloat16": "BFloat16",
@@ -84,7 +85,7 @@ def detail_fingerprint(call: Call, seq: int, device: str = "cpu") -> str:
         return f"CollectiveFingerPrint(SequenceNumber={seq - 1}OpType={op})"
     return (
         f"CollectiveFingerPrint(SequenceNumber={seq - 1}, OpType={op}, TensorShape=[{call.count}], "
-        f"TensorDtypes={_SCALAR[call.dtype]}, TensorDeviceTypes={_OPTIONS.format(device=device)})"
+        f"TensorDtypes={SCALAR_NAMES[call.dtype]}, TensorDeviceTypes={_OPTIONS.format(device=device)})"
     )
 
 
@@ -112,7 +113,7 @@ def _differences(own: Call, other: Call) -> str:
     if own.count != other.count and "barrier" not in (own.op, other.op):
         text += f"  Tensor Tensor shapes: {own.count}vs {other.count}"
     if own.dtype != other.dtype and "barrier" not in (own.op, other.op):
-        text += f"  Tensor Tensor dtypes: {_SCALAR[own.dtype]}vs {_SCALAR[other.dtype]}"
+        text += f"  Tensor Tensor dtypes: {SCALAR_NAMES[own.dtype]}vs {SCALAR_NAMES[other.dtype]}"
     return text
 
 
