@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from functools import cached_property
 
-from sim.hang.programs import P2P, Call, Programs
+from sim.hang.programs import DTYPES, P2P, Call, Programs
 
-__all__ = ["Blocked", "Key", "Mismatch", "Outcome", "fingerprint", "match", "sequence_keys"]
+__all__ = ["Blocked", "Key", "Mismatch", "Outcome", "fingerprint", "match", "sequence_keys", "wrapper_view"]
 
 Key = tuple  # ("coll", group, seq) or ("p2p", group, src, dst, k)
 
@@ -38,6 +39,33 @@ class Mismatch:
     seq: int
     calls: dict[int, Call]  # rank -> its call there
 
+    @cached_property
+    def first_ranks(self) -> dict[tuple, int]:
+        """Each distinct call as DETAIL's wrapper sees it (a barrier has no tensor), with the lowest
+        rank making it."""
+        found: dict[tuple, int] = {}
+        for rank, call in self.calls.items():
+            found.setdefault(wrapper_view(call), rank)
+        return found
+
+    @cached_property
+    def nbytes(self) -> dict[int, int]:
+        """Bytes each rank's call moves in (count x element size)."""
+        return {rank: call.count * DTYPES[call.dtype] for rank, call in self.calls.items()}
+
+    @cached_property
+    def same_op(self) -> bool:
+        return len({call.op for call in self.calls.values()}) == 1
+
+    @cached_property
+    def smallest_nbytes(self) -> int:
+        return min(self.nbytes.values())
+
+    @cached_property
+    def largest(self) -> Call:
+        """The call with the most bytes (the lowest rank's on a tie)."""
+        return self.calls[max(self.nbytes, key=lambda rank: (self.nbytes[rank], -rank))]
+
     @property
     def differences(self) -> tuple[str, ...]:
         """Which aspects differ: op, count, dtype, root."""
@@ -59,6 +87,11 @@ class Outcome:
     completed: dict[tuple[int, str], int] = field(default_factory=dict)  # (rank, group) -> last completed seq
     blocked: list[Blocked] = field(default_factory=list)
     mismatches: list[Mismatch] = field(default_factory=list)
+
+
+def wrapper_view(call: Call) -> tuple:
+    """What TORCH_DISTRIBUTED_DEBUG=DETAIL compares: the op, and the tensor unless a barrier."""
+    return (call.op, () if call.op == "barrier" else (call.count, call.dtype))
 
 
 def fingerprint(call: Call) -> tuple:
@@ -130,8 +163,8 @@ def _arrive(programs: Programs, outcome: Outcome, keys: list, arrived: dict, ran
 
 def _complete(programs: Programs, outcome: Outcome, key: Key, arrived: dict) -> list[int]:
     present = arrived[key]
-    needed = set(programs.groups[key[1]]) if key[0] == "coll" else {key[2], key[3]}
-    if set(present) != needed:
+    needed = programs.groups[key[1]] if key[0] == "coll" else (key[2], key[3])
+    if len(present) != len(needed):  # every arrival is a member (parse_programs checks it): counting is enough
         return []
     calls = list(present.values())
     same = all(fingerprint(call) == fingerprint(calls[0]) for call in calls)

@@ -5,7 +5,7 @@ comma before ``OpType``, NCCL's barrier is a one-element all-reduce)."""
 
 from __future__ import annotations
 
-from sim.hang.match import Blocked, Mismatch
+from sim.hang.match import Blocked, Mismatch, wrapper_view
 from sim.hang.programs import DTYPES, Call, Programs
 
 __all__ = [
@@ -93,17 +93,14 @@ def detail_mismatch(mismatch: Mismatch, rank: int, device: str = "cpu") -> str:
     """The error ``rank`` raises under TORCH_DISTRIBUTED_DEBUG=DETAIL: its fingerprint against the
     lowest rank whose fingerprint differs."""
     own = mismatch.calls[rank]
-    other_rank = min(r for r, call in mismatch.calls.items() if _wrapper_view(call) != _wrapper_view(own))
+    own_view = wrapper_view(own)
+    other_rank = next(r for view, r in mismatch.first_ranks.items() if view != own_view)
     other = mismatch.calls[other_rank]
     return (
         f"Detected mismatch between collectives on ranks. Rank {rank} is running collective: "
         f"{detail_fingerprint(own, mismatch.seq, device)}, but Rank {other_rank} is running collective: "
         f"{detail_fingerprint(other, mismatch.seq, device)}.{_differences(own, other)}"
     )
-
-
-def _wrapper_view(call: Call) -> tuple:
-    return (call.op, () if call.op == "barrier" else (call.count, call.dtype))
 
 
 def _differences(own: Call, other: Call) -> str:

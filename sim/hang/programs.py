@@ -22,7 +22,19 @@ from typing import Any
 
 from sim.errors import CollsimError
 
-__all__ = ["COLLECTIVES", "DTYPES", "EVENTS", "MAX_CALLS", "MAX_RANKS", "P2P", "Call", "Programs", "load_programs", "parse_programs"]
+__all__ = [
+    "COLLECTIVES",
+    "DTYPES",
+    "EVENTS",
+    "MAX_CALLS",
+    "MAX_GROUPS",
+    "MAX_RANKS",
+    "P2P",
+    "Call",
+    "Programs",
+    "load_programs",
+    "parse_programs",
+]
 
 COLLECTIVES = ("all_reduce", "broadcast", "reduce", "all_gather", "reduce_scatter", "all_to_all", "barrier")
 P2P = ("send", "recv")
@@ -30,6 +42,7 @@ EVENTS = ("die", "stall")
 DTYPES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8, "int32": 4, "uint8": 1}
 MAX_RANKS = 1024
 MAX_CALLS = 100_000  # all ranks together: the explainer's work is linear in this
+MAX_GROUPS = 4_096
 _KEYS = {"op", "count", "dtype", "group", "tag", "peer", "root", "seconds"}
 
 
@@ -88,7 +101,8 @@ def parse_programs(data: Any) -> Programs:
     ranks = _rank_lists(data.get("ranks"))
     groups = _groups(data.get("groups") or {}, len(ranks))
     timeout_s = _number(data.get("timeout_s", 600.0), "timeout_s", 1e-3, 1e7)
-    parsed = tuple(tuple(_call(item, rank, k, groups) for k, item in enumerate(calls)) for rank, calls in enumerate(ranks))
+    member_sets = {name: frozenset(members) for name, members in groups.items()}  # membership in O(1)
+    parsed = tuple(tuple(_call(item, rank, k, groups, member_sets) for k, item in enumerate(calls)) for rank, calls in enumerate(ranks))
     return Programs(parsed, groups, timeout_s)
 
 
@@ -110,6 +124,8 @@ def _rank_lists(value: Any) -> list[list[Any]]:
 def _groups(value: Any, world_size: int) -> dict[str, tuple[int, ...]]:
     if not isinstance(value, dict):
         raise CollsimError("groups: give a mapping of group name to its list of global ranks")
+    if len(value) > MAX_GROUPS:
+        raise CollsimError(f"groups: {len(value):,} groups; up to {MAX_GROUPS:,} are explained")
     groups = {"world": tuple(range(world_size))}
     for name, members in value.items():
         if not isinstance(name, str) or name == "world" or not name:
@@ -122,7 +138,7 @@ def _groups(value: Any, world_size: int) -> dict[str, tuple[int, ...]]:
     return groups
 
 
-def _call(item: Any, rank: int, index: int, groups: dict[str, tuple[int, ...]]) -> Call:
+def _call(item: Any, rank: int, index: int, groups: dict[str, tuple[int, ...]], member_sets: dict[str, frozenset]) -> Call:
     where = f"rank {rank} call {index}"
     if not isinstance(item, dict) or "op" not in item:
         raise CollsimError(f"ranks: {where}: give a mapping with 'op' (and count, dtype, group, tag, peer, root)")
@@ -135,7 +151,7 @@ def _call(item: Any, rank: int, index: int, groups: dict[str, tuple[int, ...]]) 
     group = item.get("group", "world")
     if group not in groups:
         raise CollsimError(f"ranks: {where}: group {str(group)[:40]!r} is not defined; groups: {', '.join(groups)}")
-    if rank not in groups[group] and op not in EVENTS:
+    if rank not in member_sets[group] and op not in EVENTS:
         raise CollsimError(f"ranks: {where}: rank {rank} is not a member of group {group} {list(groups[group])[:16]}")
     dtype = item.get("dtype", "float32")
     if dtype not in DTYPES:
@@ -143,19 +159,21 @@ def _call(item: Any, rank: int, index: int, groups: dict[str, tuple[int, ...]]) 
     count = item.get("count", 0 if op in ("barrier",) + EVENTS else 1)
     if type(count) is not int or not 0 <= count <= 2**40:
         raise CollsimError(f"ranks: {where}: count must be a whole number of elements 0..2**40, got {str(count)[:40]}")
-    peer = _rank_field(item, "peer", op in P2P, where, groups[group], rank)
-    root = _rank_field(item, "root", op in ("broadcast", "reduce"), where, groups[group], None)
+    peer = _rank_field(item, "peer", op in P2P, where, groups[group], member_sets[group], rank)
+    root = _rank_field(item, "root", op in ("broadcast", "reduce"), where, groups[group], member_sets[group], None)
     seconds = _number(item["seconds"], f"{where}: seconds", 0.0, 1e9) if "seconds" in item else None
     return Call(op, count, dtype, group, str(item.get("tag", ""))[:80], peer, root, seconds)
 
 
-def _rank_field(item: dict, key: str, needed: bool, where: str, members: tuple[int, ...], own: int | None) -> int | None:
+def _rank_field(
+    item: dict, key: str, needed: bool, where: str, members: tuple[int, ...], member_set: frozenset, own: int | None
+) -> int | None:
     if key not in item:
         if needed:
             raise CollsimError(f"ranks: {where}: {item['op']} needs '{key}' (a rank of its group {list(members)[:16]})")
         return None
     value = item[key]
-    if not needed or type(value) is not int or value not in members or value == own:
+    if not needed or type(value) is not int or value not in member_set or value == own:
         raise CollsimError(
             f"ranks: {where}: {key} {str(value)[:40]} must be another rank of the group {list(members)[:16]}, for {', '.join(P2P) if key == 'peer' else 'broadcast, reduce'}"
         )

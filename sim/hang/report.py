@@ -4,12 +4,13 @@ The report is plain data (``to_dict()`` is JSON) for the CLI and an explorer pag
 
 from __future__ import annotations
 
+from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from sim.hang import messages
 from sim.hang.match import Blocked, Mismatch, Outcome, fingerprint, match
-from sim.hang.programs import DTYPES, P2P, Programs, parse_programs
+from sim.hang.programs import DTYPES, P2P, Call, Programs, parse_programs
 
 __all__ = ["HangReport", "RankReport", "ToolLine", "explain"]
 
@@ -116,12 +117,12 @@ def _verdict(outcome: Outcome, cycle: tuple[int, ...], missing: tuple[int, ...])
 def _summary(verdict: str, outcome: Outcome, cycle: tuple[int, ...], missing: tuple[int, ...]) -> str:
     if verdict == "mismatch":
         first = outcome.mismatches[0]
-        return f"ranks {sorted(first.calls)} disagree at {first.group} #{first.seq}: {', '.join(first.differences)} differ"
+        return f"ranks {_ranks_text(sorted(first.calls))} disagree at {first.group} #{first.seq}: {', '.join(first.differences)} differ"
     if verdict == "deadlock":
         return f"wait-for cycle {' -> '.join(map(str, cycle + cycle[:1]))}: each rank waits for the next in another call"
     if verdict == "missing_party":
         waiting = sorted(b.rank for b in outcome.blocked)
-        return f"ranks {waiting} wait for ranks {list(missing)}, which never come ({', '.join(outcome.states[r] for r in missing)})"
+        return f"ranks {_ranks_text(waiting)} wait for ranks {_ranks_text(list(missing))}, which never come ({', '.join(outcome.states[r] for r in missing)})"
     return "every rank completes its program"
 
 
@@ -155,26 +156,32 @@ def _rank_reports(programs: Programs, outcome: Outcome) -> list[RankReport]:
 
 
 def first_divergences(programs: Programs, outcome: Outcome) -> dict[int, str]:
-    """Per rank, its first call (per group, by sequence number) unlike the most common one there,
-    or the first sequence number it never reaches that others do."""
-    found: dict[int, tuple[int, str]] = {}
+    """Per rank, its first call (per group, by sequence number) unlike the most common one there
+    (ties: the lowest rank's), or the first sequence number it never reaches that others do."""
+    lists: dict[tuple[str, int], list[Call]] = defaultdict(list)
+    for rank, calls in enumerate(programs.ranks):
+        for call in calls:
+            if not call.is_event and call.op not in P2P:
+                lists[(call.group, rank)].append(call)
+    found: dict[int, str] = {}
     for group, members in programs.groups.items():
-        lists = {r: [c for c in programs.ranks[r] if c.group == group and not c.is_event and c.op not in P2P] for r in members}
-        for seq in range(max((len(calls) for calls in lists.values()), default=0)):
-            prints = {r: fingerprint(calls[seq]) for r, calls in lists.items() if seq < len(calls)}
-            common = max(set(prints.values()), key=lambda p: (list(prints.values()).count(p), -min(r for r in prints if prints[r] == p)))
+        for seq in range(max((len(lists[(group, r)]) for r in members), default=0)):
+            prints = {r: fingerprint(lists[(group, r)][seq]) for r in members if seq < len(lists[(group, r)])}
+            common = Counter(prints.values()).most_common(1)[0][0]  # max keeps the first: the lowest rank's on a tie
             for rank in members:
                 if rank in found:
                     continue
                 if rank not in prints:
-                    found[rank] = (seq, f"never calls {group} #{seq + 1} ({common[0]}), which ranks {sorted(prints)} call")
+                    found[rank] = f"never calls {group} #{seq + 1} ({common[0]}), which ranks {_ranks_text(sorted(prints))} call"
                 elif prints[rank] != common:
-                    call = lists[rank][seq]
                     found[rank] = (
-                        seq,
-                        f"{group} #{seq + 1}: {_call_text(call)}, where the others call {common[0]} {common[1]} x {common[2]}",
+                        f"{group} #{seq + 1}: {_call_text(lists[(group, rank)][seq])}, where the others call {common[0]} {common[1]} x {common[2]}"
                     )
-    return {rank: text for rank, (_, text) in found.items()}
+    return found
+
+
+def _ranks_text(ranks: list[int]) -> str:
+    return str(ranks) if len(ranks) <= 8 else f"[{', '.join(map(str, ranks[:8]))}, ... {len(ranks)} in all]"
 
 
 def _mismatch_dict(mismatch: Mismatch) -> dict[str, Any]:
@@ -226,14 +233,11 @@ def _gloo_line(programs: Programs, outcome: Outcome, blocked: Blocked) -> ToolLi
     for mismatch in outcome.mismatches:
         if rank not in mismatch.calls:
             continue
-        calls = mismatch.calls.values()
-        if len({c.op for c in calls}) == 1:
-            nbytes = {r: c.count * DTYPES[c.dtype] for r, c in mismatch.calls.items()}
-            if len(set(nbytes.values())) == 1:
+        if mismatch.same_op:
+            if mismatch.largest.count * DTYPES[mismatch.largest.dtype] == mismatch.smallest_nbytes:
                 return ToolLine("gloo", rank, "completes", "no error: same bytes, different dtypes; the values are garbage")
-            if nbytes[rank] == min(nbytes.values()):
-                biggest = max(mismatch.calls.values(), key=lambda c: c.count * DTYPES[c.dtype])
-                return ToolLine("gloo", rank, "abort", messages.gloo_size_abort(biggest, blocked.call, len(mismatch.calls)))
+            if mismatch.nbytes[rank] == mismatch.smallest_nbytes:
+                return ToolLine("gloo", rank, "abort", messages.gloo_size_abort(mismatch.largest, blocked.call, len(mismatch.calls)))
             return ToolLine("gloo", rank, "error", "Connection reset by peer (the rank that received too much aborted)")
         return ToolLine("gloo", rank, "timeout", messages.gloo_timeout(programs.timeout_s))
     if any(outcome.states[other] in ("dead", "completed") for other in blocked.waits_for):  # its process exited
