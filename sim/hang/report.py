@@ -157,7 +157,9 @@ def _rank_reports(programs: Programs, outcome: Outcome) -> list[RankReport]:
 
 def first_divergences(programs: Programs, outcome: Outcome) -> dict[int, str]:
     """Per rank, its first call (per group, by sequence number) unlike the most common one there
-    (ties: the lowest rank's), or the first sequence number it never reaches that others do."""
+    (ties: the lowest rank's), or the first sequence number it never reaches that others do. Tags
+    count: a skipped call shifts every later one, and calls of the same shape (every transformer
+    block's all-gather) then match silently, tag against another tag, until the shapes differ."""
     lists: dict[tuple[str, int], list[Call]] = defaultdict(list)
     for rank, calls in enumerate(programs.ranks):
         for call in calls:
@@ -166,7 +168,9 @@ def first_divergences(programs: Programs, outcome: Outcome) -> dict[int, str]:
     found: dict[int, str] = {}
     for group, members in programs.groups.items():
         for seq in range(max((len(lists[(group, r)]) for r in members), default=0)):
-            prints = {r: fingerprint(lists[(group, r)][seq]) for r in members if seq < len(lists[(group, r)])}
+            prints = {
+                r: (*fingerprint(lists[(group, r)][seq]), lists[(group, r)][seq].tag) for r in members if seq < len(lists[(group, r)])
+            }
             common = Counter(prints.values()).most_common(1)[0][0]  # max keeps the first: the lowest rank's on a tie
             for rank in members:
                 if rank in found:
@@ -176,6 +180,7 @@ def first_divergences(programs: Programs, outcome: Outcome) -> dict[int, str]:
                 elif prints[rank] != common:
                     found[rank] = (
                         f"{group} #{seq + 1}: {_call_text(lists[(group, rank)][seq])}, where the others call {common[0]} {common[1]} x {common[2]}"
+                        + (f" ({common[4]})" if common[4] else "")
                     )
     return found
 

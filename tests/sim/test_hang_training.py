@@ -70,3 +70,13 @@ def test_bad_command_lines_get_one_message(args: list[str], words: str) -> None:
     result = CliRunner().invoke(cli, ["sim", "hang", *args])
     assert result.exit_code == 2
     assert words in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.slow
+def test_a_skipped_gather_is_traced_to_where_the_tags_shift_not_where_the_shapes_first_differ() -> None:
+    from sim.hang.cli import mutate
+
+    step = fsdp_step({"preset": "gpt2", "ranks": 4, "backward_time_s": 0.1})
+    report = explain(mutate(step.programs(), "skip", "3:5"))
+    assert report.mismatches[0]["seq"] > 6  # equal shapes match silently for a while
+    assert report.ranks[3].first_divergence.startswith("world #6: all_gather")
