@@ -569,3 +569,8 @@ def params(model: str, output: str) -> None:
     with output_errors(output, "--output"):
         save_params(module, output)
     click.echo(f"# {sum(1 for p in module.parameters() if p.requires_grad)} parameter tensors written to {output}")
+
+
+from real.hang_check import hang_check  # noqa: E402 - registered last; torch loads only when it runs
+
+real.add_command(hang_check)

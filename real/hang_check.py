@@ -17,9 +17,11 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import click
+
 from sim.errors import CollsimError
 
-__all__ = ["RankOutcome", "run_case", "run_worker"]
+__all__ = ["RankOutcome", "check_case", "hang_check", "message_matches", "run_case", "run_worker"]
 
 MARK = "HANGCHECK "
 DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16", "float64": "float64", "int64": "int64", "int32": "int32"}
@@ -144,6 +146,72 @@ def _run_call(call: Any, group: Any, timeout_s: float, torch: Any, dist: Any) ->
         dist.all_gather([torch.empty_like(tensor) for _ in range(dist.get_world_size(group))], tensor, group=group)
     else:
         raise CollsimError(f"op: {call.op} is not run by hang_check; all_reduce, broadcast, barrier, send, recv, all_gather are")
+
+
+OUTCOMES = {"error": ("error",), "abort": ("died",), "timeout": ("error",), "completes": ("completed",)}  # a gloo timeout raises
+
+
+def message_matches(predicted: str, seen: str) -> bool:
+    """Whether torch printed the predicted message: our text for "Connection ... by peer" adds
+    why (torch says reset or closed, by timing), and between DETAIL's "Original exception:" and
+    gloo's words torch puts a newline and a source path."""
+    if predicted.startswith("Connection"):
+        return "by peer" in seen
+    return all(part in seen for part in predicted.split(" Original exception: "))
+
+
+def check_case(programs: dict[str, Any], detail: bool, timeout_s: float = 3.0, limit_s: float = 60.0) -> list[dict[str, Any]]:
+    """Explain ``programs``, run them on gloo ranks, and compare rank by rank: per rank the
+    predicted outcome and message, what torch did, and whether they match."""
+    from sim.hang import explain
+
+    report = explain(programs, timeout_s=timeout_s)
+    predicted = {line.rank: line for line in report.lines("gloo_detail" if detail else "gloo")}
+    rows = []
+    for outcome in run_case(programs, detail, timeout_s, limit_s):
+        line = predicted.get(outcome.rank)
+        seen = outcome.error or outcome.stderr_tail
+        if line is None:  # not blocked: it finishes, stalls past the others or dies as its program says
+            same = outcome.status in ("completed", "stalled", "died")
+        else:
+            same = outcome.status in OUTCOMES[line.outcome] and message_matches(line.message, seen)
+        rows.append(
+            {
+                "rank": outcome.rank,
+                "predicted": line.outcome if line else "no error",
+                "message": line.message if line else "",
+                "status": outcome.status,
+                "seen": seen[-600:],
+                "match": same,
+            }
+        )
+    return rows
+
+
+@click.command("hang-check")
+@click.option("--case", "case_name", default=None, help="a canonical case of collsim sim hang (size_mismatch, skipped, ...)")
+@click.option(
+    "--programs", "programs_file", default=None, help="YAML/JSON per-rank programs (all_reduce, broadcast, barrier, send, recv, all_gather)"
+)
+@click.option("--detail", is_flag=True, help="run the ranks with TORCH_DISTRIBUTED_DEBUG=DETAIL")
+@click.option("--timeout", "timeout_s", default=3.0, type=click.FloatRange(0.5, 120.0), help="process-group timeout in seconds (default 3)")
+@click.option("--json", "as_json", is_flag=True, help="print the rows as JSON")
+def hang_check(case_name: str | None, programs_file: str | None, detail: bool, timeout_s: float, as_json: bool) -> None:
+    """Run a hang case on real gloo ranks (CPU) and compare each rank with collsim's prediction."""
+    from sim.hang import case
+    from sim.hang.programs import load_programs
+
+    if (case_name is None) == (programs_file is None):
+        raise CollsimError("give one of --case NAME or --programs FILE")
+    data = dict(case(case_name)) if case_name else load_programs(programs_file).to_dict()
+    data.pop("about", None)
+    rows = check_case(data, detail, timeout_s, limit_s=10 * timeout_s + 30)
+    if as_json:
+        click.echo(json.dumps(rows, indent=1))
+        return
+    for row in rows:
+        click.echo(f"rank {row['rank']}: predicted {row['predicted']}, torch {row['status']}: {'match' if row['match'] else 'DIFFERS'}")
+        click.echo(f"  torch: {row['seen'].strip().splitlines()[-1][:300] if row['seen'].strip() else '-'}")
 
 
 if __name__ == "__main__" and len(sys.argv) == 6 and sys.argv[1] == "worker":
