@@ -21,7 +21,7 @@ import click
 
 from sim.errors import CollsimError
 
-__all__ = ["RankOutcome", "check_case", "hang_check", "message_matches", "run_case", "run_worker"]
+__all__ = ["RankOutcome", "check_case", "hang_check", "message_matches", "run_case", "run_ddp_unused", "run_worker"]
 
 MARK = "HANGCHECK "
 DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16", "float64": "float64", "int64": "int64", "int32": "int32"}
@@ -52,15 +52,23 @@ def run_case(programs: dict[str, Any], detail: bool, timeout_s: float = 3.0, lim
     collective's process-group timeout is ``timeout_s``; every rank is killed after ``limit_s``."""
     from sim.hang.programs import parse_programs
 
-    parsed = parse_programs(programs)
+    return _spawn("worker", json.dumps(programs), parse_programs(programs).world_size, detail, timeout_s, limit_s)
+
+
+def run_ddp_unused(unused_rank: int = 1, detail: bool = False, timeout_s: float = 3.0, limit_s: float = 60.0) -> list[RankOutcome]:
+    """Two gloo ranks train a two-layer DDP model; on ``unused_rank`` the second layer (parameters
+    2 and 3) takes no part in the loss, as ``collsim sim hang --unused-param`` models it."""
+    return _spawn("ddp-unused", json.dumps({"unused_rank": unused_rank}), 2, detail, timeout_s, limit_s)
+
+
+def _spawn(mode: str, payload: str, world_size: int, detail: bool, timeout_s: float, limit_s: float) -> list[RankOutcome]:
     env = {key: value for key, value in os.environ.items() if key != "TORCH_DISTRIBUTED_DEBUG"}
     if detail:
         env["TORCH_DISTRIBUTED_DEBUG"] = "DETAIL"
     port = _free_port()
-    payload = json.dumps(programs)
     processes = [
         subprocess.Popen(
-            [sys.executable, "-m", "real.hang_check", "worker", str(rank), str(parsed.world_size), str(port), str(timeout_s)],
+            [sys.executable, "-m", "real.hang_check", mode, str(rank), str(world_size), str(port), str(timeout_s)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -68,7 +76,7 @@ def run_case(programs: dict[str, Any], detail: bool, timeout_s: float = 3.0, lim
             env=env,
             start_new_session=True,
         )
-        for rank in range(parsed.world_size)
+        for rank in range(world_size)
     ]
     for process in processes:
         process.stdin.write(payload)
@@ -214,5 +222,39 @@ def hang_check(case_name: str | None, programs_file: str | None, detail: bool, t
         click.echo(f"  torch: {row['seen'].strip().splitlines()[-1][:300] if row['seen'].strip() else '-'}")
 
 
-if __name__ == "__main__" and len(sys.argv) == 6 and sys.argv[1] == "worker":
-    run_worker(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]))
+def run_ddp_unused_worker(rank: int, world_size: int, port: int, timeout_s: float) -> None:
+    """One rank of :func:`run_ddp_unused`: two iterations, the reducer's error expected on the second."""
+    from datetime import timedelta
+
+    import torch
+    import torch.distributed as dist
+
+    unused = json.loads(sys.stdin.read())["unused_rank"]
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world_size, timeout=timedelta(seconds=timeout_s)
+    )
+
+    class TwoLayers(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.first, self.second = torch.nn.Linear(4, 4), torch.nn.Linear(4, 4)
+
+        def forward(self, inputs: Any) -> Any:  # the unused rank skips the second layer (parameters 2, 3)
+            hidden = self.first(inputs)
+            return hidden if rank == unused else self.second(hidden)
+
+    model = torch.nn.parallel.DistributedDataParallel(TwoLayers())
+    try:
+        for _ in range(2):
+            model(torch.ones(2, 4)).sum().backward()
+    except Exception as error:  # noqa: BLE001 - torch's message is what we came for
+        print(MARK + json.dumps({"status": "error", "error": f"{type(error).__name__}: {error}"}), flush=True)
+        os._exit(1)
+    print(MARK + json.dumps({"status": "completed"}), flush=True)
+    os._exit(0)
+
+
+_WORKERS = {"worker": run_worker, "ddp-unused": run_ddp_unused_worker}
+
+if __name__ == "__main__" and len(sys.argv) == 6 and sys.argv[1] in _WORKERS:
+    _WORKERS[sys.argv[1]](int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]))

@@ -128,6 +128,8 @@ def reducer_error(rank: int, indices: list[int]) -> str:
         "data parallel module wasn't able to locate the output tensors in the return value of your module's `forward` function. "
         "Please include the loss function and the structure of the return value of `forward` of your module when reporting this "
         f"issue (e.g. list, dict, iterable).\nParameter indices which did not receive grad for rank {rank}: {' '.join(map(str, indices))}"
+        "\n In addition, you can set the environment variable TORCH_DISTRIBUTED_DEBUG to either INFO or DETAIL to print out "
+        "information about which particular parameters did not receive gradient on this rank as part of this error"
     )
 
 

@@ -7,8 +7,9 @@ import pytest
 
 pytest.importorskip("torch")
 
-from real.hang_check import check_case, message_matches  # noqa: E402
-from sim.hang import CASES  # noqa: E402
+from real.hang_check import check_case, message_matches, run_ddp_unused  # noqa: E402
+from sim.hang import CASES, explain  # noqa: E402
+from sim.hang.training import reducer_error  # noqa: E402
 
 
 @pytest.mark.slow
@@ -22,6 +23,17 @@ def test_real_gloo_ranks_report_what_the_explainer_predicts(name: str, detail: b
         assert row["match"], row
 
 
+@pytest.mark.slow
+def test_an_unused_parameter_on_one_rank_gives_ddps_reducer_error_there_and_a_lost_peer_elsewhere() -> None:
+    real = run_ddp_unused(unused_rank=1, timeout_s=3.0, limit_s=40.0)
+    assert real[1].status == "error" and reducer_error(1, [2, 3]) in real[1].error
+    # what --unused-param makes of a one-bucket step: rank 1 never launches it and dies at the next forward
+    report = explain({"ranks": [[{"op": "all_reduce", "count": 40}], [{"op": "die"}]]}, timeout_s=3.0)
+    (line,) = report.lines("gloo")
+    assert real[0].status == "error" and message_matches(line.message, real[0].error)
+
+
+@pytest.mark.slow
 def test_a_message_match_needs_torchs_words() -> None:
     assert message_matches(
         "Timed out waiting 3000ms for recv operation to complete", "[x.cc:78] Timed out waiting 3000ms for recv operation to complete"
@@ -29,4 +41,4 @@ def test_a_message_match_needs_torchs_words() -> None:
     assert not message_matches(
         "Timed out waiting 3000ms for recv operation to complete", "Timed out waiting 3000ms for send operation to complete"
     )
-    assert message_matches("Rank 1 reached. Original exception: Timed out", "Rank 1 reached.\\n Original exception: \\n[x.cc:1] Timed out")
+    assert message_matches("Rank 1 reached. Original exception: Timed out", "Rank 1 reached.\n Original exception: \n[x.cc:1] Timed out")
