@@ -133,11 +133,13 @@ def gloo_timeout(timeout_s: float, op: str = "recv") -> str:
 
 
 def gloo_size_abort(received: Call, expected: Call, group_size: int) -> str:
-    """gloo's abort on the rank that receives more bytes than it posted (its ring all-reduce
-    splits a buffer into 2 x group-size segments)."""
+    """gloo's abort on the rank that receives more bytes than it posted: its ring all-reduce cuts
+    a buffer into 2 x group-size segments of whole elements, the first ceil(count / segments)
+    each (checked on gloo ranks: 1003 against 1000 floats gives "1004 vs 1000", 4096 against 1
+    gives "4096 vs 4")."""
     segments = 2 * group_size
-    big = received.count * DTYPES[received.dtype] // segments
-    small = expected.count * DTYPES[expected.dtype] // segments
+    big = -(-received.count // segments) * DTYPES[received.dtype]
+    small = -(-expected.count // segments) * DTYPES[expected.dtype]
     return (
         f"op.preamble.length <= op.nbytes. {big} vs {small}. Received data size doesn't match expected size. "
         "Is there a distributed collective mismatch in your code?"

@@ -100,7 +100,7 @@ def parse_programs(data: Any) -> Programs:
         raise CollsimError(f"programs: unknown key(s) {sorted(map(str, unknown))[:5]}; allowed: ranks, groups, timeout_s, about")
     ranks = _rank_lists(data.get("ranks"))
     groups = _groups(data.get("groups") or {}, len(ranks))
-    timeout_s = _number(data.get("timeout_s", 600.0), "timeout_s", 1e-3, 1e7)
+    timeout_s = check_timeout(data.get("timeout_s", 600.0))
     member_sets = {name: frozenset(members) for name, members in groups.items()}  # membership in O(1)
     parsed = tuple(tuple(_call(item, rank, k, groups, member_sets) for k, item in enumerate(calls)) for rank, calls in enumerate(ranks))
     return Programs(parsed, groups, timeout_s)
@@ -178,6 +178,11 @@ def _rank_field(
             f"ranks: {where}: {key} {str(value)[:40]} must be another rank of the group {list(members)[:16]}, for {', '.join(P2P) if key == 'peer' else 'broadcast, reduce'}"
         )
     return value
+
+
+def check_timeout(value: Any) -> float:
+    """A process-group timeout in seconds (1 ms to about 116 days)."""
+    return _number(value, "timeout_s", 1e-3, 1e7)
 
 
 def _number(value: Any, what: str, low: float, high: float) -> float:

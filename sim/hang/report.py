@@ -10,7 +10,7 @@ from typing import Any
 
 from sim.hang import messages
 from sim.hang.match import Blocked, Mismatch, Outcome, fingerprint, match
-from sim.hang.programs import DTYPES, P2P, Call, Programs, parse_programs
+from sim.hang.programs import DTYPES, P2P, Call, Programs, check_timeout, parse_programs
 
 __all__ = ["HangReport", "RankReport", "ToolLine", "explain"]
 
@@ -69,7 +69,7 @@ def explain(programs: Programs | dict[str, Any], timeout_s: float | None = None)
     if not isinstance(programs, Programs):
         programs = parse_programs(programs)
     if timeout_s is not None:
-        programs = Programs(programs.ranks, programs.groups, parse_programs({"ranks": [[]], "timeout_s": timeout_s}).timeout_s)
+        programs = replace(programs, timeout_s=check_timeout(timeout_s))
     outcome = match(programs)
     edges = tuple((b.rank, other) for b in outcome.blocked if b.rank not in _mismatched(outcome) for other in b.waits_for)
     cycle = _cycle(edges)

@@ -24,6 +24,14 @@ def test_real_gloo_ranks_report_what_the_explainer_predicts(name: str, detail: b
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(("small", "large"), [(1, 4096), (1000, 1003)])
+def test_gloos_abort_names_the_segment_sizes_of_uneven_buffers(small: int, large: int) -> None:
+    data = {"ranks": [[{"op": "all_reduce", "count": small}], [{"op": "all_reduce", "count": large}]]}
+    rows = check_case(data, detail=False, timeout_s=3.0, limit_s=40.0)
+    assert rows[0]["predicted"] == "abort" and all(row["match"] for row in rows), rows
+
+
+@pytest.mark.slow
 def test_an_unused_parameter_on_one_rank_gives_ddps_reducer_error_there_and_a_lost_peer_elsewhere() -> None:
     real = run_ddp_unused(unused_rank=1, timeout_s=3.0, limit_s=40.0)
     assert real[1].status == "error" and reducer_error(1, [2, 3]) in real[1].error

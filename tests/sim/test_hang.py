@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -34,6 +36,15 @@ def test_skipped_collective_names_the_missing_rank_and_the_watchdog_sequence_num
 def test_two_groups_in_opposite_orders_is_a_wait_for_cycle() -> None:
     report = explain(CASES["swapped"])
     assert report.verdict == "deadlock" and sorted(report.cycle) == [0, 1]
+    assert json.loads(json.dumps(report.to_dict()))["cycle"] == list(report.cycle)  # plain data for a page
+
+
+def test_a_stall_shorter_than_the_timeout_only_delays() -> None:
+    stalled = {"ranks": [[AR], [{"op": "stall", "seconds": 5}, AR]]}
+    assert explain(stalled, timeout_s=10).verdict == "completes"
+    assert explain(stalled, timeout_s=5).verdict == "missing_party"
+    with pytest.raises(CollsimError, match="timeout_s"):
+        explain(stalled, timeout_s=0)
 
 
 def test_size_mismatch_aborts_the_smaller_gloo_rank_and_detail_counts_from_zero() -> None:
