@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from sim.errors import CollsimError
+from sim.hang.fields import option as field_option
 
 __all__ = ["format_report", "hang", "mutate", "program_data"]
 
@@ -101,32 +102,29 @@ def format_report(report: Any) -> str:
     help="FSDP scenario file (as collsim sim fsdp --scenario): one step's all-gathers and reduce-scatters",
 )
 @click.option("--flight-recorder", "flight_dir", default=None, help="folder of flight-recorder dumps (one per rank) to explain")
-@click.option(
-    "--timeout",
-    "timeout_s",
-    default=None,
-    type=float,
-    help="process-group timeout in seconds (TORCH_NCCL_TIMEOUT; default the file's, else 600)",
-)
-@click.option("--unused-param", "unused", multiple=True, help="RANK:NAME (with --ddp): that parameter gets no gradient on that rank")
-@click.option("--skip", multiple=True, help="RANK:CALL: that rank skips that call")
-@click.option("--resize", multiple=True, help="RANK:CALL:COUNT: that call has COUNT elements on that rank")
-@click.option("--dtype", multiple=True, help="RANK:CALL:DTYPE: that call has another dtype on that rank")
-@click.option("--swap", multiple=True, help="RANK:CALL:CALL: that rank issues the two calls in the other order")
-@click.option("--dies", multiple=True, help="RANK:CALL, or RANK:TIME with --ddp (e.g. 1:50ms): that rank dies there")
-@click.option("--stalls", multiple=True, help="RANK:CALL, or RANK:TIME with --ddp: that rank stops issuing calls there, for ever")
+@field_option("timeout_s", "--timeout", "timeout_s")
+@field_option("unused_param", "--unused-param", "unused")
+@field_option("skip", "--skip")
+@field_option("resize", "--resize")
+@field_option("dtype", "--dtype")
+@field_option("swap", "--swap")
+@field_option("dies", "--dies")
+@field_option("stalls", "--stalls")
 @click.option("--write-flight-recorder", "write_dir", default=None, help="write the simulated ranks' flight-recorder dumps to this folder")
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
 def hang(timeout_s: float | None, write_dir: str | None, as_json: bool, **options: Any) -> None:
     """Explain a hang or desync: which ranks block where, and what NCCL, gloo, DETAIL and the flight recorder would show."""
+    from dataclasses import replace
+
     from sim.hang import explain, parse_programs
     from sim.hang.flight import write_dumps
+    from sim.hang.programs import check_timeout
     from sim.hang.training import tool_note
 
     data, notes = program_data(options)
     programs = parse_programs({key: value for key, value in data.items() if key != "about"})
     if timeout_s is not None:
-        programs = parse_programs({**programs.to_dict(), "timeout_s": timeout_s})
+        programs = replace(programs, timeout_s=check_timeout(timeout_s, "--timeout"))
     report = explain(programs)
     for rank, message in notes:
         report = tool_note(report, rank, message)

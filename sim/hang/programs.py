@@ -180,9 +180,12 @@ def _rank_field(
     return value
 
 
-def check_timeout(value: Any) -> float:
-    """A process-group timeout in seconds (1 ms to about 116 days)."""
-    return _number(value, "timeout_s", 1e-3, 1e7)
+def check_timeout(value: Any, what: str = "timeout_s") -> float:
+    """A process-group timeout in seconds, within the bounds of :data:`sim.hang.fields.FIELDS`."""
+    from sim.hang.fields import FIELDS
+
+    info = FIELDS["timeout_s"]
+    return _number(value, what, info.low, info.high)
 
 
 def _number(value: Any, what: str, low: float, high: float) -> float:

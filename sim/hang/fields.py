@@ -1,0 +1,68 @@
+"""The inputs of ``collsim sim hang`` as :class:`sim.fields.FieldInfo` entries: the command's
+options and an explorer page's form take labels, help, units and bounds from here. Not a
+registered scenario of :mod:`sim.fields` (that module sits below ``sim.hang`` in sim's layers and
+holds its tables itself); :func:`option` builds the click option the way
+:func:`sim.cli_fields.field_option` does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sim.fields import FieldInfo
+
+__all__ = ["FIELDS", "option"]
+
+_CALL = "call: its index in the rank's program, from 0"
+FIELDS: dict[str, FieldInfo] = {
+    info.name: info
+    for info in (
+        FieldInfo(
+            "timeout_s",
+            "Process-group timeout",
+            "how long a rank waits in a call before its watchdog or gloo gives up (TORCH_NCCL_TIMEOUT, init_process_group's timeout)",
+            short="timeout",
+            unit="s",
+            low=1e-3,
+            high=1e7,
+            kind="float",
+            default=600.0,
+        ),
+        FieldInfo("skip", "Skip a call", f"RANK:CALL: that rank skips that call ({_CALL})", kind="repeated"),
+        FieldInfo("resize", "Resize a call", "RANK:CALL:COUNT: that call has COUNT elements on that rank", kind="repeated"),
+        FieldInfo(
+            "dtype",
+            "Change a dtype",
+            "RANK:CALL:DTYPE: that call has another dtype on that rank (float32, float16, bfloat16, float64, int64, int32, uint8)",
+            kind="repeated",
+        ),
+        FieldInfo("swap", "Swap two calls", "RANK:CALL:CALL: that rank issues the two calls in the other order", kind="repeated"),
+        FieldInfo(
+            "dies", "A rank dies", "RANK:CALL, or RANK:TIME into a DDP step (e.g. 1:50ms): that rank's process exits there", kind="repeated"
+        ),
+        FieldInfo(
+            "stalls",
+            "A rank stalls",
+            "RANK:CALL, or RANK:TIME into a DDP step: that rank stops issuing calls there, for ever",
+            kind="repeated",
+        ),
+        FieldInfo(
+            "unused_param",
+            "Unused parameter",
+            "RANK:NAME (a DDP step): that parameter gets no gradient on that rank",
+            short="unused-param",
+            kind="repeated",
+        ),
+    )
+}
+
+
+def option(name: str, *decls: str) -> Any:
+    """A click option for field ``name``: its flag, help (with the range) and kind."""
+    import click
+
+    info = FIELDS[name]
+    kwargs: dict[str, Any] = {"multiple": True} if info.kind == "repeated" else {"type": float, "default": None}
+    text = info.help + (
+        f" ({info.low:g} to {info.high:g} {info.unit}; default: the file's, else {info.default:g})" if info.low is not None else ""
+    )
+    return click.option(*(decls or (info.option,)), help=text, **kwargs)
