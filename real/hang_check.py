@@ -24,6 +24,7 @@ from sim.errors import CollsimError
 __all__ = ["RankOutcome", "check_case", "hang_check", "message_matches", "run_case", "run_ddp_unused", "run_worker"]
 
 MARK = "HANGCHECK "
+FLIGHT_DIR_ENV = "COLLSIM_HANG_FLIGHT_DIR"
 DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16", "float64": "float64", "int64": "int64", "int32": "int32"}
 
 
@@ -47,12 +48,17 @@ def _free_port() -> int:
     return free_port()
 
 
-def run_case(programs: dict[str, Any], detail: bool, timeout_s: float = 3.0, limit_s: float = 60.0) -> list[RankOutcome]:
+def run_case(
+    programs: dict[str, Any], detail: bool, timeout_s: float = 3.0, limit_s: float = 60.0, flight_dir: str | None = None
+) -> list[RankOutcome]:
     """Run ``programs`` (the program data of :mod:`sim.hang.programs`) on gloo ranks; each
-    collective's process-group timeout is ``timeout_s``; every rank is killed after ``limit_s``."""
+    collective's process-group timeout is ``timeout_s``; every rank is killed after ``limit_s``.
+    With ``flight_dir`` the flight recorder is on and each rank that leaves by itself (not a
+    "die") dumps it there as ``rank_N``, as torch's own dump would be written."""
     from sim.hang.programs import parse_programs
 
-    return _spawn("worker", json.dumps(programs), parse_programs(programs).world_size, detail, timeout_s, limit_s)
+    extra = {"TORCH_FR_BUFFER_SIZE": "2000", FLIGHT_DIR_ENV: str(flight_dir)} if flight_dir else {}
+    return _spawn("worker", json.dumps(programs), parse_programs(programs).world_size, detail, timeout_s, limit_s, extra)
 
 
 def run_ddp_unused(unused_rank: int = 1, detail: bool = False, timeout_s: float = 3.0, limit_s: float = 60.0) -> list[RankOutcome]:
@@ -61,8 +67,11 @@ def run_ddp_unused(unused_rank: int = 1, detail: bool = False, timeout_s: float 
     return _spawn("ddp-unused", json.dumps({"unused_rank": unused_rank}), 2, detail, timeout_s, limit_s)
 
 
-def _spawn(mode: str, payload: str, world_size: int, detail: bool, timeout_s: float, limit_s: float) -> list[RankOutcome]:
-    env = {key: value for key, value in os.environ.items() if key != "TORCH_DISTRIBUTED_DEBUG"}
+def _spawn(
+    mode: str, payload: str, world_size: int, detail: bool, timeout_s: float, limit_s: float, extra: dict[str, str] | None = None
+) -> list[RankOutcome]:
+    env = {key: value for key, value in os.environ.items() if key not in ("TORCH_DISTRIBUTED_DEBUG", FLIGHT_DIR_ENV)}
+    env.update(extra or {})
     if detail:
         env["TORCH_DISTRIBUTED_DEBUG"] = "DETAIL"
     port = _free_port()
@@ -121,15 +130,26 @@ def run_worker(rank: int, world_size: int, port: int, timeout_s: float) -> None:
     }
     try:
         for call in programs.ranks[rank]:
-            _run_call(call, groups.get(call.group), timeout_s, torch, dist)
+            _run_call(call, rank, groups.get(call.group), timeout_s, torch, dist)
     except Exception as error:  # noqa: BLE001 - torch's message is what we came for
-        print(MARK + json.dumps({"status": "error", "error": f"{type(error).__name__}: {error}"}), flush=True)
-        os._exit(1)
-    print(MARK + json.dumps({"status": "completed"}), flush=True)
-    os._exit(0)  # no destroy_process_group: its teardown would wait for peers that are gone
+        _leave(rank, {"status": "error", "error": f"{type(error).__name__}: {error}"}, 1)
+    _leave(rank, {"status": "completed"}, 0)
 
 
-def _run_call(call: Any, group: Any, timeout_s: float, torch: Any, dist: Any) -> None:
+def _leave(rank: int, record: dict[str, Any], code: int) -> None:
+    """Print the outcome, dump the flight recorder where asked, and exit at once (no
+    destroy_process_group: its teardown would wait for peers that are gone)."""
+    folder = os.environ.get(FLIGHT_DIR_ENV)
+    if folder:
+        import torch._C._distributed_c10d as c10d  # torch's own dump of this process's recorder
+
+        with open(os.path.join(folder, f"rank_{rank}"), "wb") as handle:
+            handle.write(c10d._dump_fr_trace())
+    print(MARK + json.dumps(record), flush=True)
+    os._exit(code)
+
+
+def _run_call(call: Any, rank: int, group: Any, timeout_s: float, torch: Any, dist: Any) -> None:
     if call.op == "die":
         os._exit(17)
     if call.op == "stall":
@@ -137,8 +157,7 @@ def _run_call(call: Any, group: Any, timeout_s: float, torch: Any, dist: Any) ->
             time.sleep(call.seconds)
             return
         time.sleep(3 * timeout_s)  # "for ever": long past every peer's timeout, then leave quietly
-        print(MARK + json.dumps({"status": "stalled"}), flush=True)
-        os._exit(0)
+        _leave(rank, {"status": "stalled"}, 0)
     tensor = torch.ones(call.count, dtype=getattr(torch, DTYPES[call.dtype]))
     if call.op == "all_reduce":
         dist.all_reduce(tensor, group=group)

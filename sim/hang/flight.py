@@ -13,7 +13,7 @@ from typing import Any
 from sim.errors import CollsimError
 from sim.hang.match import match
 from sim.hang.messages import SCALAR_NAMES, numel
-from sim.hang.programs import MAX_CALLS, Programs, parse_programs
+from sim.hang.programs import MAX_CALLS, MAX_RANKS, Programs, parse_programs
 
 __all__ = ["DUMP_PREFIX", "VERSION", "read_dumps", "write_dumps"]
 
@@ -145,13 +145,25 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 def _programs(dumps: dict[int, dict[str, Any]]) -> Programs:
-    world = max(dumps) + 1
+    """Programs from dumps: every rank's recorded calls, then a stall (it was alive, issuing no
+    more); a rank without a dump dies. gloo's dumps list no subgroup's ranks (their pg_config
+    holds only the default group, under the key ''): a group known only by its id in the entries
+    is taken as every rank's."""
+    configured = [_config_ranks(config) for dump in dumps.values() for config in dump["pg_config"].values()]
+    world = max([max(dumps) + 1] + [max(ranks) + 1 for ranks in configured if ranks])
+    if world > MAX_RANKS:
+        raise CollsimError(f"--flight-recorder: rank {world - 1:,} in the dumps; up to {MAX_RANKS:,} ranks are explained")
     groups: dict[str, list[int]] = {}
     for dump in dumps.values():
         for uid, config in dump["pg_config"].items():
-            ranks = [int(r) for r in re.findall(r"\d+", str(config.get("ranks", "")))]
+            ranks = _config_ranks(config)
             if ranks and sorted(ranks) != list(range(world)):
                 groups.setdefault(str(uid), ranks)
+    for dump in dumps.values():
+        for entry in dump["entries"]:
+            uid = str((entry.get("process_group") or ("0",))[0]) if isinstance(entry, dict) else "0"
+            if uid not in groups and uid != "0":
+                groups[uid] = list(range(world))
     ranks, total = [], 0
     for rank in range(world):
         if rank not in dumps:
@@ -163,6 +175,10 @@ def _programs(dumps: dict[int, dict[str, Any]]) -> Programs:
             raise CollsimError(f"--flight-recorder: over {MAX_CALLS:,} entries; up to that are explained")
         ranks.append([call for call in calls if call] + ([{"op": "stall"}]))
     return parse_programs({"ranks": ranks, "groups": groups})
+
+
+def _config_ranks(config: Any) -> list[int]:
+    return [int(r) for r in re.findall(r"\d+", str(config.get("ranks", "")))[: MAX_RANKS + 1]] if isinstance(config, dict) else []
 
 
 def _call(entry: dict[str, Any], groups: dict[str, list[int]], world: int) -> dict[str, Any] | None:

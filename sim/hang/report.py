@@ -111,7 +111,7 @@ def _verdict(outcome: Outcome, cycle: tuple[int, ...], missing: tuple[int, ...])
         return "missing_party"
     if cycle:
         return "deadlock"
-    return "completes" if all(state == "completed" for state in outcome.states) else "missing_party"
+    return "missing_party" if outcome.blocked else "completes"  # ranks that stop with no one waiting hang nobody
 
 
 def _summary(verdict: str, outcome: Outcome, cycle: tuple[int, ...], missing: tuple[int, ...]) -> str:
@@ -123,7 +123,9 @@ def _summary(verdict: str, outcome: Outcome, cycle: tuple[int, ...], missing: tu
     if verdict == "missing_party":
         waiting = sorted(b.rank for b in outcome.blocked)
         return f"ranks {_ranks_text(waiting)} wait for ranks {_ranks_text(list(missing))}, which never come ({', '.join(outcome.states[r] for r in missing)})"
-    return "every rank completes its program"
+    if all(state == "completed" for state in outcome.states):
+        return "every rank completes its program"
+    return "every call completes; no rank waits for another"
 
 
 def _call_text(call: Any) -> str:

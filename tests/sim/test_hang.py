@@ -133,7 +133,7 @@ def test_any_program_gets_a_verdict_in_bounded_time(calls: list[list[dict]]) -> 
     report = explain(_program(calls))
     assert report.verdict in ("completes", "mismatch", "deadlock", "missing_party")
     stuck = [r for r in report.ranks if r.state in ("blocked", "mismatched")]
-    assert (report.verdict == "completes") == (not stuck and all(r.state == "completed" for r in report.ranks))
+    assert (report.verdict == "completes") == (not stuck)  # a rank that stops with no one waiting hangs nobody
     for rank in report.ranks:  # a blocked rank waits for someone, and a cycle only joins blocked ranks
         assert rank.state != "blocked" or rank.waits_for
     assert all(report.ranks[r].state == "blocked" for r in report.cycle)

@@ -59,3 +59,19 @@ def test_a_folder_without_dumps_is_refused(tmp_path) -> None:
     (tmp_path / "rank_0").write_bytes(b"not a pickle")
     with pytest.raises(CollsimError, match="not a flight-recorder pickle"):
         read_dumps(tmp_path)
+
+
+def test_dumps_naming_a_huge_rank_are_refused_before_any_work(tmp_path) -> None:
+    import pickle
+
+    from sim.errors import CollsimError
+
+    (tmp_path / "rank_99999999").write_bytes(pickle.dumps({"entries": [], "pg_config": {}, "version": "2.10"}))
+    with pytest.raises(CollsimError, match="up to 1,024 ranks"):
+        read_dumps(tmp_path)
+
+
+def test_ranks_that_stop_with_no_one_waiting_hang_nobody(tmp_path) -> None:
+    write_dumps(parse_programs({"ranks": [[{"op": "all_reduce"}], [{"op": "all_reduce"}]]}), tmp_path)
+    report = explain(read_dumps(tmp_path))  # each rank's dump ends in a stall: alive, issuing no more
+    assert report.verdict == "completes" and report.summary == "every call completes; no rank waits for another"
