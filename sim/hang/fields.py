@@ -19,13 +19,12 @@ FIELDS: dict[str, FieldInfo] = {
         FieldInfo(
             "timeout_s",
             "Process-group timeout",
-            "how long a rank waits in a call before its watchdog or gloo gives up (TORCH_NCCL_TIMEOUT, init_process_group's timeout)",
+            "how long a rank waits in a call before NCCL's watchdog or gloo gives up (init_process_group's or new_group's timeout; torch's default: 600 s NCCL, 1800 s gloo)",
             short="timeout",
             unit="s",
             low=1e-3,
             high=1e7,
             kind="float",
-            default=600.0,
         ),
         FieldInfo("skip", "Skip a call", f"RANK:CALL: that rank skips that call ({_CALL})", kind="repeated"),
         FieldInfo("resize", "Resize a call", "RANK:CALL:COUNT: that call has COUNT elements on that rank", kind="repeated"),
@@ -62,7 +61,5 @@ def option(name: str, *decls: str) -> Any:
 
     info = FIELDS[name]
     kwargs: dict[str, Any] = {"multiple": True} if info.kind == "repeated" else {"type": float, "default": None}
-    text = info.help + (
-        f" ({info.low:g} to {info.high:g} {info.unit}; default: the file's, else {info.default:g})" if info.low is not None else ""
-    )
+    text = info.help + (f" ({info.low:g} to {info.high:g} {info.unit}; default: the file's)" if info.low is not None else "")
     return click.option(*(decls or (info.option,)), help=text, **kwargs)

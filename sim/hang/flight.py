@@ -101,7 +101,7 @@ def _entry(programs: Programs, ids: dict[str, str], rank: int, calls: Any, index
         "time_discovered_started_ns": index * 1000 + 1,
         "time_discovered_completed_ns": index * 1000 + 2 if done else None,
         "retired": done,
-        "timeout_ms": round(programs.timeout_s * 1000),
+        "timeout_ms": round(programs.timeout_for("nccl") * 1000),
         "is_p2p": p2p,
         "thread_name": "collsim",
         "thread_id": "0",

@@ -148,7 +148,7 @@ def _arrive(programs: Programs, outcome: Outcome, keys: list, arrived: dict, ran
     calls, index = programs.ranks[rank], outcome.positions[rank]
     while index < len(calls) and calls[index].is_event:
         call = calls[index]
-        if call.op == "die" or call.seconds is None or call.seconds >= programs.timeout_s:
+        if call.op == "die" or call.seconds is None or call.seconds >= programs.timeout_for("nccl"):  # the shorter default
             outcome.states[rank] = "dead" if call.op == "die" else "stalled"
             return []
         index += 1  # a stall shorter than the timeout only delays the rank

@@ -68,7 +68,7 @@ def pg_prefix(programs: Programs, group: str, rank: int) -> str:
 
 def nccl_watchdog(programs: Programs, blocked: Blocked, last_completed: int) -> list[str]:
     """The two lines NCCL's watchdog logs for a rank blocked past the timeout."""
-    timeout_ms = round(programs.timeout_s * 1000)
+    timeout_ms = round(programs.timeout_for("nccl") * 1000)
     numel_in, numel_out = numel(blocked.call, len(programs.groups[blocked.call.group]))
     prefix = pg_prefix(programs, blocked.call.group, blocked.rank)
     work = f"WorkNCCL(SeqNum={blocked.seq}, OpType={nccl_op_type(blocked.call)}, NumelIn={numel_in}, NumelOut={numel_out}, Timeout(ms)={timeout_ms})"

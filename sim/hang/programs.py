@@ -2,7 +2,7 @@
 
 A program file (YAML or JSON, read through :func:`sim.files.load_mapping`: bounded, no aliases)::
 
-    timeout_s: 600            # the process group's timeout (TORCH_NCCL_TIMEOUT / init_process_group)
+    timeout_s: 600            # the process group's timeout; default torch's: 600 s NCCL, 1800 s gloo
     groups: {tp0: [0, 1]}     # optional; "world" (every rank) always exists
     ranks:                    # one list of calls per rank, rank 0 first
       - [{op: all_reduce, count: 1024, dtype: float32, group: world, tag: grads}]
@@ -24,6 +24,7 @@ from sim.errors import CollsimError
 
 __all__ = [
     "COLLECTIVES",
+    "DEFAULT_TIMEOUT_S",
     "DTYPES",
     "EVENTS",
     "MAX_CALLS",
@@ -32,6 +33,7 @@ __all__ = [
     "P2P",
     "Call",
     "Programs",
+    "check_timeout",
     "load_programs",
     "parse_programs",
 ]
@@ -43,6 +45,8 @@ DTYPES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8, "
 MAX_RANKS = 1024
 MAX_CALLS = 100_000  # all ranks together: the explainer's work is linear in this
 MAX_GROUPS = 4_096
+# torch's defaults: default_pg_nccl_timeout for NCCL, default_pg_timeout for every other backend
+DEFAULT_TIMEOUT_S = {"nccl": 600.0, "gloo": 1800.0}
 _KEYS = {"op", "count", "dtype", "group", "tag", "peer", "root", "seconds"}
 
 
@@ -73,7 +77,11 @@ class Programs:
 
     ranks: tuple[tuple[Call, ...], ...]
     groups: dict[str, tuple[int, ...]]
-    timeout_s: float = 600.0
+    timeout_s: float | None = None  # None: torch's default for each backend
+
+    def timeout_for(self, backend: str) -> float:
+        """The timeout a backend's process group has: the given one, else torch's default."""
+        return self.timeout_s if self.timeout_s is not None else DEFAULT_TIMEOUT_S[backend]
 
     @property
     def world_size(self) -> int:
@@ -100,7 +108,7 @@ def parse_programs(data: Any) -> Programs:
         raise CollsimError(f"programs: unknown key(s) {sorted(map(str, unknown))[:5]}; allowed: ranks, groups, timeout_s, about")
     ranks = _rank_lists(data.get("ranks"))
     groups = _groups(data.get("groups") or {}, len(ranks))
-    timeout_s = check_timeout(data.get("timeout_s", 600.0))
+    timeout_s = None if data.get("timeout_s") is None else check_timeout(data["timeout_s"])
     member_sets = {name: frozenset(members) for name, members in groups.items()}  # membership in O(1)
     parsed = tuple(tuple(_call(item, rank, k, groups, member_sets) for k, item in enumerate(calls)) for rank, calls in enumerate(ranks))
     return Programs(parsed, groups, timeout_s)

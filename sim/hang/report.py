@@ -53,7 +53,7 @@ class HangReport:
     mismatches: tuple[dict[str, Any], ...]
     tools: tuple[ToolLine, ...]
     flight_recorder: dict[str, Any] = field(default_factory=dict)
-    timeout_s: float = 600.0
+    timeout_s: float | None = None  # None: torch's defaults, 600 s NCCL and 1800 s gloo
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -215,6 +215,7 @@ def _nccl(programs: Programs, outcome: Outcome) -> list[ToolLine]:
 def _detail_line(tool: str, programs: Programs, outcome: Outcome, blocked: Blocked, device: str) -> ToolLine | None:
     """DETAIL's wrapper checks collectives (not send/recv): a mismatch, or rank 0 of the group
     naming the ranks that never reach its monitored barrier."""
+    timeout_s = programs.timeout_for(tool.split("_")[0])  # DETAIL's gloo helper group has the wrapped group's timeout
     if blocked.call.op in P2P:  # the wrapper checks collectives only
         return None
     for mismatch in outcome.mismatches:
@@ -223,8 +224,8 @@ def _detail_line(tool: str, programs: Programs, outcome: Outcome, blocked: Block
     members = programs.groups[blocked.call.group]
     if blocked.rank == members[0] and blocked.waits_for:
         group_ranks = [members.index(r) for r in blocked.waits_for]
-        return ToolLine(tool, blocked.rank, "error", messages.detail_monitored_barrier(programs.timeout_s, group_ranks))
-    return ToolLine(tool, blocked.rank, "error", messages.detail_barrier_peer(programs.timeout_s, members.index(blocked.rank)))
+        return ToolLine(tool, blocked.rank, "error", messages.detail_monitored_barrier(timeout_s, group_ranks))
+    return ToolLine(tool, blocked.rank, "error", messages.detail_barrier_peer(timeout_s, members.index(blocked.rank)))
 
 
 def _gloo(programs: Programs, outcome: Outcome) -> list[ToolLine]:
@@ -246,10 +247,10 @@ def _gloo_line(programs: Programs, outcome: Outcome, blocked: Blocked) -> ToolLi
             if mismatch.nbytes[rank] == mismatch.smallest_nbytes:
                 return ToolLine("gloo", rank, "abort", messages.gloo_size_abort(mismatch.largest, blocked.call, len(mismatch.calls)))
             return ToolLine("gloo", rank, "error", "Connection reset by peer (the rank that received too much aborted)")
-        return ToolLine("gloo", rank, "timeout", messages.gloo_timeout(programs.timeout_s))
+        return ToolLine("gloo", rank, "timeout", messages.gloo_timeout(programs.timeout_for("gloo")))
     if any(outcome.states[other] in ("dead", "completed") for other in blocked.waits_for):  # its process exited
         return ToolLine("gloo", rank, "error", "Connection reset by peer / Connection closed by peer (a rank it waits for exited)")
-    return ToolLine("gloo", rank, "timeout", messages.gloo_timeout(programs.timeout_s, blocked.call.op))
+    return ToolLine("gloo", rank, "timeout", messages.gloo_timeout(programs.timeout_for("gloo"), blocked.call.op))
 
 
 def flight_classification(programs: Programs, outcome: Outcome) -> dict[str, Any]:

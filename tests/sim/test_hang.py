@@ -137,3 +137,9 @@ def test_any_program_gets_a_verdict_in_bounded_time(calls: list[list[dict]]) -> 
     for rank in report.ranks:  # a blocked rank waits for someone, and a cycle only joins blocked ranks
         assert rank.state != "blocked" or rank.waits_for
     assert all(report.ranks[r].state == "blocked" for r in report.cycle)
+
+
+def test_without_a_timeout_each_backend_has_torchs_default() -> None:
+    report = explain(CASES["skipped"])
+    assert "Timeout(ms)=600000)" in report.lines("nccl")[0].message
+    assert report.lines("gloo")[0].message == "Timed out waiting 1800000ms for recv operation to complete"
