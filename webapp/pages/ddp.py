@@ -17,7 +17,7 @@ from typing import Any
 from dash import Input, Output, State, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
-from sim.fields import field_info
+from sim.fields import form_fields
 from sim.training import explain
 from sim.training.memory import peak_words
 from sim.units import format_size, format_time
@@ -31,15 +31,11 @@ NAME = "ddp"
 TITLE = "DDP buckets"
 PAGE = "ddp"
 
-# Form key -> the DDP scenario field whose label and help it shows (sim.fields: the CLI's text too).
-SCENARIO_FIELDS = {
-    "hardware": "hardware", "preset": "preset", "precision": "precision", "master": "master_weights", "tokens": "tokens", "gpu": "gpu",
-    "mfu": "mfu", "forward": "forward_time_s", "optimizer": "optimizer_time_s", "checkpointing": "activation_checkpointing",
-    "strategy": "strategy", "first_bucket": "first_bucket_bytes", "accumulation": "accumulation_steps", "comm_model": "comm", "o": "o_s", "w": "w_Bps",
-    "bandwidth": "bandwidth_Bps", "latency": "latency_s", "algorithm": "algorithm",
-}  # fmt: skip
+# Form key -> the DDP scenario field whose label and help it shows: the entries whose group is
+# this page, by their URL key (sim.fields: the CLI's text too)
+SCENARIO_FIELDS = {key: info.name for key, info in form_fields("ddp").items()}
 LABELS = {
-    **{key: (field_info(name, "ddp").label, field_info(name, "ddp").help) for key, name in SCENARIO_FIELDS.items()},
+    **{key: (info.label, info.hint or info.help) for key, info in form_fields("ddp").items()},
     # what only this page has: its own ranks bounds, a backward box taking a time or a rate, a log slider, FSDP's strategy
     "ranks": ("Ranks", "2 to 1024; with a hardware preset, nodes x its GPUs a node"),
     "nodes": ("Nodes", "nodes of the hardware preset: sets the ranks (nodes x GPUs a node)"),
@@ -403,8 +399,11 @@ def _ddp_cards(scenario: Any, summary: dict[str, Any], best: dict[str, Any], nea
         number_card("Comm end", format_time(summary["comm_end_s"]), ids.DDP_COMM_END),
         number_card("Overhead", format_time(summary["overhead_s"]), ids.DDP_OVERHEAD_VALUE),
         number_card("Buckets", str(summary["num_buckets"]), ids.DDP_BUCKETS),
-        number_card("Bucket caps within 1 % of best", f"{caps} (best {format_time(near['best']['overhead_s'])})"
-                    + _cap_range(scenario, near["best"]["bucket_cap_bytes"]), ids.DDP_BEST),
+        number_card(
+            "Bucket caps within 1 % of best",
+            f"{caps} (best {format_time(near['best']['overhead_s'])})" + _cap_range(scenario, near["best"]["bucket_cap_bytes"]),
+            ids.DDP_BEST,
+        ),
     ]
     if scenario.comm == "ow" and best.get("best_bucket_bytes_formula"):  # o and w are inputs only here
         b_star = best["best_bucket_bytes_formula"]
@@ -413,7 +412,7 @@ def _ddp_cards(scenario: Any, summary: dict[str, Any], best: dict[str, Any], nea
 
 
 def _cap_range(scenario: Any, cap_bytes: float) -> str:
-    """" (lo – hi)": the range a preset's uncertainty allows (sim.hardware.uncertainty), "" without one."""
+    """ " (lo – hi)": the range a preset's uncertainty allows (sim.hardware.uncertainty), "" without one."""
     from sim.hardware.uncertainty import bucket_cap_range
 
     found = bucket_cap_range(scenario.hardware, cap_bytes)
