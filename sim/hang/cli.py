@@ -8,8 +8,9 @@ from typing import Any
 
 import click
 
+from sim.cli_fields import field_option
 from sim.errors import CollsimError
-from sim.hang.fields import option as field_option
+from sim.hang import fields  # noqa: F401  registers the "hang" field table
 
 __all__ = ["format_report", "hang", "mutate", "program_data"]
 
@@ -102,14 +103,14 @@ def format_report(report: Any) -> str:
     help="FSDP scenario file (as collsim sim fsdp --scenario): one step's all-gathers and reduce-scatters",
 )
 @click.option("--flight-recorder", "flight_dir", default=None, help="folder of flight-recorder dumps (one per rank) to explain")
-@field_option("timeout_s", "--timeout", "timeout_s")
-@field_option("unused_param", "--unused-param", "unused")
-@field_option("skip", "--skip")
-@field_option("resize", "--resize")
-@field_option("dtype", "--dtype")
-@field_option("swap", "--swap")
-@field_option("dies", "--dies")
-@field_option("stalls", "--stalls")
+@field_option("timeout_s", "--timeout", "timeout_s", scenario="hang")
+@field_option("unused_param", "--unused-param", "unused", scenario="hang")
+@field_option("skip", "--skip", scenario="hang")
+@field_option("resize", "--resize", scenario="hang")
+@field_option("dtype", "--dtype", scenario="hang")
+@field_option("swap", "--swap", scenario="hang")
+@field_option("dies", "--dies", scenario="hang")
+@field_option("stalls", "--stalls", scenario="hang")
 @click.option("--write-flight-recorder", "write_dir", default=None, help="write the simulated ranks' flight-recorder dumps to this folder")
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
 def hang(timeout_s: float | None, write_dir: str | None, as_json: bool, **options: Any) -> None:

@@ -1,16 +1,13 @@
-"""The inputs of ``collsim sim hang`` as :class:`sim.fields.FieldInfo` entries: the command's
-options and an explorer page's form take labels, help, units and bounds from here. Not a
-registered scenario of :mod:`sim.fields` (that module sits below ``sim.hang`` in sim's layers and
-holds its tables itself); :func:`option` builds the click option the way
-:func:`sim.cli_fields.field_option` does."""
+"""The inputs of ``collsim sim hang`` as :class:`sim.fields.FieldInfo` entries, registered as
+the "hang" field table (``sim.fields.fields_of("hang")``): the command builds its options from
+them with :func:`sim.cli_fields.field_option`, and an explorer page's form takes labels, help,
+units and bounds from the same entries."""
 
 from __future__ import annotations
 
-from typing import Any
+from sim.fields import FieldInfo, register
 
-from sim.fields import FieldInfo
-
-__all__ = ["FIELDS", "option"]
+__all__ = ["FIELDS"]
 
 _CALL = "call: its index in the rank's program, from 0"
 FIELDS: dict[str, FieldInfo] = {
@@ -54,12 +51,4 @@ FIELDS: dict[str, FieldInfo] = {
     )
 }
 
-
-def option(name: str, *decls: str) -> Any:
-    """A click option for field ``name``: its flag, help (with the range) and kind."""
-    import click
-
-    info = FIELDS[name]
-    kwargs: dict[str, Any] = {"multiple": True} if info.kind == "repeated" else {"type": float, "default": None}
-    text = info.help + (f" ({info.low:g} to {info.high:g} {info.unit}; default: the file's)" if info.low is not None else "")
-    return click.option(*(decls or (info.option,)), help=text, **kwargs)
+register("hang", "sim.hang.programs", "Programs", FIELDS)
