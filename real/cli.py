@@ -574,3 +574,7 @@ def params(model: str, output: str) -> None:
 from real.train_cli import train as _train_command  # noqa: E402  (its own module; click only at import)
 
 real.add_command(_train_command)  # collsim real train: TP x PP x DP on gloo ranks, per-rank timelines
+
+from real.hang_check import hang_check  # noqa: E402 - torch loads only when it runs
+
+real.add_command(hang_check)

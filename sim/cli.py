@@ -127,6 +127,7 @@ def cli() -> None:
             "Failures, checkpoints and restarts of a run: checkpoint interval, goodput, wall time.",
         ),
         "train": ("sim.training.parallel.cli:train", "Simulate a transformer step under TP, SP, PP, DP/ZeRO and EP; --sweep layouts."),
+        "hang": ("sim.hang.cli:hang", "Explain a hang or desync: where ranks block; NCCL, gloo, DETAIL and flight-recorder messages."),
         "crossover": (
             "sim.crossover_cli:crossover_command",
             "Time of every algorithm of an op over message size; the fastest per size.",
