@@ -1,14 +1,18 @@
-"""One module per page: PATH, NAME, TITLE, layout(search), register(app)."""
+"""The explorer's pages, one package each (``webapp/pages/<name>/``, exporting ``PAGE``), and the
+one list of them (:data:`PAGES`) that the app, the bench and the tests read.
 
-from __future__ import annotations
+Adding a page: a package with its ``PAGE`` (:class:`webapp.pages.spec.Page`) and one line below.
+"""
 
-from typing import Any
+from webapp.pages.spec import Page, drawn_into
+
+__all__ = ["PAGES", "Page", "drawn_into"]
 
 
-def drawn_into(tree: Any, drawn: dict[Any, dict[str, Any]]) -> Any:
-    """Set ``drawn[component id][property]`` on the components of a layout ``tree`` (a page that
-    comes drawn: what its callbacks would answer at load, carried by the layout); returns it."""
-    for component in tree._traverse():
-        for prop, value in drawn.get(getattr(component, "id", None), {}).items():
-            setattr(component, prop, value)
-    return tree
+def _pages() -> tuple[Page, ...]:
+    from webapp.pages import collectives, compare, ddp, guides
+
+    return tuple(sorted((collectives.PAGE, ddp.PAGE, compare.PAGE, guides.PAGE), key=lambda page: page.order))
+
+
+PAGES = _pages()

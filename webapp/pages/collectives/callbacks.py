@@ -19,7 +19,8 @@ from sim.collective.player import link_events, link_intervals, player_data, rank
 from sim.errors import CollsimError
 from sim.units import format_bandwidth, format_time
 from webapp import collective as model
-from webapp import ids, jobs
+from webapp import jobs
+from webapp.pages.collectives import ids
 from webapp.callbacks import answer, events_csv, guarded
 from webapp.components import number_card
 from webapp.figures import buffers as buffers_draw

@@ -16,7 +16,8 @@ from sim.collective.player import rank_intervals
 from sim.errors import CollsimError
 from sim.units import format_time
 from webapp import collective as model
-from webapp import helper, ids
+from webapp import helper
+from webapp.pages.collectives import ids
 from webapp.callbacks import answer, guarded
 from webapp.components import graph
 from webapp.figures import collectives as draw

@@ -5,7 +5,7 @@ way (fit on some logs, predict the others), and measured vs simulated DDP steps.
 store (the bundled sample data unless ``collsim ui --db FILE``).
 
 Layout and short callbacks; the numbers come from :mod:`real.overlays` and :mod:`real.gpu_heldout`
-(precomputed: the GPU fits run the DES for a minute), the figures from :mod:`webapp.figures.compare`.
+(precomputed: the GPU fits run the DES for a minute), the figures from :mod:`.figures`.
 """
 
 from __future__ import annotations
@@ -23,17 +23,14 @@ from real import gpu_heldout, overlays
 from real.heldout_ow import DEFAULT_SPLIT, SPLITS
 from sim.errors import CollsimError
 from sim.units import format_bandwidth, format_size, format_time
-from webapp import ids
+from webapp.pages.compare import ids
 from webapp.callbacks import answer, guarded, written
 from webapp.components import graph, number_card
 from webapp.figures import common
-from webapp.figures import compare as draw
+from webapp.pages.compare import figures as draw
 from webapp.figures.ddp import ddp_timeline
-from webapp.pages import drawn_into
+from webapp.pages.spec import drawn_into
 
-PATH = "/compare"
-NAME = "compare"
-TITLE = "Sim vs measured"
 GROUP_KEYS = ("source", "backend", "device", "op", "world_size")  # a group's dropdown value joins these with "|"
 OUTPUTS = {
     "notice": Output(ids.CMP_NOTICE, "children"),

@@ -4,7 +4,7 @@ side; then the chosen FSDP / ZeRO sharding strategy's per-unit timeline and ever
 strategy's step time and memory (activations included).
 
 Layout and short callbacks with named outputs: each reads the form, calls one function of
-:mod:`webapp.ddp_model` / :mod:`sim.training.explain` and draws with :mod:`webapp.figures.ddp`.
+:mod:`.model` / :mod:`sim.training.explain` and draws with :mod:`webapp.figures.ddp`.
 """
 
 from __future__ import annotations
@@ -21,15 +21,13 @@ from sim.fields import field_info
 from sim.training import explain
 from sim.training.memory import peak_words
 from sim.units import format_size, format_time
-from webapp import ddp_model as model
-from webapp import figures, ids, urlstate
+from webapp.pages.ddp import model
+from webapp import figures, urlstate
+from webapp.pages.ddp import ids
 from webapp.callbacks import answer, events_csv, guarded, written
 from webapp.components import field, graph, hardware_dropdown, number_card
 
-PATH = "/ddp"
-NAME = "ddp"
-TITLE = "DDP buckets"
-PAGE = "ddp"
+PAGE = ids.PREFIX
 
 # Form key -> the DDP scenario field whose label and help it shows (sim.fields: the CLI's text too).
 SCENARIO_FIELDS = {
