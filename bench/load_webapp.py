@@ -23,7 +23,7 @@ import urllib.request
 from collections import defaultdict
 
 from webapp import collective as model
-from webapp import ids
+from webapp.pages.collectives import ids
 
 
 def start_server() -> tuple[str, object]:

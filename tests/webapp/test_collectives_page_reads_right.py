@@ -10,7 +10,7 @@ from dash import no_update
 
 from sim.collective import explore
 from webapp import collective as model
-from webapp import ids
+from webapp.pages.collectives import ids
 from webapp.figures import collectives as draw
 from webapp.pages.collectives import callbacks as page
 

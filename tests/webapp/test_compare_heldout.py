@@ -8,8 +8,8 @@ import pytest
 
 from real import overlays
 from real.heldout_ow import DEFAULT_SPLIT
-from webapp import ids
-from webapp.pages import compare
+from webapp.pages.compare import ids
+from webapp.pages.compare import page as compare
 
 
 def groups() -> list[dict]:

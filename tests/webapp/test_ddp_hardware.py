@@ -14,8 +14,8 @@ from sim.collective.analytic import ow_for_ring
 from sim.training.comm import hardware_ow
 from sim.training.ddp import DDPScenario, run_ddp
 from sim.units import parse_bandwidth, parse_time
-from webapp import ddp_model
-from webapp.pages import ddp
+from webapp.pages.ddp import model as ddp_model
+from webapp.pages.ddp import page as ddp
 
 RANKS_ID = "ddp-ranks"
 MiB25 = 25 * 2**20

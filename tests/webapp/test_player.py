@@ -12,7 +12,7 @@ from dash import Patch, no_update
 from dash.exceptions import PreventUpdate
 
 from webapp import collective as model
-from webapp import ids
+from webapp.pages.collectives import ids
 from webapp.figures import buffers as buffers_draw
 from webapp.figures import player as draw
 from webapp.pages.collectives import callbacks as page

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from sim.training.fsdp import FSDPScenario, compare, run_fsdp
-from webapp import ddp_model, figures
-from webapp.pages import ddp
+from webapp import figures
+from webapp.pages.ddp import model as ddp_model
+from webapp.pages.ddp import page as ddp
 
 
 def _form(**changes: str) -> dict[str, str]:
