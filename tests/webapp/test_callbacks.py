@@ -14,7 +14,7 @@ from sim.scenario import CollectiveScenario
 from webapp import collective as model
 from webapp.pages.collectives import ids
 from webapp.pages.ddp import ids as ddp_ids
-from webapp.callbacks import answer, guarded, written
+from webapp.callbacks import answer, guarded
 from webapp.pages.collectives import callbacks as page
 
 
@@ -211,8 +211,10 @@ def ddp_form(**changes: str) -> dict[str, str]:
 
 def ddp_check(uploaded=None, **changes: str) -> tuple:
     """(DDP scenario dict, messages with text by field, URL query) of the page's validation."""
+    from webapp.pages.ddp import model as ddp_model
+
     checked = ddp.validate(uploaded, ddp_form(**changes))
-    return checked["ddp"], {name: text for name, text in checked["errors"].items() if text}, checked["search"]
+    return checked["ddp"], {name: text for name, text in checked["errors"].items() if text}, ddp_model.query_from_form(ddp_form(**changes))
 
 
 def test_ddp_validate_and_simulate():
@@ -301,7 +303,7 @@ def test_compare_update_on_the_sample_data():
     groups = overlays.fittable_groups(overlays.open_results(None))
     shown = compare.update(compare.group_id(groups[0]), "mean", "ring")
     assert set(shown) == set(compare.OUTPUTS)
-    assert "group=" in shown["search"] and written(lambda: shown)()["written"] == shown["search"]  # the page's own query
+    assert "group=" in compare.query(compare.group_id(groups[0]), shown)  # the page's own query
     assert shown["fit"].data and shown["residuals"].data
     assert shown["cards"][0].children[1].children  # o with its interval
     # every group the dropdown offers works with every statistic; dropdowns follow what is shown
@@ -311,7 +313,7 @@ def test_compare_update_on_the_sample_data():
         for asked in overlays.STATS:
             shown = compare.update(key, asked, "ring")
             stat = shown["stat"]
-            assert stat in [option["value"] for option in shown["stat_options"]] and f"stat={stat}" in shown["search"]
+            assert stat in [option["value"] for option in shown["stat_options"]] and f"stat={stat}" in compare.query(key, shown)
             assert "no measurements" not in shown["notice"] and "Simulated ring" in shown["notice"]
             if stat != asked:
                 assert shown["notice"].startswith(f"These runs carry no {asked} time")

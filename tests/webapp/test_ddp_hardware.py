@@ -33,7 +33,7 @@ def _picked(name: str, ranks: str = "8", **changes: str) -> dict[str, str]:
 
 def _messages(form: dict[str, str]) -> tuple[dict | None, dict[str, str], str]:
     checked = ddp.validate(None, form)
-    return checked["ddp"], checked["errors"], checked["search"]
+    return checked["ddp"], checked["errors"], ddp_model.query_from_form(form)
 
 
 def test_picking_a_preset_fills_whole_nodes_links_and_o_w():

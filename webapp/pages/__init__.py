@@ -4,9 +4,9 @@ one list of them (:data:`PAGES`) that the app, the bench and the tests read.
 Adding a page: a package with its ``PAGE`` (:class:`webapp.pages.spec.Page`) and one line below.
 """
 
-from webapp.pages.spec import Page, drawn_into
+from webapp.pages.spec import Page, drawn_from, drawn_into
 
-__all__ = ["PAGES", "Page", "drawn_into"]
+__all__ = ["PAGES", "Page", "drawn_from", "drawn_into"]
 
 
 def _pages() -> tuple[Page, ...]:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Page", "drawn_into"]
+__all__ = ["Page", "drawn_from", "drawn_into"]
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,18 @@ class Page:
         if self.defaults is None or self.validate is None or self.run is None:
             return None
         return self.run(self.validate(dict(self.defaults)))
+
+
+def drawn_from(outputs: Mapping[str, Any], shown: Mapping[str, Any]) -> dict[Any, dict[str, Any]]:
+    """{component id: {property: value}} from a callback's named ``outputs`` and what it answered
+    (``shown``; names it does not answer, and ``no_update``, are left out), for :func:`drawn_into`."""
+    from dash import no_update
+
+    drawn: dict[Any, dict[str, Any]] = {}
+    for name, value in shown.items():
+        if name in outputs and value is not no_update:
+            drawn.setdefault(outputs[name].component_id, {})[outputs[name].component_property] = value
+    return drawn
 
 
 def drawn_into(tree: Any, drawn: dict[Any, dict[str, Any]]) -> Any:

@@ -55,3 +55,4 @@ CMP_GPU = make(PREFIX, "gpu")  # dropdown: preset and which of its nccl-tests lo
 CMP_GPU_NOTE = make(PREFIX, "gpu-note")
 CMP_GPU_FIG = make(PREFIX, "gpu-fig")
 CMP_GPU_TABLE = make(PREFIX, "gpu-table")
+CMP_URL_SPEC = make(PREFIX, "url-spec")  # dcc.Store: the URL writer's spec (webapp.urlstate.url_spec)

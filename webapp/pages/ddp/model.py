@@ -91,12 +91,16 @@ def form_from_query(search: str | None) -> dict[str, str]:
     return {**form, **{key: value for key, value in (filled or {}).items() if key not in given}}
 
 
+def url_spec() -> dict[str, Any]:
+    """The page's URL spec (:func:`webapp.urlstate.url_spec`): fields that differ from the defaults;
+    under a preset the fields it fills always (a link read back fills those it lacks from the
+    preset, :func:`form_from_query`), without one no nodes (hidden)."""
+    return urlstate.url_spec(list(DEFAULTS), DEFAULTS, pinned_by="hardware", pinned=(*HARDWARE_FIELDS, "nodes"), cleared=("nodes",))
+
+
 def query_from_form(form: dict[str, Any]) -> str:
-    """The link of a form: fields that differ from the defaults; under a preset the fields it
-    fills always (a link read back fills those it lacks from the preset, :func:`form_from_query`)."""
-    if not str(form.get("hardware") or "").strip():
-        return urlstate.query_from_form({**form, "nodes": ""}, DEFAULTS)  # no preset: no nodes (hidden)
-    return urlstate.query_from_form(form, {**DEFAULTS, **{key: "\0" for key in (*HARDWARE_FIELDS, "nodes")}})
+    """The link of a form, as the browser writes it (:func:`url_spec`)."""
+    return urlstate.query_of(url_spec(), form)
 
 
 # ----------------------------------------------------------------------------- hardware presets
