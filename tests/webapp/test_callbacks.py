@@ -12,10 +12,10 @@ from dash.exceptions import PreventUpdate
 from sim.collective.runner import run_collective
 from sim.scenario import CollectiveScenario
 from webapp import collective as model
-from webapp.pages.collectives import ids
-from webapp.pages.ddp import ids as ddp_ids
 from webapp.callbacks import answer, guarded
 from webapp.pages.collectives import callbacks as page
+from webapp.pages.collectives import ids
+from webapp.pages.ddp import ids as ddp_ids
 
 
 def values(**changes: str) -> dict[str, str]:
@@ -168,9 +168,9 @@ def test_pages_are_registered_with_dash_pages_and_route_from_the_registry():
 
     create_app(background=False)
     paths = {entry["path"]: entry["name"] for entry in dash.page_registry.values()}
-    assert {page.path: page.title for page in PAGES}.items() <= paths.items()
-    for page in PAGES:
-        assert route(page.path, "") is not None
+    assert {spec.path: spec.title for spec in PAGES}.items() <= paths.items()
+    for spec in PAGES:
+        assert route(spec.path, "") is not None
     assert "Page not found" in str(route("/nowhere", ""))
 
 
@@ -182,14 +182,14 @@ def test_an_address_that_is_no_page_answers_404_and_the_pages_200():
 
     def answers() -> dict[str, tuple[int, bytes]]:
         client = create_app(background=False, warm=False).server.test_client()
-        paths = [page.path + "?ranks=16" for page in PAGES] + ["/ddp/", "/nowhere", "/_dash-layout", "/assets/style.css"]
+        paths = [spec.path + "?ranks=16" for spec in PAGES] + ["/ddp/", "/nowhere", "/_dash-layout", "/assets/style.css"]
         return {path: (response.status_code, response.data) for path in paths for response in [client.get(path)]}
 
     # in a context of its own: a request sets Dash's current app in the caller's context
     # (dash._get_app.with_app_context), and later tests would read this app without background jobs
     got = contextvars.copy_context().run(answers)
     assert {path: status for path, (status, _) in got.items()} == {
-        **{page.path + "?ranks=16": 200 for page in PAGES},
+        **{spec.path + "?ranks=16": 200 for spec in PAGES},
         "/ddp/": 200,
         "/nowhere": 404,
         "/_dash-layout": 200,

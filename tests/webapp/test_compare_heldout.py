@@ -127,7 +127,9 @@ def test_the_gpu_logs_are_beside_the_gloo_runs_held_out():
     shown = compare.update(
         compare.group_id(measured), "mean", "ring", None, "oci-a100-roce|oci-bm.gpu4.8_a100-40g_2node_roce16x100g_allreduce.txt"
     )
-    assert "gpu=oci-a100-roce" in compare.query(compare.group_id(measured), shown) and shown["gpu_table"].children[0].children.startswith("busbw error")
+    assert "gpu=oci-a100-roce" in compare.query(compare.group_id(measured), shown) and shown["gpu_table"].children[0].children.startswith(
+        "busbw error"
+    )
 
 
 def test_changing_a_control_keeps_the_ddp_steps_drawn():

@@ -170,7 +170,9 @@ def test_fit_and_comparison_figures():
     assert list(compare_figures.residual_figure(points).data[0].y) == pytest.approx([10.0, -10.0])
     rows = [{"size_bytes": 1024, "measured_s": 1e-4, "measured_lo_s": 9e-5, "measured_hi_s": 1.2e-4, "simulated_s": 1.1e-4}]
     drawn = compare_figures.sim_vs_measured_figure(rows).data  # no role: in-sample, the spread as error bars, nothing called a prediction
-    assert [t.name for t in drawn] == ["measured", "simulated at the fitted points (in-sample, not a prediction)"] and drawn[0].error_y.array
+    assert [t.name for t in drawn] == ["measured", "simulated at the fitted points (in-sample, not a prediction)"] and drawn[
+        0
+    ].error_y.array
 
 
 def _figures_in(value) -> list[go.Figure]:
@@ -204,9 +206,9 @@ def test_a_figure_with_an_invalid_property_fails_validation():
 def test_every_figure_is_valid_plotly_json():
     """Every figure every page draws, rebuilt with validation on: an invalid property (which
     plotly.js would ignore silently) fails here."""
+    from webapp.pages.collectives import callbacks as page
     from webapp.pages.compare import page as compare
     from webapp.pages.ddp import page as ddp
-    from webapp.pages.collectives import callbacks as page
 
     def form(**changes):
         return page.validate({**model.DEFAULTS, **changes})["scenario"]

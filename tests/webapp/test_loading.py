@@ -103,8 +103,8 @@ def test_collectives_layout_comes_drawn_for_a_scenario_run_at_once_and_not_for_o
     import importlib
 
     from webapp import collective as model
-    from webapp.pages.collectives import ids
     from webapp.app import create_app, route
+    from webapp.pages.collectives import ids
 
     layout = importlib.import_module("webapp.pages.collectives.layout")
 

@@ -82,7 +82,9 @@ COLL_MESSAGES = make(PREFIX, "messages")
 COLL_WIRE = make(PREFIX, "wire")
 COLL_BW = make(PREFIX, "bw")
 COLL_URL_NAMES = make(PREFIX, "url-names")  # dcc.Store: the form's field names and the query's defaults (for the URL writer in assets/)
-COLL_FORM_NOTE = make(PREFIX, "form-note")  # what the page made of a link or a choice: unknown keys, an algorithm the op set, what a preset set
+COLL_FORM_NOTE = make(
+    PREFIX, "form-note"
+)  # what the page made of a link or a choice: unknown keys, an algorithm the op set, what a preset set
 COLL_CROSSOVER_NOTE = make(PREFIX, "crossover-note")  # the crossover's sizes not simulated here, and the button that simulates them
 COLL_CROSSOVER_MORE = make(PREFIX, "crossover-more")  # ... that button: the missing sizes in the background
 COLL_CROSSOVER_JOB = make(PREFIX, "crossover-job")  # dcc.Store: the scenario whose missing crossover sizes run in the background

@@ -15,9 +15,9 @@ from sim.network.topology import TOPOLOGIES
 from sim.scenario import SHARING_MODES, CollectiveScenario
 from webapp import collective as model
 from webapp import urlstate
-from webapp.pages.collectives import ids
 from webapp.callbacks import answer
 from webapp.components import field, graph, hardware_dropdown
+from webapp.pages.collectives import ids
 from webapp.pages.spec import drawn_into
 
 __all__ = [

@@ -16,20 +16,20 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import parse_qsl
 
-from dash import ClientsideFunction, Input, Output, ctx, dcc, html
+from dash import ClientsideFunction, Input, Output, State, ctx, dcc, html
 from flask import current_app, has_app_context
 
 from real import gpu_heldout, overlays
 from real.heldout_ow import DEFAULT_SPLIT, SPLITS
 from sim.errors import CollsimError
 from sim.units import format_bandwidth, format_size, format_time
-from webapp.pages.compare import ids
 from webapp import urlstate
 from webapp.callbacks import answer, guarded
 from webapp.components import graph, number_card
 from webapp.figures import common
-from webapp.pages.compare import figures as draw
 from webapp.figures.ddp import ddp_timeline
+from webapp.pages.compare import figures as draw
+from webapp.pages.compare import ids
 from webapp.pages.spec import drawn_from, drawn_into
 
 GROUP_KEYS = ("source", "backend", "device", "op", "world_size")  # a group's dropdown value joins these with "|"

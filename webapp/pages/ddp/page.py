@@ -21,11 +21,10 @@ from sim.fields import field_info
 from sim.training import explain
 from sim.training.memory import peak_words
 from sim.units import format_size, format_time
-from webapp.pages.ddp import model
 from webapp import figures, urlstate
-from webapp.pages.ddp import ids
 from webapp.callbacks import answer, events_csv, guarded
 from webapp.components import field, graph, hardware_dropdown, number_card
+from webapp.pages.ddp import ids, model
 from webapp.pages.spec import drawn_from, drawn_into
 
 PAGE = ids.PREFIX
@@ -388,8 +387,11 @@ def _ddp_cards(scenario: Any, summary: dict[str, Any], best: dict[str, Any], nea
         number_card("Comm end", format_time(summary["comm_end_s"]), ids.DDP_COMM_END),
         number_card("Overhead", format_time(summary["overhead_s"]), ids.DDP_OVERHEAD_VALUE),
         number_card("Buckets", str(summary["num_buckets"]), ids.DDP_BUCKETS),
-        number_card("Bucket caps within 1 % of best", f"{caps} (best {format_time(near['best']['overhead_s'])})"
-                    + _cap_range(scenario, near["best"]["bucket_cap_bytes"]), ids.DDP_BEST),
+        number_card(
+            "Bucket caps within 1 % of best",
+            f"{caps} (best {format_time(near['best']['overhead_s'])})" + _cap_range(scenario, near["best"]["bucket_cap_bytes"]),
+            ids.DDP_BEST,
+        ),
     ]
     if scenario.comm == "ow" and best.get("best_bucket_bytes_formula"):  # o and w are inputs only here
         b_star = best["best_bucket_bytes_formula"]
@@ -398,7 +400,7 @@ def _ddp_cards(scenario: Any, summary: dict[str, Any], best: dict[str, Any], nea
 
 
 def _cap_range(scenario: Any, cap_bytes: float) -> str:
-    """" (lo – hi)": the range a preset's uncertainty allows (sim.hardware.uncertainty), "" without one."""
+    """ " (lo – hi)": the range a preset's uncertainty allows (sim.hardware.uncertainty), "" without one."""
     from sim.hardware.uncertainty import bucket_cap_range
 
     found = bucket_cap_range(scenario.hardware, cap_bytes)

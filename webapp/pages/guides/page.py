@@ -29,7 +29,6 @@ from webapp.pages.spec import drawn_into
 __all__ = ["broadcast_view", "bucket_view", "crossover_view", "layout", "register", "ring_view"]
 
 
-
 MiB = 2**20
 # the course's cases (docs/examples/ring_allreduce_8.yaml, binomial_broadcast_classic.yaml)
 RING = {"op": "all_reduce", "algorithm": "ring", "size": "64MiB", "latency": "5us", "bandwidth": "25GB/s", "reduce_bandwidth": "100GB/s"}
