@@ -71,10 +71,13 @@ def test_no_page_renders_a_dash_table():
 @pytest.mark.slow
 def test_pages_draw_without_fetching_dccs_chunks_lazily(page, live_server):
     """dcc finds the chunks the index served (no request for an unfingerprinted async-*.js), and
-    every page still draws its graphs."""
-    for path, graph in (("/", "#coll-topology-graph"), ("/ddp", ".js-plotly-plot"), ("/guides", ".js-plotly-plot")):
+    every registered page still draws its graphs."""
+    from webapp.pages import PAGES
+
+    for spec in PAGES:
+        path = spec.path
         page.goto(live_server + path)
-        page.locator(f"{graph} .main-svg").first.wait_for(timeout=30_000)
+        page.locator(f"[id^='{spec.prefix}-'] .js-plotly-plot .main-svg").first.wait_for(timeout=30_000)
         page.wait_for_timeout(300)
         lazy = page.evaluate(
             "() => performance.getEntriesByType('resource').map(e => e.name).filter(n => /async-(graph|dropdown|slider)\\.js/.test(n))"

@@ -156,3 +156,27 @@ def test_the_browsers_url_writer_and_python_write_one_query():
     ]
     python = [urlstate.query_of(spec, {**collective.DEFAULTS, **form, **view}) for (form, _), view in zip(VIEWS, views)]
     assert node(calls) == python and "step=3" in python[0] and "cmp=algorithm%3Atree" in python[0]
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_every_registered_page_opens_from_its_link_and_writes_its_url_in_the_browser(page, live_server):
+    """Each page of the registry, reached by its link, is drawn with its own ids; on the DDP page
+    (the query once written by the server) a changed input is written into the URL by the browser's
+    writer, and a reload restores it."""
+    import re
+
+    from playwright.sync_api import expect
+
+    page.goto(live_server + "/no-such-page")
+    for spec in PAGES:
+        page.locator(f"#{shell_ids.nav_id(spec.name)}").click()
+        expect(page).to_have_url(re.compile(re.escape(live_server + spec.path) + r"(\?.*)?$"))
+        expect(page.locator(f"#{shell_ids.PAGE} [id^='{spec.prefix}-']").first).to_be_attached()
+    page.goto(live_server + "/ddp")
+    ranks = page.locator("#ddp-ranks")
+    ranks.fill("16")
+    ranks.press("Enter")
+    expect(page).to_have_url(re.compile(r"/ddp\?.*ranks=16"))
+    page.reload()
+    expect(page.locator("#ddp-ranks")).to_have_value("16")
