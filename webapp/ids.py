@@ -2,7 +2,22 @@
 from its prefix (:func:`make`; each page's are in its ``ids`` module, ``webapp/pages/<name>/ids.py``).
 """
 
-__all__ = ["NAV", "PAGE", "ROUTE_BUILT", "ROUTE_REQUEST", "URL", "URL_WRITTEN", "error_id", "field_box_id", "field_id", "make", "nav_id"]
+from collections.abc import Callable
+
+__all__ = [
+    "NAV",
+    "PAGE",
+    "ROUTE_BUILT",
+    "ROUTE_REQUEST",
+    "URL",
+    "URL_WRITTEN",
+    "error_id",
+    "field_box_id",
+    "field_id",
+    "field_ids",
+    "make",
+    "nav_id",
+]
 
 URL = "url"
 PAGE = "page"
@@ -30,6 +45,22 @@ def error_id(field: str, prefix: str) -> str:
 def field_box_id(field: str, prefix: str) -> str:
     """The box around a form field (label, input, message, hint): hidden when it does not apply."""
     return make(prefix, f"field-{field}")
+
+
+def field_ids(prefix: str) -> tuple[Callable[..., str], Callable[..., str], Callable[..., str]]:
+    """A page's (field_id, error_id, field_box_id), its prefix the default (a page's ``ids`` module:
+    ``field_id, error_id, field_box_id = field_ids(PREFIX)``)."""
+
+    def page_field_id(field: str, page_prefix: str = prefix) -> str:
+        return field_id(field, page_prefix)
+
+    def page_error_id(field: str, page_prefix: str = prefix) -> str:
+        return error_id(field, page_prefix)
+
+    def page_field_box_id(field: str, page_prefix: str = prefix) -> str:
+        return field_box_id(field, page_prefix)
+
+    return page_field_id, page_error_id, page_field_box_id
 
 
 def nav_id(page_name: str) -> str:

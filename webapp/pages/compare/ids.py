@@ -1,31 +1,11 @@
-"""The Sim vs measured page's component ids, each built from the page's prefix (:func:`webapp.ids.make`),
-so layouts, callbacks and browser tests agree; the shell's ids it writes to (the URL) come from
-:mod:`webapp.ids`."""
+"""Component ids of the Sim vs measured page (cmp-...), built with :func:`webapp.ids.make`; the
+shell's URL ids it writes to come from :mod:`webapp.ids`."""
 
 from webapp.ids import URL, URL_WRITTEN, make
-from webapp.ids import error_id as _error_id
-from webapp.ids import field_box_id as _field_box_id
-from webapp.ids import field_id as _field_id
 
-__all__ = ["PREFIX", "URL", "URL_WRITTEN", "error_id", "field_box_id", "field_id", "make"]
+__all__ = ["PREFIX", "URL", "URL_WRITTEN", "make"]
 
-PREFIX = "cmp"
-
-
-def field_id(field: str, prefix: str = PREFIX) -> str:
-    """A form field's input."""
-    return _field_id(field, prefix)
-
-
-def error_id(field: str, prefix: str = PREFIX) -> str:
-    """The message slot under a form field's input."""
-    return _error_id(field, prefix)
-
-
-def field_box_id(field: str, prefix: str = PREFIX) -> str:
-    """The box around a form field (label, input, message, hint): hidden when it does not apply."""
-    return _field_box_id(field, prefix)
-
+PREFIX = "cmp"  # no form fields: its dropdowns are named below
 
 CMP_NOTICE = make(PREFIX, "notice")
 CMP_RUNS = make(PREFIX, "runs")
