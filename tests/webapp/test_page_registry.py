@@ -30,6 +30,14 @@ def test_every_page_has_its_own_path_name_and_prefix():
     assert [page.order for page in PAGES] == sorted(page.order for page in PAGES)  # the list is in navigation order
 
 
+def test_every_page_package_is_a_registered_page():
+    """Each package under webapp/pages/ exports its PAGE and is in the registry (found as Dash
+    Pages finds its pages folder's modules), named as its package."""
+    packages = {path.parent.name for path in (ROOT / "webapp" / "pages").glob("*/__init__.py")}
+    assert packages == {page.name for page in PAGES}
+    assert all(page.module == f"webapp.pages.{page.name}" for page in PAGES)
+
+
 @pytest.mark.slow
 def test_every_page_appears_in_the_navigation_in_order():
     from webapp.app import create_app, shell

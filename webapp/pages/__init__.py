@@ -1,8 +1,12 @@
 """The explorer's pages, one package each (``webapp/pages/<name>/``, exporting ``PAGE``), and the
 one list of them (:data:`PAGES`) that the app, the bench and the tests read.
 
-Adding a page: a package with its ``PAGE`` (:class:`webapp.pages.spec.Page`) and one line below.
+As Dash Pages scans its pages folder, every package here that exports a ``PAGE``
+(:class:`webapp.pages.spec.Page`) is a page: adding one edits no file outside its package.
 """
+
+import importlib
+import pkgutil
 
 from webapp.pages.spec import Page, drawn_from, drawn_into
 
@@ -10,9 +14,13 @@ __all__ = ["PAGES", "Page", "drawn_from", "drawn_into"]
 
 
 def _pages() -> tuple[Page, ...]:
-    from webapp.pages import collectives, compare, ddp, guides
-
-    return tuple(sorted((collectives.PAGE, ddp.PAGE, compare.PAGE, guides.PAGE), key=lambda page: page.order))
+    """Every page package's ``PAGE``, in navigation order (``Page.order``)."""
+    found = []
+    for package in pkgutil.iter_modules(__path__):
+        if package.ispkg:
+            page = getattr(importlib.import_module(f"{__name__}.{package.name}"), "PAGE", None)
+            found += [page] if isinstance(page, Page) else []
+    return tuple(sorted(found, key=lambda page: page.order))
 
 
 PAGES = _pages()
