@@ -14,8 +14,9 @@ from typing import Any
 
 import click
 
-from sim.cli_fields import check_outputs, field_option, field_options
+from sim.cli_fields import check_outputs, field_options
 from sim.errors import CollsimError
+from sim.fields import command_fields
 
 
 class LazyGroup(click.Group):
@@ -120,10 +121,16 @@ def cli() -> None:
     lazy={
         "ddp": ("sim.training.ddp_cli:ddp", "Simulate a DDP step: buckets, overlap, overhead, best bucket size."),
         "fsdp": ("sim.training.fsdp_cli:fsdp", "Simulate an FSDP / ZeRO step: all-gathers, reduce-scatters, memory; --compare strategies."),
+        "dataparallel": ("sim.training.dataparallel_cli:dataparallel", "Simulate torch.nn.DataParallel on one node beside one GPU."),
+        "run-cost": (
+            "sim.training.runcost_cli:run_cost_command",
+            "Failures, checkpoints and restarts of a run: checkpoint interval, goodput, wall time.",
+        ),
         "crossover": (
             "sim.crossover_cli:crossover_command",
             "Time of every algorithm of an op over message size; the fastest per size.",
         ),
+        "chakra": ("sim.chakra_cli:chakra", "Chakra execution traces (ASTRA-sim) from event rows, and back."),
     },
 )
 def sim() -> None:
@@ -142,27 +149,13 @@ def _unit(parse):
 
 
 @sim.command("collective")
-@field_options(
-    "collective",
-    *("op", "algorithm", "ranks", "size_bytes", "latency_s", "bandwidth_Bps", "reduce_bandwidth_Bps", "overhead_s", "chunks", "topology"),
-    *("gpus_per_node", "intra_latency_s", "intra_bandwidth_Bps", "root", "stragglers", "jitter_s", "seed", "repetitions", "element_bytes"),
-    *("record", "sharing", "eager_limit_bytes", "placement", "groups", "hardware"),
-    decls={"stragglers": ("--straggler", "stragglers")},
-)
-@click.option("--nodes", default=None, type=int, help="with --hardware: number of nodes (default 1)")
-@click.option("--nics-per-node", default=None, type=int, help="with --hardware: NICs a node instead of the preset's (e.g. 16)")
-@click.option("--nic-bandwidth", default=None, help="with --hardware: bandwidth of each NIC instead of the preset's (e.g. 200Gbps)")
-@click.option(
-    "--nccl-algo", default=None, help="with --hardware: restrict NCCL's pick as NCCL_ALGO does (Ring,Tree,NVLS,NVLSTree,PAT; ^ excludes)"
-)
-@click.option("--nccl-proto", default=None, help="with --hardware: restrict NCCL's pick as NCCL_PROTO does (LL,LL128,Simple; ^ excludes)")
+@field_options("collective", *command_fields("collective"), decls={"stragglers": ("--straggler", "stragglers")})
 @click.option(
     "--model",
     default="des",
     type=click.Choice(["des", "nccl"]),
     help="des: simulate (default); nccl: NCCL's own tuning model on --hardware (its pick, time, busbw, every candidate)",
 )
-@field_option("verify")
 @click.option("--scenario", "scenario_file", default=None, help="YAML/JSON scenario file (flags given override it)")
 @click.option(
     "--calibration",
@@ -329,7 +322,9 @@ def format_summary(summary: dict[str, Any]) -> str:
     ]
     if summary.get("time_interval_s"):  # on a hardware preset: how far real clusters spread (sim.hardware.uncertainty)
         low, high = summary["time_interval_s"]
-        lines.append(f"  {summary['interval_level']:.0%} interval      {format_time(low)} - {format_time(high)}  ({summary['interval_basis']})")
+        lines.append(
+            f"  {summary['interval_level']:.0%} interval      {format_time(low)} - {format_time(high)}  ({summary['interval_basis']})"
+        )
     if summary["analytic_time_s"] is not None:
         error = summary["relative_error"]
         versus = "" if error is None else f"  (relative error {error:.2e})"

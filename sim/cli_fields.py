@@ -79,13 +79,23 @@ class _ListingOption(click.Option):
             self.help = base
 
 
-def field_options(scenario: str, *names: str, decls: dict[str, tuple[str, ...]] | None = None) -> Callable:
+def field_options(
+    scenario: str,
+    *names: str,
+    decls: dict[str, tuple[str, ...]] | None = None,
+    notes: dict[str, str] | None = None,
+    extra: dict[str, dict[str, Any]] | None = None,
+) -> Callable:
     """:func:`field_option` for each of ``names``, in this order in ``--help``; ``decls`` gives a
-    field its own flags and destination (``{"params_file": ("--params", "params_file")}``)."""
+    field its own flags and destination (``{"params_file": ("--params", "params_file")}``),
+    ``notes`` what this command adds to a field's help, ``extra`` its click keywords
+    (``{"op": {"required": True}}``). A command passes :func:`sim.fields.command_fields`: the
+    fields whose entry names it, so a new field's flag needs no edit here."""
 
     def apply(command: Callable) -> Callable:
         for name in reversed(names):
-            command = field_option(name, *(decls or {}).get(name, ()), scenario=scenario)(command)
+            note = (notes or {}).get(name, "")
+            command = field_option(name, *(decls or {}).get(name, ()), scenario=scenario, note=note, **(extra or {}).get(name, {}))(command)
         return command
 
     return apply

@@ -11,8 +11,9 @@ from typing import Any
 
 import click
 
-from sim.cli_fields import field_option
+from sim.cli_fields import field_options
 from sim.errors import CollsimError
+from sim.fields import command_fields
 
 
 def _sizes(text: str | None) -> tuple[int, ...]:
@@ -30,21 +31,14 @@ def _sizes(text: str | None) -> tuple[int, ...]:
 
 
 @click.command("crossover")
-@field_option("op", required=True)
-@field_option("ranks", type=int, note="required without --hardware")
-@field_option("bandwidth_Bps", note="required without --hardware")
-@field_option("latency_s")
-@field_option("reduce_bandwidth_Bps")
-@field_option("overhead_s")
-@field_option("topology")
-@field_option("gpus_per_node", type=int)
-@field_option("chunks", type=int)
-@field_option("sharing")
+@field_options(
+    "collective",
+    *command_fields("crossover"),
+    notes={"ranks": "required without --hardware", "bandwidth_Bps": "required without --hardware",
+           "hardware": "adds a row of NCCL's pick run in the DES"},
+    extra={"op": {"required": True}},
+)  # fmt: skip
 @click.option("--sizes", default=None, help="message sizes: a comma list (1KiB,64MiB) or START:STOP:xFACTOR (default 1KiB:1GiB:x4)")
-@click.option("--hardware", default=None, help="hardware preset: its network, plus a row of NCCL's pick run in the DES")
-@click.option("--nodes", default=None, type=int, help="with --hardware: number of nodes (default 1)")
-@click.option("--nics-per-node", default=None, type=int, help="with --hardware: NICs a node instead of the preset's")
-@click.option("--nic-bandwidth", default=None, help="with --hardware: bandwidth of each NIC instead of the preset's")
 @click.option("--csv", "as_csv", is_flag=True, help="print CSV rows: algorithm,size_bytes,time_s,method,why")
 @click.option("--json", "as_json", is_flag=True, help="print the rows as one JSON list")
 def crossover_command(sizes: str | None, as_csv: bool, as_json: bool, **flags: Any) -> None:

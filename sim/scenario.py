@@ -20,11 +20,12 @@ from sim.algorithms.registry import algorithm_spec, algorithms_for, fill_only_al
 from sim.errors import CollsimError, unknown_key
 from sim.fields import (
     COLLECTIVE,
+    PRESET_KEYS,
     RECORD_MODES,
     SHARING_MODES,
     VERIFY_LIMIT_BYTES,
     FieldInfo,
-    check_range,
+    check_value,
     field_info,
     resolve_groups,
     verify_bytes,
@@ -249,6 +250,7 @@ class CollectiveScenario(ScenarioData):
     placement: str = "block"  # block | round_robin | YAML/JSON file of each rank's endpoint (docs/network-model.md)
     groups: tuple[tuple[int, ...], ...] = ()  # disjoint groups running the collective at once; (): one of all ranks
     hardware: str | None = None  # preset name (sim/hardware/presets): two_level with the preset's NICs (docs/hardware.md)
+    nccl_version: str | None = None  # with hardware: NCCL's tuning model of this release line (sim.nccl.versions; None: 2.27)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Any:
@@ -278,6 +280,14 @@ class CollectiveScenario(ScenarioData):
         self._check_hardware()
 
     def _check_hardware(self) -> None:
+        if self.nccl_version is not None:
+            from sim.nccl.versions import nccl_version
+
+            nccl_version(self.nccl_version)  # an unknown version: one message listing the known ones
+            if self.hardware is None:
+                raise CollsimError(
+                    "nccl_version: picks NCCL's tuning model on a GPU preset; give --hardware NAME too", field="nccl_version"
+                )
         if self.hardware is None:
             return
         from sim.hardware.presets import load_preset
@@ -291,40 +301,11 @@ class CollectiveScenario(ScenarioData):
         preset.check_nodes(self.ranks // preset.gpus_per_node)
 
     def _check_numbers(self) -> None:
-        check_range("ranks", self.ranks)
-        if self.size_bytes < 0:
-            raise CollsimError(f"size: must be >= 0 bytes, got {self.size_bytes}")
-        positive = {
-            "bandwidth": self.bandwidth_Bps,
-            "reduce_bandwidth": self.reduce_bandwidth_Bps,
-            "intra_bandwidth": self.intra_bandwidth_Bps,
-        }
-        for name, value in positive.items():
-            if value is not None and not (value > 0 and math.isfinite(value)):
-                raise CollsimError(f"{name}: must be a positive, finite rate such as 25GB/s, got {value!r}")
-        non_negative = {
-            "latency": self.latency_s,
-            "overhead": self.overhead_s,
-            "jitter": self.jitter_s,
-            "intra_latency": self.intra_latency_s,
-        }
-        for name, value in non_negative.items():
-            if value is not None and not (value >= 0 and math.isfinite(value)):
-                raise CollsimError(f"{name}: must be a time >= 0 such as 5us, got {value!r}")
-        for name in ("chunks", "element_bytes", "repetitions", "max_events"):
-            value, low = getattr(self, name), COLLECTIVE[name].low  # the bound is the field's (sim.fields)
-            if value < low:
-                raise CollsimError(f"{name}: must be >= {low}, got {value}")
+        for name, info in COLLECTIVE.items():  # bounds, units and choices: each field's entry (sim.fields)
+            if name not in PRESET_KEYS and name != "root":  # root's bound is the rank count, below
+                check_value(info, getattr(self, name))
         if not 0 <= self.root < self.ranks:
-            raise CollsimError(f"root: must be a rank in 0..{self.ranks - 1}, got {self.root}")
-        if self.sharing not in SHARING_MODES:
-            raise CollsimError(f"sharing: must be one of {', '.join(SHARING_MODES)}, got {self.sharing!r}")
-        if self.eager_limit_bytes < 0:
-            raise CollsimError(f"eager_limit: must be a size >= 0 such as 64KiB, got {self.eager_limit_bytes}")
-        if self.record not in RECORD_MODES:
-            raise CollsimError(f"record: must be one of {', '.join(RECORD_MODES)}, got {self.record!r}")
-        if not 0 <= self.seed < 2**63:  # numpy's default_rng takes non-negative seeds only
-            raise CollsimError(f"seed: must be a whole number from 0 to 2**63-1, got {self.seed}")
+            raise CollsimError(f"root: must be a rank in 0..{self.ranks - 1}, got {self.root}", field="root")
         if self.verify:
             need = verify_bytes(self.ranks, self.elements)
             if need > VERIFY_LIMIT_BYTES:
@@ -437,30 +418,29 @@ class CollectiveScenario(ScenarioData):
         return data
 
 
+def parser_for(info: FieldInfo, default: Any) -> Parser | None:
+    """How a field's value is read, from its entry: the unit's parser (5us, 25GB/s, 64MiB), whole
+    numbers, on/off; optional (None, "", "none") where the dataclass default is None. None: the
+    value is taken as it is (op, algorithm, groups)."""
+    by_unit = {"s": parse_time, "B/s": parse_bandwidth, "bytes": parse_size}
+    by_kind = {"int": parse_int, "flag": parse_bool}
+    parse = by_kind.get(info.kind) or by_unit.get(info.unit)
+    if parse is None:
+        return None
+    return optional_parser(parse) if default is None else parse
+
+
+_TEXT = optional_parser(lambda value, what: str(value))
 _COLLECTIVE_PARSERS: dict[str, Parser] = {
-    "ranks": parse_int,
-    "size_bytes": parse_size,
-    "bandwidth_Bps": parse_bandwidth,
-    "latency_s": parse_time,
-    "reduce_bandwidth_Bps": optional_parser(parse_bandwidth),
-    "overhead_s": parse_time,
-    "chunks": parse_int,
-    "topology": lambda value, what: str(value),
-    "gpus_per_node": optional_parser(parse_int),
-    "intra_latency_s": optional_parser(parse_time),
-    "intra_bandwidth_Bps": optional_parser(parse_bandwidth),
-    "element_bytes": parse_int,
-    "root": parse_int,
+    **{
+        name: parse
+        for name, item in ((f.name, f) for f in dataclasses.fields(CollectiveScenario))
+        if (parse := parser_for(COLLECTIVE[name], item.default)) is not None
+    },
+    **{name: (lambda value, what: str(value)) for name in ("topology", "sharing", "placement")},
+    "hardware": _TEXT,
+    "nccl_version": _TEXT,
     "stragglers": _stragglers,
-    "jitter_s": parse_time,
-    "seed": parse_int,
-    "repetitions": parse_int,
-    "verify": parse_bool,
-    "max_events": parse_int,
-    "sharing": lambda value, what: str(value),
-    "eager_limit_bytes": parse_size,
-    "placement": lambda value, what: str(value),
-    "hardware": optional_parser(lambda value, what: str(value)),
 }
 
 

@@ -9,6 +9,7 @@ second visitor) is drawn without simulating it again.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
@@ -25,6 +26,7 @@ from sim.collective.player import PLAYER_DRAW_RANKS
 from sim.collective.results import CollectiveResult, algbw_GBps
 from sim.collective.runner import start_collective
 from sim.errors import CollsimError
+from sim.fields import FieldInfo, form_fields
 from sim.hardware.uncertainty import interval
 from sim.scenario import CollectiveScenario
 from webapp import urlstate
@@ -39,29 +41,18 @@ BUFFER_MAX_RANKS = explore.FRAME_MAX_RANKS  # per-rank buffer state (one row per
 BUFFER_MAX_CELLS = explore.FRAME_MAX_CELLS  # ranks * chunks columns at most
 CROSSOVER_SIZES = explore.CROSSOVER_SIZES
 
-DEFAULTS: dict[str, str] = {
-    "hardware": "",  # a preset (sim/hardware): fills ranks, topology and links; "" sets them by hand
-    "nodes": "",  # with a preset: its nodes (ranks = nodes x its GPUs per node); "" without one
-    "op": "all_reduce",
-    "algorithm": "ring",  # "nccl": NCCL's pick on a GPU preset (sim.collective.pick)
-    "nccl_algo": "",  # NCCL's pick restricted as NCCL_ALGO ("": auto)
-    "nccl_proto": "",  # ... and as NCCL_PROTO ("": auto)
-    "topology": "switch",
-    "ranks": "8",
-    "gpus_per_node": "",
-    "size": "64MiB",
-    "latency": "5us",
-    "bandwidth": "25GB/s",
-    "reduce_bandwidth": "100GB/s",
-    "intra_latency": "",
-    "intra_bandwidth": "",
-    "chunks": "1",
-    "overhead": "0us",
-    "stragglers": "",
-    "sharing": "fair",  # how messages that meet share links: fair (max-min) or fifo (docs/network-model.md)
-    "eager_limit": "0",  # larger messages wait for their receive (rendezvous)
-    "placement": "block",  # two_level: block or round_robin
-}
+
+def _start(info: FieldInfo) -> str:
+    """A box's first text: the entry's ``start``, else the dataclass default as the box writes it
+    (0.0 s as "0us"; None and () as empty)."""
+    if info.start or info.default in (None, (), dataclasses.MISSING):
+        return info.start
+    return f"{info.default * 1e6:g}us" if info.unit == "s" else str(info.default)
+
+
+# The form's boxes, in order, by form and URL key: label, hint, first value, checked alone (sim.fields)
+FORM: dict[str, FieldInfo] = form_fields("collectives")
+DEFAULTS: dict[str, str] = {key: _start(info) for key, info in FORM.items()}
 
 REQUIRED = {
     "ranks": f"give a whole number from {MIN_RANKS} to {MAX_RANKS}",
@@ -72,23 +63,12 @@ REQUIRED = {
 # Link sharing "auto": what the CLI runs without --sharing: NCCL's pick's own (its data path's per
 # algorithm, sim.nccl.des.data_path_sharing; p2p's for all_to_all / send_recv), else fair.
 AUTO_SHARING = "auto"
-OPTIONAL_DEFAULTS = {"chunks": "1", "overhead": "0us"}  # an empty box means these (the hints say so)
+OPTIONAL_DEFAULTS = {"chunks": "1", "overhead": "0us", "eager_limit": "0"}  # an empty box means these (the hints say so)
 
 # A field checked alone, on this valid scenario: the scenario's own parser and checks give the
 # message, and each box gets its own even when several are wrong (the whole form is checked after).
 _ALONE_BASE = {"op": "all_reduce", "algorithm": "ring", "ranks": "8", "size": "64MiB", "latency": "5us", "bandwidth": "25GB/s"}
-_CHECKED_ALONE = (
-    "ranks",
-    "size",
-    "latency",
-    "bandwidth",
-    "reduce_bandwidth",
-    "intra_latency",
-    "intra_bandwidth",
-    "chunks",
-    "overhead",
-    "eager_limit",
-)
+_CHECKED_ALONE = tuple(key for key, info in FORM.items() if info.alone)
 
 
 def _check_field(name: str, text: str) -> None:
@@ -104,32 +84,31 @@ def _check_field(name: str, text: str) -> None:
         CollectiveScenario.from_dict({**_ALONE_BASE, **inside, name: text})
 
 
+# boxes that are not passed as they are: preset nodes (hardware_form), NCCL's restrictions (the
+# pick only), sharing "auto" and placement (two_level only)
+_NOT_AS_TYPED = ("nodes", *pick.PICK_KEYS, "sharing", "placement")
+
+
 def scenario_fields(form: dict[str, Any]) -> dict[str, Any]:
-    """The scenario mapping (unit strings kept) from the form's raw strings."""
+    """The scenario mapping (unit strings kept) from the form's raw strings: every box of the
+    schema's form that is filled (a new field's box arrives without an edit here)."""
     data = {key: str(form.get(key) or "").strip() for key in DEFAULTS}
-    fields: dict[str, Any] = {"op": data["op"], "algorithm": data["algorithm"], "topology": data["topology"] or "switch"}
-    for key in ("ranks", "size", "latency", "bandwidth"):
-        fields[key] = data[key]  # required: an empty box gets a message, never a silent default
-    for key in ("chunks", "overhead"):
-        fields[key] = data[key] or OPTIONAL_DEFAULTS[key]
+    fields: dict[str, Any] = {key: data[key] for key in DEFAULTS if data[key] and key not in _NOT_AS_TYPED}
+    fields.update({key: data[key] for key in ("op", "algorithm", *REQUIRED)})  # required: an empty box gets a message
+    fields["topology"] = data["topology"] or "switch"
+    fields.update({key: data[key] or value for key, value in OPTIONAL_DEFAULTS.items()})
     if data["algorithm"] == pick.NCCL:  # NCCL's pick: empty Channels means the pick's, restrictions as typed
         fields.update({key: data[key] for key in pick.PICK_KEYS if data[key]})
         if not data["chunks"]:
             del fields["chunks"]
-    for key in ("reduce_bandwidth", "gpus_per_node", "intra_latency", "intra_bandwidth", "stragglers"):
-        if data[key]:
-            fields[key] = data[key]
     if fields["topology"] != "two_level":
         for key in ("gpus_per_node", "intra_latency", "intra_bandwidth"):
             fields.pop(key, None)
-    if data["hardware"]:
-        fields["hardware"] = data["hardware"]
     sharing = data["sharing"] or DEFAULTS["sharing"]
     if sharing != AUTO_SHARING:
         fields["sharing"] = sharing
     elif data["algorithm"] != pick.NCCL:  # auto: what the CLI runs without --sharing
         fields["sharing"] = DEFAULTS["sharing"]
-    fields["eager_limit"] = data["eager_limit"] or "0"
     if fields["topology"] == "two_level" and data["placement"] not in ("", "block"):
         fields["placement"] = data["placement"]
     return fields
@@ -305,12 +284,11 @@ def parse_form(form: dict[str, Any]) -> tuple[CollectiveScenario | None, dict[st
 
 
 def _form_field(error: CollsimError) -> str:
-    """The form field a CollsimError names (its ``field``, canonical names read back to the
-    form's: latency_s -> latency), or "" when it names none of them."""
+    """The form box a CollsimError is about: its ``field`` (a short key, canonical name or alias
+    of a box's entry, sim.fields), or "" when it names none of them."""
     name = getattr(error, "field", None) or ""
-    short = {canonical: alias for alias, canonical in CollectiveScenario.ALIASES.items()}
-    name = {"root": "ranks", "groups": "ranks"}.get(name, short.get(name, name))  # the form has no root or groups box
-    return name if name in DEFAULTS else ""
+    name = {"root": "ranks", "groups": "ranks"}.get(name, name)  # the form has no root or groups box
+    return next((key for key, info in FORM.items() if name in (key, info.name, *info.keys())), "")
 
 
 def form_from_query(search: str | None) -> dict[str, str]:

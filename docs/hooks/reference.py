@@ -83,7 +83,7 @@ def _default(value: Any) -> str:
 def scenario_keys(scenario: str) -> str:
     from sim.fields import field_info, fields_of
 
-    rows = ["| key | also | unit | allowed | default | meaning |", "|---|---|---|---|---|---|"]
+    rows = ["| key | also | unit | allowed | default | meaning | flag and box | breaks |", "|---|---|---|---|---|---|---|---|"]
     for name in fields_of(scenario):
         info = field_info(name, scenario)
         bounds = []
@@ -95,9 +95,22 @@ def scenario_keys(scenario: str) -> str:
             bounds.append(f"<= {info.high:g}")
         also = ", ".join(f"`{k}`" for k in (info.name, *info.aliases) if k != info.key)
         rows.append(
-            f"| `{info.key}` | {also} | {info.unit} | {_cell(', '.join(bounds))} | {_cell(_default(info.default))} | {_cell(info.help)} |"
+            f"| `{info.key}` | {also} | {info.unit} | {_cell(', '.join(bounds))} | {_cell(_default(info.default))} | {_cell(info.help)} "
+            f"| {_cell(_shows(info))} | {_cell(_breaks(info))} |"
         )
     return "\n".join(rows) + "\n"
+
+
+def _shows(info: Any) -> str:
+    """Where a field shows: its flag on which ``sim`` commands, its box on which explorer page."""
+    where = [f"`{info.option}` ({', '.join(info.commands)})"] if info.commands else []
+    return "; ".join([*where, *([f"box `{info.url_key}` ({info.group})"] if info.group else [])])
+
+
+def _breaks(info: Any) -> str:
+    """What a value other than the default breaks, and why (the entry's reasons)."""
+    reasons = [(what, getattr(info, what)) for what in ("closed_form", "collapsed") if getattr(info, what)]
+    return "; ".join(f"{what.replace('_', ' ')}: {reason.replace('{value}', 'VALUE')}" for what, reason in reasons)
 
 
 def _flatten(data: dict[str, Any]) -> list[tuple[str, Any]]:

@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass
 
 from sim.algorithms.registry import AlgorithmSpec, Form, algorithm_spec, all_specs, busbw_factor
+from sim.fields import breaks, broken
 
 
 def form_of(op: str, algorithm: str) -> Form | None:
@@ -83,14 +84,9 @@ def why_no_closed_form(scenario) -> str | None:
         return f"the {s.op}/{s.algorithm} closed form holds for a power-of-two number of ranks, not {s.ranks}"
     if s.chunks != 1 and not form.chunked:
         return f"the {s.op}/{s.algorithm} closed form is for one chunk; {s.chunks} pipelined chunks have none"
-    if s.topology != "switch":
-        return f"closed forms assume one port per rank into a switch, not the {s.topology} topology"
-    if s.stragglers:
-        return "stragglers start some ranks late; closed forms assume all start together"
-    if s.jitter_s:
-        return "jitter varies message times; closed forms assume fixed costs"
-    if s.repetitions != 1:
-        return f"{s.repetitions} back-to-back calls may overlap; the closed form is for one call"
+    reason = breaks(s, "closed_form")  # topology, stragglers, jitter, repetitions: their entries in sim.fields
+    if reason is not None:
+        return reason
     eager = _eager_race(s, spec)
     if eager:
         return eager
@@ -146,16 +142,10 @@ def status(scenario) -> ClosedForm:
     time_s = closed_form(s.op, s.algorithm, s.ranks, s.size_bytes, s.latency_s, 1.0 / s.bandwidth_Bps, g, s.chunks, s.overhead_s)
     if time_s is None:
         return ClosedForm(None, False, _why_none(s))
-    if s.topology != "switch":
-        why = f"the closed forms assume one port per rank into a switch; on {s.topology} messages take other paths and share links"
-        return ClosedForm(None, False, why)
-    reasons = []
-    if s.stragglers:
-        reasons.append("stragglers start late")
-    if s.jitter_s:
-        reasons.append("jitter varies message times")
-    if s.repetitions != 1:
-        reasons.append(f"{s.repetitions} back-to-back calls may overlap")
+    bent = broken(s, "closed_form")  # the schema's reasons (sim.fields); another topology: none at all
+    if "topology" in bent:
+        return ClosedForm(None, False, bent["topology"])
+    reasons = [reason.split(";")[0] for reason in bent.values()]  # what happens, without "closed forms assume"
     if not splits_evenly(s.op, s.algorithm, s.ranks, s.elements, s.chunks):
         parts = split_parts(s.op, s.algorithm, s.ranks, s.chunks)
         reasons.append(f"{s.elements:,} elements do not divide into {parts} equal pieces, so pieces differ by one element")

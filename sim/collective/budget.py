@@ -333,14 +333,13 @@ def count_visits(scenario: Any) -> tuple[int, int]:
     started = start_collective(scenario)
     net = started.net
     touched = [0]
-    reallocate = getattr(net, "_reallocate", None)
-    if reallocate is not None:
+    observers = getattr(net, "reshare_observers", None)  # fair sharing only (FairNetwork.reshare)
+    if observers is not None:
 
         def counting(flows: Any, now: float) -> None:
             touched[0] += len(flows)
-            reallocate(flows, now)
 
-        net._reallocate = counting  # this network only; times unchanged
+        observers.append(counting)
     with no_gc():
         started.env.run()
     result = collect(started)

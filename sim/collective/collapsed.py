@@ -31,6 +31,7 @@ from typing import Any
 from sim.algorithms.registry import Shape, algorithm_spec
 from sim.collective import analytic
 from sim.collective.results import algbw_GBps, summary_head
+from sim.fields import breaks
 from sim.scenario import CollectiveScenario
 
 MODES = ("full", "collapsed")
@@ -49,16 +50,7 @@ class Timing:
 
 def why_not_collapsed(scenario: CollectiveScenario) -> str | None:
     """None when the scenario can be collapsed, else the reason it needs per-message simulation."""
-    s = scenario
-    if s.stragglers:
-        return "stragglers make ranks asymmetric"
-    if s.jitter_s:
-        return "per-message jitter needs per-message simulation"
-    if s.verify:
-        return "verify moves real payloads message by message"
-    if s.groups:
-        return "groups run at once and contend for the network"
-    return None
+    return breaks(scenario, "collapsed")  # stragglers, jitter, verify, groups: their entries in sim.fields
 
 
 def collective_time(scenario: CollectiveScenario) -> Timing:

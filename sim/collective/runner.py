@@ -20,6 +20,7 @@ from sim.collective.verify import check, initial_buffers
 from sim.errors import DeadlockError
 from sim.network import Network, make_network
 from sim.network import topology as topo
+from sim.network.simpy_core import BoundProcess
 from sim.scenario import CollectiveScenario
 
 __all__ = [
@@ -49,14 +50,6 @@ def no_gc() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
-
-
-class RankProcess(simpy.Process):
-    """A SimPy process that binds its resume callback once, not once per event it waits on."""
-
-    def __init__(self, env: simpy.Environment, generator: Generator) -> None:
-        super().__init__(env, generator)
-        self._resume = self._resume  # type: ignore[method-assign]
 
 
 def build_topology(scenario: CollectiveScenario) -> topo.Topology:
@@ -162,13 +155,13 @@ def start_collective(scenario: CollectiveScenario, topology: topo.Topology | Non
         """The rank's process; without skew, overhead or repetitions, the program itself (one
         generator frame fewer to resume per message), its end noted by callbacks instead."""
         if delays.get(rank) or s.overhead_s or s.repetitions != 1:
-            return RankProcess(env, rank_main(rank))
+            return BoundProcess(env, rank_main(rank))
         if machine is not None and not per_rank:  # resumed by its events directly: no Process._resume per message
             process = machine(env, net, rank, call)
             if process is not None:
                 process.callbacks.append(lambda _: _program_done(rank))
                 return process
-        process = RankProcess(env, program(*(per_rank[rank] if per_rank else (net, rank, call))))
+        process = BoundProcess(env, program(*(per_rank[rank] if per_rank else (net, rank, call))))
         process.callbacks.append(lambda _: _program_done(rank))
         return process
 

@@ -19,21 +19,21 @@ flows, the default), and docs/network-model.md.
 Speed (docs/scale.md): links are float "free at" times, not Resource objects; the messages (and
 reductions) that end at one instant share one heap entry, an :class:`Instant`, and fire in issue
 order. An instant stops taking deliveries as soon as anything else is scheduled for its time (the
-environment's ``schedule`` is wrapped to see that), so later deliveries go behind it. Records go
+environment's ``schedule`` is wrapped to see that: :mod:`sim.network.simpy_core`, the one module
+that touches SimPy's private state), so later deliveries go behind it. Records go
 to bounded typed columns (:mod:`sim.network.records`).
 """
 
 from __future__ import annotations
 
-from heapq import heappush
 from typing import Any
 
 import numpy as np
 import simpy
-from simpy.core import NORMAL
-from simpy.events import PENDING, Event
+from simpy.events import Event
 
 from sim.network.records import BUFFER_ROWS, COMPUTE_COLUMNS, MESSAGE_COLUMNS, RecordTable
+from sim.network.simpy_core import NORMAL, PENDING, on_schedule, schedule_at
 from sim.network.topology import Topology
 
 # A recorded message: (src, dst, start_s, end_s, nbytes, step, chunk)
@@ -98,15 +98,7 @@ def open_instants(env: simpy.Environment) -> dict[float, Instant]:
     instants = getattr(env, "_collsim_instants", None)  # not env.__dict__: that would de-optimize env
     if instants is None:
         instants = env._collsim_instants = {}
-        queue, eid = env._queue, env._eid
-
-        def schedule(event: Event, priority: int = NORMAL, delay: float = 0) -> None:
-            time = env._now + delay
-            if instants:
-                instants.pop(time, None)
-            heappush(queue, (time, priority, next(eid), event))
-
-        env.schedule = schedule
+        on_schedule(env, instants)
     return instants
 
 
@@ -173,6 +165,16 @@ class Network:
             fastest = max(float(data["bandwidth"]) for _, _, data in graph.edges(rank, data=True))
             capacity[index] = capacity[index + 1] = fastest
         return capacity
+
+    def without_latency(self) -> list[bool]:
+        """Per resource: whether a route without latency may cross it (a link of latency 0, or a
+        port of a rank with such a link), so that a flow sent at an instant joins it then."""
+        graph = self.topology.graph
+        zero = [float(graph.edges[link]["latency"]) == 0.0 for link in self.links]
+        zero += [False] * (2 * len(self._ports))
+        for rank, index in self._ports.items():
+            zero[index] = zero[index + 1] = any(float(data["latency"]) == 0.0 for _, _, data in graph.edges(rank, data=True))
+        return zero
 
     # -- records, read side ------------------------------------------------------------------
     @property
@@ -323,7 +325,7 @@ class Network:
     def _open_instant(self, time: float) -> Instant:
         env = self.env
         instant = self._instants[time] = Instant(env, time, self._instants)
-        heappush(env._queue, (time, NORMAL, next(env._eid), instant))
+        schedule_at(env, time, NORMAL, instant)
         return instant
 
     def _draw_jitter(self) -> float:

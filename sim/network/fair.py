@@ -34,16 +34,20 @@ solver's: the ends of lone flows are computed with the same arithmetic as before
 from __future__ import annotations
 
 from collections import deque
-from heapq import heappush
+from collections.abc import Callable
 from typing import Any
 
 import simpy
-from simpy.core import NORMAL
 from simpy.events import Event
 
 from sim.network.engine import BUFFER_ROWS, Network
-from sim.network.flows import END_CALLBACKS, LATE_JOIN_CALLBACKS, End, Flow, Join, flow_class, max_min, new_flow
+from sim.network.flows import END_CALLBACKS, LATE_JOIN_CALLBACKS, End, Flow, Join, component, flow_class, max_min, new_flow
+from sim.network.simpy_core import NORMAL, schedule_at
 from sim.network.topology import Topology
+
+__all__ = ["FairNetwork", "Flow", "ReshareObserver"]
+
+ReshareObserver = Callable[[dict[Flow, None], float], None]  # (a component's flows, now): FairNetwork.reshare
 
 _new = object.__new__
 _FREE = object()  # no message on a stream
@@ -62,10 +66,10 @@ class FairNetwork(Network):
 
     def __init__(self, env: simpy.Environment, topology: Topology, *args: Any, **kwargs: Any) -> None:
         super().__init__(env, topology, *args, **kwargs)
-        self._capacity = self.capacities()
+        self.resource_capacity = self.capacities()
         self._flow = flow_class(self)  # this network's flows
-        self._instant_joins = self._without_latency()
-        self._least_capacity = min(self._capacity, default=0.0) or 1e-300  # a zero capacity: never the quick bound
+        self._instant_joins = self.without_latency()
+        self._least_capacity = min(self.resource_capacity, default=0.0) or 1e-300  # a zero capacity: never the quick bound
         self._any_instant_joins = any(self._instant_joins)
         # flows per resource, in the order they joined: dicts as ordered sets, so shares, ends
         # and ties come out the same on every run (a set's order follows memory addresses)
@@ -94,16 +98,22 @@ class FairNetwork(Network):
         self._turns: dict[Flow, Flow] = {}
         self._parked: dict[Flow, Flow] = {}
         self._turn_callbacks = [self._turn]
+        self.reshare_observers: list[ReshareObserver] = []  # see reshare
 
-    def _without_latency(self) -> list[bool]:
-        """Per resource: whether a route without latency may cross it (a link of latency 0, or a
-        port of a rank with such a link), so that a flow sent at an instant joins it then."""
-        graph = self.topology.graph
-        zero = [float(graph.edges[link]["latency"]) == 0.0 for link in self.links]
-        zero += [False] * (2 * len(self._ports))
-        for rank, index in self._ports.items():
-            zero[index] = zero[index + 1] = any(float(data["latency"]) == 0.0 for _, _, data in graph.edges(rank, data=True))
-        return zero
+    # -- the public interface: what budget probes, tests and reference solvers read and override --
+    def active_flows(self, resource: int) -> tuple[Flow, ...]:
+        """The flows taking a share of ``resource`` now (joined, not ended), in the order they joined.
+        Lone flows (alone on their route: the fast path) are not among them: they share nothing."""
+        return tuple(self._active[resource])
+
+    def rates(self) -> dict[Flow, float]:
+        """Every sharing flow's current rate in bytes/s (the max-min rates of the last re-sharing)."""
+        return {flow: flow.rate for bucket in self._active for flow in bucket}
+
+    def take_marked(self) -> dict[int, None]:
+        """The resources whose flows joined or left since the last re-sharing; forgotten here."""
+        marked, self._dirty = self._dirty, {}
+        return marked
 
     def _transfer(self, event: Event, src: int, dst: int, nbytes: int, step: int, chunk: int, tag: int) -> None:
         """Start a message's flow now, or queue it behind the message its pair is moving."""
@@ -407,36 +417,36 @@ class FairNetwork(Network):
             for index in flow.resources:
                 dirty[index] = None
             if not self._settling:
-                self._schedule_settle()
+                self.schedule_settle()
         else:  # alone: the route's bandwidth, ending exactly at start + latency + n / bandwidth
             flow.rate = flow.peak
             if not scheduled:
                 self._schedule_end(flow, now + flow.nbytes / flow.peak)
 
-    def _schedule_settle(self) -> None:
+    def schedule_settle(self) -> None:
         """One re-sharing at the end of this instant: an event after those already due now."""
         self._settling = True
-        env = self.env
         settle = self._settle_event
         settle.callbacks = self._settle_callbacks
-        heappush(env._queue, (env._now, NORMAL, next(env._eid), settle))
+        schedule_at(self.env, self.env._now, NORMAL, settle)
 
     def _settle(self, _event: Event) -> None:
         self._settling = False
-        self._settle_now()
+        self.settle()
 
-    def _settle_now(self) -> None:
+    def settle(self) -> None:
         """Re-share, once per simulated instant, every component whose flows joined or left
         (SimGrid likewise solves its max-min system once per time step): each marked resource's
-        component, found once, gets its max-min rates."""
-        dirty, self._dirty = self._dirty, {}
+        component, found once, gets its max-min rates. Overridable (with :meth:`schedule_settle`,
+        :meth:`component` and :meth:`solve`): tests/scale/test_fair_solver.py's reference solver."""
+        dirty = self.take_marked()
         active = self._active
         read: dict[int, None] = {}
         now = self.env._now
         for index in dirty:
             if index in read or not active[index]:
                 continue
-            self._reallocate(self._component(active[index], read), now)
+            self.reshare(self.component(active[index], read), now)
 
     def _end(self, flows: list[Flow] | tuple[Flow], end: End | None) -> None:
         """The scheduled end of ``flows`` (those still ending at ``end``) has come. If this
@@ -470,7 +480,7 @@ class FairNetwork(Network):
         joined, once this instant's re-sharing has run (the flow was re-shared now); before it,
         every flow started and not ended (those still waiting out their latency may join now),
         unless a route without latency crosses the flow's resources (one sent now joins now)."""
-        capacity = self._capacity
+        capacity = self.resource_capacity
         if flow.updated == now:
             active = self._active
             return min([capacity[index] / len(active[index]) for index in flow.resources])
@@ -490,7 +500,7 @@ class FairNetwork(Network):
             if index in dirty:
                 return True
         read: dict[int, None] = {}
-        self._component((flow,), read)
+        self.component((flow,), read)
         for index in read:
             if index in dirty:
                 return True
@@ -515,7 +525,7 @@ class FairNetwork(Network):
                 if following is not None:
                     self._join(following)
             if dirty and not self._settling:
-                self._schedule_settle()
+                self.schedule_settle()
         queue = self._streams.pop(flow.stream)
         if queue:
             following = queue.popleft()
@@ -539,31 +549,21 @@ class FairNetwork(Network):
             for callback in callbacks:
                 callback(delivery)
 
-    def _component(self, seeds, read: dict[int, None]) -> dict[Flow, None]:
+    def component(self, seeds, read: dict[int, None]) -> dict[Flow, None]:
         """Every flow that shares a resource, directly or through other flows, with ``seeds``
-        (an ordered set: the order depends on the run only, not on memory addresses). Each
-        resource's flows are read once (``read``: the resources read so far)."""
-        active = self._active
-        seen = dict.fromkeys(seeds)
-        stack = list(seen)
-        while stack:
-            for index in stack.pop().resources:
-                if index in read:
-                    continue
-                read[index] = None
-                for other in active[index]:
-                    if other not in seen:
-                        seen[other] = None
-                        stack.append(other)
-        return seen
+        (:func:`sim.network.flows.component`; ``read``: the resources read so far, filled)."""
+        return component(seeds, self._active, read)
 
-    def _reallocate(self, flows: dict[Flow, None], now: float) -> None:
+    def reshare(self, flows: dict[Flow, None], now: float) -> None:
         """Progress every flow to ``now`` at its old rate, then give the component its max-min
         fair rates; flows whose rate changed get a new scheduled end. (The solver reads no
-        flow's progress, so each flow is progressed as its new rate is set: one loop.)"""
+        flow's progress, so each flow is progressed as its new rate is set: one loop.) Each of
+        :attr:`reshare_observers` is called first with ``(flows, now)``: it must not change them."""
+        for observer in self.reshare_observers:
+            observer(flows, now)
         instants = self._instants
         last_time = instant = end = ending = None  # a component's ends often fall at one time: one event
-        for flow, rate in self._max_min(flows).items():
+        for flow, rate in self.solve(flows).items():
             old = flow.rate
             if old:
                 remaining = flow.remaining - old * (now - flow.updated)
@@ -595,6 +595,6 @@ class FairNetwork(Network):
             else:
                 flow.scheduled = None
 
-    def _max_min(self, flows: dict[Flow, None]) -> dict[Flow, float]:
+    def solve(self, flows: dict[Flow, None]) -> dict[Flow, float]:
         """The flows' max-min rates (:func:`sim.network.flows.max_min`) on this network's resources."""
-        return max_min(flows, self._capacity, self._active)
+        return max_min(flows, self.resource_capacity, self._active)

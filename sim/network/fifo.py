@@ -16,16 +16,15 @@ sharing, the default, and docs/network-model.md for why.
 
 from __future__ import annotations
 
-from heapq import heappush
 from itertools import count
 from operator import itemgetter
 from typing import Any
 
 import simpy
-from simpy.core import URGENT
 from simpy.events import Event
 
 from sim.network.engine import BUFFER_ROWS, Network
+from sim.network.simpy_core import URGENT, schedule_at
 from sim.network.topology import Topology
 
 
@@ -60,6 +59,7 @@ class FifoNetwork(Network):
         self._wakes: dict[float, list[int]] = {}  # time -> resources whose waiters to retry then
         self._order = count()  # issue order of waiting transfers: their priority
         self._tagged = getattr(topology, "streams_per_tag", False)
+        self.holds = 0  # times a transfer was parked behind a busy resource (0: no message ever waited)
 
     def _transfer(self, event: Event, src: int, dst: int, nbytes: int, step: int, chunk: int, tag: int) -> None:
         """Start moving a message whose send and (for rendezvous) receive are both posted: now
@@ -142,6 +142,7 @@ class FifoNetwork(Network):
 
     def _hold(self, transfer: tuple) -> None:
         """Park a transfer on the busy resource of its route that frees last; it is retried then."""
+        self.holds += 1
         free_at = self._free_at
         resource = max(transfer[7], key=free_at.__getitem__)
         self._waiting.setdefault(resource, []).append(transfer)
@@ -149,8 +150,7 @@ class FifoNetwork(Network):
         due = self._wakes.get(time)
         if due is None:
             self._wakes[time] = [resource]
-            env = self.env
-            heappush(env._queue, (time, URGENT, next(env._eid), _Wake(self)))
+            schedule_at(self.env, time, URGENT, _Wake(self))
         elif resource not in due:
             due.append(resource)
 

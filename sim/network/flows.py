@@ -12,7 +12,7 @@ from heapq import heapify, heappop, heappush
 
 from simpy.events import Event
 
-__all__ = ["Flow", "End", "Join", "END_CALLBACKS", "LATE_JOIN_CALLBACKS", "flow_class", "new_flow", "max_min"]
+__all__ = ["Flow", "End", "Join", "END_CALLBACKS", "LATE_JOIN_CALLBACKS", "component", "flow_class", "new_flow", "max_min"]
 
 _new = object.__new__
 
@@ -183,3 +183,22 @@ def _fill(
         share = left[bottleneck] / users[bottleneck]
         if share <= 0.0:
             share = 0.0
+
+
+def component(seeds, active: list[dict[Flow, None]], read: dict[int, None]) -> dict[Flow, None]:
+    """Every flow that shares a resource, directly or through other flows, with ``seeds``
+    (an ordered set: the order depends on the run only, not on memory addresses). ``active``:
+    each resource's flows. Each resource's flows are read once (``read``: the resources read
+    so far, filled here)."""
+    seen = dict.fromkeys(seeds)
+    stack = list(seen)
+    while stack:
+        for index in stack.pop().resources:
+            if index in read:
+                continue
+            read[index] = None
+            for other in active[index]:
+                if other not in seen:
+                    seen[other] = None
+                    stack.append(other)
+    return seen

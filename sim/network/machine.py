@@ -21,7 +21,9 @@ from __future__ import annotations
 from collections.abc import Callable, Generator
 
 import simpy
-from simpy.events import PENDING, Event, Initialize
+from simpy.events import Event
+
+from sim.network.simpy_core import PENDING, start_like_process
 
 __all__ = ["Machine"]
 
@@ -38,8 +40,8 @@ class Machine(Event):
         self._value = PENDING
         steps = program(self)
         next(steps)  # to the generator's first bare yield: it runs nothing else before the start
-        self.resume = self._resume = steps.send  # Initialize calls _resume, the events resume
-        Initialize(env, self)  # type: ignore[arg-type]  # scheduled URGENT now, as a Process's start
+        self.resume = steps.send  # the events it waits on resume it
+        start_like_process(env, self, steps.send)  # scheduled URGENT now, as a Process's start
 
     @property
     def is_alive(self) -> bool:

@@ -10,6 +10,7 @@ import click
 
 from sim.cli_fields import field_options
 from sim.errors import CollsimError
+from sim.fields import command_fields
 
 _PARAM_FLAGS = ("preset", "params_file", "param_bytes")
 _PROFILE_FLAGS = ("backward_time", "backward_rate", "profile_file", "layer_times", "flops_per_s")
@@ -97,12 +98,7 @@ def scenario_data(scenario_file: str | None, flags: dict[str, Any]) -> dict[str,
 @click.option("--scenario", "scenario_file", default=None, help="YAML/JSON DDP scenario file (flags given override it)")
 @field_options(
     "ddp",
-    *("preset", "params_file", "param_bytes", "element_bytes", "strategy", "bucket_cap_bytes", "first_bucket_bytes", "rebuild"),
-    *("backward_time_s", "backward_rate_Bps", "profile_file", "layer_times", "flops_per_s", "tokens", "forward_time_s", "optimizer_time_s"),
-    # compute and memory inputs (sim.training.compute; docs/ddp.md "Compute, precision, memory")
-    *("precision", "master_weights", "mfu", "gpu", "activation_checkpointing", "slowdown", "accumulation_steps"),
-    *("comm", "o_s", "w_Bps", "algorithm", "ranks", "latency_s", "bandwidth_Bps", "topology", "gpus_per_node", "intra_latency_s"),
-    *("intra_bandwidth_Bps", "reduce_bandwidth_Bps", "call_overhead_s", "chunks"),
+    *command_fields("ddp", "ddp"),
     decls={
         "params_file": ("--params", "params_file"),
         "profile_file": ("--profile", "profile_file"),
@@ -110,20 +106,10 @@ def scenario_data(scenario_file: str | None, flags: dict[str, Any]) -> dict[str,
         "optimizer_time_s": ("--optimizer-time", "--optimizer", "optimizer_time"),
         "master_weights": ("--master-weights/--no-master-weights",),
     },
-)
-@click.option(
-    "--hardware",
-    default=None,
-    help="hardware preset (collsim hardware list): ranks, network, NCCL's pick per all-reduce; implies --comm network; with --comm ow, o and w fitted to the same times",
-)
-@click.option("--nodes", default=None, type=int, help="with --hardware: number of nodes (default 1)")
-@click.option("--nics-per-node", default=None, type=int, help="with --hardware: NICs a node instead of the preset's (e.g. 16)")
-@click.option("--nic-bandwidth", default=None, help="with --hardware: bandwidth of each NIC instead of the preset's (e.g. 200Gbps)")
-@click.option(
-    "--mode",
-    default=None,
-    type=click.Choice(["collapsed", "full"]),
-    help="network: collapsed (default; same times) or full message-by-message all-reduces",
+    notes={
+        "hardware": "NCCL's pick per all-reduce; implies --comm network; with --comm ow, o and w fitted to the same times",
+        "mode": "default collapsed: the same times",
+    },
 )
 @click.option("--calibration", default=None, help="calibration file from 'collsim fit --calibration': o and w of all_reduce at --ranks")
 @click.option("--backend", default=None, help="with --calibration: use this backend's entries (gloo, nccl)")
@@ -252,6 +238,7 @@ def format_summary(summary: dict[str, Any], max_rows: int = 12) -> str:
         f"  overhead         {_time(summary['overhead_s'])}  (comm end - backward end; comm busy {_time(summary['comm_busy_s'])})",
         f"  formula          {_time(summary['formula_overhead_s'])} exact uniform, {_time(summary['formula_simple_overhead_s'])} n_b o + s/(n_b w)  (o {_time(summary['o_s'])}, w {_rate(summary['w_Bps'])})",
         f"  all-reduces      {summary['num_buckets']}",
+        *_hook_line(summary),
         *_memory_line(summary),
         "  #   bytes        params  ready        start        end",
     ]
@@ -262,6 +249,18 @@ def format_summary(summary: dict[str, Any], max_rows: int = 12) -> str:
     if len(summary["buckets"]) > max_rows:
         lines.append(f"  ... {len(summary['buckets']) - max_rows} more (use --json)")
     return "\n".join(lines + hardware_lines(summary.get("hardware_comm")))
+
+
+def _hook_line(summary: dict[str, Any]) -> list[str]:
+    """With a communication hook: its all-reduces and the bytes they carry."""
+    from sim.units import format_size
+
+    if summary.get("comm_hook", "none") == "none":
+        return []
+    calls = sum(len(bucket["all_reduces"]) for bucket in summary["buckets"])
+    return [
+        f"  comm hook        {summary['comm_hook']}: {calls} all-reduces, {format_size(summary['wire_bytes'])} sent of {format_size(summary['grad_bytes'])}"
+    ]
 
 
 def interval_line(summary: dict[str, Any]) -> list[str]:

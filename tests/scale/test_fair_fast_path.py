@@ -18,12 +18,10 @@ import simpy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import sim.network.fair as fair
-import sim.network.fifo as fifo
 from sim.algorithms.registry import algorithm_spec, algorithms_for, ops
 from sim.collective.analytic import with_forms
-from sim.collective.runner import run_collective
-from sim.network import make_network
+from sim.collective.runner import collect, drive, run_collective, start_collective
+from sim.network import FairNetwork, make_network
 from sim.network import topology as topo
 from sim.scenario import CollectiveScenario
 
@@ -31,22 +29,26 @@ REFERENCE = Path(__file__).parent / "data" / "fair_reference.json"
 
 
 class Counts:
-    """How often the fair solver ran and the fifo engine queued a message, over a test."""
+    """How often the fair engine re-shared (solved max-min rates) and the fifo engine parked a
+    message behind a busy resource, over the runs and networks it watches."""
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+    def __init__(self) -> None:
         self.solver = self.held = 0
-        solve, hold = fair.FairNetwork._max_min, fifo.FifoNetwork._hold
 
-        def counted_solve(net, flows):
-            self.solver += 1
-            return solve(net, flows)
+    def _reshared(self, flows, now) -> None:
+        self.solver += 1
 
-        def counted_hold(net, transfer):
-            self.held += 1
-            return hold(net, transfer)
+    def watch(self, net) -> None:
+        if isinstance(net, FairNetwork):
+            net.reshare_observers.append(self._reshared)
 
-        monkeypatch.setattr(fair.FairNetwork, "_max_min", counted_solve)
-        monkeypatch.setattr(fifo.FifoNetwork, "_hold", counted_hold)
+    def run(self, scenario: CollectiveScenario):
+        """run_collective(scenario), counted."""
+        started = start_collective(scenario)
+        self.watch(started.net)
+        drive(started)
+        self.held += getattr(started.net, "holds", 0)
+        return collect(started)
 
 
 def _same_run(scenario: CollectiveScenario) -> tuple:
@@ -77,10 +79,10 @@ def test_closed_form_matrix_fair_equals_fifo_bit_for_bit(op, algorithm, p):
             assert sorted(a.computes) == sorted(b.computes)
 
 
-def test_ring_on_a_switch_never_enters_the_solver(monkeypatch):
-    counts = Counts(monkeypatch)
+def test_ring_on_a_switch_never_enters_the_solver():
+    counts = Counts()
     s = CollectiveScenario(op="all_reduce", algorithm="ring", ranks=64, size_bytes=64 * 4096, bandwidth_Bps=25e9, latency_s=5e-6)
-    result = run_collective(s)
+    result = counts.run(s)
     assert result.message_count == 2 * 64 * 63
     assert counts.solver == 0
 
@@ -121,15 +123,13 @@ def quiet_scenarios(draw):
 QUIET: list[bool] = []
 
 
-@settings(
-    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture], derandomize=True
-)
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 @given(quiet_scenarios())
-def test_random_scenarios_where_no_two_messages_meet_are_identical(monkeypatch, scenario):
-    counts = Counts(monkeypatch)
-    a = run_collective(scenario.replace(sharing="fair", record="full"))
+def test_random_scenarios_where_no_two_messages_meet_are_identical(scenario):
+    counts = Counts()
+    a = counts.run(scenario.replace(sharing="fair", record="full"))
     solver = counts.solver
-    b = run_collective(scenario.replace(sharing="fifo", record="full"))
+    b = counts.run(scenario.replace(sharing="fifo", record="full"))
     QUIET.append(solver == 0 and counts.held == 0)
     if QUIET[-1]:  # no flow met another under fair, no message waited under fifo
         assert a.time_s == b.time_s
@@ -175,10 +175,11 @@ def _star_net():
     return env, make_network(env, topo.switch(4, 1.0, 1.0), "fair")
 
 
-def test_a_lone_flow_met_while_moving_is_shared_from_then_on(monkeypatch):
+def test_a_lone_flow_met_while_moving_is_shared_from_then_on():
     """0 -> 1 starts alone; 2 -> 1, sent later, meets it on the link switch -> 1 and both share it."""
-    counts = Counts(monkeypatch)
+    counts = Counts()
     env, net = _star_net()
+    counts.watch(net)
     ends = {}
 
     def sender(src, delay):
@@ -214,9 +215,10 @@ def test_a_lone_flow_met_before_it_joins_waits_for_its_latency():
     assert ends == {2: pytest.approx(4.5), 0: pytest.approx(5.0)}
 
 
-def test_lone_flows_one_after_another_on_a_link_stay_lone(monkeypatch):
-    counts = Counts(monkeypatch)
+def test_lone_flows_one_after_another_on_a_link_stay_lone():
+    counts = Counts()
     env, net = _star_net()
+    counts.watch(net)
     ends = []
 
     def sender():

@@ -40,31 +40,29 @@ from sim.scenario import CollectiveScenario
 class ReferenceFairNetwork(FairNetwork):
     """Fair sharing as solved before issue 23's solver changes: a solve at every join and end."""
 
-    def _schedule_settle(self) -> None:  # a solve at once, at every join and end
-        self._settle_now()
+    def schedule_settle(self) -> None:  # a solve at once, at every join and end
+        self.settle()
 
-    def _settle_now(self) -> None:
-        dirty, self._dirty = self._dirty, {}
+    def settle(self) -> None:
         seeds: dict[Flow, None] = {}
-        for index in dirty:
-            seeds.update(self._active[index])
+        for index in self.take_marked():
+            seeds.update(dict.fromkeys(self.active_flows(index)))
         if seeds:
-            self._reallocate(self._component(seeds), self.env._now)
+            self.reshare(self.component(seeds), self.env.now)
 
-    def _component(self, seeds, read=None) -> dict[Flow, None]:
-        active = self._active
+    def component(self, seeds, read=None) -> dict[Flow, None]:
         seen = dict.fromkeys(seeds)
         stack = list(seen)
         while stack:
             for index in stack.pop().resources:
-                for other in active[index]:
+                for other in self.active_flows(index):
                     if other not in seen:
                         seen[other] = None
                         stack.append(other)
         return seen
 
-    def _max_min(self, flows: dict[Flow, None]) -> dict[Flow, float]:
-        capacity, active = self._capacity, self._active
+    def solve(self, flows: dict[Flow, None]) -> dict[Flow, float]:
+        capacity = self.resource_capacity
         left: dict[int, float] = {}
         users: dict[int, int] = {}
         for flow in flows:
@@ -78,7 +76,7 @@ class ReferenceFairNetwork(FairNetwork):
         while users:
             bottleneck = min(users, key=lambda index: left[index] / users[index])
             share = max(0.0, left[bottleneck] / users[bottleneck])
-            for flow in active[bottleneck]:
+            for flow in self.active_flows(bottleneck):
                 if flow in rates:
                     continue
                 rate = min(flow.peak, share)

@@ -42,29 +42,7 @@ __all__ = [
     "validation_failed",
 ]
 
-LABELS = {
-    "hardware": ("Hardware", "a preset fills nodes, ranks, topology and links (collsim hardware list)"),
-    "nodes": ("Nodes", "with a preset: ranks = nodes x its GPUs per node"),
-    "op": ("Operation", "the collective to run"),
-    "algorithm": ("Algorithm", "choices depend on the operation; NCCL's pick with a GPU preset"),
-    "nccl_algo": ("NCCL algorithm", "auto: NCCL's pick; else only this one, as NCCL_ALGO"),
-    "nccl_proto": ("NCCL protocol", "auto: NCCL's pick; else only this one, as NCCL_PROTO"),
-    "topology": ("Topology", "switch: one port per rank into a non-blocking switch"),
-    "ranks": ("Ranks p", "2 to 1024"),
-    "gpus_per_node": ("GPUs per node", "two_level: ranks per node (default 8)"),
-    "size": ("Message size n", "e.g. 64MiB, 1.5KB, 4096"),
-    "latency": ("Latency alpha", "per message, e.g. 5us"),
-    "bandwidth": ("Bandwidth B", "per link, e.g. 25GB/s or 100Gbps"),
-    "reduce_bandwidth": ("Reduction bandwidth 1/gamma", "e.g. 100GB/s; empty: free"),
-    "intra_latency": ("Intra-node latency", "two_level; empty: same as latency"),
-    "intra_bandwidth": ("Intra-node bandwidth", "two_level; empty: same as bandwidth"),
-    "chunks": ("Chunks k", "pipeline chunks (chunked algorithms)"),
-    "overhead": ("Per-call overhead o", "e.g. 10us"),
-    "stragglers": ("Stragglers", "rank:delay pairs, e.g. 3:20us,5:1ms"),
-    "sharing": ("Link sharing", "fair: flows that meet share a link (max-min); fifo: they queue; auto: NCCL's pick's own, else fair"),
-    "eager_limit": ("Eager limit", "larger messages wait for their receive; 0: all wait (NCCL), 64KiB: MPI-like"),
-    "placement": ("Rank placement", "two_level: block fills a node first; round_robin alternates nodes"),
-}
+LABELS = {key: (info.label, info.hint or info.help) for key, info in model.FORM.items()}  # the schema's (sim.fields)
 DROPDOWNS = ("hardware", "op", "algorithm", "nccl_algo", "nccl_proto", "topology", "sharing", "placement")
 HARDWARE_FIELDS = (
     "nodes",

@@ -17,7 +17,7 @@ from typing import Any
 from dash import ClientsideFunction, Input, Output, State, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
-from sim.fields import field_info
+from sim.fields import form_fields
 from sim.training import explain
 from sim.training.memory import peak_words
 from sim.units import format_size, format_time
@@ -29,15 +29,11 @@ from webapp.pages.spec import drawn_from, drawn_into
 
 PAGE = ids.PREFIX
 
-# Form key -> the DDP scenario field whose label and help it shows (sim.fields: the CLI's text too).
-SCENARIO_FIELDS = {
-    "hardware": "hardware", "preset": "preset", "precision": "precision", "master": "master_weights", "tokens": "tokens", "gpu": "gpu",
-    "mfu": "mfu", "forward": "forward_time_s", "optimizer": "optimizer_time_s", "checkpointing": "activation_checkpointing",
-    "strategy": "strategy", "first_bucket": "first_bucket_bytes", "accumulation": "accumulation_steps", "comm_model": "comm", "o": "o_s", "w": "w_Bps",
-    "bandwidth": "bandwidth_Bps", "latency": "latency_s", "algorithm": "algorithm",
-}  # fmt: skip
+# Form key -> the DDP scenario field whose label and help it shows: the entries whose group is
+# this page, by their URL key (sim.fields: the CLI's text too)
+SCENARIO_FIELDS = {key: info.name for key, info in form_fields("ddp").items()}
 LABELS = {
-    **{key: (field_info(name, "ddp").label, field_info(name, "ddp").help) for key, name in SCENARIO_FIELDS.items()},
+    **{key: (info.label, info.hint or info.help) for key, info in form_fields("ddp").items()},
     # what only this page has: its own ranks bounds, a backward box taking a time or a rate, a log slider, FSDP's strategy
     "ranks": ("Ranks", "2 to 1024; with a hardware preset, nodes x its GPUs a node"),
     "nodes": ("Nodes", "nodes of the hardware preset: sets the ranks (nodes x GPUs a node)"),
@@ -334,8 +330,9 @@ def validate(
     uploaded: list | None, form: dict[str, Any], previous: dict | None = None, previous_training: dict | None = None
 ) -> dict[str, Any]:
     """The DDP and training-step scenarios (None where the form is wrong) and a message per field
-    (the URL query is written in the browser, :func:`webapp.urlstate.url_spec`); a store is left alone when its scenario did not change (the DDP store when
-    only the sharding fields changed; both at load, where the layout brings them drawn)."""
+    (the URL query is written in the browser, :func:`webapp.urlstate.url_spec`); a store is left
+    alone when its scenario did not change (the DDP store when only the sharding fields changed;
+    both at load, where the layout brings them drawn)."""
     checked = model.validate_form(form, uploaded)
     data, training = checked["ddp"], checked["training"]
     return {
