@@ -1,6 +1,6 @@
 """What the DDP page shows, as plain data and sentences: one call per figure or caption.
 
-The page (webapp/pages/ddp.py) reads its form, calls one of these and draws:
+The page (webapp/pages/ddp/page.py) reads its form, calls one of these and draws:
 
 - :func:`explore_step`: the step at the chosen bucket cap, the bucket-size sweep with its optimum
   and fits, every DDP strategy at the same settings;
