@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import simpy
 
@@ -15,6 +16,7 @@ from sim.algorithms.call import Call
 from sim.algorithms.registry import algorithm_spec
 from sim.collective import analytic
 from sim.collective.groups import group_closed_form, group_programs, group_times
+from sim.collective.plan import resolve
 from sim.collective.results import CollectiveResult, records_of
 from sim.collective.verify import check, initial_buffers
 from sim.errors import DeadlockError
@@ -22,6 +24,9 @@ from sim.network import Network, make_network
 from sim.network import topology as topo
 from sim.network.simpy_core import BoundProcess
 from sim.scenario import CollectiveScenario
+
+if TYPE_CHECKING:  # a plain run loads no preset reader (yaml)
+    from sim.hardware.presets import Preset
 
 __all__ = [
     "PROGRESS_EVENTS",
@@ -52,24 +57,25 @@ def no_gc() -> Iterator[None]:
             gc.enable()
 
 
-def build_topology(scenario: CollectiveScenario) -> topo.Topology:
-    """The scenario's topology with its ranks placed (``placement``, docs/network-model.md)."""
-    built = _unplaced_topology(scenario)
+def build_topology(scenario: CollectiveScenario, preset: Preset | None = None) -> topo.Topology:
+    """The scenario's topology with its ranks placed (``placement``, docs/network-model.md);
+    ``preset``: the scenario's hardware preset, loaded already (:mod:`sim.collective.plan`)."""
+    built = _unplaced_topology(scenario, preset)
     return built if scenario.placement == "block" else topo.place(built, scenario.placement)
 
 
-def _unplaced_topology(scenario: CollectiveScenario) -> topo.Topology:
+def _unplaced_topology(scenario: CollectiveScenario, preset: Preset | None = None) -> topo.Topology:
     """The scenario's topology, rank r on endpoint r; user graphs must connect exactly ``ranks`` ranks."""
     s = scenario
     kind = s.topology
     if s.hardware and s.algorithm.startswith("nccl_"):  # NCCL's data path: effective rates, NCCL's hop latencies
         from sim.nccl.topo import topology
 
-        return topology(s)
+        return topology(s, preset)
     if s.hardware:
         from sim.hardware.cluster import for_scenario
 
-        return for_scenario(s)
+        return for_scenario(s, preset)
     if kind == "switch":
         return topo.switch(s.ranks, s.latency_s, s.bandwidth_Bps)
     if kind == "ring":
@@ -118,7 +124,7 @@ def start_collective(scenario: CollectiveScenario, topology: topo.Topology | Non
     payloads (the webapp passes bitmasks to show which ranks' data each piece holds)."""
     s = scenario
     env = simpy.Environment()
-    graph = topology or build_topology(s)
+    graph = topology or resolve(s).topology  # the preset loaded once for the whole build (sim.collective.plan)
     max_events = {"full": None, "aggregate": 0, "auto": s.max_events}[s.record]
     net = make_network(
         env, graph, s.sharing, reduce_bandwidth_Bps=s.reduce_bandwidth_Bps, jitter_s=s.jitter_s, seed=s.seed,

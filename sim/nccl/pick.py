@@ -72,7 +72,7 @@ def fill_pick(data: dict[str, Any], nccl_algo: str | None = None, nccl_proto: st
     size_bytes = size if isinstance(size, int) else parse_size(size, "size")
     nodes = _nodes(data, preset)
     try:
-        picked, why = pick_fields(name, nodes, data["op"], size_bytes, nccl_algo, nccl_proto)
+        picked, why = pick_fields(name, nodes, data["op"], size_bytes, nccl_algo, nccl_proto, preset=preset)
     except CollsimError as error:
         raise CollsimError(str(error), field=_wrong_restriction(name, nodes, data["op"], size_bytes, nccl_algo, nccl_proto)) from None
     if picked is None:
