@@ -16,7 +16,6 @@ from sim.algorithms.call import Call
 from sim.algorithms.registry import algorithm_spec
 from sim.collective import analytic
 from sim.collective.groups import group_closed_form, group_programs, group_times
-from sim.collective.plan import resolve
 from sim.collective.results import CollectiveResult, records_of
 from sim.collective.verify import check, initial_buffers
 from sim.errors import DeadlockError
@@ -124,7 +123,7 @@ def start_collective(scenario: CollectiveScenario, topology: topo.Topology | Non
     payloads (the webapp passes bitmasks to show which ranks' data each piece holds)."""
     s = scenario
     env = simpy.Environment()
-    graph = topology or resolve(s).topology  # the preset loaded once for the whole build (sim.collective.plan)
+    graph = topology or build_topology(s)
     max_events = {"full": None, "aggregate": 0, "auto": s.max_events}[s.record]
     net = make_network(
         env, graph, s.sharing, reduce_bandwidth_Bps=s.reduce_bandwidth_Bps, jitter_s=s.jitter_s, seed=s.seed,
