@@ -4,6 +4,7 @@
 was built: ``algorithm: nccl`` became ``nccl_*``, its channels and sharing, sim.nccl.pick); the
 plan builds the topology on first use and hands the loaded preset to every step below it (the
 topology, route work, what NCCL's pick ran and the rates it ran at), so none re-loads it.
+:func:`sim.collective.runner.build_topology` builds through a plan.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from sim.network import topology as topo
+
 if TYPE_CHECKING:
     from sim.collective.pick import PickInfo
     from sim.hardware.presets import Preset
-    from sim.network.topology import Topology
     from sim.scenario import CollectiveScenario
 
 __all__ = ["Plan", "resolve"]
@@ -29,11 +31,10 @@ class Plan:
     preset: Preset | None
 
     @cached_property
-    def topology(self) -> Topology:
-        """The scenario's topology, ranks placed (sim.collective.runner.build_topology), built once."""
-        from sim.collective.runner import build_topology
-
-        return build_topology(self.scenario, self.preset)
+    def topology(self) -> topo.Topology:
+        """The scenario's topology with its ranks placed (``placement``, docs/network-model.md), built once."""
+        built = _unplaced_topology(self.scenario, self.preset)
+        return built if self.scenario.placement == "block" else topo.place(built, self.scenario.placement)
 
     def route_work(self) -> tuple[int, int, int] | None:
         """How the routes of a preset's topology are found (sim.nccl.topo / sim.hardware.cluster
@@ -55,10 +56,45 @@ class Plan:
         return describe(self.scenario, picked, self.preset)
 
 
-def resolve(scenario: CollectiveScenario) -> Plan:
-    """The scenario with its preset loaded, once: pass the plan down instead of the name."""
+def resolve(scenario: CollectiveScenario, preset: Preset | None = None) -> Plan:
+    """The scenario with its preset loaded once (``preset``: loaded already): pass the plan down
+    instead of the preset's name. A scenario without ``hardware`` loads no preset reader (yaml)."""
     if not scenario.hardware:
         return Plan(scenario, None)
-    from sim.hardware.presets import load_preset
+    if preset is None:
+        from sim.hardware.presets import load_preset
 
-    return Plan(scenario, load_preset(scenario.hardware))
+        preset = load_preset(scenario.hardware)
+    return Plan(scenario, preset)
+
+
+def _unplaced_topology(scenario: CollectiveScenario, preset: Preset | None) -> topo.Topology:
+    """The scenario's topology, rank r on endpoint r; user graphs must connect exactly ``ranks`` ranks."""
+    s = scenario
+    kind = s.topology
+    if s.hardware and s.algorithm.startswith("nccl_"):  # NCCL's data path: effective rates, NCCL's hop latencies
+        from sim.nccl.topo import topology
+
+        return topology(s, preset)
+    if s.hardware:
+        from sim.hardware.cluster import for_scenario
+
+        return for_scenario(s, preset)
+    if kind == "switch":
+        return topo.switch(s.ranks, s.latency_s, s.bandwidth_Bps)
+    if kind == "ring":
+        return topo.ring(s.ranks, s.latency_s, s.bandwidth_Bps)
+    if kind == "torus2d":
+        rows, cols = topo.torus_shape(s.ranks)
+        return topo.torus2d(rows, cols, s.latency_s, s.bandwidth_Bps)
+    if kind == "two_level":
+        gpus = s.gpus_per_node_resolved
+        intra_latency = s.latency_s if s.intra_latency_s is None else s.intra_latency_s
+        intra_bandwidth = s.bandwidth_Bps if s.intra_bandwidth_Bps is None else s.intra_bandwidth_Bps
+        return topo.two_level(s.ranks // gpus, gpus, intra_latency, intra_bandwidth, s.latency_s, s.bandwidth_Bps)
+    graph = topo.load_graph(kind)
+    if graph.ranks != s.ranks:
+        from sim.errors import CollsimError
+
+        raise CollsimError(f"ranks: the topology file {kind} connects {graph.ranks} ranks, but ranks is {s.ranks}")
+    return graph
