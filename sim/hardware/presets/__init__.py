@@ -11,6 +11,7 @@ replaced (:func:`variant_name`, :func:`load_variant`).
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
@@ -142,6 +143,7 @@ def load_preset(name: str) -> Preset:
 
 _FILES: dict[tuple[str, int, int], Preset] = {}  # a user's preset files, by (resolved path, mtime_ns, size)
 _FILES_KEPT = 16
+_FILES_LOCK = threading.Lock()  # the webapp's callbacks run in threads
 
 
 def _load_file(name: str) -> Preset:
@@ -156,12 +158,15 @@ def _load_file(name: str) -> Preset:
     except OSError:  # gone since: load_mapping says so
         return parse_preset(load_mapping(name, "hardware preset file"), name)
     key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
-    if key not in _FILES:
-        preset = parse_preset(load_mapping(name, "hardware preset file"), name)
-        if len(_FILES) >= _FILES_KEPT:
+    with _FILES_LOCK:
+        if key in _FILES:
+            return _FILES[key]
+    preset = parse_preset(load_mapping(name, "hardware preset file"), name)
+    with _FILES_LOCK:
+        while len(_FILES) >= _FILES_KEPT:
             _FILES.pop(next(iter(_FILES)))
         _FILES[key] = preset
-    return _FILES[key]
+    return preset
 
 
 @cache
