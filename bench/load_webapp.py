@@ -23,7 +23,7 @@ import urllib.request
 from collections import defaultdict
 
 from webapp import collective as model
-from webapp import ids
+from webapp.pages.collectives import ids
 
 
 def start_server() -> tuple[str, object]:
@@ -151,7 +151,9 @@ def main() -> int:
             f"{name:<14} {len(latencies.get(name, [])):>6} {percentile(values, 50) * 1e3:>8.1f} {percentile(values, 90) * 1e3:>8.1f} {percentile(values, 99) * 1e3:>8.1f} {max(values) * 1e3:>8.1f}"
         )
     if latencies.get("not simulated directly"):
-        print(f"{len(latencies['not simulated directly'])} updates answered without a direct simulation (background job, closed form or refusal)")
+        print(
+            f"{len(latencies['not simulated directly'])} updates answered without a direct simulation (background job, closed form or refusal)"
+        )
     if latencies.get("simulate"):
         print(f"simulate mean {statistics.mean(latencies['simulate']) * 1e3:.1f} ms")
     for error in errors[:10]:

@@ -1,7 +1,7 @@
 """Measured nccl-tests busbw against the DES (NCCL's pick on NCCL's data path) and NCCL's own
 model, for every calibration log (real/data/nccl-tests, each with its source in its header).
 
-    python bench/nccl_logs.py [--data DIR] [--sizes] [--json FILE] [--stride K] [--leave-one-out [--record FILE]]
+    python bench/nccl_logs.py [--data DIR] [--sizes] [--json FILE] [--stride K] [--versions] [--leave-one-out [--record FILE]]
 
 Per log: the preset it runs on, then per regime (< 1 MiB, 1-256 MiB, >= 256 MiB) the median
 |busbw error| and the worst error of the DES and of NCCL's model; ``--sizes`` adds every size
@@ -9,6 +9,11 @@ Per log: the preset it runs on, then per regime (< 1 MiB, 1-256 MiB, >= 256 MiB)
 in-place times). "Measured" is the faster of those two columns (sim.collective.nccl_fit.read_log
 says why). busbw error = predicted busbw / measured - 1 =
 measured time / predicted time - 1. Logs whose preset does not exist are listed and skipped.
+
+``--versions`` adds, for each log whose header says which NCCL ran it ("# NCCL: 2.26.2+cuda12.8
+(printed ...)"; inferred versions are not used), the same errors with that release's tuning model
+(sim.nccl.versions) beside the default 2.27's, per regime: NCCL's model, and the DES running the
+pick that release makes (rerun only at the sizes where that pick differs).
 
 ``--leave-one-out`` adds the honest figure: each log predicted by a fit that never saw it. Its
 preset's constants are refitted on the other logs of the same preset (``collsim validate
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -32,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from sim.collective.nccl_fit import CALIBRATION, REGIMES, compare, regime_stats  # noqa: E402
 from sim.hardware.presets import list_presets  # noqa: E402
+from sim.nccl.versions import DEFAULT as DEFAULT_VERSION  # noqa: E402
 
 
 def _busbw(size: int, seconds: float, ranks: int) -> float:
@@ -44,17 +51,20 @@ def main() -> None:
     parser.add_argument("--sizes", action="store_true", help="print every size")
     parser.add_argument("--json", default=None, help="write every point to this file")
     parser.add_argument("--stride", type=int, default=1, help="every Kth size of each log (both tables; the fits are CPU-heavy)")
+    parser.add_argument("--versions", action="store_true", help="also each log with the NCCL release its header names")
     parser.add_argument("--leave-one-out", action="store_true", help="also predict each log from a fit on the other logs of its preset")
     parser.add_argument("--record", default=None, help="with --leave-one-out: write its output, date and machine to this Markdown file")
     args = parser.parse_args()
-    in_sample = table(args)
+    in_sample, points = table(args)
+    if args.versions:
+        versions(args, points)
     if args.leave_one_out:
         leave_one_out(args, in_sample)
 
 
-def table(args: argparse.Namespace) -> list[str]:
+def table(args: argparse.Namespace) -> tuple[list[str], list]:
     """Today's table: every log against the DES and NCCL's model with the shipped presets (fitted
-    on these same logs: in-sample). Returns its "all logs" lines."""
+    on these same logs: in-sample). Returns its "all logs" lines and its points."""
     from sim.hardware.presets import load_preset
 
     everything, started = [], time.perf_counter()
@@ -86,7 +96,63 @@ def table(args: argparse.Namespace) -> list[str]:
     print(f"({time.perf_counter() - started:.1f} s; regimes: {', '.join(r[0] for r in REGIMES)})")
     if args.json:
         Path(args.json).write_text(json.dumps([p.__dict__ for p in everything], indent=1))
-    return summary
+    return summary, everything
+
+
+def log_version(path: Path) -> str | None:
+    """The NCCL release a log's header says ran it ("# NCCL:  2.29.2+cuda13.1 (printed)"), if
+    printed and known to sim.nccl.versions; None where not printed, inferred or unknown."""
+    from sim.errors import CollsimError
+    from sim.nccl.versions import nccl_version
+
+    line = next((line for line in path.read_text(errors="replace").splitlines() if line.startswith("# NCCL:")), "")
+    found = re.search(r"(\d+\.\d+\.\d+)\S*", line)
+    if found is None or "inferred" in line or "not printed" in line:
+        return None
+    try:
+        return nccl_version(found.group(0)).name
+    except CollsimError:
+        return None
+
+
+def versions(args: argparse.Namespace, points: list) -> None:
+    """Per log with a printed NCCL version: the model's and the DES's errors with the default
+    (2.27) and with that version, per regime, interleaved."""
+    from dataclasses import replace
+
+    from sim.nccl.model import predict
+
+    print(f"\nwith the NCCL version of each log's header (default {DEFAULT_VERSION}):")
+    for name, (preset, nodes, proto, algo) in CALIBRATION.items():
+        path, mine = Path(args.data) / name, [p for p in points if p.log == name]
+        version = log_version(path) if path.exists() else None
+        if version is None or not mine:
+            print(f"  {name[:58]:58s} {'no printed NCCL version known to the model: default only' if mine else 'skipped'}")
+            continue
+        other, changed = [], 0
+        for p in mine:
+            pick = predict(preset, nodes, p.op, p.size_bytes, algo, proto, version)
+            label, des = f"{pick.nccl_algorithm}/{pick.nccl_protocol}", p.des_s
+            if label != p.pick:
+                changed += 1
+                des = des_time_version(preset, nodes, p.op, p.size_bytes, algo, proto, version)
+            other.append(replace(p, model_s=pick.time_s, des_s=des, pick=label))
+        base, new = regime_stats(mine), regime_stats(other)
+        print(f"  {name[:58]:58s} NCCL {version}: pick changed at {changed} of {len(mine)} sizes")
+        for (regime, n, dm, dw, mm, mw), (_, _, dm2, dw2, mm2, mw2) in zip(base, new):
+            print(f"    {regime:11s} {n:3d}  model {DEFAULT_VERSION} {mm:6.1%} / {mw:+7.1%}   model {version} {mm2:6.1%} / {mw2:+7.1%}"
+                  f"   DES {DEFAULT_VERSION} {dm:6.1%} / {dw:+7.1%}   DES {version} {dm2:6.1%} / {dw2:+7.1%}")  # fmt: skip
+
+
+def des_time_version(preset: str, nodes: int, op: str, size: int, algo, proto, version: str) -> float:
+    """The DES's time of the pick ``version`` makes (sim.collective.nccl_fit.des_time, with the version)."""
+    from sim.collective.pick import scenario_for_pick
+    from sim.collective.runner import run_collective
+
+    scenario, why = scenario_for_pick(preset, nodes, op, size, algo, proto, nccl_version=version)
+    if scenario is None:
+        raise SystemExit(f"{preset}: {why}")
+    return run_collective(scenario).time_s
 
 
 def leave_one_out(args: argparse.Namespace, in_sample: list[str]) -> None:

@@ -74,7 +74,15 @@ CASES = {
     "size at 8 ranks, new value (uncached)": ("?ranks=8", "size", *[f"{m}MiB" for m in range(33, 63)]),
     "size at 64 ranks, new value (uncached)": ("?ranks=64", "size", *[f"{m}MiB" for m in range(33, 63)]),
 }
-PAGES = {"Collectives": "/", "DDP buckets": "/ddp", "Sim vs measured": "/compare", "Guides": "/guides"}
+
+
+def pages() -> dict[str, str]:
+    """The registered pages (:data:`webapp.pages.PAGES`), title -> path, as the first loads time them."""
+    from webapp.pages import PAGES
+
+    return {page.title: page.path for page in PAGES}
+
+
 # on a fresh page: hook every graph's plotly_afterplot as soon as it exists, to time first loads;
 # and every Plotly.newPlot/react call's end: a graph drawn within one task (before the 10 ms
 # poll found it) fired its afterplot unseen, and its load was timed at the last response instead
@@ -213,7 +221,7 @@ def first_loads(context_of, urls: dict[str, str], repeats: int, cache: str = "re
     samples: dict[tuple[str, str], list[float]] = {}
     busy: dict[tuple[str, str], list[float]] = {}
     for index in range(repeats + 1):
-        for name, path in PAGES.items():
+        for name, path in pages().items():
             for label, url in urls.items():  # interleaved
                 context = context_of()
                 page = context.new_page()

@@ -569,3 +569,12 @@ def params(model: str, output: str) -> None:
     with output_errors(output, "--output"):
         save_params(module, output)
     click.echo(f"# {sum(1 for p in module.parameters() if p.requires_grad)} parameter tensors written to {output}")
+
+
+from real.train_cli import train as _train_command  # noqa: E402  (its own module; click only at import)
+
+real.add_command(_train_command)  # collsim real train: TP x PP x DP on gloo ranks, per-rank timelines
+
+from real.hang_check import hang_check  # noqa: E402 - torch loads only when it runs
+
+real.add_command(hang_check)

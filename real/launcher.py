@@ -182,7 +182,7 @@ def _rank_main(rank: int, worker: Callable, payload: Any, config: LaunchConfig, 
         worker(context, payload)
         channel.put(("done", rank, None))
     except BaseException as error:  # noqa: BLE001  (report anything, then exit non-zero)
-        text = f"{type(error).__name__}: {error}".strip().splitlines()[0][:400]
+        text = " ".join(f"{type(error).__name__}: {error}".split())[:400]  # a message that starts with a newline (pipelining's) kept
         channel.put(("error", rank, {"message": text, "traceback": traceback.format_exc()[-4000:]}))
         channel.close()
         channel.join_thread()

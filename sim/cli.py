@@ -121,14 +121,18 @@ def cli() -> None:
     lazy={
         "ddp": ("sim.training.ddp_cli:ddp", "Simulate a DDP step: buckets, overlap, overhead, best bucket size."),
         "fsdp": ("sim.training.fsdp_cli:fsdp", "Simulate an FSDP / ZeRO step: all-gathers, reduce-scatters, memory; --compare strategies."),
+        "dataparallel": ("sim.training.dataparallel_cli:dataparallel", "Simulate torch.nn.DataParallel on one node beside one GPU."),
         "run-cost": (
             "sim.training.runcost_cli:run_cost_command",
             "Failures, checkpoints and restarts of a run: checkpoint interval, goodput, wall time.",
         ),
+        "train": ("sim.training.parallel.cli:train", "Simulate a transformer step under TP, SP, PP, DP/ZeRO and EP; --sweep layouts."),
+        "hang": ("sim.hang.cli:hang", "Explain a hang or desync: where ranks block; NCCL, gloo, DETAIL and flight-recorder messages."),
         "crossover": (
             "sim.crossover_cli:crossover_command",
             "Time of every algorithm of an op over message size; the fastest per size.",
         ),
+        "chakra": ("sim.chakra_cli:chakra", "Chakra execution traces (ASTRA-sim) from event rows, and back."),
     },
 )
 def sim() -> None:

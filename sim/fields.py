@@ -146,6 +146,8 @@ COLLECTIVE = _table(
       commands=C, group=P, hint="auto: NCCL's pick; else only this one, as NCCL_ALGO"),
     F("nccl_proto", "NCCL protocol", "with --hardware: restrict NCCL's pick as NCCL_PROTO does (LL,LL128,Simple; ^ excludes)", commands=C,
       group=P, hint="auto: NCCL's pick; else only this one, as NCCL_PROTO"),
+    F("nccl_version", "NCCL version", "with --hardware: the NCCL release whose tuning model picks (default 2.27)", commands=C,
+      listing="sim.nccl.versions:known_versions"),
     F("topology", "Topology", "switch | ring | two_level | torus2d | FILE (GraphML/JSON)", commands=X, group=P,
       hint="switch: one port per rank into a non-blocking switch",
       closed_form="closed forms assume one port per rank into a switch, not the {value} topology"),
@@ -228,6 +230,10 @@ DDP = _table(
     ),  # fmt: skip
     F("rebuild", "Rebuild buckets", "fill buckets in observed gradient-ready order (DDP rebuild)", kind="flag"),
     F("accumulation_steps", "Accumulation steps", "micro-steps per step; the first k-1 run under no_sync", low=1, kind="int"),
+    F("comm_hook", "Communication hook", "comm hook on every DDP bucket", choices=("none", "fp16", "bf16", "powersgd")),
+    F("powersgd_rank", "PowerSGD rank", "powersgd: matrix approximation rank r (torch's matrix_approximation_rank)", low=1, kind="int"),
+    F("powersgd_warmup", "PowerSGD warm-up", "powersgd: plain all-reduce for N iterations (start_powerSGD_iter; 1000)", low=0, kind="int"),
+    F("iteration", "Iteration", "0-based training iteration of the step (powersgd warm-up); default: after the warm-up", low=0, kind="int"),
     F(
         "backward_time_s",
         "Backward time",

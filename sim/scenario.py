@@ -253,6 +253,7 @@ class CollectiveScenario(ScenarioData):
     placement: str = "block"  # block | round_robin | YAML/JSON file of each rank's endpoint (docs/network-model.md)
     groups: tuple[tuple[int, ...], ...] = ()  # disjoint groups running the collective at once; (): one of all ranks
     hardware: str | None = None  # preset name (sim/hardware/presets): two_level with the preset's NICs (docs/hardware.md)
+    nccl_version: str | None = None  # with hardware: NCCL's tuning model of this release line (sim.nccl.versions; None: 2.27)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Any:
@@ -285,6 +286,14 @@ class CollectiveScenario(ScenarioData):
         """The preset fits the scenario's topology and ranks: checked once per (preset, topology,
         ranks) for a bundled preset, so ``replace()`` (a run makes several) loads nothing; a
         preset file is looked up every time (sim.hardware.presets keeps it parsed while unchanged)."""
+        if self.nccl_version is not None:
+            from sim.nccl.versions import nccl_version
+
+            nccl_version(self.nccl_version)  # an unknown version: one message listing the known ones
+            if self.hardware is None:
+                raise CollsimError(
+                    "nccl_version: picks NCCL's tuning model on a GPU preset; give --hardware NAME too", field="nccl_version"
+                )
         if self.hardware is None:
             return
         key = (self.hardware, self.topology, self.gpus_per_node_resolved, self.ranks)
@@ -441,6 +450,7 @@ _COLLECTIVE_PARSERS: dict[str, Parser] = {
     },
     **{name: (lambda value, what: str(value)) for name in ("topology", "sharing", "placement")},
     "hardware": _TEXT,
+    "nccl_version": _TEXT,
     "stragglers": _stragglers,
 }
 

@@ -3,4 +3,4 @@
 ``create_app()`` in :mod:`webapp.app` builds it; ``collsim ui`` serves it on 127.0.0.1.
 """
 
-__all__ = ["app", "callbacks", "cli", "collective", "components", "ddp_model", "figures", "helper", "ids", "jobs", "pages", "urlstate"]
+__all__ = ["app", "callbacks", "cli", "collective", "components", "figures", "helper", "ids", "jobs", "pages", "urlstate"]

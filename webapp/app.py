@@ -1,7 +1,8 @@
 """The Dash app and its shell: a navigation bar, the URL, and the page container.
 
-Pages are registered with Dash Pages (``dash.register_page``: path, name, order, layout) and the
-shell's links and routing read ``dash.page_registry``. Routing: a page may write its scenario
+Pages are the :class:`webapp.pages.Page` specs of :data:`webapp.pages.PAGES` (one package each),
+registered with Dash Pages (``dash.register_page``: path, name, order, layout); the shell's links and
+routing read the app's list of them. Routing: a page may write its scenario
 into the query string (``?ranks=16&size=1MiB``) without being rebuilt; the query is read when the
 page is built, which is what makes reload, shared links and Back/Forward restore the view. A query
 the page wrote itself stops in the browser (``collsim.routeGate`` in assets/collsim.js), so an
@@ -26,23 +27,21 @@ from dash.exceptions import PreventUpdate
 
 from sim import files
 from webapp import helper, ids, jobs
-from webapp.pages import collectives, compare, ddp, guides
+from webapp.pages import PAGES, Page
 
-PAGES = (collectives, ddp, compare, guides)  # each: PATH, NAME, TITLE, layout(search), register(app)
-
-
-def registered() -> list[dict[str, Any]]:
-    """This app's pages in the Dash Pages registry, in navigation order."""
-    names = {page.__name__ for page in PAGES}
-    return sorted((entry for entry in dash.page_registry.values() if entry["module"] in names), key=lambda entry: entry["order"])
+__all__ = ["App", "create_app", "route", "shell"]
 
 
-def register_pages(app: dash.Dash) -> None:
+def pages_of(app: dash.Dash | None) -> tuple[Page, ...]:
+    """The pages an app serves (:data:`webapp.pages.PAGES` unless it was made with others)."""
+    return getattr(app, "collsim_pages", PAGES)
+
+
+def register_pages(app: dash.Dash, pages: tuple[Page, ...]) -> None:
     """Each page into the Dash Pages registry, and its callbacks onto ``app``."""
-    for order, page in enumerate(PAGES):
-        dash.register_page(
-            page.__name__, path=page.PATH, name=page.TITLE, title=app.title, order=order, layout=page.layout, nav_id=ids.nav_id(page.NAME)
-        )
+    app.collsim_pages = tuple(sorted(pages, key=lambda page: page.order))
+    for page in app.collsim_pages:
+        dash.register_page(page.module, path=page.path, name=page.title, title=app.title, order=page.order, layout=page.layout)
         page.register(app)
 
 
@@ -50,7 +49,7 @@ def shell(app: dash.Dash | None = None) -> html.Div:
     """The shell; in the layout request of a page load (``/_dash-layout``, whose Referer is the
     page's address) with that page already built in it, so the first load asks no routing
     request and renders the page with the shell (:func:`built_route`)."""
-    links = [dcc.Link(entry["name"], href=entry["path"], className="nav-link", id=entry["nav_id"]) for entry in registered()]
+    links = [dcc.Link(page.title, href=page.path, className="nav-link", id=ids.nav_id(page.name)) for page in pages_of(app)]
     built = built_route(app) if app is not None else None
     return html.Div(
         [
@@ -86,17 +85,23 @@ def built_route(app: dash.Dash) -> tuple[str, str, object] | None:
     prefix = app.config.requests_pathname_prefix or "/"
     path = "/" + page.path[len(prefix) :] if page.path.startswith(prefix) else page.path
     search = "?" + page.query if page.query else ""
-    return page.path, search, route(path, search)
+    return page.path, search, route(path, search, pages=pages_of(app))
 
 
-def on_route_request(request: dict | None) -> object:
-    """The routing callback behind the browser's gate (``collsim.routeGate``)."""
-    if not request:
-        raise PreventUpdate
-    return route(request.get("pathname"), request.get("search"))
+def route_requests(pages: tuple[Page, ...]) -> Any:
+    """The routing callback behind the browser's gate (``collsim.routeGate``), for these pages."""
+
+    def on_route_request(request: dict | None) -> object:
+        if not request:
+            raise PreventUpdate
+        return route(request.get("pathname"), request.get("search"), pages=pages)
+
+    return on_route_request
 
 
-def route(pathname: str | None, search: str | None, written: str | None = None, search_only: bool = False) -> object:
+def route(
+    pathname: str | None, search: str | None, written: str | None = None, search_only: bool = False, pages: tuple[Page, ...] = PAGES
+) -> object:
     """The page for a path (unknown paths get a short 'not found' with links).
 
     A page writes its inputs into the query string as they change (and the query it wrote into
@@ -105,19 +110,18 @@ def route(pathname: str | None, search: str | None, written: str | None = None, 
     if search_only and (search or "") == (written or ""):
         raise PreventUpdate
     try:
-        return _route(pathname, search)
+        return _route(pathname, search, pages)
     except Exception as error:  # noqa: BLE001 - a broken page must not take the shell down
         return html.Div([html.H2("This page failed to build"), html.Pre(f"{type(error).__name__}: {error}")], className="missing")
 
 
-def _route(pathname: str | None, search: str | None) -> object:
+def _route(pathname: str | None, search: str | None, pages: tuple[Page, ...]) -> object:
     path = (pathname or "/").rstrip("/") or "/"
-    pages = registered()
-    for entry in pages:
-        if path == (entry["path"].rstrip("/") or "/"):
-            return entry["layout"](search or "")
+    for page in pages:
+        if path == (page.path.rstrip("/") or "/"):
+            return page.layout(search or "")
     return html.Div(
-        [html.H2("Page not found"), html.P(f"No page at {path}."), html.Ul([html.Li(dcc.Link(e["name"], href=e["path"])) for e in pages])],
+        [html.H2("Page not found"), html.P(f"No page at {path}."), html.Ul([html.Li(dcc.Link(p.title, href=p.path)) for p in pages])],
         className="card",
     )
 
@@ -186,7 +190,7 @@ def not_found_status(response: Any) -> Any:
     path = request.path.rstrip("/") or "/"
     if request.method != "GET" or response.status_code != 200 or response.mimetype != "text/html":
         return response
-    if path.startswith(("/_", "/assets")) or path in {(page.PATH.rstrip("/") or "/") for page in PAGES}:
+    if path.startswith(("/_", "/assets")) or path in {(page.path.rstrip("/") or "/") for page in pages_of(flask.current_app.dash_app)}:
         return response
     response.status_code = 404
     return response
@@ -228,13 +232,14 @@ def background_manager() -> Any | None:
     return manager
 
 
-def create_app(db_path: str | None = None, background: bool = True, warm: bool = True) -> dash.Dash:
+def create_app(db_path: str | None = None, background: bool = True, warm: bool = True, pages: tuple[Page, ...] = PAGES) -> dash.Dash:
     """A new app with every page's callbacks registered on it (no global callback list).
 
     ``db_path``: a results store for the sim-vs-measured page (read-only); None: the bundled
     sample data. ``background``: run large collectives as background jobs with progress and
     Cancel (a per-app cache directory); False: only the direct path (closed form above it).
-    ``warm``: do a first visitor's server work once before serving (:func:`warm_up`)."""
+    ``warm``: do a first visitor's server work once before serving (:func:`warm_up`). ``pages``:
+    the pages it serves (:data:`webapp.pages.PAGES`)."""
     manager = background_manager() if background else None
     # Dash writes responses through plotly's JSON encoder, which takes orjson when installed; for
     # these figures its cleaning pass is slower (8-rank update 7 -> 13 ms, 64 ranks 16 -> 40 ms)
@@ -252,11 +257,12 @@ def create_app(db_path: str | None = None, background: bool = True, warm: bool =
     )
     app._background_manager = manager  # the pages' background callbacks run through it
     app.server.config["COLLSIM_DB"] = db_path
+    app.server.dash_app = app  # not_found_status reads the app's pages
     app.server.before_request(refuse_paths)
     app.server.teardown_request(stop_refusing_paths)
     app.server.after_request(cache_fingerprinted_assets)
     app.server.after_request(not_found_status)
-    register_pages(app)
+    register_pages(app, pages)
     app.layout = lambda: shell(app)
     app.clientside_callback(
         ClientsideFunction("collsim", "routeGate"),
@@ -266,7 +272,7 @@ def create_app(db_path: str | None = None, background: bool = True, warm: bool =
         State(ids.URL_WRITTEN, "data"),
         State(ids.ROUTE_BUILT, "data"),
     )
-    app.callback(Output(ids.PAGE, "children"), Input(ids.ROUTE_REQUEST, "data"))(on_route_request)
+    app.callback(Output(ids.PAGE, "children"), Input(ids.ROUTE_REQUEST, "data"))(route_requests(app.collsim_pages))
     if warm:
         warm_up(app)
     return app
@@ -274,33 +280,21 @@ def create_app(db_path: str | None = None, background: bool = True, warm: bool =
 
 def warm_up(app: dash.Dash) -> None:
     """A first visitor's server work, done once at start-up: every page's layout and the
-    figures of its default inputs, encoded as a response is (the imports, first-call setup and
-    the Collectives page's default simulation, which is kept, cost a first visitor ~0.4 s of
-    CPU: 125 ms -> 18 ms for the Collectives run, 65 ms -> 5 ms for the DDP layout, which now
-    carries its runs), and the default crossover, waited for from the helper process (else the
-    first page waited for it, and the helper's start-up work shared the CPU with the browser's
-    first load). Nothing here may stop the app from starting: a failure is logged and skipped."""
+    figures of its default inputs (:meth:`webapp.pages.Page.first_run`), encoded as a response is
+    (the imports, first-call setup and the Collectives page's default simulation, which is kept,
+    cost a first visitor ~0.4 s of CPU: 125 ms -> 18 ms for the Collectives run, 65 ms -> 5 ms for
+    the DDP layout, which now carries its runs), and each page's own ``warm`` work last (the default
+    crossover, waited for from the helper process: else the first page waited for it, and the
+    helper's start-up work shared the CPU with the browser's first load). Nothing here may stop the
+    app from starting: a failure is logged and skipped."""
     import json
     import logging
 
     from plotly.utils import PlotlyJSONEncoder
 
-    from webapp import collective, ddp_model
-    from webapp.pages import ddp
-    from webapp.pages.collectives import callbacks
-
-    def collectives_run() -> Any:
-        data = callbacks.validate(collective.form_from_query(""))["scenario"]
-        return callbacks.simulate(data, "step", app._background_manager is not None, 0)
-
-    def ddp_run() -> Any:
-        checked = ddp.validate(None, ddp_model.form_from_query(""))
-        return [ddp.simulate(checked["ddp"]), ddp.simulate_training(checked["training"])]
-
-    def crossover_run() -> Any:  # last: the helper computes it meanwhile; kept here for the first page
-        return callbacks.crossover_panel(callbacks.validate(collective.form_from_query(""))["scenario"])
-
-    steps = [lambda page=page: route(page.PATH, "") for page in PAGES] + [collectives_run, ddp_run, crossover_run]
+    pages = pages_of(app)
+    steps = [lambda page=page: route(page.path, "", pages=pages) for page in pages] + [page.first_run for page in pages]
+    steps += [warm for page in pages for warm in page.warm]
     with app.server.app_context():
         for step in steps:
             try:

@@ -17,7 +17,7 @@ from dash.exceptions import PreventUpdate
 from sim.errors import CollsimError
 from sim.files import refusing_paths
 
-__all__ = ["answer", "events_csv", "guarded", "written"]
+__all__ = ["answer", "events_csv", "guarded"]
 
 log = logging.getLogger(__name__)
 
@@ -47,21 +47,6 @@ def guarded(function: Callable[..., Any], fallback: Callable[[str], Any]) -> Cal
         except Exception as error:  # noqa: BLE001 - the page must keep working whatever went wrong
             log.exception("callback %s failed", function.__name__)
             return fallback(f"internal error in {function.__name__}: {type(error).__name__}: {error}")
-
-    wrapper.__name__ = function.__name__
-    return wrapper
-
-
-def written(function: Callable[..., Any]) -> Callable[..., Any]:
-    """A callback that writes the URL query, also recorded as the query the page wrote (see
-    :func:`webapp.app.route`: any other query comes from Back/Forward). Named answers carry it as
-    ``search`` and get ``written``; positional ones have it last and get it once more."""
-
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        out = function(*args, **kwargs)
-        if isinstance(out, dict):
-            return {**out, "written": out["search"]}
-        return (*out, out[-1])
 
     wrapper.__name__ = function.__name__
     return wrapper

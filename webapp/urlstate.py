@@ -1,4 +1,9 @@
-"""The scenario in the URL: a page's form values as a short query string and back."""
+"""The scenario in the URL: a page's form values as a short query string and back.
+
+One mechanism for every page: the page's layout carries its :func:`url_spec` in a store, and the
+browser writes the query from the inputs' values (``collsim.writeUrl`` in assets/collsim.js; no
+request per change); the page reads it back when it is built (:func:`form_from_query`).
+:func:`query_of` is the writer's rule in Python."""
 
 from __future__ import annotations
 
@@ -14,8 +19,36 @@ def form_from_query(search: str | None, defaults: dict[str, str]) -> dict[str, s
 
 def query_from_form(form: dict[str, Any], defaults: dict[str, str]) -> str:
     """Only the fields that differ from the defaults, so shared links stay short."""
-    changed = {key: str(form.get(key) or "") for key in defaults if str(form.get(key) or "") != defaults[key]}
-    return "?" + urlencode(changed) if changed else ""
+    return query_of(url_spec(list(defaults), defaults), form)
+
+
+def url_spec(
+    names: list[str], defaults: dict[str, str], pinned_by: str | None = None, pinned: tuple[str, ...] = (), cleared: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """What the browser's URL writer (``collsim.writeUrl`` in assets/collsim.js, the one writer of
+    every page's query) needs: the page's inputs in the order the writer gets their values
+    (``names``) and the query's keys with their defaults (``defaults``: a key is written when its
+    value differs). ``pinned``: keys written even at their default while the field ``pinned_by``
+    is set (what a hardware preset filled: a link read back fills what it lacks from the preset);
+    ``cleared``: keys not written while ``pinned_by`` is empty (a field shown only then)."""
+    return {"names": list(names), "defaults": dict(defaults), "pinned_by": pinned_by, "pinned": list(pinned), "cleared": list(cleared)}
+
+
+def query_of(spec: dict[str, Any], form: dict[str, Any]) -> str:
+    """The query ``collsim.writeUrl`` writes for these values: the same rule, in Python (links a
+    page or a test builds, and the tests that hold the two to one rule)."""
+    by = bool(_text(form.get(spec.get("pinned_by"))).strip()) if spec.get("pinned_by") else False
+    query = {}
+    for key, default in spec["defaults"].items():
+        text = "" if not by and key in spec.get("cleared", ()) else _text(form.get(key))
+        if text != default or (by and key in spec.get("pinned", ())):
+            query[key] = text
+    return "?" + urlencode(query) if query else ""
+
+
+def _text(value: Any) -> str:
+    """A value as the writer writes it: empty for None, False and 0 (as JavaScript's falsy ones)."""
+    return "" if value is None or value is False or value == 0 and not isinstance(value, str) else str(value)
 
 
 def with_unknown(options: list[dict[str, Any]], value: str | None) -> list[dict[str, Any]]:

@@ -98,8 +98,8 @@ def describe(scenario, picked: bool = True, preset=None) -> PickInfo | None:
         return None
     algorithm, protocol = PAIR_OF[scenario.algorithm]
     nodes = max(1, scenario.ranks // preset.gpus_per_node)
-    model = predict(preset, nodes, scenario.op, scenario.size_bytes, algorithm, protocol)
-    best = predict(preset, nodes, scenario.op, scenario.size_bytes)
+    model = predict(preset, nodes, scenario.op, scenario.size_bytes, algorithm, protocol, scenario.nccl_version)
+    best = predict(preset, nodes, scenario.op, scenario.size_bytes, nccl_version=scenario.nccl_version)
     channels = path_params(scenario, preset).channels
     return PickInfo(
         picked, algorithm, protocol, channels, model.time_s, f"{best.nccl_algorithm}/{best.nccl_protocol}", gap_why(scenario.op, algorithm),

@@ -169,7 +169,7 @@ def format_preset(data: dict[str, Any]) -> str:
 
 def echo_nccl(data: dict[str, Any], as_json: bool, nccl_algo: str | None = None, nccl_proto: str | None = None) -> None:
     """Print NCCL's pick for the scenario mapping's op and size on its hardware."""
-    from sim.nccl.model import NCCL_VERSION, predict
+    from sim.nccl.model import predict
     from sim.units import format_size, format_time, parse_size
 
     if data.get("hardware") is None:
@@ -179,13 +179,14 @@ def echo_nccl(data: dict[str, Any], as_json: bool, nccl_algo: str | None = None,
     size = data.get("size_bytes", data.get("size", 0))
     size_bytes = size if isinstance(size, int) else parse_size(size, "--size")
     preset = load_preset(data["hardware"])
-    prediction = predict(preset, int(data["ranks"]) // preset.gpus_per_node, data["op"], size_bytes, nccl_algo, nccl_proto)
+    nodes = int(data["ranks"]) // preset.gpus_per_node
+    prediction = predict(preset, nodes, data["op"], size_bytes, nccl_algo, nccl_proto, data.get("nccl_version"))
     result = prediction.to_dict()
     if as_json:
         click.echo(json.dumps(result))
         return
     lines = [
-        f"NCCL {NCCL_VERSION} model: {result['op']} of {format_size(size_bytes)} on {result['nodes']} x {result['hardware']} ({result['ranks']} ranks)",
+        f"NCCL {result['nccl_version']} model: {result['op']} of {format_size(size_bytes)} on {result['nodes']} x {result['hardware']} ({result['ranks']} ranks)",
         f"  NCCL picks       {result['nccl_algorithm']} / {result['nccl_protocol']}",
         f"  predicted time   {format_time(result['time_s'])}",
     ]

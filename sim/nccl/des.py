@@ -189,10 +189,11 @@ def nccl_pat_reduce_scatter(net: Network, rank: int, call: Call) -> Generator:
 
 
 def pick_fields(hardware: str, nodes: int, op: str, size_bytes: int, nccl_algo: str | None = None,
-                nccl_proto: str | None = None, preset=None, **fields):  # fmt: skip
+                nccl_proto: str | None = None, nccl_version: str | None = None, preset=None, **fields):  # fmt: skip
     """(fields, None): the scenario mapping that runs NCCL's pick in the DES, or (None, reason)
     where there is no counterpart (CollNet). ``nccl_algo``/``nccl_proto`` restrict the pick as
-    NCCL_ALGO/NCCL_PROTO; ``fields`` override scenario fields (sharing, eager_limit, ...).
+    NCCL_ALGO/NCCL_PROTO, ``nccl_version`` picks with that release's tuning model (kept in the
+    mapping); ``fields`` override scenario fields (sharing, eager_limit, ...).
     :func:`sim.collective.pick.scenario_for_pick` builds the scenario (a layer up); ``preset``:
     ``hardware``'s, loaded already."""
     from sim.hardware.presets import load_preset, scenario_fields
@@ -204,7 +205,7 @@ def pick_fields(hardware: str, nodes: int, op: str, size_bytes: int, nccl_algo: 
 
         return p2p_fields(hardware, nodes, op, size_bytes, nccl_algo, nccl_proto, **fields), None
     preset = preset or load_preset(hardware)
-    pick = predict(preset, nodes, op, size_bytes, nccl_algo, nccl_proto)
+    pick = predict(preset, nodes, op, size_bytes, nccl_algo, nccl_proto, nccl_version)
     name = NAMES.get((pick.nccl_algorithm, pick.nccl_protocol))
     if name is None:
         return (
@@ -214,4 +215,6 @@ def pick_fields(hardware: str, nodes: int, op: str, size_bytes: int, nccl_algo: 
     channels = default_channels(preset, nodes) if preset.nccl is not None else 1
     base = {**scenario_fields(hardware, nodes, preset), "op": op, "size_bytes": size_bytes, "algorithm": name, "chunks": channels,
             "sharing": data_path_sharing(pick.nccl_algorithm), **fields}  # fmt: skip
+    if nccl_version is not None:
+        base["nccl_version"] = nccl_version
     return base, None

@@ -9,7 +9,9 @@ channel graphs NCCL's topology search finds, compute capability, CPU vendor, NVL
 support) comes from a hardware preset (:mod:`sim.hardware.presets`). Computed in double
 precision (NCCL uses float: times agree to about 1e-7 relative).
 
-Not modelled: tuner plugins, aggregated launches
+Other release lines (2.21 to 2.29) are records in :mod:`sim.nccl.versions`: ``predict(...,
+nccl_version="2.21")`` reads that line's constants and rules; the module constants below are the
+default record's (the DES's hop latencies read them). Not modelled: tuner plugins, aggregated launches
 (numPipeOps = 1), fp8 datatypes, user buffer registration.
 """
 
@@ -23,8 +25,10 @@ from sim.hardware.presets import PATH_TYPES, Graph, NcclSystem, Preset, effectiv
 from sim.nccl.p2p import refuse_selection
 from sim.nccl.p2p_model import P2P_OPS, p2p_terms
 from sim.nccl.proto import parse_selection
+from sim.nccl.versions import NcclVersion
+from sim.nccl.versions import nccl_version as nccl_version_record
 
-NCCL_VERSION = "2.27.7-1"
+NCCL_VERSION = "2.27.7-1"  # the default record's (sim.nccl.versions.DEFAULT); --nccl-version picks another
 ALGORITHMS = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")  # NCCL_ALGO_* order
 PROTOCOLS = ("LL", "LL128", "Simple")  # NCCL_PROTO_* order
 FUNCTIONS = ("broadcast", "reduce", "all_gather", "reduce_scatter", "all_reduce")  # ncclFunc_t order
@@ -32,26 +36,25 @@ TREE, RING, COLLNET_DIRECT, COLLNET_CHAIN, NVLS, NVLS_TREE, PAT = range(7)
 LL, LL128, SIMPLE = range(3)
 NVLINK, PCI, NET = range(3)
 
-# tuning.cc: latencies in us. Rows Tree, Ring, CollNetDirect, CollNetChain, NVLS, NVLSTree (PAT: zeros)
-BASE_LAT = ((6.8, 14.0, 8.4), (6.6, 14.0, 8.4), (0, 0, 0), (0, 0, 0), (0, 0, 0), (0, 0, 0), (0, 0, 0))
-HW_LAT = (
-    ((0.6, 1.25, 4.0), (0.6, 1.9, 3.4), (0, 0, 3.7), (0, 0, 2.8), (0, 0, 25), (0, 0, 25), (0, 0, 0)),  # NVLink
-    ((1.0, 1.9, 4.0), (1.0, 2.5, 5.7), (0, 0, 3.7), (0, 0, 2.8), (0, 0, 0), (0, 0, 0), (0, 0, 0)),  # PCI
-    ((5.0, 8.5, 14), (2.7, 4.0, 14.0), (0, 0, 31), (0, 0, 30), (0, 0, 18), (0, 0, 14), (0, 0, 0)),  # NET
-)
-# rows: Volta, Ampere, Hopper, Blackwell (llMaxBws rows 1-3 for multi-node: Intel, AMD); columns N1, N2, N4.
-# The Blackwell rows of the per-channel caps are NCCL v2.29.2-1's (tuning.cc:175-193, measured
-# values), where v2.27.7-1 had 2 x Hopper placeholders (lines 172-189); llMaxBws is unchanged.
-LL_MAX_BWS = ((39.0, 39.0, 20.4), (87.7, 22.5, 19.0), (141.0, 45.0, 35.0), (2 * 141.0, 2 * 45.0, 2 * 35.0))
-PER_CH_MAX_RING_LL128_BWS = ((20.0, 20.0, 20.0), (20.0, 20.0, 20.0), (36.7, 36.7, 36.7), (34.5, 34.6, 34.5))
-PER_CH_MAX_TREE_LL128_BWS = ((20.0, 20.0, 20.0), (20.0, 20.0, 20.0), (36.7, 36.7, 29.0), (55.6, 31.67, 20.0))
-PER_CH_MAX_TREE_BWS = ((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (38.7, 41.4, 36.0), (70.0, 42.8, 24.0))
+# The default record's tables (sim.nccl.versions cites each line). Latencies in us, rows Tree, Ring,
+# CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT; bandwidth rows Volta, Ampere, Hopper, Blackwell
+# (llMaxBws rows 1-3 for multi-node: Intel, AMD), columns N1, N2, N4. The Blackwell rows of the
+# per-channel caps are NCCL v2.29.2-1's (measured values), where v2.27.7-1 had 2 x Hopper placeholders.
+_DEFAULT = nccl_version_record()
+BASE_LAT = _DEFAULT.base_lat
+HW_LAT = _DEFAULT.hw_lat
+LL_MAX_BWS = _DEFAULT.ll_max_bws
+PER_CH_MAX_RING_LL128_BWS = _DEFAULT.per_ch_max_ring_ll128_bws
+PER_CH_MAX_TREE_LL128_BWS = _DEFAULT.per_ch_max_tree_ll128_bws
+PER_CH_MAX_TREE_BWS = _DEFAULT.per_ch_max_tree_bws
 # Powers of two, 64 B to 256 MB, per protocol
 TREE_CORRECTION = (
     (1.0, 1.0, 1.0, 1.0, 0.9, 0.8, 0.7, 0.7, 0.7, 0.7, 0.6, 0.5, 0.4, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.0, 1.0, 1.0),
     (1.0, 1.0, 1.0, 1.0, 1.0, 0.9, 0.8, 0.8, 0.8, 0.7, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6, 0.8, 0.9, 0.9, 0.9, 0.9, 1.0, 1.0),
     (0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.8, 0.7, 0.6, 0.6, 0.5, 0.5, 0.5, 0.5, 0.6, 0.7, 0.8, 0.7, 0.7, 0.8, 0.9, 0.9),
 )
+# 2.29: 24 factors (one more power of two, 512 MB), read by NVLSTree's correction only (tuning.cc:581-585)
+TREE_CORRECTION_24 = tuple((*row, last) for row, last in zip(TREE_CORRECTION, (1.0, 1.0, 0.9)))
 MAX_NVLS_ARITY = 32
 MAXCHANNELS = 32
 _PATH = {name: index for index, name in enumerate(PATH_TYPES)}
@@ -79,11 +82,12 @@ class Prediction:
     algbw_GBps: float | None
     busbw_GBps: float | None
     candidates: tuple[Candidate, ...]
+    nccl_version: str = NCCL_VERSION  # the tag of the record used, without its "v"
 
     def to_dict(self) -> dict:
         return {
             "model": "nccl",
-            "nccl_version": NCCL_VERSION,
+            "nccl_version": self.nccl_version,
             "hardware": self.hardware,
             "nodes": self.nodes,
             "ranks": self.ranks,
@@ -113,10 +117,13 @@ class Tables:
     ranks: int
     comm_channels: int
     compute_capability: int
+    version: NcclVersion = _DEFAULT
+    x86: bool = True  # comm->cpuArch == x86 (2.29's NVLSTree correction)
 
 
-def tune(system: NcclSystem, nodes: int, gpus_per_node: int) -> Tables:
-    """ncclTopoTuneModel plus the enable/disable rules that follow it in tuning.cc."""
+def tune(system: NcclSystem, nodes: int, gpus_per_node: int, version: NcclVersion = _DEFAULT) -> Tables:
+    """ncclTopoTuneModel plus the enable/disable rules that follow it in tuning.cc, as ``version`` has them."""
+    v = version
     ranks = nodes * gpus_per_node
     graphs = _graphs(system, nodes)
     bandwidths = [[[0.0] * 3 for _ in ALGORITHMS] for _ in FUNCTIONS]
@@ -124,15 +131,16 @@ def tune(system: NcclSystem, nodes: int, gpus_per_node: int) -> Tables:
     if ranks > 1:
         for func in range(len(FUNCTIONS)):
             for algo in range(len(ALGORITHMS)):
-                if not _considered(func, algo) or graphs[algo] is None:
+                if not _considered(func, algo, v) or graphs[algo] is None:
                     continue
                 for proto in range(3):
-                    if not _considered_proto(system, func, algo, proto, nodes, ranks):
+                    if not _considered_proto(system, func, algo, proto, nodes, ranks, v):
                         continue
-                    bandwidths[func][algo][proto] = _bandwidth(system, graphs, func, algo, proto, nodes, ranks)
-                    latencies[func][algo][proto] = _latency(system, func, algo, proto, nodes, ranks)
-        _disable(system, graphs, bandwidths, nodes, ranks)
-    return Tables(_freeze(bandwidths), _freeze(latencies), nodes, ranks, comm_channels(system, nodes), system.compute_capability)
+                    bandwidths[func][algo][proto] = _bandwidth(system, graphs, func, algo, proto, nodes, ranks, v)
+                    latencies[func][algo][proto] = _latency(system, func, algo, proto, nodes, ranks, v)
+        _disable(system, graphs, bandwidths, nodes, ranks, v)
+    channels = comm_channels(system, nodes)
+    return Tables(_freeze(bandwidths), _freeze(latencies), nodes, ranks, channels, system.compute_capability, v, system.cpu_arch == "x86")
 
 
 def comm_channels(system: NcclSystem, nodes: int) -> int:
@@ -156,8 +164,10 @@ def _graphs(system: NcclSystem, nodes: int) -> list[Graph | None]:
     return [tree, ring, collnet, collnet, nvls, nvls, tree]
 
 
-def _considered(func: int, algo: int) -> bool:
+def _considered(func: int, algo: int, version: NcclVersion = _DEFAULT) -> bool:
     name = FUNCTIONS[func]
+    if algo == PAT and not version.pat:
+        return False
     if name in ("broadcast", "reduce") and algo != RING:
         return False
     if name in ("reduce_scatter", "all_gather") and algo not in (PAT, RING, NVLS, COLLNET_DIRECT):
@@ -165,12 +175,14 @@ def _considered(func: int, algo: int) -> bool:
     return not (name == "all_reduce" and algo == PAT)
 
 
-def _considered_proto(system: NcclSystem, func: int, algo: int, proto: int, nodes: int, ranks: int) -> bool:
+def _considered_proto(
+    system: NcclSystem, func: int, algo: int, proto: int, nodes: int, ranks: int, version: NcclVersion = _DEFAULT
+) -> bool:
     if algo in (NVLS, NVLS_TREE) and proto != SIMPLE:
         return False
     if FUNCTIONS[func] in ("reduce_scatter", "all_gather") and algo == PAT:
-        # ncclPatEnable: SM60+, one GPU per node, host-driven network
-        return proto == SIMPLE and system.compute_capability >= 60 and nodes == ranks
+        # ncclPatEnable: SM60+ (2.26+), one GPU per node, host-driven network
+        return proto == SIMPLE and system.compute_capability >= version.pat_min_cc and nodes == ranks
     return True
 
 
@@ -180,38 +192,37 @@ def compcap_index(cc: int) -> int:
     return 3 if cc >= 100 else 2 if cc >= 90 else 1 if cc >= 80 else 0
 
 
-def _bandwidth(system: NcclSystem, graphs: list, func: int, algo: int, proto: int, nodes: int, ranks: int) -> float:
-    graph = graphs[algo]
-    name = FUNCTIONS[func]
-    cc_index = compcap_index(system.compute_capability)
+def _bandwidth(
+    system: NcclSystem, graphs: list, func: int, algo: int, proto: int, nodes: int, ranks: int, version: NcclVersion = _DEFAULT
+) -> float:
+    v, graph, name = version, graphs[algo], FUNCTIONS[func]
+    cc_index = v.compcap_index(system.compute_capability)
     index2 = nodes - 1 if nodes <= 2 else 2
     index1 = cc_index if nodes == 1 else (1 if system.cpu_vendor == "amd" else 0)
-    ll_max_bw = LL_MAX_BWS[index1][index2]
+    ll_max_bw = v.ll_max_bws[index1][index2]
     ppn = ranks / nodes
     collnet = algo in (COLLNET_DIRECT, COLLNET_CHAIN)
     bw = graph.bw_intra if nodes <= 2 or collnet else graph.bw_inter
-    if algo == NVLS:
-        if name == "all_reduce":
-            bw = min(graph.bw_intra, graph.bw_inter)
-        else:
-            bw = min(graph.bw_intra * (ppn - 1.0) / ppn, graph.bw_inter * 0.9)
-    if algo == NVLS_TREE:
-        bw = min(graph.bw_intra, graph.bw_inter if nodes <= 2 else graph.bw_inter / 2)
+    if algo in (NVLS, NVLS_TREE):
+        bw = _nvls_bw(v, graph, name == "all_reduce", algo, nodes, ppn, cc_index, index2)
     bus_bw = graph.n_channels * bw
     if algo == RING and proto == LL:
         bus_bw = min(ll_max_bw, bus_bw * 0.5)
     if algo == RING and proto == LL128:
-        bus_bw = min(bus_bw * 0.92, graph.n_channels * PER_CH_MAX_RING_LL128_BWS[cc_index][index2])
+        factor = v.ring_ll128_ppn1_factor if ppn < 2 else 0.92  # <= 2.22: 0.7 at one GPU per node
+        bus_bw = min(bus_bw * factor, graph.n_channels * v.per_ch_max_ring_ll128_bws[cc_index][index2])
     if algo == TREE and name == "all_reduce":
-        bus_bw = min(bus_bw * 0.92, graph.n_channels * PER_CH_MAX_TREE_BWS[cc_index][index2])
+        bus_bw = min(bus_bw * 0.92, graph.n_channels * v.per_ch_max_tree_bws[cc_index][index2])
     if algo == TREE and proto == LL:
         bus_bw = min(bus_bw * 1.0 / 3.8, ll_max_bw)
     if algo == TREE and proto == LL128:
-        bus_bw = min(bus_bw * (7.0 / 9.0 if nodes == 1 else 120.0 / 128.0), graph.n_channels * PER_CH_MAX_TREE_LL128_BWS[cc_index][index2])
+        bus_bw = min(
+            bus_bw * (7.0 / 9.0 if nodes == 1 else 120.0 / 128.0), graph.n_channels * v.per_ch_max_tree_ll128_bws[cc_index][index2]
+        )
     # maxTreePattern == NCCL_TOPO_PATTERN_TREE (x0.85) only where the tree search falls back to a
     # plain tree; the presets' trees are balanced trees
     if algo == PAT:
-        bus_bw *= 0.75
+        bus_bw *= v.pat_bw_factor
     if collnet and proto != SIMPLE:
         bus_bw = 0.0
     if algo == COLLNET_DIRECT and proto == SIMPLE:
@@ -225,9 +236,9 @@ def _bandwidth(system: NcclSystem, graphs: list, func: int, algo: int, proto: in
                 bus_bw *= 0.85
     if algo in (NVLS, COLLNET_DIRECT) and proto == SIMPLE and name in ("all_gather", "reduce_scatter") and nodes > 1:
         bus_bw = 0.0  # needs a collnet plugin with iallgather/ireducescatter and 1:1 GPU:NIC heads
-    if not (algo != RING and name in ("all_gather", "reduce_scatter")):
+    if not (algo != RING and name in ("all_gather", "reduce_scatter")) or (v.nvls_ratio_ag_rs and algo == NVLS):
         nsteps = _nsteps(name, ranks)
-        if algo == RING:
+        if algo == RING or (algo in (NVLS, NVLS_TREE) and v.nvls_bw == "efficiency"):
             ratio = ranks / nsteps
         elif algo in (NVLS, NVLS_TREE):
             ratio = 5.0 / 6.0
@@ -235,6 +246,23 @@ def _bandwidth(system: NcclSystem, graphs: list, func: int, algo: int, proto: in
             ratio = 0.5
         bus_bw *= ratio
     return bus_bw
+
+
+def _nvls_bw(v: NcclVersion, graph: Graph, all_reduce: bool, algo: int, nodes: int, ppn: float, cc_index: int, index2: int) -> float:
+    """The per-channel bw NVLS / NVLSTree start from: min(intra, inter) (<= 2.26); 2.27 splits
+    all_gather/reduce_scatter; 2.28+ scales bwIntra by nvlsEfficiency and needs 2 channels."""
+    if v.nvls_bw == "efficiency":
+        if graph.n_channels < 2:
+            return 0.0
+        intra = graph.bw_intra * v.nvls_efficiency[cc_index] * (graph.n_channels - 1) / graph.n_channels
+        intra *= 2.0 if all_reduce else (ppn - 1) / ppn  # all_reduce pipelines two operations
+        inter = graph.bw_inter * (2 if nodes <= 2 and algo == NVLS_TREE else 1)
+        return min(intra, inter, v.per_ch_max_nvls_tree_bws[cc_index][index2] if algo == NVLS_TREE else float("inf"))
+    if algo == NVLS_TREE:
+        return min(graph.bw_intra, graph.bw_inter if nodes <= 2 else graph.bw_inter / 2)
+    if all_reduce or v.nvls_bw == "min":
+        return min(graph.bw_intra, graph.bw_inter)
+    return min(graph.bw_intra * (ppn - 1.0) / ppn, graph.bw_inter * 0.9)
 
 
 def _nsteps(name: str, ranks: int) -> int:
@@ -249,32 +277,34 @@ def _net_overhead(system: NcclSystem) -> float:
     return 2.0 if system.cpu_vendor == "amd" else 1.0  # getNetOverhead, x86
 
 
-def _latency(system: NcclSystem, func: int, algo: int, proto: int, nodes: int, ranks: int) -> float:
-    name = FUNCTIONS[func]
+def _latency(system: NcclSystem, func: int, algo: int, proto: int, nodes: int, ranks: int, version: NcclVersion = _DEFAULT) -> float:
+    v, name = version, FUNCTIONS[func]
     intra_hw = NVLINK if system.type_intra == "NVL" else PCI
     hw = intra_hw if nodes == 1 else NET
     ppn = ranks / nodes
-    latency = BASE_LAT[algo][proto]
-    intra_lat = HW_LAT[intra_hw][algo][proto]
-    inter_lat = HW_LAT[NET][TREE][proto] if ppn == 1 else HW_LAT[NET][algo][proto]
+    latency = v.base_lat[algo][proto]
+    intra_lat = v.hw_lat[intra_hw][algo][proto]
+    inter_lat = v.hw_lat[NET][TREE][proto] if ppn == 1 and v.inter_lat_tree_at_ppn1 else v.hw_lat[NET][algo][proto]
     inter_lat += system.latency_inter_us
     if proto == SIMPLE:
         inter_lat += system.latency_inter_us  # the flush
     nsteps = _nsteps(name, ranks)
     local = ranks // nodes
     if algo == RING:
-        lat = HW_LAT[hw][algo][proto]
+        lat = v.hw_lat[hw][algo][proto]
         if name in ("reduce", "broadcast"):
             if system.same_channels:
                 return latency + lat
             if proto == SIMPLE:
-                lat = HW_LAT[hw][TREE][proto]
+                lat = v.hw_lat[hw][TREE][proto]
             return latency + nsteps * lat
         net_overhead = 0.0
         if nodes > 1:
             net_overhead = _net_overhead(system) * (3 if proto == SIMPLE else 1)
         intra_lat = max(intra_lat, net_overhead)
         inter_steps = 0 if nodes == 1 else 2 * (nodes - 1) if name == "all_reduce" else nodes - 1
+        if v.legacy_inter_steps and name == "all_reduce" and nodes > 1:
+            inter_steps = 2 * nodes  # <= 2.22's nInterSteps
         return latency + (nsteps - inter_steps) * intra_lat + inter_steps * inter_lat
     if algo == TREE:
         if name == "all_reduce":
@@ -289,12 +319,13 @@ def _latency(system: NcclSystem, func: int, algo: int, proto: int, nodes: int, r
     if algo == NVLS_TREE:
         return latency + intra_lat + 2 * log2i(nodes) * inter_lat
     if algo == PAT and name in ("all_gather", "reduce_scatter"):
-        return 8 + log2i(nodes) * (inter_lat / 3.5) + ranks * 2.8
+        return latency + v.pat_base_lat_us + log2i(nodes) * (inter_lat / 3.5) + ranks * 2.8
     return latency
 
 
-def _disable(system: NcclSystem, graphs: list, bandwidths: list, nodes: int, ranks: int) -> None:
+def _disable(system: NcclSystem, graphs: list, bandwidths: list, nodes: int, ranks: int, version: NcclVersion = _DEFAULT) -> None:
     """Algorithm and protocol enables (tuning.cc) and updateCollCostTable's skips (enqueue.cc)."""
+    arity = version.nvls_ag_rs_arity
     cc = system.compute_capability
     for func in range(len(FUNCTIONS)):
         for algo in range(len(ALGORITHMS)):
@@ -303,18 +334,21 @@ def _disable(system: NcclSystem, graphs: list, bandwidths: list, nodes: int, ran
                 or (not system.collnet and (algo in (COLLNET_DIRECT, COLLNET_CHAIN) or (algo == NVLS and nodes > 1)))
                 or (not system.nvswitch and algo == COLLNET_DIRECT)
                 or (
-                    algo in (NVLS, NVLS_TREE) and (not system.nvls or (FUNCTIONS[func] != "all_reduce" and ranks // nodes > MAX_NVLS_ARITY))
+                    algo in (NVLS, NVLS_TREE)
+                    and (not system.nvls or (arity and FUNCTIONS[func] != "all_reduce" and ranks // nodes > MAX_NVLS_ARITY))
                 )
             )
             for proto in range(3):
-                if off or (proto == LL128 and not _ll128(system, graphs[algo], cc)):
+                if off or (proto == LL128 and not _ll128(system, graphs[algo], cc, version)):
                     bandwidths[func][algo][proto] = 0.0
 
 
-def _ll128(system: NcclSystem, graph: Graph | None, cc: int) -> bool:
-    """LL128 on by default only on NVLink-class paths of Volta and later (NCCL_LL128_C2C=1)."""
+def _ll128(system: NcclSystem, graph: Graph | None, cc: int, version: NcclVersion = _DEFAULT) -> bool:
+    """LL128 on by default only on NVLink-class paths of Volta and later (NCCL_LL128_C2C=1); up to
+    2.26 only on the SMs its switch lists (70, 80, 90; 2.25+: 100, 120)."""
     inter_ok = _PATH[system.type_inter] <= (_PATH["PXN"] if cc >= 90 else _PATH["PXB"])
-    return inter_ok and _PATH[system.type_intra] <= _PATH["NVB"] and cc >= 70
+    sm_ok = cc in version.ll128_compcaps if version.ll128_compcaps is not None else cc >= 70
+    return inter_ok and _PATH[system.type_intra] <= _PATH["NVB"] and sm_ok
 
 
 def algo_time_us(tables: Tables, func: int, algo: int, proto: int, nbytes: int) -> float:
@@ -326,6 +360,9 @@ def algo_time_us(tables: Tables, func: int, algo: int, proto: int, nbytes: int) 
     log_size = log2i(nbytes >> 6)
     if algo == TREE and FUNCTIONS[func] == "all_reduce" and 0 <= log_size < 23:
         bw *= TREE_CORRECTION[proto][log_size]
+    if algo == NVLS_TREE and tables.version.nvls_tree_correction and FUNCTIONS[func] == "all_reduce" and 0 <= log_size < 24:
+        if tables.compute_capability >= 100 and tables.x86:
+            bw *= TREE_CORRECTION_24[proto][log_size]
     if (
         algo == RING
         and proto == SIMPLE
@@ -348,12 +385,20 @@ def nvls_presets() -> list[str]:
 
 
 def predict(
-    hardware: str | Preset, nodes: int, op: str, size_bytes: int, nccl_algo: str | None = None, nccl_proto: str | None = None
+    hardware: str | Preset,
+    nodes: int,
+    op: str,
+    size_bytes: int,
+    nccl_algo: str | None = None,
+    nccl_proto: str | None = None,
+    nccl_version: str | None = None,
 ) -> Prediction:
     """NCCL's pick for ``op`` on ``size_bytes`` (all_gather: the gathered size; reduce_scatter: the
     input size, as nccl-tests' size column) on ``nodes`` nodes of a preset, with every candidate.
     ``nccl_algo`` / ``nccl_proto`` restrict the pick as NCCL_ALGO / NCCL_PROTO do (tuning.cc
-    parseList: comma lists, case-insensitive, ^ to exclude); candidates lists what stays."""
+    parseList: comma lists, case-insensitive, ^ to exclude); candidates lists what stays.
+    ``nccl_version``: the release line's tuning model (sim.nccl.versions; None: 2.27)."""
+    version = nccl_version_record(nccl_version)
     preset = hardware if isinstance(hardware, Preset) else load_preset(hardware)
     preset.check_nodes(nodes)
     if preset.nccl is None:
@@ -364,11 +409,14 @@ def predict(
         raise CollsimError(f"size: must be >= 0 bytes, got {size_bytes}")
     if op in P2P_OPS:
         return _predict_p2p(preset, nodes, op, size_bytes, nccl_algo, nccl_proto)
-    tables = _tables(preset, nodes)
+    tables = _tables(preset, nodes, version)
+    tag = version.tag.removeprefix("v")
     func = FUNCTIONS.index(op)
     ranks = nodes * preset.gpus_per_node
     if ranks == 1:  # updateCollCostTable: one rank, Ring/Simple at no cost
-        return Prediction(preset.name, nodes, ranks, op, size_bytes, "Ring", "Simple", 0.0, None, None, (Candidate("Ring", "Simple", 0.0),))
+        return Prediction(
+            preset.name, nodes, ranks, op, size_bytes, "Ring", "Simple", 0.0, None, None, (Candidate("Ring", "Simple", 0.0),), tag
+        )
     algos = parse_selection(nccl_algo, ALGORITHMS, "nccl-algo", op)
     protos = parse_selection(nccl_proto, PROTOCOLS, "nccl-proto", op)
     candidates = []
@@ -386,7 +434,7 @@ def predict(
     algbw = size_bytes / best.time_s / 1e9 if best.time_s > 0 else None
     busbw = algbw * busbw_factor(op, ranks) if algbw is not None else None
     return Prediction(
-        preset.name, nodes, ranks, op, size_bytes, best.algorithm, best.protocol, best.time_s, algbw, busbw, tuple(candidates)
+        preset.name, nodes, ranks, op, size_bytes, best.algorithm, best.protocol, best.time_s, algbw, busbw, tuple(candidates), tag
     )
 
 
@@ -456,13 +504,13 @@ def _predict_p2p(preset: Preset, nodes: int, op: str, size_bytes: int, nccl_algo
     return Prediction(preset.name, nodes, ranks, op, size_bytes, P2P_ALGORITHM, terms.protocol, terms.time_s, algbw, busbw, only)
 
 
-_TABLES: dict[tuple[int, int], tuple[Preset, Tables]] = {}  # (id(preset), nodes); the preset kept alive
+_TABLES: dict[tuple[int, int, str], tuple[Preset, Tables]] = {}  # (id(preset), nodes, version); the preset kept alive
 
 
-def _tables(preset: Preset, nodes: int) -> Tables:
-    key = (id(preset), nodes)
-    if key not in _TABLES:
-        _TABLES[key] = (preset, tune(effective(preset).nccl, *preset.nccl_nodes(nodes)))  # NVLink domains are NCCL's nodes
+def _tables(preset: Preset, nodes: int, version: NcclVersion = _DEFAULT) -> Tables:
+    key = (id(preset), nodes, version.name)
+    if key not in _TABLES:  # NVLink domains are NCCL's nodes
+        _TABLES[key] = (preset, tune(effective(preset).nccl, *preset.nccl_nodes(nodes), version))
     return _TABLES[key][1]
 
 

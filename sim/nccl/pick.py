@@ -3,7 +3,8 @@
 :func:`fill_pick` turns a scenario mapping whose algorithm is ``nccl`` (or absent, as the CLI's
 default on a preset) into the algorithm NCCL would pick on NCCL's data path
 (:func:`sim.nccl.des.pick_fields`), restricted by ``nccl_algo`` / ``nccl_proto`` as NCCL_ALGO /
-NCCL_PROTO (parsed once, by :func:`sim.nccl.proto.parse_selection`). It works on the mapping, so
+NCCL_PROTO (parsed once, by :func:`sim.nccl.proto.parse_selection`), with the tuning model of the
+mapping's ``nccl_version`` (:mod:`sim.nccl.versions`; none: 2.27). It works on the mapping, so
 sim.scenario, a layer up, calls it while it builds a scenario; :mod:`sim.collective.pick` says
 what a picked scenario ran.
 """
@@ -73,7 +74,9 @@ def fill_pick(data: dict[str, Any], nccl_algo: str | None = None, nccl_proto: st
     size_bytes = size if isinstance(size, int) else parse_size(size, "size")
     nodes = _nodes(data, preset)
     try:
-        picked, why = pick_fields(name, nodes, data["op"], size_bytes, nccl_algo, nccl_proto, preset=preset)
+        picked, why = pick_fields(
+            name, nodes, data["op"], size_bytes, nccl_algo, nccl_proto, nccl_version=data.get("nccl_version"), preset=preset
+        )
     except CollsimError as error:
         raise CollsimError(str(error), field=_wrong_restriction(name, nodes, data["op"], size_bytes, nccl_algo, nccl_proto)) from None
     if picked is None:

@@ -36,6 +36,7 @@ from sim.training.ddp_scenario import (
     STRATEGIES,
     DDPScenario,
 )
+from sim.training.hooks import HookCall, hook_allreduce_calls
 from sim.training.params import Param, load_params, params_from_bytes, params_from_list, preset
 
 PROFILE_KIND = "collsim-ddp-profile"
@@ -43,7 +44,7 @@ __all__ = [
     "COMM_MODELS", "DEFAULT_BUCKET_CAP_BYTES", "DEFAULT_FIRST_BUCKET_BYTES", "STRATEGIES", "PROFILE_KIND", "DDPScenario", "DDPResult",
     "MeasuredProfile", "load_profile", "compute_bucket_assignment_by_size", "bucket_limits", "assign_buckets",
     "Backward", "uniform_backward", "layer_backward", "flops_backward", "mfu_of", "measured_backward", "CommModel",
-    "Prepared", "resolve_params", "compute_rate", "recompute", "prepare", "Call", "plan_calls", "run_ddp",
+    "Prepared", "resolve_params", "compute_rate", "recompute", "prepare", "Call", "plan_calls", "call_sizes", "run_ddp",
 ]  # fmt: skip
 
 
@@ -319,7 +320,7 @@ def prepare(scenario: DDPScenario) -> Prepared:
         backward = recompute(backward, forward_s)
     prepared = Prepared(tuple(params), backward, forward_s, optimizer_s, CommModel(s, element_bytes))
     if s.hardware is not None and s.comm == "ow" and s.w_Bps is None:  # o and w fitted where this step's all-reduces are
-        sizes = [call.nbytes for call in plan_calls(s, prepared)]
+        sizes = call_sizes(plan_calls(s, prepared))
         prepared.comm.buckets = tuple((size, sizes.count(size)) for size in sorted(set(sizes)))
         prepared.comm.last_bytes = sizes[-1]
     return prepared
@@ -339,9 +340,27 @@ def plan_calls(scenario: DDPScenario, prepared: Prepared) -> list[Call]:
         fill_order = order if scenario.rebuild else range(len(params) - 1, -1, -1)
         groups = assign_buckets(params, list(fill_order), bucket_limits(scenario))
     return [
-        Call(k, _call_name(strategy, k, group, params), tuple(group), sum(params[i].nbytes for i in group))
+        Call(
+            k,
+            _call_name(strategy, k, group, params),
+            tuple(group),
+            sum(params[i].nbytes for i in group),
+            _hook_parts(scenario, params, group),
+        )
         for k, group in enumerate(groups)
     ]
+
+
+def _hook_parts(scenario: DDPScenario, params: Sequence[Param], group: Sequence[int]) -> tuple[HookCall, ...]:
+    """The communication hook's all-reduces for one bucket (:func:`sim.training.hooks.hook_allreduce_calls`)."""
+    shapes = [params[i].shape or (params[i].numel,) for i in group]
+    calls = hook_allreduce_calls(shapes, scenario.hook, scenario.iteration, element_bytes=params[group[0]].element_bytes)
+    return tuple(calls)
+
+
+def call_sizes(calls: Sequence[Call]) -> list[int]:
+    """Bytes of every all-reduce the step issues, in order (a hook may issue several per bucket)."""
+    return [part.nbytes for call in calls for part in call.parts]
 
 
 def _call_name(strategy: str, index: int, group: Sequence[int], params: Sequence[Param]) -> str:
@@ -418,7 +437,7 @@ class _Step:
             yield self._gate(call)
             self._set_busy(True)
             start_s = self.env.now
-            yield self.env.timeout(self.prepared.comm.cost_s(call.nbytes))
+            yield self.env.timeout(sum(self.prepared.comm.cost_s(part.nbytes) for part in call.parts))
             self.comm_spans.append((start_s, self.env.now))
             following = self.calls[k + 1] if k + 1 < len(self.calls) else None
             if following is None or not self._gate(following).triggered:

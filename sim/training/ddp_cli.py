@@ -238,6 +238,7 @@ def format_summary(summary: dict[str, Any], max_rows: int = 12) -> str:
         f"  overhead         {_time(summary['overhead_s'])}  (comm end - backward end; comm busy {_time(summary['comm_busy_s'])})",
         f"  formula          {_time(summary['formula_overhead_s'])} exact uniform, {_time(summary['formula_simple_overhead_s'])} n_b o + s/(n_b w)  (o {_time(summary['o_s'])}, w {_rate(summary['w_Bps'])})",
         f"  all-reduces      {summary['num_buckets']}",
+        *_hook_line(summary),
         *_memory_line(summary),
         "  #   bytes        params  ready        start        end",
     ]
@@ -248,6 +249,18 @@ def format_summary(summary: dict[str, Any], max_rows: int = 12) -> str:
     if len(summary["buckets"]) > max_rows:
         lines.append(f"  ... {len(summary['buckets']) - max_rows} more (use --json)")
     return "\n".join(lines + hardware_lines(summary.get("hardware_comm")))
+
+
+def _hook_line(summary: dict[str, Any]) -> list[str]:
+    """With a communication hook: its all-reduces and the bytes they carry."""
+    from sim.units import format_size
+
+    if summary.get("comm_hook", "none") == "none":
+        return []
+    calls = sum(len(bucket["all_reduces"]) for bucket in summary["buckets"])
+    return [
+        f"  comm hook        {summary['comm_hook']}: {calls} all-reduces, {format_size(summary['wire_bytes'])} sent of {format_size(summary['grad_bytes'])}"
+    ]
 
 
 def interval_line(summary: dict[str, Any]) -> list[str]:

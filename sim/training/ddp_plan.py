@@ -12,6 +12,7 @@ from typing import Any
 from sim.training import comm
 from sim.training import overhead as formula
 from sim.training.ddp_scenario import DDPScenario
+from sim.training.hooks import HookCall
 from sim.training.params import Param
 
 __all__ = ["Backward", "Call", "CommModel", "Prepared"]
@@ -108,9 +109,16 @@ class Prepared:
 
 @dataclass(frozen=True)
 class Call:
-    """One all-reduce on the comm stream."""
+    """One bucket's gradient sync on the comm stream: ``nbytes`` of gradients, sent as the
+    communication hook's all-reduces ``parts`` (one plain all-reduce without a hook)."""
 
     index: int
     name: str
     params: tuple[int, ...]
     nbytes: int
+    parts: tuple[HookCall, ...] = ()
+
+    @property
+    def wire_nbytes(self) -> int:
+        """Bytes the hook's all-reduces carry (``nbytes`` without a hook)."""
+        return sum(part.nbytes for part in self.parts) if self.parts else self.nbytes

@@ -73,7 +73,9 @@ class DDPResult:
         """One row per all-reduce call: index, name, bytes, params, num_params, ready_s, start_s, end_s."""
         names = [param.name for param in self.prepared.params]
         return [
-            {"index": call.index, "name": call.name, "bytes": call.nbytes, "params": [names[i] for i in call.params], "num_params": len(call.params),
+            {"index": call.index, "name": call.name, "bytes": call.nbytes, "wire_bytes": call.wire_nbytes,
+             "all_reduces": [{"bytes": part.nbytes, "label": part.label} for part in call.parts],
+             "params": [names[i] for i in call.params], "num_params": len(call.params),
              "ready_s": self._call_ready_s(call), "start_s": start, "end_s": end}
             for call, (start, end) in zip(self.calls, self.comm_spans)
         ]  # fmt: skip
@@ -83,7 +85,8 @@ class DDPResult:
         o_s, w_Bps = self.prepared.comm.ow(self.prepared.grad_bytes)
         if self.scenario.strategy == "naive" or not w_Bps or not math.isfinite(w_Bps):
             return {"o_s": o_s, "w_Bps": w_Bps, "formula_overhead_s": None, "formula_simple_overhead_s": None}
-        s, n_b, t_s = self.prepared.grad_bytes, len(self.calls), self.prepared.backward.total_s
+        sizes = [part.nbytes for call in self.calls for part in call.parts]  # a comm hook's all-reduces (one a bucket without)
+        s, n_b, t_s = sum(sizes), len(sizes), self.prepared.backward.total_s
         return {
             "o_s": o_s,
             "w_Bps": w_Bps,
@@ -106,6 +109,8 @@ class DDPResult:
             "first_bucket_bytes": s.first_bucket_bytes if s.strategy == "bucketed" else None,
             "num_buckets": len(self.calls),
             "largest_bucket_bytes": max(call.nbytes for call in self.calls),
+            "comm_hook": s.comm_hook,
+            "wire_bytes": sum(call.wire_nbytes for call in self.calls),
             "accumulation_steps": s.accumulation_steps,
             "forward_time_s": p.forward_s,
             "backward_time_s": p.backward.total_s,
@@ -128,7 +133,7 @@ class DDPResult:
         """On a hardware preset: what each all-reduce ran (NCCL's pick, the DES algorithm and
         channels, or why NCCL's model answered) and, for ow, how o and w were fitted."""
         s, model = self.scenario, self.prepared.comm
-        sizes = sorted({call.nbytes for call in self.calls})
+        sizes = sorted({part.nbytes for call in self.calls for part in call.parts})
         picks = [
             {"bytes": n, "time_s": pick.time_s, "nccl_pick": pick.nccl_pick, "algorithm": pick.algorithm, "channels": pick.chunks, "why": pick.why}
             for n, pick in ((n, model.picks.get(n)) for n in sizes) if pick is not None
@@ -183,7 +188,7 @@ class DDPResult:
     def _comm_rows(self) -> list[dict[str, Any]]:
         last = self.scenario.accumulation_steps - 1
         return [
-            self._row("comm:0", "comm", start, end, call.nbytes, last, call.index, call.name)
+            self._row("comm:0", "comm", start, end, call.wire_nbytes, last, call.index, call.name)
             for call, (start, end) in zip(self.calls, self.comm_spans)
         ]
 

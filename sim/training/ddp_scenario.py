@@ -13,6 +13,7 @@ from sim.errors import CollsimError
 from sim.fields import DDP
 from sim.scenario import ScenarioData, aliases_of, optional_parser, parse_bool, parse_int
 from sim.training import comm
+from sim.training.hooks import DEFAULT_START_POWERSGD_ITER, CommHook
 from sim.training.params import PRESETS, Param, params_from_list
 from sim.units import parse_bandwidth, parse_size, parse_time
 
@@ -42,6 +43,11 @@ class DDPScenario(ScenarioData):
     first_bucket_bytes: int | None = DEFAULT_FIRST_BUCKET_BYTES  # None: no smaller first bucket
     rebuild: bool = False  # fill buckets in observed gradient-ready order (DDP's rebuild)
     accumulation_steps: int = 1  # no_sync for the first k-1 micro-steps
+    # DDP communication hook on every bucket (sim.training.hooks): none | fp16 | bf16 | powersgd
+    comm_hook: str = "none"
+    powersgd_rank: int | None = None  # PowerSGD's matrix_approximation_rank
+    powersgd_warmup: int = DEFAULT_START_POWERSGD_ITER  # start_powerSGD_iter: plain all-reduce before it
+    iteration: int | None = None  # 0-based training iteration of this step; None: after the warm-up
     # backward compute profile: exactly one source
     backward_time_s: float | None = None
     backward_rate_Bps: float | None = None
@@ -91,6 +97,18 @@ class DDPScenario(ScenarioData):
         self._check_times()
         self._check_comm()
         self._check_compute()
+        self.hook  # noqa: B018 (validates comm_hook, powersgd_rank, powersgd_warmup)
+        if self.comm_hook != "none" and self.strategy != "bucketed":
+            raise CollsimError(
+                f"comm_hook: torch's hooks run on DDP's buckets; use strategy bucketed (got {self.strategy}) or comm_hook none"
+            )
+        if self.iteration is not None and self.iteration < 0:
+            raise CollsimError(f"iteration: must be a whole number >= 0 (0 is the first training step), got {self.iteration}")
+
+    @property
+    def hook(self) -> CommHook:
+        """The communication hook on every bucket (checked: name, PowerSGD rank and warm-up)."""
+        return CommHook(self.comm_hook, self.powersgd_rank, self.powersgd_warmup)
 
     def _check_sources(self) -> None:
         from sim.training.compute import transformer_shape
@@ -325,6 +343,10 @@ _DDP_PARSERS: dict[str, Callable[[Any, str], Any]] = {
     "first_bucket_bytes": _first_bucket,
     "rebuild": parse_bool,
     "accumulation_steps": parse_int,
+    "comm_hook": _choice,
+    "powersgd_rank": optional_parser(parse_int),
+    "powersgd_warmup": parse_int,
+    "iteration": optional_parser(parse_int),
     "backward_time_s": optional_parser(parse_time),
     "backward_rate_Bps": optional_parser(parse_bandwidth),
     "layer_times": _layer_times,

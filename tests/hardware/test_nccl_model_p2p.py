@@ -124,8 +124,8 @@ def test_cli_des_run_carries_the_closed_form_under_nccl():
 def test_explorer_nccl_model_card_shows_a_time_for_all_to_all():
     """The Collectives page's "NCCL's model" card (callback level, no browser) on 2 x dgx-h100."""
     from webapp import collective as model
-    from webapp import ids
     from webapp.pages.collectives import callbacks as page
+    from webapp.pages.collectives import ids
 
     chosen = page.apply_hardware("dgx-h100", "8", "all_to_all", "nccl")
     form = {**model.DEFAULTS, "hardware": "dgx-h100", "size": "16MiB", "op": "all_to_all"}

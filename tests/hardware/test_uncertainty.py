@@ -92,8 +92,8 @@ def test_the_best_bucket_cap_comes_as_the_range_the_uncertainty_allows():
 
 
 def test_the_ddp_page_shows_the_cap_range_on_a_preset():
-    from webapp import ddp_model
-    from webapp.pages import ddp
+    from webapp.pages.ddp import model as ddp_model
+    from webapp.pages.ddp import page as ddp
 
     checked = ddp.validate(None, {**ddp_model.DEFAULTS, "hardware": "dgx-h100", "preset": "gpt2", "ranks": "16"})
     cards = json.dumps(ddp.simulate(checked["ddp"])["cards"], default=str)

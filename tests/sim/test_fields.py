@@ -66,7 +66,7 @@ def test_choices_come_from_the_metadata():
 
 
 def test_ddp_page_labels_are_the_fields():
-    from webapp.pages.ddp import LABELS, SCENARIO_FIELDS
+    from webapp.pages.ddp.page import LABELS, SCENARIO_FIELDS
 
     for key, name in SCENARIO_FIELDS.items():
         assert LABELS[key] == (DDP[name].label, DDP[name].help)

@@ -63,7 +63,7 @@ def _labels(component) -> dict[str, str]:
 
 def test_every_box_of_the_collectives_form_is_a_schema_entry_with_its_label_url_key_and_first_value():
     from webapp import collective as model
-    from webapp import ids
+    from webapp.pages.collectives import ids
 
     layout = importlib.import_module("webapp.pages.collectives.layout")  # the package exports a function named layout
     boxes = form_fields("collectives")
@@ -80,8 +80,9 @@ def test_every_box_of_the_collectives_form_is_a_schema_entry_with_its_label_url_
 
 @pytest.mark.slow
 def test_every_scenario_box_of_the_ddp_form_is_a_ddp_entry_with_its_label_and_url_key():
-    from webapp import ddp_model, ids
-    from webapp.pages import ddp
+    from webapp.pages.ddp import ids
+    from webapp.pages.ddp import model as ddp_model
+    from webapp.pages.ddp import page as ddp
 
     labels = _labels(ddp.layout(""))
     boxes = form_fields("ddp")
@@ -154,7 +155,7 @@ fields.COLLECTIVE["loss_rate"] = fields.FieldInfo(
 from click.testing import CliRunner
 from sim.cli import cli
 from webapp import collective as model
-from webapp import ids
+from webapp.pages.collectives import ids
 import importlib
 layout = importlib.import_module("webapp.pages.collectives.layout")
 help_text = {name: CliRunner().invoke(cli, ["sim", name, "--help"], terminal_width=200).output for name in ("collective", "crossover")}

@@ -77,7 +77,7 @@ def test_a_key_given_twice_in_a_scenario_file_is_refused(tmp_path):
 
 
 def test_an_uploaded_bomb_is_refused_with_a_short_message():
-    from webapp.ddp_model import parse_upload
+    from webapp.pages.ddp.model import parse_upload
 
     contents = "data:application/x-yaml;base64," + base64.b64encode((BOMB + "params: *i\n").encode()).decode()
     params, message = parse_upload(contents, "bomb.yaml")
@@ -86,7 +86,7 @@ def test_an_uploaded_bomb_is_refused_with_a_short_message():
 
 
 def test_an_upload_too_large_is_refused_before_decoding():
-    from webapp.ddp_model import MAX_UPLOAD_BYTES, parse_upload
+    from webapp.pages.ddp.model import MAX_UPLOAD_BYTES, parse_upload
 
     contents = "data:application/json;base64," + "A" * (MAX_UPLOAD_BYTES * 2)
     params, message = parse_upload(contents, "big.json")

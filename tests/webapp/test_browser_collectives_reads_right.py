@@ -32,9 +32,9 @@ def test_crossover_note_is_whole_and_its_background_run_fills_the_sizes(app_page
 
 def test_a_preset_shows_nodes_that_set_the_ranks(app_page: Page, live_server: str):
     open_page(app_page, live_server + "/")
-    expect(app_page.locator("#field-nodes")).to_be_hidden()
+    expect(app_page.locator("#coll-field-nodes")).to_be_hidden()
     choose(app_page, "coll-hardware", "dgx-h100")
-    expect(app_page.locator("#field-nodes")).to_be_visible()
+    expect(app_page.locator("#coll-field-nodes")).to_be_visible()
     expect(app_page.locator("#coll-nodes")).to_have_value("1")
     expect(app_page.locator("#coll-form-note")).to_contain_text("dgx-h100: 1 node of 8 GPUs = 8 ranks")
     type_into(app_page, "nodes", "2")

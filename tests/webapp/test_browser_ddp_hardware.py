@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from sim.units import format_time
-from webapp import ddp_model
+from webapp.pages.ddp import model as ddp_model
 
 from .test_browser import app_page, choose, open_page  # noqa: F401
 

@@ -33,7 +33,7 @@ def test_picking_dgx_h100_runs_nccls_pick_with_the_clis_time(app_page: Page, liv
     expect(app_page.locator("#coll-algorithm")).to_contain_text("NCCL's pick")
     expect(app_page.locator("#coll-chunks-label")).to_have_text("Channels")
     expect(app_page.locator("#coll-chunks")).to_have_attribute("placeholder", "16: NCCL's channels")
-    expect(app_page.locator("#field-nccl_proto")).to_be_visible()
+    expect(app_page.locator("#coll-field-nccl_proto")).to_be_visible()
     note = app_page.locator("#coll-nccl-note")
     expect(note).to_contain_text("NCCL picks Ring/LL128 on 16 channels")
     expect(note).to_contain_text("NCCL's model 242.6 us, DES 250.9 us")
@@ -58,5 +58,5 @@ def test_picking_dgx_h100_runs_nccls_pick_with_the_clis_time(app_page: Page, liv
 
     choose(app_page, "coll-algorithm", "ring")  # a plain ring: chunks again, no NCCL choices
     expect(app_page.locator("#coll-chunks-label")).to_have_text("Chunks k")
-    expect(app_page.locator("#field-nccl_proto")).to_be_hidden()
+    expect(app_page.locator("#coll-field-nccl_proto")).to_be_hidden()
     expect(note).to_have_count(0)

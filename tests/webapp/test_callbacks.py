@@ -12,9 +12,10 @@ from dash.exceptions import PreventUpdate
 from sim.collective.runner import run_collective
 from sim.scenario import CollectiveScenario
 from webapp import collective as model
-from webapp import ids
-from webapp.callbacks import answer, guarded, written
+from webapp.callbacks import answer, guarded
 from webapp.pages.collectives import callbacks as page
+from webapp.pages.collectives import ids
+from webapp.pages.ddp import ids as ddp_ids
 
 
 def values(**changes: str) -> dict[str, str]:
@@ -162,31 +163,33 @@ def test_guard_turns_crashes_into_messages():
 def test_pages_are_registered_with_dash_pages_and_route_from_the_registry():
     import dash
 
-    from webapp.app import PAGES, create_app, route
+    from webapp.app import create_app, route
+    from webapp.pages import PAGES
 
     create_app(background=False)
     paths = {entry["path"]: entry["name"] for entry in dash.page_registry.values()}
-    assert {page.PATH: page.TITLE for page in PAGES}.items() <= paths.items()
-    for module in PAGES:
-        assert route(module.PATH, "") is not None
+    assert {spec.path: spec.title for spec in PAGES}.items() <= paths.items()
+    for spec in PAGES:
+        assert route(spec.path, "") is not None
     assert "Page not found" in str(route("/nowhere", ""))
 
 
 def test_an_address_that_is_no_page_answers_404_and_the_pages_200():
     import contextvars
 
-    from webapp.app import PAGES, create_app
+    from webapp.app import create_app
+    from webapp.pages import PAGES
 
     def answers() -> dict[str, tuple[int, bytes]]:
         client = create_app(background=False, warm=False).server.test_client()
-        paths = [module.PATH + "?ranks=16" for module in PAGES] + ["/ddp/", "/nowhere", "/_dash-layout", "/assets/style.css"]
+        paths = [spec.path + "?ranks=16" for spec in PAGES] + ["/ddp/", "/nowhere", "/_dash-layout", "/assets/style.css"]
         return {path: (response.status_code, response.data) for path in paths for response in [client.get(path)]}
 
     # in a context of its own: a request sets Dash's current app in the caller's context
     # (dash._get_app.with_app_context), and later tests would read this app without background jobs
     got = contextvars.copy_context().run(answers)
     assert {path: status for path, (status, _) in got.items()} == {
-        **{module.PATH + "?ranks=16": 200 for module in PAGES},
+        **{spec.path + "?ranks=16": 200 for spec in PAGES},
         "/ddp/": 200,
         "/nowhere": 404,
         "/_dash-layout": 200,
@@ -197,19 +200,21 @@ def test_an_address_that_is_no_page_answers_404_and_the_pages_200():
 
 # ----------------------------------------------------------------------------- DDP
 
-from webapp.pages import ddp  # noqa: E402
+from webapp.pages.ddp import page as ddp  # noqa: E402
 
 
 def ddp_form(**changes: str) -> dict[str, str]:
-    from webapp import ddp_model
+    from webapp.pages.ddp import model as ddp_model
 
     return {**ddp_model.DEFAULTS, **changes}
 
 
 def ddp_check(uploaded=None, **changes: str) -> tuple:
     """(DDP scenario dict, messages with text by field, URL query) of the page's validation."""
+    from webapp.pages.ddp import model as ddp_model
+
     checked = ddp.validate(uploaded, ddp_form(**changes))
-    return checked["ddp"], {name: text for name, text in checked["errors"].items() if text}, checked["search"]
+    return checked["ddp"], {name: text for name, text in checked["errors"].items() if text}, ddp_model.query_from_form(ddp_form(**changes))
 
 
 def test_ddp_validate_and_simulate():
@@ -293,12 +298,12 @@ def test_ddp_uploads():
 
 def test_compare_update_on_the_sample_data():
     from real import overlays
-    from webapp.pages import compare
+    from webapp.pages.compare import page as compare
 
     groups = overlays.fittable_groups(overlays.open_results(None))
     shown = compare.update(compare.group_id(groups[0]), "mean", "ring")
     assert set(shown) == set(compare.OUTPUTS)
-    assert "group=" in shown["search"] and written(lambda: shown)()["written"] == shown["search"]  # the page's own query
+    assert "group=" in compare.query(compare.group_id(groups[0]), shown)  # the page's own query
     assert shown["fit"].data and shown["residuals"].data
     assert shown["cards"][0].children[1].children  # o with its interval
     # every group the dropdown offers works with every statistic; dropdowns follow what is shown
@@ -308,7 +313,7 @@ def test_compare_update_on_the_sample_data():
         for asked in overlays.STATS:
             shown = compare.update(key, asked, "ring")
             stat = shown["stat"]
-            assert stat in [option["value"] for option in shown["stat_options"]] and f"stat={stat}" in shown["search"]
+            assert stat in [option["value"] for option in shown["stat_options"]] and f"stat={stat}" in compare.query(key, shown)
             assert "no measurements" not in shown["notice"] and "Simulated ring" in shown["notice"]
             if stat != asked:
                 assert shown["notice"].startswith(f"These runs carry no {asked} time")
@@ -321,7 +326,7 @@ def test_compare_page_keeps_its_answers_until_the_store_file_changes(tmp_path):
 
     from real import overlays
     from real.store import SAMPLE_FILES, _data_file, open_store
-    from webapp.pages import compare
+    from webapp.pages.compare import page as compare
 
     path = tmp_path / "results.sqlite"
     store = open_store(path)
@@ -341,7 +346,7 @@ def test_compare_page_keeps_its_answers_until_the_store_file_changes(tmp_path):
 
 def test_compare_ddp_overlay():
     from real import overlays
-    from webapp.pages import compare
+    from webapp.pages.compare import page as compare
 
     configs = overlays.ddp_configs(overlays.open_results(None))
     assert configs, "the sample data has DDP timelines"
@@ -443,13 +448,13 @@ def test_second_column_sends_nothing_when_nothing_is_compared_and_nothing_change
 
 
 def test_ddp_layout_comes_drawn_and_validation_at_load_runs_nothing():
-    from webapp import ddp_model
+    from webapp.pages.ddp import model as ddp_model
 
     view = ddp.first_view(ddp_model.form_from_query(""))
     assert view["ddp"] and view["training"] and view["ddp_shown"]["timeline"].data
     layout = ddp.layout("")
-    stores = {c.id: c.data for c in layout.children if getattr(c, "id", None) in (ids.DDP_SCENARIO, ids.TRAIN_SCENARIO)}
-    assert stores[ids.DDP_SCENARIO] == view["ddp"] and stores[ids.TRAIN_SCENARIO] == view["training"]
+    stores = {c.id: c.data for c in layout.children if getattr(c, "id", None) in (ddp_ids.DDP_SCENARIO, ddp_ids.TRAIN_SCENARIO)}
+    assert stores[ddp_ids.DDP_SCENARIO] == view["ddp"] and stores[ddp_ids.TRAIN_SCENARIO] == view["training"]
     assert "ddp-step-time" in str(layout) and "ddp-train-step" in str(layout)  # the cards are there
     stored = json.loads(json.dumps([view["ddp"], view["training"]]))  # as the stores hand them back
     at_load = ddp.validate(None, ddp_model.form_from_query(""), *stored)

@@ -10,9 +10,9 @@ from dash import no_update
 
 from sim.collective import explore
 from webapp import collective as model
-from webapp import ids
 from webapp.figures import collectives as draw
 from webapp.pages.collectives import callbacks as page
+from webapp.pages.collectives import ids
 
 
 def values(**changes: str) -> dict[str, str]:

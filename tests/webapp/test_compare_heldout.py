@@ -8,8 +8,8 @@ import pytest
 
 from real import overlays
 from real.heldout_ow import DEFAULT_SPLIT
-from webapp import ids
-from webapp.pages import compare
+from webapp.pages.compare import ids
+from webapp.pages.compare import page as compare
 
 
 def groups() -> list[dict]:
@@ -46,7 +46,7 @@ def test_no_in_sample_point_is_labelled_a_prediction_in_any_group_or_split():
         key = compare.group_id(group)
         for split in overlays.held_out_splits(overlays.group_rows(overlays.open_results(None), group)):
             shown = compare.update(key, "mean", "ring", split)
-            assert shown["split"] == split and f"split={split}" in shown["search"]
+            assert shown["split"] == split and f"split={split}" in compare.query(key, shown)
             rows = table_rows(shown["table"])
             fitted = {r[0] for r in rows if r[1] == "fitted (in-sample)"}
             predicted = {r[0] for r in rows if r[1] == "predicted (held out)"}
@@ -93,7 +93,7 @@ def test_one_published_value_has_spread_na_not_a_verdict():
 def test_a_split_the_group_lacks_falls_back_and_says_so():
     published = next(g for g in groups() if g["source"] == "published")
     shown = compare.update(compare.group_id(published), "mean", "ring", "launch")
-    assert shown["split"] == DEFAULT_SPLIT and "split=alternate" in shown["search"]
+    assert shown["split"] == DEFAULT_SPLIT and "split=alternate" in compare.query(compare.group_id(published), shown)
     assert shown["notice"].startswith("These runs do not allow the split 'launch'")
     assert "launch" not in [option["value"] for option in shown["split_options"]]
     cards = {card.children[1].id: card.children[1].children for card in shown["cards"]}
@@ -127,7 +127,9 @@ def test_the_gpu_logs_are_beside_the_gloo_runs_held_out():
     shown = compare.update(
         compare.group_id(measured), "mean", "ring", None, "oci-a100-roce|oci-bm.gpu4.8_a100-40g_2node_roce16x100g_allreduce.txt"
     )
-    assert "gpu=oci-a100-roce" in shown["search"] and shown["gpu_table"].children[0].children.startswith("busbw error")
+    assert "gpu=oci-a100-roce" in compare.query(compare.group_id(measured), shown) and shown["gpu_table"].children[0].children.startswith(
+        "busbw error"
+    )
 
 
 def test_changing_a_control_keeps_the_ddp_steps_drawn():

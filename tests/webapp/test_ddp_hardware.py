@@ -14,8 +14,8 @@ from sim.collective.analytic import ow_for_ring
 from sim.training.comm import hardware_ow
 from sim.training.ddp import DDPScenario, run_ddp
 from sim.units import parse_bandwidth, parse_time
-from webapp import ddp_model
-from webapp.pages import ddp
+from webapp.pages.ddp import model as ddp_model
+from webapp.pages.ddp import page as ddp
 
 RANKS_ID = "ddp-ranks"
 MiB25 = 25 * 2**20
@@ -33,7 +33,7 @@ def _picked(name: str, ranks: str = "8", **changes: str) -> dict[str, str]:
 
 def _messages(form: dict[str, str]) -> tuple[dict | None, dict[str, str], str]:
     checked = ddp.validate(None, form)
-    return checked["ddp"], checked["errors"], checked["search"]
+    return checked["ddp"], checked["errors"], ddp_model.query_from_form(form)
 
 
 def test_picking_a_preset_fills_whole_nodes_links_and_o_w():

@@ -15,8 +15,8 @@ from dash import no_update
 
 from sim.training.ddp import DDPScenario, run_ddp
 from sim.units import format_bandwidth, format_time
-from webapp import ddp_model
-from webapp.pages import ddp
+from webapp.pages.ddp import model as ddp_model
+from webapp.pages.ddp import page as ddp
 
 ISSUE_LINK = "?hardware=dgx-h100&preset=2.7B&ranks=16"
 GIB = 2**30
@@ -126,7 +126,7 @@ def test_the_o_and_w_the_results_used_are_shown_beside_the_boxes():
 
 
 def test_bucket_guide_draws_the_simulated_best_as_wide_as_its_step_of_the_sweep():
-    from webapp.pages.guides import BUCKET_CAPS, bucket_view
+    from webapp.pages.guides.page import BUCKET_CAPS, bucket_view
 
     for model in ("course", "gpt2"):
         figure = bucket_view(model, 50, 10, None)["figure"]

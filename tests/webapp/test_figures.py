@@ -9,6 +9,7 @@ from sim.collective.player import link_events, player_data
 from sim.collective.runner import run_collective
 from webapp import collective as model
 from webapp import figures
+from webapp.pages.compare import figures as compare_figures
 
 
 @pytest.fixture(scope="module")
@@ -164,12 +165,14 @@ def test_ddp_figures():
 
 def test_fit_and_comparison_figures():
     points = [{"size_bytes": 1024, "time_s": 1e-4, "residual": 0.1}, {"size_bytes": 1 << 20, "time_s": 1e-3, "residual": -0.1}]
-    fit = figures.fit_figure(points, {"curve": [(1024, 1e-4, 9e-5, 1.1e-4), (1 << 20, 1e-3, 9e-4, 1.1e-3)], "label": "fit"})
+    fit = compare_figures.fit_figure(points, {"curve": [(1024, 1e-4, 9e-5, 1.1e-4), (1 << 20, 1e-3, 9e-4, 1.1e-3)], "label": "fit"})
     assert [t.name for t in fit.data] == ["measured", "fit interval", "fit"]
-    assert list(figures.residual_figure(points).data[0].y) == pytest.approx([10.0, -10.0])
+    assert list(compare_figures.residual_figure(points).data[0].y) == pytest.approx([10.0, -10.0])
     rows = [{"size_bytes": 1024, "measured_s": 1e-4, "measured_lo_s": 9e-5, "measured_hi_s": 1.2e-4, "simulated_s": 1.1e-4}]
-    drawn = figures.sim_vs_measured_figure(rows).data  # no role: in-sample, the spread as error bars, nothing called a prediction
-    assert [t.name for t in drawn] == ["measured", "simulated at the fitted points (in-sample, not a prediction)"] and drawn[0].error_y.array
+    drawn = compare_figures.sim_vs_measured_figure(rows).data  # no role: in-sample, the spread as error bars, nothing called a prediction
+    assert [t.name for t in drawn] == ["measured", "simulated at the fitted points (in-sample, not a prediction)"] and drawn[
+        0
+    ].error_y.array
 
 
 def _figures_in(value) -> list[go.Figure]:
@@ -203,8 +206,9 @@ def test_a_figure_with_an_invalid_property_fails_validation():
 def test_every_figure_is_valid_plotly_json():
     """Every figure every page draws, rebuilt with validation on: an invalid property (which
     plotly.js would ignore silently) fails here."""
-    from webapp.pages import compare, ddp
     from webapp.pages.collectives import callbacks as page
+    from webapp.pages.compare import page as compare
+    from webapp.pages.ddp import page as ddp
 
     def form(**changes):
         return page.validate({**model.DEFAULTS, **changes})["scenario"]
@@ -230,7 +234,7 @@ def test_every_figure_is_valid_plotly_json():
 
 
 def ddp_model_defaults() -> dict[str, str]:
-    from webapp import ddp_model
+    from webapp.pages.ddp import model as ddp_model
 
     return dict(ddp_model.DEFAULTS)
 

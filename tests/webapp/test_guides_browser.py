@@ -41,7 +41,7 @@ def test_guides_page_walks_through_each_guide(page: Page, live_server: str):
     ring_text = page.locator("#guides-ring-text")
     expect(ring_text).to_contain_text("Press →")
     expect(page.locator("#guides-ring-cells .heatmaplayer")).to_have_count(1)
-    save(page, "guide-ring", "guide-ring-0-start")
+    save(page, "guides-ring", "guide-ring-0-start")
     gamma = page.locator("#guides-ring-formula .term-gamma")
     # (presses, what the step says, whether it pays the reduction term gamma, screenshot)
     for presses, says, reduces, name in (
@@ -52,34 +52,34 @@ def test_guides_page_walks_through_each_guide(page: Page, live_server: str):
         press(page, "guides-ring-step", "ArrowRight", presses)
         expect(ring_text).to_contain_text(says)
         (expect(gamma).to_have_css if reduces else expect(gamma).not_to_have_css)("font-weight", "700")
-        save(page, "guide-ring", name)
+        save(page, "guides-ring", name)
     press(page, "guides-ring-step", "End", 1)
     expect(ring_text).to_contain_text("the lower bound")
-    save(page, "guide-ring", "guide-ring-4-done")
+    save(page, "guides-ring", "guide-ring-4-done")
 
     size = page.locator("#guides-cross-size")
     expect(size).to_have_text("n* = 753.8 KiB")
-    page.locator("#guide-crossover").scroll_into_view_if_needed()
-    save(page, "guide-crossover", "guide-crossover-0-default")
+    page.locator("#guides-crossover").scroll_into_view_if_needed()
+    save(page, "guides-crossover", "guide-crossover-0-default")
     press(page, "guides-cross-alpha", "ArrowRight", 20)  # alpha x ~10 (0.05 decades a step, from 5 us snapped to the grid)
     expect(size).to_have_text(re.compile(r"n\* = 7\.[0-9]+ MiB"))  # ~10 x 753.8 KiB: n* is proportional to alpha
-    save(page, "guide-crossover", "guide-crossover-1-alpha-x10")
+    save(page, "guides-crossover", "guide-crossover-1-alpha-x10")
 
     bcast = page.locator("#guides-bcast-text")
     expect(bcast).to_contain_text("1 of 8 ranks")
-    save(page, "guide-broadcast", "guide-broadcast-0-start")
+    save(page, "guides-broadcast", "guide-broadcast-0-start")
     for step, holding in ((1, 2), (2, 4), (3, 8)):
         press(page, "guides-bcast-step", "ArrowRight", 1)
         expect(bcast).to_contain_text(f"{holding} of 8 ranks")
-        save(page, "guide-broadcast", f"guide-broadcast-{step}-step{step}")
+        save(page, "guides-broadcast", f"guide-broadcast-{step}-step{step}")
     expect(bcast).to_contain_text("t = 15 s")
 
     text = page.locator("#guides-bucket-text")
     expect(text).to_contain_text("b* = √(s w o) = 11.05 MiB")
     expect(page.locator("#guides-bucket-graph .scatterlayer .trace")).to_have_count(3)  # formula, simulated, the notes' formula
-    save(page, "guide-buckets", "guide-buckets-0-course")
+    save(page, "guides-buckets", "guide-buckets-0-course")
     page.locator("#guides-bucket-model").click()
     page.locator(".dash-dropdown-option", has_text="GPT-2").click()
     expect(text).to_contain_text("here T = 120 ms")  # only GPT-2's notes say this (the course model has T = s / w)
-    save(page, "guide-buckets", "guide-buckets-1-gpt2")
+    save(page, "guides-buckets", "guide-buckets-1-gpt2")
     assert errors == []

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from sim.training import overhead
-from webapp.pages import guides
+from webapp.pages.guides import page as guides
 
 from .guides_text import words
 

@@ -13,7 +13,7 @@ from sim import teaching
 from sim.collective import runner
 from sim.scenario import CollectiveScenario
 from sim.units import format_size
-from webapp.pages import guides
+from webapp.pages.guides import page as guides
 
 from .guides_text import words
 

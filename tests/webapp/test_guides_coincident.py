@@ -10,8 +10,8 @@ import plotly.graph_objects as go
 import pytest
 
 from sim.collective import analytic
-from webapp.figures import guides as draw
-from webapp.pages import guides
+from webapp.pages.guides import figures as draw
+from webapp.pages.guides import page as guides
 
 
 def broadcast_times(names: tuple[str, ...], p: int = 8) -> dict[str, list[float]]:

@@ -8,8 +8,8 @@ import math
 import plotly.graph_objects as go
 import pytest
 
-from webapp.figures import guides as draw
-from webapp.pages import guides
+from webapp.pages.guides import figures as draw
+from webapp.pages.guides import page as guides
 
 
 def valid(figure: go.Figure) -> go.Figure:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from webapp.figures import guides as draw
-from webapp.pages import guides
+from webapp.pages.guides import figures as draw
+from webapp.pages.guides import page as guides
 
 
 @pytest.mark.parametrize("p", [4, 8, 16])

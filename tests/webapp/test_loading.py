@@ -56,24 +56,28 @@ def test_index_leaves_out_dash_table_and_carries_dccs_chunks_after_its_bundles(c
 
 def test_no_page_renders_a_dash_table():
     """dash_table's bundle is left out of the index, so no page may render a DataTable."""
-    from webapp.app import PAGES, create_app, route
+    from webapp.app import create_app, route
+    from webapp.pages import PAGES
 
     app = create_app(background=False, warm=False)
     with app.server.app_context():
         for page in PAGES:
-            layout = route(page.PATH, "")
+            layout = route(page.path, "")
             found = [c for c in layout._traverse() if type(c).__module__.startswith("dash.dash_table")]
-            assert not found, page.PATH
+            assert not found, page.path
 
 
 @pytest.mark.browser
 @pytest.mark.slow
 def test_pages_draw_without_fetching_dccs_chunks_lazily(page, live_server):
     """dcc finds the chunks the index served (no request for an unfingerprinted async-*.js), and
-    every page still draws its graphs."""
-    for path, graph in (("/", "#coll-topology-graph"), ("/ddp", ".js-plotly-plot"), ("/guides", ".js-plotly-plot")):
+    every registered page still draws its graphs."""
+    from webapp.pages import PAGES
+
+    for spec in PAGES:
+        path = spec.path
         page.goto(live_server + path)
-        page.locator(f"{graph} .main-svg").first.wait_for(timeout=30_000)
+        page.locator(f"[id^='{spec.prefix}-'] .js-plotly-plot .main-svg").first.wait_for(timeout=30_000)
         page.wait_for_timeout(300)
         lazy = page.evaluate(
             "() => performance.getEntriesByType('resource').map(e => e.name).filter(n => /async-(graph|dropdown|slider)\\.js/.test(n))"
@@ -84,7 +88,7 @@ def test_pages_draw_without_fetching_dccs_chunks_lazily(page, live_server):
 def test_guides_come_drawn_with_the_values_their_inputs_start_at():
     """The guides' layout carries what each callback answers for the inputs' first values, and
     those values are the ones VIEWS names (a changed default would draw a stale first view)."""
-    from webapp.pages import guides
+    from webapp.pages.guides import page as guides
 
     page = guides.layout("")
     components = {getattr(c, "id", None): c for c in page._traverse()}
@@ -102,8 +106,8 @@ def test_collectives_layout_comes_drawn_for_a_scenario_run_at_once_and_not_for_o
     import importlib
 
     from webapp import collective as model
-    from webapp import ids
     from webapp.app import create_app, route
+    from webapp.pages.collectives import ids
 
     layout = importlib.import_module("webapp.pages.collectives.layout")
 

@@ -14,9 +14,9 @@ import pytest
 from sim import files
 from sim.errors import CollsimError
 from webapp import collective as model
-from webapp import ddp_model
-from webapp.pages import ddp
 from webapp.pages.collectives import callbacks
+from webapp.pages.ddp import model as ddp_model
+from webapp.pages.ddp import page as ddp
 
 SECRET = "COLLSIM-SECRET-7f3a"  # in the files' names: the audit hook notes any open of them
 CONTENT = "COLLSIM-CONTENT-91bd"  # in the files' content: no answer may carry it

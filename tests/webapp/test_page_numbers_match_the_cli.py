@@ -15,8 +15,8 @@ from sim.collective.analytic import busbw_factor
 from sim.collective.narrative import decimal_units, size_text
 from sim.units import format_bandwidth, format_time
 from webapp import collective as model
-from webapp import ids
 from webapp.pages.collectives import callbacks as page
+from webapp.pages.collectives import ids
 
 PRESETS = ("dgx-h100", "dgx-a100")  # two nodes each
 SIZE = "25MiB"

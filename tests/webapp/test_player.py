@@ -12,10 +12,10 @@ from dash import Patch, no_update
 from dash.exceptions import PreventUpdate
 
 from webapp import collective as model
-from webapp import ids
 from webapp.figures import buffers as buffers_draw
 from webapp.figures import player as draw
 from webapp.pages.collectives import callbacks as page
+from webapp.pages.collectives import ids
 
 BROADCAST = "?op=broadcast&algorithm=binomial&ranks=8&size=5MB&latency=0us&bandwidth=1MB/s"
 

@@ -11,9 +11,9 @@ from sim.collective.explore import crossover
 from sim.nccl.pick import apply_hardware
 from sim.scenario import CollectiveScenario
 from sim.units import format_time
-from webapp import ddp_model
 from webapp.figures.collectives import crossover_figure
-from webapp.pages import ddp
+from webapp.pages.ddp import model as ddp_model
+from webapp.pages.ddp import page as ddp
 
 
 def _checked(**changes: str) -> dict:

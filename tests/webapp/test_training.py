@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from sim.training.fsdp import FSDPScenario, compare, run_fsdp
-from webapp import ddp_model, figures
-from webapp.pages import ddp
+from webapp import figures
+from webapp.pages.ddp import model as ddp_model
+from webapp.pages.ddp import page as ddp
 
 
 def _form(**changes: str) -> dict[str, str]:
@@ -73,7 +74,8 @@ def test_page_callbacks_run_the_training_step():
     checked = ddp.validate(None, form)
     data, training = checked["ddp"], checked["training"]
     assert data and training["sharding"] == "hybrid_shard" and not any(checked["errors"].values())
-    assert "sharding=hybrid_shard" in checked["search"] and "shard_size" not in checked["search"]  # 4 is the default
+    search = ddp_model.query_from_form(form)  # what the browser writes (webapp.urlstate)
+    assert "sharding=hybrid_shard" in search and "shard_size" not in search  # 4 is the default
     again = ddp.validate(None, form, data)
     assert again["ddp"] is ddp.no_update and again["training"] == training  # only the training section reruns
     shown = ddp.simulate_training(training)

@@ -9,8 +9,10 @@ import importlib
 import pytest
 
 from webapp import collective as model
-from webapp import ddp_model, ids, urlstate
-from webapp.pages import ddp
+from webapp import urlstate
+from webapp.pages.collectives import ids
+from webapp.pages.ddp import model as ddp_model
+from webapp.pages.ddp import page as ddp
 
 layout = importlib.import_module("webapp.pages.collectives.layout")  # the package's own ``layout`` is its page function
 

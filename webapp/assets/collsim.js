@@ -23,19 +23,31 @@ window.dash_clientside = Object.assign({}, window.dash_clientside, {
             return {pathname: pathname, search: search || '', at: Date.now()};
         },
 
-        /* The URL writers of the Collectives page: form values (in the order of spec.names) and
-           step, colour-by, compare field and value -> the URL query, twice (for the address bar
-           and for the page's record of what it wrote). Only what differs from spec.defaults is
-           written (falsy values as empty; form-urlencoded, as webapp.urlstate reads it).
-           urlFromForm: the form's values first, the view's after; urlFromView: the view's first. */
+        /* The URL writer of every page (webapp.urlstate): the page's input values, in the order of
+           spec.names, then its URL spec (a store the layout carries: webapp.urlstate.url_spec)
+           -> the URL query, twice (for the address bar and for the page's record of what it
+           wrote). Only what differs from spec.defaults is written (falsy values as empty;
+           form-urlencoded, as webapp.urlstate reads it; webapp.urlstate.query_of is this rule in
+           Python). */
+        writeUrl: function (...args) {
+            const spec = args[args.length - 1];
+            const form = {};
+            spec.names.forEach((name, i) => { form[name] = args[i]; });
+            return collsimQuery(spec, form);
+        },
+
+        /* The Collectives page's two calls of that writer: its form values (in the order of
+           spec.names) and its view (step, colour-by, compare field and value, written as step,
+           color and cmp). urlFromForm: the form's values first, the view's after; urlFromView:
+           the view's first. */
         urlFromForm: function (...args) {
             const spec = args[args.length - 1];
             const count = spec.names.length;
-            return collsimQuery(spec, args.slice(0, count), args.slice(count, count + 4));
+            return collsimQuery(spec, collsimView(spec, args.slice(0, count), args.slice(count, count + 4)));
         },
         urlFromView: function (...args) {
             const spec = args[args.length - 1];
-            return collsimQuery(spec, args.slice(4, 4 + spec.names.length), args.slice(0, 4));
+            return collsimQuery(spec, collsimView(spec, args.slice(4, 4 + spec.names.length), args.slice(0, 4)));
         },
 
         /* The two_level-only fields (one output each), shown for two_level. */
@@ -64,18 +76,27 @@ window.dash_clientside = Object.assign({}, window.dash_clientside, {
     },
 });
 
-function collsimQuery(spec, values, view) {
+function collsimView(spec, values, view) {
     const form = {};
     spec.names.forEach((name, i) => { form[name] = values[i]; });
     const [step, color, cmpField, cmpValue] = view;
     form.step = String(step || 0);
     form.color = color || 'step';
     form.cmp = cmpValue ? cmpField + ':' + cmpValue : '';
+    return form;
+}
+
+function collsimText(value) {
+    return (value === null || value === undefined || value === false || value === 0) ? '' : String(value);
+}
+
+function collsimQuery(spec, form) {
+    const by = spec.pinned_by ? collsimText(form[spec.pinned_by]).trim() !== '' : false;
+    const pinned = spec.pinned || [], cleared = spec.cleared || [];
     const query = new URLSearchParams();
     for (const [key, fallback] of Object.entries(spec.defaults)) {
-        const value = form[key];
-        const text = (value === null || value === undefined || value === false || value === 0) ? '' : String(value);
-        if (text !== fallback) { query.append(key, text); }
+        const text = (!by && cleared.includes(key)) ? '' : collsimText(form[key]);
+        if (text !== fallback || (by && pinned.includes(key))) { query.append(key, text); }
     }
     const search = query.toString() ? '?' + query.toString() : '';
     return [search, search];

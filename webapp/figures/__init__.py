@@ -1,10 +1,10 @@
-"""Figures: results -> Plotly figures, one module per page plus what they share.
+"""Figures: results -> Plotly figures shared by pages, and what they share (a page's own figures
+live in its package: webapp/pages/compare/figures.py, webapp/pages/guides/figures.py).
 
 - :mod:`webapp.figures.common`: base figure, time units, byte axes, notes, timelines;
 - :mod:`webapp.figures.collectives`: closed-form breakdown, crossover, side by side, parts;
 - :mod:`webapp.figures.player`: the Collectives page's step player (topology, buffers, captions);
 - :mod:`webapp.figures.ddp`: DDP step, overhead vs bucket size, strategies, training step;
-- :mod:`webapp.figures.compare`: fits, residuals, simulated vs measured, DDP steps.
 
 Pure functions (no Dash, no I/O). The names below are the package's public API, so a caller may
 write ``figures.note_figure`` or import the page's module.
@@ -36,7 +36,6 @@ from webapp.figures.common import (
     time_unit,
     utilisation_figure,
 )
-from webapp.figures.compare import ddp_steps_figure, fit_figure, residual_figure, sim_vs_measured_figure
 from webapp.figures.ddp import (
     ddp_timeline,
     overhead_figure,
@@ -58,9 +57,7 @@ __all__ = [
     "busy_fraction",
     "byte_axis",
     "crossover_figure",
-    "ddp_steps_figure",
     "ddp_timeline",
-    "fit_figure",
     "in_flight",
     "limit_lanes",
     "link_gantt",
@@ -71,9 +68,7 @@ __all__ = [
     "player_positions",
     "rank_gantt",
     "rank_timeline",
-    "residual_figure",
     "side_by_side_figure",
-    "sim_vs_measured_figure",
     "step_caption",
     "step_title",
     "strategy_figure",

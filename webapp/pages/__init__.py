@@ -1,14 +1,26 @@
-"""One module per page: PATH, NAME, TITLE, layout(search), register(app)."""
+"""The explorer's pages, one package each (``webapp/pages/<name>/``, exporting ``PAGE``), and the
+one list of them (:data:`PAGES`) that the app, the bench and the tests read.
 
-from __future__ import annotations
+As Dash Pages scans its pages folder, every package here that exports a ``PAGE``
+(:class:`webapp.pages.spec.Page`) is a page: adding one edits no file outside its package.
+"""
 
-from typing import Any
+import importlib
+import pkgutil
+
+from webapp.pages.spec import Page, drawn_from, drawn_into
+
+__all__ = ["PAGES", "Page", "drawn_from", "drawn_into"]
 
 
-def drawn_into(tree: Any, drawn: dict[Any, dict[str, Any]]) -> Any:
-    """Set ``drawn[component id][property]`` on the components of a layout ``tree`` (a page that
-    comes drawn: what its callbacks would answer at load, carried by the layout); returns it."""
-    for component in tree._traverse():
-        for prop, value in drawn.get(getattr(component, "id", None), {}).items():
-            setattr(component, prop, value)
-    return tree
+def _pages() -> tuple[Page, ...]:
+    """Every page package's ``PAGE``, in navigation order (``Page.order``)."""
+    found = []
+    for package in pkgutil.iter_modules(__path__):
+        if package.ispkg:
+            page = getattr(importlib.import_module(f"{__name__}.{package.name}"), "PAGE", None)
+            found += [page] if isinstance(page, Page) else []
+    return tuple(sorted(found, key=lambda page: page.order))
+
+
+PAGES = _pages()

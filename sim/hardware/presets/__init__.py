@@ -61,6 +61,7 @@ class NcclSystem:
     latency_inter_us: float
     same_channels: bool
     buffsize: int = DEFAULT_BUFFSIZE  # Simple's buffer per connection (NCCL_BUFFSIZE): 8 slots of buffsize / 8
+    cpu_arch: str = "x86"  # x86 | arm (comm->cpuArch: NCCL 2.29's NVLSTree correction is x86 only)
 
     def graph(self, name: str, nodes: int) -> Graph | None:
         return self.graphs.get(f"{name}_1node") if nodes == 1 else self.graphs.get(name)
@@ -254,6 +255,12 @@ def _maybe(parse, value: Any, what: str) -> float | None:
     return number
 
 
+def _cpu_arch(value: Any, label: str) -> str:
+    if value not in ("x86", "arm"):
+        raise CollsimError(f"hardware preset {label}: nccl.cpu_arch must be x86 or arm, got {value!r}")
+    return value
+
+
 def _nccl(raw: Any, label: str) -> NcclSystem | None:
     if raw is None:
         return None
@@ -281,6 +288,7 @@ def _nccl(raw: Any, label: str) -> NcclSystem | None:
         latency_inter_us=float(raw["latency_inter_us"]),
         same_channels=bool(raw["same_channels"]),
         buffsize=_buffsize(raw.get("buffsize", DEFAULT_BUFFSIZE), label),
+        cpu_arch=_cpu_arch(raw.get("cpu_arch", "x86"), label),
     )
 
 

@@ -19,14 +19,14 @@ from sim.collective.player import link_events, link_intervals, player_data, rank
 from sim.errors import CollsimError
 from sim.units import format_bandwidth, format_time
 from webapp import collective as model
-from webapp import ids, jobs
+from webapp import jobs
 from webapp.callbacks import answer, events_csv, guarded
 from webapp.components import number_card
 from webapp.figures import buffers as buffers_draw
 from webapp.figures import collectives as draw
 from webapp.figures import common
 from webapp.figures import player as player_draw
-from webapp.pages.collectives import views
+from webapp.pages.collectives import ids, views
 from webapp.pages.collectives.controls import no_player_reason, step_by, tick, tick_interval, toggle_play
 from webapp.pages.collectives.layout import (
     HARDWARE_FIELDS,

@@ -10,7 +10,7 @@ from typing import Any
 from dash import no_update
 from dash.exceptions import PreventUpdate
 
-from webapp import ids
+from webapp.pages.collectives import ids
 from webapp.pages.collectives.layout import TICK_MS
 
 

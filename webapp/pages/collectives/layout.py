@@ -14,10 +14,11 @@ from sim.collective import pick
 from sim.network.topology import TOPOLOGIES
 from sim.scenario import SHARING_MODES, CollectiveScenario
 from webapp import collective as model
-from webapp import ids, urlstate
+from webapp import urlstate
 from webapp.callbacks import answer
 from webapp.components import field, graph, hardware_dropdown
-from webapp.pages import drawn_into
+from webapp.pages.collectives import ids
+from webapp.pages.spec import drawn_into
 
 __all__ = [
     "HARDWARE_FIELDS",
@@ -220,7 +221,7 @@ def layout(search: str = "") -> html.Div:
     unknown = urlstate.unknown_keys(search, [*model.DEFAULTS, *VIEW_DEFAULTS])
     compare_field, _, compare_value = view["cmp"].partition(":")
     compare_field = compare_field if compare_field in COMPARE_FIELDS else "algorithm"
-    url_names = {"names": list(model.DEFAULTS), "defaults": {**model.DEFAULTS, **VIEW_DEFAULTS}}
+    url_names = urlstate.url_spec(list(model.DEFAULTS), {**model.DEFAULTS, **VIEW_DEFAULTS})
     drawn = first_view(values, view)
     crossover = first_crossover(values)
     results = drawn_into(_results(view), drawn)  # the panels as the simulation callback would answer them

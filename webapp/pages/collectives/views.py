@@ -16,11 +16,12 @@ from sim.collective.player import rank_intervals
 from sim.errors import CollsimError
 from sim.units import format_time
 from webapp import collective as model
-from webapp import helper, ids
+from webapp import helper
 from webapp.callbacks import answer, guarded
 from webapp.components import graph
 from webapp.figures import collectives as draw
 from webapp.figures import common
+from webapp.pages.collectives import ids
 from webapp.pages.collectives.layout import compare_choices, scenario_of, validate
 
 __all__ = [

@@ -4,7 +4,7 @@ side; then the chosen FSDP / ZeRO sharding strategy's per-unit timeline and ever
 strategy's step time and memory (activations included).
 
 Layout and short callbacks with named outputs: each reads the form, calls one function of
-:mod:`webapp.ddp_model` / :mod:`sim.training.explain` and draws with :mod:`webapp.figures.ddp`.
+:mod:`.model` / :mod:`sim.training.explain` and draws with :mod:`webapp.figures.ddp`.
 """
 
 from __future__ import annotations
@@ -14,22 +14,20 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from dash import Input, Output, State, ctx, dcc, html, no_update
+from dash import ClientsideFunction, Input, Output, State, ctx, dcc, html, no_update
 from dash.exceptions import PreventUpdate
 
 from sim.fields import form_fields
 from sim.training import explain
 from sim.training.memory import peak_words
 from sim.units import format_size, format_time
-from webapp import ddp_model as model
-from webapp import figures, ids, urlstate
-from webapp.callbacks import answer, events_csv, guarded, written
+from webapp import figures, urlstate
+from webapp.callbacks import answer, events_csv, guarded
 from webapp.components import field, graph, hardware_dropdown, number_card
+from webapp.pages.ddp import ids, model
+from webapp.pages.spec import drawn_from, drawn_into
 
-PATH = "/ddp"
-NAME = "ddp"
-TITLE = "DDP buckets"
-PAGE = "ddp"
+PAGE = ids.PREFIX
 
 # Form key -> the DDP scenario field whose label and help it shows: the entries whose group is
 # this page, by their URL key (sim.fields: the CLI's text too)
@@ -240,13 +238,12 @@ def layout(search: str = "") -> html.Div:
     sidebar = html.Aside([html.H3("DDP step"), html.Div(_form(values) + [_upload()], className="form"), _downloads()], className="sidebar")
     view = first_view(values)
     content = _content()
-    for outputs, shown in ((DDP_OUTPUTS, view.get("ddp_shown")), (TRAIN_OUTPUTS, view.get("training_shown"))):
-        if shown:  # the sidebar too: the o and w used sit under the boxes
-            for part in (content, sidebar):
-                _fill(part, {(out.component_id, out.component_property): shown[name] for name, out in outputs.items()})
+    drawn = {**drawn_from(DDP_OUTPUTS, view.get("ddp_shown") or {}), **drawn_from(TRAIN_OUTPUTS, view.get("training_shown") or {})}
+    for part in (content, sidebar):  # the sidebar too: the o and w used sit under the boxes
+        drawn_into(part, drawn)
     loading = dcc.Loading(content, type="default", delay_show=250, overlay_style={"visibility": "visible", "opacity": 0.5})
     stores = [dcc.Store(id=ids.DDP_SCENARIO, data=view.get("ddp")), dcc.Store(id=ids.TRAIN_SCENARIO, data=view.get("training")),
-              dcc.Store(id=ids.DDP_UPLOAD_STORE)]  # fmt: skip
+              dcc.Store(id=ids.DDP_UPLOAD_STORE), dcc.Store(id=ids.DDP_URL_SPEC, data=model.url_spec())]  # fmt: skip
     return html.Div([*stores, sidebar, html.Section(loading, className="content")], className="layout")
 
 
@@ -267,18 +264,6 @@ def first_view(values: dict[str, str]) -> dict[str, Any]:
         except Exception:  # noqa: BLE001 - left to the callback, which shows the message
             continue
     return view
-
-
-def _fill(component: Any, values: dict[tuple[str, str], Any]) -> None:
-    """Set ``values[(id, property)]`` on the components of a layout tree (``no_update``: left)."""
-    component_id = getattr(component, "id", None)
-    for (target, prop), value in values.items():
-        if target == component_id and value is not no_update:
-            setattr(component, prop, value)
-    children = getattr(component, "children", None)
-    for child in children if isinstance(children, list) else [children]:
-        if hasattr(child, "to_plotly_json"):
-            _fill(child, values)
 
 
 # ----------------------------------------------------------------------------- callbacks
@@ -344,16 +329,16 @@ def upload(contents: str | None, filename: str | None) -> dict[str, Any]:
 def validate(
     uploaded: list | None, form: dict[str, Any], previous: dict | None = None, previous_training: dict | None = None
 ) -> dict[str, Any]:
-    """The DDP and training-step scenarios (None where the form is wrong), a message per field and
-    the URL query; a store is left alone when its scenario did not change (the DDP store when
-    only the sharding fields changed; both at load, where the layout brings them drawn)."""
+    """The DDP and training-step scenarios (None where the form is wrong) and a message per field
+    (the URL query is written in the browser, :func:`webapp.urlstate.url_spec`); a store is left
+    alone when its scenario did not change (the DDP store when only the sharding fields changed;
+    both at load, where the layout brings them drawn)."""
     checked = model.validate_form(form, uploaded)
     data, training = checked["ddp"], checked["training"]
     return {
         "ddp": no_update if data is not None and data == previous else data,
         "training": no_update if training is not None and training == previous_training else training,
         "errors": {name: checked["errors"].get(name, "") for name in model.DEFAULTS},
-        "search": model.query_from_form(form),
     }
 
 
@@ -524,19 +509,21 @@ def _register_form(app: Any) -> None:
 
 
 def _register_runs(app: Any) -> None:
-    """Validation (and the URL), the two sections' runs, the downloads."""
+    """Validation, the URL (written in the browser), the two sections' runs, the downloads."""
     errors = {name: Output(ids.error_id(name, PAGE), "children") for name in model.DEFAULTS}
-    outputs = {
-        "ddp": Output(ids.DDP_SCENARIO, "data"), "training": Output(ids.TRAIN_SCENARIO, "data"), "errors": errors,
-        "search": Output(ids.URL, "search", allow_duplicate=True), "written": Output(ids.URL_WRITTEN, "data", allow_duplicate=True),
-    }  # fmt: skip
+    outputs = {"ddp": Output(ids.DDP_SCENARIO, "data"), "training": Output(ids.TRAIN_SCENARIO, "data"), "errors": errors}
     failed = lambda message: {**answer(outputs, ddp=None, training=None), "errors": {**answer(errors), "preset": message}}  # noqa: E731
     app.callback(
         output=outputs,
         inputs={"uploaded": Input(ids.DDP_UPLOAD_STORE, "data"), "form": {name: Input(_fid(name), "value") for name in model.DEFAULTS},
                 "previous": State(ids.DDP_SCENARIO, "data"), "previous_training": State(ids.TRAIN_SCENARIO, "data")},
+    )(guarded(validate, failed))  # fmt: skip
+    app.clientside_callback(
+        ClientsideFunction("collsim", "writeUrl"),
+        Output(ids.URL, "search", allow_duplicate=True), Output(ids.URL_WRITTEN, "data", allow_duplicate=True),
+        *[Input(_fid(name), "value") for name in model.DEFAULTS], State(ids.DDP_URL_SPEC, "data"),
         prevent_initial_call="initial_duplicate",
-    )(guarded(written(validate), failed))  # fmt: skip
+    )  # fmt: skip
     # not at load: the layout comes drawn (first_view), or validation at load sets the stores
     app.callback(output=DDP_OUTPUTS, inputs={"data": Input(ids.DDP_SCENARIO, "data")}, prevent_initial_call=True)(
         guarded(simulate, lambda message: answer(DDP_OUTPUTS, notice=f"Cannot run this step: {message}"))

@@ -5,7 +5,7 @@ way (fit on some logs, predict the others), and measured vs simulated DDP steps.
 store (the bundled sample data unless ``collsim ui --db FILE``).
 
 Layout and short callbacks; the numbers come from :mod:`real.overlays` and :mod:`real.gpu_heldout`
-(precomputed: the GPU fits run the DES for a minute), the figures from :mod:`webapp.figures.compare`.
+(precomputed: the GPU fits run the DES for a minute), the figures from :mod:`.figures`.
 """
 
 from __future__ import annotations
@@ -14,26 +14,24 @@ import math
 import os
 from functools import lru_cache
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl
 
-from dash import Input, Output, ctx, dcc, html
+from dash import ClientsideFunction, Input, Output, State, ctx, dcc, html
 from flask import current_app, has_app_context
 
 from real import gpu_heldout, overlays
 from real.heldout_ow import DEFAULT_SPLIT, SPLITS
 from sim.errors import CollsimError
 from sim.units import format_bandwidth, format_size, format_time
-from webapp import ids
-from webapp.callbacks import answer, guarded, written
+from webapp import urlstate
+from webapp.callbacks import answer, guarded
 from webapp.components import graph, number_card
 from webapp.figures import common
-from webapp.figures import compare as draw
 from webapp.figures.ddp import ddp_timeline
-from webapp.pages import drawn_into
+from webapp.pages.compare import figures as draw
+from webapp.pages.compare import ids
+from webapp.pages.spec import drawn_from, drawn_into
 
-PATH = "/compare"
-NAME = "compare"
-TITLE = "Sim vs measured"
 GROUP_KEYS = ("source", "backend", "device", "op", "world_size")  # a group's dropdown value joins these with "|"
 OUTPUTS = {
     "notice": Output(ids.CMP_NOTICE, "children"),
@@ -53,9 +51,10 @@ OUTPUTS = {
     "gpu_figure": Output(ids.CMP_GPU_FIG, "figure"),
     "gpu_table": Output(ids.CMP_GPU_TABLE, "children"),
     "gpu": Output(ids.CMP_GPU, "value"),
-    "search": Output(ids.URL, "search", allow_duplicate=True),
-    "written": Output(ids.URL_WRITTEN, "data", allow_duplicate=True),
 }
+# the query: every choice the page shows (written in the browser from the dropdowns, webapp.urlstate)
+URL_INPUTS = {"group": ids.CMP_RUNS, "stat": ids.CMP_STAT, "algorithm": ids.CMP_ALGORITHM, "split": ids.CMP_SPLIT, "gpu": ids.CMP_GPU}
+URL_SPEC = urlstate.url_spec(list(URL_INPUTS), dict.fromkeys(URL_INPUTS, ""))
 INTRO = (
     "Measured collectives from a results store: the fit t = o + n / w with its interval, fitted on one part of "
     "the measurements (the split above), and the simulator run with those constants, judged only on the other part. "
@@ -137,22 +136,20 @@ def layout(search: str = "") -> html.Div:
     configs = overlays.ddp_configs(store)
     drawn = first_view(picked, configs[-1] if configs else None)
     controls = drawn_into(_controls(options, stats, algorithms, picked), drawn)
-    return html.Div([controls, dcc.Loading(drawn_into(_content(configs), drawn), type="default", delay_show=250)], className="compare")
+    content = dcc.Loading(drawn_into(_content(configs), drawn), type="default", delay_show=250)
+    return html.Div([dcc.Store(id=ids.CMP_URL_SPEC, data=URL_SPEC), controls, content], className="compare")
 
 
 def first_view(picked: dict[str, str], config: str | None) -> dict[str, dict[str, Any]]:
     """{component id: {property: value}}: what :func:`update` and :func:`overlay` answer for the
     picked group, statistic, algorithm, split and GPU split and the last DDP config, so the page
-    comes drawn (at load ``update``'s callback only writes the URL, :func:`update_or_url`). A group
+    comes drawn (at load ``update``'s callback draws nothing, :func:`update_or_url`). A group
     ``update`` cannot show is left to the callback (its message)."""
-    drawn: dict[str, dict[str, Any]] = {}
     try:
         shown = update(picked["group"], picked["stat"], picked["algorithm"], picked["split"], picked["gpu"])
     except Exception:  # noqa: BLE001 - the callback at load says what is wrong
         shown = {}
-    for name, value in shown.items():
-        if name not in ("search", "written"):
-            drawn.setdefault(OUTPUTS[name].component_id, {})[OUTPUTS[name].component_property] = value
+    drawn = drawn_from(OUTPUTS, shown)
     db_path = _db_path()
     drawn[ids.CMP_DDP] = {"figure": _ddp_steps(db_path, _stamp(db_path))}
     try:
@@ -165,10 +162,10 @@ def first_view(picked: dict[str, str], config: str | None) -> dict[str, dict[str
 
 
 def update_or_url(key: str, stat: str, algorithm: str, split: str | None = None, gpu: str | None = None) -> dict[str, Any]:
-    """:func:`update`; at load (the layout came drawn, :func:`first_view`) only the URL it writes."""
+    """:func:`update`; at load (the layout came drawn, :func:`first_view`) nothing, or why it cannot."""
     shown = update(key, stat, algorithm, split, gpu)
     if ctx.triggered_id is None:
-        return answer(OUTPUTS, search=shown["search"])
+        return answer(OUTPUTS)
     return shown
 
 
@@ -364,8 +361,12 @@ def update(key: str, stat: str, algorithm: str, split: str | None = None, gpu: s
     db_path = _db_path()
     shown = _update(db_path, _stamp(db_path), key, stat, algorithm, split or DEFAULT_SPLIT)
     gpu_part = gpu_panel(gpu)
-    query = {"group": key, "stat": shown["stat"], "algorithm": shown["algorithm"], "split": shown["split"], "gpu": gpu_part["gpu"]}
-    return {**shown, **gpu_part, "search": "?" + urlencode({name: value for name, value in query.items() if value})}
+    return {**shown, **gpu_part}
+
+
+def query(key: str, shown: dict[str, Any]) -> str:
+    """The query the browser writes once the page shows :func:`update`'s answer for the group ``key``."""
+    return urlstate.query_of(URL_SPEC, {"group": key, **{name: shown[name] for name in ("stat", "algorithm", "split", "gpu")}})
 
 
 def _choices(rows: list[dict[str, Any]], group: dict[str, Any], stat: str, algorithm: str) -> tuple[list[str], str, list[str], str]:
@@ -512,8 +513,15 @@ def register(app: Any) -> None:
             "split": Input(ids.CMP_SPLIT, "value"),
             "gpu": Input(ids.CMP_GPU, "value"),
         },
+    )(guarded(update_or_url, lambda message: answer(OUTPUTS, notice=message)))
+    app.clientside_callback(
+        ClientsideFunction("collsim", "writeUrl"),
+        Output(ids.URL, "search", allow_duplicate=True),
+        Output(ids.URL_WRITTEN, "data", allow_duplicate=True),
+        *[Input(component_id, "value") for component_id in URL_INPUTS.values()],
+        State(ids.CMP_URL_SPEC, "data"),
         prevent_initial_call="initial_duplicate",
-    )(guarded(written(update_or_url), lambda message: answer(OUTPUTS, notice=message)))
+    )
     app.callback(
         output={"note": Output(ids.CMP_DDP_NOTE, "children"), "figure": Output(ids.CMP_DDP_OVERLAY, "figure")},
         inputs={"config": Input(ids.CMP_DDP_CONFIG, "value")},

@@ -13,6 +13,7 @@ from sim.errors import CollsimError
 from sim.files import parse_data
 from sim.units import format_size, format_time, parse_bandwidth, parse_size, parse_time
 from webapp import urlstate
+from webapp.collective import hardware_options  # noqa: F401 - the presets both pages offer (model.hardware_options)
 
 DEFAULTS: dict[str, str] = {
     "hardware": "",  # a preset (sim/hardware): ranks in whole nodes, its network, o / w from NCCL's model; "" by hand
@@ -91,24 +92,20 @@ def form_from_query(search: str | None) -> dict[str, str]:
     return {**form, **{key: value for key, value in (filled or {}).items() if key not in given}}
 
 
+def url_spec() -> dict[str, Any]:
+    """The URL writer's spec: fields that differ from the defaults; under a preset the fields it fills
+    always (a link read back fills those it lacks from the preset), without one no nodes (hidden)."""
+    return urlstate.url_spec(list(DEFAULTS), DEFAULTS, pinned_by="hardware", pinned=(*HARDWARE_FIELDS, "nodes"), cleared=("nodes",))
+
+
 def query_from_form(form: dict[str, Any]) -> str:
-    """The link of a form: fields that differ from the defaults; under a preset the fields it
-    fills always (a link read back fills those it lacks from the preset, :func:`form_from_query`)."""
-    if not str(form.get("hardware") or "").strip():
-        return urlstate.query_from_form({**form, "nodes": ""}, DEFAULTS)  # no preset: no nodes (hidden)
-    return urlstate.query_from_form(form, {**DEFAULTS, **{key: "\0" for key in (*HARDWARE_FIELDS, "nodes")}})
+    return urlstate.query_of(url_spec(), form)  # the link of a form, as the browser writes it
 
 
 # ----------------------------------------------------------------------------- hardware presets
 
 TYPICAL_BUCKET_BYTES = 25 * 2**20  # DDP's default bucket_cap_mb: where o / w meet NCCL's prediction
 HARDWARE_FIELDS = ("ranks", "bandwidth", "latency", "o", "w", "algorithm", "gpu")  # what picking a preset fills
-
-
-def hardware_options() -> list[str]:
-    from webapp.collective import hardware_options as options
-
-    return options()
 
 
 def hardware_nodes(name: str, ranks_text: str) -> int:

@@ -2,9 +2,7 @@
 simulator's own numbers (sim.teaching): ring all-reduce step by step; why ring wins
 for big messages and the tree for small ones; the 15 s broadcast; how big DDP buckets should be.
 
-The page reads its inputs, calls sim, draws (webapp/figures/guides.py). Component ids are the
-``GUIDES_*`` constants below (prefix ``guides-``), kept here rather than in webapp/ids.py while
-that module is being restructured.
+The page reads its inputs, calls sim, draws (:mod:`.figures`), with ids from :mod:`.ids`.
 """
 
 from __future__ import annotations
@@ -24,39 +22,12 @@ from sim.training import overhead
 from sim.training.ddp import DDPScenario
 from sim.units import format_bandwidth, format_size, format_time
 from webapp.components import GRAPH_CONFIG
-from webapp.figures import guides as draw
-from webapp.pages import drawn_into
+from webapp.pages.guides import figures as draw
+from webapp.pages.guides import ids
+from webapp.pages.spec import drawn_into
 
-__all__ = ["NAME", "PATH", "TITLE", "broadcast_view", "bucket_view", "crossover_view", "layout", "register", "ring_view"]
+__all__ = ["broadcast_view", "bucket_view", "crossover_view", "layout", "register", "ring_view"]
 
-PATH = "/guides"
-NAME = "guides"
-TITLE = "Guides"
-
-# component ids (prefix guides-)
-GUIDES_RING_RANKS = "guides-ring-ranks"
-GUIDES_RING_STEP = "guides-ring-step"
-GUIDES_RING_CELLS = "guides-ring-cells"
-GUIDES_RING_BYTES = "guides-ring-bytes"
-GUIDES_RING_TEXT = "guides-ring-text"
-GUIDES_RING_FORMULA = "guides-ring-formula"
-GUIDES_CROSS_RANKS = "guides-cross-ranks"
-GUIDES_CROSS_TREE = "guides-cross-tree"
-GUIDES_CROSS_ALPHA = "guides-cross-alpha"
-GUIDES_CROSS_BANDWIDTH = "guides-cross-bandwidth"
-GUIDES_CROSS_GRAPH = "guides-cross-graph"
-GUIDES_CROSS_SIZE = "guides-cross-size"
-GUIDES_CROSS_TEXT = "guides-cross-text"
-GUIDES_BCAST_STEP = "guides-bcast-step"
-GUIDES_BCAST_TREE = "guides-bcast-tree"
-GUIDES_BCAST_BYTES = "guides-bcast-bytes"
-GUIDES_BCAST_TEXT = "guides-bcast-text"
-GUIDES_BUCKET_MODEL = "guides-bucket-model"
-GUIDES_BUCKET_O = "guides-bucket-o"
-GUIDES_BUCKET_W = "guides-bucket-w"
-GUIDES_BUCKET_T = "guides-bucket-t"
-GUIDES_BUCKET_GRAPH = "guides-bucket-graph"
-GUIDES_BUCKET_TEXT = "guides-bucket-text"
 
 MiB = 2**20
 # the course's cases (docs/examples/ring_allreduce_8.yaml, binomial_broadcast_classic.yaml)
@@ -450,17 +421,17 @@ def _wide_slider(label: str, slider: Any) -> html.Div:
 def _ring_guide() -> html.Div:
     """Guide 1: ring all-reduce step by step."""
     return _section(
-        "guide-ring",
+        ids.GUIDE_RING,
         "1. Ring all-reduce, step by step",
         "The course's case: 64 MiB of gradients, α = 5 us, 25 GB/s links, reductions at 100 GB/s. The ring does a reduce-scatter "
         "(p-1 steps: each piece collects one more rank's data per step) then an all-gather (p-1 steps: the finished sums travel round).",
         [
-            html.Div([_label("ranks p", dcc.Dropdown(id=GUIDES_RING_RANKS, options=[4, 8, 16], value=8, clearable=False)),
-                      _step_slider(GUIDES_RING_STEP, 14)],
+            html.Div([_label("ranks p", dcc.Dropdown(id=ids.GUIDES_RING_RANKS, options=[4, 8, 16], value=8, clearable=False)),
+                      _step_slider(ids.GUIDES_RING_STEP, 14)],
                      className="row"),
-            html.Div(id=GUIDES_RING_TEXT, className="guide-text"),
-            html.Div(id=GUIDES_RING_FORMULA, className="guide-formula"),
-            _side_by_side(_graph(GUIDES_RING_CELLS, 470), _graph(GUIDES_RING_BYTES, 320)),
+            html.Div(id=ids.GUIDES_RING_TEXT, className="guide-text"),
+            html.Div(id=ids.GUIDES_RING_FORMULA, className="guide-formula"),
+            _side_by_side(_graph(ids.GUIDES_RING_CELLS, 470), _graph(ids.GUIDES_RING_BYTES, 320)),
         ],
     )  # fmt: skip
 
@@ -468,21 +439,21 @@ def _ring_guide() -> html.Div:
 def _crossover_guide() -> html.Div:
     """Guide 2: the ring/tree crossover moved by alpha and bandwidth."""
     return _section(
-        "guide-crossover",
+        ids.GUIDE_CROSSOVER,
         "2. Why ring wins for big messages and the tree for small ones",
         "Move α (latency per message) and the bandwidth (1/β): the crossover size, where the two closed forms meet, moves with them.",
         [
             html.Div([
-                _label("ranks p", dcc.Dropdown(id=GUIDES_CROSS_RANKS, options=[4, 8, 16, 64], value=8, clearable=False)),
-                _label("against ring", dcc.Dropdown(id=GUIDES_CROSS_TREE, clearable=False, value="recursive_doubling", options=[
+                _label("ranks p", dcc.Dropdown(id=ids.GUIDES_CROSS_RANKS, options=[4, 8, 16, 64], value=8, clearable=False)),
+                _label("against ring", dcc.Dropdown(id=ids.GUIDES_CROSS_TREE, clearable=False, value="recursive_doubling", options=[
                     {"label": "recursive doubling (butterfly)", "value": "recursive_doubling"},
                     {"label": "binomial tree: reduce then broadcast", "value": "reduce_broadcast"}])),
-                _wide_slider("α (latency)", _slider(GUIDES_CROSS_ALPHA, -1, 3, math.log10(5), {-1: "0.1 us", 0: "1 us", 1: "10 us", 2: "100 us", 3: "1 ms"}, 0.05)),
-                _wide_slider("bandwidth (1/β)", _slider(GUIDES_CROSS_BANDWIDTH, 0, 3, math.log10(25), {0: "1 GB/s", 1: "10 GB/s", 2: "100 GB/s", 3: "1 TB/s"}, 0.05)),
+                _wide_slider("α (latency)", _slider(ids.GUIDES_CROSS_ALPHA, -1, 3, math.log10(5), {-1: "0.1 us", 0: "1 us", 1: "10 us", 2: "100 us", 3: "1 ms"}, 0.05)),
+                _wide_slider("bandwidth (1/β)", _slider(ids.GUIDES_CROSS_BANDWIDTH, 0, 3, math.log10(25), {0: "1 GB/s", 1: "10 GB/s", 2: "100 GB/s", 3: "1 TB/s"}, 0.05)),
             ], className="row"),
-            html.Div([html.Div("crossover size", className="card-title"), html.Div(id=GUIDES_CROSS_SIZE, className="card-value")], className="card number",
+            html.Div([html.Div("crossover size", className="card-title"), html.Div(id=ids.GUIDES_CROSS_SIZE, className="card-value")], className="card number",
                      style={"display": "inline-block", "margin": "8px 0"}),
-            _side_by_side(_graph(GUIDES_CROSS_GRAPH, 420), html.Div(id=GUIDES_CROSS_TEXT, className="guide-text")),
+            _side_by_side(_graph(ids.GUIDES_CROSS_GRAPH, 420), html.Div(id=ids.GUIDES_CROSS_TEXT, className="guide-text")),
         ],
     )  # fmt: skip
 
@@ -490,13 +461,13 @@ def _crossover_guide() -> html.Div:
 def _broadcast_guide() -> html.Div:
     """Guide 3: the course's 15 s binomial broadcast."""
     return _section(
-        "guide-broadcast",
+        ids.GUIDE_BROADCAST,
         "3. The 15 s broadcast",
         "The course's example: the root sends 5 MB to 8 ranks over 1 MB/s links (no latency) along a binomial tree.",
         [
-            html.Div(_step_slider(GUIDES_BCAST_STEP, 3, {k: str(k) for k in range(4)}), style={"maxWidth": "420px"}),
-            html.Div(id=GUIDES_BCAST_TEXT, className="guide-text"),
-            _side_by_side(_graph(GUIDES_BCAST_TREE, 340), _graph(GUIDES_BCAST_BYTES, 320)),
+            html.Div(_step_slider(ids.GUIDES_BCAST_STEP, 3, {k: str(k) for k in range(4)}), style={"maxWidth": "420px"}),
+            html.Div(id=ids.GUIDES_BCAST_TEXT, className="guide-text"),
+            _side_by_side(_graph(ids.GUIDES_BCAST_TREE, 340), _graph(ids.GUIDES_BCAST_BYTES, 320)),
         ],
     )  # fmt: skip
 
@@ -504,19 +475,19 @@ def _broadcast_guide() -> html.Div:
 def _bucket_guide() -> html.Div:
     """Guide 4: the DDP bucket U-curve beside the simulation."""
     return _section(
-        "guide-buckets",
+        ids.GUIDE_BUCKETS,
         "4. How big should my DDP buckets be?",
         "DDP all-reduces gradients in buckets while backward still runs; only what is left when backward ends costs time. "
         "An all-reduce of b bytes takes o + b / w.",
         [
             html.Div([
-                _label("model", dcc.Dropdown(id=GUIDES_BUCKET_MODEL, options=[{"label": v, "value": k} for k, v in BUCKET_MODELS.items()],
+                _label("model", dcc.Dropdown(id=ids.GUIDES_BUCKET_MODEL, options=[{"label": v, "value": k} for k, v in BUCKET_MODELS.items()],
                                              value="course", clearable=False)),
-                _label("o: per all-reduce (us)", dcc.Input(id=GUIDES_BUCKET_O, type="number", value=50, min=0, debounce=True)),
-                _label("w: bandwidth (GB/s)", dcc.Input(id=GUIDES_BUCKET_W, type="number", value=10, min=0, debounce=True)),
-                _label("T: backward (ms; empty: s / w)", dcc.Input(id=GUIDES_BUCKET_T, type="number", value=None, min=0, debounce=True)),
+                _label("o: per all-reduce (us)", dcc.Input(id=ids.GUIDES_BUCKET_O, type="number", value=50, min=0, debounce=True)),
+                _label("w: bandwidth (GB/s)", dcc.Input(id=ids.GUIDES_BUCKET_W, type="number", value=10, min=0, debounce=True)),
+                _label("T: backward (ms; empty: s / w)", dcc.Input(id=ids.GUIDES_BUCKET_T, type="number", value=None, min=0, debounce=True)),
             ], className="row"),
-            _side_by_side(_graph(GUIDES_BUCKET_GRAPH, 520), html.Div(id=GUIDES_BUCKET_TEXT, className="guide-text")),
+            _side_by_side(_graph(ids.GUIDES_BUCKET_GRAPH, 520), html.Div(id=ids.GUIDES_BUCKET_TEXT, className="guide-text")),
         ],
     )  # fmt: skip
 
@@ -527,7 +498,7 @@ def layout(search: str = "") -> html.Div:
     bcast = _broadcast_guide()
     buckets = _bucket_guide()
     contents = html.Nav([html.A(title, href=f"#{anchor}", style={"marginRight": "16px"}) for anchor, title in (
-        ("guide-ring", "Ring all-reduce"), ("guide-crossover", "Ring or tree?"), ("guide-broadcast", "The 15 s broadcast"), ("guide-buckets", "DDP buckets"))])  # fmt: skip
+        (ids.GUIDE_RING, "Ring all-reduce"), (ids.GUIDE_CROSSOVER, "Ring or tree?"), (ids.GUIDE_BROADCAST, "The 15 s broadcast"), (ids.GUIDE_BUCKETS, "DDP buckets"))])  # fmt: skip
     page = html.Div([html.H1("Guides"), contents, ring, cross, bcast, buckets], id="guides-page", style={"display": "grid", "gap": "16px"})
     return drawn_into(page, first_views())
 
@@ -540,25 +511,25 @@ def layout(search: str = "") -> html.Div:
 # load draws the guides without a round trip, and the callbacks run only when an input changes.
 VIEWS = {
     "ring": (
-        {"cells": (GUIDES_RING_CELLS, "figure"), "bytes": (GUIDES_RING_BYTES, "figure"), "text": (GUIDES_RING_TEXT, "children"),
-         "formula": (GUIDES_RING_FORMULA, "children"), "max": (GUIDES_RING_STEP, "max")},
-        {"ranks": (GUIDES_RING_RANKS, 8), "position": (GUIDES_RING_STEP, 0)},
+        {"cells": (ids.GUIDES_RING_CELLS, "figure"), "bytes": (ids.GUIDES_RING_BYTES, "figure"), "text": (ids.GUIDES_RING_TEXT, "children"),
+         "formula": (ids.GUIDES_RING_FORMULA, "children"), "max": (ids.GUIDES_RING_STEP, "max")},
+        {"ranks": (ids.GUIDES_RING_RANKS, 8), "position": (ids.GUIDES_RING_STEP, 0)},
         lambda ranks, position: ring_view(ranks, position),
     ),
     "cross": (
-        {"figure": (GUIDES_CROSS_GRAPH, "figure"), "size": (GUIDES_CROSS_SIZE, "children"), "text": (GUIDES_CROSS_TEXT, "children")},
-        {"ranks": (GUIDES_CROSS_RANKS, 8), "tree": (GUIDES_CROSS_TREE, "recursive_doubling"),
-         "log_alpha_us": (GUIDES_CROSS_ALPHA, math.log10(5)), "log_bandwidth_GBps": (GUIDES_CROSS_BANDWIDTH, math.log10(25))},
+        {"figure": (ids.GUIDES_CROSS_GRAPH, "figure"), "size": (ids.GUIDES_CROSS_SIZE, "children"), "text": (ids.GUIDES_CROSS_TEXT, "children")},
+        {"ranks": (ids.GUIDES_CROSS_RANKS, 8), "tree": (ids.GUIDES_CROSS_TREE, "recursive_doubling"),
+         "log_alpha_us": (ids.GUIDES_CROSS_ALPHA, math.log10(5)), "log_bandwidth_GBps": (ids.GUIDES_CROSS_BANDWIDTH, math.log10(25))},
         lambda ranks, tree, log_alpha_us, log_bandwidth_GBps: crossover_view(ranks, tree, log_alpha_us, log_bandwidth_GBps),
     ),
     "broadcast": (
-        {"tree": (GUIDES_BCAST_TREE, "figure"), "bytes": (GUIDES_BCAST_BYTES, "figure"), "text": (GUIDES_BCAST_TEXT, "children")},
-        {"position": (GUIDES_BCAST_STEP, 0)},
+        {"tree": (ids.GUIDES_BCAST_TREE, "figure"), "bytes": (ids.GUIDES_BCAST_BYTES, "figure"), "text": (ids.GUIDES_BCAST_TEXT, "children")},
+        {"position": (ids.GUIDES_BCAST_STEP, 0)},
         lambda position: broadcast_view(position),
     ),
     "buckets": (
-        {"figure": (GUIDES_BUCKET_GRAPH, "figure"), "text": (GUIDES_BUCKET_TEXT, "children")},
-        {"model": (GUIDES_BUCKET_MODEL, "course"), "o_us": (GUIDES_BUCKET_O, 50), "w_GBps": (GUIDES_BUCKET_W, 10), "backward_ms": (GUIDES_BUCKET_T, None)},
+        {"figure": (ids.GUIDES_BUCKET_GRAPH, "figure"), "text": (ids.GUIDES_BUCKET_TEXT, "children")},
+        {"model": (ids.GUIDES_BUCKET_MODEL, "course"), "o_us": (ids.GUIDES_BUCKET_O, 50), "w_GBps": (ids.GUIDES_BUCKET_W, 10), "backward_ms": (ids.GUIDES_BUCKET_T, None)},
         lambda model, o_us, w_GBps, backward_ms: bucket_view(model, o_us, w_GBps, backward_ms),
     ),
 }  # fmt: skip

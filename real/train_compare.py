@@ -1,0 +1,135 @@
+"""A measured ``real train`` step beside a simulation of the same layout fed with measured compute.
+
+:func:`compare` takes a ``collsim-train-profile`` (:func:`real.train.run_train`) and a callable
+``simulate(inputs) -> {"step_time_s": float, "rows": [...]}`` (:class:`Simulate`). The callable
+receives :class:`SimInputs`: the layout (tp, pp, dp, stages per rank), the schedule, the number of
+micro-batches, each stage's measured forward and backward compute seconds per micro-batch (TP
+all-reduces subtracted), and the measured collective times (TP all-reduce, PP transfer, DP
+all-reduce, each with its bytes). Its rows have the fields of :data:`real.train_timeline.ROW_FIELDS`
+(at least rank, stream, kind, start_s, end_s, bytes) for one step.
+
+Wiring ``collsim sim train`` (``sim.training.parallel``, written separately): an adapter
+``simulate(inputs)`` that builds that command's scenario from ``inputs`` (``--tp/--pp/--dp``,
+``--schedule``, micro-batches, the per-stage compute in place of its MFU-derived compute, the
+collective times or a hardware preset for them) and returns its ``result.step_time_s`` and
+``result.events`` as rows. Until then :func:`compare` is exercised with a fake callable in
+``tests/real/test_real_train_compare.py``.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sim.errors import CollsimError
+
+__all__ = ["SimInputs", "Simulate", "compare", "sim_inputs", "measured_collectives"]
+
+
+@dataclass(frozen=True)
+class SimInputs:
+    """What a simulator needs to replay the measured layout (seconds per micro-batch, bytes per op)."""
+
+    tp: int
+    pp: int
+    dp: int
+    stages_per_rank: int
+    schedule: str
+    micro_batches: int
+    forward_s: tuple[float, ...]  # per stage
+    backward_s: tuple[float, ...]
+    tp_all_reduce_s: float
+    tp_all_reduce_bytes: int
+    pp_transfer_s: float
+    pp_transfer_bytes: int
+    dp_all_reduce_s: float
+    dp_all_reduce_bytes: int
+
+
+Simulate = Callable[[SimInputs], Mapping[str, Any]]
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values) if values else 0.0
+
+
+def measured_collectives(rows: list[dict[str, Any]]) -> dict[str, tuple[float, int]]:
+    """Median seconds and bytes of one TP all-reduce, one PP transfer and one DP all-reduce.
+
+    A collective's time is its last-arriving rank's (the shortest row of the group: the others
+    also waited for it); a transfer's time runs from the later of the send's and the receive's
+    start to the receive's end (every rank's clock starts after the same barrier)."""
+    groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        if row["kind"] == "all_reduce":
+            groups[(row["stream"], row["step"], row["name"], tuple(row["group"]))].append(row)
+    result = {}
+    for stream in ("tp", "dp"):
+        shortest = [min(r["end_s"] - r["start_s"] for r in members) for key, members in groups.items() if key[0] == stream]
+        sizes = [members[0]["bytes"] for key, members in groups.items() if key[0] == stream]
+        result[stream] = (_median(shortest), int(_median(sizes)) if sizes else 0)
+    sends = {(r["step"], r["name"], r["rank"], r["peer"]): r for r in rows if r["kind"] == "send"}
+    transfers, sizes = [], []
+    for recv in (r for r in rows if r["kind"] == "recv"):
+        send = sends.get((recv["step"], recv["name"], recv["peer"], recv["rank"]))
+        if send is not None:
+            transfers.append(max(0.0, recv["end_s"] - max(recv["start_s"], send["start_s"])))
+            sizes.append(recv["bytes"])
+    result["pp"] = (_median(transfers), int(_median(sizes)) if sizes else 0)
+    return result
+
+
+def sim_inputs(measured: dict[str, Any]) -> SimInputs:
+    """The :class:`SimInputs` of a measured profile."""
+    if measured.get("kind") != "collsim-train-profile":
+        raise CollsimError(f"compare: expected a collsim-train-profile (collsim real train --out), got kind {measured.get('kind')!r}")
+    config, stage = measured["config"], measured["compute"]["stage"]
+    collectives = measured_collectives(measured["rows"])
+    return SimInputs(
+        tp=config["tp"], pp=config["pp"], dp=config["dp"], stages_per_rank=len(stage["forward_s"]) // config["pp"],
+        schedule=config["schedule"], micro_batches=measured["micro_batches"],
+        forward_s=tuple(stage["forward_s"]), backward_s=tuple(stage["backward_s"]),
+        tp_all_reduce_s=collectives["tp"][0], tp_all_reduce_bytes=collectives["tp"][1],
+        pp_transfer_s=collectives["pp"][0], pp_transfer_bytes=collectives["pp"][1],
+        dp_all_reduce_s=collectives["dp"][0], dp_all_reduce_bytes=collectives["dp"][1],
+    )  # fmt: skip
+
+
+def _per_rank_streams(rows: list[dict[str, Any]], steps: int) -> dict[tuple[int, str], tuple[float, float]]:
+    """(rank, stream) -> (operations, busy seconds), per step."""
+    totals: dict[tuple[int, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for row in rows:
+        total = totals[(row["rank"], row["stream"])]
+        total[0] += 1
+        total[1] += row["end_s"] - row["start_s"]
+    return {key: (count / steps, busy / steps) for key, (count, busy) in totals.items()}
+
+
+def compare(measured: dict[str, Any], simulate: Simulate) -> dict[str, Any]:
+    """The measured step (median, spread) beside ``simulate(sim_inputs(measured))``'s, and per
+    rank and stream the operations and busy seconds per step, measured and simulated."""
+    inputs = sim_inputs(measured)
+    simulated = simulate(inputs)
+    if "step_time_s" not in simulated or "rows" not in simulated:
+        raise CollsimError("compare: the simulate callable must return a mapping with 'step_time_s' and 'rows'")
+    step = measured["step_time"]
+    simulated_s = float(simulated["step_time_s"])
+    mine = _per_rank_streams(measured["rows"], max(1, len(measured["step_time_s"])))
+    theirs = _per_rank_streams(list(simulated["rows"]), 1)
+    streams = [
+        {"rank": rank, "stream": stream, "measured_ops": mine.get((rank, stream), (0, 0))[0], "simulated_ops": theirs.get((rank, stream), (0, 0))[0],
+         "measured_busy_s": mine.get((rank, stream), (0, 0.0))[1], "simulated_busy_s": theirs.get((rank, stream), (0, 0.0))[1]}
+        for rank, stream in sorted(set(mine) | set(theirs))
+    ]  # fmt: skip
+    return {
+        "inputs": inputs.__dict__,
+        "measured_step_s": step["median_s"],
+        "measured_spread": step["spread"],
+        "simulated_step_s": simulated_s,
+        "error": (simulated_s - step["median_s"]) / step["median_s"] if step["median_s"] else float("nan"),
+        "within_spread": step["min_s"] <= simulated_s <= step["max_s"],
+        "streams": streams,
+    }

@@ -1,0 +1,121 @@
+"""``collsim sim train``: one training step under TP, SP, PP, DP/ZeRO and EP, or ``--sweep``."""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import replace
+from typing import Any
+
+import click
+
+from sim.errors import CollsimError
+from sim.fields import FieldInfo
+from sim.training.parallel.scenario import FIELDS, TrainScenario
+
+__all__ = ["sweep_layouts", "train"]
+
+
+def _option(info: FieldInfo) -> Any:
+    kwargs: dict[str, Any] = {"default": None, "help": info.help}
+    if info.choices:
+        kwargs["type"] = click.Choice(list(info.choices))
+    elif info.kind == "flag":
+        kwargs["is_flag"] = True
+    elif info.kind in ("int", "float"):
+        kwargs["type"] = {"int": int, "float": float}[info.kind]
+    return click.option("--" + info.name.replace("_", "-"), info.name, **kwargs)
+
+
+def _with_fields(command: Any) -> Any:
+    for info in reversed(list(FIELDS.values())):
+        command = _option(info)(command)
+    return command
+
+
+@click.command("train")
+@_with_fields
+@click.option("--fsdp", is_flag=True, default=False, help="fully sharded data parallel (as --zero 3)")
+@click.option("--sweep", is_flag=True, default=False, help="every valid (tp, pp, dp[, ep]) for the GPUs of --nodes, ranked")
+@click.option("--events", "events_path", default=None, help="write the representative pipeline's event rows to this JSON file")
+@click.option("--json", "as_json", is_flag=True, default=False, help="print the result as JSON")
+def train(fsdp: bool, sweep: bool, events_path: str | None, as_json: bool, **flags: Any) -> None:
+    """Simulate one transformer training step: tensor, sequence, pipeline, data and expert parallelism on a hardware preset."""
+    from sim.training.parallel.step import simulate
+
+    if fsdp:
+        if flags.get("zero") not in (None, 3):
+            raise CollsimError("--fsdp: means --zero 3; give one of them", field="zero")
+        flags["zero"] = 3
+    if sweep:
+        _echo_sweep(sweep_layouts(flags, progress=True), as_json)
+        return
+    scenario = TrainScenario.from_dict(flags)
+    result = simulate(scenario, events=events_path is not None)
+    if events_path:
+        with open(events_path, "w", encoding="utf-8") as handle:
+            json.dump(result.events, handle)
+    click.echo(json.dumps(result.to_dict(), indent=2) if as_json else format_result(scenario, result))
+
+
+def format_result(scenario: TrainScenario, result: Any) -> str:
+    """The text report: step time, where it goes, memory."""
+    gb = 1e9
+    fits = "fits" if result.fits else "DOES NOT FIT"
+    return "\n".join(
+        (
+            f"step: {result.step_time_s:.3f} s ({result.micro_batches} micro-batches, {scenario.gpus} GPUs, "
+            f"tp {scenario.tp} pp {scenario.pp} dp {scenario.dp} ep {scenario.ep}, {scenario.schedule})",
+            f"slowest stage: compute {result.compute_s:.3f} s, TP {result.tp_s:.3f} s, EP {result.ep_s:.3f} s, "
+            f"waiting for PP {result.pp_exposed_s:.3f} s; DP exposed {result.dp_exposed_s:.3f} s",
+            f"bubble: {result.bubble_fraction:.1%}; model FLOPs utilization {result.mfu_achieved:.1%}; {result.tokens_per_s:,.0f} tokens/s",
+            f"memory per GPU: {result.memory_bytes / gb:.1f} GB of {result.memory_limit_bytes / gb:.0f} GB ({fits})",
+            *result.notes,
+        )
+    )
+
+
+def _divisors(number: int) -> list[int]:
+    return [value for value in range(1, number + 1) if number % value == 0]
+
+
+def sweep_layouts(flags: dict[str, Any], progress: bool = False) -> list[dict[str, Any]]:
+    """Every valid (tp, pp, dp, ep) using all the GPUs of ``--nodes``, fastest first; layouts
+    the scenario refuses are skipped, each result marked whether it fits in the GPU's memory."""
+    from sim.hardware.presets import load_preset
+    from sim.training.parallel.step import simulate
+
+    base = {key: value for key, value in flags.items() if key not in ("tp", "pp", "dp", "ep") and value is not None}
+    preset = load_preset(TrainScenario.from_dict({**base, "nodes": base.get("nodes", 1)}).hardware)
+    gpus = base.get("nodes", 1) * preset.gpus_per_node
+    eps = _divisors(gpus) if base.get("experts") else [1]
+    layouts = [(tp, pp, gpus // (tp * pp * ep), ep) for ep in eps for tp in _divisors(min(gpus, preset.gpus_per_node))
+               for pp in _divisors(gpus // tp) if gpus % (tp * pp * ep) == 0]  # fmt: skip
+    scenarios = []
+    for tp, pp, dp, ep in layouts:
+        try:
+            scenarios.append(TrainScenario.from_dict({**base, "tp": tp, "pp": pp, "dp": dp, "ep": ep}))
+        except CollsimError:
+            continue
+    rows = []
+    with click.progressbar(scenarios, label="layouts", file=None if progress else io.StringIO()) as bar:
+        for scenario in bar:
+            result = simulate(replace(scenario))
+            rows.append({"tp": scenario.tp, "pp": scenario.pp, "dp": scenario.dp, "ep": scenario.ep, "step_time_s": result.step_time_s,
+                         "bubble_fraction": result.bubble_fraction, "memory_bytes": result.memory_bytes, "fits": result.fits})  # fmt: skip
+    if not rows:
+        raise CollsimError(
+            f"sweep: no valid (tp, pp, dp) layout for {gpus} GPUs and this model; check heads, layers and global batch", field="sweep"
+        )
+    return sorted(rows, key=lambda row: (not row["fits"], row["step_time_s"]))
+
+
+def _echo_sweep(rows: list[dict[str, Any]], as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    click.echo(f"{'rank':>4} {'tp':>3} {'pp':>4} {'dp':>5} {'ep':>3} {'step_s':>9} {'bubble':>7} {'mem_GB':>7}  fits")
+    for index, row in enumerate(rows, 1):
+        fits = "yes" if row["fits"] else "does not fit"
+        click.echo(f"{index:4} {row['tp']:3} {row['pp']:4} {row['dp']:5} {row['ep']:3} {row['step_time_s']:9.3f} "
+                   f"{row['bubble_fraction']:7.1%} {row['memory_bytes'] / 1e9:7.1f}  {fits}")  # fmt: skip

@@ -1,0 +1,196 @@
+"""A training step as a SimPy event simulation of one pipeline's ranks.
+
+Data-parallel replicas and tensor-parallel peers run the same ops at the same times, so one
+pipeline (tp, ep, dp rank 0) stands for all; the collectives' times come from
+:class:`~sim.training.parallel.costs.CommCosts`, where every group of a kind runs at once on the
+shared network. Each pipeline rank is a process walking its op order
+(:func:`~sim.training.parallel.schedule.rank_ops`); an op waits for its input (the previous
+stage's activation, the next stage's gradient) and runs its layers' compute with the tensor
+parallel (and expert all_to_all) collectives inline on the compute stream. Sends to the next or
+previous stage are asynchronous and land after their p2p time. Gradients are reduced over the
+data-parallel group in buckets on a separate stream as the last micro-batch's backward produces
+them (ZeRO 1/2: reduce-scatter, then an all-gather of the updated weights; ZeRO 3 also gathers
+each chunk's weights before each forward and backward, prefetched during the previous op).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import simpy
+
+from sim.training.parallel.costs import CommCosts
+from sim.training.parallel.layout import Layout
+from sim.training.parallel.model import activation_bytes_per_layer
+from sim.training.parallel.result import TrainResult
+from sim.training.parallel.scenario import TrainScenario
+from sim.training.parallel.schedule import Op, rank_ops
+from sim.training.parallel.work import OpWork, op_work, row
+
+__all__ = ["simulate"]
+
+
+def simulate(scenario: TrainScenario, events: bool = False, costs: CommCosts | None = None) -> TrainResult:
+    """Simulate one iteration of ``scenario``; ``events``: keep the per-op rows."""
+    from sim.hardware.presets import load_preset
+
+    preset = load_preset(scenario.hardware)
+    layout = Layout(scenario.tp, scenario.ep, scenario.dp, scenario.pp, preset.gpus_per_node)
+    element = 4 if scenario.precision == "fp32" else 2
+    costs = costs or CommCosts(scenario.hardware, layout, element, scenario.free_comm)
+    peak = preset.gpu_peak_tflops[scenario.precision] * 1e12 * scenario.mfu
+    work = op_work(scenario, costs, peak, element, 0.0 if scenario.free_comm else hbm_Bps(preset.gpu_model))
+    run = _Pipeline(scenario, layout, costs, work, events)
+    return run.result(float(preset.gpu_memory_bytes or "inf"))
+
+
+class _Pipeline:
+    def __init__(self, scenario: TrainScenario, layout: Layout, costs: CommCosts, work: OpWork, events: bool) -> None:
+        self.s, self.layout, self.costs, self.work, self.keep = scenario, layout, costs, work, events
+        self.env = simpy.Environment()
+        self.ranks = layout.pipeline()
+        self.virtual = scenario.pp * scenario.chunks
+        self.arrived: dict[tuple[str, int, int], simpy.Event] = {}
+        self.rows: list[dict[str, Any]] = []
+        self.busy = [0.0] * scenario.pp
+        self.end = [0.0] * scenario.pp
+        self.last_backward: dict[tuple[int, int], tuple[float, float]] = {}  # (rank, stage) -> (start, end) of its last B/W
+        self.pp_wait = [0.0] * scenario.pp
+        self.dp_free = [0.0] * scenario.pp
+        for rank in range(scenario.pp):
+            self.env.process(self._rank(rank, rank_ops(scenario.schedule, rank, scenario.pp, scenario.micro_batches, scenario.chunks)))
+        self.env.run()
+
+    def _event(self, key: tuple[str, int, int]) -> simpy.Event:
+        if key not in self.arrived:
+            self.arrived[key] = self.env.event()
+        return self.arrived[key]
+
+    def _rank(self, rank: int, ops: list[Op]):
+        previous_start = 0.0
+        for op in ops:
+            need = self._needs(op)
+            ready = self.env.now
+            if need is not None and not need.triggered:
+                yield need
+            self.pp_wait[rank] += self.env.now - ready
+            gathered = self._zero3_gather(rank, previous_start)
+            if gathered > self.env.now:
+                yield self.env.timeout(gathered - self.env.now)
+            start = previous_start = self.env.now
+            duration = self.work.duration_s(op, self.virtual)
+            yield self.env.timeout(duration)
+            self.busy[rank] += duration
+            self.end[rank] = self.env.now
+            if self.keep:
+                self.rows.extend(self.work.rows(self.ranks[rank], op, start, self.virtual, self.layout))
+            self._send(rank, op)
+            self._zero3_reduce(rank, op)
+            if op.kind in ("B", "W") and op.micro_batch == self.s.micro_batches - 1:
+                self.last_backward[rank, op.stage] = (start, self.env.now)
+
+    def _needs(self, op: Op) -> simpy.Event | None:
+        if op.kind == "F" and op.stage > 0:
+            return self._event(("act", op.micro_batch, op.stage))
+        if op.kind in ("B", "I") and op.stage < self.virtual - 1:
+            return self._event(("grad", op.micro_batch, op.stage))
+        return None
+
+    def _send(self, rank: int, op: Op) -> None:
+        if op.kind == "F" and op.stage < self.virtual - 1:
+            key, target = ("act", op.micro_batch, op.stage + 1), (op.stage + 1) % self.s.pp
+        elif op.kind in ("B", "I") and op.stage > 0:
+            key, target = ("grad", op.micro_batch, op.stage - 1), (op.stage - 1) % self.s.pp
+        else:
+            return
+        src, dst = self.ranks[rank], self.ranks[target]
+        delay = self.costs.send_s(src, dst, self.work.boundary_bytes)
+        event = self._event(key)
+        if self.keep and src != dst:
+            self.rows.append(row(src, "pp", "send_recv", f"{key[0]} mb{op.micro_batch}", self.env.now, self.env.now + delay,
+                                  self.work.boundary_bytes, dst))  # fmt: skip
+        self.env.timeout(delay).callbacks.append(lambda _: event.succeed())
+
+    def _zero3_gather(self, rank: int, previous_start: float) -> float:
+        if self.s.zero < 3:
+            return 0.0
+        cost = self.work.zero3_gather_s
+        start = max(previous_start, self.dp_free[rank])
+        self.dp_free[rank] = start + cost
+        return start + cost
+
+    def _zero3_reduce(self, rank: int, op: Op) -> None:
+        if self.s.zero == 3 and op.kind in ("B", "W"):
+            self.dp_free[rank] = max(self.dp_free[rank], self.env.now) + self.work.zero3_reduce_s
+
+    def _dp_end(self, rank: int) -> float:
+        """When ``rank``'s gradient buckets are reduced (and ZeRO's weights gathered)."""
+        free = self.dp_free[rank]
+        buckets = self.work.buckets_per_chunk
+        ready = []
+        for (owner, _), (start, end) in self.last_backward.items():
+            if owner == rank:  # bucket i is ready once the backward has covered its share of the layers
+                ready.extend((start + (index + 1) / len(buckets) * (end - start), nbytes) for index, nbytes in enumerate(buckets))
+        group = self.layout.group("dense_dp", self.ranks[rank])
+        for (moment, nbytes), cost in zip(sorted(ready), self.work.bucket_costs(len(ready))):
+            begin = max(free, moment)
+            free = begin + cost
+            if self.keep and cost:
+                self.rows.append(row(self.ranks[rank], "dp", self.work.dp_op, "gradient bucket", begin, free, nbytes, -1, group))
+        return max(free, self.end[rank]) + self.work.after_step_s
+
+    def result(self, memory_limit: float) -> TrainResult:
+        s, work = self.s, self.work
+        dp_ends = [self._dp_end(rank) for rank in range(s.pp)]
+        step = max(dp_ends)
+        compute_end = max(self.end)
+        slowest = max(range(s.pp), key=lambda rank: self.busy[rank])
+        per_op = work.totals(s.micro_batches, self.virtual, slowest, s.pp)
+        bubble = sum(1.0 - busy / compute_end for busy in self.busy) / s.pp if compute_end else 0.0
+        flops = s.spec().model_flops(s.global_batch)
+        peak = work.peak_flops / s.mfu
+        return TrainResult(
+            step_time_s=step, compute_s=per_op["compute"], tp_s=per_op["tp"], ep_s=per_op["ep"],
+            pp_exposed_s=self.pp_wait[slowest],
+            dp_exposed_s=step - compute_end, bubble_fraction=bubble, micro_batches=s.micro_batches, model_flops=flops,
+            mfu_achieved=flops / (step * peak * s.gpus) if step else 0.0,
+            memory_bytes=memory_per_gpu(s), memory_limit_bytes=memory_limit,
+            tokens_per_s=s.global_batch * s.seq_len / step if step else 0.0,
+            bytes_by_kind=work.bytes_by_kind(s), events=sorted(self.rows, key=lambda row: (row["start_s"], row["rank"])),
+            notes=tuple(self.costs.notes.values()),
+            layout={"tp": s.tp, "ep": s.ep, "dp": s.dp, "pp": s.pp, "gpus_per_node": self.layout.gpus_per_node},
+        )  # fmt: skip
+
+
+# HBM bandwidth per GPU, datasheets: A100 80GB SXM 2,039 GB/s (40GB 1,555), H100 SXM 3.35 TB/s,
+# H200 4.8 TB/s, B200 8 TB/s (nvidia.com data-center datasheets).
+HBM_Bps = (
+    ("A100", "40GB", 1555e9),
+    ("A100", "", 2039e9),
+    ("H100", "", 3.35e12),
+    ("H200", "", 4.8e12),
+    ("B200", "", 8e12),
+    ("GB200", "", 8e12),
+)
+
+
+def hbm_Bps(gpu_model: str) -> float:
+    """The GPU's HBM bandwidth from :data:`HBM_Bps` (0 where unknown: no element-wise time)."""
+    for name, variant, rate in HBM_Bps:
+        if name in (gpu_model or "") and variant in gpu_model:
+            return rate
+    return 0.0
+
+
+def memory_per_gpu(s: TrainScenario) -> float:
+    """Bytes on the first pipeline stage's GPU: model states (ZeRO-sharded) and activations."""
+    spec = s.spec()
+    layers = spec.layers // s.pp
+    params = (layers * (spec.attention_params() + max(spec.experts, 1) * spec.mlp_params() // s.ep) + spec.embedding_params()) / s.tp
+    sharded = {0: 0.0, 1: 12.0, 2: 14.0, 3: 16.0}[s.zero]
+    states = params * ((16.0 - sharded) + sharded / s.dp)
+    in_flight = s.micro_batches if s.schedule == "gpipe" else min(s.pp, s.micro_batches)
+    if s.chunks > 1:
+        in_flight *= 1.0 + (s.pp - 1) / (s.pp * s.chunks)
+    activations = layers * activation_bytes_per_layer(spec, s.micro_batch, s.tp, s.sequence_parallel, s.recompute) * in_flight
+    return states + activations

@@ -1,0 +1,66 @@
+"""The six canonical hang cases on real gloo ranks (CPU): the explainer's predicted outcome and
+torch's message match what each rank really reports, with and without DETAIL."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+
+from real.hang_check import check_case, message_matches, run_case, run_ddp_unused  # noqa: E402
+from sim.hang import CASES, explain  # noqa: E402
+from sim.hang.training import reducer_error  # noqa: E402
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("detail", [False, True], ids=["plain", "detail"])
+@pytest.mark.parametrize("name", list(CASES))
+def test_real_gloo_ranks_report_what_the_explainer_predicts(name: str, detail: bool) -> None:
+    data = {key: value for key, value in CASES[name].items() if key != "about"}
+    rows = check_case(data, detail, timeout_s=3.0, limit_s=40.0)
+    assert any(row["predicted"] != "no error" for row in rows), "every canonical case fails somewhere"
+    for row in rows:
+        assert row["match"], row
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("small", "large"), [(1, 4096), (1000, 1003)])
+def test_gloos_abort_names_the_segment_sizes_of_uneven_buffers(small: int, large: int) -> None:
+    data = {"ranks": [[{"op": "all_reduce", "count": small}], [{"op": "all_reduce", "count": large}]]}
+    rows = check_case(data, detail=False, timeout_s=3.0, limit_s=40.0)
+    assert rows[0]["predicted"] == "abort" and all(row["match"] for row in rows), rows
+
+
+@pytest.mark.slow
+def test_an_unused_parameter_on_one_rank_gives_ddps_reducer_error_there_and_a_lost_peer_elsewhere() -> None:
+    real = run_ddp_unused(unused_rank=1, timeout_s=3.0, limit_s=40.0)
+    assert real[1].status == "error" and reducer_error(1, [2, 3]) in real[1].error
+    # what --unused-param makes of a one-bucket step: rank 1 never launches it and dies at the next forward
+    report = explain({"ranks": [[{"op": "all_reduce", "count": 40}], [{"op": "die"}]]}, timeout_s=3.0)
+    (line,) = report.lines("gloo")
+    assert real[0].status == "error" and message_matches(line.message, real[0].error)
+
+
+@pytest.mark.slow
+def test_a_message_match_needs_torchs_words() -> None:
+    assert message_matches(
+        "Timed out waiting 3000ms for recv operation to complete", "[x.cc:78] Timed out waiting 3000ms for recv operation to complete"
+    )
+    assert not message_matches(
+        "Timed out waiting 3000ms for recv operation to complete", "Timed out waiting 3000ms for send operation to complete"
+    )
+    assert message_matches("Rank 1 reached. Original exception: Timed out", "Rank 1 reached.\n Original exception: \n[x.cc:1] Timed out")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "verdict"), [("skipped", "missing_party"), ("swapped", "deadlock"), ("op_mismatch", "mismatch")])
+def test_real_gloo_flight_recorder_dumps_are_read_and_explained(name: str, verdict: str, tmp_path) -> None:
+    """gloo's dumps key the default group by '' and list no subgroup's ranks (torch's own
+    analyzer stops there with a KeyError); collsim still reads them and gives the verdict."""
+    from sim.hang.flight import read_dumps
+
+    data = {key: value for key, value in CASES[name].items() if key != "about"}
+    run_case(data, False, timeout_s=3.0, limit_s=40.0, flight_dir=str(tmp_path))
+    report = explain(read_dumps(tmp_path))
+    assert report.verdict == verdict, report.summary
+    assert report.flight_recorder == explain(data).flight_recorder or name == "swapped"  # gloo's subgroup ids are '1', '2', not ours

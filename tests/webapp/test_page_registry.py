@@ -1,0 +1,190 @@
+"""Every page is one registered unit (webapp.pages.PAGES): the app, the bench and the browser tests
+enumerate the registry; each page's ids start with its prefix; a page added in a test appears in
+the navigation and routes with no other file edited; every page's URL is written by one rule."""
+
+from __future__ import annotations
+
+import contextvars
+import importlib.util
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import dash
+import pytest
+from dash import Input, Output, html
+
+from webapp import ids as shell_ids
+from webapp import urlstate
+from webapp.pages import PAGES, Page
+
+ROOT = Path(__file__).resolve().parents[2]
+SHELL_IDS = {shell_ids.URL, shell_ids.URL_WRITTEN}  # what a page may write besides its own ids: the URL
+
+
+def test_every_page_has_its_own_path_name_and_prefix():
+    for attribute in ("path", "name", "prefix", "order"):
+        values = [getattr(page, attribute) for page in PAGES]
+        assert len(set(values)) == len(values), (attribute, values)
+    assert [page.order for page in PAGES] == sorted(page.order for page in PAGES)  # the list is in navigation order
+
+
+def test_every_page_package_is_a_registered_page():
+    """Each package under webapp/pages/ exports its PAGE and is in the registry (found as Dash
+    Pages finds its pages folder's modules), named as its package."""
+    packages = {path.parent.name for path in (ROOT / "webapp" / "pages").glob("*/__init__.py")}
+    assert packages == {page.name for page in PAGES}
+    assert all(page.module == f"webapp.pages.{page.name}" for page in PAGES)
+
+
+@pytest.mark.slow
+def test_every_page_appears_in_the_navigation_in_order():
+    from webapp.app import create_app, shell
+
+    app = create_app(background=False, warm=False)
+    nav = next(c for c in shell(app)._traverse() if getattr(c, "id", None) == shell_ids.NAV)
+    links = [(link.id, link.href, link.children) for link in nav.children]
+    assert links == [(shell_ids.nav_id(page.name), page.path, page.title) for page in PAGES]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec", PAGES, ids=lambda spec: spec.name)
+def test_a_pages_layout_ids_start_with_its_prefix(spec: Page):
+    from webapp.app import create_app
+
+    app = create_app(background=False, warm=False)
+    with app.server.app_context():
+        tree = spec.layout("")
+    found = [c.id for c in tree._traverse() if getattr(c, "id", None) is not None]
+    assert found and [i for i in found if not str(i).startswith(spec.prefix + "-")] == []
+
+
+@pytest.mark.parametrize("spec", PAGES, ids=lambda spec: spec.name)
+def test_a_pages_callbacks_use_its_ids_and_only_the_shells_url(spec: Page):
+    app = dash.Dash(__name__, suppress_callback_exceptions=True)
+    spec.register(app)
+    used = set()
+    for key, callback in app.callback_map.items():
+        used |= {dependency["id"] for dependency in callback["inputs"] + callback["state"]}
+        outputs = key.strip(".").split("...") if key.startswith("..") else [key]
+        used |= {output.rsplit(".", 1)[0].split("@")[0] for output in outputs}
+    assert used and sorted(i for i in used if not i.startswith(spec.prefix + "-") and i not in SHELL_IDS) == []
+
+
+def test_the_benchs_page_list_is_the_registry():
+    spec = importlib.util.spec_from_file_location("render_webapp", ROOT / "bench" / "render_webapp.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.pages() == {page.title: page.path for page in PAGES}
+    assert not hasattr(bench, "PAGES")  # no list of its own
+
+
+def toy_page(registered: list) -> Page:
+    """A page of a few lines: a layout that shows its query, one callback."""
+
+    def layout(search: str = "") -> html.Div:
+        return html.Div([html.Button("go", id="toy-go"), html.Div(f"toy page {search}", id="toy-text")])
+
+    def register(app: dash.Dash) -> None:
+        registered.append(app)
+        app.callback(Output("toy-text", "title"), Input("toy-go", "n_clicks"), prevent_initial_call=True)(lambda clicks: f"{clicks}")
+
+    return Page(path="/toy", name="toy", title="Toy", order=len(PAGES), prefix="toy", layout=layout, register=register)
+
+
+@pytest.mark.slow
+def test_a_page_added_to_an_app_appears_in_the_navigation_and_routes():
+    from webapp.app import create_app, shell
+
+    registered: list = []
+    toy = toy_page(registered)
+
+    def answers() -> dict:
+        app = create_app(background=False, warm=False, pages=(*PAGES, toy))
+        client = app.server.test_client()
+        route = {"output": f"{shell_ids.PAGE}.children", "outputs": {"id": shell_ids.PAGE, "property": "children"},
+                 "inputs": [{"id": shell_ids.ROUTE_REQUEST, "property": "data", "value": {"pathname": "/toy", "search": "?x=1"}}],
+                 "changedPropIds": [f"{shell_ids.ROUTE_REQUEST}.data"]}  # fmt: skip
+        routed = client.post("/_dash-update-component", json=route)
+        nav = next(c for c in shell(app)._traverse() if getattr(c, "id", None) == shell_ids.NAV)
+        plain = create_app(background=False, warm=False).server.test_client()
+        return {"app": app, "status": client.get("/toy").status_code, "elsewhere": plain.get("/toy").status_code,
+                "routed": routed.get_json(), "nav": [(link.id, link.href) for link in nav.children]}  # fmt: skip
+
+    got = contextvars.copy_context().run(answers)  # a request sets Dash's current app in the caller's context
+    assert registered == [got["app"]]  # its callbacks went onto that app
+    assert ("nav-toy", "/toy") in got["nav"]
+    assert got["status"] == 200 and got["elsewhere"] == 404  # a page of this app, no page of an app without it
+    assert "toy page ?x=1" in json.dumps(got["routed"])  # the shell built it for its path and query
+
+
+# one rule for every page's URL: the browser's writer (collsim.writeUrl) and urlstate.query_of agree
+FORMS = [
+    {},
+    {"ranks": "16", "preset": "gpt2-xl", "o": ""},
+    {"hardware": "dgx-h100", "nodes": "2"},  # under a preset: what it fills is written always
+    {"hardware": "", "nodes": "3", "w": "a b&c"},  # no preset: no nodes; & and spaces encoded
+]
+VIEWS = [  # the Collectives page: its form, and its view (step, colour, compare field and value)
+    ({"ranks": "64", "size": "32MiB"}, [3, "chunk", "algorithm", "tree"]),
+    ({"ranks": None, "chunks": 0, "hardware": "dgx-h100"}, [0, None, "algorithm", ""]),
+]
+
+
+def node(calls: list[tuple[str, list]]) -> list[str]:
+    """The query each call of assets/collsim.js's writers answers, run by node."""
+    script = f"""
+        global.window = {{}};
+        {(ROOT / "webapp" / "assets" / "collsim.js").read_text()}
+        const calls = {json.dumps(calls)};
+        console.log(JSON.stringify(calls.map(([name, args]) => window.dash_clientside.collsim[name](...args)[0])));
+    """
+    return json.loads(subprocess.run(["node", "-e", script], capture_output=True, text=True, check=True, timeout=60).stdout)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("node") is None, reason="no node to run assets/collsim.js")
+def test_the_browsers_url_writer_and_python_write_one_query():
+    from webapp import collective
+    from webapp.pages.collectives.layout import VIEW_DEFAULTS
+    from webapp.pages.ddp import model
+
+    spec = model.url_spec()
+    forms = [{**model.DEFAULTS, **changes} for changes in FORMS]
+    calls = [("writeUrl", [*(form[name] for name in spec["names"]), spec]) for form in forms]
+    written = node(calls)
+    assert written == [model.query_from_form(form) for form in forms]
+    assert written[0] == "" and "nodes=2" in written[2] and "ranks=" in written[2] and "nodes" not in written[3]
+    spec = urlstate.url_spec(list(collective.DEFAULTS), {**collective.DEFAULTS, **VIEW_DEFAULTS})
+    calls = [("urlFromForm", [*({**collective.DEFAULTS, **form}[name] for name in spec["names"]), *view, spec]) for form, view in VIEWS]
+    views = [
+        {"step": str(step or 0), "color": color or "step", "cmp": f"{field}:{value}" if value else ""}
+        for step, color, field, value in (v for _, v in VIEWS)
+    ]
+    python = [urlstate.query_of(spec, {**collective.DEFAULTS, **form, **view}) for (form, _), view in zip(VIEWS, views)]
+    assert node(calls) == python and "step=3" in python[0] and "cmp=algorithm%3Atree" in python[0]
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_every_registered_page_opens_from_its_link_and_writes_its_url_in_the_browser(page, live_server):
+    """Each page of the registry, reached by its link, is drawn with its own ids; on the DDP page
+    (the query once written by the server) a changed input is written into the URL by the browser's
+    writer, and a reload restores it."""
+    import re
+
+    from playwright.sync_api import expect
+
+    page.goto(live_server + "/no-such-page")
+    for spec in PAGES:
+        page.locator(f"#{shell_ids.nav_id(spec.name)}").click()
+        expect(page).to_have_url(re.compile(re.escape(live_server + spec.path) + r"(\?.*)?$"))
+        expect(page.locator(f"#{shell_ids.PAGE} [id^='{spec.prefix}-']").first).to_be_attached()
+    page.goto(live_server + "/ddp")
+    ranks = page.locator("#ddp-ranks")
+    ranks.fill("16")
+    ranks.press("Enter")
+    expect(page).to_have_url(re.compile(r"/ddp\?.*ranks=16"))
+    page.reload()
+    expect(page.locator("#ddp-ranks")).to_have_value("16")
