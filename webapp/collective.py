@@ -69,6 +69,7 @@ OPTIONAL_DEFAULTS = {"chunks": "1", "overhead": "0us", "eager_limit": "0"}  # an
 # message, and each box gets its own even when several are wrong (the whole form is checked after).
 _ALONE_BASE = {"op": "all_reduce", "algorithm": "ring", "ranks": "8", "size": "64MiB", "latency": "5us", "bandwidth": "25GB/s"}
 _CHECKED_ALONE = tuple(key for key, info in FORM.items() if info.alone)
+_SCENARIO_CHECKED = ("size",)  # boxes a whole scenario checks further (a size of whole elements): see _check_alone
 
 
 def _check_field(name: str, text: str) -> None:
@@ -80,6 +81,23 @@ def _check_field(name: str, text: str) -> None:
     if name == "ranks" and text.isdigit() and not MIN_RANKS <= int(text) <= MAX_RANKS:
         raise CollsimError(f"ranks: the explorer takes {MIN_RANKS} to {MAX_RANKS} ranks, got {text}")
     if name in _CHECKED_ALONE and text:
+        _check_alone(name, text)
+
+
+def _check_alone(name: str, text: str) -> None:
+    """A box's value through the scenario's own reader (unit required under a short name, the
+    field's parser) and bounds (sim.fields.check_value), building no scenario; a value those pass
+    is checked on :data:`_ALONE_BASE` as a whole scenario, for what only a scenario can tell."""
+    from sim.fields import COLLECTIVE, check_value
+    from sim.scenario import unit_kind
+    from sim.units import require_unit
+
+    field = FORM[name].name
+    if (kind := unit_kind(field)) and name != field:
+        require_unit(text, name, kind)
+    parse = CollectiveScenario.PARSERS.get(field)
+    check_value(COLLECTIVE[field], parse(text, name) if parse else text)
+    if name in _SCENARIO_CHECKED:
         inside = {"topology": "two_level"} if name.startswith("intra_") else {}  # links inside a node exist on two_level only
         CollectiveScenario.from_dict({**_ALONE_BASE, **inside, name: text})
 

@@ -78,11 +78,12 @@ class PickInfo:
         return asdict(self)
 
 
-def describe(scenario, picked: bool = True) -> PickInfo | None:
+def describe(scenario, picked: bool = True, preset=None) -> PickInfo | None:
     """NCCL's algorithm, protocol and channels of an ``nccl_*`` scenario on a GPU preset, and
-    NCCL's model's time for the same (algorithm, protocol); None for any other scenario."""
+    NCCL's model's time for the same (algorithm, protocol); None for any other scenario.
+    ``preset``: the scenario's, loaded already (sim.collective.plan)."""
     if scenario.hardware and scenario.algorithm == "nccl_p2p" and scenario.op in PICKED_OPS:
-        return _describe_p2p(scenario, picked)
+        return _describe_p2p(scenario, picked, preset)
     if not scenario.hardware or not scenario.algorithm.startswith("nccl_") or scenario.op not in NCCL_OPS:
         return None  # before the imports: a plain run loads no preset reader (yaml)
     from sim.hardware.presets import load_preset
@@ -92,7 +93,7 @@ def describe(scenario, picked: bool = True) -> PickInfo | None:
 
     if scenario.algorithm not in PAIR_OF:
         return None
-    preset = load_preset(scenario.hardware)
+    preset = preset or load_preset(scenario.hardware)
     if preset.nccl is None:
         return None
     algorithm, protocol = PAIR_OF[scenario.algorithm]
@@ -102,23 +103,23 @@ def describe(scenario, picked: bool = True) -> PickInfo | None:
     channels = path_params(scenario, preset).channels
     return PickInfo(
         picked, algorithm, protocol, channels, model.time_s, f"{best.nccl_algorithm}/{best.nccl_protocol}", gap_why(scenario.op, algorithm),
-        rates_line(scenario),
+        rates_line(scenario, preset),
     )  # fmt: skip
 
 
-def _describe_p2p(scenario, picked: bool) -> PickInfo | None:
+def _describe_p2p(scenario, picked: bool, preset=None) -> PickInfo | None:
     """all_to_all / send_recv on NCCL's p2p path and the closed form of it (sim.nccl.p2p_model)."""
     from sim.hardware.presets import load_preset
     from sim.nccl.model import predict
     from sim.nccl.topo import rates_line
 
-    preset = load_preset(scenario.hardware)
+    preset = preset or load_preset(scenario.hardware)
     if preset.nccl is None:
         return None
     model = predict(preset, max(1, scenario.ranks // preset.gpus_per_node), scenario.op, scenario.size_bytes)
     pair = f"{model.nccl_algorithm}/{model.nccl_protocol}"
     why = "NCCL's p2p closed form charges the DES's bottleneck (a rank's NVLink bytes or its share of the NICs) and latencies; a gap is link sharing the closed form does not see"
-    return PickInfo(picked, model.nccl_algorithm, model.nccl_protocol, 1, model.time_s, pair, why, rates_line(scenario))
+    return PickInfo(picked, model.nccl_algorithm, model.nccl_protocol, 1, model.time_s, pair, why, rates_line(scenario, preset))
 
 
 def gap_why(op: str, nccl_algorithm: str) -> str:

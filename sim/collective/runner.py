@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import simpy
 
@@ -15,6 +16,7 @@ from sim.algorithms.call import Call
 from sim.algorithms.registry import algorithm_spec
 from sim.collective import analytic
 from sim.collective.groups import group_closed_form, group_programs, group_times
+from sim.collective.plan import resolve
 from sim.collective.results import CollectiveResult, records_of
 from sim.collective.verify import check, initial_buffers
 from sim.errors import DeadlockError
@@ -22,6 +24,9 @@ from sim.network import Network, make_network
 from sim.network import topology as topo
 from sim.network.simpy_core import BoundProcess
 from sim.scenario import CollectiveScenario
+
+if TYPE_CHECKING:  # a plain run loads no preset reader (yaml)
+    from sim.hardware.presets import Preset
 
 __all__ = [
     "PROGRESS_EVENTS",
@@ -52,42 +57,10 @@ def no_gc() -> Iterator[None]:
             gc.enable()
 
 
-def build_topology(scenario: CollectiveScenario) -> topo.Topology:
-    """The scenario's topology with its ranks placed (``placement``, docs/network-model.md)."""
-    built = _unplaced_topology(scenario)
-    return built if scenario.placement == "block" else topo.place(built, scenario.placement)
-
-
-def _unplaced_topology(scenario: CollectiveScenario) -> topo.Topology:
-    """The scenario's topology, rank r on endpoint r; user graphs must connect exactly ``ranks`` ranks."""
-    s = scenario
-    kind = s.topology
-    if s.hardware and s.algorithm.startswith("nccl_"):  # NCCL's data path: effective rates, NCCL's hop latencies
-        from sim.nccl.topo import topology
-
-        return topology(s)
-    if s.hardware:
-        from sim.hardware.cluster import for_scenario
-
-        return for_scenario(s)
-    if kind == "switch":
-        return topo.switch(s.ranks, s.latency_s, s.bandwidth_Bps)
-    if kind == "ring":
-        return topo.ring(s.ranks, s.latency_s, s.bandwidth_Bps)
-    if kind == "torus2d":
-        rows, cols = topo.torus_shape(s.ranks)
-        return topo.torus2d(rows, cols, s.latency_s, s.bandwidth_Bps)
-    if kind == "two_level":
-        gpus = s.gpus_per_node_resolved
-        intra_latency = s.latency_s if s.intra_latency_s is None else s.intra_latency_s
-        intra_bandwidth = s.bandwidth_Bps if s.intra_bandwidth_Bps is None else s.intra_bandwidth_Bps
-        return topo.two_level(s.ranks // gpus, gpus, intra_latency, intra_bandwidth, s.latency_s, s.bandwidth_Bps)
-    graph = topo.load_graph(kind)
-    if graph.ranks != s.ranks:
-        from sim.errors import CollsimError
-
-        raise CollsimError(f"ranks: the topology file {kind} connects {graph.ranks} ranks, but ranks is {s.ranks}")
-    return graph
+def build_topology(scenario: CollectiveScenario, preset: Preset | None = None) -> topo.Topology:
+    """The scenario's topology with its ranks placed (``placement``, docs/network-model.md),
+    built by its plan (:mod:`sim.collective.plan`; ``preset``: the scenario's, loaded already)."""
+    return resolve(scenario, preset).topology
 
 
 def make_call(scenario: CollectiveScenario) -> Call:

@@ -52,27 +52,28 @@ def build(
     return Topology("two_level", graph, nodes * gpus, domain_gpus)
 
 
-def for_scenario(scenario) -> Topology:
+def for_scenario(scenario, preset: Preset | None = None) -> Topology:
     """The topology of a scenario with ``hardware`` set (its link fields already hold the
     preset's figures or the user's overrides). NCCL's algorithms run on sim.nccl.topo's instead
     (effective rates, NCCL's hop latencies): sim.collective.runner picks, as sim.nccl sits above."""
-    return _plain(scenario)
+    return _plain(scenario, preset)
 
 
-def route_work(scenario) -> tuple[int, int, int]:
+def route_work(scenario, preset: Preset | None = None) -> tuple[int, int, int]:
     """How the routes of a scenario with ``hardware`` set are found, built without finding any:
     (destinations searched whole, nodes of the graph, pairs found alone). A search costs about
     the graph's nodes, a pair alone its neighbourhood (sim.collective.budget; NCCL's algorithms:
     sim.nccl.topo.route_work)."""
-    built = _plain(scenario)
+    built = _plain(scenario, preset)
     whole, alone = built.route_plan()  # asked for as the run goes
     return whole, built.graph.number_of_nodes(), alone
 
 
-def _plain(scenario) -> Topology:
-    """The preset's cluster for any algorithm but NCCL's own: the scenario's link fields."""
+def _plain(scenario, preset: Preset | None = None) -> Topology:
+    """The preset's cluster for any algorithm but NCCL's own: the scenario's link fields
+    (``preset``: the scenario's, loaded already)."""
     s = scenario
-    preset = load_preset(s.hardware)
+    preset = preset or load_preset(s.hardware)
     nodes = s.ranks // preset.gpus_per_node
     intra_latency = s.latency_s if s.intra_latency_s is None else s.intra_latency_s
     intra_bandwidth = s.bandwidth_Bps if s.intra_bandwidth_Bps is None else s.intra_bandwidth_Bps

@@ -189,12 +189,13 @@ def nccl_pat_reduce_scatter(net: Network, rank: int, call: Call) -> Generator:
 
 
 def pick_fields(hardware: str, nodes: int, op: str, size_bytes: int, nccl_algo: str | None = None,
-                nccl_proto: str | None = None, nccl_version: str | None = None, **fields):  # fmt: skip
+                nccl_proto: str | None = None, nccl_version: str | None = None, preset=None, **fields):  # fmt: skip
     """(fields, None): the scenario mapping that runs NCCL's pick in the DES, or (None, reason)
     where there is no counterpart (CollNet). ``nccl_algo``/``nccl_proto`` restrict the pick as
     NCCL_ALGO/NCCL_PROTO, ``nccl_version`` picks with that release's tuning model (kept in the
     mapping); ``fields`` override scenario fields (sharing, eager_limit, ...).
-    :func:`sim.collective.pick.scenario_for_pick` builds the scenario (a layer up)."""
+    :func:`sim.collective.pick.scenario_for_pick` builds the scenario (a layer up); ``preset``:
+    ``hardware``'s, loaded already."""
     from sim.hardware.presets import load_preset, scenario_fields
     from sim.nccl.model import predict
     from sim.nccl.topo import default_channels
@@ -203,7 +204,7 @@ def pick_fields(hardware: str, nodes: int, op: str, size_bytes: int, nccl_algo: 
         from sim.nccl.p2p import p2p_fields
 
         return p2p_fields(hardware, nodes, op, size_bytes, nccl_algo, nccl_proto, **fields), None
-    preset = load_preset(hardware)
+    preset = preset or load_preset(hardware)
     pick = predict(preset, nodes, op, size_bytes, nccl_algo, nccl_proto, nccl_version)
     name = NAMES.get((pick.nccl_algorithm, pick.nccl_protocol))
     if name is None:
@@ -212,7 +213,7 @@ def pick_fields(hardware: str, nodes: int, op: str, size_bytes: int, nccl_algo: 
             f"NCCL picks {pick.nccl_algorithm}/{pick.nccl_protocol} for {op}; the DES has no CollNet (in-network SHARP reduction) counterpart",
         )
     channels = default_channels(preset, nodes) if preset.nccl is not None else 1
-    base = {**scenario_fields(hardware, nodes), "op": op, "size_bytes": size_bytes, "algorithm": name, "chunks": channels,
+    base = {**scenario_fields(hardware, nodes, preset), "op": op, "size_bytes": size_bytes, "algorithm": name, "chunks": channels,
             "sharing": data_path_sharing(pick.nccl_algorithm), **fields}  # fmt: skip
     if nccl_version is not None:
         base["nccl_version"] = nccl_version

@@ -29,11 +29,12 @@ def wants_pick(data: dict[str, Any]) -> bool:
     return str(data.get("algorithm", "")).strip().lower() == NCCL
 
 
-def fill_pick(data: dict[str, Any], nccl_algo: str | None = None, nccl_proto: str | None = None) -> None:
+def fill_pick(data: dict[str, Any], nccl_algo: str | None = None, nccl_proto: str | None = None, preset=None) -> None:
     """Set ``data``'s algorithm (and channels as ``chunks`` unless given, and the data path's
     sharing unless given) to NCCL's pick for its op and size on its hardware preset. On a gloo
     preset with no algorithm asked, what gloo runs (sim.hardware.gloo); an op without NCCL's pick
-    gets its only algorithm (else the caller's "missing algorithm" message)."""
+    gets its only algorithm (else the caller's "missing algorithm" message). ``preset``: the
+    hardware's, loaded already."""
     from sim.algorithms.registry import algorithms_for, fill_only_algorithm, ops
     from sim.hardware.presets import load_preset
     from sim.nccl.des import pick_fields
@@ -44,7 +45,7 @@ def fill_pick(data: dict[str, Any], nccl_algo: str | None = None, nccl_proto: st
         raise CollsimError(
             f"algorithm: {NCCL!r} (NCCL's pick) needs a GPU hardware preset (hardware NAME; collsim hardware list)", field="algorithm"
         )
-    preset = load_preset(name)
+    preset = preset or load_preset(name)
     if data.get("algorithm") is not None and not wants_pick(data):
         raise CollsimError(
             f"{_FLAGS}: restrict NCCL's pick; give algorithm {NCCL!r} (or none) instead of {data['algorithm']!r}", field="nccl_algo"
@@ -73,7 +74,9 @@ def fill_pick(data: dict[str, Any], nccl_algo: str | None = None, nccl_proto: st
     size_bytes = size if isinstance(size, int) else parse_size(size, "size")
     nodes = _nodes(data, preset)
     try:
-        picked, why = pick_fields(name, nodes, data["op"], size_bytes, nccl_algo, nccl_proto, nccl_version=data.get("nccl_version"))
+        picked, why = pick_fields(
+            name, nodes, data["op"], size_bytes, nccl_algo, nccl_proto, nccl_version=data.get("nccl_version"), preset=preset
+        )
     except CollsimError as error:
         raise CollsimError(str(error), field=_wrong_restriction(name, nodes, data["op"], size_bytes, nccl_algo, nccl_proto)) from None
     if picked is None:
@@ -127,12 +130,13 @@ def apply_hardware(data: dict[str, Any], pick: bool = True, nccl_algo: str | Non
         raise CollsimError(
             ("--nodes" if nodes is not None else "--nccl-algo/--nccl-proto") + " needs --hardware NAME (collsim hardware list)"
         )
-    from sim.hardware.presets import scenario_fields
+    from sim.hardware.presets import load_preset, scenario_fields
 
     if (nccl_algo or nccl_proto) and "algorithm" in data and not wants_pick(data):
         raise CollsimError("--nccl-algo/--nccl-proto restrict NCCL's pick; drop them or drop --algorithm")
     nodes = 1 if nodes is None else int(nodes)
-    fields = scenario_fields(name, nodes)
+    preset = load_preset(name)  # once, for the fields and NCCL's pick
+    fields = scenario_fields(name, nodes, preset)
     ranks = data.get("ranks")
     if ranks is not None and int(ranks) != fields["ranks"]:
         raise CollsimError(
@@ -142,4 +146,4 @@ def apply_hardware(data: dict[str, Any], pick: bool = True, nccl_algo: str | Non
         if key not in data and _SHORT.get(key) not in data:
             data[key] = value
     if pick and ("algorithm" not in data or wants_pick(data)) and "op" in data:
-        fill_pick(data, nccl_algo, nccl_proto)  # NCCL's pick on its data path (above)
+        fill_pick(data, nccl_algo, nccl_proto, preset)  # NCCL's pick on its data path (above)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import networkx as nx
 
-from sim.hardware.presets import effective, load_preset
+from sim.hardware.presets import Preset, effective, load_preset
 from sim.nccl.model import (  # the rates and latencies NCCL's model and the DES share live there
     _FREE,
     ALGORITHMS,
@@ -154,10 +154,10 @@ def _partition(built: Topology, p: PathParams, channel_pairs: list[set[tuple[int
             data["bandwidth"] *= min(shares)
 
 
-def topology(scenario) -> Topology:
-    """The topology of an ``nccl_*`` scenario on its preset, carrying its PathParams
-    (``topology.nccl``, read by sim.nccl.path.params)."""
-    built, p, direct = _built(scenario)
+def topology(scenario, preset: Preset | None = None) -> Topology:
+    """The topology of an ``nccl_*`` scenario on its preset (``preset``: the scenario's, loaded
+    already), carrying its PathParams (``topology.nccl``, read by sim.nccl.path.params)."""
+    built, p, direct = _built(scenario, preset)
     if scenario.algorithm != "nccl_p2p":  # the channels' routes, found in bulk and kept
         channel_pairs = _channel_pairs(built, p)
         paths = built.paths([pair for pairs in channel_pairs for pair in pairs])
@@ -169,12 +169,12 @@ def topology(scenario) -> Topology:
     return built
 
 
-def route_work(scenario) -> tuple[int, int, int]:
+def route_work(scenario, preset: Preset | None = None) -> tuple[int, int, int]:
     """How the scenario's routes are found: (destinations searched whole, nodes of the graph,
     pairs found alone); see Topology.route_plan. The channels' routes are found in bulk
     (:func:`topology`); NCCL's send/recv path asks for its pairs as it runs, each destination
     searched whole where the graph is not a tree (sim.collective.budget)."""
-    built, p, _ = _built(scenario)
+    built, p, _ = _built(scenario, preset)
     if scenario.algorithm == "nccl_p2p":
         whole, alone = built.route_plan()
     else:
@@ -197,11 +197,11 @@ def p2p_path_params(scenario, preset) -> PathParams:
     return PathParams("Ring", protocol, 1, 1, start_s=start, simple_buff_bytes=preset.nccl.buffsize if preset.nccl else None)
 
 
-def _built(scenario) -> tuple[Topology, PathParams, bool]:
+def _built(scenario, preset: Preset | None = None) -> tuple[Topology, PathParams, bool]:
     """The scenario's topology before its channels partition the links: (topology, path
     parameters, whether a tree's GPUs reach the switch and their NIC directly)."""
     s = scenario
-    preset = load_preset(s.hardware)
+    preset = preset or load_preset(s.hardware)
     p2p = s.algorithm == "nccl_p2p"  # NCCL's send/recv path (sim.nccl.p2p): no channels, no protocol cap
     if p2p:
         p = p2p_path_params(s, preset)
@@ -238,14 +238,14 @@ def _built(scenario) -> tuple[Topology, PathParams, bool]:
     return Topology("two_level", graph, s.ranks, gpus), p, direct
 
 
-def rates_line(scenario) -> str:
+def rates_line(scenario, preset: Preset | None = None) -> str:
     """One line: the rates and latencies an NCCL run on a preset moves at, each with where it
     comes from (the datasheet figures in the scenario x the effective constants, fitted or
     default), so a reader of the form's datasheet fields knows what the DES ran at."""
     from sim.units import format_bandwidth, format_time
 
     s = scenario
-    preset = load_preset(s.hardware)
+    preset = preset or load_preset(s.hardware)
     p2p = s.algorithm == "nccl_p2p"  # NCCL's send/recv path: the ring's latencies, no protocol cap
     algorithm, protocol = (lambda p: (p.algorithm, p.protocol))(p2p_path_params(s, preset)) if p2p else PAIR_OF[s.algorithm]
     eff = effective(preset)

@@ -11,6 +11,7 @@ replaced (:func:`variant_name`, :func:`load_variant`).
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
@@ -133,14 +134,40 @@ def load_preset(name: str) -> Preset:
     .yaml/.yml, same fields as the bundled ones), or ``NAME:NICSxRATE`` (dgx-h100:16x200Gbps: NAME
     with its NICs replaced, :func:`load_variant`); CollsimError for an unknown name."""
     if str(name).lower().endswith((".yaml", ".yml")):
-        from sim.files import load_mapping
-
-        return parse_preset(load_mapping(name, "hardware preset file"), str(name))
+        return _load_file(str(name))
     if ":" in name:
         return load_variant(*name.split(":", 1))
     if name not in list_presets():
         raise CollsimError(f"hardware: unknown preset {name!r}; allowed: {', '.join(list_presets())}, or a preset file ending .yaml/.yml")
     return _load(name)
+
+
+_FILES: dict[tuple[str, int, int], Preset] = {}  # a user's preset files, by (resolved path, mtime_ns, size)
+_FILES_KEPT = 16
+_FILES_LOCK = threading.Lock()  # the webapp's callbacks run in threads
+
+
+def _load_file(name: str) -> Preset:
+    """A user's preset file, read and checked once while it is unchanged: parsed presets are kept
+    by (resolved path, mtime_ns, size), so a scenario's many looks at its preset (validation on
+    every replace(), topology, NCCL's pick) read the YAML once, and an edited file is read again."""
+    from sim.files import load_mapping, user_file
+
+    path = user_file(name, "hardware", "a YAML or JSON file", label="hardware preset file")  # a server's checks, every call
+    try:
+        stat = path.stat()
+    except OSError:  # gone since: load_mapping says so
+        return parse_preset(load_mapping(name, "hardware preset file"), name)
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    with _FILES_LOCK:
+        if key in _FILES:
+            return _FILES[key]
+    preset = parse_preset(load_mapping(name, "hardware preset file"), name)
+    with _FILES_LOCK:
+        while len(_FILES) >= _FILES_KEPT:
+            _FILES.pop(next(iter(_FILES)))
+        _FILES[key] = preset
+    return preset
 
 
 @cache
@@ -274,11 +301,12 @@ def _buffsize(value: Any, label: str) -> int:
     return size
 
 
-def scenario_fields(name: str, nodes: int = 1) -> dict[str, Any]:
+def scenario_fields(name: str, nodes: int = 1, preset: Preset | None = None) -> dict[str, Any]:
     """Collective-scenario fields (canonical names) that ``--hardware NAME --nodes N`` fills:
     ranks (nodes x GPUs a node), topology two_level with the preset's NICs, link rates and
-    latencies; ``CollectiveScenario.from_dict({**scenario_fields(...), "op": ...})`` works."""
-    preset = load_preset(name)
+    latencies; ``CollectiveScenario.from_dict({**scenario_fields(...), "op": ...})`` works.
+    ``preset``: NAME's, loaded already."""
+    preset = preset or load_preset(name)
     preset.check_nodes(nodes)
     intra_bw = preset.intra_bandwidth_Bps or preset.nic_bandwidth_Bps
     nic_bw = preset.nic_bandwidth_Bps or intra_bw
