@@ -10,31 +10,14 @@ from typing import Any
 import click
 
 from sim.errors import CollsimError
-from sim.fields import FieldInfo
+from sim.cli_fields import field_options
 from sim.training.parallel.scenario import FIELDS, TrainScenario
 
 __all__ = ["sweep_layouts", "train"]
 
 
-def _option(info: FieldInfo) -> Any:
-    kwargs: dict[str, Any] = {"default": None, "help": info.help}
-    if info.choices:
-        kwargs["type"] = click.Choice(list(info.choices))
-    elif info.kind == "flag":
-        kwargs["is_flag"] = True
-    elif info.kind in ("int", "float"):
-        kwargs["type"] = {"int": int, "float": float}[info.kind]
-    return click.option("--" + info.name.replace("_", "-"), info.name, **kwargs)
-
-
-def _with_fields(command: Any) -> Any:
-    for info in reversed(list(FIELDS.values())):
-        command = _option(info)(command)
-    return command
-
-
 @click.command("train")
-@_with_fields
+@field_options("train", *FIELDS, decls={name: (info.option, name) for name, info in FIELDS.items()})
 @click.option("--fsdp", is_flag=True, default=False, help="fully sharded data parallel (as --zero 3)")
 @click.option("--sweep", is_flag=True, default=False, help="every valid (tp, pp, dp[, ep]) for the GPUs of --nodes, ranked")
 @click.option("--events", "events_path", default=None, help="write the representative pipeline's event rows to this JSON file")

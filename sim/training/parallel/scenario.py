@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from sim.errors import CollsimError
-from sim.fields import FieldInfo
+from sim.fields import FieldInfo, register
 from sim.training.parallel.model import MODELS, ModelSpec, model_preset
 
 __all__ = ["FIELDS", "SCHEDULES", "TrainScenario"]
@@ -84,6 +84,7 @@ FIELDS: dict[str, FieldInfo] = {
     )
 }
 del F
+register("train", __name__, "TrainScenario", FIELDS)  # field_info(name, "train"); sim train's flags (sim.cli_fields)
 
 
 @dataclass(frozen=True)
