@@ -9,8 +9,8 @@ from typing import Any
 
 import click
 
-from sim.errors import CollsimError
 from sim.cli_fields import field_options
+from sim.errors import CollsimError
 from sim.training.parallel.scenario import FIELDS, TrainScenario
 
 __all__ = ["sweep_layouts", "train"]
