@@ -21,6 +21,7 @@ import simpy
 
 from sim.training.parallel.costs import CommCosts
 from sim.training.parallel.layout import Layout
+from sim.training.parallel.measured import MeasuredCommCosts, MeasuredCosts
 from sim.training.parallel.model import activation_bytes_per_layer
 from sim.training.parallel.result import TrainResult
 from sim.training.parallel.scenario import TrainScenario
@@ -30,16 +31,23 @@ from sim.training.parallel.work import OpWork, op_work, row
 __all__ = ["simulate"]
 
 
-def simulate(scenario: TrainScenario, events: bool = False, costs: CommCosts | None = None) -> TrainResult:
-    """Simulate one iteration of ``scenario``; ``events``: keep the per-op rows."""
+def simulate(
+    scenario: TrainScenario, events: bool = False, costs: CommCosts | None = None, measured: MeasuredCosts | None = None
+) -> TrainResult:
+    """Simulate one iteration of ``scenario``; ``events``: keep the per-op rows; ``measured``:
+    measured compute and collective seconds in place of FLOPs at MFU and the preset's network."""
     from sim.hardware.presets import load_preset
 
     preset = load_preset(scenario.hardware)
     layout = Layout(scenario.tp, scenario.ep, scenario.dp, scenario.pp, preset.gpus_per_node)
     element = 4 if scenario.precision == "fp32" else 2
+    if measured is not None:
+        measured.check(scenario.pp * scenario.chunks)
+        costs = costs or MeasuredCommCosts(layout, element, measured)
     costs = costs or CommCosts(scenario.hardware, layout, element, scenario.free_comm)
     peak = preset.gpu_peak_tflops[scenario.precision] * 1e12 * scenario.mfu
-    work = op_work(scenario, costs, peak, element, 0.0 if scenario.free_comm else hbm_Bps(preset.gpu_model))
+    hbm = 0.0 if scenario.free_comm or measured else hbm_Bps(preset.gpu_model)
+    work = op_work(scenario, costs, peak, element, hbm, measured)
     run = _Pipeline(scenario, layout, costs, work, events)
     return run.result(float(preset.gpu_memory_bytes or "inf"))
 
