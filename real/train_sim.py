@@ -6,8 +6,8 @@ layer, one DP bucket a stage as ``real train`` reduces its gradients in one flat
 runs it with :class:`~sim.training.parallel.measured.MeasuredCosts`: each stage's measured
 forward and backward seconds a micro-batch, and the measured seconds and bytes of one TP
 all-reduce, one PP transfer and the DP all-reduce. Its rows are every rank's
-(:func:`~sim.training.parallel.events_for_rank`) in ``real train``'s row fields, each pipeline
-send also a receive on its peer, as ``real train`` records them.
+(:func:`~sim.training.parallel.trace.trace_rows`): compute, each TP all-reduce, each pipeline
+send and its receive on the peer, the DP all-reduce, as ``real train`` records them.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 from real.train_compare import SimInputs
-from sim.training.parallel import TrainScenario, events_for_rank, simulate
+from sim.training.parallel import TrainScenario, simulate
 from sim.training.parallel.measured import MeasuredCosts
+from sim.training.parallel.trace import trace_rows
 
 __all__ = ["measured_costs", "scenario_of", "simulate_train"]
 
@@ -45,17 +46,5 @@ def measured_costs(inputs: SimInputs) -> MeasuredCosts:
 def simulate_train(inputs: SimInputs) -> dict[str, Any]:
     """``{"step_time_s", "rows"}`` of sim train replaying ``inputs`` (:data:`real.train_compare.Simulate`)."""
     result = simulate(scenario_of(inputs), events=True, measured=measured_costs(inputs))
-    rows = []
-    for rank in range(inputs.tp * inputs.pp * inputs.dp):
-        for row in events_for_rank(result, rank):
-            rows.extend(_as_measured_rows(row))
+    rows = [dict(row, step=0, micro_batch=-1) for row in trace_rows(result)]
     return {"step_time_s": result.step_time_s, "rows": rows}
-
-
-def _as_measured_rows(row: dict[str, Any]) -> list[dict[str, Any]]:
-    base = {key: row[key] for key in ("rank", "stream", "kind", "name", "start_s", "end_s", "peer", "group")}
-    base.update(bytes=row["nbytes"], step=0, micro_batch=-1)
-    if row["stream"] != "pp":
-        return [base]
-    recv = dict(base, rank=row["peer"], peer=row["rank"], kind="recv")
-    return [dict(base, kind="send"), recv]
