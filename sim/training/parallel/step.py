@@ -134,17 +134,19 @@ class _Pipeline:
     def _dp_end(self, rank: int) -> float:
         """When ``rank``'s gradient buckets are reduced (and ZeRO's weights gathered)."""
         free = self.dp_free[rank]
-        buckets = self.work.buckets_per_chunk
+        buckets = self.work.dp_buckets
         ready = []
         for (owner, _), (start, end) in self.last_backward.items():
             if owner == rank:  # bucket i is ready once the backward has covered its share of the layers
-                ready.extend((start + (index + 1) / len(buckets) * (end - start), nbytes) for index, nbytes in enumerate(buckets))
+                ready.extend((start + (index + 1) / len(buckets) * (end - start), index) for index in range(len(buckets)))
         group = self.layout.group("dense_dp", self.ranks[rank])
-        for (moment, nbytes), cost in zip(sorted(ready), self.work.bucket_costs(len(ready))):
-            begin = max(free, moment)
-            free = begin + cost
-            if self.keep and cost:
-                self.rows.append(row(self.ranks[rank], "dp", self.work.dp_op, "gradient bucket", begin, free, nbytes, -1, group))
+        for moment, index in sorted(ready):
+            for nbytes in buckets[index][1]:  # the bucket's collectives (a comm hook's all-reduces), one after another
+                cost = self.work.dp_call_s(nbytes)
+                begin = max(free, moment)
+                free = begin + cost
+                if self.keep and cost:
+                    self.rows.append(row(self.ranks[rank], "dp", self.work.dp_op, "gradient bucket", begin, free, nbytes, -1, group))
         return max(free, self.end[rank]) + self.work.after_step_s
 
     def result(self, memory_limit: float) -> TrainResult:

@@ -163,11 +163,19 @@ class OpWork:
     def dp_op(self) -> str:
         return "all_reduce" if self.s.zero == 0 else "reduce_scatter"
 
-    def bucket_costs(self, count: int) -> list[float]:
-        if self.s.zero == 3:
-            return [0.0] * count  # reduce-scattered after every backward (zero3_reduce_s)
-        costs = [self.costs.collective_s("dense_dp", self.dp_op, nbytes) for nbytes in self.buckets_per_chunk]
-        return (costs * (count // max(len(costs), 1) + 1))[:count]
+    @cached_property
+    def dp_buckets(self) -> tuple[tuple[float, tuple[float, ...]], ...]:
+        """Per bucket of one chunk: (its gradient bytes, the bytes of each collective it issues):
+        one each without a comm hook, the hook's all-reduces with one (:mod:`.dphook`)."""
+        if self.s.comm_hook == "none":
+            return tuple((nbytes, (nbytes,)) for nbytes in self.buckets_per_chunk)
+        from sim.training.parallel.dphook import hooked_buckets
+
+        return hooked_buckets(self.s, self.layers_per_chunk, self.element)
+
+    def dp_call_s(self, nbytes: float) -> float:
+        """One data-parallel gradient collective (ZeRO 3's are timed after each backward instead)."""
+        return 0.0 if self.s.zero == 3 else self.costs.collective_s("dense_dp", self.dp_op, nbytes)
 
     @property
     def after_step_s(self) -> float:
@@ -195,6 +203,7 @@ class OpWork:
             "tp_per_layer_forward": sum(nbytes for _, nbytes in self.tp_collectives),
             "pp_per_micro_batch": self.boundary_bytes if s.pp > 1 else 0.0,
             "dp_per_stage": self.chunk_grad_bytes * s.chunks if s.dp * s.ep > 1 else 0.0,
+            "dp_sent_per_stage": sum(sum(calls) for _, calls in self.dp_buckets) * s.chunks if s.dp * s.ep > 1 else 0.0,
             "ep_per_all_to_all": self.ep_collectives[0][1] if self.ep_collectives else 0.0,
             "tp_total": tp_total,
             "ep_total": ep_total,
