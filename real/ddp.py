@@ -281,7 +281,9 @@ class TorchDDP(DataParallel):
     waited for as issued (:func:`real.ddp_hooks.counting_all_reduce`: its P and Q come from
     futures' callbacks)."""
 
-    def __init__(self, module: nn.Module, bucket_bytes: int, hook: Any, process_group: Any = None, recorder: Recorder | None = None) -> None:
+    def __init__(
+        self, module: nn.Module, bucket_bytes: int, hook: Any, process_group: Any = None, recorder: Recorder | None = None
+    ) -> None:
         from real.ddp_hooks import register_hook
 
         super().__init__(module, process_group, recorder)

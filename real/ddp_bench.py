@@ -15,8 +15,8 @@ import torch.distributed as dist
 from torch import nn
 
 from real.ddp import DataParallel, Recorder, export_params, wrap
-from sim.errors import CollsimError
 from real.models import ModelSpec, fresh_model, global_batch, model_spec, shard
+from sim.errors import CollsimError
 
 
 def equality_worker(ctx: Any, payload: dict[str, Any]) -> None:
@@ -288,7 +288,9 @@ def run_ddp_bench(model: str, configs: list[tuple[str, int | None]], launch_conf
     return run(ddp_bench_worker, payload, launch_config, on_result)
 
 
-def check_torch_configs(model: str, configs: list[tuple[str, int | None]], comm_hook: dict[str, Any], backend: str, warmup_rounds: int) -> dict[str, Any]:
+def check_torch_configs(
+    model: str, configs: list[tuple[str, int | None]], comm_hook: dict[str, Any], backend: str, warmup_rounds: int
+) -> dict[str, Any]:
     """Refuse, before any rank starts, a hook the run cannot measure; returns the hook's fields.
 
     A hook needs the torch strategy; PowerSGD's warm-up must end within the warm-up rounds (every
