@@ -308,7 +308,8 @@ def check_torch_configs(
         return comm_hook
     if hook.start_iter > warmup_rounds:
         raise CollsimError(
-            f"--powersgd-warmup {hook.start_iter}: PowerSGD compresses from that iteration on; give --warmup-rounds >= {hook.start_iter} "
+            f"--powersgd-warmup {hook.start_iter}{'' if 'start_iter' in comm_hook else ' (the default)'}: PowerSGD compresses from that "
+            f"iteration on; give --warmup-rounds >= {hook.start_iter} "
             f"so every measured step is compressed (got {warmup_rounds})"
         )
     grad_bytes = sum(entry["numel"] * entry["element_bytes"] for entry in export_params(fresh_model(model_spec(model), 0)))
