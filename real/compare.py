@@ -343,7 +343,9 @@ def _torch_ddp(store: Any, model: str, config: str, run_ids: Any) -> dict[str, A
 
     rows = [row for row in store.ddp_profiles(model=model, config=config) if not run_ids or row["run_id"] in run_ids]
     if not rows or "comm_hook" not in rows[-1]["profile"]:
-        raise CollsimError(f"no measured profile with the comm hook of config {config!r} (model {model!r}); measure it again with collsim real ddp")
+        raise CollsimError(
+            f"no measured profile with the comm hook of config {config!r} (model {model!r}); measure it again with collsim real ddp"
+        )
     profile = rows[-1]["profile"]
     hook = profile["comm_hook"]
     fields = {

@@ -133,3 +133,13 @@ def test_powersgd_on_one_bucket_sends_the_sims_compressed_bytes_and_is_compared(
     text = format_report(report)
     assert f"# bytes per all-reduce, by bucket, {config} (hook powersgd): measured {' + '.join(map(str, measured[0]))}; equal" in text
     assert json.dumps(report)  # the report stays plain data
+
+
+@pytest.mark.slow
+def test_torch_strategy_without_a_hook_trains_like_one_process():
+    from real.ddp_bench import check_equality
+    from real.launcher import LaunchConfig
+
+    rows = check_equality(LaunchConfig(2, timeout_s=200), "mlp", [("torch", 8192)])
+    assert rows[0]["allclose"] and rows[0]["reference_moved"] > 100 * rows[0]["max_abs_diff"]
+    assert rows[0]["calls_per_step"] == 2  # one all-reduce per bucket: the 8 KiB cap makes two
