@@ -144,7 +144,8 @@ def summarize_ddp(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "world_size": world_size, "backend": backend, "size_bytes": first["comm_bytes"], "comm_calls": first["comm_calls"], "rounds": len(members),
             **stats, "overhead_s": overhead["time_s"], "overhead_median_s": overhead["median_s"], "overhead_p10_s": overhead["p10_s"],
             "overhead_p90_s": overhead["p90_s"], "backward_median_s": time_stats([m["backward_s"] for m in members])["median_s"],
-            "backward_slowdown": slowdown.get(config, {}).get("median"), "algbw_GBps": None, "busbw_GBps": None,
+            "backward_slowdown": None if first["strategy"] == "torch" else slowdown.get(config, {}).get("median"),  # torch: backward holds the sync
+            "algbw_GBps": None, "busbw_GBps": None,
         })  # fmt: skip
     return rows
 

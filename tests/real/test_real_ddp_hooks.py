@@ -110,6 +110,7 @@ def test_fp16_hook_on_torch_ddp_sends_the_sims_bytes_per_bucket_and_is_compared(
     point = _compare(db, tmp_path)["points"][0]
     assert point["config"] == "torch:8KiB:fp16" and point["comm_hook"] == {"name": "fp16"}
     assert point["bytes"] == {"measured": measured, "simulated": measured, "equal": True}
+    assert point["measured_slowdown"] is None and point["simulated_with_slowdown_s"] == point["simulated_s"]  # backward holds the sync
     assert point["simulated_s"] > 0 and point["spread_low_s"] <= point["measured_s"] <= point["spread_high_s"]
 
 
