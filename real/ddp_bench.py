@@ -299,6 +299,7 @@ def check_torch_configs(
     (a collective mismatch, or a hang, at the first compressed step)."""
     from sim.training.ddp_scenario import DEFAULT_BUCKET_CAP_BYTES
     from sim.training.hooks import CommHook
+    from sim.units import format_size
 
     hook = CommHook(**comm_hook)  # checks name, rank and warm-up
     buckets = [bucket_bytes for strategy, bucket_bytes in configs if strategy == "torch"]
@@ -316,7 +317,8 @@ def check_torch_configs(
     small = [size for size in buckets if (size or DEFAULT_BUCKET_CAP_BYTES) < grad_bytes]
     if backend == "gloo" and small:
         raise CollsimError(
-            f"--comm-hook powersgd on gloo needs one bucket: --bucket-sizes >= the model's {grad_bytes} bytes of gradients (got {', '.join(map(str, small))}): "
+            f"--comm-hook powersgd on gloo needs one bucket: --bucket-sizes >= the model's {format_size(grad_bytes)} of gradients "
+            f"(got {', '.join(format_size(size or DEFAULT_BUCKET_CAP_BYTES) for size in small)}): "
             "with several buckets torch's PowerSGD issues P and Q from futures' callbacks in a different order on each rank "
             "(a collective mismatch or a hang at the first compressed step)"
         )
