@@ -179,12 +179,34 @@ def leave_one_out(args: argparse.Namespace, in_sample: list[str]) -> None:
         lines += [_loo_line(row) for row in regime_rows(points)]
     lines.append("all logs:")
     lines += [_loo_line(row) for row in regime_rows(everything)]
+    lines.append("the held-out spread per regime (sim.hardware.uncertainty.LOO_LOG_MEDIAN reads these): median |ln(measured / predicted)|")
+    lines += _spread_lines(everything)
     lines.append("the same predictions with sim.hardware.uncertainty's interval for a preset not fitted on the cluster (x/÷ by regime):")
     lines += [_loo_line(row) for row in regime_rows(_with_shipped_interval(everything))]
     lines.append(f"({time.perf_counter() - started:.0f} s; 80 % interval: real.validate_nccl.INTERVAL_METHOD)")
     print("\n".join(lines))
     if args.record:
         _record(Path(args.record), lines, in_sample, args)
+
+
+def _spread_lines(points: list) -> list[str]:
+    """Per regime: the median |log error| of the held-out points and the 80 % factor it implies
+    for log-normal errors (x/÷ exp(1.2816 / 0.6745 x median))."""
+    import math
+    import statistics
+
+    from sim.collective.nccl_fit import REGIMES
+    from sim.hardware.uncertainty import Z80
+
+    lines = []
+    for name, low, high in REGIMES:
+        logs = [abs(math.log(p.measured_s / p.predicted_s)) for p in points if low <= p.size_bytes < high]
+        if logs:
+            median = statistics.median(logs)
+            lines.append(
+                f"  {name:11s} {len(logs):3d} points  median |ln error| {median:.4f}  80 % factor x/÷ {math.exp(Z80 / 0.6745 * median):.3f}"
+            )
+    return lines
 
 
 def _with_shipped_interval(points: list) -> list:
@@ -199,7 +221,7 @@ def _with_shipped_interval(points: list) -> list:
     out = []
     for p in points:
         preset = CALIBRATION[p.log][0]
-        scenario = SimpleNamespace(hardware=preset, ranks=p.nodes * load_preset(preset).gpus_per_node, size_bytes=p.size_bytes)
+        scenario = SimpleNamespace(hardware=preset, op=p.op, ranks=p.nodes * load_preset(preset).gpus_per_node, size_bytes=p.size_bytes)
         found = interval(scenario, p.predicted_s)
         out.append(replace(p, low_s=found.low_s, high_s=found.high_s))
     return out
