@@ -47,3 +47,20 @@ def test_the_held_out_spread_is_the_one_the_bench_recorded():
     recorded = [float(x) for x in re.findall(r"points  median \|ln error\| ([0-9.]+)", text)]
     assert len(recorded) == len(LOO_LOG_MEDIAN) == 3
     assert [median for _, median in LOO_LOG_MEDIAN] == pytest.approx(recorded, abs=5e-5)
+
+
+@pytest.mark.slow
+def test_the_crossover_gives_nccls_pick_the_interval_of_every_other_algorithm_at_a_size():
+    """The crossover's NCCL rows are timed apart from the others (sim.crossover_cli): they carry
+    the same op-aware interval, so the band stays one factor per size."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "sim.cli", "sim", "crossover", "--hardware", "oci-a100-roce", "--nodes", "2", "--op",
+                           "all_reduce", "--sizes", "4KiB", "--json"], capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = [row for row in json.loads(done.stdout) if row.get("time_interval_s")]
+    factors = {row["algorithm"]: row["time_interval_s"][1] / row["time_s"] for row in rows}
+    assert "nccl" in factors and len(factors) > 1
+    assert all(factor == pytest.approx(_spread("oci-a100-roce", 2, 4096)[0]) for factor in factors.values())
