@@ -272,7 +272,8 @@ def _record(path: Path, lines: list[str], in_sample: list[str], args: argparse.N
     header = [
         "# Leave one log out: how far the DES's predictions can be trusted",
         "",
-        f"Recorded {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC on {len(os.sched_getaffinity(0))} CPUs ({model}), shared with other jobs; "
+        f"Recorded {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC on {len(os.sched_getaffinity(0))} CPUs ({model}), shared with other jobs "
+        f"(load average {os.getloadavg()[0]:.1f} at the end); "
         f"command `{command}` ({'every size' if args.stride == 1 else f'every {args.stride}th size'} of each log; --stride keeps the fits short).",
         "",
         f"Interval: {INTERVAL_METHOD}.",
