@@ -14,9 +14,19 @@ __all__ = ["STREAMS", "cluster_figure", "sweep_figure", "timeline_figure"]
 
 STREAMS = ("compute", "tp", "ep", "pp", "dp")
 STREAM_NAMES = {"compute": "compute", "tp": "TP", "ep": "EP", "pp": "PP", "dp": "DP"}
-COLOURS = {"F": "#1f77b4", "B": "#0b3d6b", "I": "#1f77b4", "W": "#6baed6", "tp": "#ff7f0e", "ep": "#9467bd", "pp": "#2ca02c", "dp": "#d62728"}
+COLOURS = {
+    "F": "#1f77b4",
+    "B": "#0b3d6b",
+    "I": "#1f77b4",
+    "W": "#6baed6",
+    "tp": "#ff7f0e",
+    "ep": "#9467bd",
+    "pp": "#2ca02c",
+    "dp": "#d62728",
+}
 BUBBLE = "rgba(150,150,150,0.25)"
 MAX_NODES_DRAWN = 16
+MAX_SEGMENTS = 20_000  # above this many rows the layers of one micro-batch's op are drawn as one bar
 
 
 def _lanes(rows: Sequence[dict[str, Any]], stages: Sequence[int]) -> list[tuple[int, str]]:
@@ -42,6 +52,8 @@ def timeline_figure(rows: Sequence[dict[str, Any]], stages: Sequence[int], step_
     if not rows:
         return note_figure("no events to draw", title)
     factor, unit = time_unit(step_s)
+    if len(rows) > MAX_SEGMENTS:
+        rows, title = coarse(rows), f"{title}<br>({len(rows):,} events: each op's layers drawn as one bar)"
     lanes = _lanes(rows, stages)
     index = {lane: number for number, lane in enumerate(lanes)}
     segments: dict[str, tuple[list, list, list]] = {}
@@ -55,9 +67,18 @@ def timeline_figure(rows: Sequence[dict[str, Any]], stages: Sequence[int], step_
         ys += [lane, lane, None]
         texts += [f"{row['name']} ({row['kind']})"] * 2 + [None]
     width = max(4.0, min(16.0, 300.0 / len(lanes)))
-    traces = [go.Scatter(x=xs, y=ys, text=texts, mode="lines", line={"width": width, "color": COLOURS.get(key, "#555")},
-                         name=_kind_name(key), hoverinfo="text+x")  # fmt: skip
-              for key, (xs, ys, texts) in segments.items()]
+    traces = [
+        go.Scatter(
+            x=xs,
+            y=ys,
+            text=texts,
+            mode="lines",
+            line={"width": width, "color": COLOURS.get(key, "#555")},
+            name=_kind_name(key),
+            hoverinfo="text+x",
+        )  # fmt: skip
+        for key, (xs, ys, texts) in segments.items()
+    ]
     shapes = [{"type": "rect", "x0": a * factor, "x1": b * factor, "y0": index[(rank, "compute")] - 0.45,
                "y1": index[(rank, "compute")] + 0.45, "fillcolor": BUBBLE, "line": {"width": 0}, "layer": "below"}
               for rank in stages for a, b in _idle(rows, rank, step_s)]  # fmt: skip
@@ -70,6 +91,20 @@ def timeline_figure(rows: Sequence[dict[str, Any]], stages: Sequence[int], step_
         margin={"l": 190, "r": 20, "t": 48, "b": 70},
     )  # fmt: skip
     return go.Figure(data=traces, layout=layout)
+
+
+def coarse(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per rank, stream, kind and op of a micro-batch ("F mb3 stage1"), from its first
+    layer's start to its last layer's end."""
+    merged: dict[tuple, dict[str, Any]] = {}
+    for row in rows:
+        key = (row["rank"], row["stream"], row["kind"], row["name"].rsplit(" layer", 1)[0])
+        if key in merged:
+            merged[key]["start_s"] = min(merged[key]["start_s"], row["start_s"])
+            merged[key]["end_s"] = max(merged[key]["end_s"], row["end_s"])
+        else:
+            merged[key] = {**row, "name": key[3]}
+    return list(merged.values())
 
 
 def _kind_name(key: str) -> str:

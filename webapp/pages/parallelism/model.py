@@ -40,6 +40,7 @@ DEFAULTS: dict[str, str] = {
 }
 FORM_FIELDS: dict[str, FieldInfo] = {name: FIELDS[name] for name in DEFAULTS}
 SHAPE = ("layers", "hidden", "heads", "seq_len", "vocab")
+MAX_PASSES = 20_000  # micro-batches x layers a page run simulates (GPT-3 175B, 64 micro-batches: 6,144 in ~2 s)
 MAX_SWEEP_NODES = 64  # 512 GPUs: some tens of layouts, each a few seconds at most
 
 
@@ -98,8 +99,9 @@ def validate_form(form: dict[str, Any]) -> dict[str, Any]:
     if not errors:
         try:
             scenario = TrainScenario.from_dict(data)
+            check_size(scenario)
         except CollsimError as error:
-            errors[error.field if error.field in DEFAULTS else _slot(error.field)] = str(error)
+            scenario, errors[error.field if error.field in DEFAULTS else _slot(error.field)] = None, str(error)
     return {"scenario": scenario.to_dict() if scenario else None, "errors": {name: errors.get(name, "") for name in DEFAULTS}}
 
 
@@ -114,11 +116,24 @@ def scenario_of(data: dict[str, Any]) -> Any:
     return TrainScenario.from_dict(data)
 
 
+def check_size(scenario: Any) -> None:
+    """Refuse a step the explorer would not simulate in seconds: more than :data:`MAX_PASSES`
+    micro-batch x layer passes a pipeline (each is some events on every stage)."""
+    passes = scenario.micro_batches * scenario.layers
+    if passes > MAX_PASSES:
+        raise CollsimError(
+            f"global_batch: {scenario.micro_batches} micro-batches x {scenario.layers} layers = {passes:,} layer passes a pipeline; "
+            f"the explorer simulates up to {MAX_PASSES:,} (raise micro_batch or dp, or run collsim sim train)", field="global_batch"
+        )  # fmt: skip
+
+
 def run(data: dict[str, Any]) -> Any:
     """The simulated step with its events (sim.training.parallel.simulate)."""
     from sim.training.parallel import simulate
 
-    return simulate(scenario_of(data), events=True)
+    scenario = scenario_of(data)
+    check_size(scenario)
+    return simulate(scenario, events=True)
 
 
 def check_sweep(data: dict[str, Any]) -> None:
