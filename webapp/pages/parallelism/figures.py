@@ -8,6 +8,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from sim.units import format_time
 from webapp.figures.common import PALETTE, figure_layout, note_figure, time_unit
 
 __all__ = ["STREAMS", "cluster_figure", "sweep_figure", "timeline_figure"]
@@ -26,6 +27,7 @@ COLOURS = {
 }
 BUBBLE = "rgba(150,150,150,0.25)"
 MAX_NODES_DRAWN = 16
+MIN_WIDTH = 0.001  # of the step: a 0.2 ms all-reduce in a 2 s step stays visible (hover gives its times)
 MAX_SEGMENTS = 20_000  # above this many rows the layers of one micro-batch's op are drawn as one bar
 
 
@@ -48,7 +50,8 @@ def _idle(rows: Sequence[dict[str, Any]], rank: int, end_s: float) -> list[tuple
 
 def timeline_figure(rows: Sequence[dict[str, Any]], stages: Sequence[int], step_s: float, title: str) -> go.Figure:
     """One lane per stage and stream (compute, TP, EP, PP, DP) of the representative pipeline;
-    each kind one trace of thick segments; the compute stream's idle time shaded grey."""
+    each kind one trace of thick segments (at least :data:`MIN_WIDTH` of the step wide, so a short
+    collective shows); the compute stream's idle time shaded grey."""
     if not rows:
         return note_figure("no events to draw", title)
     factor, unit = time_unit(step_s)
@@ -63,9 +66,9 @@ def timeline_figure(rows: Sequence[dict[str, Any]], stages: Sequence[int], step_
             continue
         key = row["kind"] if row["stream"] == "compute" else row["stream"]
         xs, ys, texts = segments.setdefault(key, ([], [], []))
-        xs += [row["start_s"] * factor, row["end_s"] * factor, None]
+        xs += [row["start_s"] * factor, max(row["end_s"], row["start_s"] + MIN_WIDTH * step_s) * factor, None]
         ys += [lane, lane, None]
-        texts += [f"{row['name']} ({row['kind']})"] * 2 + [None]
+        texts += [f"{row['name']} ({row['kind']}, {format_time(row['end_s'] - row['start_s'])})"] * 2 + [None]
     width = max(4.0, min(16.0, 300.0 / len(lanes)))
     traces = [
         go.Scatter(

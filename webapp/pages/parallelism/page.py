@@ -157,7 +157,7 @@ def _kept(key: str) -> dict[str, Any]:
     notes = " ".join(f"Note: {note}." for note in result.notes)
     notice = (f"{numbers['m']} micro-batches on {data['tp'] * data['pp'] * data['dp'] * data['ep']} GPUs "
               f"(tp {data['tp']} x pp {data['pp']} x dp {data['dp']} x ep {data['ep']}), {data['schedule']}. {notes}")  # fmt: skip
-    title = f"One step of the representative pipeline ({len(stages)} stage(s)); grey: the compute stream idle (bubble)"
+    title = f"One step of the representative pipeline ({len(stages)} stage(s)); grey: the compute stream idle (bubble); short collectives drawn at least 0.1 % of the step wide"
     return answer(
         OUTPUTS, notice=notice, cards=_cards(result), teach=_teach(numbers),
         timeline=figures.timeline_figure(result.events, stages, result.step_time_s, title),
