@@ -158,3 +158,10 @@ def test_a_long_timeline_draws_each_ops_layers_as_one_bar():
     assert [row["name"] for row in merged] == ["F mb0 stage0", "F mb1 stage0", "F mb2 stage0"]
     assert [row["start_s"] for row in merged] == [0, 1, 2]
     assert [row["end_s"] for row in merged] == pytest.approx([0.35, 1.35, 2.35])
+
+
+def test_a_sweep_of_too_many_layer_passes_is_refused_on_the_global_batch():
+    checked = _checked(nodes="64", dp="32", global_batch="4096")  # its dp = 1 layouts: 4,096 x 48 layers
+    assert checked["scenario"], checked["errors"]
+    with pytest.raises(Exception, match=r"196,608 layer passes; the explorer's sweep takes up to 100,000"):
+        model.sweep(checked["scenario"])

@@ -42,6 +42,9 @@ FORM_FIELDS: dict[str, FieldInfo] = {name: FIELDS[name] for name in DEFAULTS}
 SHAPE = ("layers", "hidden", "heads", "seq_len", "vocab")
 MAX_PASSES = 20_000  # micro-batches x layers a page run simulates (GPT-3 175B, 64 micro-batches: 6,144 in ~2 s)
 MAX_SWEEP_NODES = 64  # 512 GPUs: some tens of layouts, each a few seconds at most
+# micro-batches x layers of the sweep's dp = 1 layouts (global batch / micro-batch x layers): GPT-3 175B
+# on 64 nodes, global batch 512 (49,152) sweeps in ~35 s here; twice that stays within the explorer's limit
+MAX_SWEEP_PASSES = 100_000
 
 
 def form_from_query(search: str | None) -> dict[str, str]:
@@ -142,6 +145,13 @@ def check_sweep(data: dict[str, Any]) -> None:
         raise CollsimError(
             f"nodes: the explorer's sweep takes up to {MAX_SWEEP_NODES} nodes, got {data['nodes']}; "
             "run `collsim sim train --sweep` for more", field="nodes"
+        )  # fmt: skip
+    passes = data["global_batch"] // data["micro_batch"] * data["layers"]
+    if passes > MAX_SWEEP_PASSES:
+        raise CollsimError(
+            f"global_batch: the sweep's dp = 1 layouts run {data['global_batch'] // data['micro_batch']} micro-batches x "
+            f"{data['layers']} layers = {passes:,} layer passes; the explorer's sweep takes up to {MAX_SWEEP_PASSES:,} "
+            "(a smaller global batch or a larger micro-batch, or `collsim sim train --sweep`)", field="global_batch"
         )  # fmt: skip
 
 
