@@ -81,7 +81,7 @@ def test_tp_stays_inside_a_node_and_dp_crosses_the_rails():
     checked = _checked()  # tp 8 on dgx-a100 (8 GPUs a node), dp 2 on 4 nodes
     result = model.run(checked["scenario"])
     rows = {row["kind"]: row for row in model.links(checked["scenario"], result.layout)}
-    assert rows["tp"]["nodes"] == 1 and "NVLink" in rows["tp"]["link"]
+    assert rows["tp"]["nodes"] == 1 and rows["tp"]["link"] == "NVLink (NVSwitch)"
     assert rows["dp"]["nodes"] == 2 and rows["dp"]["link"] == "NIC rail"
     assert rows["tp"]["bandwidth_Bps"] > rows["dp"]["bandwidth_Bps"]
 

@@ -59,29 +59,12 @@ def timeline_figure(rows: Sequence[dict[str, Any]], stages: Sequence[int], step_
         rows, title = coarse(rows), f"{title}<br>({len(rows):,} events: each op's layers drawn as one bar)"
     lanes = _lanes(rows, stages)
     index = {lane: number for number, lane in enumerate(lanes)}
-    segments: dict[str, tuple[list, list, list]] = {}
-    for row in rows:
-        lane = index.get((row["rank"], row["stream"]))
-        if lane is None:
-            continue
-        key = row["kind"] if row["stream"] == "compute" else row["stream"]
-        xs, ys, texts = segments.setdefault(key, ([], [], []))
-        xs += [row["start_s"] * factor, max(row["end_s"], row["start_s"] + MIN_WIDTH * step_s) * factor, None]
-        ys += [lane, lane, None]
-        texts += [f"{row['name']} ({row['kind']}, {format_time(row['end_s'] - row['start_s'])})"] * 2 + [None]
     width = max(4.0, min(16.0, 300.0 / len(lanes)))
     traces = [
-        go.Scatter(
-            x=xs,
-            y=ys,
-            text=texts,
-            mode="lines",
-            line={"width": width, "color": COLOURS.get(key, "#555")},
-            name=_kind_name(key),
-            hoverinfo="text+x",
-        )  # fmt: skip
-        for key, (xs, ys, texts) in segments.items()
-    ]
+        go.Scatter(x=xs, y=ys, text=texts, mode="lines", line={"width": width, "color": COLOURS.get(key, "#555")},
+                   name=_kind_name(key), hoverinfo="text+x")
+        for key, (xs, ys, texts) in _segments(rows, index, step_s, factor).items()
+    ]  # fmt: skip
     shapes = [{"type": "rect", "x0": a * factor, "x1": b * factor, "y0": index[(rank, "compute")] - 0.45,
                "y1": index[(rank, "compute")] + 0.45, "fillcolor": BUBBLE, "line": {"width": 0}, "layer": "below"}
               for rank in stages for a, b in _idle(rows, rank, step_s)]  # fmt: skip
@@ -94,6 +77,21 @@ def timeline_figure(rows: Sequence[dict[str, Any]], stages: Sequence[int], step_
         margin={"l": 190, "r": 20, "t": 48, "b": 70},
     )  # fmt: skip
     return go.Figure(data=traces, layout=layout)
+
+
+def _segments(rows: Sequence[dict[str, Any]], index: dict, step_s: float, factor: float) -> dict[str, tuple[list, list, list]]:
+    """kind -> (x, y, hover texts) of its segments, None between them (one SVG path a kind)."""
+    segments: dict[str, tuple[list, list, list]] = {}
+    for row in rows:
+        lane = index.get((row["rank"], row["stream"]))
+        if lane is None:
+            continue
+        key = row["kind"] if row["stream"] == "compute" else row["stream"]
+        xs, ys, texts = segments.setdefault(key, ([], [], []))
+        xs += [row["start_s"] * factor, max(row["end_s"], row["start_s"] + MIN_WIDTH * step_s) * factor, None]
+        ys += [lane, lane, None]
+        texts += [f"{row['name']} ({row['kind']}, {format_time(row['end_s'] - row['start_s'])})"] * 2 + [None]
+    return segments
 
 
 def coarse(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -127,11 +125,32 @@ def cluster_figure(layout: dict[str, int], nodes: int, links: Sequence[dict[str,
     nodes (its NIC rail); GPUs the job leaves idle are grey."""
     per_node = layout["gpus_per_node"]
     ranks = layout["tp"] * layout["ep"] * layout["dp"] * layout["pp"]
-    shown_nodes = min(nodes, MAX_NODES_DRAWN)
+    shown = min(nodes, MAX_NODES_DRAWN)
     half = max(1, (per_node + 1) // 2)
+    shapes = [{"type": "rect", "x0": -0.6, "x1": half - 0.4, "y0": -(n * 3 + 1) - 0.6, "y1": -n * 3 + 0.6,
+               "line": {"color": "#444", "width": 2}, "fillcolor": "rgba(0,0,0,0)"} for n in range(shown)]  # fmt: skip
+    shapes += _tp_outlines(layout, ranks, shown * per_node)
+    traces = [_cells(layout, ranks, shown * per_node), *_dp_rails(layout, ranks, shown * per_node)]
+    notes = [f"{row['kind'].upper()} x{row['size']}: {_span(row['nodes'])}, "
+             f"{row['link']} {row['bandwidth_Bps'] / 1e9:.0f} GB/s" for row in links]  # fmt: skip
+    notes += [f"first {shown} of {nodes} nodes drawn"] if nodes > shown else []
+    annotations = [{"text": f"node {n}", "x": -0.7, "y": -n * 3 - 0.5, "showarrow": False, "xanchor": "right", "font": {"size": 11}}
+                   for n in range(shown)]  # fmt: skip
+    annotations.append({"text": "<br>".join(notes) or "one GPU", "x": 1.0, "y": 1.0, "xref": "paper", "yref": "paper",
+                        "showarrow": False, "xanchor": "right", "yanchor": "bottom", "align": "right", "font": {"size": 11}})  # fmt: skip
+    layout_ = figure_layout(
+        title, max(220, 80 + 95 * shown + 16 * len(notes)), shapes=shapes, annotations=annotations, showlegend=False,
+        xaxis={"visible": False, "range": [-2.2, half + 0.5]}, yaxis={"visible": False, "scaleanchor": "x"},
+        margin={"l": 20, "r": 20, "t": 60 + 14 * len(notes), "b": 10},
+    )  # fmt: skip
+    return go.Figure(data=traces, layout=layout_)
+
+
+def _cells(layout: dict[str, int], ranks: int, drawn: int) -> go.Scatter:
+    """The GPUs as square cells: coloured by stage, labelled stage, tp and dp rank; idle ones grey."""
     xs, ys, colours, texts, hovers = [], [], [], [], []
-    for gpu in range(shown_nodes * per_node):
-        x, y = _cell(gpu, per_node)
+    for gpu in range(drawn):
+        x, y = _cell(gpu, layout["gpus_per_node"])
         xs.append(x), ys.append(y)
         if gpu < ranks:
             tp, ep, dp, pp = _coords(gpu, layout)
@@ -140,27 +159,9 @@ def cluster_figure(layout: dict[str, int], nodes: int, links: Sequence[dict[str,
             hovers.append(f"rank {gpu}: stage {pp}, tp {tp}, dp {dp}, ep {ep}")
         else:
             colours.append("#dddddd"), texts.append(""), hovers.append(f"GPU {gpu}: idle")
-    shapes = [{"type": "rect", "x0": -0.6, "x1": half - 0.4, "y0": -(n * 3 + 1) - 0.6, "y1": -n * 3 + 0.6,
-               "line": {"color": "#444", "width": 2}, "fillcolor": "rgba(0,0,0,0)"} for n in range(shown_nodes)]  # fmt: skip
-    shapes += _tp_outlines(layout, ranks, shown_nodes * per_node)
-    traces = [go.Scatter(x=xs, y=ys, mode="markers+text", text=texts, hovertext=hovers, hoverinfo="text",
-                         marker={"symbol": "square", "size": 34, "color": colours, "line": {"color": "#fff", "width": 1}},
-                         textfont={"size": 9, "color": "#fff"}, showlegend=False)]  # fmt: skip
-    traces += _dp_rails(layout, ranks, shown_nodes * per_node)
-    notes = [f"{row['kind'].upper()} x{row['size']}: {_span(row['nodes'])}, "
-             f"{row['link']} {row['bandwidth_Bps'] / 1e9:.0f} GB/s" for row in links]  # fmt: skip
-    if nodes > shown_nodes:
-        notes.append(f"first {shown_nodes} of {nodes} nodes drawn")
-    annotations = [{"text": f"node {n}", "x": -0.7, "y": -n * 3 - 0.5, "showarrow": False, "xanchor": "right", "font": {"size": 11}}
-                   for n in range(shown_nodes)]  # fmt: skip
-    annotations.append({"text": "<br>".join(notes) or "one GPU", "x": 1.0, "y": 1.0, "xref": "paper", "yref": "paper",
-                        "showarrow": False, "xanchor": "right", "yanchor": "bottom", "align": "right", "font": {"size": 11}})  # fmt: skip
-    layout_ = figure_layout(
-        title, max(220, 80 + 95 * shown_nodes + 16 * len(notes)), shapes=shapes, annotations=annotations, showlegend=False,
-        xaxis={"visible": False, "range": [-2.2, half + 0.5]}, yaxis={"visible": False, "scaleanchor": "x"},
-        margin={"l": 20, "r": 20, "t": 60 + 14 * len(notes), "b": 10},
-    )  # fmt: skip
-    return go.Figure(data=traces, layout=layout_)
+    return go.Scatter(x=xs, y=ys, mode="markers+text", text=texts, hovertext=hovers, hoverinfo="text", showlegend=False,
+                      marker={"symbol": "square", "size": 34, "color": colours, "line": {"color": "#fff", "width": 1}},
+                      textfont={"size": 9, "color": "#fff"})  # fmt: skip
 
 
 def _span(nodes: int) -> str:

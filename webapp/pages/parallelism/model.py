@@ -174,22 +174,27 @@ def _preset(name: str) -> Any:
     return load_preset(name)
 
 
+FABRIC_NAMES = {"nvswitch": "NVLink (NVSwitch)", "pcie": "PCIe"}
+
+
 def links(data: dict[str, Any], layout: dict[str, int]) -> list[dict[str, Any]]:
     """For each kind of group (tp, pp, dp, ep) of size > 1: its size, how many nodes one group
-    spans, and the link its traffic crosses (NVLink inside a node, NIC rails across)."""
+    spans, and the link its traffic crosses (the node's fabric inside one NVLink domain, NIC rails
+    across domains), from the preset."""
     from sim.training.parallel.layout import Layout
 
     grid, preset = Layout(**layout), _preset(data["hardware"])
+    domain = max(1, preset.nvlink_domain_nodes or 1)
     rows = []
     for kind in ("tp", "pp", "dp", "ep"):
         if grid.size(kind) < 2:
             continue
         group = grid.group(kind, 0)
-        nodes = len({grid.node_of(rank) for rank in group})
-        inside = nodes == 1
+        nodes = {grid.node_of(rank) for rank in group}
+        inside = len({node // domain for node in nodes}) == 1
         rows.append({
-            "kind": kind, "size": grid.size(kind), "nodes": nodes, "group": list(group),
-            "link": f"{preset.intra_fabric} NVLink" if inside else "NIC rail",
+            "kind": kind, "size": grid.size(kind), "nodes": len(nodes), "group": list(group),
+            "link": FABRIC_NAMES.get(preset.intra_fabric, preset.intra_fabric) if inside else "NIC rail",
             "bandwidth_Bps": preset.intra_bandwidth_Bps if inside else preset.nic_bandwidth_Bps,
         })  # fmt: skip
     return rows
