@@ -54,6 +54,14 @@ def test_the_default_scenario_is_valid_and_its_step_time_is_the_simulators():
     expected = simulate(TrainScenario.from_dict(checked["scenario"])).step_time_s
     step = shown["cards"][0].children[1].children
     assert step == format_time(expected)
+    from sim.hardware.presets import load_preset
+
+    preset = load_preset("dgx-a100")
+    why = shown["teach"][2].children
+    assert (
+        f"NVLink (NVSwitch) gives {preset.intra_bandwidth_Bps / 1e9:.0f} GB/s a GPU, one NIC {preset.nic_bandwidth_Bps / 1e9:.0f} GB/s"
+        in why
+    )
 
 
 def test_the_teaching_layer_has_the_bubble_formula_with_the_numbers_in():

@@ -217,6 +217,6 @@ def teaching(data: dict[str, Any], result: Any) -> dict[str, Any]:
         "b": scenario.micro_batch, "s": scenario.seq_len, "h": scenario.hidden, "t": t,
         "element_bytes": element, "collective_bytes": elements * element, "sp": scenario.sequence_parallel,
         "layer_bytes": 4 * elements * element, "tp_collective_s": tp_s,
-        "nvlink_Bps": preset.intra_bandwidth_Bps, "nic_Bps": preset.nic_bandwidth_Bps, "gpus_per_node": preset.gpus_per_node,
+        "nvlink_Bps": preset.intra_bandwidth_Bps, "fabric": FABRIC_NAMES.get(preset.intra_fabric, preset.intra_fabric), "nic_Bps": preset.nic_bandwidth_Bps, "gpus_per_node": preset.gpus_per_node,
         "nic_ring_s": 2 * (t - 1) / t * elements * element / preset.nic_bandwidth_Bps if t > 1 else 0.0,
     }  # fmt: skip

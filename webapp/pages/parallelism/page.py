@@ -195,7 +195,7 @@ def _teach(n: dict[str, Any]) -> list:
     words = [bubble, tp]
     if n["t"] > 1:
         words.append(
-            f"Why TP stays inside a node: its collectives sit on every layer's critical path. Inside a node NVLink gives "
+            f"Why TP stays inside a node: its collectives sit on every layer's critical path. Inside a node {n['fabric']} gives "
             f"{n['nvlink_Bps'] / 1e9:.0f} GB/s a GPU, one NIC {n['nic_Bps'] / 1e9:.0f} GB/s: one TP collective took "
             f"{format_time(n['tp_collective_s'])} here, where a ring over one NIC needs at least 2(t-1)/t x bytes / NIC = "
             f"{format_time(n['nic_ring_s'])}."
