@@ -173,3 +173,11 @@ def test_a_sweep_of_too_many_layer_passes_is_refused_on_the_global_batch():
     assert checked["scenario"], checked["errors"]
     with pytest.raises(Exception, match=r"196,608 layer passes; the explorer's sweep takes up to 100,000"):
         model.sweep(checked["scenario"])
+
+
+def test_a_link_with_a_wrong_field_comes_with_its_message_in_its_slot():
+    tree = page.layout("?tp=abc")
+    slots = {component.id: component.children for component in tree._traverse() if getattr(component, "id", "") == "par-tp-error"}
+    assert slots == {"par-tp-error": "tp: expected a whole number from 1 to 1024, got 'abc'"}
+    store = next(component for component in tree._traverse() if getattr(component, "id", "") == "par-scenario")
+    assert store.data is None
