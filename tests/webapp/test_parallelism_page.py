@@ -175,6 +175,7 @@ def test_a_sweep_of_too_many_layer_passes_is_refused_on_the_global_batch():
         model.sweep(checked["scenario"])
 
 
+@pytest.mark.slow
 def test_a_link_with_a_wrong_field_comes_with_its_message_in_its_slot():
     tree = page.layout("?tp=abc")
     slots = {component.id: component.children for component in tree._traverse() if getattr(component, "id", "") == "par-tp-error"}
