@@ -1,0 +1,79 @@
+"""The Hangs page's figure: the wait-for graph of :func:`sim.hang.explain`'s report (plain data
+in, a Plotly figure out; no Dash, no I/O)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import plotly.graph_objects as go
+
+__all__ = ["STATE_COLORS", "wait_for_figure"]
+
+STATE_COLORS = {"completed": "#2ca02c", "blocked": "#ff7f0e", "mismatched": "#d62728", "dead": "#222222", "stalled": "#7f7f7f"}
+CYCLE_COLOR, EDGE_COLOR, MISSING_COLOR = "#d62728", "#9a9a9a", "#d62728"
+MAX_ARROWS = 200  # beyond this many edges, lines without arrow heads (annotations are slow to draw)
+
+
+def _positions(count: int) -> list[tuple[float, float]]:
+    """Ranks round a circle, rank 0 at the top, clockwise."""
+    return [(math.sin(2 * math.pi * r / count), math.cos(2 * math.pi * r / count)) for r in range(count)]
+
+
+def _cycle_edges(cycle: list[int]) -> set[tuple[int, int]]:
+    return {(cycle[i], cycle[(i + 1) % len(cycle)]) for i in range(len(cycle))} if cycle else set()
+
+
+def wait_for_figure(report: dict[str, Any]) -> go.Figure:
+    """Ranks as nodes (coloured by state), an arrow a -> b where rank a waits for rank b; the
+    cycle's edges in red, the missing party's ranks ringed in red."""
+    ranks, cycle, missing = report["ranks"], list(report["cycle"]), set(report["missing"])
+    xy = _positions(len(ranks))
+    red = _cycle_edges(cycle)
+    figure = go.Figure()
+    for in_cycle in (False, True):
+        edges = [(a, b) for a, b in report["wait_for"] if ((a, b) in red) == in_cycle]
+        xs = [v for a, b in edges for v in (xy[a][0], xy[b][0], None)]
+        ys = [v for a, b in edges for v in (xy[a][1], xy[b][1], None)]
+        name = "waits for (the cycle)" if in_cycle else "waits for"
+        figure.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=name, hoverinfo="skip",
+                                    line={"color": CYCLE_COLOR if in_cycle else EDGE_COLOR, "width": 3 if in_cycle else 1.5}))  # fmt: skip
+    for state, colour in STATE_COLORS.items():
+        members = [r for r in ranks if r["state"] == state]
+        if not members:
+            continue
+        figure.add_trace(go.Scatter(
+            x=[xy[r["rank"]][0] for r in members], y=[xy[r["rank"]][1] for r in members], mode="markers+text", name=state,
+            text=[str(r["rank"]) for r in members], textposition="middle center", textfont={"color": "white"},
+            marker={"size": 28 if len(ranks) <= 32 else 10, "color": colour,
+                    "line": {"width": [4 if r["rank"] in missing else 0 for r in members], "color": MISSING_COLOR}},
+            hovertext=[_hover(r, r["rank"] in missing) for r in members], hoverinfo="text",
+        ))  # fmt: skip
+    if len(report["wait_for"]) <= MAX_ARROWS:
+        for a, b in report["wait_for"]:
+            colour = CYCLE_COLOR if (a, b) in red else EDGE_COLOR
+            figure.add_annotation(x=xy[b][0], y=xy[b][1], ax=xy[a][0], ay=xy[a][1], xref="x", yref="y", axref="x", ayref="y", text="",
+                                  showarrow=True, arrowhead=3, arrowsize=1.4, arrowwidth=2, arrowcolor=colour, standoff=15, startstandoff=15)  # fmt: skip
+    figure.update_layout(
+        title={"text": _title(report), "font": {"size": 14}}, height=420, margin={"l": 20, "r": 20, "t": 60, "b": 20},
+        xaxis={"visible": False, "range": [-1.35, 1.35]}, yaxis={"visible": False, "range": [-1.3, 1.3], "scaleanchor": "x"},
+        legend={"orientation": "h", "y": -0.02}, plot_bgcolor="white",
+    )  # fmt: skip
+    return figure
+
+
+def _hover(rank: dict[str, Any], missing: bool) -> str:
+    where = f"{rank['group']} #{rank['seq']} {rank['op']}" if rank["op"] else f"call {rank['call_index']}"
+    waits = ", ".join(map(str, rank["waits_for"])) or "nobody"
+    return f"rank {rank['rank']}: {rank['state']} at {where}; waits for {waits}" + (" (a missing party)" if missing else "")
+
+
+def _title(report: dict[str, Any]) -> str:
+    if report["cycle"]:
+        loop = " → ".join(map(str, [*report["cycle"], report["cycle"][0]]))
+        return f"wait-for graph: cycle {loop} (red)"
+    if report["missing"]:
+        return f"wait-for graph: missing party {', '.join(map(str, report['missing']))} (ringed red)"
+    if report["wait_for"]:
+        return "wait-for graph"
+    return "wait-for graph: no rank waits for another"
