@@ -12,12 +12,21 @@ __all__ = ["STATE_COLORS", "wait_for_figure"]
 
 STATE_COLORS = {"completed": "#2ca02c", "blocked": "#ff7f0e", "mismatched": "#d62728", "dead": "#222222", "stalled": "#7f7f7f"}
 CYCLE_COLOR, EDGE_COLOR, MISSING_COLOR = "#d62728", "#9a9a9a", "#d62728"
+SIDE = 0.04  # how far an edge is moved to its right (axis units; the circle has radius 1)
 MAX_ARROWS = 200  # beyond this many edges, lines without arrow heads (annotations are slow to draw)
 
 
 def _positions(count: int) -> list[tuple[float, float]]:
     """Ranks round a circle, rank 0 at the top, clockwise."""
     return [(math.sin(2 * math.pi * r / count), math.cos(2 * math.pi * r / count)) for r in range(count)]
+
+
+def _ends(xy: list[tuple[float, float]], a: int, b: int) -> tuple[float, float, float, float]:
+    """An edge a -> b moved a little to its right: a -> b and b -> a are two arrows side by side."""
+    (x0, y0), (x1, y1) = xy[a], xy[b]
+    length = math.hypot(x1 - x0, y1 - y0) or 1.0
+    dx, dy = SIDE * (y1 - y0) / length, -SIDE * (x1 - x0) / length
+    return x0 + dx, y0 + dy, x1 + dx, y1 + dy
 
 
 def _cycle_edges(cycle: list[int]) -> set[tuple[int, int]]:
@@ -33,8 +42,9 @@ def wait_for_figure(report: dict[str, Any]) -> go.Figure:
     figure = go.Figure()
     for in_cycle in (False, True):
         edges = [(a, b) for a, b in report["wait_for"] if ((a, b) in red) == in_cycle]
-        xs = [v for a, b in edges for v in (xy[a][0], xy[b][0], None)]
-        ys = [v for a, b in edges for v in (xy[a][1], xy[b][1], None)]
+        ends = [_ends(xy, a, b) for a, b in edges]
+        xs = [v for x0, _, x1, _ in ends for v in (x0, x1, None)]
+        ys = [v for _, y0, _, y1 in ends for v in (y0, y1, None)]
         name = "waits for (the cycle)" if in_cycle else "waits for"
         figure.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=name, hoverinfo="skip",
                                     line={"color": CYCLE_COLOR if in_cycle else EDGE_COLOR, "width": 3 if in_cycle else 1.5}))  # fmt: skip
@@ -52,7 +62,8 @@ def wait_for_figure(report: dict[str, Any]) -> go.Figure:
     if len(report["wait_for"]) <= MAX_ARROWS:
         for a, b in report["wait_for"]:
             colour = CYCLE_COLOR if (a, b) in red else EDGE_COLOR
-            figure.add_annotation(x=xy[b][0], y=xy[b][1], ax=xy[a][0], ay=xy[a][1], xref="x", yref="y", axref="x", ayref="y", text="",
+            x0, y0, x1, y1 = _ends(xy, a, b)
+            figure.add_annotation(x=x1, y=y1, ax=x0, ay=y0, xref="x", yref="y", axref="x", ayref="y", text="",
                                   showarrow=True, arrowhead=3, arrowsize=1.4, arrowwidth=2, arrowcolor=colour, standoff=15, startstandoff=15)  # fmt: skip
     figure.update_layout(
         title={"text": _title(report), "font": {"size": 14}}, height=420, margin={"l": 20, "r": 20, "t": 60, "b": 20},

@@ -59,7 +59,7 @@ def _text(name: str, value: str, placeholder: str = "") -> dcc.Input:
 
 def _form(form: dict[str, str]) -> list[Any]:
     timeout = model.FIELDS["timeout_s"]
-    spec_help = "; ".join(f"{kind}: {model.FIELDS[kind].help.split(':')[0]}" for kind in model.MUTATIONS)
+    spec_help = "; ".join(f"{kind}: {model.FIELDS[kind].help.split(': ')[0].split(',')[0]}" for kind in model.MUTATIONS)
     box = dcc.Textarea(id=ids.field_id("program"), value=model.program_of(form), maxLength=model.MAX_PROGRAM_CHARS,
                        spellCheck=False, className="program-box", style={"width": "100%", "height": "260px", "fontFamily": "monospace"})  # fmt: skip
     upload = dcc.Upload(id=ids.UPLOAD, children=html.Div(["Drop or ", html.A("choose"), " a YAML/JSON program"]), className="upload")
@@ -137,7 +137,9 @@ def _rank_table(ranks: list[dict[str, Any]]) -> html.Table:
         rows.append(html.Tr([html.Td(r["rank"]), html.Td(r["state"], className=f"state-{r['state']}"), html.Td(where), html.Td(waits),
                              html.Td(r["first_divergence"] or "-")]))  # fmt: skip
     more = [html.Caption(f"the first {MAX_ROWS} of {len(ranks)} ranks")] if len(ranks) > MAX_ROWS else []
-    return html.Table([*more, html.Thead(head), html.Tbody(rows)], className="rank-table")
+    return html.Table(
+        [*more, html.Thead(head), html.Tbody(rows)], className="rank-table", style={"borderSpacing": "12px 2px", "textAlign": "left"}
+    )
 
 
 def _tools(report: dict[str, Any]) -> dict[str, Any]:
