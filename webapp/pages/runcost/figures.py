@@ -48,7 +48,7 @@ def elastic_figure(result: dict[str, Any]) -> go.Figure:
         (f"wait {elastic['replace_wait_s'] / 60:.3g} min for a spare", elastic["wait_goodput"]),
     ]
     if elastic["shrink_goodput"] is not None:
-        bars.append((f"continue on fewer nodes ({100 * elastic['shrink_throughput']:.3g} % throughput)", elastic["shrink_goodput"]))
+        bars.append((f"continue on fewer nodes ({100 * elastic['shrink_throughput']:.4g} % throughput)", elastic["shrink_goodput"]))
     figure = go.Figure(go.Bar(x=[100 * g for _, g in bars], y=[name for name, _ in bars], orientation="h",
                               text=[f"{100 * g:.1f} %" for _, g in bars], textposition="auto", marker={"color": ["#1f77b4", "#7f7f7f", "#2ca02c"][: len(bars)]}))  # fmt: skip
     figure.update_layout(
