@@ -1,3 +1,4 @@
+# ruff: noqa: F811 - app_page is a fixture imported from test_browser
 """The Hangs page in a real Chromium: it opens from the navigation already drawn (verdict, wait-for
 graph with its cycle, the tools' tabs), a change of the form updates the URL and the verdict, a bad
 program gets its message under the box, and a link comes back. With COLLSIM_UPDATE_DOCS_IMG=1 the
@@ -10,14 +11,13 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
+from .test_browser import app_page  # noqa: F401 - the fixture
+
 pytestmark = pytest.mark.browser
-SLOW = 20_000
 
 
-def test_hang_page_opens_drawn_and_follows_the_form(page: Page, live_server: str, shot):
-    failures: list[str] = []
-    page.on("response", lambda response: failures.append(f"{response.status} {response.url}") if response.status >= 500 else None)
-    page.set_default_timeout(SLOW)
+def test_hang_page_opens_drawn_and_follows_the_form(app_page: Page, live_server: str, shot):
+    page = app_page  # records server errors and fails the test on one (tests/webapp/test_browser.py)
     page.goto(live_server + "/")
     page.locator("#nav-hang").click()
     expect(page).to_have_url(re.compile(r"/hangs$"))
@@ -54,4 +54,3 @@ def test_hang_page_opens_drawn_and_follows_the_form(page: Page, live_server: str
     page.goto(live_server + "/hangs?case=rank_dies")
     expect(verdict).to_contain_text("missing party")
     expect(page.locator("#hang-program")).to_have_value(re.compile(r"op: die"))
-    assert failures == []
