@@ -184,3 +184,9 @@ def test_an_upload_fills_the_box_and_a_bad_one_is_refused():
         model.upload_text(_upload(b"#" * (model.MAX_PROGRAM_CHARS + 10)), "big.yaml")
     with pytest.raises(CollsimError, match="larger than 256 KiB"):  # refused before it is decoded
         model.upload_text(_upload(b"#" * (2 * model.MAX_PROGRAM_CHARS)), "big.yaml")
+
+
+def test_a_link_key_the_page_does_not_read_is_named():
+    tree = page.layout("?case=skipped&ranks=16")
+    note = next(c for c in tree._traverse() if getattr(c, "id", None) == ids.LINK_KEYS)
+    assert "Ignored in the link: ranks" in words(note.children)

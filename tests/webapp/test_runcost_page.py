@@ -97,3 +97,9 @@ def test_a_link_comes_drawn_with_its_values():
     found = {c.id: c for c in tree._traverse() if getattr(c, "id", None)}
     assert found[ids.field_id("write")].value == "async"
     assert found[ids.make("runcost", "card-interval")].children.startswith("1 h")
+
+
+def test_a_link_key_the_page_does_not_read_is_named():
+    tree = page.layout("?gpu=4096")
+    note = next(c for c in tree._traverse() if getattr(c, "id", None) == ids.LINK_KEYS)
+    assert "Ignored in the link: gpu" in " ".join(note.children)

@@ -17,6 +17,7 @@ NOTICE = make(PREFIX, "notice")  # why nothing was explained (a message naming w
 RANKS = make(PREFIX, "ranks")  # per rank: state, where it blocks, whom it waits for, its first divergent call
 GRAPH = make(PREFIX, "graph")  # the wait-for graph
 TOOLS = make(PREFIX, "tools")  # dcc.Tabs: what each tool would print
+LINK_KEYS = make(PREFIX, "link-keys")  # the keys of a link this page does not read, named
 URL_SPEC = make(PREFIX, "url-spec")  # dcc.Store: the URL writer's spec (webapp.urlstate.url_spec)
 
 

@@ -97,7 +97,8 @@ def layout(search: str = "") -> html.Div:
     form = model.form_from_query(search)
     checked = model.validate(form)
     sidebar = html.Aside([html.H3("Hangs"), html.Div(_form(form), className="form")], className="sidebar")
-    content = html.Section(_content(), className="content")
+    unknown = html.Div(urlstate.unknown_keys(search, list(model.DEFAULTS)), id=ids.LINK_KEYS, className="hint")
+    content = html.Section([unknown, *_content()], className="content")
     drawn = drawn_from(OUTPUTS, show(checked))
     drawn.update({ids.error_id(name): {"children": checked["errors"].get(name, "")} for name in ERROR_FIELDS})
     for part in (content, sidebar):

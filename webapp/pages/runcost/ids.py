@@ -14,4 +14,5 @@ CARDS = make(PREFIX, "cards")  # the optimal intervals, goodput, wall time
 CURVE = make(PREFIX, "curve")  # goodput against the checkpoint interval
 ELASTIC = make(PREFIX, "elastic")  # wait for a spare node, or continue on fewer
 DETAILS = make(PREFIX, "details")  # checkpoint, restart parts, notes, sources
+LINK_KEYS = make(PREFIX, "link-keys")  # the keys of a link this page does not read, named
 URL_SPEC = make(PREFIX, "url-spec")  # dcc.Store: the URL writer's spec (webapp.urlstate.url_spec)
