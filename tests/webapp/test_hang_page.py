@@ -190,3 +190,13 @@ def test_a_link_key_the_page_does_not_read_is_named():
     tree = page.layout("?case=skipped&ranks=16")
     note = next(c for c in tree._traverse() if getattr(c, "id", None) == ids.LINK_KEYS)
     assert "Ignored in the link: ranks" in words(note.children)
+
+
+def test_a_graph_of_thousands_of_edges_is_drawn_bounded_and_says_so():
+    text = "ranks:\n" + "".join("- [{op: all_reduce, count: 8}]\n" if rank < 64 else "- []\n" for rank in range(128))
+    result = shown(text)
+    figure = result["graph"]
+    drawn = sum(len([x for x in trace.x if x is None]) for trace in figure.data if str(trace.name).startswith("waits for"))
+    assert drawn == figures.MAX_EDGES and f"2,000 of its {64 * 64:,} edges drawn" in figure.layout.title.text
+    assert "64, 65, 66, 67, 68, 69, 70, 71, ... (64 ranks)" in figure.layout.title.text
+    assert "... and 0 more" not in words(result["nccl"]) and words(result["nccl"]).count("\nrank ") == page.MAX_LINES - 1

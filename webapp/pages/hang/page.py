@@ -31,7 +31,8 @@ OUTPUTS = {
     **{tool: Output(ids.tool_id(tool), "children") for tool, _ in model.TOOLS},
 }
 ERROR_FIELDS = ("case", "program", "mutation", "spec", "timeout")
-MAX_ROWS = 256  # ranks listed in the table; the graph and the tools' tabs show them all
+MAX_ROWS = 256  # ranks listed in the table (the graph shows every rank)
+MAX_LINES = 64  # lines shown per tool (one per blocked rank)
 INTRO = (
     "Each rank runs a list of calls; a collective completes when every rank of its group reaches it with the same "
     "op, size and dtype. Pick a case, or type programs in the box (YAML: ranks, one list of calls per rank; groups; "
@@ -147,7 +148,8 @@ def _tools(report: dict[str, Any]) -> dict[str, Any]:
     shown: dict[str, Any] = {}
     for tool, _ in model.TOOLS[:-1]:
         lines = [line for line in report["tools"] if line["tool"] == tool]
-        text = "\n".join(f"rank {line['rank']} {line['outcome']}: {line['message']}" for line in lines)
+        text = "\n".join(f"rank {line['rank']} {line['outcome']}: {line['message']}" for line in lines[:MAX_LINES])
+        text += f"\n... and {len(lines) - MAX_LINES} more ranks' lines (collsim sim hang prints them all)" if len(lines) > MAX_LINES else ""
         shown[tool] = html.Pre(text or "nothing: no rank blocks, so no tool reports an error", style={"whiteSpace": "pre-wrap"})
     fr = report["flight_recorder"]
     culprits = ", ".join(f"rank {rank}: {kind}" for rank, kind in fr["culprits"].items()) or "none"
