@@ -176,7 +176,7 @@ def _upload(text: bytes) -> str:
 
 
 def test_an_upload_fills_the_box_and_a_bad_one_is_refused():
-    filled = page.fill_box("swapped", _upload(CYCLE3.encode()), "cycle.yaml", ids.UPLOAD)
+    filled = page.fill_box("swapped", ids.UPLOAD, contents=_upload(CYCLE3.encode()), filename="cycle.yaml")
     assert filled["box"] == CYCLE3 and filled["upload_error"] == ""
     with pytest.raises(CollsimError, match="not a text file"):
         model.upload_text(_upload(b"\xff\xfe\x00"), "x.bin")
@@ -200,3 +200,31 @@ def test_a_graph_of_thousands_of_edges_is_drawn_bounded_and_says_so():
     assert drawn == figures.MAX_EDGES and f"2,000 of its {64 * 64:,} edges drawn" in figure.layout.title.text
     assert "64, 65, 66, 67, 68, 69, 70, 71, ... (64 ranks)" in figure.layout.title.text
     assert "... and 0 more" not in words(result["nccl"]) and words(result["nccl"]).count("\nrank ") == page.MAX_LINES - 1
+
+
+def test_uploaded_flight_recorder_dumps_fill_the_box_and_are_explained(tmp_path):
+    """Dumps in torch's format (as sim.hang.flight writes them for the rank_dies case: rank 1 dead,
+    so no dump of it) read back into programs whose verdict names rank 1 as the missing party."""
+    from sim.hang import parse_programs
+    from sim.hang.flight import write_dumps
+
+    paths = write_dumps(parse_programs({k: v for k, v in CASES["rank_dies"].items() if k != "about"}), tmp_path)
+    filled = page.fill_box("rank_dies", ids.DUMPS, dumps=[_upload(p.read_bytes()) for p in paths], dump_names=[p.name for p in paths])
+    assert filled["dumps_error"] == ""
+    result = shown(filled["box"])
+    assert words(result["verdict"]).startswith("missing party") and "rank 0" in words(result["nccl"])
+    assert filled["box"].rstrip().endswith("- - {op: die, count: 0, dtype: float32, group: world}")  # rank 1 left no dump: it died
+
+
+def test_a_dump_that_names_a_class_is_refused_in_the_dumps_slot():
+    import pickle
+
+    class Evil:
+        def __reduce__(self):
+            return (print, ("ran",))
+
+    with pytest.raises(CollsimError, match="flight-recorder dumps: .*not a flight-recorder pickle"):
+        model.dumps_text([_upload(pickle.dumps(Evil()))], ["nccl_trace_rank_0"])
+    assert page._upload_failed("flight-recorder dumps: x")["dumps_error"] == "flight-recorder dumps: x"
+    with pytest.raises(CollsimError, match="ends in its rank"):
+        model.dumps_text([_upload(b"x")], ["trace.pkl"])

@@ -9,6 +9,7 @@ PREFIX = "hang"
 field_id, error_id, field_box_id = field_ids(PREFIX)  # a form field's input, its message slot, its box
 
 UPLOAD = make(PREFIX, "upload")
+DUMPS = make(PREFIX, "dumps")  # dcc.Upload: flight-recorder dumps, one file per rank
 LINKED = make(PREFIX, "linked")  # dcc.Store: the program as the link carries it ("" when it is the case's)
 LINK_NOTE = make(PREFIX, "link-note")  # why an edited program is not in the link (too long)
 ABOUT = make(PREFIX, "about")  # the picked case's one line

@@ -7,16 +7,18 @@ given twice) and checked by :func:`sim.hang.parse_programs`; an upload only fill
 from __future__ import annotations
 
 import base64
+import re
 from typing import Any
 
 import yaml
 
 from sim.errors import CollsimError
-from sim.files import parse_data, yaml_reason
+from sim.files import own_temporary_folder, parse_data, yaml_reason
 from sim.hang import CASES, explain, parse_programs
 from sim.hang import fields as hang_fields  # registers the "hang" field table; the timeout's bounds and words
 from sim.hang.cli import mutate
-from sim.hang.programs import check_timeout
+from sim.hang.flight import DUMP_PREFIX, read_dumps
+from sim.hang.programs import MAX_RANKS, check_timeout
 from webapp import urlstate
 
 __all__ = [
@@ -26,6 +28,7 @@ __all__ = [
     "MUTATIONS",
     "TOOLS",
     "case_text",
+    "dumps_text",
     "explained",
     "form_from_query",
     "linked_program",
@@ -44,6 +47,7 @@ DEFAULTS: dict[str, str] = {
 }
 MUTATIONS = ("skip", "resize", "dtype", "swap", "dies", "stalls")  # sim.hang.cli.mutate's kinds
 MAX_PROGRAM_CHARS = 256 * 1024  # the box and an upload: a few thousand calls of YAML
+MAX_DUMPS_BYTES = 32 * 2**20  # uploaded flight-recorder dumps, all together
 MAX_LINK_CHARS = 2000  # an edited program longer than this is not put in the link (browsers cut long URLs)
 TOOLS = (
     ("nccl", "NCCL watchdog"),
@@ -98,6 +102,36 @@ def upload_text(contents: str | None, filename: str | None) -> str:
         raise CollsimError(f"{name}: not a text file; expected a YAML or JSON program (ranks: one list of calls per rank)") from None
     if len(text) > MAX_PROGRAM_CHARS:
         raise CollsimError(f"{name}: {len(text):,} characters; the page takes programs up to {MAX_PROGRAM_CHARS:,}")
+    return text
+
+
+def dumps_text(contents: list[str] | None, filenames: list[str] | None) -> str:
+    """Uploaded flight-recorder dumps (one pickle per rank, each name ending in its rank, as torch
+    writes ``nccl_trace_rank_0``) read by :func:`sim.hang.flight.read_dumps` (plain data only, no
+    class a pickle names) into the programs they record, as the box's YAML."""
+    contents, filenames = list(contents or []), list(filenames or [])
+    if len(contents) > MAX_RANKS:
+        raise CollsimError(f"flight-recorder dumps: {len(contents):,} files; up to {MAX_RANKS:,} (one per rank)")
+    if sum(len(text) for text in contents) > MAX_DUMPS_BYTES * 4 // 3 + 1024 * len(contents):  # base64, before decoding
+        raise CollsimError(f"flight-recorder dumps: over {MAX_DUMPS_BYTES // 2**20} MiB in all; the page takes dumps up to that")
+    with own_temporary_folder() as folder:
+        for text, name in zip(contents, filenames):
+            found = re.search(r"(\d+)$", name or "")
+            if not found:
+                raise CollsimError(f"flight-recorder dumps: {str(name)[:60]!r}: a dump's name ends in its rank (nccl_trace_rank_0)")
+            try:
+                data = base64.b64decode(text.split(",", 1)[1])
+            except (IndexError, ValueError):
+                raise CollsimError(f"flight-recorder dumps: {str(name)[:60]!r} could not be read") from None
+            (folder / f"{DUMP_PREFIX}{int(found.group(1))}").write_bytes(data)
+        try:
+            programs = read_dumps(folder)
+        except CollsimError as error:
+            raise CollsimError(str(error).replace("--flight-recorder: ", "flight-recorder dumps: ", 1)) from None
+    data = {key: value for key, value in programs.to_dict().items() if value not in (None, {})}
+    text = yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
+    if len(text) > MAX_PROGRAM_CHARS:
+        raise CollsimError(f"flight-recorder dumps: {len(text):,} characters as a program; the box takes up to {MAX_PROGRAM_CHARS:,}")
     return text
 
 

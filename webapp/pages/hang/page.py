@@ -63,6 +63,7 @@ def _form(form: dict[str, str]) -> list[Any]:
     spec_help = "; ".join(f"{kind}: {model.FIELDS[kind].help.split(': ')[0].split(',')[0]}" for kind in model.MUTATIONS)
     box = dcc.Textarea(id=ids.field_id("program"), value=model.program_of(form), maxLength=model.MAX_PROGRAM_CHARS,
                        spellCheck=False, className="program-box", style={"width": "100%", "height": "260px", "fontFamily": "monospace"})  # fmt: skip
+    dumps = dcc.Upload(id=ids.DUMPS, children=html.Div(["Drop or ", html.A("choose"), " the dumps"]), className="upload", multiple=True)
     upload = dcc.Upload(id=ids.UPLOAD, children=html.Div(["Drop or ", html.A("choose"), " a YAML/JSON program"]), className="upload")
     return [
         field("case", "Start from a case", "the six canonical cases (docs/hangs.md)",
@@ -71,6 +72,7 @@ def _form(form: dict[str, str]) -> list[Any]:
         field("program", "Per-rank programs", f"YAML or JSON, up to {model.MAX_PROGRAM_CHARS // 1024} KiB; op, count, dtype, group, tag, peer, root", box, PAGE),
         html.Div(id=ids.LINK_NOTE, className="hint"),
         field("upload", "Upload a program", "fills the box (nothing is read from the server)", upload, PAGE),
+        field("dumps", "Or flight-recorder dumps", "one file per rank (nccl_trace_rank_0, ...; TORCH_FR_DUMP_TEMP_FILE): the calls they record fill the box", dumps, PAGE),
         field("mutation", "Mutation", "break the program on one rank",
               dcc.Dropdown(id=ids.field_id("mutation"), options=_mutation_options(form["mutation"]), value=form["mutation"], clearable=False), PAGE),
         field("spec", "Where", spec_help + " (call: its index in the rank's program, from 0)", _text("spec", form["spec"], "e.g. 1:0"), PAGE),
@@ -161,14 +163,23 @@ def _tools(report: dict[str, Any]) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- callbacks
 
 
-def fill_box(case: str | None, contents: str | None, filename: str | None, trigger: str | None) -> dict[str, Any]:
-    """A picked case puts its program in the box; an upload puts the file's text there."""
-    names = ("box", "about", "upload_error")
+def fill_box(case: str | None, trigger: str | None, **uploads: Any) -> dict[str, Any]:
+    """A picked case puts its program in the box; an upload puts the file's text there, and
+    flight-recorder dumps the calls they record."""
+    names = ("box", "about", "upload_error", "dumps_error")
     if trigger == ids.UPLOAD:
-        return answer(names, box=model.upload_text(contents, filename), upload_error="")
+        return answer(names, box=model.upload_text(uploads["contents"], uploads["filename"]), upload_error="")
+    if trigger == ids.DUMPS:
+        return answer(names, box=model.dumps_text(uploads["dumps"], uploads["dump_names"]), dumps_error="")
     if not case:
         raise PreventUpdate  # "none": the box stays as it is
     return answer(names, box=model.case_text(case), about=CASES.get(case, {}).get("about", ""))
+
+
+def _upload_failed(message: str) -> dict[str, Any]:
+    """An upload's message under the upload it is about (a dumps message names the dumps)."""
+    slot = "dumps_error" if message.startswith("flight-recorder") else "upload_error"
+    return answer(("box", "about", "upload_error", "dumps_error"), **{slot: message})
 
 
 def link(text: str | None, case: str | None) -> dict[str, Any]:
@@ -189,11 +200,13 @@ def _failed(message: str) -> dict[str, Any]:
 
 def register(app: Any) -> None:
     box = Output(ids.field_id("program"), "value")
+    slots = {"upload_error": Output(ids.error_id("upload"), "children"), "dumps_error": Output(ids.error_id("dumps"), "children")}
     app.callback(
-        output={"box": box, "about": Output(ids.ABOUT, "children"), "upload_error": Output(ids.error_id("upload"), "children")},
-        inputs={"case": Input(ids.field_id("case"), "value"), "contents": Input(ids.UPLOAD, "contents"), "filename": State(ids.UPLOAD, "filename")},
+        output={"box": box, "about": Output(ids.ABOUT, "children"), **slots},
+        inputs={"case": Input(ids.field_id("case"), "value"), "contents": Input(ids.UPLOAD, "contents"), "filename": State(ids.UPLOAD, "filename"),
+                "dumps": Input(ids.DUMPS, "contents"), "dump_names": State(ids.DUMPS, "filename")},
         prevent_initial_call=True,
-    )(guarded(lambda **kw: fill_box(trigger=ctx.triggered_id, **kw), lambda message: answer(("box", "about", "upload_error"), upload_error=message)))  # fmt: skip
+    )(guarded(lambda **kw: fill_box(trigger=ctx.triggered_id, **kw), _upload_failed))  # fmt: skip
     app.callback(
         output={"linked": Output(ids.LINKED, "data"), "note": Output(ids.LINK_NOTE, "children")},
         inputs={"text": Input(ids.field_id("program"), "value"), "case": State(ids.field_id("case"), "value")},
