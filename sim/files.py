@@ -35,6 +35,7 @@ __all__ = [
     "refuse_paths_in_this_process",
     "refusing",
     "refusing_paths",
+    "user_folder",
     "shown",
     "user_file",
 ]
@@ -138,6 +139,28 @@ def user_file(value: str | Path, field: str, expected: str, label: str | None = 
         raise CollsimError(f"{label} {shown(str(value))} not found; give {expected}", field=field)
     if not path.is_file():
         raise CollsimError(f"{label} {shown(str(value))} is not a regular file; give {expected}", field=field)
+    return path
+
+
+def user_folder(value: str | Path, field: str, expected: str) -> Path:
+    """The folder a user-given ``value`` names, for ``field`` (a folder of flight-recorder dumps).
+    Under :func:`refusing` only a folder this code made itself (:func:`own_temporary_folder`) or
+    one inside an allowed folder, named relative to it, is returned."""
+    text = str(value)
+    if not text.strip():
+        raise CollsimError(f"{field}: empty folder name; give {expected}", field=field)
+    if refusing():
+        own = Path(text).resolve() if os.path.isabs(text) else None
+        if own is not None and own.is_dir() and any(own.is_relative_to(folder) for folder in _OWN.get()):
+            return own
+        for folder in _folders:
+            candidate = (folder / text).resolve()
+            if not os.path.isabs(text) and candidate.is_relative_to(folder) and candidate.is_dir():
+                return candidate
+        raise CollsimError(f"{field} {shown(text)} is not allowed: the explorer opens no server folder named in a link or a form; give {expected}", field=field)
+    path = Path(text)
+    if not path.is_dir():
+        raise CollsimError(f"{field}: {shown(text)} is not a folder; give {expected}", field=field)
     return path
 
 

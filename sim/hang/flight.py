@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.errors import CollsimError
+from sim.files import user_folder
 from sim.hang.match import match
 from sim.hang.messages import SCALAR_NAMES, numel
 from sim.hang.programs import MAX_CALLS, MAX_RANKS, Programs, parse_programs
@@ -111,9 +112,7 @@ def _entry(programs: Programs, ids: dict[str, str], rank: int, calls: Any, index
 def read_dumps(folder: str | Path) -> Programs:
     """Per-rank programs from a folder of real flight-recorder dumps (any prefix ending in the
     rank number): each rank's recorded calls; a rank without a dump is taken to have died."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise CollsimError(f"--flight-recorder: {str(folder)[:120]!r} is not a folder of flight-recorder dumps")
+    folder = user_folder(folder, "--flight-recorder", "a folder of flight-recorder dumps")
     dumps = {}
     for path in sorted(folder.iterdir()):
         found = re.search(r"(\d+)$", path.name)
