@@ -115,10 +115,11 @@ class DDPScenario(ScenarioData):
 
         given = [name for name in _PARAM_SOURCES if getattr(self, name) is not None]
         if len(given) > 1:
-            raise CollsimError(f"parameters: give one of preset, params, param_bytes; got {', '.join(given)}")
+            raise CollsimError(f"parameters: give one of preset, params, param_bytes; got {', '.join(given)}", field="preset")
         if not given and self.profile_file is None:
             raise CollsimError(
-                "parameters: give a preset (--preset xl), a parameter file (--params FILE) or sizes (--param-bytes 4MiB,4MiB)"
+                "parameters: give a preset (--preset xl), a parameter file (--params FILE) or sizes (--param-bytes 4MiB,4MiB)",
+                field="preset",
             )
         if self.preset is not None and self.preset not in PRESETS:
             hint = (
@@ -134,7 +135,8 @@ class DDPScenario(ScenarioData):
         profiles = [name for name in _PROFILE_SOURCES if getattr(self, name) is not None]
         if len(profiles) != 1 and not (not profiles and self.mfu is not None):  # mfu: from FLOPs where none is given
             raise CollsimError(
-                f"backward profile: give exactly one of backward_time, backward_rate, layer_times, flops_per_s (with tokens), mfu (with tokens and a GPU), profile; got {', '.join(profiles) or 'none'}"
+                f"backward profile: give exactly one of backward_time, backward_rate, layer_times, flops_per_s (with tokens), mfu (with tokens and a GPU), profile; got {', '.join(profiles) or 'none'}",
+                field="backward_time",
             )
         if (self.flops_per_s is not None or self.mfu is not None) and self.tokens is None and not self._measured_without_flops():
             raise CollsimError("tokens: flops_per_s and mfu need tokens per micro-batch (backward FLOPs per tensor are 4 x tokens x numel)")
