@@ -304,7 +304,12 @@ def _size_tuple(value: Any, what: str) -> tuple[int, ...] | None:
 
 
 def _params_tuple(value: Any, what: str) -> tuple[Param, ...] | None:
-    return None if value is None else tuple(params_from_list(list(value), what))
+    if value is None:
+        return None
+    try:
+        return tuple(params_from_list(list(value), what))
+    except CollsimError as error:  # "params[0]: ..." names the list's entry: the field is the list
+        raise CollsimError(str(error), field=error.field or what) from None
 
 
 def _layer_times(value: Any, what: str) -> tuple[tuple[str, float], ...] | None:
@@ -321,6 +326,25 @@ def _layer_times(value: Any, what: str) -> tuple[tuple[str, float], ...] | None:
     if not pairs:
         raise CollsimError(f"{what}: empty; give one backward time per layer name prefix")
     return pairs
+
+
+def parse_flops(text: Any, what: str = "--flops-per-s") -> float:
+    """FLOP/s from "312e12", "312T", "312TFLOPS" or "312 TFLOP/s"."""
+    cleaned = str(text).strip().upper().replace(" ", "").removesuffix("FLOP/S").removesuffix("FLOPS")
+    factor = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}.get(cleaned[-1:], 1.0)
+    number = cleaned[:-1] if factor != 1.0 else cleaned
+    try:
+        return float(number) * factor
+    except ValueError:
+        raise CollsimError(f"{what}: cannot read {text!r}; expected FLOP/s such as 312e12 or 312TFLOPS") from None
+
+
+def _number(value: Any, what: str) -> float:
+    """A plain number (slowdown 1.5): a word is refused naming the field, not a ValueError's traceback."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise CollsimError(f"{what}: expected a number, got {value!r}", field=what) from None
 
 
 def _first_bucket(value: Any, what: str) -> int | None:
@@ -352,11 +376,11 @@ _DDP_PARSERS: dict[str, Callable[[Any, str], Any]] = {
     "backward_time_s": optional_parser(parse_time),
     "backward_rate_Bps": optional_parser(parse_bandwidth),
     "layer_times": _layer_times,
-    "flops_per_s": optional_parser(lambda value, what: float(value)),
+    "flops_per_s": optional_parser(parse_flops),
     "tokens": optional_parser(parse_int),
     "forward_time_s": optional_parser(parse_time),
     "optimizer_time_s": optional_parser(parse_time),
-    "slowdown": lambda value, what: float(value),
+    "slowdown": _number,
     "precision": optional_parser(_choice),
     "master_weights": parse_bool,
     "mfu": optional_parser(lambda value, what: _mfu(value, what)),

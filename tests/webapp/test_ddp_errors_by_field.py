@@ -73,3 +73,24 @@ def test_each_wrong_box_still_gets_its_own_message():
     errors = _errors(tokens="0", forward="-1ms", o="-1us", w="10")
     assert set(errors) == {"tokens", "forward", "o", "w"}
     assert "must be >= 1" in errors["tokens"] and "time >= 0" in errors["forward"] and "has no unit" in errors["w"]
+
+
+@pytest.mark.parametrize(
+    "data, field, words",
+    [({"slowdown": "fast"}, "slowdown", "slowdown: expected a number, got 'fast'"),
+     ({"flops_per_s": "fast", "tokens": 1024, "backward_time": None}, "flops_per_s", "flops_per_s: cannot read 'fast'"),
+     ({"params": [{"numel": 3}], "preset": None}, "params", "params[0]: 'name' must be a string")],
+)  # fmt: skip
+def test_a_scenario_files_bad_value_is_one_error_carrying_its_field_not_a_traceback(data, field, words):
+    """A scenario file's words where numbers go (slowdown, flops_per_s) once raised a bare
+    ValueError (a traceback from ``sim ddp --scenario``); a parameter entry's error named no field."""
+    base = {"preset": "gpt2", "w": "1GB/s", "backward_time": "1ms"}
+    given = {key: value for key, value in {**base, **data}.items() if value is not None}
+    with pytest.raises(CollsimError, match=words.replace("[", r"\[")) as raised:
+        DDPScenario.from_dict(given)
+    assert raised.value.field == field
+
+
+def test_a_scenario_file_reads_flops_with_a_unit_as_the_flag_does():
+    data = {"preset": "gpt2", "w": "1GB/s", "flops_per_s": "100TFLOPS", "tokens": 1024}
+    assert DDPScenario.from_dict(data).flops_per_s == 100e12
