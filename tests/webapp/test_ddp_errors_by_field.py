@@ -94,3 +94,20 @@ def test_a_scenario_files_bad_value_is_one_error_carrying_its_field_not_a_traceb
 def test_a_scenario_file_reads_flops_with_a_unit_as_the_flag_does():
     data = {"preset": "gpt2", "w": "1GB/s", "flops_per_s": "100TFLOPS", "tokens": 1024}
     assert DDPScenario.from_dict(data).flops_per_s == 100e12
+
+
+def test_every_ddp_field_has_a_box_for_its_errors():
+    """No message is lost: the page shows only the slots of its boxes (DEFAULTS; upload's moves to preset)."""
+    from sim.fields import fields_of
+
+    keys = {key for info in fields_of("ddp").values() for key in (info.name, *info.keys())}
+    for key in sorted(keys):
+        assert model.error_box(CollsimError("x", field=key)) in {*model.DEFAULTS, "upload"}, key
+
+
+@pytest.mark.parametrize("box, text, field, value", [("tokens", "1e3", "tokens", 1000), ("accumulation", "2.0", "accumulation_steps", 2)])
+def test_a_whole_number_the_entry_reads_reaches_the_scenario_as_it_was_checked(box, text, field, value):
+    """The box is checked by the scenario's parser, which reads 1e3 as 1000: the page hands the
+    scenario the text, not a second reading of its own (int("1e3") once raised past the check)."""
+    checked = model.validate_form({**model.DEFAULTS, box: text})
+    assert checked["errors"] == {} and checked["ddp"][field] == value

@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from sim.errors import CollsimError
-from sim.fields import FieldInfo, check_value, field_info, fields_of, form_fields
+from sim.fields import FieldInfo, check_value, fields_of, form_fields
 from sim.files import parse_data
 from sim.scenario import unit_kind
 from sim.units import format_size, format_time, parse_bandwidth, parse_size, parse_time, require_unit
@@ -241,9 +241,9 @@ def _backward(text: str) -> dict[str, Any]:
     if not text:
         return {}
     if text.lower().endswith("/s") or text.lower().endswith("bps"):
-        _check_entry(field_info("backward_rate", "ddp"), text, "backward")
+        _check_entry(_BY_KEY["backward_rate"], text, "backward")
         return {"backward_rate": text}
-    _check_entry(field_info("backward_time", "ddp"), text, "backward")
+    _check_entry(_BY_KEY["backward_time"], text, "backward")
     return {"backward_time": text}
 
 
@@ -339,7 +339,7 @@ def parse_form(form: dict[str, Any], uploaded: list[dict[str, Any]] | None = Non
         "comm": form["comm_model"],
         "ranks": form["ranks"],
         "bucket_size": form["bucket"],
-        "accumulation_steps": int(form["accumulation"]),
+        "accumulation_steps": form["accumulation"].strip(),  # read by the scenario's parser, as the box was checked
         **_backward(form["backward"]),
         **_compute(form),
     }
@@ -379,7 +379,7 @@ def _compute(form: dict[str, str]) -> dict[str, Any]:
     data: dict[str, Any] = {
         "precision": form["precision"],
         "master_weights": form["master"] == "on",
-        "tokens": int(form["tokens"]),
+        "tokens": form["tokens"].strip(),
         "mfu": form["mfu"],
         "gpu": form["gpu"] or None,
         "activation_checkpointing": form["checkpointing"] == "on",
