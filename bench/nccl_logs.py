@@ -179,17 +179,64 @@ def leave_one_out(args: argparse.Namespace, in_sample: list[str]) -> None:
         lines += [_loo_line(row) for row in regime_rows(points)]
     lines.append("all logs:")
     lines += [_loo_line(row) for row in regime_rows(everything)]
+    lines.append("the held-out spread per regime (sim.hardware.uncertainty.LOO_LOG_MEDIAN reads these): median |ln(measured / predicted)|")
+    lines += _spread_lines(everything)
     lines.append("the same predictions with sim.hardware.uncertainty's interval for a preset not fitted on the cluster (x/÷ by regime):")
     lines += [_loo_line(row) for row in regime_rows(_with_shipped_interval(everything))]
+    lines.append("... and with its published other-cluster spread alone (what it gives a preset without a log, another op or node count):")
+    lines += [_loo_line(row) for row in regime_rows(_with_shipped_interval(everything, op_known=False))]
+    lines.append("... and with the held-out spread itself held out (each log's interval from the other logs' median |ln error|):")
+    lines += [_loo_line(row) for row in regime_rows(_with_spread_of_others(everything))]
     lines.append(f"({time.perf_counter() - started:.0f} s; 80 % interval: real.validate_nccl.INTERVAL_METHOD)")
     print("\n".join(lines))
     if args.record:
         _record(Path(args.record), lines, in_sample, args)
 
 
-def _with_shipped_interval(points: list) -> list:
+def _spread_lines(points: list) -> list[str]:
+    """Per regime: the median |log error| of the held-out points and the 80 % factor it implies
+    for log-normal errors (x/÷ exp(1.2816 / 0.6745 x median))."""
+    import math
+    import statistics
+
+    from sim.collective.nccl_fit import REGIMES
+    from sim.hardware.uncertainty import Z80
+
+    lines = []
+    for name, low, high in REGIMES:
+        logs = [abs(math.log(p.measured_s / p.predicted_s)) for p in points if low <= p.size_bytes < high]
+        if logs:
+            median = statistics.median(logs)
+            lines.append(
+                f"  {name:11s} {len(logs):3d} points  median |ln error| {median:.4f}  80 % factor x/÷ {math.exp(Z80 / 0.6745 * median):.3f}"
+            )
+    return lines
+
+
+def _with_spread_of_others(points: list) -> list:
+    """The points with an interval of the held-out spread's form (x/÷ exp(1.2816 / 0.6745 x the
+    regime's median |ln error|)) whose median comes from the other logs' points only: the
+    interval's coverage judged on points that did not set it."""
+    import math
+    import statistics
+    from dataclasses import replace
+
+    from sim.collective.nccl_fit import REGIMES
+    from sim.hardware.uncertainty import Z80
+
+    out = []
+    for p in points:
+        low, high = next((low, high) for _, low, high in REGIMES if low <= p.size_bytes < high)
+        others = [abs(math.log(q.measured_s / q.predicted_s)) for q in points if q.log != p.log and low <= q.size_bytes < high]
+        factor = math.exp(Z80 / 0.6745 * statistics.median(others)) if others else math.inf
+        out.append(replace(p, low_s=p.predicted_s / factor, high_s=p.predicted_s * factor))
+    return out
+
+
+def _with_shipped_interval(points: list, op_known: bool = True) -> list:
     """The points with sim.hardware.uncertainty's 80 % interval around the same held-out prediction
-    (the one every collective on a shipped preset prints), so its coverage is measured too."""
+    (the one every collective on a shipped preset prints), so its coverage is measured too;
+    ``op_known`` False: the interval of a call whose op it is not told (the other-cluster spread)."""
     from dataclasses import replace
     from types import SimpleNamespace
 
@@ -199,7 +246,9 @@ def _with_shipped_interval(points: list) -> list:
     out = []
     for p in points:
         preset = CALIBRATION[p.log][0]
-        scenario = SimpleNamespace(hardware=preset, ranks=p.nodes * load_preset(preset).gpus_per_node, size_bytes=p.size_bytes)
+        scenario = SimpleNamespace(
+            hardware=preset, op=p.op if op_known else None, ranks=p.nodes * load_preset(preset).gpus_per_node, size_bytes=p.size_bytes
+        )
         found = interval(scenario, p.predicted_s)
         out.append(replace(p, low_s=found.low_s, high_s=found.high_s))
     return out
@@ -223,7 +272,8 @@ def _record(path: Path, lines: list[str], in_sample: list[str], args: argparse.N
     header = [
         "# Leave one log out: how far the DES's predictions can be trusted",
         "",
-        f"Recorded {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC on {len(os.sched_getaffinity(0))} CPUs ({model}), shared with other jobs; "
+        f"Recorded {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC on {len(os.sched_getaffinity(0))} CPUs ({model}), shared with other jobs "
+        f"(load average {os.getloadavg()[0]:.1f} at the end); "
         f"command `{command}` ({'every size' if args.stride == 1 else f'every {args.stride}th size'} of each log; --stride keeps the fits short).",
         "",
         f"Interval: {INTERVAL_METHOD}.",

@@ -28,6 +28,7 @@ from real.cli_common import (
     run_meta,
     write_output,
 )
+from sim.cli_fields import field_options
 from sim.errors import CollsimError
 from sim.units import format_size, format_time, parse_size_list
 
@@ -120,7 +121,7 @@ def _ddp_configs(strategies: str, bucket_sizes: str) -> list[tuple[str, int | No
     sizes = parse_size_list(bucket_sizes, "--bucket-sizes")
     configs: list[tuple[str, int | None]] = []
     for name in names:
-        configs += [(name, size) for size in sizes] if name == "bucketed" else [(name, None)]
+        configs += [(name, size) for size in sizes] if name in ("bucketed", "torch") else [(name, None)]
     return configs
 
 
@@ -143,7 +144,8 @@ def summarize_ddp(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "world_size": world_size, "backend": backend, "size_bytes": first["comm_bytes"], "comm_calls": first["comm_calls"], "rounds": len(members),
             **stats, "overhead_s": overhead["time_s"], "overhead_median_s": overhead["median_s"], "overhead_p10_s": overhead["p10_s"],
             "overhead_p90_s": overhead["p90_s"], "backward_median_s": time_stats([m["backward_s"] for m in members])["median_s"],
-            "backward_slowdown": slowdown.get(config, {}).get("median"), "algbw_GBps": None, "busbw_GBps": None,
+            "backward_slowdown": None if first["strategy"] == "torch" else slowdown.get(config, {}).get("median"),  # torch: backward holds the sync
+            "algbw_GBps": None, "busbw_GBps": None,
         })  # fmt: skip
     return rows
 
@@ -152,24 +154,28 @@ def summarize_ddp(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
 @click.option(
     "--model", default="small", show_default=True, help="built-in torch model: small (GPT-style LM, 16.1 MiB of gradients) or mlp (tiny)"
 )
-@click.option("--strategies", default="naive,flat,overlap,bucketed", show_default=True)
-@click.option("--bucket-sizes", default="1MiB,4MiB,16MiB", show_default=True, help="caps for the bucketed strategy")
+@click.option("--strategies", default="naive,flat,overlap,bucketed", show_default=True,
+              help="naive, flat, overlap, bucketed (by hand), torch (torch's DistributedDataParallel, with --comm-hook)")  # fmt: skip
+@click.option("--bucket-sizes", default="1MiB,4MiB,16MiB", show_default=True, help="caps for the bucketed and torch strategies")
 @click.option("--rounds", default=10, type=int, show_default=True, help="measured rounds (each: no-comm step, then every config)")
 @click.option("--warmup-rounds", default=2, type=int, show_default=True)
 @click.option("--profile-dir", default=None, help="also write each config's measured profile (collsim-ddp-profile JSON) here")
 @click.option("--params", "params_path", default=None, help="also write the model's parameter list (for collsim sim ddp --params)")
+@field_options("ddp", "comm_hook", "powersgd_rank", "powersgd_warmup", notes={"comm_hook": "strategy torch only; default none"})
 @launch_options
 def ddp(model: str, strategies: str, bucket_sizes: str, rounds: int, warmup_rounds: int, profile_dir: str | None, params_path: str | None,
-        backend: str, device: str | None, ranks: int, timeout_s: float, op_timeout_s: float, threads: int, launches: int, db: str | None,
-        no_db: bool, label: str | None, as_json: bool) -> None:  # fmt: skip
+        comm_hook: str | None, powersgd_rank: int | None, powersgd_warmup: int | None, backend: str, device: str | None, ranks: int,
+        timeout_s: float, op_timeout_s: float, threads: int, launches: int, db: str | None, no_db: bool, label: str | None, as_json: bool) -> None:  # fmt: skip
     """Time DDP training steps per strategy, round-robin and paired with a no-communication step."""
-    from real.ddp_bench import run_ddp_bench
+    from real.ddp_bench import check_torch_configs, run_ddp_bench
     from real.models import model_spec
 
     spec = model_spec(model)
     configs = _ddp_configs(strategies, bucket_sizes)
     if rounds < 1 or warmup_rounds < 0:
         raise CollsimError("--rounds must be >= 1 and --warmup-rounds >= 0")
+    hook = _hook_fields(comm_hook, powersgd_rank, powersgd_warmup)
+    check_torch_configs(model, configs, hook, backend, warmup_rounds)
     if launches < 1:
         raise CollsimError(f"--launches: must be >= 1, got {launches}")
     if profile_dir:
@@ -195,7 +201,7 @@ def ddp(model: str, strategies: str, bucket_sizes: str, rounds: int, warmup_roun
                     store.add_ddp_step(row)
                 tick()
 
-            return run_ddp_bench(model, configs, config, run_meta, rounds, warmup_rounds, on_result=on_result)
+            return run_ddp_bench(model, configs, config, run_meta, rounds, warmup_rounds, on_result=on_result, comm_hook=hook)
 
         results = measured_launches(store, "ddp", meta, launches, measure)
     if not is_rank_zero():
@@ -208,6 +214,16 @@ def ddp(model: str, strategies: str, bucket_sizes: str, rounds: int, warmup_roun
     click.echo(format_ddp_table(summary, meta, spec))
     if store is not None:
         click.echo(f"# {sum(row['rounds'] for row in summary)} step row(s) and {len(profiles)} profile(s) appended to {store.path}")
+
+
+def _hook_fields(comm_hook: str | None, powersgd_rank: int | None, powersgd_warmup: int | None) -> dict[str, Any]:
+    """``sim.training.hooks.CommHook``'s fields from the options (checked by ``check_torch_configs``)."""
+    hook: dict[str, Any] = {"name": comm_hook or "none"}
+    if powersgd_rank is not None:
+        hook["powersgd_rank"] = powersgd_rank
+    if powersgd_warmup is not None:
+        hook["start_iter"] = powersgd_warmup
+    return hook
 
 
 def _write_ddp_files(profiles: list[dict[str, Any]], profile_dir: str | None, params_path: str | None, model: str) -> None:

@@ -298,7 +298,9 @@ def compare_ddp(fields: dict[str, Any], extra: dict[str, Any], store: Any) -> di
         raise CollsimError(f"no measured steps for config(s) {', '.join(unknown)}; measured: {', '.join(measured_configs)}")
     ranks = int(profile.get("world_size") or fields.get("ranks", 2))
     o_s, w_Bps, source = _ddp_comm(fields, extra, store, profile.get("backend", "gloo"), ranks)
-    slowdowns = {row["config"]: row["median"] for row in compute_slowdown(steps)}
+    # torch's DDP synchronises inside backward: its backward slowdown is not a compute slowdown
+    torch_ddp = {step["config"] for step in steps if step["strategy"] == "torch"}
+    slowdowns = {row["config"]: row["median"] for row in compute_slowdown(steps) if row["config"] not in torch_ddp}
     compute_s = profile["forward_s"] + profile["backward_s"] + profile["optimizer_s"]
     points = []
     with tempfile.TemporaryDirectory() as folder:
@@ -318,6 +320,9 @@ def compare_ddp(fields: dict[str, Any], extra: dict[str, Any], store: Any) -> di
             }
             if members[0]["strategy"] == "bucketed":
                 data.update(bucket_cap_bytes=members[0]["bucket_bytes"], first_bucket_bytes=None)
+            hooked = _torch_ddp(store, model, config, extra.get("run_ids")) if members[0]["strategy"] == "torch" else None
+            if hooked:
+                data.update(hooked["fields"])
             plain = _simulated_step(data)
             slowed = _simulated_step({**data, "slowdown": max(1.0, slowdowns.get(config, 1.0))})
             free = _simulated_step({**data, "o_s": 0.0, "w_Bps": 1e30})  # the same step with free communication
@@ -325,11 +330,41 @@ def compare_ddp(fields: dict[str, Any], extra: dict[str, Any], store: Any) -> di
             points.append({
                 "config": config, "strategy": members[0]["strategy"], "bucket_bytes": members[0]["bucket_bytes"], "world_size": ranks,
                 **judge(ddp_measured(members, "step_s"), plain), "simulated_with_slowdown_s": slowed, "measured_slowdown": slowdowns.get(config),
-                "overhead": overhead,
+                "overhead": overhead, **({"comm_hook": hooked["comm_hook"], "bytes": _bytes_sent(data, hooked)} if hooked else {}),
             })  # fmt: skip
     report_model = {"o_s": o_s, "w_Bps": w_Bps, "profile_run": profiles[-1]["run_id"], "compute_s": compute_s}
     return {"kind": "ddp", "stat": "median step", "calibration": source, "model": report_model, "points": points, "summary": summarize(points),
             "overhead_summary": summarize([point["overhead"] for point in points])}  # fmt: skip
+
+
+def _torch_ddp(store: Any, model: str, config: str, run_ids: Any) -> dict[str, Any]:
+    """A torch-DDP config's measured hook and buckets, and the DDPScenario fields that simulate
+    the same: torch's buckets (an explicit cap is also the first bucket's, rebuilt in gradient-ready
+    order), the same hook at the recorded iteration."""
+    from sim.training.hooks import DEFAULT_START_POWERSGD_ITER
+
+    rows = [row for row in store.ddp_profiles(model=model, config=config) if not run_ids or row["run_id"] in run_ids]
+    if not rows or "comm_hook" not in rows[-1]["profile"]:
+        raise CollsimError(
+            f"no measured profile with the comm hook of config {config!r} (model {model!r}); measure it again with collsim real ddp"
+        )
+    profile = rows[-1]["profile"]
+    hook = profile["comm_hook"]
+    fields = {
+        "strategy": "bucketed", "bucket_cap_bytes": profile["bucket_cap_bytes"], "first_bucket_bytes": None, "rebuild": True,
+        "comm_hook": hook["name"], "powersgd_rank": hook.get("powersgd_rank"),
+        "powersgd_warmup": hook.get("start_iter", DEFAULT_START_POWERSGD_ITER), "iteration": profile["iteration"],
+    }  # fmt: skip
+    return {"fields": fields, "comm_hook": hook, "measured": [bucket["all_reduce_bytes"] for bucket in profile["buckets"]]}
+
+
+def _bytes_sent(data: dict[str, Any], hooked: dict[str, Any]) -> dict[str, Any]:
+    """Bytes of each all-reduce, bucket by bucket: measured (rank 0, one round) and simulated."""
+    from sim.training.ddp import DDPScenario, plan_calls, prepare
+
+    scenario = DDPScenario.from_dict(data)
+    simulated = [[part.nbytes for part in call.parts] for call in plan_calls(scenario, prepare(scenario))]
+    return {"measured": hooked["measured"], "simulated": simulated, "equal": simulated == hooked["measured"]}
 
 
 def _simulated_step(data: dict[str, Any]) -> float:
@@ -428,10 +463,12 @@ def format_report(report: dict[str, Any]) -> str:
                 f"  {point['config'] + ' ovh':>16} {format_time(over['measured_s']):>10} {spread:>24} {format_time(over['simulated_s']):>10} "
                 f"{percent(over['relative_error']):>8} {'±' + format(over['relative_spread'], '.0%'):>7}  {'yes' if over['within_spread'] else 'NO'}"
             )
+        lines += [_bytes_line(point) for point in report["points"] if "bytes" in point]
         lines.append(
             "# with the measured backward slowdown per config: "
             + ", ".join(
-                f"{point['config']} {format_time(point['simulated_with_slowdown_s'])} ({(point['measured_slowdown'] or 1):.2f}x)"
+                f"{point['config']} {format_time(point['simulated_with_slowdown_s'])} "
+                + ("(n/a: torch syncs inside backward)" if point.get("comm_hook") else f"({(point['measured_slowdown'] or 1):.2f}x)")
                 for point in report["points"]
             )
         )
@@ -448,6 +485,17 @@ def format_report(report: dict[str, Any]) -> str:
             f"max {summary['max_abs_relative_error']:.1%}; median spread ±{summary['median_relative_spread']:.0%}"
         )
     return "\n".join(lines)
+
+
+def _bytes_line(point: dict[str, Any]) -> str:
+    """The bytes a torch-DDP config's hook sent per bucket, measured beside simulated."""
+    sent = point["bytes"]
+
+    def buckets(values: list[list[int]]) -> str:
+        return " | ".join(" + ".join(str(nbytes) for nbytes in bucket) for bucket in values)
+
+    verdict = "equal" if sent["equal"] else f"DIFFER: simulated {buckets(sent['simulated'])}"
+    return f"# bytes per all-reduce, by bucket, {point['config']} (hook {point['comm_hook']['name']}): measured {buckets(sent['measured'])}; {verdict}"
 
 
 def percent(value: float | None) -> str:

@@ -11,7 +11,10 @@ Strategies (DESIGN §5; the same names and rules as ``sim.training.ddp``):
   ``torch.distributed``'s own rule (``sim.training.ddp.compute_bucket_assignment_by_size``: a bucket closes
   once it reaches the cap), a bucket's async all-reduce starts when all its gradients are ready
   and every earlier bucket has started (so every rank issues the same collectives in the same
-  order), waited for before the optimizer step.
+  order), waited for before the optimizer step;
+- ``TorchDDP``: torch's own ``DistributedDataParallel`` (``bucket_cap_mb`` from the bucket size,
+  ``gradient_as_bucket_view=True``) with a communication hook (:mod:`real.ddp_hooks`) on its
+  buckets; it counts the bytes of every all-reduce the hook issues, per bucket.
 
 Each wrapper broadcasts the module's parameters and buffers from rank 0 when built, averages
 gradients (sum, then divide by the world size) and exposes ``finish_gradient_synchronization()``,
@@ -33,7 +36,8 @@ from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
 
 from sim.errors import CollsimError
 
-STRATEGIES = ("naive", "flat", "overlap", "bucketed")
+STRATEGIES = ("naive", "flat", "overlap", "bucketed", "torch")
+BUCKETED = ("bucketed", "torch")  # strategies that take --bucket-sizes
 
 
 # ----------------------------------------------------------------------------- timestamps
@@ -269,9 +273,70 @@ class BucketedDDP(DataParallel):
         return {self.named[i][0]: b for b, members in enumerate(self.buckets) for i in members}
 
 
+class TorchDDP(DataParallel):
+    """torch's ``DistributedDataParallel`` with ``hook`` on every bucket. torch synchronises the
+    gradients inside ``backward()``; between ``start_step()`` and
+    ``finish_gradient_synchronization()`` ``dist.all_reduce`` is wrapped to count the bytes of
+    every call, by bucket (``step_buckets``), and to time it on the recorder. PowerSGD's calls are
+    waited for as issued (:func:`real.ddp_hooks.counting_all_reduce`: its P and Q come from
+    futures' callbacks)."""
+
+    def __init__(
+        self, module: nn.Module, bucket_bytes: int, hook: Any, process_group: Any = None, recorder: Recorder | None = None
+    ) -> None:
+        from real.ddp_hooks import register_hook
+
+        super().__init__(module, process_group, recorder)
+        if bucket_bytes <= 0:
+            raise CollsimError(f"bucket size must be > 0 bytes, got {bucket_bytes}")
+        self.hook, self.bucket_bytes = hook, bucket_bytes
+        self.ddp = nn.parallel.DistributedDataParallel(
+            module, bucket_cap_mb=bucket_bytes / 2**20, gradient_as_bucket_view=True, process_group=process_group
+        )
+        self.step_buckets: list[dict[str, Any]] = []
+        self._names = {id(param): name for name, param in self.named}
+        self._original_all_reduce: Callable | None = None
+        register_hook(self.ddp, hook, on_bucket=self._bucket_started)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        return self.ddp(*args, **kwargs)
+
+    def _bucket_started(self, bucket: Any) -> None:
+        names = [self._names.get(id(param), "?") for param in bucket.parameters()]
+        self.step_buckets.append({"index": bucket.index(), "params": names, "all_reduce_bytes": []})
+
+    def _counted(self, nbytes: int, work: Any) -> None:
+        bucket = self.step_buckets[-1] if self.step_buckets else {"index": -1, "all_reduce_bytes": []}
+        bucket["all_reduce_bytes"].append(nbytes)
+        self.calls, self.comm_bytes = self.calls + 1, self.comm_bytes + nbytes
+        self.recorder.issued(f"bucket{bucket['index']}", bucket["index"], nbytes, work)
+
+    def start_step(self) -> None:
+        from real.ddp_hooks import counting_all_reduce
+
+        super().start_step()
+        self.step_buckets = []
+        if self._original_all_reduce is None:
+            self._original_all_reduce = dist.all_reduce
+            dist.all_reduce = counting_all_reduce(dist.all_reduce, self._counted, wait=self.hook.name == "powersgd")
+
+    def finish_gradient_synchronization(self) -> None:
+        if self._original_all_reduce is not None:
+            dist.all_reduce, self._original_all_reduce = self._original_all_reduce, None
+
+    def bucket_of(self) -> dict[str, int]:
+        return {name: bucket["index"] for bucket in self.step_buckets for name in bucket["params"]}
+
+
 def wrap(module: nn.Module, strategy: str, bucket_bytes: int | None = None, recorder: Recorder | None = None, process_group: Any = None,
-         first_bucket_bytes: int | None = None) -> DataParallel:  # fmt: skip
-    """The wrapper for ``strategy`` (naive, flat, overlap, bucketed)."""
+         first_bucket_bytes: int | None = None, hook: Any = None) -> DataParallel:  # fmt: skip
+    """The wrapper for ``strategy`` (naive, flat, overlap, bucketed, torch); ``hook``: the
+    ``sim.training.hooks.CommHook`` of the torch strategy (default: none)."""
+    if strategy == "torch":
+        from sim.training.ddp_scenario import DEFAULT_BUCKET_CAP_BYTES
+        from sim.training.hooks import CommHook
+
+        return TorchDDP(module, bucket_bytes or DEFAULT_BUCKET_CAP_BYTES, hook or CommHook(), process_group, recorder)
     if strategy == "naive":
         return NaiveDDP(module, process_group, recorder)
     if strategy == "flat":

@@ -16,6 +16,7 @@ from torch import nn
 
 from real.ddp import DataParallel, Recorder, export_params, wrap
 from real.models import ModelSpec, fresh_model, global_batch, model_spec, shard
+from sim.errors import CollsimError
 
 
 def equality_worker(ctx: Any, payload: dict[str, Any]) -> None:
@@ -77,12 +78,25 @@ class _Config:
     optimizer: torch.optim.Optimizer
     recorder: Recorder
     events: list[list[dict[str, Any]]] = field(default_factory=list)
+    buckets: list[list[dict[str, Any]]] = field(default_factory=list)  # torch: per round, each bucket's all-reduce bytes
 
 
-def config_name(strategy: str, bucket_bytes: int | None) -> str:
+def config_name(strategy: str, bucket_bytes: int | None, hook: dict[str, Any] | None = None) -> str:
+    """``bucketed:4MiB``, ``torch:4MiB``, ``torch:4MiB:fp16``, ``torch:32KiB:powersgd-r1``."""
     from sim.units import format_size
 
-    return f"bucketed:{format_size(bucket_bytes).replace(' ', '')}" if strategy == "bucketed" else strategy
+    if strategy not in ("bucketed", "torch"):
+        return strategy
+    name = f"{strategy}:{format_size(bucket_bytes).replace(' ', '')}"
+    if strategy == "torch" and hook and hook.get("name", "none") != "none":
+        name += f":{hook['name']}" + (f"-r{hook['powersgd_rank']}" if hook["name"] == "powersgd" else "")
+    return name
+
+
+def _comm_hook(payload: dict[str, Any]) -> Any:
+    from sim.training.hooks import CommHook
+
+    return CommHook(**payload.get("comm_hook", {}))
 
 
 def _build_configs(spec: ModelSpec, payload: dict[str, Any], device: Any) -> list[_Config]:
@@ -93,12 +107,9 @@ def _build_configs(spec: ModelSpec, payload: dict[str, Any], device: Any) -> lis
         param.register_post_accumulate_grad_hook(lambda _p, name=name: configs[0].recorder.grad_ready(name))
     for strategy, bucket_bytes in payload["configs"]:
         recorder = Recorder()
-        model = wrap(fresh_model(spec, seed, device), strategy, bucket_bytes, recorder)
-        configs.append(
-            _Config(
-                config_name(strategy, bucket_bytes), strategy, bucket_bytes, model, torch.optim.SGD(model.parameters(), lr=lr), recorder
-            )
-        )
+        model = wrap(fresh_model(spec, seed, device), strategy, bucket_bytes, recorder, hook=_comm_hook(payload))
+        name = config_name(strategy, bucket_bytes, payload.get("comm_hook"))
+        configs.append(_Config(name, strategy, bucket_bytes, model, torch.optim.SGD(model.parameters(), lr=lr), recorder))
     return configs
 
 
@@ -172,6 +183,7 @@ def ddp_bench_worker(ctx: Any, payload: dict[str, Any]) -> None:
             dist.barrier()
             measured[config.name] = _timed_step(config, spec, inputs, targets)
             config.events.append(config.recorder.events(ctx.rank, _param_sizes(config.model), _buckets(config.model)))
+            config.buckets.append(list(getattr(config.model, "step_buckets", [])))
         ctx.status(f"ddp round {round_index}: gathering times")
         worst = _max_over_ranks([measured[config.name] for config in configs], ctx)
         if round_index >= warmup and ctx.rank == 0:
@@ -217,12 +229,8 @@ def _now() -> str:
 def _report_profiles(ctx: Any, spec: ModelSpec, configs: list[_Config], warmup: int, payload: dict[str, Any]) -> None:
     """Per config: the measured round whose backward is the median, with every rank's events."""
     ctx.status("ddp: gathering timelines")
-    chosen = []
-    for config in configs:
-        kept = config.events[warmup:]
-        backward = [next((row["end_s"] - row["start_s"] for row in events if row["kind"] == "backward"), 0.0) for events in kept]
-        order = sorted(range(len(kept)), key=lambda index: backward[index])
-        chosen.append(kept[order[len(order) // 2]] if kept else [])
+    rounds = [_median_backward_round(config.events[warmup:]) for config in configs]  # None: no measured round
+    chosen = [config.events[warmup + index] if index is not None else [] for config, index in zip(configs, rounds)]
     gathered: list[Any] = [None] * ctx.world_size
     dist.all_gather_object(gathered, chosen)
     if ctx.rank != 0:
@@ -230,9 +238,26 @@ def _report_profiles(ctx: Any, spec: ModelSpec, configs: list[_Config], warmup: 
     params = export_params(configs[0].model)
     for index, config in enumerate(configs):
         events = [row for per_rank in gathered for row in per_rank[index]]
-        ctx.report(
-            {"_table": "ddp_profiles", "model": payload["model"], "config": config.name, "profile": make_profile(params, events, payload)}
-        )
+        profile = make_profile(params, events, payload)
+        if config.strategy == "torch" and rounds[index] is not None:
+            profile.update(_hook_record(config, warmup + rounds[index], payload))
+        ctx.report({"_table": "ddp_profiles", "model": payload["model"], "config": config.name, "profile": profile})
+
+
+def _median_backward_round(kept: list[list[dict[str, Any]]]) -> int | None:
+    """Index of the round whose backward is the median."""
+    backward = [next((row["end_s"] - row["start_s"] for row in events if row["kind"] == "backward"), 0.0) for events in kept]
+    order = sorted(range(len(kept)), key=lambda index: backward[index])
+    return order[len(order) // 2] if kept else None
+
+
+def _hook_record(config: _Config, iteration: int, payload: dict[str, Any]) -> dict[str, Any]:
+    """What a torch-DDP profile adds: the hook, the bucket cap, the 0-based training iteration of the
+    recorded round and rank 0's buckets (index, parameter names, the bytes of each all-reduce)."""
+    return {
+        "strategy": "torch", "bucket_cap_bytes": config.bucket_bytes, "comm_hook": dict(payload.get("comm_hook") or {"name": "none"}),
+        "iteration": iteration, "buckets": sorted(config.buckets[iteration], key=lambda bucket: bucket["index"]),
+    }  # fmt: skip
 
 
 def make_profile(params: list[dict[str, Any]], events: list[dict[str, Any]], payload: dict[str, Any]) -> dict[str, Any]:
@@ -249,15 +274,55 @@ def make_profile(params: list[dict[str, Any]], events: list[dict[str, Any]], pay
 
 
 def run_ddp_bench(model: str, configs: list[tuple[str, int | None]], launch_config: Any, meta: dict[str, Any], rounds: int = 10, warmup_rounds: int = 2,
-                  seed: int = 0, on_result: Callable[[dict[str, Any]], None] | None = None, launcher: Callable | None = None) -> list[dict[str, Any]]:  # fmt: skip
-    """Measure DDP steps of the built-in ``model`` for each (strategy, bucket bytes) config."""
+                  seed: int = 0, on_result: Callable[[dict[str, Any]], None] | None = None, launcher: Callable | None = None,
+                  comm_hook: dict[str, Any] | None = None) -> list[dict[str, Any]]:  # fmt: skip
+    """Measure DDP steps of the built-in ``model`` for each (strategy, bucket bytes) config;
+    ``comm_hook`` (``sim.training.hooks.CommHook``'s fields) goes on the torch strategy's buckets."""
     from real.launcher import launch, run_torchrun, under_torchrun
 
     model_spec(model)  # an unknown model is refused before any launch
-    payload = {"model": model, "configs": configs, "rounds": rounds, "warmup_rounds": warmup_rounds, "seed": seed, "lr": 1e-3,
+    hook = check_torch_configs(model, configs, comm_hook or {}, launch_config.backend, warmup_rounds)
+    payload = {"model": model, "configs": configs, "rounds": rounds, "warmup_rounds": warmup_rounds, "seed": seed, "lr": 1e-3, "comm_hook": hook,
                "meta": {**meta, "backend": launch_config.backend, "device": launch_config.device, "world_size": launch_config.world_size}}  # fmt: skip
     run = launcher or (run_torchrun if under_torchrun() else launch)
     return run(ddp_bench_worker, payload, launch_config, on_result)
+
+
+def check_torch_configs(
+    model: str, configs: list[tuple[str, int | None]], comm_hook: dict[str, Any], backend: str, warmup_rounds: int
+) -> dict[str, Any]:
+    """Refuse, before any rank starts, a hook the run cannot measure; returns the hook's fields.
+
+    A hook needs the torch strategy; PowerSGD's warm-up must end within the warm-up rounds (every
+    measured step compressed, as ``sim ddp`` simulates it); on gloo PowerSGD needs one bucket: with
+    several, torch 2.13 issues P and Q from futures' callbacks in a different order on each rank
+    (a collective mismatch, or a hang, at the first compressed step)."""
+    from sim.training.ddp_scenario import DEFAULT_BUCKET_CAP_BYTES
+    from sim.training.hooks import CommHook
+    from sim.units import format_size
+
+    hook = CommHook(**comm_hook)  # checks name, rank and warm-up
+    buckets = [bucket_bytes for strategy, bucket_bytes in configs if strategy == "torch"]
+    if hook.name != "none" and not buckets:
+        raise CollsimError(f"--comm-hook {hook.name}: torch's hooks run on torch's DistributedDataParallel; add torch to --strategies")
+    if hook.name != "powersgd":
+        return comm_hook
+    if hook.start_iter > warmup_rounds:
+        raise CollsimError(
+            f"--powersgd-warmup {hook.start_iter}{'' if 'start_iter' in comm_hook else ' (the default)'}: PowerSGD compresses from that "
+            f"iteration on; give --warmup-rounds >= {hook.start_iter} "
+            f"so every measured step is compressed (got {warmup_rounds})"
+        )
+    grad_bytes = sum(entry["numel"] * entry["element_bytes"] for entry in export_params(fresh_model(model_spec(model), 0)))
+    small = [size for size in buckets if (size or DEFAULT_BUCKET_CAP_BYTES) < grad_bytes]
+    if backend == "gloo" and small:
+        raise CollsimError(
+            f"--comm-hook powersgd on gloo needs one bucket: --bucket-sizes >= the model's {format_size(grad_bytes)} of gradients "
+            f"(got {', '.join(format_size(size or DEFAULT_BUCKET_CAP_BYTES) for size in small)}): "
+            "with several buckets torch's PowerSGD issues P and Q from futures' callbacks in a different order on each rank "
+            "(a collective mismatch or a hang at the first compressed step)"
+        )
+    return comm_hook
 
 
 def check_equality(launch_config: Any, model: str = "mlp", configs: list[tuple[str, int | None]] | None = None, steps: int = 3, seed: int = 0,

@@ -21,7 +21,7 @@ from torch import nn
 
 from sim.training.hooks import CommHook
 
-__all__ = ["HookProbe", "register_hook", "count_all_reduces", "hook_bytes_worker"]
+__all__ = ["HookProbe", "register_hook", "counting_all_reduce", "count_all_reduces", "hook_bytes_worker"]
 
 
 class HookProbe(nn.Module):
@@ -54,37 +54,50 @@ def _hook_function(hook: CommHook) -> tuple[Any, Callable]:
     return None, functions[hook.name]
 
 
-def register_hook(model: nn.parallel.DistributedDataParallel, hook: CommHook, buckets: list | None = None) -> Any:
+def register_hook(
+    model: nn.parallel.DistributedDataParallel, hook: CommHook, buckets: list | None = None, on_bucket: Callable[[Any], None] | None = None
+) -> Any:
     """Register torch's hook for ``hook`` on ``model``; with ``buckets``, append the tensor
-    shapes of every bucket the hook receives. Returns the hook state (PowerSGDState or None)."""
+    shapes of every bucket the hook receives; ``on_bucket(bucket)`` is called with torch's
+    ``GradBucket`` before the hook runs on it. Returns the hook state (PowerSGDState or None)."""
     state, function = _hook_function(hook)
 
     def recording(hook_state, bucket):  # noqa: ANN001, ANN202 (torch checks the annotations; postponed ones fail its check)
         if buckets is not None:
             buckets.append([list(gradient.shape) for gradient in bucket.gradients()])
+        if on_bucket is not None:
+            on_bucket(bucket)
         return function(hook_state, bucket)
 
     model.register_comm_hook(state, recording)
     return state
 
 
-@contextmanager
-def count_all_reduces() -> Iterator[list[int]]:
-    """Within the block, the bytes of every ``dist.all_reduce`` call. Each call is waited for
-    before it returns: PowerSGD issues P and Q from futures' callbacks, which with several
-    buckets on gloo run in a different order on each rank (a collective mismatch); completed
-    futures run their callbacks at once, in the caller's order. The bytes do not change."""
-    original, sizes, lock = dist.all_reduce, [], threading.Lock()
+def counting_all_reduce(original: Callable, on_call: Callable[[int, Any], None], wait: bool = True) -> Callable:
+    """``original`` (``dist.all_reduce``) that calls ``on_call(nbytes, work)`` for every call (under a
+    lock: futures' callbacks run on other threads). With ``wait`` each call is waited for before
+    it returns: PowerSGD issues P and Q from futures' callbacks, which with several buckets on gloo
+    run in a different order on each rank (a collective mismatch); completed futures run their
+    callbacks at once, in the caller's order. The bytes do not change."""
+    lock = threading.Lock()
 
     def counting(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
-        with lock:
-            sizes.append(tensor.numel() * tensor.element_size())
         work = original(tensor, *args, **kwargs)
-        if work is not None:
+        with lock:
+            on_call(tensor.numel() * tensor.element_size(), work)
+        if wait and work is not None:
             work.wait()
         return work
 
-    dist.all_reduce = counting
+    return counting
+
+
+@contextmanager
+def count_all_reduces() -> Iterator[list[int]]:
+    """Within the block, the bytes of every ``dist.all_reduce`` call, each waited for
+    (:func:`counting_all_reduce`)."""
+    original, sizes = dist.all_reduce, []
+    dist.all_reduce = counting_all_reduce(original, lambda nbytes, _: sizes.append(nbytes))
     try:
         yield sizes
     finally:

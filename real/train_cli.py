@@ -35,8 +35,10 @@ def _int(name: str, default: int, text: str) -> Any:
 @click.option("--op-timeout", "op_timeout_s", default=60.0, type=float, show_default=True, help="limit on every collective, s")
 @click.option("-o", "--out", default=None, help="write the measured profile (collsim-train-profile JSON) here")
 @click.option("--json", "as_json", is_flag=True, help="print the whole profile JSON")
+@click.option("--compare", "with_compare", is_flag=True, help="also simulate the layout with collsim sim train fed the measured compute "
+              "and collective times, and print measured vs simulated step time")  # fmt: skip
 def train(tp: int, pp: int, dp: int, layers: int, hidden: int, heads: int, seq_len: int, micro_batch: int, global_batch: int, schedule: str,
-          steps: int, warmup: int, timeout_s: float, op_timeout_s: float, out: str | None, as_json: bool) -> None:  # fmt: skip
+          steps: int, warmup: int, timeout_s: float, op_timeout_s: float, out: str | None, as_json: bool, with_compare: bool) -> None:  # fmt: skip
     """Train a small transformer with tensor, pipeline and data parallelism on gloo ranks (CPU) and
     record every rank's timeline: compute per micro-batch, each TP all-reduce, each PP send and
     receive, the DP all-reduce; and the measured compute per layer, for the simulator."""
@@ -50,10 +52,22 @@ def train(tp: int, pp: int, dp: int, layers: int, hidden: int, heads: int, seq_l
     result = run_train(config, timeout_s, op_timeout_s)
     if out:
         write_output(out, "--out", lambda handle: json.dump(result, handle, indent=1))
+    comparison = _compare(result) if with_compare else None
     if as_json:
-        echo_json(result)
-    else:
-        click.echo(format_train(result) + (f"\n# profile written to {out}" if out else ""))
+        echo_json({**result, "compare": comparison} if comparison else result)
+        return
+    click.echo(format_train(result) + (f"\n# profile written to {out}" if out else ""))
+    if comparison:
+        from real.train_compare import format_compare
+
+        click.echo(format_compare(comparison))
+
+
+def _compare(result: dict[str, Any]) -> dict[str, Any]:
+    from real.train_compare import compare
+    from real.train_sim import simulate_train
+
+    return compare(result, simulate_train)
 
 
 def format_train(result: dict[str, Any]) -> str:

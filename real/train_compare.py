@@ -8,12 +8,9 @@ all-reduces subtracted), and the measured collective times (TP all-reduce, PP tr
 all-reduce, each with its bytes). Its rows have the fields of :data:`real.train_timeline.ROW_FIELDS`
 (at least rank, stream, kind, start_s, end_s, bytes) for one step.
 
-Wiring ``collsim sim train`` (``sim.training.parallel``, written separately): an adapter
-``simulate(inputs)`` that builds that command's scenario from ``inputs`` (``--tp/--pp/--dp``,
-``--schedule``, micro-batches, the per-stage compute in place of its MFU-derived compute, the
-collective times or a hardware preset for them) and returns its ``result.step_time_s`` and
-``result.events`` as rows. Until then :func:`compare` is exercised with a fake callable in
-``tests/real/test_real_train_compare.py``.
+The callable for ``collsim sim train`` is :func:`real.train_sim.simulate_train`: that command's
+scenario of the same layout replayed with the measured compute and collective times
+(``collsim real train --compare``).
 """
 
 from __future__ import annotations
@@ -26,7 +23,7 @@ from typing import Any
 
 from sim.errors import CollsimError
 
-__all__ = ["SimInputs", "Simulate", "compare", "sim_inputs", "measured_collectives"]
+__all__ = ["SimInputs", "Simulate", "compare", "format_compare", "sim_inputs", "measured_collectives"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +44,11 @@ class SimInputs:
     pp_transfer_bytes: int
     dp_all_reduce_s: float
     dp_all_reduce_bytes: int
+    layers: int = 0  # the model, for the simulator's bytes
+    hidden: int = 0
+    heads: int = 0
+    seq_len: int = 0
+    micro_batch: int = 0
 
 
 Simulate = Callable[[SimInputs], Mapping[str, Any]]
@@ -95,6 +97,7 @@ def sim_inputs(measured: dict[str, Any]) -> SimInputs:
         tp_all_reduce_s=collectives["tp"][0], tp_all_reduce_bytes=collectives["tp"][1],
         pp_transfer_s=collectives["pp"][0], pp_transfer_bytes=collectives["pp"][1],
         dp_all_reduce_s=collectives["dp"][0], dp_all_reduce_bytes=collectives["dp"][1],
+        **{key: config[key] for key in ("layers", "hidden", "heads", "seq_len", "micro_batch")},
     )  # fmt: skip
 
 
@@ -128,8 +131,34 @@ def compare(measured: dict[str, Any], simulate: Simulate) -> dict[str, Any]:
         "inputs": inputs.__dict__,
         "measured_step_s": step["median_s"],
         "measured_spread": step["spread"],
+        "measured_min_s": step["min_s"],
+        "measured_max_s": step["max_s"],
         "simulated_step_s": simulated_s,
         "error": (simulated_s - step["median_s"]) / step["median_s"] if step["median_s"] else float("nan"),
         "within_spread": step["min_s"] <= simulated_s <= step["max_s"],
         "streams": streams,
     }
+
+
+def format_compare(result: dict[str, Any]) -> str:
+    """The comparison in a few lines: measured step (median, min..max), simulated step, and per
+    stream (all ranks) the operations and busy seconds a step, measured and simulated."""
+    from sim.units import format_time
+
+    low, high = result["measured_min_s"], result["measured_max_s"]
+    inside = "within" if result["within_spread"] else "outside"
+    lines = [
+        f"measured step: median {format_time(result['measured_step_s'])} (min {format_time(low)}, max {format_time(high)}, "
+        f"spread {result['measured_spread']:.0%})",
+        f"simulated step: {format_time(result['simulated_step_s'])} (collsim sim train fed the measured compute and collective "
+        f"times; {result['error']:+.0%}, {inside} the measured min..max)",
+    ]
+    totals: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0.0])
+    for row in result["streams"]:
+        total = totals[row["stream"]]
+        for index, key in enumerate(("measured_ops", "simulated_ops", "measured_busy_s", "simulated_busy_s")):
+            total[index] += row[key]
+    for stream, (ops, sim_ops, busy, sim_busy) in sorted(totals.items()):
+        lines.append(f"{stream:>8}: measured {ops:g} ops, {format_time(busy)} busy; simulated {sim_ops:g} ops, "
+                     f"{format_time(sim_busy)} busy (a step, all ranks)")  # fmt: skip
+    return "\n".join(lines)

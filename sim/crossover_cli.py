@@ -141,7 +141,7 @@ def _nccl_rows(scenario: Any, sizes: tuple[int, ...], on_pick: Callable[[int], N
             left -= seconds
             pick = pick_time(scenario.hardware, nodes, scenario.op, size)
             method = f"des ({pick.algorithm} x{pick.chunks})" if pick.algorithm else "nccl model"
-            found = spread(scenario.hardware, scenario.ranks, size)  # as sim collective's interval of the same call
+            found = spread(scenario.hardware, scenario.ranks, size, scenario.op)  # as sim collective's interval of the same call
             low_high = [pick.time_s / found[0], pick.time_s * found[0]] if found and pick.time_s else None
             rows.append({"algorithm": "nccl", "size_bytes": size, "time_s": pick.time_s, "method": method, "why": pick.nccl_pick,
                          "time_interval_s": low_high})  # fmt: skip

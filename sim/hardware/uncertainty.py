@@ -3,14 +3,21 @@
 The model is exact as a model; what it does not know is how a real cluster of that kind spreads
 around it. Two cases, each with its basis in words (``Interval.basis``):
 
-- **a shipped preset** (fitted, if at all, on one published cluster of its kind, never yours):
-  the spread of published nccl-tests runs of
-  clusters this project was never fitted on around the model, per size regime. Issue 33 measured
-  it on 115 points (H100 clusters of 2-128 nodes, H200, B200, GB200 NVL72, A100 RoCE): median
-  |busbw error| 61 % below 1 MiB, 18 % from 1 to 256 MiB, 10 % from 256 MiB. With errors
-  spread log-normally, the 80 % interval's half-width in log time is 1.28 / 0.674 = 1.9 times
-  the median |log error|: x/÷ 2.47, 1.37 and 1.20 (one node included: the published points
-  do not tell one node apart, so its interval is not narrowed on a guess).
+- **a shipped preset** (fitted, if at all, on one published cluster of its kind, never yours).
+  With errors spread log-normally, the 80 % interval's half-width in log time is 1.28 / 0.674 =
+  1.9 times the median |log error| of the spread it rests on, per size regime:
+
+  - where the preset was fitted on calibration logs of its own (its ``fitted:`` block, not
+    ``taken_from``), the op is one those logs ran (all_reduce) and the node count one they ran:
+    the leave-one-log-out spread on the calibration logs (each log predicted by a fit that never
+    saw it, ``python bench/nccl_logs.py --leave-one-out``, :data:`LOO_LOG_MEDIAN`): the situation
+    of a user's cluster of that kind at that scale;
+  - elsewhere (a preset with no log of its own, another op, another node count): the spread of
+    published nccl-tests runs of clusters this project was never fitted on. Issue 33 measured it
+    on 115 points (H100 clusters of 2-128 nodes, H200, B200, GB200 NVL72, A100 RoCE): median
+    |busbw error| 61 % below 1 MiB, 18 % from 1 to 256 MiB, 10 % from 256 MiB: x/÷ 2.47, 1.37
+    and 1.20 (one node included: the published points do not tell one node apart, so its
+    interval is not narrowed on a guess).
 - **calibrated** (your own preset file, written by ``collsim hardware fit -o`` on your cluster's
   logs, with its own ``fitted:`` block): the fit's residual spread
   (``rms_log_error``, never taken below 5 %, the spread of nccl-tests' own two timings of a size),
@@ -28,11 +35,14 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["LEVEL", "Interval", "bucket_cap_range", "interval", "interval_fields", "spread"]
+__all__ = ["LEVEL", "LOO_LOG_MEDIAN", "Interval", "bucket_cap_range", "interval", "interval_fields", "spread"]
 
 LEVEL = 0.8
 Z80 = 1.2816  # the standard normal's 90th percentile: 80 % lie within +-Z80 sigma
 HELD_OUT_MEDIAN = ((2**20, 0.61), (2**28, 0.18), (math.inf, 0.10))  # size below, median |busbw error| (issue 33)
+# size below, median |ln(measured / predicted)| of the leave-one-log-out points (bench/results/nccl_logs_loo.md)
+LOO_LOG_MEDIAN = ((2**20, 0.1964), (2**28, 0.1001), (math.inf, 0.0533))
+LOO_OPS = ("all_reduce",)  # the ops the calibration logs ran
 MIN_RESIDUAL = 0.05
 EXTRAPOLATED = 1.5
 
@@ -52,16 +62,17 @@ def interval(scenario: Any, time_s: float | None) -> Interval | None:
     (links typed by hand: the model is exact for them, and no measured spread says more)."""
     if not time_s or time_s <= 0:
         return None
-    found = spread(getattr(scenario, "hardware", None), scenario.ranks, scenario.size_bytes)
+    found = spread(getattr(scenario, "hardware", None), scenario.ranks, scenario.size_bytes, getattr(scenario, "op", None))
     if found is None:
         return None
     factor, basis = found
     return Interval(time_s / factor, time_s * factor, LEVEL, basis)
 
 
-def spread(hardware: str | None, ranks: int, size_bytes: int) -> tuple[float, str] | None:
-    """(factor, basis): a collective of ``size_bytes`` on ``ranks`` ranks of ``hardware`` takes
-    between time / factor and time x factor with 80 % probability; None without a preset."""
+def spread(hardware: str | None, ranks: int, size_bytes: int, op: str | None = None) -> tuple[float, str] | None:
+    """(factor, basis): a collective ``op`` of ``size_bytes`` on ``ranks`` ranks of ``hardware``
+    takes between time / factor and time x factor with 80 % probability; None without a preset.
+    ``op`` None (a mix of ops, as a training step): the published other-cluster spread."""
     if not hardware:
         return None
     from sim.hardware.presets import load_preset
@@ -72,9 +83,28 @@ def spread(hardware: str | None, ranks: int, size_bytes: int) -> tuple[float, st
     own_file = str(hardware).lower().endswith((".yaml", ".yml"))
     if own_file and fitted.get("constants") and not fitted.get("taken_from"):
         half, basis = _calibrated(fitted, nodes)
+    elif not own_file and op in LOO_OPS and nodes in _own_log_nodes(fitted):
+        half, basis = _held_out(size_bytes, preset.name, nodes)
     else:
         half, basis = _uncalibrated(size_bytes)
     return math.exp(half), basis
+
+
+def _own_log_nodes(fitted: dict) -> set[int]:
+    """The node counts of the calibration logs a shipped preset was fitted on itself (none where
+    its constants were taken from another preset)."""
+    if fitted.get("taken_from"):
+        return set()
+    return {int(match) for log in fitted.get("logs", []) for match in re.findall(r"\((\d+) nodes?\)", str(log))}
+
+
+def _held_out(size_bytes: int, name: str, nodes: int) -> tuple[float, str]:
+    median = next(error for below, error in LOO_LOG_MEDIAN if size_bytes < below)
+    half = Z80 / 0.6745 * median
+    return half, (
+        f"not calibrated on your cluster: {name}'s calibration logs, each predicted by a fit that never saw it, spread around the model "
+        f"by {math.exp(median) - 1:.0%} (median) at this size on {nodes} node(s); `collsim hardware fit -o` on your logs narrows it"
+    )
 
 
 def _uncalibrated(size_bytes: int) -> tuple[float, str]:

@@ -9,37 +9,26 @@ from typing import Any
 
 import click
 
+from sim.cli_fields import field_options
 from sim.errors import CollsimError
-from sim.fields import FieldInfo
 from sim.training.parallel.scenario import FIELDS, TrainScenario
 
 __all__ = ["sweep_layouts", "train"]
 
 
-def _option(info: FieldInfo) -> Any:
-    kwargs: dict[str, Any] = {"default": None, "help": info.help}
-    if info.choices:
-        kwargs["type"] = click.Choice(list(info.choices))
-    elif info.kind == "flag":
-        kwargs["is_flag"] = True
-    elif info.kind in ("int", "float"):
-        kwargs["type"] = {"int": int, "float": float}[info.kind]
-    return click.option("--" + info.name.replace("_", "-"), info.name, **kwargs)
-
-
-def _with_fields(command: Any) -> Any:
-    for info in reversed(list(FIELDS.values())):
-        command = _option(info)(command)
-    return command
-
-
 @click.command("train")
-@_with_fields
+@field_options("train", *FIELDS, decls={name: (info.option, name) for name, info in FIELDS.items()})
 @click.option("--fsdp", is_flag=True, default=False, help="fully sharded data parallel (as --zero 3)")
 @click.option("--sweep", is_flag=True, default=False, help="every valid (tp, pp, dp[, ep]) for the GPUs of --nodes, ranked")
 @click.option("--events", "events_path", default=None, help="write the representative pipeline's event rows to this JSON file")
+@click.option(
+    "--chakra",
+    "chakra_prefix",
+    default=None,
+    help="write every rank's events as Chakra traces PREFIX.RANK.et and PREFIX.comm_groups.json (up to 4096 ranks)",
+)
 @click.option("--json", "as_json", is_flag=True, default=False, help="print the result as JSON")
-def train(fsdp: bool, sweep: bool, events_path: str | None, as_json: bool, **flags: Any) -> None:
+def train(fsdp: bool, sweep: bool, events_path: str | None, chakra_prefix: str | None, as_json: bool, **flags: Any) -> None:
     """Simulate one transformer training step: tensor, sequence, pipeline, data and expert parallelism on a hardware preset."""
     from sim.training.parallel.step import simulate
 
@@ -47,15 +36,48 @@ def train(fsdp: bool, sweep: bool, events_path: str | None, as_json: bool, **fla
         if flags.get("zero") not in (None, 3):
             raise CollsimError("--fsdp: means --zero 3; give one of them", field="zero")
         flags["zero"] = 3
+    if sweep and chakra_prefix is not None:
+        raise CollsimError("--chakra: writes one layout's traces; not with --sweep", field="chakra")
     if sweep:
         _echo_sweep(sweep_layouts(flags, progress=True), as_json)
         return
     scenario = TrainScenario.from_dict(flags)
-    result = simulate(scenario, events=events_path is not None)
+    if chakra_prefix is not None:
+        _check_chakra(chakra_prefix, scenario)
+    result = simulate(scenario, events=events_path is not None or chakra_prefix is not None)
     if events_path:
         with open(events_path, "w", encoding="utf-8") as handle:
             json.dump(result.events, handle)
+    if chakra_prefix is not None:
+        _write_chakra(chakra_prefix, result)
     click.echo(json.dumps(result.to_dict(), indent=2) if as_json else format_result(scenario, result))
+
+
+def _check_chakra(prefix: str, scenario: TrainScenario) -> None:
+    """Refused before the run: an empty prefix, one in a directory that does not exist, too many ranks."""
+    from pathlib import Path
+
+    from sim.training.parallel.trace import check_trace_ranks
+
+    if not prefix.strip():
+        raise CollsimError("--chakra: empty prefix; give the PREFIX of the PREFIX.RANK.et files to write", field="chakra")
+    folder = Path(prefix).parent
+    if not folder.is_dir():
+        raise CollsimError(f"--chakra: folder {str(folder)!r} does not exist", field="chakra")
+    check_trace_ranks(scenario.gpus)
+
+
+def _write_chakra(prefix: str, result: Any) -> None:
+    from sim.chakra import write_traces
+    from sim.training.parallel.trace import trace_rows
+
+    paths = write_traces(trace_rows(result), prefix, world_size=_ranks(result))
+    click.echo(f"# wrote {len(paths) - 1} Chakra traces {prefix}.0.et .. {prefix}.{len(paths) - 2}.et and {paths[-1]}", err=True)
+
+
+def _ranks(result: Any) -> int:
+    layout = result.layout
+    return layout["tp"] * layout["ep"] * layout["dp"] * layout["pp"]
 
 
 def format_result(scenario: TrainScenario, result: Any) -> str:

@@ -11,7 +11,8 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from sim.errors import CollsimError
-from sim.fields import FieldInfo
+from sim.fields import FieldInfo, register
+from sim.training.hooks import DEFAULT_START_POWERSGD_ITER, HOOKS, CommHook
 from sim.training.parallel.model import MODELS, ModelSpec, model_preset
 
 __all__ = ["FIELDS", "SCHEDULES", "TrainScenario"]
@@ -81,9 +82,40 @@ FIELDS: dict[str, FieldInfo] = {
         ),
         F("bucket_mb", "DP bucket", "data-parallel gradient bucket, MB (Megatron-LM: 40M parameters)", low=0.001, high=10**6, kind="float"),
         F("free_comm", "Free communication", "every collective and send costs nothing (the bubble alone)", kind="flag"),
+        F(
+            "comm_hook",
+            "Communication hook",
+            "DDP comm hook on every data-parallel gradient bucket (torch's; needs --zero 0)",
+            choices=HOOKS,
+        ),
+        F(
+            "powersgd_rank",
+            "PowerSGD rank",
+            "powersgd: matrix approximation rank r (torch's matrix_approximation_rank)",
+            low=1,
+            high=10**6,
+            kind="int",
+        ),
+        F(
+            "powersgd_warmup",
+            "PowerSGD warm-up",
+            "powersgd: plain all-reduce for N iterations (start_powerSGD_iter; 1000)",
+            low=0,
+            high=10**9,
+            kind="int",
+        ),
+        F(
+            "iteration",
+            "Iteration",
+            "0-based iteration simulated (powersgd warm-up); default: after the warm-up",
+            low=0,
+            high=10**9,
+            kind="int",
+        ),
     )
 }
 del F
+register("train", __name__, "TrainScenario", FIELDS)  # field_info(name, "train"); sim train's flags (sim.cli_fields)
 
 
 @dataclass(frozen=True)
@@ -119,6 +151,10 @@ class TrainScenario:
     grad_accum: int | None = None
     bucket_mb: float = 80.0  # Megatron-LM DDP: 40M parameters a bucket, 2 bytes each
     free_comm: bool = False
+    comm_hook: str = "none"  # sim.training.hooks: none | fp16 | bf16 | powersgd on the DP buckets
+    powersgd_rank: int | None = None
+    powersgd_warmup: int = DEFAULT_START_POWERSGD_ITER
+    iteration: int | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainScenario:
@@ -179,6 +215,18 @@ class TrainScenario:
             if getattr(self, name) < 1:
                 raise CollsimError(f"{name}: required (a whole number >= 1) unless --model names a preset", field=name)
         self._check_layout()
+        self._check_hook()
+
+    def _check_hook(self) -> None:
+        CommHook(self.comm_hook, self.powersgd_rank, self.powersgd_warmup)  # one error naming the field
+        if self.comm_hook != "none" and self.zero:
+            raise CollsimError(
+                f"comm_hook: torch's DDP hooks wrap the gradient all-reduce; needs --zero 0, got --zero {self.zero}", field="comm_hook"
+            )
+        if self.iteration is not None and self.comm_hook != "powersgd":
+            raise CollsimError(
+                "iteration: only changes --comm-hook powersgd's warm-up; give --comm-hook powersgd or leave it out", field="iteration"
+            )
 
     @staticmethod
     def _check_number(name: str, info: FieldInfo, value: Any) -> None:

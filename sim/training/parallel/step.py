@@ -21,6 +21,7 @@ import simpy
 
 from sim.training.parallel.costs import CommCosts
 from sim.training.parallel.layout import Layout
+from sim.training.parallel.measured import MeasuredCommCosts, MeasuredCosts
 from sim.training.parallel.model import activation_bytes_per_layer
 from sim.training.parallel.result import TrainResult
 from sim.training.parallel.scenario import TrainScenario
@@ -30,16 +31,23 @@ from sim.training.parallel.work import OpWork, op_work, row
 __all__ = ["simulate"]
 
 
-def simulate(scenario: TrainScenario, events: bool = False, costs: CommCosts | None = None) -> TrainResult:
-    """Simulate one iteration of ``scenario``; ``events``: keep the per-op rows."""
+def simulate(
+    scenario: TrainScenario, events: bool = False, costs: CommCosts | None = None, measured: MeasuredCosts | None = None
+) -> TrainResult:
+    """Simulate one iteration of ``scenario``; ``events``: keep the per-op rows; ``measured``:
+    measured compute and collective seconds in place of FLOPs at MFU and the preset's network."""
     from sim.hardware.presets import load_preset
 
     preset = load_preset(scenario.hardware)
     layout = Layout(scenario.tp, scenario.ep, scenario.dp, scenario.pp, preset.gpus_per_node)
     element = 4 if scenario.precision == "fp32" else 2
+    if measured is not None:
+        measured.check(scenario.pp * scenario.chunks)
+        costs = costs or MeasuredCommCosts(layout, element, measured)
     costs = costs or CommCosts(scenario.hardware, layout, element, scenario.free_comm)
     peak = preset.gpu_peak_tflops[scenario.precision] * 1e12 * scenario.mfu
-    work = op_work(scenario, costs, peak, element, 0.0 if scenario.free_comm else hbm_Bps(preset.gpu_model))
+    hbm = 0.0 if scenario.free_comm or measured else hbm_Bps(preset.gpu_model)
+    work = op_work(scenario, costs, peak, element, hbm, measured)
     run = _Pipeline(scenario, layout, costs, work, events)
     return run.result(float(preset.gpu_memory_bytes or "inf"))
 
@@ -126,17 +134,19 @@ class _Pipeline:
     def _dp_end(self, rank: int) -> float:
         """When ``rank``'s gradient buckets are reduced (and ZeRO's weights gathered)."""
         free = self.dp_free[rank]
-        buckets = self.work.buckets_per_chunk
+        buckets = self.work.dp_buckets
         ready = []
         for (owner, _), (start, end) in self.last_backward.items():
             if owner == rank:  # bucket i is ready once the backward has covered its share of the layers
-                ready.extend((start + (index + 1) / len(buckets) * (end - start), nbytes) for index, nbytes in enumerate(buckets))
+                ready.extend((start + (index + 1) / len(buckets) * (end - start), index) for index in range(len(buckets)))
         group = self.layout.group("dense_dp", self.ranks[rank])
-        for (moment, nbytes), cost in zip(sorted(ready), self.work.bucket_costs(len(ready))):
-            begin = max(free, moment)
-            free = begin + cost
-            if self.keep and cost:
-                self.rows.append(row(self.ranks[rank], "dp", self.work.dp_op, "gradient bucket", begin, free, nbytes, -1, group))
+        for moment, index in sorted(ready):
+            for nbytes in buckets[index][1]:  # the bucket's collectives (a comm hook's all-reduces), one after another
+                cost = self.work.dp_call_s(nbytes)
+                begin = max(free, moment)
+                free = begin + cost
+                if self.keep and cost:
+                    self.rows.append(row(self.ranks[rank], "dp", self.work.dp_op, "gradient bucket", begin, free, nbytes, -1, group))
         return max(free, self.end[rank]) + self.work.after_step_s
 
     def result(self, memory_limit: float) -> TrainResult:

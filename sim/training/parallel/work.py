@@ -15,12 +15,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sim.training.parallel.costs import CommCosts
 from sim.training.parallel.layout import Layout
 from sim.training.parallel.scenario import TrainScenario
 from sim.training.parallel.schedule import Op
+
+if TYPE_CHECKING:
+    from sim.training.parallel.measured import MeasuredCosts
 
 __all__ = ["OpWork", "op_work", "row"]
 
@@ -33,6 +36,7 @@ class OpWork:
     element: int
     hbm_Bps: float = 0.0
     _cache: dict[tuple[str, bool], tuple[float, float, float]] = field(default_factory=dict)
+    measured: MeasuredCosts | None = None  # measured compute per stage in place of FLOPs at peak x mfu
 
     @property
     def tokens_bytes(self) -> float:
@@ -122,8 +126,13 @@ class OpWork:
         n = self.layers_per_chunk
         return n * per_layer[0] + extra, n * per_layer[1], n * per_layer[2]
 
+    def op_split(self, kind: str, stage: int, virtual: int) -> tuple[float, float, float]:
+        """(compute, TP, EP) seconds of an op of ``kind`` on virtual ``stage``; compute measured where given."""
+        compute, tp, ep = self.split(kind, stage == virtual - 1)
+        return (self.measured.compute_s(kind, stage) if self.measured else compute), tp, ep
+
     def duration_s(self, op: Op, virtual: int) -> float:
-        return sum(self.split(op.kind, op.stage == virtual - 1))
+        return sum(self.op_split(op.kind, op.stage, virtual))
 
     def totals(self, micro_batches: int, virtual: int, rank: int, pp: int) -> dict[str, float]:
         """Compute, TP and EP seconds of ``rank``'s ops over the iteration."""
@@ -131,7 +140,7 @@ class OpWork:
         sums = [0.0, 0.0, 0.0]
         for stage in range(rank, virtual, pp):
             for kind in kinds:
-                for index, value in enumerate(self.split(kind, stage == virtual - 1)):
+                for index, value in enumerate(self.op_split(kind, stage, virtual)):
                     sums[index] += micro_batches * value
         return dict(zip(("compute", "tp", "ep"), sums))
 
@@ -154,11 +163,19 @@ class OpWork:
     def dp_op(self) -> str:
         return "all_reduce" if self.s.zero == 0 else "reduce_scatter"
 
-    def bucket_costs(self, count: int) -> list[float]:
-        if self.s.zero == 3:
-            return [0.0] * count  # reduce-scattered after every backward (zero3_reduce_s)
-        costs = [self.costs.collective_s("dense_dp", self.dp_op, nbytes) for nbytes in self.buckets_per_chunk]
-        return (costs * (count // max(len(costs), 1) + 1))[:count]
+    @cached_property
+    def dp_buckets(self) -> tuple[tuple[float, tuple[float, ...]], ...]:
+        """Per bucket of one chunk: (its gradient bytes, the bytes of each collective it issues):
+        one each without a comm hook, the hook's all-reduces with one (:mod:`.dphook`)."""
+        if self.s.comm_hook == "none":
+            return tuple((nbytes, (nbytes,)) for nbytes in self.buckets_per_chunk)
+        from sim.training.parallel.dphook import hooked_buckets
+
+        return hooked_buckets(self.s, self.layers_per_chunk, self.element)
+
+    def dp_call_s(self, nbytes: float) -> float:
+        """One data-parallel gradient collective (ZeRO 3's are timed after each backward instead)."""
+        return 0.0 if self.s.zero == 3 else self.costs.collective_s("dense_dp", self.dp_op, nbytes)
 
     @property
     def after_step_s(self) -> float:
@@ -186,6 +203,7 @@ class OpWork:
             "tp_per_layer_forward": sum(nbytes for _, nbytes in self.tp_collectives),
             "pp_per_micro_batch": self.boundary_bytes if s.pp > 1 else 0.0,
             "dp_per_stage": self.chunk_grad_bytes * s.chunks if s.dp * s.ep > 1 else 0.0,
+            "dp_sent_per_stage": sum(sum(calls) for _, calls in self.dp_buckets) * s.chunks if s.dp * s.ep > 1 else 0.0,
             "ep_per_all_to_all": self.ep_collectives[0][1] if self.ep_collectives else 0.0,
             "tp_total": tp_total,
             "ep_total": ep_total,
@@ -194,7 +212,7 @@ class OpWork:
     # -- events -----------------------------------------------------------------------------------
     def rows(self, rank: int, op: Op, start: float, virtual: int, layout: Layout) -> list[dict[str, Any]]:
         """The op's rows: per layer its compute, then its TP and EP collectives, in order."""
-        compute, tp, ep = self.split(op.kind, op.stage == virtual - 1)
+        compute, tp, ep = self.op_split(op.kind, op.stage, virtual)
         n = self.layers_per_chunk
         passes = 0 if op.kind == "W" else (2 if self.s.recompute == "full" and op.kind != "F" else 1)
         collectives = [("tp", o, b) for o, b in self.tp_collectives] * passes + [("ep", o, b) for o, b in self.ep_collectives] * passes
@@ -219,5 +237,7 @@ def row(
             "peer": peer, "group": list(group)}  # fmt: skip
 
 
-def op_work(scenario: TrainScenario, costs: CommCosts, peak_flops: float, element: int, hbm_Bps: float = 0.0) -> OpWork:
-    return OpWork(scenario, costs, peak_flops, element, hbm_Bps)
+def op_work(
+    scenario: TrainScenario, costs: CommCosts, peak_flops: float, element: int, hbm_Bps: float = 0.0, measured: MeasuredCosts | None = None
+) -> OpWork:
+    return OpWork(scenario, costs, peak_flops, element, hbm_Bps, measured=measured)

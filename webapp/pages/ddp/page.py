@@ -223,6 +223,7 @@ def _content() -> html.Div:
             ),
             html.H3("Training step: FSDP / ZeRO sharding", className="section"),
             html.Div(html.P(TRAIN_INTRO), className="intro", id=ids.TRAIN_INTRO),
+            html.P(["Tensor, pipeline and expert parallelism: ", dcc.Link("the Parallelism page", href="/parallelism")], className="hint"),
             html.Div(id=ids.TRAIN_NOTICE, className="notice"),
             html.Div(id=ids.TRAIN_SUMMARY, className="cards"),
             row(html.Div(graph(ids.TRAIN_STRATEGIES, 380), className="col"), html.Div(graph(ids.TRAIN_MEMORY, 380), className="col")),

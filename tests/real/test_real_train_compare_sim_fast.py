@@ -1,0 +1,42 @@
+"""real.train_sim.simulate_train on a built profile (no ranks started): sim train replays the
+measured compute and collective times, closed form, and format_compare prints both steps."""
+
+from __future__ import annotations
+
+import pytest
+
+from real.train import TrainConfig, profile
+from real.train_compare import compare, format_compare, sim_inputs
+from real.train_sim import scenario_of, simulate_train
+
+CONFIG = TrainConfig(tp=2, pp=1, dp=1, layers=2, hidden=32, heads=2, seq_len=8, micro_batch=2, global_batch=4, steps=2, warmup=0)
+NBYTES = 2 * 8 * 32 * 4
+
+
+def _report(rank: int) -> dict:
+    rows = [{"rank": rank, "stream": "tp", "kind": "all_reduce", "name": f"fwd mb0 L0.{half}", "start_s": 0.0, "end_s": 0.001,
+             "bytes": NBYTES, "peer": -1, "group": [0, 1], "step": step, "micro_batch": 0}
+            for step in range(2) for half in ("attn", "mlp")]  # fmt: skip
+    return {"rank": rank, "step_s": [0.05, 0.06], "rows": rows, "layer_forward_s": {0: 0.002, 1: 0.002},
+            "layer_backward_s": {0: 0.003, 1: 0.003}}  # fmt: skip
+
+
+MEASURED = profile(CONFIG, [_report(0), _report(1)])
+
+
+def test_sim_train_replays_measured_compute_and_tp_all_reduces():
+    inputs = sim_inputs(MEASURED)
+    scenario = scenario_of(inputs)
+    assert (scenario.tp, scenario.pp, scenario.dp, scenario.micro_batches, scenario.precision) == (2, 1, 1, 2, "fp32")
+    simulated = simulate_train(inputs)
+    # 2 micro-batches x (forward 4 ms + backward 6 ms + 2 layers x 4 all-reduces x 1 ms)
+    assert simulated["step_time_s"] == pytest.approx(2 * (0.004 + 0.006 + 0.008))
+    tp = [row for row in simulated["rows"] if row["stream"] == "tp"]
+    assert len(tp) == 2 * 2 * 2 * 4 and {row["bytes"] for row in tp} == {NBYTES} and {row["rank"] for row in tp} == {0, 1}
+
+
+def test_format_compare_prints_measured_and_simulated_steps():
+    text = format_compare(compare(MEASURED, simulate_train))
+    assert "measured step: median 55 ms (min 50 ms, max 60 ms, spread 18%)" in text
+    assert "simulated step: 36 ms" in text and "-35%, outside the measured min..max" in text
+    assert "tp: measured 4 ops" in text and "simulated 32 ops" in text
