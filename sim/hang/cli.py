@@ -8,9 +8,10 @@ from typing import Any
 
 import click
 
-from sim.cli_fields import field_option
+from sim.cli_fields import field_options
 from sim.errors import CollsimError
-from sim.hang import fields  # noqa: F401  registers the "hang" field table
+from sim.fields import command_fields
+from sim.hang import fields  # registers the "hang" field table
 
 __all__ = ["format_report", "hang", "mutate", "program_data"]
 
@@ -22,6 +23,7 @@ _TOOLS = (
     ("gloo_detail", "gloo + TORCH_DISTRIBUTED_DEBUG=DETAIL"),
 )
 _MUTATIONS = {"skip": 2, "resize": 3, "dtype": 3, "swap": 3, "dies": 2, "stalls": 2}
+_FIELDS = command_fields("hang", "hang")  # the entries that name the command: its flags (sim.hang.fields)
 
 
 def mutate(data: dict[str, Any], kind: str, spec: str) -> dict[str, Any]:
@@ -103,14 +105,7 @@ def format_report(report: Any) -> str:
     help="FSDP scenario file (as collsim sim fsdp --scenario): one step's all-gathers and reduce-scatters",
 )
 @click.option("--flight-recorder", "flight_dir", default=None, help="folder of flight-recorder dumps (one per rank) to explain")
-@field_option("timeout_s", "--timeout", "timeout_s", scenario="hang")
-@field_option("unused_param", "--unused-param", "unused", scenario="hang")
-@field_option("skip", "--skip", scenario="hang")
-@field_option("resize", "--resize", scenario="hang")
-@field_option("dtype", "--dtype", scenario="hang")
-@field_option("swap", "--swap", scenario="hang")
-@field_option("dies", "--dies", scenario="hang")
-@field_option("stalls", "--stalls", scenario="hang")
+@field_options("hang", *_FIELDS, decls={name: (fields.FIELDS[name].option, name) for name in _FIELDS})
 @click.option("--write-flight-recorder", "write_dir", default=None, help="write the simulated ranks' flight-recorder dumps to this folder")
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
 def hang(timeout_s: float | None, write_dir: str | None, as_json: bool, **options: Any) -> None:
@@ -161,9 +156,9 @@ def program_data(options: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[in
         data = load_programs(options["programs_file"]).to_dict()
     else:
         step, data = _step(options)
-    if options["unused"] and step is None:
+    if options["unused_param"] and step is None:
         raise CollsimError("--unused-param: a DDP step only (--ddp FILE)")
-    for spec in options["unused"]:
+    for spec in options["unused_param"]:
         from sim.hang.training import with_unused
 
         data, note = with_unused(step, data, spec)

@@ -22,6 +22,7 @@ hardware preset (:mod:`sim.training.comm`), and the two CPU constants are cited,
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -41,7 +42,7 @@ THREAD_S = 100e-6
 LAUNCH_S = 4e-6
 INPUT_BYTES_PER_TOKEN = 8  # token ids: int64
 
-F = FieldInfo
+F = functools.partial(FieldInfo, commands=("dataparallel",))  # every field is a flag of collsim sim dataparallel
 FIELDS = {
     info.name: info
     for info in (

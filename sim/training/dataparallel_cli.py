@@ -8,11 +8,14 @@ from typing import Any
 import click
 
 from sim.cli_fields import field_options
-from sim.training.dataparallel import FIELDS
+from sim.fields import command_fields
+from sim.training.dataparallel import FIELDS  # registers the "dataparallel" field table
+
+_FIELDS = command_fields("dataparallel", "dataparallel")  # the entries that name the command
 
 
 @click.command("dataparallel")
-@field_options("dataparallel", *FIELDS, decls={name: (info.option, name) for name, info in FIELDS.items()})
+@field_options("dataparallel", *_FIELDS, decls={name: (FIELDS[name].option, name) for name in _FIELDS})
 @click.option("--json", "as_json", is_flag=True, help="print JSON")
 def dataparallel(as_json: bool, **flags: Any) -> None:
     """Simulate a torch.nn.DataParallel step on one node (scatter, replicate, threads, gather,

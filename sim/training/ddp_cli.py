@@ -30,17 +30,6 @@ _SOURCE_FIELDS = {
 }
 
 
-def parse_flops(text: str, what: str = "--flops-per-s") -> float:
-    """FLOP/s from "312e12", "312T", "312TFLOPS" or "312 TFLOP/s"."""
-    cleaned = str(text).strip().upper().replace(" ", "").removesuffix("FLOP/S").removesuffix("FLOPS")
-    factor = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}.get(cleaned[-1:], 1.0)
-    number = cleaned[:-1] if factor != 1.0 else cleaned
-    try:
-        return float(number) * factor
-    except ValueError:
-        raise CollsimError(f"{what}: cannot read {text!r}; expected FLOP/s such as 312e12 or 312TFLOPS") from None
-
-
 def _layer_times(value: str) -> Any:
     """A YAML/JSON file of {prefix: time}, or inline "layers.0:2ms,layers.1:2ms" (times with units)."""
     from sim.scenario import load_mapping
@@ -87,6 +76,8 @@ def scenario_data(scenario_file: str | None, flags: dict[str, Any]) -> dict[str,
     if "layer_times" in given:
         given["layer_times"] = _layer_times(given["layer_times"])
     if "flops_per_s" in given:
+        from sim.training.ddp_scenario import parse_flops
+
         given["flops_per_s"] = parse_flops(given["flops_per_s"])
     from sim.scenario import override  # a flag replaces the file's value under either name (latency / latency_s)
     from sim.training.ddp import DDPScenario

@@ -115,10 +115,11 @@ class DDPScenario(ScenarioData):
 
         given = [name for name in _PARAM_SOURCES if getattr(self, name) is not None]
         if len(given) > 1:
-            raise CollsimError(f"parameters: give one of preset, params, param_bytes; got {', '.join(given)}")
+            raise CollsimError(f"parameters: give one of preset, params, param_bytes; got {', '.join(given)}", field="preset")
         if not given and self.profile_file is None:
             raise CollsimError(
-                "parameters: give a preset (--preset xl), a parameter file (--params FILE) or sizes (--param-bytes 4MiB,4MiB)"
+                "parameters: give a preset (--preset xl), a parameter file (--params FILE) or sizes (--param-bytes 4MiB,4MiB)",
+                field="preset",
             )
         if self.preset is not None and self.preset not in PRESETS:
             hint = (
@@ -134,7 +135,8 @@ class DDPScenario(ScenarioData):
         profiles = [name for name in _PROFILE_SOURCES if getattr(self, name) is not None]
         if len(profiles) != 1 and not (not profiles and self.mfu is not None):  # mfu: from FLOPs where none is given
             raise CollsimError(
-                f"backward profile: give exactly one of backward_time, backward_rate, layer_times, flops_per_s (with tokens), mfu (with tokens and a GPU), profile; got {', '.join(profiles) or 'none'}"
+                f"backward profile: give exactly one of backward_time, backward_rate, layer_times, flops_per_s (with tokens), mfu (with tokens and a GPU), profile; got {', '.join(profiles) or 'none'}",
+                field="backward_time",
             )
         if (self.flops_per_s is not None or self.mfu is not None) and self.tokens is None and not self._measured_without_flops():
             raise CollsimError("tokens: flops_per_s and mfu need tokens per micro-batch (backward FLOPs per tensor are 4 x tokens x numel)")
@@ -302,7 +304,12 @@ def _size_tuple(value: Any, what: str) -> tuple[int, ...] | None:
 
 
 def _params_tuple(value: Any, what: str) -> tuple[Param, ...] | None:
-    return None if value is None else tuple(params_from_list(list(value), what))
+    if value is None:
+        return None
+    try:
+        return tuple(params_from_list(list(value), what))
+    except CollsimError as error:  # "params[0]: ..." names the list's entry: the field is the list
+        raise CollsimError(str(error), field=error.field or what) from None
 
 
 def _layer_times(value: Any, what: str) -> tuple[tuple[str, float], ...] | None:
@@ -319,6 +326,25 @@ def _layer_times(value: Any, what: str) -> tuple[tuple[str, float], ...] | None:
     if not pairs:
         raise CollsimError(f"{what}: empty; give one backward time per layer name prefix")
     return pairs
+
+
+def parse_flops(text: Any, what: str = "--flops-per-s") -> float:
+    """FLOP/s from "312e12", "312T", "312TFLOPS" or "312 TFLOP/s"."""
+    cleaned = str(text).strip().upper().replace(" ", "").removesuffix("FLOP/S").removesuffix("FLOPS")
+    factor = {"K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}.get(cleaned[-1:], 1.0)
+    number = cleaned[:-1] if factor != 1.0 else cleaned
+    try:
+        return float(number) * factor
+    except ValueError:
+        raise CollsimError(f"{what}: cannot read {text!r}; expected FLOP/s such as 312e12 or 312TFLOPS") from None
+
+
+def _number(value: Any, what: str) -> float:
+    """A plain number (slowdown 1.5): a word is refused naming the field, not a ValueError's traceback."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise CollsimError(f"{what}: expected a number, got {value!r}", field=what) from None
 
 
 def _first_bucket(value: Any, what: str) -> int | None:
@@ -350,11 +376,11 @@ _DDP_PARSERS: dict[str, Callable[[Any, str], Any]] = {
     "backward_time_s": optional_parser(parse_time),
     "backward_rate_Bps": optional_parser(parse_bandwidth),
     "layer_times": _layer_times,
-    "flops_per_s": optional_parser(lambda value, what: float(value)),
+    "flops_per_s": optional_parser(parse_flops),
     "tokens": optional_parser(parse_int),
     "forward_time_s": optional_parser(parse_time),
     "optimizer_time_s": optional_parser(parse_time),
-    "slowdown": lambda value, what: float(value),
+    "slowdown": _number,
     "precision": optional_parser(_choice),
     "master_weights": parse_bool,
     "mfu": optional_parser(lambda value, what: _mfu(value, what)),

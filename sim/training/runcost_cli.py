@@ -14,10 +14,11 @@ import click
 
 from sim.cli_fields import field_options
 from sim.errors import CollsimError
+from sim.fields import command_fields
 from sim.training import runcost_fields  # noqa: F401  registers the "runcost" field table
 
-_FIELDS = tuple(info.name for info in runcost_fields.RUNCOST.values())
-_DECLS = {name: (info.option, name) for name, info in runcost_fields.RUNCOST.items()}
+_FIELDS = command_fields("run-cost", "runcost")  # the entries that name the command (sim.training.runcost_fields)
+_DECLS = {name: (runcost_fields.RUNCOST[name].option, name) for name in _FIELDS}  # flags keep the field's name
 
 
 @click.command("run-cost")

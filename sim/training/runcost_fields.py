@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from typing import Any
@@ -15,7 +16,7 @@ from sim.units import parse_bandwidth, parse_time, require_unit
 
 __all__ = ["RUNCOST", "parse_count", "parse_duration", "scenario_from_dict"]
 
-F = FieldInfo
+F = functools.partial(FieldInfo, commands=("run-cost",))  # every field is a flag of collsim sim run-cost
 RUNCOST = {
     info.name: info
     for info in (

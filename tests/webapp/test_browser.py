@@ -341,7 +341,8 @@ def test_ddp_page(app_page: Page, live_server: str, shot, tmp_path):
     box = app_page.locator("#ddp-w")
     box.fill("0")
     box.press("Enter")
-    expect(app_page.locator("#ddp-w-error")).to_contain_text("w: must be a positive rate")
+    # the w entry's words (sim.fields.check_value), as every surface says them
+    expect(app_page.locator("#ddp-w-error")).to_contain_text("w: must be a positive, finite rate")
     box.fill("10GB/s")
     box.press("Enter")
     expect(app_page.locator("#ddp-w-error")).to_be_empty()

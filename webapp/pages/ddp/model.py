@@ -10,8 +10,10 @@ from typing import Any
 import yaml
 
 from sim.errors import CollsimError
+from sim.fields import FieldInfo, check_value, fields_of, form_fields
 from sim.files import parse_data
-from sim.units import format_size, format_time, parse_bandwidth, parse_size, parse_time
+from sim.scenario import unit_kind
+from sim.units import format_size, format_time, parse_bandwidth, parse_size, parse_time, require_unit
 from webapp import urlstate
 from webapp.collective import hardware_options  # noqa: F401 - the presets both pages offer (model.hardware_options)
 
@@ -43,6 +45,8 @@ DEFAULTS: dict[str, str] = {
     "algorithm": "ring",
     "first_bucket": "on",
 }
+BOXES = form_fields("ddp")  # the boxes that are DDP scenario fields, by form key: their parser, bounds and words (sim.fields)
+_BY_KEY = {key: info for info in fields_of("ddp").values() for key in (info.name, *info.keys())}
 MIN_BUCKET_LOG2, MAX_BUCKET_LOG2 = 14, 32  # 16 KiB .. 4 GiB on the slider
 MAX_UPLOAD_PARAMS = 20_000
 MAX_UPLOAD_BYTES = 8 * 2**20  # a parameter list of MAX_UPLOAD_PARAMS entries is ~1-2 MB of JSON
@@ -232,99 +236,88 @@ def slider_from_bucket(text: str) -> float:
 
 def _backward(text: str) -> dict[str, Any]:
     """A total backward time ("120ms"), a gradient production rate ("4GB/s"), or nothing (empty:
-    from FLOPs at the MFU)."""
+    from FLOPs at the MFU): the page's one box for two scenario fields, checked by their entries."""
     text = (text or "").strip()
     if not text:
         return {}
     if text.lower().endswith("/s") or text.lower().endswith("bps"):
-        rate = parse_bandwidth(text, "backward")
-        if rate <= 0:
-            raise CollsimError(f"backward: a rate must be positive, got {text!r}")
+        _check_entry(_BY_KEY["backward_rate"], text, "backward")
         return {"backward_rate": text}
-    seconds = parse_time(text, "backward")
-    if seconds < 0:
-        raise CollsimError(f"backward: must be a time >= 0 such as 120ms, or a rate such as 4GB/s, got {text!r}")
+    _check_entry(_BY_KEY["backward_time"], text, "backward")
     return {"backward_time": text}
 
 
+def _check_entry(info: FieldInfo, text: str, key: str) -> None:
+    """``text`` in box ``key`` read as field ``info`` of a DDP scenario and within its entry's
+    bounds (sim.fields.check_value): the scenario's own parser and words, said at the box."""
+    from sim.training.ddp import DDPScenario
+
+    if (kind := unit_kind(info.name)) and key != info.name:
+        require_unit(text, key, kind)
+    try:
+        check_value(info, DDPScenario.PARSERS[info.name](text, key))
+    except CollsimError as error:
+        raise CollsimError(str(error), field=key) from None
+
+
+def _ranks(text: str) -> None:
+    """The page's own limit (the schema's is the command line's 65,536)."""
+    if not (text.isdigit() and 2 <= int(text) <= 1024):
+        raise CollsimError(f"ranks: expected a whole number from 2 to 1024, got {text!r}")
+
+
+def _sharding(text: str) -> None:
+    if text not in shardings():
+        raise CollsimError(f"sharding: unknown {text!r}; allowed: {', '.join(shardings())}")
+
+
+def _shard_size(text: str) -> None:
+    if not (text.isdigit() and int(text) >= 1):
+        raise CollsimError(f"shard_size: expected a whole number of ranks per shard group, got {text!r}")
+
+
+_OWN_CHECKS = {"ranks": _ranks, "backward": _backward, "sharding": _sharding, "shard_size": _shard_size}  # boxes no entry checks
+_EMPTY_IS_NONE = ("forward", "optimizer")  # empty: from FLOPs at the MFU (or 0)
+
+
 def _field_checks(form: dict[str, str]) -> dict[str, str]:
-    errors: dict[str, str] = {}
-    checks = {
-        "ranks": lambda t: (
-            None if t.isdigit() and 2 <= int(t) <= 1024 else _raise(f"ranks: expected a whole number from 2 to 1024, got {t!r}")
-        ),
-        "backward": _backward,
-        "forward": lambda t: None if not t else _time_at_least_zero(t, "forward"),
-        "optimizer": lambda t: None if not t else _time_at_least_zero(t, "optimizer"),
-        "tokens": lambda t: (
-            None
-            if t.isdigit() and int(t) >= 1
-            else _raise(f"tokens: expected a whole number of tokens per rank and micro-batch, got {t!r}")
-        ),
-        "mfu": lambda t: _mfu(t),
-        "o": lambda t: None if parse_time(t, "o") >= 0 else _raise(f"o: must be >= 0, got {t!r}"),
-        "w": lambda t: None if parse_bandwidth(t, "w") > 0 else _raise(f"w: must be a positive rate such as 10GB/s, got {t!r}"),
-        "bandwidth": lambda t: (
-            None if parse_bandwidth(t, "bandwidth") > 0 else _raise(f"bandwidth: must be a positive rate such as 25GB/s, got {t!r}")
-        ),
-        "latency": lambda t: None if parse_time(t, "latency") >= 0 else _raise(f"latency: must be >= 0, got {t!r}"),
-        "accumulation": lambda t: (
-            None if t.isdigit() and int(t) >= 1 else _raise(f"accumulation: expected a whole number of micro-steps >= 1, got {t!r}")
-        ),
-        "sharding": lambda t: None if t in shardings() else _raise(f"sharding: unknown {t!r}; allowed: {', '.join(shardings())}"),
-        "shard_size": lambda t: (
-            None if t.isdigit() and int(t) >= 1 else _raise(f"shard_size: expected a whole number of ranks per shard group, got {t!r}")
-        ),
-    }
+    """Each box the scenario reads, checked on its own: each wrong box gets its message."""
     relevant = ("ranks", "backward", "forward", "optimizer", "tokens", "mfu", "sharding", "accumulation") + (
         ("shard_size",) if form["sharding"] == "hybrid_shard" else ()
     )
     relevant += ("o", "w") if form["comm_model"] == "ow" else ("bandwidth", "latency")
-    for name in relevant:
+    errors: dict[str, str] = {}
+    for key in relevant:
+        text = form[key].strip()
         try:
-            checks[name](form[name].strip())
+            if key in _OWN_CHECKS:
+                _OWN_CHECKS[key](text)
+            elif text or key not in _EMPTY_IS_NONE:
+                _check_entry(BOXES[key], text, key)
         except CollsimError as error:
-            errors[name] = str(error)
+            errors[key] = str(error)
     return errors
 
 
-def _time_at_least_zero(text: str, what: str) -> None:
-    if parse_time(text, what) < 0:
-        _raise(f"{what}: must be a time >= 0 such as 10ms, or empty (from FLOPs at the MFU), got {text!r}")
+# DDP fields with no box of their own, and the box their errors show at (the others: their own box)
+_SHOWN_AT = {
+    "ranks": "ranks", "gpus_per_node": "ranks", "nodes": "nodes", "topology": "hardware", "intra_latency_s": "hardware",
+    "intra_bandwidth_Bps": "hardware", "nics_per_node": "hardware", "nic_bandwidth": "hardware", "bucket_cap_bytes": "bucket",
+    "backward_time_s": "backward", "backward_rate_Bps": "backward", "layer_times": "backward", "profile_file": "backward",
+    "flops_per_s": "tokens", "params": "upload", "param_bytes": "upload", "params_file": "upload", "element_bytes": "upload",
+}  # fmt: skip
 
 
-def _mfu(text: str) -> None:
-    from sim.training.compute import parse_mfu
-
-    parse_mfu(text, "mfu")
-
-
-def _raise(message: str) -> None:
-    raise CollsimError(message)
-
-
-_ERROR_FIELDS = (
-    ("hardware", "hardware"),
-    ("gpus_per_node", "ranks"),
-    ("ranks", "ranks"),
-    ("algorithm", "algorithm"),
-    ("preset", "preset"),
-    ("param", "upload"),
-    ("strategy", "strategy"),
-    ("bucket", "bucket"),
-    ("backward", "backward"),
-    ("forward", "forward"),
-    ("optimizer", "optimizer"),
-    ("tokens", "tokens"),
-    ("mfu", "mfu"),
-    ("precision", "precision"),
-    ("flops_per_s and tokens", "tokens"),
-    ("w:", "w"),
-    ("o:", "o"),
-    ("bandwidth", "bandwidth"),
-    ("latency", "latency"),
-    ("comm", "comm_model"),
-)
+def error_box(error: CollsimError, fallback: str = "strategy") -> str:
+    """The box a scenario error shows at, by its ``field`` (a DDP field's key, name or alias,
+    sim.fields; or one of the page's own boxes), not by its words; ``fallback`` when it names none."""
+    name = error.field or ""
+    if name in DEFAULTS:
+        return name
+    info = _BY_KEY.get(name)
+    if info is not None and info.group == "ddp":
+        return info.url_key
+    return _SHOWN_AT.get(info.name if info is not None else name, fallback)
 
 
 def parse_form(form: dict[str, Any], uploaded: list[dict[str, Any]] | None = None) -> tuple[Any, dict[str, str]]:
@@ -338,7 +331,7 @@ def parse_form(form: dict[str, Any], uploaded: list[dict[str, Any]] | None = Non
         try:
             _check_nodes(hardware, form["nodes"].strip(), hardware_nodes(hardware, form["ranks"]))
         except CollsimError as error:
-            errors[next((name for name in ("hardware", "nodes") if str(error).startswith(name)), "ranks")] = str(error)
+            errors[error_box(error, "ranks")] = str(error)
     if errors:
         return None, errors
     data: dict[str, Any] = {
@@ -346,7 +339,7 @@ def parse_form(form: dict[str, Any], uploaded: list[dict[str, Any]] | None = Non
         "comm": form["comm_model"],
         "ranks": form["ranks"],
         "bucket_size": form["bucket"],
-        "accumulation_steps": int(form["accumulation"]),
+        "accumulation_steps": form["accumulation"].strip(),  # read by the scenario's parser, as the box was checked
         **_backward(form["backward"]),
         **_compute(form),
     }
@@ -368,11 +361,7 @@ def parse_form(form: dict[str, Any], uploaded: list[dict[str, Any]] | None = Non
     try:
         return DDPScenario.from_dict(data), {}
     except CollsimError as error:
-        message = str(error)
-        name = next((field for prefix, field in _ERROR_FIELDS if message.startswith(prefix)), "strategy")
-        if "power-of-two" in message:
-            name = "ranks"
-        return None, {name: message}
+        return None, {error_box(error): str(error)}
 
 
 def _check_nodes(hardware: str, nodes: str, whole: int) -> None:
@@ -390,7 +379,7 @@ def _compute(form: dict[str, str]) -> dict[str, Any]:
     data: dict[str, Any] = {
         "precision": form["precision"],
         "master_weights": form["master"] == "on",
-        "tokens": int(form["tokens"]),
+        "tokens": form["tokens"].strip(),
         "mfu": form["mfu"],
         "gpu": form["gpu"] or None,
         "activation_checkpointing": form["checkpointing"] == "on",
@@ -465,7 +454,7 @@ def validate_form(form: dict[str, Any], uploaded: list | None = None) -> dict[st
         try:
             check_network_cost(scenario)
         except CollsimError as error:
-            scenario, errors = None, {"ranks": str(error)}
+            scenario, errors = None, {error_box(error, "ranks"): str(error)}
     training = None
     if scenario is not None:
         training, errors = training_scenario(scenario.to_dict(), form)
@@ -557,8 +546,7 @@ def training_scenario(ddp_data: dict[str, Any], form: dict[str, Any]) -> tuple[A
     try:
         return FSDPScenario.from_dict(data), {}
     except CollsimError as error:
-        message = str(error)
-        return None, {"shard_size" if message.startswith(("shard_size", "hybrid")) else "sharding": message}
+        return None, {error_box(error, "sharding"): str(error)}
 
 
 def run_training(scenario: Any) -> dict[str, Any]:
