@@ -6,7 +6,9 @@ path) and why.
 
 Everything else iterates these tables: the scenarios read their short names, parsers and bounds
 (:mod:`sim.scenario`, :func:`check_value`); ``collsim sim collective`` / ``crossover`` / ``ddp``
-build their options from :func:`command_fields` (:mod:`sim.cli_fields`); the explorer's forms
+and the commands whose tables are registered with :func:`register` (``train``, ``run-cost``,
+``dataparallel``, ``hang``) build their options from :func:`command_fields` /
+:func:`sim.cli_fields.field_options`; the explorer's forms
 take their boxes, labels, first values and URL keys from :func:`form_fields`;
 :mod:`sim.collective.analytic` and :mod:`sim.collective.collapsed` ask :func:`breaks`; the docs'
 scenario-keys reference is written from them. Standard library only, so ``collsim --help`` stays

@@ -44,7 +44,8 @@ class FSDPScenario(DDPScenario):
         if self.sharding == "hybrid_shard":
             if self.shard_size is None and self.gpus_per_node is None:
                 raise CollsimError(
-                    "hybrid_shard: give --shard-size (ranks per shard group) or a two_level topology with --gpus-per-node / --hardware"
+                    "hybrid_shard: give --shard-size (ranks per shard group) or a two_level topology with --gpus-per-node / --hardware",
+                    field="shard_size",
                 )
             size = self.group_size
             if size < 1 or self.ranks % size:
