@@ -135,7 +135,7 @@ def estimate(scenario: Any, probe: bool = True, plan: Plan | None = None) -> Est
     visits = messages
     if s.sharing == "fair" and messages:
         per_call = messages / max(1, s.repetitions)  # a re-share touches at most the flows of one call
-        visits = int(messages * (1 + min(_visits_per_message(s, chunks, plan.preset) if probe else per_call, per_call)))
+        visits = int(messages * (1 + min(_visits_per_message(s, chunks, plan) if probe else per_call, per_call)))
     entries, alone = _route_work(s, plan)
     memory = _memory(s, messages, told.pairs, chunks) + min(entries, _search_limit()) * SEARCH_ENTRY_BYTES
     return Estimate(messages, visits, memory + alone * PAIR_ROUTE_BYTES, told.exact, entries, alone)
@@ -216,7 +216,7 @@ def _memory(s: Any, messages: int, pairs: int, chunks: int) -> int:
     return BASE_BYTES + recorded * ROW_BYTES + in_flight * IN_FLIGHT_BYTES + pairs * ROUTE_BYTES + s.ranks * RANK_BYTES + payload
 
 
-def _visits_per_message(s: Any, chunks: int, preset: Any = None) -> float:
+def _visits_per_message(s: Any, chunks: int, plan: Plan | None = None) -> float:
     """Flows touched by re-sharing per message, from probes (extrapolated in ranks and chunks)."""
     size = min(s.size_bytes, PROBE_MAX_BYTES)
     key = s.replace(stragglers=(), repetitions=1, record="aggregate", jitter_s=0.0, verify=False, root=0, size_bytes=size, groups=())
@@ -234,16 +234,16 @@ def _visits_per_message(s: Any, chunks: int, preset: Any = None) -> float:
     if s.ranks <= probe_ranks[-1] and chunks <= PROBE_MAX_CHUNKS:
         whole = key.replace(size_bytes=s.size_bytes - s.size_bytes % key.element_bytes)
         if size < s.size_bytes and 0 < _messages_at(whole, s.ranks, chunks) <= PROBE_WHOLE_MESSAGES:
-            return _probe(whole, s.ranks, chunks, whole.size_bytes, preset)
-        return _probe(key, s.ranks, chunks, size, preset) * _size_growth(key, s, s.ranks, chunks, size)
+            return _probe(whole, s.ranks, chunks, whole.size_bytes, plan)
+        return _probe(key, s.ranks, chunks, size, plan) * _size_growth(key, s, s.ranks, chunks, size)
     base_p = ranks[-1]
-    v_base = _probe(key, base_p, probe_k, size, preset)
+    v_base = _probe(key, base_p, probe_k, size, plan)
     growth_p = 0.0
     if len(ranks) > 1 and s.ranks > base_p:
-        growth_p = _exponent(_probe(key, ranks[0], probe_k, size, preset), v_base, base_p / ranks[0])
+        growth_p = _exponent(_probe(key, ranks[0], probe_k, size, plan), v_base, base_p / ranks[0])
         wider = 2 * base_p
         if s.ranks > wider and v_base * 2**growth_p * _messages_at(key, wider, probe_k) <= PROBE_MAX_VISITS:
-            v_wider = _probe(key, wider, probe_k, size, preset)  # the growth from 16 to 32 ranks is nearer the target's
+            v_wider = _probe(key, wider, probe_k, size, plan)  # the growth from 16 to 32 ranks is nearer the target's
             if v_wider > 0:
                 growth_p = _exponent(v_base, v_wider, 2.0)
                 v_base, base_p = v_wider, wider
@@ -254,7 +254,7 @@ def _visits_per_message(s: Any, chunks: int, preset: Any = None) -> float:
         growth_p = max(growth_p, TREE_RANK_GROWTH)
     growth_k = 0.0
     if chunks > probe_k:
-        growth_k = _exponent(_probe(key, base_p, probe_k // 4, size, preset), v_base, 4.0)
+        growth_k = _exponent(_probe(key, base_p, probe_k // 4, size, plan), v_base, 4.0)
     value = v_base * (s.ranks / base_p) ** growth_p * (chunks / probe_k) ** growth_k
     return value * _size_growth(key, s, base_p, probe_k, size)
 
@@ -308,15 +308,16 @@ _probes: OrderedDict[tuple, float] = OrderedDict()  # by (scenario, ranks, chunk
 _probes_lock = threading.Lock()
 
 
-def _probe(s: Any, ranks: int, chunks: int, nbytes: int, preset: Any = None) -> float:
+def _probe(s: Any, ranks: int, chunks: int, nbytes: int, plan: Plan | None = None) -> float:
     """Flows touched by re-sharing per message in a run of ``s`` at ``ranks`` and ``chunks``,
-    kept for the :data:`PROBES_KEPT` latest; ``preset``: the scenario's, loaded already."""
+    kept for the :data:`PROBES_KEPT` latest; ``plan``: the estimated scenario's (its preset, and
+    its topology where the probe is the scenario itself but for what it records)."""
     key = (s, ranks, chunks, nbytes)
     with _probes_lock:
         if key in _probes:
             _probes.move_to_end(key)
             return _probes[key]
-    value = _probed(s, ranks, chunks, nbytes, preset)
+    value = _probed(s, ranks, chunks, nbytes, plan)
     with _probes_lock:
         _probes[key] = value
         while len(_probes) > PROBES_KEPT:
@@ -324,7 +325,7 @@ def _probe(s: Any, ranks: int, chunks: int, nbytes: int, preset: Any = None) -> 
     return value
 
 
-def _probed(s: Any, ranks: int, chunks: int, nbytes: int, preset: Any) -> float:
+def _probed(s: Any, ranks: int, chunks: int, nbytes: int, plan: Plan | None) -> float:
     from sim.algorithms.registry import algorithm_spec
 
     changes: dict[str, Any] = {"ranks": ranks}
@@ -342,19 +343,19 @@ def _probed(s: Any, ranks: int, chunks: int, nbytes: int, preset: Any) -> float:
         changes["size_bytes"] = s.size_bytes
     try:
         probe = s.replace(**changes)
-        messages, visits = count_visits(probe, preset)
+        messages, visits = count_visits(probe, plan)
     except CollsimError:
         return 0.0
     return (visits - messages) / messages if messages else 0.0
 
 
-def count_visits(scenario: Any, preset: Any = None) -> tuple[int, int]:
+def count_visits(scenario: Any, plan: Plan | None = None) -> tuple[int, int]:
     """(messages, flows touched by fair re-sharing) of a real run of ``scenario``: what the
-    estimate predicts, counted (used by the probes and by the tests); ``preset``: its, loaded already."""
-    from sim.collective.plan import resolve
-    from sim.collective.runner import collect, no_gc, start_collective
+    estimate predicts, counted (used by the probes and by the tests); ``plan``: one on its
+    hardware (sim.collective.runner.planned_topology)."""
+    from sim.collective.runner import collect, no_gc, planned_topology, start_collective
 
-    started = start_collective(scenario, resolve(scenario, preset).topology)
+    started = start_collective(scenario, planned_topology(scenario, plan))
     net = started.net
     touched = [0]
     observers = getattr(net, "reshare_observers", None)  # fair sharing only (FairNetwork.reshare)
