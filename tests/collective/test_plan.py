@@ -143,7 +143,9 @@ def test_a_plan_shares_its_topology_with_a_variant_only_where_no_topology_differ
     larger = plan.with_scenario(scenario.replace(size_bytes=64 * 2**20))
     assert larger.preset is plan.preset
     assert larger.topology is not plan.topology
-    elsewhere = plan.with_scenario(CollectiveScenario.from_dict({**scenario_fields("hgx-h100-nvls", 1), "op": "all_reduce", "size": "1MiB", "algorithm": "nccl"}))
+    elsewhere = plan.with_scenario(
+        CollectiveScenario.from_dict({**scenario_fields("hgx-h100-nvls", 1), "op": "all_reduce", "size": "1MiB", "algorithm": "nccl"})
+    )
     assert elsewhere.preset.name == "hgx-h100-nvls"
 
 
