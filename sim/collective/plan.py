@@ -5,6 +5,13 @@ was built: ``algorithm: nccl`` became ``nccl_*``, its channels and sharing, sim.
 plan builds the topology on first use and hands the loaded preset to every step below it (the
 topology, route work, what NCCL's pick ran and the rates it ran at), so none re-loads it.
 :func:`sim.collective.runner.build_topology` builds through a plan.
+
+One run resolves once and passes the plan down: the budget (sim.collective.budget: its route work
+and its probes), the run and its buffer frames (sim.collective.runner.run, sim.collective.frames),
+the CLI's notes and NCCL's pick read its preset, and the budget's route work reads the very build
+the run then finishes (:meth:`Plan.route_work`, :attr:`Plan.topology`). A variant of the scenario
+that differs only in what no topology is built from (``record``; :data:`UNBUILT_FIELDS`) shares
+the plan's topology (:meth:`Plan.with_scenario`).
 """
 
 from __future__ import annotations
