@@ -223,8 +223,11 @@ def collective(scenario_file: str | None, trace: str | None, csv_path: str | Non
     if "size_bytes" not in data:
         data.setdefault("size", 0)  # a barrier moves no data
     scenario = CollectiveScenario.from_dict(data)
-    _check_budget(scenario, mode)
-    result = run_in_mode(scenario, mode)
+    from sim.collective.plan import resolve
+
+    plan = resolve(scenario)  # the preset loaded once: budget, run, NCCL's pick and notes read it
+    _check_budget(plan, mode)
+    result = run_in_mode(scenario, mode, plan)
     if (trace or csv_path) and result.mode == "collapsed":
         raise CollsimError("--trace and --csv need per-message events: use --mode full")
     if trace is not None:
@@ -237,18 +240,18 @@ def collective(scenario_file: str | None, trace: str | None, csv_path: str | Non
     if picked and scenario.hardware:
         from sim.nccl.rooted import pick_note
 
-        if pick_note(scenario):
-            summary["note"] = pick_note(scenario)
-    _add_nccl(summary, scenario, picked)
+        if note := pick_note(scenario, plan.preset):
+            summary["note"] = note
+    _add_nccl(summary, plan, picked)
     _echo_collective(summary, as_json)
 
 
-def _add_nccl(summary: dict[str, Any], scenario: Any, picked: bool) -> None:
+def _add_nccl(summary: dict[str, Any], plan: Any, picked: bool) -> None:
     """An nccl_* run on a GPU preset: what NCCL picks (or what ran) on how many channels, and NCCL's
-    own model's time beside the DES's (sim.collective.pick)."""
-    from sim.collective.pick import describe, lines
+    own model's time beside the DES's (sim.collective.pick); ``plan``: the run's (sim.collective.plan)."""
+    from sim.collective.pick import lines
 
-    info = describe(scenario, picked)
+    info = plan.describe(picked)
     if info is not None:
         summary["nccl"] = {**info.to_dict(), "lines": list(lines(info, summary["time_s"]))}
 
@@ -270,15 +273,16 @@ def _echo_collective(summary: dict[str, Any], as_json: bool) -> None:
         click.echo(f"  note             {summary['note']}")
 
 
-def _check_budget(scenario: Any, mode: str) -> None:
+def _check_budget(plan: Any, mode: str) -> None:
     """Refuse before starting a run beyond the time and memory limits (sim.collective.budget)."""
     from sim.collective import budget
     from sim.collective.collapsed import why_not_collapsed
 
+    scenario = plan.scenario
     if mode == "full" or why_not_collapsed(scenario) is not None:
-        budget.check_run(scenario, "sim collective")
+        budget.check_run(scenario, "sim collective", plan=plan)
     else:
-        budget.check_collapsed(scenario)
+        budget.check_collapsed(scenario, plan.preset)
 
 
 def _apply_calibration(data: dict[str, Any], path: str, backend: str | None) -> dict[str, Any]:

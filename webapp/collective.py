@@ -22,6 +22,7 @@ from typing import Any
 from sim.algorithms.registry import algorithms_for, ops
 from sim.collective import explore, pick
 from sim.collective.analytic import busbw_factor
+from sim.collective.plan import Plan, resolve
 from sim.collective.player import PLAYER_DRAW_RANKS
 from sim.collective.results import CollectiveResult, algbw_GBps
 from sim.collective.runner import start_collective
@@ -243,10 +244,11 @@ def nccl_choices(op: str, nccl_algo: str | None = None) -> tuple[list[str], list
     return algorithms, protocols
 
 
-def pick_info(scenario: CollectiveScenario, picked: bool) -> Any:
-    """What an nccl_* scenario on a GPU preset runs and NCCL's model's time for it (None otherwise)."""
+def pick_info(scenario: CollectiveScenario, picked: bool, plan: Plan | None = None) -> Any:
+    """What an nccl_* scenario on a GPU preset runs and NCCL's model's time for it (None otherwise);
+    ``plan``: the scenario's (sim.collective.plan), whose preset it reads."""
     try:
-        return pick.describe(scenario, picked)
+        return pick.describe(scenario, picked, None if plan is None else plan.preset)
     except CollsimError:
         return None
 
@@ -367,13 +369,14 @@ def algorithm_options(op: str, hardware: str | None = None) -> list[str]:
 # --------------------------------------------------------------------------- running
 
 
-def estimate_cost(scenario: CollectiveScenario) -> int:
+def estimate_cost(scenario: CollectiveScenario, plan: Plan | None = None) -> int:
     """Message-equivalents of work of a per-message run, told without running it: messages
-    plus the flows fair re-sharing touches (sim.collective.budget), plus routes."""
+    plus the flows fair re-sharing touches (sim.collective.budget), plus routes. ``plan``: the
+    scenario's, whose topology the run then uses."""
     from sim.collective.budget import estimate
 
     told = explore.work(scenario)
-    return estimate(scenario).visits + explore.ROUTE_COST * told.pairs
+    return estimate(scenario, plan=plan).visits + explore.ROUTE_COST * told.pairs
 
 
 @dataclass
@@ -431,10 +434,12 @@ def run(scenario: CollectiveScenario, max_messages: int = MAX_SIM_MESSAGES, esti
 def _run(scenario: CollectiveScenario, max_messages: int, estimate: int | None, frames: bool) -> Outcome:
     closed = explore.closed_form(scenario)
     breakdown = closed_form_breakdown(scenario) if closed.time_s is not None else {}
-    estimate = estimate_cost(scenario) if estimate is None else estimate
+    plan = resolve(scenario)  # the preset loaded once; the topology built once for the estimate and the run
+    estimate = estimate_cost(scenario, plan) if estimate is None else estimate
     if estimate <= max_messages:
         record = "full" if estimate <= 2 * max_messages else "auto"
-        result, buffers = explore.run(scenario.replace(record=record), frames=frames and scenario.ranks <= PLAYER_DRAW_RANKS)
+        runs = scenario.replace(record=record)
+        result, buffers = explore.run(runs, frames=frames and scenario.ranks <= PLAYER_DRAW_RANKS, plan=plan)
         closed = closed_form(scenario, result)
         closed, breakdown = switch_form_if_equal(scenario, result, closed, breakdown)
         return Outcome(scenario, "simulated", result, closed.time_s, "", breakdown, closed.exact, closed.note, buffers)

@@ -21,11 +21,15 @@ Pure model code: no torch, dash or plotly.
 from __future__ import annotations
 
 import math
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, replace
-from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sim.errors import CollsimError
+
+if TYPE_CHECKING:
+    from sim.collective.plan import Plan
 
 SECONDS_PER_VISIT = 6e-6  # 2-vCPU VM (shared), 2026-11-24: fair-sharing re-share visits cost 3.6-8 us, messages 3-15 us
 SECONDS_PER_MESSAGE = 8e-6
@@ -106,47 +110,46 @@ def format_seconds(seconds: float) -> str:
     return f"{seconds:.2g} s"
 
 
-def _needs_probes(s: Any, max_seconds: float) -> bool:
+def _needs_probes(s: Any, max_seconds: float, preset: Any = None) -> bool:
     """False when even the bound (every message re-sharing every flow of its call) fits the
     time limit: then no probe need run."""
-    messages = messages_of(s).messages
+    messages = messages_of(s, preset).messages
     per_call = messages / max(1, s.repetitions)
     return s.sharing == "fair" and messages * (1 + per_call) * SECONDS_PER_VISIT > max_seconds
 
 
-def estimate(scenario: Any, probe: bool = True) -> Estimate:
+def estimate(scenario: Any, probe: bool = True, plan: Plan | None = None) -> Estimate:
     """Messages, message-visits and peak memory of a full (message-by-message) run; with
-    ``probe=False`` the visits are the bound (every message re-shares every flow of its call)."""
+    ``probe=False`` the visits are the bound (every message re-shares every flow of its call).
+    ``plan``: the scenario's (sim.collective.plan.resolve) or one on its hardware
+    (:meth:`Plan.with_scenario`): its preset is read, and its topology's route work, which the run then uses."""
     from sim.algorithms.registry import algorithm_spec
+    from sim.collective.plan import resolve
 
     s = scenario
+    plan = resolve(s) if plan is None else plan.with_scenario(s)
     spec = algorithm_spec(s.op, s.algorithm)
     chunks = s.chunks if spec is not None and spec.chunked else 1
-    told = messages_of(s)
+    told = messages_of(s, plan.preset)
     messages = int(told.messages)
     visits = messages
     if s.sharing == "fair" and messages:
         per_call = messages / max(1, s.repetitions)  # a re-share touches at most the flows of one call
-        visits = int(messages * (1 + min(_visits_per_message(s, chunks) if probe else per_call, per_call)))
-    entries, alone = _route_work(s)
+        visits = int(messages * (1 + min(_visits_per_message(s, chunks, plan) if probe else per_call, per_call)))
+    entries, alone = _route_work(s, plan)
     memory = _memory(s, messages, told.pairs, chunks) + min(entries, _search_limit()) * SEARCH_ENTRY_BYTES
     return Estimate(messages, visits, memory + alone * PAIR_ROUTE_BYTES, told.exact, entries, alone)
 
 
-def _route_work(s: Any) -> tuple[int, int]:
+def _route_work(s: Any, plan: Plan) -> tuple[int, int]:
     """(entries of the searches from destinations, routes found alone) for a hardware preset's
-    topology or a user graph; (0, 0) where routes are climbed or walked. A search from a
-    destination holds about :data:`SEARCH_FILL` x the graph's nodes."""
+    topology (the plan's: built once, for the run as well) or a user graph; (0, 0) where routes
+    are climbed or walked. A search from a destination holds about :data:`SEARCH_FILL` x the graph's nodes."""
     from sim.network.topology import TOPOLOGIES, load_graph
 
-    if getattr(s, "hardware", None) and s.algorithm.startswith("nccl_"):
-        from sim.nccl.topo import route_work
-
-        whole, nodes, alone = route_work(s)
-    elif getattr(s, "hardware", None):
-        from sim.hardware.cluster import route_work
-
-        whole, nodes, alone = route_work(s)
+    work = plan.route_work()
+    if work is not None:
+        whole, nodes, alone = work
     elif s.topology not in TOPOLOGIES:  # a user graph file: its pairs are asked for as the run goes
         graph = load_graph(s.topology)
         (whole, alone), nodes = graph.route_plan(), graph.graph.number_of_nodes()
@@ -161,15 +164,16 @@ def _search_limit() -> int:
     return SEARCH_ENTRIES
 
 
-def messages_of(s: Any) -> Any:
+def messages_of(s: Any, preset: Any = None) -> Any:
     """:func:`sim.collective.explore.work` (messages and routes; it probes at most
     ``PROBE_MAX_CHUNKS`` chunks and scales linearly in chunks). NCCL's algorithms on a hardware
     preset run only the channels that are not copies of another (``sim.nccl.topo``):
-    the records count every channel, so their count is scaled to the channels run."""
+    the records count every channel, so their count is scaled to the channels run. ``preset``:
+    the scenario's, loaded already."""
     from sim.collective.explore import work
 
     told = work(s)
-    params = _preset_path(s)
+    params = _preset_path(s, preset)
     if params is None or params.simulated >= params.channels:
         return told
     try:
@@ -182,7 +186,7 @@ def messages_of(s: Any) -> Any:
     return replace(counted, messages=messages)
 
 
-def _preset_path(s: Any) -> Any:
+def _preset_path(s: Any, preset: Any = None) -> Any:
     """NCCL's data-path parameters (channels, channels run, tree pieces) of an ``nccl_*``
     scenario on a hardware preset; None for any other scenario."""
     from sim.nccl.path import PAIR_OF
@@ -192,7 +196,7 @@ def _preset_path(s: Any) -> Any:
     from sim.hardware.presets import load_preset
     from sim.nccl.topo import path_params
 
-    return path_params(s, load_preset(s.hardware))
+    return path_params(s, preset or load_preset(s.hardware))
 
 
 def _probe_ranks(s: Any) -> tuple[int, int]:
@@ -212,7 +216,7 @@ def _memory(s: Any, messages: int, pairs: int, chunks: int) -> int:
     return BASE_BYTES + recorded * ROW_BYTES + in_flight * IN_FLIGHT_BYTES + pairs * ROUTE_BYTES + s.ranks * RANK_BYTES + payload
 
 
-def _visits_per_message(s: Any, chunks: int) -> float:
+def _visits_per_message(s: Any, chunks: int, plan: Plan | None = None) -> float:
     """Flows touched by re-sharing per message, from probes (extrapolated in ranks and chunks)."""
     size = min(s.size_bytes, PROBE_MAX_BYTES)
     key = s.replace(stragglers=(), repetitions=1, record="aggregate", jitter_s=0.0, verify=False, root=0, size_bytes=size, groups=())
@@ -230,16 +234,16 @@ def _visits_per_message(s: Any, chunks: int) -> float:
     if s.ranks <= probe_ranks[-1] and chunks <= PROBE_MAX_CHUNKS:
         whole = key.replace(size_bytes=s.size_bytes - s.size_bytes % key.element_bytes)
         if size < s.size_bytes and 0 < _messages_at(whole, s.ranks, chunks) <= PROBE_WHOLE_MESSAGES:
-            return _probe(whole, s.ranks, chunks, whole.size_bytes)
-        return _probe(key, s.ranks, chunks, size) * _size_growth(key, s, s.ranks, chunks, size)
+            return _probe(whole, s.ranks, chunks, whole.size_bytes, plan)
+        return _probe(key, s.ranks, chunks, size, plan) * _size_growth(key, s, s.ranks, chunks, size)
     base_p = ranks[-1]
-    v_base = _probe(key, base_p, probe_k, size)
+    v_base = _probe(key, base_p, probe_k, size, plan)
     growth_p = 0.0
     if len(ranks) > 1 and s.ranks > base_p:
-        growth_p = _exponent(_probe(key, ranks[0], probe_k, size), v_base, base_p / ranks[0])
+        growth_p = _exponent(_probe(key, ranks[0], probe_k, size, plan), v_base, base_p / ranks[0])
         wider = 2 * base_p
         if s.ranks > wider and v_base * 2**growth_p * _messages_at(key, wider, probe_k) <= PROBE_MAX_VISITS:
-            v_wider = _probe(key, wider, probe_k, size)  # the growth from 16 to 32 ranks is nearer the target's
+            v_wider = _probe(key, wider, probe_k, size, plan)  # the growth from 16 to 32 ranks is nearer the target's
             if v_wider > 0:
                 growth_p = _exponent(v_base, v_wider, 2.0)
                 v_base, base_p = v_wider, wider
@@ -250,7 +254,7 @@ def _visits_per_message(s: Any, chunks: int) -> float:
         growth_p = max(growth_p, TREE_RANK_GROWTH)
     growth_k = 0.0
     if chunks > probe_k:
-        growth_k = _exponent(_probe(key, base_p, probe_k // 4, size), v_base, 4.0)
+        growth_k = _exponent(_probe(key, base_p, probe_k // 4, size, plan), v_base, 4.0)
     value = v_base * (s.ranks / base_p) ** growth_p * (chunks / probe_k) ** growth_k
     return value * _size_growth(key, s, base_p, probe_k, size)
 
@@ -299,9 +303,29 @@ def _exponent(small: float, large: float, apart: float) -> float:
     return max(-2.0, min(2.0, math.log(large / small) / math.log(apart)))
 
 
-@lru_cache(maxsize=512)
-def _probe(s: Any, ranks: int, chunks: int, nbytes: int) -> float:
-    """Flows touched by re-sharing per message in a run of ``s`` at ``ranks`` and ``chunks``."""
+PROBES_KEPT = 512
+_probes: OrderedDict[tuple, float] = OrderedDict()  # by (scenario, ranks, chunks, nbytes): what _probe found
+_probes_lock = threading.Lock()
+
+
+def _probe(s: Any, ranks: int, chunks: int, nbytes: int, plan: Plan | None = None) -> float:
+    """Flows touched by re-sharing per message in a run of ``s`` at ``ranks`` and ``chunks``,
+    kept for the :data:`PROBES_KEPT` latest; ``plan``: the estimated scenario's (its preset, and
+    its topology where the probe is the scenario itself but for what it records)."""
+    key = (s, ranks, chunks, nbytes)
+    with _probes_lock:
+        if key in _probes:
+            _probes.move_to_end(key)
+            return _probes[key]
+    value = _probed(s, ranks, chunks, nbytes, plan)
+    with _probes_lock:
+        _probes[key] = value
+        while len(_probes) > PROBES_KEPT:
+            _probes.popitem(last=False)
+    return value
+
+
+def _probed(s: Any, ranks: int, chunks: int, nbytes: int, plan: Plan | None) -> float:
     from sim.algorithms.registry import algorithm_spec
 
     changes: dict[str, Any] = {"ranks": ranks}
@@ -319,18 +343,19 @@ def _probe(s: Any, ranks: int, chunks: int, nbytes: int) -> float:
         changes["size_bytes"] = s.size_bytes
     try:
         probe = s.replace(**changes)
-        messages, visits = count_visits(probe)
+        messages, visits = count_visits(probe, plan)
     except CollsimError:
         return 0.0
     return (visits - messages) / messages if messages else 0.0
 
 
-def count_visits(scenario: Any) -> tuple[int, int]:
+def count_visits(scenario: Any, plan: Plan | None = None) -> tuple[int, int]:
     """(messages, flows touched by fair re-sharing) of a real run of ``scenario``: what the
-    estimate predicts, counted (used by the probes and by the tests)."""
-    from sim.collective.runner import collect, no_gc, start_collective
+    estimate predicts, counted (used by the probes and by the tests); ``plan``: one on its
+    hardware (sim.collective.runner.planned_topology)."""
+    from sim.collective.runner import collect, no_gc, planned_topology, start_collective
 
-    started = start_collective(scenario)
+    started = start_collective(scenario, planned_topology(scenario, plan))
     net = started.net
     touched = [0]
     observers = getattr(net, "reshare_observers", None)  # fair sharing only (FairNetwork.reshare)
@@ -349,23 +374,29 @@ def count_visits(scenario: Any) -> tuple[int, int]:
 # --------------------------------------------------------------------------- refusals
 
 
-def check_run(scenario: Any, what: str = "this run", max_seconds: float = MAX_SECONDS, max_memory: int = MAX_MEMORY_BYTES) -> Estimate:
-    """Refuse (CollsimError naming the setting that would fit) a per-message run beyond the limits."""
+def check_run(
+    scenario: Any, what: str = "this run", max_seconds: float = MAX_SECONDS, max_memory: int = MAX_MEMORY_BYTES, plan: Plan | None = None
+) -> Estimate:
+    """Refuse (CollsimError naming the setting that would fit) a per-message run beyond the limits.
+    ``plan``: the scenario's (sim.collective.plan.resolve), whose topology the run then uses."""
+    from sim.collective.plan import resolve
+
     s = scenario
+    plan = resolve(s) if plan is None else plan.with_scenario(s)
     if s.repetitions > MAX_REPETITIONS:
         raise CollsimError(
             f"repetitions: {s.repetitions:,} back-to-back calls is beyond the limit of {MAX_REPETITIONS:,}; "
             "time_s is per call, so a few repetitions give the same figure (e.g. --repetitions 10)",
             field="repetitions",
         )
-    _check_replay_size(s)
-    told = estimate(s, probe=_needs_probes(s, max_seconds))
+    _check_replay_size(s, plan.preset)
+    told = estimate(s, probe=_needs_probes(s, max_seconds, plan.preset), plan=plan)
     if told.seconds <= max_seconds and told.memory_bytes <= max_memory:
         return told
     from sim.units import format_size
 
     limit = f"limit ~{format_seconds(max_seconds)} and {format_size(max_memory)}"
-    hint = _hint(s, told, max_seconds, max_memory)
+    hint = _hint(s, told, max_seconds, max_memory, plan)
     gpus = _node_gpus(s)
     where = f"{s.ranks // gpus} x {s.hardware} ({s.ranks:,} ranks)" if gpus else f"{s.ranks} ranks"
     raise CollsimError(f"{what}: {s.op}/{s.algorithm} on {where} needs {told.describe()}; {limit}. {hint}", field=_field(s))
@@ -375,10 +406,10 @@ def _field(s: Any) -> str:
     return "chunks" if s.chunks > 1 else "ranks"
 
 
-def _hint(s: Any, told: Estimate, max_seconds: float, max_memory: int) -> str:
+def _hint(s: Any, told: Estimate, max_seconds: float, max_memory: int, plan: Plan | None = None) -> str:
     hints = []
     for name in ("chunks", "ranks"):
-        fitting = _largest_fitting(s, name, max_seconds, max_memory)
+        fitting = _largest_fitting(s, name, max_seconds, max_memory, plan)
         if fitting is not None:
             gpus = _node_gpus(s)
             hints.append(f"--nodes {fitting // gpus}" if name == "ranks" and gpus else f"--{name} {fitting}")
@@ -390,7 +421,7 @@ def _hint(s: Any, told: Estimate, max_seconds: float, max_memory: int) -> str:
     return f"{fits}--mode collapsed answers from the closed form or a replay where one applies"
 
 
-def _largest_fitting(s: Any, name: str, max_seconds: float, max_memory: int) -> int | None:
+def _largest_fitting(s: Any, name: str, max_seconds: float, max_memory: int, plan: Plan | None = None) -> int | None:
     """The largest value of ``name`` (chunks or ranks), halving from the scenario's, whose run
     fits the limits (probes are cached, so each try costs little); None when none does."""
     value = getattr(s, name) // 2
@@ -399,7 +430,7 @@ def _largest_fitting(s: Any, name: str, max_seconds: float, max_memory: int) -> 
         value = max(s.ranks // gpus // 2, 1) * gpus if s.ranks > gpus else 0
     while value >= (1 if name == "chunks" else 2):
         try:
-            told = estimate(s.replace(**{name: value}))
+            told = estimate(s.replace(**{name: value}), plan=plan)  # the plan's preset: loaded once
         except CollsimError:  # e.g. a power-of-two algorithm: keep halving
             told = None
         if told is not None and told.seconds <= max_seconds and told.memory_bytes <= max_memory:
@@ -415,9 +446,9 @@ def _node_gpus(s: Any) -> int:
     return 0
 
 
-def _check_replay_size(s: Any) -> None:
+def _check_replay_size(s: Any, preset: Any = None) -> None:
     """Replays and closed forms hold every message in numpy arrays: bound them as well."""
-    messages = work_messages(s)
+    messages = work_messages(s, preset)
     if messages > CROSSOVER_MAX_MESSAGES * 50:
         raise CollsimError(
             f"{_field(s)}: {s.op}/{s.algorithm} on {s.ranks} ranks with {s.chunks} chunks sends {messages:,} messages; "
@@ -426,22 +457,23 @@ def _check_replay_size(s: Any) -> None:
         )
 
 
-def check_collapsed(scenario: Any) -> None:
+def check_collapsed(scenario: Any, preset: Any = None) -> None:
     """A collapsed call (closed form, replay or one cached simulation) is bounded by the size of
-    its replay arrays and, where it simulates, by :func:`check_run` at one repetition."""
-    _check_replay_size(scenario)
+    its replay arrays and, where it simulates, by :func:`check_run` at one repetition; ``preset``:
+    the scenario's, loaded already."""
+    _check_replay_size(scenario, preset)
     from sim.collective import analytic
 
-    if analytic.for_scenario(scenario) is None and work_messages(scenario) > CROSSOVER_MAX_MESSAGES:
+    if analytic.for_scenario(scenario) is None and (messages := work_messages(scenario, preset)) > CROSSOVER_MAX_MESSAGES:
         raise CollsimError(
             f"{_field(scenario)}: a collapsed {scenario.op}/{scenario.algorithm} on {scenario.ranks} ranks with {scenario.chunks} chunks "
-            f"replays {work_messages(scenario):,} messages (limit {CROSSOVER_MAX_MESSAGES:,}); use fewer ranks or chunks",
+            f"replays {messages:,} messages (limit {CROSSOVER_MAX_MESSAGES:,}); use fewer ranks or chunks",
             field=_field(scenario),
         )
 
 
-def work_messages(scenario: Any) -> int:
-    return int(messages_of(scenario).messages)
+def work_messages(scenario: Any, preset: Any = None) -> int:
+    return int(messages_of(scenario, preset).messages)
 
 
 def check_crossover(scenario: Any, sizes: tuple[int, ...]) -> None:

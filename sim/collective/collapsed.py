@@ -226,8 +226,9 @@ class CollapsedResult:
         }
 
 
-def run(scenario: CollectiveScenario, mode: str = "full") -> Any:
-    """Run ``scenario`` in ``mode``; collapsed falls back to full (and says why) where it cannot apply."""
+def run(scenario: CollectiveScenario, mode: str = "full", plan: Any = None) -> Any:
+    """Run ``scenario`` in ``mode``; collapsed falls back to full (and says why) where it cannot apply.
+    ``plan``: the scenario's (sim.collective.plan), whose topology a full run uses."""
     from sim.collective.runner import run as run_full
 
     if mode not in MODES:
@@ -236,7 +237,7 @@ def run(scenario: CollectiveScenario, mode: str = "full") -> Any:
         raise CollsimError(f"mode: must be one of {', '.join(MODES)}, got {mode!r}")
     reason = why_not_collapsed(scenario) if mode == "collapsed" else None
     if mode == "full" or reason:
-        result = run_full(scenario)
+        result = run_full(scenario, plan=plan)
         if reason:
             result = replace(result, mode_note=f"collapsed mode not applicable ({reason}); ran full")
         return result

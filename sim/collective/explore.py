@@ -15,7 +15,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sim.algorithms.registry import Shape, algorithm_spec, algorithms_for
 from sim.collective import analytic, runner
@@ -29,6 +29,9 @@ from sim.collective.results import CollectiveResult
 from sim.errors import CollsimError
 from sim.hardware.uncertainty import interval
 from sim.scenario import CollectiveScenario
+
+if TYPE_CHECKING:
+    from sim.collective.plan import Plan
 
 ROUTE_COST = 80  # finding a new (src, dst) route costs about as much as simulating 80 messages
 CROSSOVER_SIZES = tuple(4**k * 1024 for k in range(11))  # 1 KiB .. 1 GiB, x4
@@ -138,14 +141,16 @@ def _probe(s: CollectiveScenario, ranks: int, nbytes: int) -> tuple[int, int]:
 # --------------------------------------------------------------------------- run with frames
 
 
-def run(scenario: CollectiveScenario, frames: bool = False) -> tuple[CollectiveResult, list[dict[str, Any]] | None]:
+def run(
+    scenario: CollectiveScenario, frames: bool = False, plan: Plan | None = None
+) -> tuple[CollectiveResult, list[dict[str, Any]] | None]:
     """Simulate ``scenario``; with ``frames`` (and a scenario small enough to show:
     ``frames_possible``) also each rank's buffer as bitmask cells at the end of every step
-    (:func:`sim.collective.runner.run`, :func:`sim.collective.frames.run_with_frames`)."""
+    (:func:`sim.collective.runner.run`, :func:`sim.collective.frames.run_with_frames`; ``plan``: theirs)."""
     if not frames:
-        return runner.run(scenario), None
+        return runner.run(scenario, plan=plan), None
     recorded: list[dict[str, Any]] = []
-    result = run_with_frames(scenario, recorded)
+    result = run_with_frames(scenario, recorded, plan=plan)
     return result, recorded or None
 
 

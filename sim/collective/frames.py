@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -38,6 +38,9 @@ from sim.collective.groups import group_closed_form
 from sim.collective.results import CollectiveResult
 from sim.scenario import CollectiveScenario
 
+if TYPE_CHECKING:
+    from sim.collective.plan import Plan
+
 __all__ = ["FRAME_MAX_CELLS", "FRAME_MAX_RANKS", "frames_possible", "miniature", "recorded", "run_with_frames", "same_run_scale"]
 
 FRAME_MAX_RANKS = 32  # per-rank buffer frames: one row per rank
@@ -45,21 +48,24 @@ FRAME_MAX_CELLS = 256  # ranks * chunks columns at most
 Progress = Callable[[int, float], None]
 
 
-def run_with_frames(scenario: CollectiveScenario, out: list[dict[str, Any]], on_progress: Progress | None = None) -> CollectiveResult:
+def run_with_frames(
+    scenario: CollectiveScenario, out: list[dict[str, Any]], on_progress: Progress | None = None, plan: Plan | None = None
+) -> CollectiveResult:
     """Simulate ``scenario`` and append its buffer frames to ``out`` (nothing when the scenario
     is too large to show: ``frames_possible``); one run where :func:`same_run_scale` allows it,
-    else two (the module docstring says when)."""
+    else two (the module docstring says when). ``plan``: the scenario's (sim.collective.plan),
+    whose preset and topology the runs use (the miniature's topology is its own)."""
     s = scenario
     if not frames_possible(s):
-        return runner.run(s, on_progress)
+        return runner.run(s, on_progress, plan=plan)
     scale = same_run_scale(s)
     if scale is None:
-        out.extend(recorded(miniature(s))[1])
-        return runner.run(s, on_progress)
-    result, frames = recorded(s.replace(element_bytes=s.element_bytes * scale), on_progress)
+        out.extend(recorded(miniature(s), plan=plan)[1])
+        return runner.run(s, on_progress, plan=plan)
+    result, frames = recorded(s.replace(element_bytes=s.element_bytes * scale), on_progress, plan)
     out.extend(frames)
     if s.record == "auto" and max(result.message_count, len(result.computes)) > s.max_events:
-        return runner.run(s, on_progress)  # the plain run aggregates past max_events: its records differ
+        return runner.run(s, on_progress, plan=plan)  # the plain run aggregates past max_events: its records differ
     analytic_time_s = group_closed_form(s) if s.groups else analytic.for_scenario(s)
     return replace(result, scenario=s, analytic_time_s=analytic_time_s)
 
@@ -118,12 +124,16 @@ def same_run_scale(scenario: CollectiveScenario) -> int | None:
     return scale if not s.groups and _whole_cells(s) else None
 
 
-def recorded(s: CollectiveScenario, on_progress: Progress | None = None) -> tuple[CollectiveResult, list[dict[str, Any]]]:
+def recorded(
+    s: CollectiveScenario, on_progress: Progress | None = None, plan: Plan | None = None
+) -> tuple[CollectiveResult, list[dict[str, Any]]]:
     """One run with bitmask payloads, the buffers copied each time simulated time moves on;
-    afterwards each step keeps the copy at its last message's (or reduction's) end."""
+    afterwards each step keeps the copy at its last message's (or reduction's) end. ``plan``:
+    as :func:`sim.collective.runner.run`'s."""
     table = _mask_table(s.op, s.ranks, s.ranks * s.chunks, s.root)
     buffers = list(table)
-    started = runner.start_collective(s.replace(record="full", verify=False), buffers=buffers)
+    bitmasks = s.replace(record="full", verify=False)
+    started = runner.start_collective(bitmasks, runner.planned_topology(bitmasks, plan), buffers=buffers)
     env, call = started.env, started.call
 
     def snapshot() -> np.ndarray:  # the rows are views of ``table`` unless a program replaced one

@@ -26,6 +26,7 @@ from sim.network.simpy_core import BoundProcess
 from sim.scenario import CollectiveScenario
 
 if TYPE_CHECKING:  # a plain run loads no preset reader (yaml)
+    from sim.collective.plan import Plan
     from sim.hardware.presets import Preset
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "drive",
     "make_call",
     "no_gc",
+    "planned_topology",
     "run",
     "run_collective",
     "start_collective",
@@ -61,6 +63,12 @@ def build_topology(scenario: CollectiveScenario, preset: Preset | None = None) -
     """The scenario's topology with its ranks placed (``placement``, docs/network-model.md),
     built by its plan (:mod:`sim.collective.plan`; ``preset``: the scenario's, loaded already)."""
     return resolve(scenario, preset).topology
+
+
+def planned_topology(scenario: CollectiveScenario, plan: Plan | None) -> topo.Topology:
+    """``scenario``'s topology: its plan's (``plan``: resolved for it or a variant of it on the same
+    hardware, :meth:`Plan.with_scenario`: the preset loaded once, the topology shared where it can be)."""
+    return build_topology(scenario) if plan is None else plan.with_scenario(scenario).topology
 
 
 def make_call(scenario: CollectiveScenario) -> Call:
@@ -153,14 +161,17 @@ PROGRESS_EVERY_S = 0.15  # wall time between progress reports
 PROGRESS_EVENTS = 32  # events between looks at the clock (one event can deliver hundreds of messages)
 
 
-def run(scenario: CollectiveScenario, on_progress: Progress | None = None, topology: topo.Topology | None = None) -> CollectiveResult:
+def run(
+    scenario: CollectiveScenario, on_progress: Progress | None = None, topology: topo.Topology | None = None, plan: Plan | None = None
+) -> CollectiveResult:
     """Simulate ``scenario`` message by message: the one way to run a collective.
 
     ``on_progress(messages, now_s)`` is called about every ``PROGRESS_EVERY_S`` of wall time
-    while the run goes. ``topology`` replaces the one the scenario builds. Each rank's buffer
-    at the end of every step as well: :func:`sim.collective.frames.run_with_frames`, which
-    builds on this module."""
-    started = start_collective(scenario, topology)
+    while the run goes. ``topology`` replaces the one the scenario builds; ``plan`` (the
+    scenario's, or one on its hardware: :func:`planned_topology`) gives it, built once with
+    what the budget read. Each rank's buffer at the end of every step as well:
+    :func:`sim.collective.frames.run_with_frames`, which builds on this module."""
+    started = start_collective(scenario, topology or planned_topology(scenario, plan))
     drive(started, on_progress)
     return collect(started)
 

@@ -59,12 +59,12 @@ def for_scenario(scenario, preset: Preset | None = None) -> Topology:
     return _plain(scenario, preset)
 
 
-def route_work(scenario, preset: Preset | None = None) -> tuple[int, int, int]:
+def route_work(scenario, preset: Preset | None = None, topology: Topology | None = None) -> tuple[int, int, int]:
     """How the routes of a scenario with ``hardware`` set are found, built without finding any:
     (destinations searched whole, nodes of the graph, pairs found alone). A search costs about
     the graph's nodes, a pair alone its neighbourhood (sim.collective.budget; NCCL's algorithms:
-    sim.nccl.topo.route_work)."""
-    built = _plain(scenario, preset)
+    sim.nccl.topo.route_work). ``topology``: the scenario's, built already (:func:`for_scenario`)."""
+    built = topology or _plain(scenario, preset)
     whole, alone = built.route_plan()  # asked for as the run goes
     return whole, built.graph.number_of_nodes(), alone
 

@@ -203,7 +203,7 @@ def pick_fields(hardware: str, nodes: int, op: str, size_bytes: int, nccl_algo: 
     if op in ("all_to_all", "send_recv"):  # no tuner pick: NCCL runs them as grouped point-to-point (sim.nccl.p2p)
         from sim.nccl.p2p import p2p_fields
 
-        return p2p_fields(hardware, nodes, op, size_bytes, nccl_algo, nccl_proto, **fields), None
+        return p2p_fields(hardware, nodes, op, size_bytes, nccl_algo, nccl_proto, preset, **fields), None
     preset = preset or load_preset(hardware)
     pick = predict(preset, nodes, op, size_bytes, nccl_algo, nccl_proto, nccl_version)
     name = NAMES.get((pick.nccl_algorithm, pick.nccl_protocol))

@@ -67,13 +67,15 @@ def refuse_selection(op: str, nccl_algo: str | None, nccl_proto: str | None) -> 
         )
 
 
-def p2p_fields(hardware: str, nodes: int, op: str, size_bytes: int, nccl_algo: str | None = None, nccl_proto: str | None = None, **fields):
-    """The scenario mapping NCCL's all_to_all or send_recv on a preset runs; NCCL_ALGO / NCCL_PROTO select nothing for p2p."""
+def p2p_fields(hardware: str, nodes: int, op: str, size_bytes: int, nccl_algo: str | None = None, nccl_proto: str | None = None,
+               preset=None, **fields):  # fmt: skip
+    """The scenario mapping NCCL's all_to_all or send_recv on a preset runs; NCCL_ALGO / NCCL_PROTO
+    select nothing for p2p. ``preset``: ``hardware``'s, loaded already."""
     from sim.hardware.presets import scenario_fields
 
     refuse_selection(op, nccl_algo, nccl_proto)
     base = {
-        **scenario_fields(hardware, nodes),
+        **scenario_fields(hardware, nodes, preset),
         "op": op,
         "size_bytes": size_bytes,
         "algorithm": "nccl_p2p",

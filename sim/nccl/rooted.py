@@ -155,12 +155,15 @@ for _op in ("broadcast", "reduce"):
         register(_op, NAMES[("Ring", _protocol)], **_record(_op, _protocol))(_program(_op, _protocol))
 
 
-def pick_note(scenario) -> str | None:
+def pick_note(scenario, preset=None) -> str | None:
     """What the default pick on a preset ran, where the output should say so (all_to_all and send_recv; on a
-    gloo preset, where the run is not gloo's own algorithm: sim.hardware.gloo)."""
-    from sim.hardware.presets import load_preset  # yaml: only where a preset is used
+    gloo preset, where the run is not gloo's own algorithm: sim.hardware.gloo). ``preset``: the
+    scenario's, loaded already (sim.collective.plan)."""
+    if scenario.hardware and preset is None:
+        from sim.hardware.presets import load_preset  # yaml: only where a preset is used
 
-    if scenario.hardware and load_preset(scenario.hardware).nccl is None:
+        preset = load_preset(scenario.hardware)
+    if scenario.hardware and preset.nccl is None:
         from sim.hardware.gloo import gloo_note
 
         return gloo_note(scenario.op, scenario.algorithm)

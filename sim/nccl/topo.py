@@ -154,10 +154,11 @@ def _partition(built: Topology, p: PathParams, channel_pairs: list[set[tuple[int
             data["bandwidth"] *= min(shares)
 
 
-def topology(scenario, preset: Preset | None = None) -> Topology:
+def topology(scenario, preset: Preset | None = None, parts: tuple | None = None) -> Topology:
     """The topology of an ``nccl_*`` scenario on its preset (``preset``: the scenario's, loaded
-    already), carrying its PathParams (``topology.nccl``, read by sim.nccl.path.params)."""
-    built, p, direct = _built(scenario, preset)
+    already), carrying its PathParams (``topology.nccl``, read by sim.nccl.path.params).
+    ``parts``: :func:`unfinished`'s, built already (a plan's, whose route work read them); finished in place."""
+    built, p, direct = parts or unfinished(scenario, preset)
     if scenario.algorithm != "nccl_p2p":  # the channels' routes, found in bulk and kept
         channel_pairs = _channel_pairs(built, p)
         paths = built.paths([pair for pairs in channel_pairs for pair in pairs])
@@ -169,12 +170,12 @@ def topology(scenario, preset: Preset | None = None) -> Topology:
     return built
 
 
-def route_work(scenario, preset: Preset | None = None) -> tuple[int, int, int]:
+def route_work(scenario, preset: Preset | None = None, parts: tuple | None = None) -> tuple[int, int, int]:
     """How the scenario's routes are found: (destinations searched whole, nodes of the graph,
     pairs found alone); see Topology.route_plan. The channels' routes are found in bulk
     (:func:`topology`); NCCL's send/recv path asks for its pairs as it runs, each destination
-    searched whole where the graph is not a tree (sim.collective.budget)."""
-    built, p, _ = _built(scenario, preset)
+    searched whole where the graph is not a tree (sim.collective.budget). ``parts``: as :func:`topology`'s."""
+    built, p, _ = parts or unfinished(scenario, preset)
     if scenario.algorithm == "nccl_p2p":
         whole, alone = built.route_plan()
     else:
@@ -197,7 +198,7 @@ def p2p_path_params(scenario, preset) -> PathParams:
     return PathParams("Ring", protocol, 1, 1, start_s=start, simple_buff_bytes=preset.nccl.buffsize if preset.nccl else None)
 
 
-def _built(scenario, preset: Preset | None = None) -> tuple[Topology, PathParams, bool]:
+def unfinished(scenario, preset: Preset | None = None) -> tuple[Topology, PathParams, bool]:
     """The scenario's topology before its channels partition the links: (topology, path
     parameters, whether a tree's GPUs reach the switch and their NIC directly)."""
     s = scenario

@@ -82,8 +82,104 @@ def test_an_explorer_form_loads_its_preset_a_few_times_and_builds_two_scenarios(
     explorer.parse_form(explorer.form_from_query(EXPLORER_QUERY + "dgx-h100&ranks=16"))  # warm: the form's own reading
     counted.clear()
     explorer_flow("dgx-h100")
-    assert counted["load_preset"] <= 9, dict(counted)  # was 18: 7 of them re-validating on every replace()
+    # was 18, then 9: reading the form 3 (webapp hardware_form, scenario_fields, NCCL's fill_pick), its run and pick 6
+    assert counted["load_preset"] <= 5, dict(counted)
     assert counted["from_dict"] <= 2, dict(counted)  # was 10: one scenario per box checked alone
+
+
+def test_an_explorer_run_and_its_pick_load_the_preset_twice(counted):
+    scenario, errors = explorer.parse_form(explorer.form_from_query(EXPLORER_QUERY + "dgx-h100"))
+    counted.clear()
+    outcome = explorer.run(scenario.replace(repetitions=1, seed=7), frames=True)  # a scenario not run before here
+    explorer.pick_info(scenario, True)
+    assert outcome.mode == "simulated"
+    # the run resolves once (budget, probes, frames and run read its preset), pick_info once: was 6
+    assert counted["load_preset"] <= 2, dict(counted)
+
+
+@pytest.fixture
+def builds(monkeypatch):
+    """The scenarios whose NCCL topology was built (sim.nccl.topo.unfinished: the graph before its channels)."""
+    import sim.nccl.topo as nccl_topo
+
+    built: list[CollectiveScenario] = []
+    unfinished = nccl_topo.unfinished
+
+    def counting(scenario, preset=None):
+        built.append(scenario)
+        return unfinished(scenario, preset)
+
+    monkeypatch.setattr(nccl_topo, "unfinished", counting)
+    return built
+
+
+def test_an_explorer_run_builds_its_topology_once_for_the_budget_and_the_run(builds):
+    scenario, _ = explorer.parse_form(explorer.form_from_query(EXPLORER_QUERY + "dgx-h100"))
+    scenario = scenario.replace(seed=11)  # not run (nor probed) before here
+    outcome = explorer.run(scenario, frames=True)
+    assert outcome.mode == "simulated" and outcome.frames
+    mine = [built for built in builds if built.replace(record=scenario.record) == scenario]
+    assert len(mine) == 1, builds  # was 3: the budget's route work and its probe (the scenario recording less) built their own
+    assert len(builds) == 2, builds  # and the frames' miniature (1 MiB on 16 ranks does not cut into whole cells)
+    assert builds[1].size_bytes < scenario.size_bytes
+
+
+def test_sim_collective_loads_its_preset_once_beside_building_the_scenario(counted):
+    args = ["sim", "collective", "--hardware", "dgx-h100", "--nodes", "2", "--algorithm", "nccl", "--op", "all_reduce", "--size", "1MiB"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    # apply_hardware (building the scenario), resolve (budget, run, NCCL's pick and note), and
+    # sim.hardware.uncertainty.spread's own (not on a plan yet): was 9
+    assert counted["load_preset"] <= 3, dict(counted)
+
+
+def test_a_plan_shares_its_topology_with_a_variant_only_where_no_topology_differs(builds):
+    scenario = CollectiveScenario.from_dict({**scenario_fields("dgx-h100", 2), "op": "all_reduce", "size": "1MiB", "algorithm": "nccl"})
+    plan = resolve(scenario)
+    assert plan.route_work() is not None
+    recorded_fully = plan.with_scenario(scenario.replace(record="full", element_bytes=8))
+    assert recorded_fully.topology is plan.topology
+    assert len(builds) == 1
+    larger = plan.with_scenario(scenario.replace(size_bytes=64 * 2**20))
+    assert larger.preset is plan.preset
+    assert larger.topology is not plan.topology
+    elsewhere = plan.with_scenario(
+        CollectiveScenario.from_dict({**scenario_fields("hgx-h100-nvls", 1), "op": "all_reduce", "size": "1MiB", "algorithm": "nccl"})
+    )
+    assert elsewhere.preset.name == "hgx-h100-nvls"
+
+
+def test_a_run_after_its_budget_on_one_plan_keeps_the_time_of_before():
+    from sim.collective.budget import check_run
+
+    hardware, nodes, op, size, algorithm, _, time_s = PINNED[0]
+    scenario = CollectiveScenario.from_dict({**scenario_fields(hardware, nodes), "op": op, "size": size, "algorithm": algorithm})
+    plan = resolve(scenario)
+    check_run(scenario, plan=plan)  # its route work reads the topology's parts before the channels partition the links
+    assert run(scenario, plan=plan).time_s == time_s
+
+
+def test_p2p_fields_and_pick_note_read_the_preset_given(counted):
+    from sim.nccl.p2p import p2p_fields
+    from sim.nccl.rooted import pick_note
+
+    preset = load_preset("dgx-h100")
+    counted.clear()
+    fields = p2p_fields("dgx-h100", 2, "all_to_all", 2**20, preset=preset)
+    scenario = CollectiveScenario.from_dict(fields)
+    assert pick_note(scenario, preset)
+    assert counted["load_preset"] == 0, dict(counted)
+
+
+def test_a_nic_variant_is_built_once_and_follows_its_edited_base_file(tmp_path):
+    path = preset_file(tmp_path)
+    first = load_preset(f"{path}:16x200Gbps")
+    assert load_preset(f"{path}:16x200Gbps") is first  # built once while the base is unchanged
+    text = open(path).read().replace(load_preset(path).description, "my own H100 nodes, edited")
+    open(path, "w").write(text + "\n# edited\n")  # longer: its size moves on
+    edited = load_preset(f"{path}:16x200Gbps")
+    assert edited.description.startswith("my own H100 nodes, edited")  # was the variant of the file as first read
+    assert edited.nics_per_node == 16
 
 
 def test_a_preset_file_is_read_once_for_sim_collective(tmp_path, counted):

@@ -491,10 +491,25 @@ def variant_name(name: str, nics_per_node: int | None = None, nic_bandwidth: str
     return f"{preset.name}:{nics}x{rate * 8 / 1e9:.6g}Gbps"
 
 
-@cache
+_VARIANTS: dict[tuple[int, str], tuple[Preset, Preset]] = {}  # (id of the base preset, spec) -> (base, variant)
+
+
 def load_variant(name: str, spec: str) -> Preset:
-    """Preset ``name`` with NICs ``spec`` ("16x200Gbps"), built once (NCCL's tables are cached per preset)."""
-    return with_nics(load_preset(name), spec)
+    """Preset ``name`` with NICs ``spec`` ("16x200Gbps"), built once per loaded base preset
+    (NCCL's tables are cached per preset): a base preset file edited since is loaded afresh
+    (:func:`load_preset`), and so is its variant."""
+    base = load_preset(name)
+    key = (id(base), spec)
+    with _FILES_LOCK:
+        kept = _VARIANTS.get(key)
+    if kept is not None and kept[0] is base:
+        return kept[1]
+    variant = with_nics(base, spec)
+    with _FILES_LOCK:
+        while len(_VARIANTS) >= _FILES_KEPT:
+            _VARIANTS.pop(next(iter(_VARIANTS)))
+        _VARIANTS[key] = (base, variant)
+    return variant
 
 
 def with_nics(preset: Preset, spec: str) -> Preset:
