@@ -49,6 +49,7 @@ class SimInputs:
     heads: int = 0
     seq_len: int = 0
     micro_batch: int = 0
+    step_end_s: float = 0.0  # after the pipeline and the DP all-reduce: gradient copies, the optimizer
 
 
 Simulate = Callable[[SimInputs], Mapping[str, Any]]
@@ -88,7 +89,8 @@ def sim_inputs(measured: dict[str, Any]) -> SimInputs:
     """The :class:`SimInputs` of a measured profile."""
     if measured.get("kind") != "collsim-train-profile":
         raise CollsimError(f"compare: expected a collsim-train-profile (collsim real train --out), got kind {measured.get('kind')!r}")
-    config, stage = measured["config"], measured["compute"]["stage"]
+    compute = measured["compute"]
+    config, stage = measured["config"], compute.get("op", compute["stage"])  # whole micro-batch rows (older profiles: the layers' sum)
     collectives = measured_collectives(measured["rows"])
     return SimInputs(
         tp=config["tp"], pp=config["pp"], dp=config["dp"], stages_per_rank=len(stage["forward_s"]) // config["pp"],
@@ -97,6 +99,7 @@ def sim_inputs(measured: dict[str, Any]) -> SimInputs:
         tp_all_reduce_s=collectives["tp"][0], tp_all_reduce_bytes=collectives["tp"][1],
         pp_transfer_s=collectives["pp"][0], pp_transfer_bytes=collectives["pp"][1],
         dp_all_reduce_s=collectives["dp"][0], dp_all_reduce_bytes=collectives["dp"][1],
+        step_end_s=compute.get("step_end_s", 0.0),
         **{key: config[key] for key in ("layers", "hidden", "heads", "seq_len", "micro_batch")},
     )  # fmt: skip
 

@@ -40,6 +40,7 @@ def measured_costs(inputs: SimInputs) -> MeasuredCosts:
         tuple(inputs.backward_s),
         {"tp": (inputs.tp_all_reduce_s, inputs.tp_all_reduce_bytes), "pp": (inputs.pp_transfer_s, inputs.pp_transfer_bytes),
          "dp": (inputs.dp_all_reduce_s, inputs.dp_all_reduce_bytes)},
+        inputs.step_end_s,
     )  # fmt: skip
 
 
