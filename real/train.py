@@ -342,8 +342,8 @@ def step_summary(steps: list[float]) -> dict[str, float]:
 def measured_compute(config: TrainConfig, reports: list[dict[str, Any]]) -> dict[str, Any]:
     """Per layer and per stage (the layers summed), forward and backward compute seconds (median
     over micro-batches and steps, slowest TP rank of the layer, TP all-reduces subtracted); per
-    stage the whole micro-batch's (``op``: its compute rows, the layers' sum where a stage has
-    none); the step's end after the pipeline (``step_end_s``: the gradient copies and the
+    stage the whole micro-batch's (``op``: its compute rows, mean over micro-batches and steps,
+    the layers' sum where a stage has none); the step's end after the pipeline (``step_end_s``: the gradient copies and the
     optimizer, the DP all-reduce left out; the slowest rank's median)."""
     layers: dict[str, list[float]] = {"forward_s": [0.0] * config.layers, "backward_s": [0.0] * config.layers}
     for report in reports:
@@ -361,7 +361,8 @@ def measured_compute(config: TrainConfig, reports: list[dict[str, Any]]) -> dict
 def _op_compute(rows: list[dict[str, Any]]) -> dict[str, dict[tuple[str, int], float]]:
     """Per (phase, stage), one micro-batch's whole forward or backward compute (its ``compute`` rows,
     TP all-reduces between them left out): per stretch between TP all-reduces the slowest rank
-    holding the stage, summed, median over micro-batches and steps."""
+    holding the stage, summed, the mean over micro-batches and steps (the simulator adds one
+    for every micro-batch: their sum is the count times the mean)."""
     stretches: dict[tuple, dict[int, list[tuple[float, float]]]] = defaultdict(lambda: defaultdict(list))
     for row in rows:
         if row["stream"] == "compute":
@@ -374,5 +375,5 @@ def _op_compute(rows: list[dict[str, Any]]) -> dict[str, dict[tuple[str, int], f
         per_op["forward_s" if phase == "fwd" else "backward_s", int(stage.removeprefix("stage"))].append(sum(slowest))
     result: dict[str, dict[tuple[str, int], float]] = {"forward_s": {}, "backward_s": {}}
     for (name, stage), values in per_op.items():
-        result[name][name, stage] = statistics.median(values)
+        result[name][name, stage] = statistics.fmean(values)
     return result

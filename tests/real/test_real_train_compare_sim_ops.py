@@ -67,3 +67,20 @@ def test_negative_step_end_is_refused():
     scenario = TrainScenario.from_dict({"layers": 2, "hidden": 32, "heads": 2, "seq_len": 8, "micro_batch": 2, "global_batch": 2})
     with pytest.raises(CollsimError, match="step_end_s: seconds must be >= 0, got -1"):
         simulate(scenario, measured=MeasuredCosts((1.0,), (2.0,), step_end_s=-1.0))
+
+
+def test_collective_seconds_are_the_mean_of_the_last_arriving_ranks_calls():
+    from real.train_compare import measured_collectives
+
+    def all_reduce(rank: int, step: int, start_ms: float, end_ms: float) -> dict:
+        return {"rank": rank, "stream": "tp", "kind": "all_reduce", "name": "fwd mb0 L0.attn", "start_s": start_ms / 1e3,
+                "end_s": end_ms / 1e3, "bytes": NBYTES, "peer": -1, "group": [0, 1], "step": step, "micro_batch": 0}  # fmt: skip
+
+    # three calls whose last-arriving rank took 1, 1 and 7 ms (rank 0 arrives 2 ms early each time)
+    rows = [
+        row
+        for step, took in enumerate((1.0, 1.0, 7.0))
+        for row in (all_reduce(0, step, 0.0, 2.0 + took), all_reduce(1, step, 2.0, 2.0 + took))
+    ]
+    # the simulator adds one call's seconds per call: 3 calls cost their sum, 3 x the mean (9 ms), not 3 x the median (3 ms)
+    assert measured_collectives(rows)["tp"] == (pytest.approx(0.003), NBYTES)
