@@ -59,17 +59,14 @@ def test_each_message_is_sent_once_received_once_and_waited_before_its_op(schedu
 @pytest.mark.slow
 @pytest.mark.parametrize("schedule", ["interleaved", "zero-bubble"])
 @pytest.mark.parametrize("stages,chunks,micro_batches", [(4, 2, 8), (2, 3, 4), (4, 2, 12), (3, 2, 3), (2, 2, 4)])
-def test_runtime_sends_and_receives_are_placed_as_torchs_lowering_places_them(schedule, stages, chunks, micro_batches):
-    schedules = pytest.importorskip("torch.distributed.pipelining.schedules")
-    cls = schedules.ScheduleInterleaved1F1B if schedule == "interleaved" else schedules.ScheduleInterleavedZeroBubble
-    torch_schedule = object.__new__(cls)  # the order needs only these fields, not real stages
-    rounds = max(1, micro_batches // stages)
-    torch_schedule.n_local_stages, torch_schedule.pp_group_size, torch_schedule._n_microbatches = chunks, stages, micro_batches
-    torch_schedule.microbatches_per_round = micro_batches // rounds
-    torch_schedule.pipeline_order = {rank: torch_schedule._calculate_single_rank_operations(rank) for rank in range(stages)}
+def test_runtime_sends_and_receives_are_placed_as_torchs_lowering_places_them(schedule, stages, chunks, micro_batches, torch_schedule):
+    from torch.distributed.pipelining.schedules import _add_send_recv
+
+    theirs_schedule = torch_schedule(schedule, stages, chunks, micro_batches)
+    theirs_schedule.pipeline_order = {rank: theirs_schedule._calculate_single_rank_operations(rank) for rank in range(stages)}
     if schedule == "zero-bubble":
-        torch_schedule.pipeline_order = torch_schedule._add_bubbles_to_actions(stages * chunks)
-    lowered = schedules._add_send_recv(dict(torch_schedule.pipeline_order), lambda stage: stage % stages, stages * chunks)
+        theirs_schedule.pipeline_order = theirs_schedule._add_bubbles_to_actions(stages * chunks)
+    lowered = _add_send_recv(dict(theirs_schedule.pipeline_order), lambda stage: stage % stages, stages * chunks)
     names = {"SEND_F": "send act", "SEND_B": "send grad", "RECV_F": "recv act", "RECV_B": "recv grad"}
     for rank, program in enumerate(rank_programs(schedule, stages, micro_batches, chunks)):
         theirs = []
