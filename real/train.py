@@ -11,7 +11,8 @@ gradients are then averaged over its DP group in one flat all-reduce, then an SG
 The result (:func:`run_train`) is a ``collsim-train-profile`` document: the layout, the step
 times of every measured step (the slowest rank's), the rows of every rank
 (:mod:`real.train_timeline`), and the measured compute: each layer's forward and backward
-seconds (medians, TP all-reduces subtracted), summed per stage. :mod:`real.train_compare` sets it
+seconds (medians, TP all-reduces subtracted), summed per stage; each stage's whole micro-batch
+forward and backward (its compute rows); the step's end after the pipeline (the optimizer). :mod:`real.train_compare` sets it
 beside a simulation of the same layout.
 """
 
