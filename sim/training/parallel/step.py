@@ -69,9 +69,10 @@ class _Pipeline:
         self.pp_wait = [0.0] * scenario.pp
         self.dp_free = [0.0] * scenario.pp
         programs = rank_programs(scenario.schedule, scenario.pp, scenario.micro_batches, scenario.chunks)
-        for rank, program in enumerate(programs):
-            self.env.process(self._rank(rank, program))
+        processes = [self.env.process(self._rank(rank, program)) for rank, program in enumerate(programs)]
         self.env.run()
+        if not all(process.triggered for process in processes):  # a rank left waiting: the programs do not match
+            raise RuntimeError(f"sim train: a pipeline rank never got its send or receive ({scenario.schedule}, pp {scenario.pp})")
 
     def _done(self, message: Message) -> simpy.Event:
         if message not in self.arrived:
