@@ -11,7 +11,8 @@ gradients are then averaged over its DP group in one flat all-reduce, then an SG
 The result (:func:`run_train`) is a ``collsim-train-profile`` document: the layout, the step
 times of every measured step (the slowest rank's), the rows of every rank
 (:mod:`real.train_timeline`), and the measured compute: each layer's forward and backward
-seconds (medians, TP all-reduces subtracted), summed per stage. :mod:`real.train_compare` sets it
+seconds (medians, TP all-reduces subtracted), summed per stage; each stage's whole micro-batch
+forward and backward (its compute rows); the step's end after the pipeline (the optimizer). :mod:`real.train_compare` sets it
 beside a simulation of the same layout.
 """
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections import defaultdict
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -188,22 +190,25 @@ def _batch(config: TrainConfig, dp_index: int, step: int) -> tuple[Any, Any]:
     return torch.randn(shape, generator=generator), torch.randn(shape, generator=generator)
 
 
-def _dp_all_reduce(config: TrainConfig, stages: list[Any], groups: dict[str, Any], timeline: Any) -> None:
+def _dp_all_reduce(config: TrainConfig, stages: list[Any], groups: dict[str, Any], timeline: Any) -> float:
+    """Average the gradients over the DP group in one flat all-reduce; its seconds (0 without DP)."""
     import torch
     import torch.distributed as dist
 
     params = [p for stage in stages for p in stage.submod.parameters() if p.grad is not None]
     if config.dp == 1 or not params:
-        return
+        return 0.0
     flat = torch.cat([p.grad.reshape(-1) for p in params])
     start = time.perf_counter()
     dist.all_reduce(flat, group=groups["dp"])
+    end = time.perf_counter()
     timeline.micro_batch = -1
-    timeline.add("dp", "all_reduce", "gradients", start, time.perf_counter(), flat.numel() * flat.element_size(), group=groups["dp_ranks"])
+    timeline.add("dp", "all_reduce", "gradients", start, end, flat.numel() * flat.element_size(), group=groups["dp_ranks"])
     offset = 0
     for p in params:
         p.grad.copy_(flat[offset : offset + p.numel()].view_as(p.grad) / config.dp)
         offset += p.numel()
+    return end - start
 
 
 def _one_step(ctx: Any, config: TrainConfig, step: int, parts: dict[str, Any]) -> float:
@@ -221,11 +226,14 @@ def _one_step(ctx: Any, config: TrainConfig, step: int, parts: dict[str, Any]) -
     is_last = any(stage.is_last for stage in stages)
     schedule.step(*((inputs,) if is_first else ()), **({"target": target, "losses": []} if is_last else {}))
     ctx.status(f"train step {step} (dp all-reduce)")
-    _dp_all_reduce(config, stages, groups, timeline)
+    schedule_end = time.perf_counter()
+    dp_s = _dp_all_reduce(config, stages, groups, timeline)
     optimizer.step()
-    elapsed = time.perf_counter() - timeline.origin
+    end = time.perf_counter()
+    if timeline.recording:  # the step's end on this rank: gradient flattening and copying, the optimizer
+        parts["step_end_s"].append(end - schedule_end - dp_s)
     timeline.end_step()
-    return elapsed
+    return end - timeline.origin
 
 
 def train_worker(ctx: Any, payload: dict[str, Any]) -> None:
@@ -242,7 +250,7 @@ def train_worker(ctx: Any, payload: dict[str, Any]) -> None:
     record_pipeline_p2p(stages)
     params = [p for stage in stages for p in stage.submod.parameters()]
     parts = {"stages": stages, "schedule": _schedule(config, stages), "groups": groups, "timeline": timeline,
-             "optimizer": torch.optim.SGD(params, lr=1e-3)}  # fmt: skip
+             "optimizer": torch.optim.SGD(params, lr=1e-3), "step_end_s": []}  # fmt: skip
     times = [_one_step(ctx, config, step, parts) for step in range(config.warmup + config.steps)]
     ctx.report(
         {
@@ -251,6 +259,7 @@ def train_worker(ctx: Any, payload: dict[str, Any]) -> None:
             "rows": timeline.rows,
             "layer_forward_s": {layer: statistics.median(v) for layer, v in timeline.layer_forward_s.items()},
             "layer_backward_s": {layer: statistics.median(v) for layer, v in timeline.layer_backward_s.items()},
+            "step_end_s": statistics.median(parts["step_end_s"]),
         }
     )
 
@@ -332,8 +341,11 @@ def step_summary(steps: list[float]) -> dict[str, float]:
 
 
 def measured_compute(config: TrainConfig, reports: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per layer and per stage, forward and backward compute seconds (median over micro-batches
-    and steps, slowest TP rank of the layer, TP all-reduces subtracted)."""
+    """Per layer and per stage (the layers summed), forward and backward compute seconds (median
+    over micro-batches and steps, slowest TP rank of the layer, TP all-reduces subtracted); per
+    stage the whole micro-batch's (``op``: its compute rows, mean over micro-batches and steps,
+    the layers' sum where a stage has none); the step's end after the pipeline (``step_end_s``: the gradient copies and the
+    optimizer, the DP all-reduce left out; the slowest rank's median)."""
     layers: dict[str, list[float]] = {"forward_s": [0.0] * config.layers, "backward_s": [0.0] * config.layers}
     for report in reports:
         for key, field_name in (("layer_forward_s", "forward_s"), ("layer_backward_s", "backward_s")):
@@ -341,4 +353,28 @@ def measured_compute(config: TrainConfig, reports: list[dict[str, Any]]) -> dict
                 layers[field_name][int(layer)] = max(layers[field_name][int(layer)], seconds)
     per_stage = config.layers // config.stages
     stages = {name: [sum(values[s * per_stage : (s + 1) * per_stage]) for s in range(config.stages)] for name, values in layers.items()}
-    return {"layer": layers, "stage": stages}
+    rows = [row for report in reports for row in report["rows"]]
+    ops = {name: [op_s.get((name, s), stages[name][s]) for s in range(config.stages)] for name, op_s in _op_compute(rows).items()}
+    step_end = max((report.get("step_end_s", 0.0) for report in reports), default=0.0)
+    return {"layer": layers, "stage": stages, "op": ops, "step_end_s": step_end}
+
+
+def _op_compute(rows: list[dict[str, Any]]) -> dict[str, dict[tuple[str, int], float]]:
+    """Per (phase, stage), one micro-batch's whole forward or backward compute (its ``compute`` rows,
+    TP all-reduces between them left out): per stretch between TP all-reduces the slowest rank
+    holding the stage, summed, the mean over micro-batches and steps (the simulator adds one
+    for every micro-batch: their sum is the count times the mean)."""
+    stretches: dict[tuple, dict[int, list[tuple[float, float]]]] = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        if row["stream"] == "compute":
+            stretches[row["step"], row["name"]][row["rank"]].append((row["start_s"], row["end_s"]))
+    per_op: dict[tuple[str, int], list[float]] = defaultdict(list)
+    for (_, name), by_rank in stretches.items():
+        phase, _, stage = name.split()
+        spans = [[end - start for start, end in sorted(values)] for values in by_rank.values()]
+        slowest = [max(span[i] for span in spans if i < len(span)) for i in range(max(map(len, spans)))]
+        per_op["forward_s" if phase == "fwd" else "backward_s", int(stage.removeprefix("stage"))].append(sum(slowest))
+    result: dict[str, dict[tuple[str, int], float]] = {"forward_s": {}, "backward_s": {}}
+    for (name, stage), values in per_op.items():
+        result[name][name, stage] = statistics.fmean(values)
+    return result

@@ -49,6 +49,7 @@ class SimInputs:
     heads: int = 0
     seq_len: int = 0
     micro_batch: int = 0
+    step_end_s: float = 0.0  # after the pipeline and the DP all-reduce: gradient copies, the optimizer
 
 
 Simulate = Callable[[SimInputs], Mapping[str, Any]]
@@ -58,12 +59,20 @@ def _median(values: list[float]) -> float:
     return statistics.median(values) if values else 0.0
 
 
+def _mean(values: list[float]) -> float:
+    return statistics.fmean(values) if values else 0.0
+
+
 def measured_collectives(rows: list[dict[str, Any]]) -> dict[str, tuple[float, int]]:
-    """Median seconds and bytes of one TP all-reduce, one PP transfer and one DP all-reduce.
+    """Mean seconds (median bytes) of one TP all-reduce, one PP transfer and one DP all-reduce.
 
     A collective's time is its last-arriving rank's (the shortest row of the group: the others
-    also waited for it); a transfer's time runs from the later of the send's and the receive's
-    start to the receive's end (every rank's clock starts after the same barrier)."""
+    also waited for it, and that wait is the skew of the compute before it, which the slowest
+    rank's compute the simulator is fed already holds); a transfer's time runs from the later of
+    the send's and the receive's start to the receive's end, as the simulator starts a transfer
+    once both ends are posted (every rank's clock starts after the same barrier). The mean, not
+    the median: the simulator adds one call's seconds for every call, so their sum is the count
+    times the mean; on a shared CPU a few calls take many times the median (descheduled ranks)."""
     groups: dict[tuple, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
         if row["kind"] == "all_reduce":
@@ -72,7 +81,7 @@ def measured_collectives(rows: list[dict[str, Any]]) -> dict[str, tuple[float, i
     for stream in ("tp", "dp"):
         shortest = [min(r["end_s"] - r["start_s"] for r in members) for key, members in groups.items() if key[0] == stream]
         sizes = [members[0]["bytes"] for key, members in groups.items() if key[0] == stream]
-        result[stream] = (_median(shortest), int(_median(sizes)) if sizes else 0)
+        result[stream] = (_mean(shortest), int(_median(sizes)) if sizes else 0)
     sends = {(r["step"], r["name"], r["rank"], r["peer"]): r for r in rows if r["kind"] == "send"}
     transfers, sizes = [], []
     for recv in (r for r in rows if r["kind"] == "recv"):
@@ -80,7 +89,7 @@ def measured_collectives(rows: list[dict[str, Any]]) -> dict[str, tuple[float, i
         if send is not None:
             transfers.append(max(0.0, recv["end_s"] - max(recv["start_s"], send["start_s"])))
             sizes.append(recv["bytes"])
-    result["pp"] = (_median(transfers), int(_median(sizes)) if sizes else 0)
+    result["pp"] = (_mean(transfers), int(_median(sizes)) if sizes else 0)
     return result
 
 
@@ -88,7 +97,8 @@ def sim_inputs(measured: dict[str, Any]) -> SimInputs:
     """The :class:`SimInputs` of a measured profile."""
     if measured.get("kind") != "collsim-train-profile":
         raise CollsimError(f"compare: expected a collsim-train-profile (collsim real train --out), got kind {measured.get('kind')!r}")
-    config, stage = measured["config"], measured["compute"]["stage"]
+    compute = measured["compute"]
+    config, stage = measured["config"], compute.get("op", compute["stage"])  # whole micro-batch rows (older profiles: the layers' sum)
     collectives = measured_collectives(measured["rows"])
     return SimInputs(
         tp=config["tp"], pp=config["pp"], dp=config["dp"], stages_per_rank=len(stage["forward_s"]) // config["pp"],
@@ -97,6 +107,7 @@ def sim_inputs(measured: dict[str, Any]) -> SimInputs:
         tp_all_reduce_s=collectives["tp"][0], tp_all_reduce_bytes=collectives["tp"][1],
         pp_transfer_s=collectives["pp"][0], pp_transfer_bytes=collectives["pp"][1],
         dp_all_reduce_s=collectives["dp"][0], dp_all_reduce_bytes=collectives["dp"][1],
+        step_end_s=compute.get("step_end_s", 0.0),
         **{key: config[key] for key in ("layers", "hidden", "heads", "seq_len", "micro_batch")},
     )  # fmt: skip
 

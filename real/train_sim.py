@@ -4,8 +4,9 @@
 layout (tp, pp, dp, the schedule; ``interleaved``: two virtual stages a rank; float32, no logit
 layer, one DP bucket a stage as ``real train`` reduces its gradients in one flat all-reduce) and
 runs it with :class:`~sim.training.parallel.measured.MeasuredCosts`: each stage's measured
-forward and backward seconds a micro-batch, and the measured seconds and bytes of one TP
-all-reduce, one PP transfer and the DP all-reduce. Its rows are every rank's
+forward and backward seconds a micro-batch (its whole compute rows), the measured seconds and
+bytes of one TP all-reduce, one PP transfer and the DP all-reduce, and the measured step end
+(gradient copies and the optimizer) after the DP all-reduce. Its rows are every rank's
 (:func:`~sim.training.parallel.trace.trace_rows`): compute, each TP all-reduce, each pipeline
 send and its receive on the peer, the DP all-reduce, as ``real train`` records them.
 """
@@ -40,6 +41,7 @@ def measured_costs(inputs: SimInputs) -> MeasuredCosts:
         tuple(inputs.backward_s),
         {"tp": (inputs.tp_all_reduce_s, inputs.tp_all_reduce_bytes), "pp": (inputs.pp_transfer_s, inputs.pp_transfer_bytes),
          "dp": (inputs.dp_all_reduce_s, inputs.dp_all_reduce_bytes)},
+        inputs.step_end_s,
     )  # fmt: skip
 
 

@@ -51,7 +51,8 @@ def test_measured_collectives_take_the_last_arriving_rank_and_the_transfer_after
 def test_sim_inputs_carry_the_layout_and_the_slowest_tp_rank_compute_per_stage():
     inputs = sim_inputs(MEASURED)
     assert (inputs.tp, inputs.pp, inputs.dp, inputs.stages_per_rank, inputs.schedule, inputs.micro_batches) == (2, 2, 1, 1, "1f1b", 2)
-    assert inputs.forward_s == pytest.approx((0.003, 0.003)) and inputs.backward_s == pytest.approx((0.004, 0.004))
+    # forward: the whole micro-batch's compute row; backward (no rows here): the layers' sum
+    assert inputs.forward_s == pytest.approx((0.02, 0.02)) and inputs.backward_s == pytest.approx((0.004, 0.004))
 
 
 def test_compare_sets_the_simulated_step_beside_the_measured_median_and_spread():
@@ -59,7 +60,7 @@ def test_compare_sets_the_simulated_step_beside_the_measured_median_and_spread()
 
     def simulate(inputs: SimInputs):
         seen.append(inputs)
-        step = inputs.micro_batches * sum(inputs.forward_s) + 0.1
+        step = inputs.micro_batches * 0.006 + 0.1
         rows = [row(rank, "tp", "all_reduce", "x", 0.0, inputs.tp_all_reduce_s, inputs.tp_all_reduce_bytes) for rank in range(4)]
         return {"step_time_s": step, "rows": rows}
 

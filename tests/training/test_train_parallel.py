@@ -152,16 +152,11 @@ def test_cli_json_and_sweep():
 @pytest.mark.slow
 @pytest.mark.parametrize("schedule", ["interleaved", "zero-bubble"])
 @pytest.mark.parametrize("stages,chunks,micro_batches", [(4, 2, 8), (2, 3, 4), (4, 2, 12), (3, 2, 3)])
-def test_interleaved_orders_are_torchs(schedule, stages, chunks, micro_batches):
+def test_interleaved_orders_are_torchs(schedule, stages, chunks, micro_batches, torch_schedule):
     """Our op order per rank equals torch.distributed.pipelining's own, idle slots dropped."""
-    schedules = pytest.importorskip("torch.distributed.pipelining.schedules")
-    cls = schedules.ScheduleInterleaved1F1B if schedule == "interleaved" else schedules.ScheduleInterleavedZeroBubble
-    torch_schedule = object.__new__(cls)  # the order needs only these fields, not real stages
-    rounds = max(1, micro_batches // stages)
-    torch_schedule.n_local_stages, torch_schedule.pp_group_size, torch_schedule._n_microbatches = chunks, stages, micro_batches
-    torch_schedule.microbatches_per_round = micro_batches // rounds
+    theirs_schedule = torch_schedule(schedule, stages, chunks, micro_batches)
     for rank in range(stages):
-        theirs = [a for a in torch_schedule._calculate_single_rank_operations(rank) if a is not None]
+        theirs = [a for a in theirs_schedule._calculate_single_rank_operations(rank) if a is not None]
         ours = rank_ops(schedule, rank, stages, micro_batches, chunks)
         assert [(op.kind, op.micro_batch, op.stage) for op in ours] == [
             (a.computation_type.value, a.microbatch_index, a.stage_index) for a in theirs

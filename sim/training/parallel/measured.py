@@ -26,11 +26,13 @@ KINDS = ("tp", "pp", "dp", "ep")
 @dataclass(frozen=True)
 class MeasuredCosts:
     """Per virtual stage, one micro-batch's forward and backward compute seconds; per kind
-    (tp, pp, dp, ep), one measured call's (seconds, bytes); a kind not given costs nothing."""
+    (tp, pp, dp, ep), one measured call's (seconds, bytes), a kind not given costs nothing; the
+    compute at the step's end (the optimizer), after the gradients are reduced."""
 
     forward_s: tuple[float, ...]
     backward_s: tuple[float, ...]
     collectives: dict[str, tuple[float, float]] = field(default_factory=dict)
+    step_end_s: float = 0.0  # compute at the step's end, after the DP gradient reduction (the optimizer step)
 
     def check(self, stages: int) -> None:
         """One error naming what is wrong: a stage count other than pp x vpp, a negative time."""
@@ -40,6 +42,8 @@ class MeasuredCosts:
                 raise CollsimError(f"measured {name}: {len(values)} stages given, the layout has pp x vpp = {stages}", field=name)
             if any(value < 0 for value in values):
                 raise CollsimError(f"measured {name}: seconds must be >= 0, got {list(values)}", field=name)
+        if self.step_end_s < 0:
+            raise CollsimError(f"measured step_end_s: seconds must be >= 0, got {self.step_end_s}", field="step_end_s")
         for kind, (seconds, nbytes) in self.collectives.items():
             if kind not in KINDS or seconds < 0 or nbytes < 0:
                 raise CollsimError(f"measured collectives: {kind!r} ({seconds}, {nbytes}); allowed kinds {', '.join(KINDS)}, "

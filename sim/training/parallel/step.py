@@ -3,11 +3,13 @@
 Data-parallel replicas and tensor-parallel peers run the same ops at the same times, so one
 pipeline (tp, ep, dp rank 0) stands for all; the collectives' times come from
 :class:`~sim.training.parallel.costs.CommCosts`, where every group of a kind runs at once on the
-shared network. Each pipeline rank is a process walking its op order
-(:func:`~sim.training.parallel.schedule.rank_ops`); an op waits for its input (the previous
-stage's activation, the next stage's gradient) and runs its layers' compute with the tensor
-parallel (and expert all_to_all) collectives inline on the compute stream. Sends to the next or
-previous stage are asynchronous and land after their p2p time. Gradients are reduced over the
+shared network. Each pipeline rank is a process walking its program
+(:func:`~sim.training.parallel.schedule.rank_programs`): its ops in torch's order, each running
+its layers' compute with the tensor parallel (and expert all_to_all) collectives inline on the
+compute stream, and the posts and waits of its sends and receives where torch's schedule makes
+them. A transfer starts once both its send and its receive are posted and takes its p2p time;
+then both complete (a waiting rank blocks until then: a send, as gloo's and NCCL's
+rendezvous sends, is not done before its receive is posted). Gradients are reduced over the
 data-parallel group in buckets on a separate stream as the last micro-batch's backward produces
 them (ZeRO 1/2: reduce-scatter, then an all-gather of the updated weights; ZeRO 3 also gathers
 each chunk's weights before each forward and backward, prefetched during the previous op).
@@ -25,7 +27,7 @@ from sim.training.parallel.measured import MeasuredCommCosts, MeasuredCosts
 from sim.training.parallel.model import activation_bytes_per_layer
 from sim.training.parallel.result import TrainResult
 from sim.training.parallel.scenario import TrainScenario
-from sim.training.parallel.schedule import Op, rank_ops
+from sim.training.parallel.schedule import Action, Message, Op, rank_programs
 from sim.training.parallel.work import OpWork, op_work, row
 
 __all__ = ["simulate"]
@@ -58,66 +60,72 @@ class _Pipeline:
         self.env = simpy.Environment()
         self.ranks = layout.pipeline()
         self.virtual = scenario.pp * scenario.chunks
-        self.arrived: dict[tuple[str, int, int], simpy.Event] = {}
+        self.arrived: dict[Message, simpy.Event] = {}
+        self.posted: dict[Message, set[str]] = {}
         self.rows: list[dict[str, Any]] = []
         self.busy = [0.0] * scenario.pp
         self.end = [0.0] * scenario.pp
         self.last_backward: dict[tuple[int, int], tuple[float, float]] = {}  # (rank, stage) -> (start, end) of its last B/W
         self.pp_wait = [0.0] * scenario.pp
         self.dp_free = [0.0] * scenario.pp
-        for rank in range(scenario.pp):
-            self.env.process(self._rank(rank, rank_ops(scenario.schedule, rank, scenario.pp, scenario.micro_batches, scenario.chunks)))
+        programs = rank_programs(scenario.schedule, scenario.pp, scenario.micro_batches, scenario.chunks)
+        processes = [self.env.process(self._rank(rank, program)) for rank, program in enumerate(programs)]
         self.env.run()
+        if not all(process.triggered for process in processes):  # a rank left waiting: the programs do not match
+            raise RuntimeError(f"sim train: a pipeline rank never got its send or receive ({scenario.schedule}, pp {scenario.pp})")
 
-    def _event(self, key: tuple[str, int, int]) -> simpy.Event:
-        if key not in self.arrived:
-            self.arrived[key] = self.env.event()
-        return self.arrived[key]
+    def _done(self, message: Message) -> simpy.Event:
+        if message not in self.arrived:
+            self.arrived[message] = self.env.event()
+        return self.arrived[message]
 
-    def _rank(self, rank: int, ops: list[Op]):
+    def _rank(self, rank: int, program: list[Action]):
         previous_start = 0.0
-        for op in ops:
-            need = self._needs(op)
-            ready = self.env.now
-            if need is not None and not need.triggered:
-                yield need
-            self.pp_wait[rank] += self.env.now - ready
-            gathered = self._zero3_gather(rank, previous_start)
-            if gathered > self.env.now:
-                yield self.env.timeout(gathered - self.env.now)
-            start = previous_start = self.env.now
-            duration = self.work.duration_s(op, self.virtual)
-            yield self.env.timeout(duration)
-            self.busy[rank] += duration
-            self.end[rank] = self.env.now
-            if self.keep:
-                self.rows.extend(self.work.rows(self.ranks[rank], op, start, self.virtual, self.layout))
-            self._send(rank, op)
-            self._zero3_reduce(rank, op)
-            if op.kind in ("B", "W") and op.micro_batch == self.s.micro_batches - 1:
-                self.last_backward[rank, op.stage] = (start, self.env.now)
+        for action in program:
+            if action.kind == "post":
+                for side, messages in (("send", action.sends), ("recv", action.receives)):
+                    for message in messages:
+                        self._post(message, side)
+            elif action.kind == "wait":
+                ready = self.env.now
+                pending = [self._done(m) for m in (*action.sends, *action.receives) if not self._done(m).triggered]
+                if pending:
+                    yield self.env.all_of(pending)
+                self.pp_wait[rank] += self.env.now - ready
+            else:
+                start = yield from self._run_op(rank, action.op, previous_start)
+                previous_start = start
 
-    def _needs(self, op: Op) -> simpy.Event | None:
-        if op.kind == "F" and op.stage > 0:
-            return self._event(("act", op.micro_batch, op.stage))
-        if op.kind in ("B", "I") and op.stage < self.virtual - 1:
-            return self._event(("grad", op.micro_batch, op.stage))
-        return None
+    def _run_op(self, rank: int, op: Op, previous_start: float):
+        gathered = self._zero3_gather(rank, previous_start)
+        if gathered > self.env.now:
+            yield self.env.timeout(gathered - self.env.now)
+        start = self.env.now
+        duration = self.work.duration_s(op, self.virtual)
+        yield self.env.timeout(duration)
+        self.busy[rank] += duration
+        self.end[rank] = self.env.now
+        if self.keep:
+            self.rows.extend(self.work.rows(self.ranks[rank], op, start, self.virtual, self.layout))
+        self._zero3_reduce(rank, op)
+        if op.kind in ("B", "W") and op.micro_batch == self.s.micro_batches - 1:
+            self.last_backward[rank, op.stage] = (start, self.env.now)
+        return start
 
-    def _send(self, rank: int, op: Op) -> None:
-        if op.kind == "F" and op.stage < self.virtual - 1:
-            key, target = ("act", op.micro_batch, op.stage + 1), (op.stage + 1) % self.s.pp
-        elif op.kind in ("B", "I") and op.stage > 0:
-            key, target = ("grad", op.micro_batch, op.stage - 1), (op.stage - 1) % self.s.pp
-        else:
+    def _post(self, message: Message, side: str) -> None:
+        """A send or receive is posted; once both are, the transfer runs and then both complete."""
+        posted = self.posted.setdefault(message, set())
+        posted.add(side)
+        if len(posted) < 2:
             return
-        src, dst = self.ranks[rank], self.ranks[target]
+        source = (message.stage + (-1 if message.direction == "act" else 1)) % self.s.pp
+        src, dst = self.ranks[source], self.ranks[message.stage % self.s.pp]
         delay = self.costs.send_s(src, dst, self.work.boundary_bytes)
-        event = self._event(key)
+        done = self._done(message)
         if self.keep and src != dst:
-            self.rows.append(row(src, "pp", "send_recv", f"{key[0]} mb{op.micro_batch}", self.env.now, self.env.now + delay,
-                                  self.work.boundary_bytes, dst))  # fmt: skip
-        self.env.timeout(delay).callbacks.append(lambda _: event.succeed())
+            self.rows.append(row(src, "pp", "send_recv", f"{message.direction} mb{message.micro_batch}", self.env.now,
+                                 self.env.now + delay, self.work.boundary_bytes, dst))  # fmt: skip
+        self.env.timeout(delay).callbacks.append(lambda _: done.succeed())
 
     def _zero3_gather(self, rank: int, previous_start: float) -> float:
         if self.s.zero < 3:

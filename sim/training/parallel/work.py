@@ -179,10 +179,14 @@ class OpWork:
 
     @property
     def after_step_s(self) -> float:
-        """ZeRO 1/2: the updated weights all-gathered after the optimizer, not overlapped."""
+        """The measured step-end compute (the optimizer); ZeRO 1/2: the updated weights
+        all-gathered after the optimizer, not overlapped."""
+        optimizer = self.measured.step_end_s if self.measured else 0.0
         if self.s.zero not in (1, 2):
-            return 0.0
-        return self.s.chunks * sum(self.costs.collective_s("dense_dp", "all_gather", nbytes) for nbytes in self.buckets_per_chunk)
+            return optimizer
+        return optimizer + self.s.chunks * sum(
+            self.costs.collective_s("dense_dp", "all_gather", nbytes) for nbytes in self.buckets_per_chunk
+        )
 
     @cached_property
     def zero3_gather_s(self) -> float:
