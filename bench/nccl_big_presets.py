@@ -43,7 +43,9 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, nargs="+", default=[8, 16, 32, 64])
     parser.add_argument("--mode", choices=("full", "collapsed"), default="full")
     args = parser.parse_args()
-    print(f"date {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.machine()} {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
+    print(
+        f"date {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.machine()} {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}"
+    )
     runs: dict[int, list[tuple[float, float, str]]] = {nodes: [] for nodes in args.nodes}
     for _ in range(args.runs):  # interleaved: each round runs every node count once
         for nodes in args.nodes:

@@ -10,8 +10,10 @@ once, sharing their NICs and NVLinks (``groups``, sim/collective/groups.py), on 
 channels (``nccl_ring``; ``nccl_p2p`` for all_to_all), message by message, as ``sim fsdp`` runs
 hybrid-shard groups. A group over more than :data:`DES_NODES` nodes is simulated on that many and
 scaled by NCCL's own model's ratio between the two node counts (``sim.nccl.model.predict``): the
-DES of a 64-node tree takes minutes, the ratio a millisecond, and the notes say so. Sends between pipeline stages run NCCL's p2p path between the two GPUs:
-over NVLink inside a node, over the NIC rail across nodes.
+DES of one 80 MB Tree/LL128 all-reduce on 64 nodes takes about 20 s of CPU (143,080 messages
+through the fair engine; bench/results/nccl_big_presets.md says why no exact shortcut exists
+yet), the ratio a millisecond, and the notes say so. Sends between pipeline stages run NCCL's p2p
+path between the two GPUs: over NVLink inside a node, over the NIC rail across nodes.
 """
 
 from __future__ import annotations
