@@ -83,8 +83,7 @@ class CommCosts:
         from sim.nccl.model import predict
 
         per_node = len(group) // len(nodes)
-        fewer = Layout(per_node, 1, DES_NODES, 1, self.layout.gpus_per_node) if per_node == self.layout.gpus_per_node else None
-        small = CommCosts(self.hardware, fewer or self._strided(per_node), self.element_bytes)
+        small = CommCosts(self.hardware, self._strided(per_node), self.element_bytes)
         preset = load_preset(self.hardware)
         ratio = (
             predict(preset, len(nodes), op, size).time_s / predict(preset, DES_NODES, op, size).time_s
@@ -94,13 +93,11 @@ class CommCosts:
         self.notes[f"{kind} scaled"] = (
             f"{kind} groups span {len(nodes)} nodes: simulated on {DES_NODES} and scaled by NCCL's model's ratio ({ratio:.2f})"
         )
-        return (
-            small.collective_s("tp" if fewer else "dp", op, size * DES_NODES * per_node // len(group) if op == "all_gather" else size)
-            * ratio
-        )
+        return small.collective_s("dp", op, size * DES_NODES * per_node // len(group) if op == "all_gather" else size) * ratio
 
     def _strided(self, per_node: int) -> Layout:
-        """A layout whose dp groups take ``per_node`` GPUs of each of :data:`DES_NODES` nodes."""
+        """A layout whose dp groups take ``per_node`` GPUs of each of :data:`DES_NODES` nodes (whole
+        nodes where ``per_node`` is a node's GPUs: tp 1, the dp group the first nodes)."""
         gpn = self.layout.gpus_per_node
         return Layout(gpn // per_node, 1, DES_NODES * per_node, 1, gpn)
 
