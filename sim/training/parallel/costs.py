@@ -78,22 +78,41 @@ class CommCosts:
             return self._run(scenario)
 
     def _scaled_s(self, kind: str, op: str, size: int, group: tuple[int, ...], nodes: list[int]) -> float:
-        """The group's time on its first :data:`DES_NODES` nodes' worth, scaled by NCCL's model."""
-        from sim.hardware.presets import load_preset
-        from sim.nccl.model import predict
-
+        """The group's time on :data:`DES_NODES` nodes of its shape, scaled by NCCL's model's ratio
+        between the call on its nodes and the call simulated, with one algorithm and protocol at
+        both node counts (:meth:`_matched`)."""
         per_node = len(group) // len(nodes)
-        small = CommCosts(self.hardware, self._strided(per_node), self.element_bytes)
-        preset = load_preset(self.hardware)
-        ratio = (
-            predict(preset, len(nodes), op, size).time_s / predict(preset, DES_NODES, op, size).time_s
-            if op != "all_to_all"
-            else len(nodes) / DES_NODES
-        )
+        small_size = size * DES_NODES * per_node // len(group) if op == "all_gather" else size
+        base, ratio = self._matched(op, size, small_size, len(nodes), per_node == self.layout.gpus_per_node)
+        if base is None:
+            base = CommCosts(self.hardware, self._strided(per_node), self.element_bytes).collective_s("dp", op, small_size)
         self.notes[f"{kind} scaled"] = (
             f"{kind} groups span {len(nodes)} nodes: simulated on {DES_NODES} and scaled by NCCL's model's ratio ({ratio:.2f})"
         )
-        return small.collective_s("dp", op, size * DES_NODES * per_node // len(group) if op == "all_gather" else size) * ratio
+        return base * ratio
+
+    def _matched(self, op: str, size: int, small_size: int, nodes: int, whole: bool) -> tuple[float | None, float]:
+        """(time on DES_NODES nodes or None, ratio): whole nodes run NCCL's pick for ``nodes`` nodes
+        on DES_NODES (16 to 64 x dgx-a100, 80 MB all-reduce: Tree/LL128 on 8 nodes, within 1.5 % of
+        the full DES, bench/results/nccl_big_presets.md; NCCL's own pick on 8 nodes, Ring/LL128,
+        was 25 % over it); groups taking part of each node run ``nccl_ring`` (Ring/Simple), and
+        the caller simulates them (None); all_to_all scales with the node count."""
+        from sim.hardware.presets import load_preset
+        from sim.nccl.model import predict
+        from sim.training.comm import pick_time
+
+        if op == "all_to_all":
+            return None, nodes / DES_NODES
+        preset = load_preset(self.hardware)
+        pick = predict(preset, nodes, op, size)
+        algo, proto = (pick.nccl_algorithm, pick.nccl_protocol) if whole else ("Ring", "Simple")
+        base = None
+        if whole:
+            try:
+                base = self._run(self._pick(DES_NODES, op, small_size, algo, proto))
+            except CollsimError:  # no DES counterpart of the pick (CollNet): NCCL's pick on DES_NODES nodes
+                base, algo, proto = pick_time(self.hardware, DES_NODES, op, small_size).time_s, None, None
+        return base, predict(preset, nodes, op, size, algo, proto).time_s / predict(preset, DES_NODES, op, small_size, algo, proto).time_s
 
     def _strided(self, per_node: int) -> Layout:
         """A layout whose dp groups take ``per_node`` GPUs of each of :data:`DES_NODES` nodes (whole
@@ -120,10 +139,10 @@ class CommCosts:
             return 1
         return preset.nccl.graph("ring", preset.nccl_nodes(nodes)[0]).n_channels
 
-    def _pick(self, nodes: int, op: str, size: int) -> Any:
+    def _pick(self, nodes: int, op: str, size: int, nccl_algo: str | None = None, nccl_proto: str | None = None) -> Any:
         from sim.collective.pick import scenario_for_pick
 
-        scenario, why = scenario_for_pick(self.hardware, nodes, op, size)
+        scenario, why = scenario_for_pick(self.hardware, nodes, op, size, nccl_algo, nccl_proto)
         if scenario is None:
             raise CollsimError(f"hardware: {why}", field="hardware")
         return scenario
