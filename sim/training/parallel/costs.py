@@ -95,8 +95,10 @@ class CommCosts:
         """(time on DES_NODES nodes or None, ratio): whole nodes run NCCL's pick for ``nodes`` nodes
         on DES_NODES (16 to 64 x dgx-a100, 80 MB all-reduce: Tree/LL128 on 8 nodes, within 1.5 % of
         the full DES, bench/results/nccl_big_presets.md; NCCL's own pick on 8 nodes, Ring/LL128,
-        was 25 % over it); groups taking part of each node run ``nccl_ring`` (Ring/Simple), and
-        the caller simulates them (None); all_to_all scales with the node count."""
+        was 25 % over it); groups taking part of each node (the caller simulates them: None) scale
+        by the ratio of NCCL's picks (16 x dgx-a100 against their full DES: -41 % at tp 2, 16 MiB;
+        +19 % at tp 4, 80 MiB; Ring/Simple's ratio, as they run, gave +7 % and +70 %); all_to_all
+        scales with the node count."""
         from sim.hardware.presets import load_preset
         from sim.nccl.model import predict
         from sim.training.comm import pick_time
@@ -105,7 +107,7 @@ class CommCosts:
             return None, nodes / DES_NODES
         preset = load_preset(self.hardware)
         pick = predict(preset, nodes, op, size)
-        algo, proto = (pick.nccl_algorithm, pick.nccl_protocol) if whole else ("Ring", "Simple")
+        algo, proto = (pick.nccl_algorithm, pick.nccl_protocol) if whole else (None, None)
         base = None
         if whole:
             try:
