@@ -10,8 +10,10 @@ once, sharing their NICs and NVLinks (``groups``, sim/collective/groups.py), on 
 channels (``nccl_ring``; ``nccl_p2p`` for all_to_all), message by message, as ``sim fsdp`` runs
 hybrid-shard groups. A group over more than :data:`DES_NODES` nodes is simulated on that many and
 scaled by NCCL's own model's ratio between the two node counts (``sim.nccl.model.predict``): the
-DES of a 64-node tree takes minutes, the ratio a millisecond, and the notes say so. Sends between pipeline stages run NCCL's p2p path between the two GPUs:
-over NVLink inside a node, over the NIC rail across nodes.
+DES of one 80 MB Tree/LL128 all-reduce on 64 nodes takes about 20 s of CPU (143,080 messages
+through the fair engine; bench/results/nccl_big_presets.md says why no exact shortcut exists
+yet), the ratio a millisecond, and the notes say so. Sends between pipeline stages run NCCL's p2p
+path between the two GPUs: over NVLink inside a node, over the NIC rail across nodes.
 """
 
 from __future__ import annotations
@@ -76,29 +78,47 @@ class CommCosts:
             return self._run(scenario)
 
     def _scaled_s(self, kind: str, op: str, size: int, group: tuple[int, ...], nodes: list[int]) -> float:
-        """The group's time on its first :data:`DES_NODES` nodes' worth, scaled by NCCL's model."""
-        from sim.hardware.presets import load_preset
-        from sim.nccl.model import predict
-
+        """The group's time on :data:`DES_NODES` nodes of its shape, scaled by NCCL's model's ratio
+        between the call on its nodes and the call simulated, with one algorithm and protocol at
+        both node counts (:meth:`_matched`)."""
         per_node = len(group) // len(nodes)
-        fewer = Layout(per_node, 1, DES_NODES, 1, self.layout.gpus_per_node) if per_node == self.layout.gpus_per_node else None
-        small = CommCosts(self.hardware, fewer or self._strided(per_node), self.element_bytes)
-        preset = load_preset(self.hardware)
-        ratio = (
-            predict(preset, len(nodes), op, size).time_s / predict(preset, DES_NODES, op, size).time_s
-            if op != "all_to_all"
-            else len(nodes) / DES_NODES
-        )
+        small_size = size * DES_NODES * per_node // len(group) if op == "all_gather" else size
+        base, ratio = self._matched(op, size, small_size, len(nodes), per_node == self.layout.gpus_per_node)
+        if base is None:
+            base = CommCosts(self.hardware, self._strided(per_node), self.element_bytes).collective_s("dp", op, small_size)
         self.notes[f"{kind} scaled"] = (
             f"{kind} groups span {len(nodes)} nodes: simulated on {DES_NODES} and scaled by NCCL's model's ratio ({ratio:.2f})"
         )
-        return (
-            small.collective_s("tp" if fewer else "dp", op, size * DES_NODES * per_node // len(group) if op == "all_gather" else size)
-            * ratio
-        )
+        return base * ratio
+
+    def _matched(self, op: str, size: int, small_size: int, nodes: int, whole: bool) -> tuple[float | None, float]:
+        """(time on DES_NODES nodes or None, ratio): whole nodes run NCCL's pick for ``nodes`` nodes
+        on DES_NODES (16 to 64 x dgx-a100, 80 MB all-reduce: Tree/LL128 on 8 nodes, within 1.5 % of
+        the full DES, bench/results/nccl_big_presets.md; NCCL's own pick on 8 nodes, Ring/LL128,
+        was 25 % over it); groups taking part of each node (the caller simulates them: None) scale
+        by the ratio of NCCL's picks (16 x dgx-a100 against their full DES: -41 % at tp 2, 16 MiB;
+        +19 % at tp 4, 80 MiB; Ring/Simple's ratio, as they run, gave +7 % and +70 %); all_to_all
+        scales with the node count."""
+        from sim.hardware.presets import load_preset
+        from sim.nccl.model import predict
+        from sim.training.comm import pick_time
+
+        if op == "all_to_all":
+            return None, nodes / DES_NODES
+        preset = load_preset(self.hardware)
+        pick = predict(preset, nodes, op, size)
+        algo, proto = (pick.nccl_algorithm, pick.nccl_protocol) if whole else (None, None)
+        base = None
+        if whole:
+            try:
+                base = self._run(self._pick(DES_NODES, op, small_size, algo, proto))
+            except CollsimError:  # no DES counterpart of the pick (CollNet): NCCL's pick on DES_NODES nodes
+                base, algo, proto = pick_time(self.hardware, DES_NODES, op, small_size).time_s, None, None
+        return base, predict(preset, nodes, op, size, algo, proto).time_s / predict(preset, DES_NODES, op, small_size, algo, proto).time_s
 
     def _strided(self, per_node: int) -> Layout:
-        """A layout whose dp groups take ``per_node`` GPUs of each of :data:`DES_NODES` nodes."""
+        """A layout whose dp groups take ``per_node`` GPUs of each of :data:`DES_NODES` nodes (whole
+        nodes where ``per_node`` is a node's GPUs: tp 1, the dp group the first nodes)."""
         gpn = self.layout.gpus_per_node
         return Layout(gpn // per_node, 1, DES_NODES * per_node, 1, gpn)
 
@@ -121,10 +141,10 @@ class CommCosts:
             return 1
         return preset.nccl.graph("ring", preset.nccl_nodes(nodes)[0]).n_channels
 
-    def _pick(self, nodes: int, op: str, size: int) -> Any:
+    def _pick(self, nodes: int, op: str, size: int, nccl_algo: str | None = None, nccl_proto: str | None = None) -> Any:
         from sim.collective.pick import scenario_for_pick
 
-        scenario, why = scenario_for_pick(self.hardware, nodes, op, size)
+        scenario, why = scenario_for_pick(self.hardware, nodes, op, size, nccl_algo, nccl_proto)
         if scenario is None:
             raise CollsimError(f"hardware: {why}", field="hardware")
         return scenario
