@@ -133,7 +133,9 @@ def test_uneven_stages_compute_in_proportion_to_their_layers():
     scenario = small(layers=14, pp=4, global_batch=4, first_stage_layers=3, last_stage_layers=3, free_comm=True)
     work = work_of(scenario)
     per_layer = work.op_split("F", 1, 4)[0] / 4
-    assert [work.op_split("F", stage, 4)[0] for stage in range(4)] == pytest.approx([3 * per_layer, 4 * per_layer, 4 * per_layer, 3 * per_layer])
+    assert [work.op_split("F", stage, 4)[0] for stage in range(4)] == pytest.approx(
+        [3 * per_layer, 4 * per_layer, 4 * per_layer, 3 * per_layer]
+    )
     result = simulate(scenario, events=True)
     assert len([row for row in result.events if row["stream"] == "compute" and row["name"].startswith("F mb0 stage0 ")]) == 3
     assert len([row for row in result.events if row["stream"] == "compute" and row["name"].startswith("F mb0 stage1 ")]) == 4
