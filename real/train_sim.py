@@ -31,7 +31,7 @@ def scenario_of(inputs: SimInputs) -> TrainScenario:
         {"layers": inputs.layers, "hidden": inputs.hidden, "heads": inputs.heads, "seq_len": inputs.seq_len,
          "micro_batch": inputs.micro_batch, "global_batch": inputs.micro_batch * inputs.dp * inputs.micro_batches,
          "tp": inputs.tp, "pp": inputs.pp, "dp": inputs.dp, "schedule": inputs.schedule, "vpp": inputs.stages_per_rank,
-         "precision": "fp32", "bucket_mb": ONE_BUCKET_MB}
+         "precision": "fp32", "bucket_mb": ONE_BUCKET_MB, "scatter_gather": False}  # real train sends whole activations
     )  # fmt: skip
 
 

@@ -51,7 +51,7 @@ def test_chakra_comm_sizes_follow_the_byte_formulas(tmp_path):
     rows = read_traces(prefix)
     tp = {row["bytes"] for row in rows if row["stream"] == "tp"}
     pp = {row["bytes"] for row in rows if row["stream"] == "pp"}
-    assert tp == {B * S * H * ELEMENT} and pp == {B * S * H * ELEMENT}  # b s h elements each
+    assert tp == {B * S * H * ELEMENT} and pp == {B * S * H * ELEMENT // 2}  # b s h elements; sends 1/tp of them (scatter/gather)
     for rank in range(8):  # a stage's 2 layers' gradients (12 h^2 + 4 h each) over tp, reduced over dp
         dp = sum(row["bytes"] for row in rows if row["stream"] == "dp" and row["rank"] == rank)
         assert dp == 2 * (12 * H * H + 4 * H) // 2 * ELEMENT

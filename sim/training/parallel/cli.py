@@ -17,7 +17,12 @@ __all__ = ["sweep_layouts", "train"]
 
 
 @click.command("train")
-@field_options("train", *FIELDS, decls={name: (info.option, name) for name, info in FIELDS.items()})
+@field_options(
+    "train",
+    *FIELDS,
+    decls={name: (info.option, name) for name, info in FIELDS.items()}
+    | {"scatter_gather": ("--scatter-gather/--no-scatter-gather", "scatter_gather")},
+)
 @click.option("--fsdp", is_flag=True, default=False, help="fully sharded data parallel (as --zero 3)")
 @click.option("--sweep", is_flag=True, default=False, help="every valid (tp, pp, dp[, ep]) for the GPUs of --nodes, ranked")
 @click.option("--events", "events_path", default=None, help="write the representative pipeline's event rows to this JSON file")

@@ -11,7 +11,8 @@ whole forward of every layer, ``selective`` the attention core (Korthikanti et a
 
 Activation memory per layer is Korthikanti et al. 2022 Table 2: s b h (34 + 5 a s / h) bytes
 without parallelism, s b h (10 + 24/t + 5 a s / (h t)) with tensor parallelism, s b h (34/t +
-5 a s / (h t)) with sequence parallelism, the 5 a s / h term gone under selective recomputation,
+5 a s / (h t)) with sequence parallelism, the 5 a s / h term gone under selective recomputation
+and with FlashAttention (Dao et al. 2022, which never writes the s x s scores),
 2 s b h (/t with sequence parallelism) under full recomputation. Model states are mixed-precision
 Adam's 16 bytes per parameter (Rajbhandari et al. 2020, ZeRO, Sec. 3.1): 2 weights, 2 gradients,
 12 optimizer (fp32 master, momentum, variance); ZeRO stage 1/2/3 shards the 12, +2, +2 over data
@@ -121,13 +122,17 @@ def model_preset(name: str) -> ModelSpec:
     return MODELS[name]
 
 
-def activation_bytes_per_layer(spec: ModelSpec, micro_batch: int, tp: int, sequence_parallel: bool, recompute: str) -> float:
-    """Korthikanti et al. 2022 Table 2 (16-bit activations), one layer, one micro-batch, one GPU."""
+def activation_bytes_per_layer(
+    spec: ModelSpec, micro_batch: int, tp: int, sequence_parallel: bool, recompute: str, attention_kernel: str = "standard"
+) -> float:
+    """Korthikanti et al. 2022 Table 2 (16-bit activations), one layer, one micro-batch, one GPU;
+    ``attention_kernel`` "flash": FlashAttention (Dao et al. 2022) keeps no s x s scores, softmax
+    output or dropout mask, so the 5 a s / h term is gone as under selective recomputation."""
     s, b, h, a = spec.seq_len, micro_batch, spec.hidden, spec.heads
     sp = tp if sequence_parallel else 1
     if recompute == "full":
         return 2.0 * s * b * h / sp
-    attention = 0.0 if recompute == "selective" else 5.0 * a * s / (h * tp)
+    attention = 0.0 if recompute == "selective" or attention_kernel == "flash" else 5.0 * a * s / (h * tp)
     if sequence_parallel:
         return s * b * h * (34.0 / tp + attention)
     return s * b * h * (10.0 + 24.0 / tp + attention)

@@ -20,6 +20,11 @@ __all__ = ["FIELDS", "SCHEDULES", "TrainScenario"]
 SCHEDULES = ("gpipe", "1f1b", "interleaved", "zero-bubble")
 RECOMPUTE = ("none", "selective", "full")
 PRECISIONS = ("bf16", "fp16", "fp32")
+# FlashAttention (Dao et al. 2022, "FlashAttention: Fast and Memory-Efficient Exact Attention with
+# IO-Awareness") never writes the s x s scores to HBM: Megatron-LM's default since 2023
+# (--use-flash-attn, then Transformer Engine's fused attention, --attention-backend auto).
+# Korthikanti et al. 2022 and Narayanan et al. 2021 ran the unfused kernels: "standard".
+ATTENTION = ("flash", "standard")
 # Compute efficiency: the fraction of the GPU's dense peak the transformer's matmuls reach, the
 # element-wise work timed apart at HBM bandwidth (sim.training.parallel.work). Narayanan et al.
 # 2021 (SC21, Table 1) measure 52 % of the A100's peak end to end for GPT 1T (bubble, tensor and
@@ -61,6 +66,34 @@ FIELDS: dict[str, FieldInfo] = {
         ),
         F("schedule", "Schedule", "pipeline schedule", choices=SCHEDULES),
         F("recompute", "Recompute", "activation recomputation", choices=RECOMPUTE),
+        F(
+            "attention",
+            "Attention kernel",
+            "flash: FlashAttention, no s x s scores in HBM (Megatron-LM's default); standard: the unfused kernels of 2021-22",
+            choices=ATTENTION,
+        ),
+        F(
+            "scatter_gather",
+            "Scatter/gather sends",
+            "pipeline sends of 1/tp of the activation a rank, all-gathered in the TP group (Megatron-LM's default)",
+            kind="flag",
+        ),
+        F(
+            "first_stage_layers",
+            "First stage layers",
+            "layers of the first (virtual) stage; the rest split evenly (default: all stages equal)",
+            low=0,
+            high=100000,
+            kind="int",
+        ),
+        F(
+            "last_stage_layers",
+            "Last stage layers",
+            "layers of the last (virtual) stage; the rest split evenly (default: all stages equal)",
+            low=0,
+            high=100000,
+            kind="int",
+        ),
         F("sequence_parallel", "Sequence parallel", "sequence parallelism with tensor parallelism", kind="flag"),
         F("zero", "ZeRO stage", "ZeRO stage of the data-parallel states (3 = FSDP)", low=0, high=3, kind="int"),
         F("precision", "Precision", "compute precision (its peak from the preset)", choices=PRECISIONS),
@@ -144,6 +177,10 @@ class TrainScenario:
     ep_imbalance: float = 1.0
     schedule: str = "1f1b"
     recompute: str = "none"
+    attention: str = "flash"
+    scatter_gather: bool = True  # Megatron-LM: --no-scatter-gather-tensors-in-pipeline turns it off
+    first_stage_layers: int | None = None
+    last_stage_layers: int | None = None
     sequence_parallel: bool = False
     zero: int = 0
     precision: str = "bf16"
@@ -203,6 +240,25 @@ class TrainScenario:
         """Model chunks a pipeline rank holds (1 unless interleaved or zero-bubble with --vpp)."""
         return self.vpp if self.schedule in ("interleaved", "zero-bubble") else 1
 
+    def stage_layers(self) -> tuple[int, ...]:
+        """Layers of each virtual stage (global order): ``first_stage_layers`` on stage 0,
+        ``last_stage_layers`` on the last, the rest split evenly over the others. With --vpp 1
+        these are Megatron-LM's --decoder-first/last-pipeline-num-layers."""
+        virtual = self.pp * self.chunks
+        ends = [n for n in (self.first_stage_layers, self.last_stage_layers) if n is not None]
+        inner = virtual - len(ends)
+        each = (self.layers - sum(ends)) // inner if inner else 0
+        return tuple(
+            self.first_stage_layers if stage == 0 and self.first_stage_layers is not None
+            else self.last_stage_layers if stage == virtual - 1 and self.last_stage_layers is not None
+            else each
+            for stage in range(virtual)
+        )  # fmt: skip
+
+    def rank_layers(self, rank: int) -> int:
+        """Layers pipeline rank ``rank`` holds over its model chunks."""
+        return sum(self.stage_layers()[rank :: self.pp])
+
     def check(self) -> None:
         """Each field in its bounds, then the layout: one error naming the field."""
         for name, info in FIELDS.items():
@@ -228,6 +284,21 @@ class TrainScenario:
                 "iteration: only changes --comm-hook powersgd's warm-up; give --comm-hook powersgd or leave it out", field="iteration"
             )
 
+    def _stage_rules(self) -> tuple[tuple[str, bool, str], ...]:
+        """Equal stages, or the first/last stage's layers given and the rest splitting evenly."""
+        virtual = self.pp * self.chunks
+        given = [n for n in (self.first_stage_layers, self.last_stage_layers) if n is not None]
+        if not given:
+            return (("layers", self.layers % virtual == 0, f"{self.layers} layers must divide by pp x vpp = {virtual}"),)
+        inner, rest = virtual - len(given), self.layers - sum(given)
+        name = "first_stage_layers" if self.first_stage_layers is not None else "last_stage_layers"
+        return (
+            (name, virtual >= 2, f"needs --pp 2 or more (or --vpp with an interleaved schedule), got {virtual} stage"),
+            (name, rest >= 0 and (rest % inner == 0 if inner else rest == 0),
+             f"the other {self.layers} - {sum(given)} = {rest} layers must split evenly over the other {inner} stages"),
+            (name, not inner or rest // inner >= 1, f"leaves {rest} layers for {inner} stages; each needs at least one"),
+        )  # fmt: skip
+
     @staticmethod
     def _check_number(name: str, info: FieldInfo, value: Any) -> None:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or (info.kind == "int" and not isinstance(value, int)):
@@ -245,7 +316,7 @@ class TrainScenario:
             ("tp", self.gpus <= available, f"tp x pp x dp x ep = {self.gpus} GPUs; --nodes {self.nodes} of {self.hardware} hold {available}"),
             ("tp", self.tp <= preset.gpus_per_node or self.tp % preset.gpus_per_node == 0, f"must fit in a node of {preset.gpus_per_node} GPUs or fill whole nodes, got {self.tp}"),
             ("heads", self.heads % self.tp == 0, f"{self.heads} heads must divide by tp = {self.tp}"),
-            ("layers", self.layers % (self.pp * self.chunks) == 0, f"{self.layers} layers must divide by pp x vpp = {self.pp * self.chunks}"),
+            *self._stage_rules(),
             ("global_batch", self.global_batch % (self.micro_batch * self.dp * self.ep) == 0,
              f"{self.global_batch} must divide by micro-batch x dp x ep = {self.micro_batch * self.dp * self.ep}"),
             ("grad_accum", self.grad_accum is None or self.grad_accum * self.micro_batch * self.dp * self.ep == self.global_batch,

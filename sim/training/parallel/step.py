@@ -120,7 +120,7 @@ class _Pipeline:
             return
         source = (message.stage + (-1 if message.direction == "act" else 1)) % self.s.pp
         src, dst = self.ranks[source], self.ranks[message.stage % self.s.pp]
-        delay = self.costs.send_s(src, dst, self.work.boundary_bytes)
+        delay = self.work.boundary_s(src, dst)  # the send (and scatter/gather's all-gather)
         done = self._done(message)
         if self.keep and src != dst:
             self.rows.append(row(src, "pp", "send_recv", f"{message.direction} mb{message.micro_batch}", self.env.now,
@@ -201,14 +201,20 @@ def hbm_Bps(gpu_model: str) -> float:
 
 
 def memory_per_gpu(s: TrainScenario) -> float:
-    """Bytes on the first pipeline stage's GPU: model states (ZeRO-sharded) and activations."""
+    """Bytes on the fullest pipeline rank's GPU (the first, with equal stages): model states
+    (ZeRO-sharded; the embedding on the first and last rank) and the activations in flight."""
+    return max(_rank_memory(s, rank) for rank in range(s.pp))
+
+
+def _rank_memory(s: TrainScenario, rank: int) -> float:
     spec = s.spec()
-    layers = spec.layers // s.pp
-    params = (layers * (spec.attention_params() + max(spec.experts, 1) * spec.mlp_params() // s.ep) + spec.embedding_params()) / s.tp
+    layers = s.rank_layers(rank)
+    embedding = spec.embedding_params() if rank in (0, s.pp - 1) else 0
+    params = (layers * (spec.attention_params() + max(spec.experts, 1) * spec.mlp_params() // s.ep) + embedding) / s.tp
     sharded = {0: 0.0, 1: 12.0, 2: 14.0, 3: 16.0}[s.zero]
     states = params * ((16.0 - sharded) + sharded / s.dp)
-    in_flight = s.micro_batches if s.schedule == "gpipe" else min(s.pp, s.micro_batches)
+    in_flight = s.micro_batches if s.schedule == "gpipe" else min(s.pp - rank, s.micro_batches)
     if s.chunks > 1:
         in_flight *= 1.0 + (s.pp - 1) / (s.pp * s.chunks)
-    activations = layers * activation_bytes_per_layer(spec, s.micro_batch, s.tp, s.sequence_parallel, s.recompute) * in_flight
-    return states + activations
+    per_layer = activation_bytes_per_layer(spec, s.micro_batch, s.tp, s.sequence_parallel, s.recompute, s.attention)
+    return states + layers * per_layer * in_flight

@@ -8,7 +8,15 @@ all-gather and a reduce-scatter in place of each (Korthikanti et al. 2022, Sec. 
 layer adds an all_to_all dispatch and combine of b s top_k h elements each way; with
 ``ep_imbalance`` > 1 the busiest expert rank gets that many times its share of tokens (its
 expert compute and its all_to_all bytes), and every rank waits for it. The logit
-layer runs on the last virtual stage.
+layer runs on the last virtual stage; each virtual stage runs its own layer count
+(``TrainScenario.stage_layers``: uneven first and last stages).
+
+Stage-to-stage sends: with tensor parallelism every TP rank of a stage sends the activation to
+its peer of the next stage. Megatron-LM's scatter/gather optimization (Narayanan et al. 2021,
+Sec. 4.1; megatron/arguments.py ``--no-scatter-gather-tensors-in-pipeline``, on by default)
+sends 1/t of it a rank over that rank's NIC and all-gathers the whole inside the receiving
+node's TP group (NCCL's pick, as ``collsim sim collective``); with sequence parallelism the
+activation is already a 1/t shard and is sent as it is, nothing gathered.
 """
 
 from __future__ import annotations
@@ -35,7 +43,7 @@ class OpWork:
     peak_flops: float  # achieved FLOP/s of one GPU (peak x mfu)
     element: int
     hbm_Bps: float = 0.0
-    _cache: dict[tuple[str, bool], tuple[float, float, float]] = field(default_factory=dict)
+    _cache: dict[tuple[str, int, bool], tuple[float, float, float]] = field(default_factory=dict)
     measured: MeasuredCosts | None = None  # measured compute per stage in place of FLOPs at peak x mfu
 
     @property
@@ -44,12 +52,37 @@ class OpWork:
         return float(self.s.micro_batch * self.s.seq_len * self.s.hidden * self.element)
 
     @property
+    def sharded_sends(self) -> bool:
+        """Each TP rank sends 1/t of the activation: scatter/gather, or sequence parallel shards."""
+        return self.s.tp > 1 and (self.s.scatter_gather or self.s.sequence_parallel)
+
+    @property
     def boundary_bytes(self) -> float:
-        return self.tokens_bytes
+        """One stage-to-stage message a rank sends (1/t of b s h with :attr:`sharded_sends`)."""
+        return self.tokens_bytes / self.s.tp if self.sharded_sends else self.tokens_bytes
+
+    @cached_property
+    def boundary_gather_s(self) -> float:
+        """The all-gather of the scattered activation in the receiving TP group (scatter/gather
+        without sequence parallelism), gathered size b s h."""
+        if not self.sharded_sends or self.s.sequence_parallel:
+            return 0.0
+        return self.costs.collective_s("tp", "all_gather", self.tokens_bytes)
+
+    def boundary_s(self, src: int, dst: int) -> float:
+        """Seconds from both ends posted to the message usable on ``dst``: the send, then the gather."""
+        if src == dst:
+            return 0.0
+        return self.costs.send_s(src, dst, self.boundary_bytes) + self.boundary_gather_s
+
+    @cached_property
+    def stage_layers(self) -> tuple[int, ...]:
+        return self.s.stage_layers()
 
     @cached_property
     def layers_per_chunk(self) -> int:
-        return self.s.layers // (self.s.pp * self.s.chunks)
+        """The fullest virtual stage's layers (data-parallel buckets are sized by it)."""
+        return max(self.stage_layers)
 
     @cached_property
     def tp_collectives(self) -> tuple[tuple[str, float], ...]:
@@ -84,19 +117,21 @@ class OpWork:
     def memory_s(self) -> float:
         """Seconds of a layer's forward element-wise work (layer norms, softmax, dropout, GeLU,
         residuals): memory-bound, it writes the activations Korthikanti et al. 2022 Table 2
-        counts (without recomputation) and reads as much, at the GPU's HBM bandwidth."""
+        counts (without recomputation) and reads as much, at the GPU's HBM bandwidth. With
+        FlashAttention the s x s scores (the 5 a s / h term) are never written."""
         from sim.training.parallel.model import activation_bytes_per_layer
 
         if not self.hbm_Bps:
             return 0.0
-        nbytes = activation_bytes_per_layer(self.s.spec(), self.s.micro_batch, self.s.tp, self.s.sequence_parallel, "none")
+        s = self.s
+        nbytes = activation_bytes_per_layer(s.spec(), s.micro_batch, s.tp, s.sequence_parallel, "none", s.attention)
         return 2.0 * nbytes / self.hbm_Bps
 
     @cached_property
     def _core_share(self) -> float:
-        """The attention core's share of the element-wise bytes (5 a s / h of Table 2's terms)."""
+        """The attention core's share of the element-wise bytes (5 a s / h of Table 2's terms; none with flash)."""
         s = self.s
-        attention = 5.0 * s.heads * s.seq_len / (s.hidden * s.tp)
+        attention = 0.0 if s.attention == "flash" else 5.0 * s.heads * s.seq_len / (s.hidden * s.tp)
         rest = 34.0 / s.tp if s.sequence_parallel else 10.0 + 24.0 / s.tp
         return attention / (attention + rest)
 
@@ -104,14 +139,15 @@ class OpWork:
     def logits_s(self) -> float:
         return self.s.spec().logit_forward_flops(self.s.micro_batch) / (self.s.tp * self.peak_flops) if self.s.vocab else 0.0
 
-    def split(self, kind: str, last: bool) -> tuple[float, float, float]:
-        """(compute, TP, EP) seconds of one op of ``kind`` on a chunk (``last``: with the logits)."""
-        key = (kind, last)
+    def split(self, kind: str, last: bool, layers: int | None = None) -> tuple[float, float, float]:
+        """(compute, TP, EP) seconds of one op of ``kind`` on a chunk of ``layers`` (default: the
+        fullest stage's; ``last``: with the logits)."""
+        key = (kind, self.layers_per_chunk if layers is None else layers, last)
         if key not in self._cache:
-            self._cache[key] = self._split(kind, last)
+            self._cache[key] = self._split(*key)
         return self._cache[key]
 
-    def _split(self, kind: str, last: bool) -> tuple[float, float, float]:
+    def _split(self, kind: str, n: int, last: bool) -> tuple[float, float, float]:
         forward, core, tp, ep = self.layer_s
         recompute = {"full": forward, "selective": core}.get(self.s.recompute, 0.0)
         again = 1.0 if self.s.recompute == "full" else 0.0  # full recompute reruns the forward's collectives
@@ -123,12 +159,11 @@ class OpWork:
             "W": (forward, 0.0, 0.0),
         }[kind]
         extra = {"F": logits, "B": 2 * logits, "I": logits, "W": logits}[kind]
-        n = self.layers_per_chunk
         return n * per_layer[0] + extra, n * per_layer[1], n * per_layer[2]
 
     def op_split(self, kind: str, stage: int, virtual: int) -> tuple[float, float, float]:
         """(compute, TP, EP) seconds of an op of ``kind`` on virtual ``stage``; compute measured where given."""
-        compute, tp, ep = self.split(kind, stage == virtual - 1)
+        compute, tp, ep = self.split(kind, stage == virtual - 1, self.stage_layers[stage])
         return (self.measured.compute_s(kind, stage) if self.measured else compute), tp, ep
 
     def duration_s(self, op: Op, virtual: int) -> float:
@@ -200,12 +235,13 @@ class OpWork:
         """Bytes per GPU: one TP collective and a layer's forward TP total, one boundary message,
         a stage's gradients, one all_to_all; and each kind's total over the iteration."""
         backward_factor = 2 if s.recompute == "full" else 1
-        ops_per_chunk = s.micro_batches * self.layers_per_chunk * s.chunks
+        ops_per_chunk = s.micro_batches * max(s.rank_layers(rank) for rank in range(s.pp))
         tp_total = ops_per_chunk * (1 + backward_factor) * sum(nbytes for _, nbytes in self.tp_collectives)
         ep_total = ops_per_chunk * (1 + backward_factor) * sum(nbytes for _, nbytes in self.ep_collectives)
         return {
             "tp_per_layer_forward": sum(nbytes for _, nbytes in self.tp_collectives),
             "pp_per_micro_batch": self.boundary_bytes if s.pp > 1 else 0.0,
+            "pp_gather_per_micro_batch": self.tokens_bytes if s.pp > 1 and self.boundary_gather_s else 0.0,
             "dp_per_stage": self.chunk_grad_bytes * s.chunks if s.dp * s.ep > 1 else 0.0,
             "dp_sent_per_stage": sum(sum(calls) for _, calls in self.dp_buckets) * s.chunks if s.dp * s.ep > 1 else 0.0,
             "ep_per_all_to_all": self.ep_collectives[0][1] if self.ep_collectives else 0.0,
@@ -217,15 +253,15 @@ class OpWork:
     def rows(self, rank: int, op: Op, start: float, virtual: int, layout: Layout) -> list[dict[str, Any]]:
         """The op's rows: per layer its compute, then its TP and EP collectives, in order."""
         compute, tp, ep = self.op_split(op.kind, op.stage, virtual)
-        n = self.layers_per_chunk
+        n = self.stage_layers[op.stage]
         passes = 0 if op.kind == "W" else (2 if self.s.recompute == "full" and op.kind != "F" else 1)
         collectives = [("tp", o, b) for o, b in self.tp_collectives] * passes + [("ep", o, b) for o, b in self.ep_collectives] * passes
         rows, now = [], start
         name = f"{op.kind} mb{op.micro_batch} stage{op.stage}"
-        for layer in range(n):
-            rows.append(row(rank, "compute", op.kind, f"{name} layer{layer}", now, now + compute / n, 0.0, -1, ()))
-            now += compute / n
-            for stream, collective, nbytes in collectives:
+        for layer in range(max(n, 1)):  # a stage of no layers (the logits alone): one compute row
+            rows.append(row(rank, "compute", op.kind, f"{name} layer{layer}", now, now + compute / max(n, 1), 0.0, -1, ()))
+            now += compute / max(n, 1)
+            for stream, collective, nbytes in collectives if n else ():
                 seconds = self.costs.collective_s(stream, collective, nbytes)
                 rows.append(
                     row(rank, stream, collective, f"{name} layer{layer}", now, now + seconds, nbytes, -1, layout.group(stream, rank))
