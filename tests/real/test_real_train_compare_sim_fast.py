@@ -40,3 +40,21 @@ def test_format_compare_prints_measured_and_simulated_steps():
     assert "measured step: median 55 ms (min 50 ms, max 60 ms, spread 18%)" in text
     assert "simulated step: 36 ms" in text and "-35%, outside the measured min..max" in text
     assert "tp: measured 4 ops" in text and "simulated 32 ops" in text
+
+
+INTERLEAVED = TrainConfig(tp=1, pp=2, dp=2, layers=4, hidden=32, heads=2, seq_len=8, micro_batch=2, global_batch=8,
+                          schedule="interleaved", steps=2, warmup=0)  # fmt: skip
+
+
+def _dp_report(rank: int) -> dict:
+    """One rank of real train's interleaved pp2 x dp2: one flat DP all-reduce of both chunks' gradients a step."""
+    group = INTERLEAVED.groups("dp")[rank // 2]
+    rows = [{"rank": rank, "stream": "dp", "kind": "all_reduce", "name": "gradients", "start_s": 0.02, "end_s": 0.023,
+             "bytes": 4096, "peer": -1, "group": group, "step": step, "micro_batch": -1} for step in range(2)]  # fmt: skip
+    return {"rank": rank, "step_s": [0.05, 0.06], "rows": rows, "layer_forward_s": {0: 0.001}, "layer_backward_s": {0: 0.002}}
+
+
+def test_compare_interleaved_dp_all_reduces_one_a_rank_a_step_as_real_train_runs_them():
+    comparison = compare(profile(INTERLEAVED, [_dp_report(rank) for rank in range(4)]), simulate_train)
+    dp = {row["rank"]: (row["measured_ops"], row["simulated_ops"]) for row in comparison["streams"] if row["stream"] == "dp"}
+    assert dp == {rank: (1, 1) for rank in range(4)}  # not one per chunk (2) as DDP per stage module would
