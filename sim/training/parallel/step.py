@@ -13,6 +13,9 @@ rendezvous sends, is not done before its receive is posted). Gradients are reduc
 data-parallel group in buckets on a separate stream as the last micro-batch's backward produces
 them (ZeRO 1/2: reduce-scatter, then an all-gather of the updated weights; ZeRO 3 also gathers
 each chunk's weights before each forward and backward, prefetched during the previous op).
+Replaying a measured run whose gradients were reduced otherwise (``MeasuredCosts.dp_after_schedule``:
+``collsim real train``'s one flat all-reduce), a rank's whole gradients go in one call once its
+program is done.
 """
 
 from __future__ import annotations
