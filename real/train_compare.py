@@ -123,7 +123,7 @@ def schedule_gaps(rows: list[dict[str, Any]]) -> dict[str, dict[int, float]]:
         previous = 0.0
         for start, end, name in ops:
             ready = max([previous, *(t for t in waits[step, rank] if previous <= t <= start)])
-            slowest[step, name] = max(slowest[step, name], start - ready)
+            slowest[step, name] = max(slowest[step, name], start - ready, 0.0)
             previous = end
     per_op: dict[tuple[str, int], list[float]] = defaultdict(list)
     for (_, name), seconds in slowest.items():

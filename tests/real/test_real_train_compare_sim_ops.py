@@ -28,10 +28,11 @@ def _report(rank: int) -> dict:
     first, second = STRETCHES[rank]
     rows = []
     for step in range(2):
-        for micro_batch in range(2):
-            name = f"fwd mb{micro_batch} stage0"
-            rows += [_compute_row(rank, name, 0.0, first, step), _compute_row(rank, name, first + 1.0, first + 1.0 + second, step)]
-            rows.append(_compute_row(rank, f"bwd mb{micro_batch} stage0", 10.0, 16.0 + rank, step))
+        for micro_batch in range(2):  # one op after another, none of the schedule's own time between them
+            name, at = f"fwd mb{micro_batch} stage0", micro_batch * (first + second + 7.0 + rank)
+            forward_end = at + first + 1.0 + second
+            rows += [_compute_row(rank, name, at, at + first, step), _compute_row(rank, name, at + first + 1.0, forward_end, step)]
+            rows.append(_compute_row(rank, f"bwd mb{micro_batch} stage0", forward_end, forward_end + 6.0 + rank, step))
     return {"rank": rank, "step_s": [0.05, 0.06], "rows": rows, "layer_forward_s": {0: 0.001, 1: 0.001},
             "layer_backward_s": {0: 0.002, 1: 0.002}, "step_end_s": 0.004 + 0.001 * rank}  # fmt: skip
 
