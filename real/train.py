@@ -215,8 +215,7 @@ def _dp_all_reduce(config: TrainConfig, stages: list[Any], groups: dict[str, Any
 def _step_end_s(timeline: Any, schedule_end: float, end: float, dp_s: float) -> float:
     """The step's end on this rank after its last op or wait (its last compute, TP or PP row): the
     schedule's own return, the gradient flattening and copying, the optimizer; the DP all-reduce left out."""
-    rows = (row["end_s"] for row in timeline.rows if row["step"] == timeline.step and row["stream"] != "dp")
-    return end - timeline.origin - max(rows, default=schedule_end - timeline.origin) - dp_s
+    return end - timeline.origin - timeline.last_end_s(default=schedule_end - timeline.origin) - dp_s
 
 
 def _one_step(ctx: Any, config: TrainConfig, step: int, parts: dict[str, Any]) -> float:

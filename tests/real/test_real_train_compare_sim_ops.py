@@ -85,3 +85,17 @@ def test_collective_seconds_are_the_mean_of_the_last_arriving_ranks_calls():
     ]
     # the simulator adds one call's seconds per call: 3 calls cost their sum, 3 x the mean (9 ms), not 3 x the median (3 ms)
     assert measured_collectives(rows)["tp"] == (pytest.approx(0.003), NBYTES)
+
+
+def test_step_end_counts_from_the_rank_s_last_op_or_wait_not_the_dp_all_reduce():
+    from real.train_timeline import Timeline
+
+    timeline = Timeline(0, [0], [0, 1])
+    timeline.start_step(0, recording=True)
+    timeline.origin = 0.0
+    timeline.add("compute", "compute", "bwd mb1 stage0", 0.010, 0.020)
+    timeline.add("pp", "send", "bwd mb1 stage0->1", 0.012, 0.023)  # waited for at the schedule's end
+    timeline.add("dp", "all_reduce", "gradients", 0.025, 0.030)
+    assert timeline.last_end_s(default=0.024) == pytest.approx(0.023)  # the schedule's return (23..25 ms) is the step end's
+    timeline.start_step(1, recording=True)
+    assert timeline.last_end_s(default=0.024) == 0.024  # nothing recorded in this step yet
