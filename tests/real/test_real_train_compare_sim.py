@@ -48,7 +48,7 @@ def test_compare_sets_sim_train_beside_the_measured_step_with_the_same_operation
     # schedule as real train runs them, and the measured step end (the schedule's return, the
     # optimizer). On this shared 2-vCPU VM (2026-11-28 12:49-13:03 UTC, load 3-12, 45 runs of 7
     # steps, 15 a layout) it was at least 0.89 x the measured min and never above the max
-    # (interleaved: 11 of 15 within, -15 to +19 % of the median); before, 0.6 x held
+    # (interleaved: 11 of 15 within, -19 to +19 % of the median); before, 0.6 x held
     assert 0.8 * low <= simulated <= high
     # every rank's operations a step: each TP all-reduce, each PP send and receive, each compute op, the DP all-reduce
     assert _ops(comparison["streams"], "measured_ops", streams) == _ops(comparison["streams"], "simulated_ops", streams)
