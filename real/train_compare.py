@@ -4,8 +4,8 @@
 ``simulate(inputs) -> {"step_time_s": float, "rows": [...]}`` (:class:`Simulate`). The callable
 receives :class:`SimInputs`: the layout (tp, pp, dp, stages per rank), the schedule, the number of
 micro-batches, each stage's measured forward and backward compute seconds per micro-batch (TP
-all-reduces subtracted), and the measured collective times (TP all-reduce, PP transfer, DP
-all-reduce, each with its bytes). Its rows have the fields of :data:`real.train_timeline.ROW_FIELDS`
+all-reduces subtracted; the schedule's own time before the op added, :func:`schedule_gaps`), and
+the measured collective times (TP all-reduce, PP transfer, DP all-reduce, each with its bytes). Its rows have the fields of :data:`real.train_timeline.ROW_FIELDS`
 (at least rank, stream, kind, start_s, end_s, bytes) for one step.
 
 The callable for ``collsim sim train`` is :func:`real.train_sim.simulate_train`: that command's
@@ -23,7 +23,7 @@ from typing import Any
 
 from sim.errors import CollsimError
 
-__all__ = ["SimInputs", "Simulate", "compare", "format_compare", "sim_inputs", "measured_collectives"]
+__all__ = ["SimInputs", "Simulate", "compare", "format_compare", "schedule_gaps", "sim_inputs", "measured_collectives"]
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ def measured_collectives(rows: list[dict[str, Any]]) -> dict[str, tuple[float, i
     return result
 
 
-def _first_rows(rows: list[dict[str, Any]]) -> dict[tuple[int, int], list[tuple[float, float, str]]]:
+def _ops_in_order(rows: list[dict[str, Any]]) -> dict[tuple[int, int], list[tuple[float, float, str]]]:
     """(step, rank) -> its ops in order: (start of the op's first compute row, end of its last, name)."""
     spans: dict[tuple[int, int, str], list[float]] = {}
     for row in rows:
@@ -119,7 +119,7 @@ def schedule_gaps(rows: list[dict[str, Any]]) -> dict[str, dict[int, float]]:
         if row["stream"] == "pp":
             waits[row["step"], row["rank"]].append(row["end_s"])
     slowest: dict[tuple[int, str], float] = defaultdict(float)
-    for (step, rank), ops in _first_rows(rows).items():
+    for (step, rank), ops in _ops_in_order(rows).items():
         previous = 0.0
         for start, end, name in ops:
             ready = max([previous, *(t for t in waits[step, rank] if previous <= t <= start)])
