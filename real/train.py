@@ -12,7 +12,8 @@ The result (:func:`run_train`) is a ``collsim-train-profile`` document: the layo
 times of every measured step (the slowest rank's), the rows of every rank
 (:mod:`real.train_timeline`), and the measured compute: each layer's forward and backward
 seconds (medians, TP all-reduces subtracted), summed per stage; each stage's whole micro-batch
-forward and backward (its compute rows); the step's end after the pipeline (the optimizer). :mod:`real.train_compare` sets it
+forward and backward (its compute rows); the step's end after the rank's last op or wait (the
+schedule's return, the gradient copies, the optimizer). :mod:`real.train_compare` sets it
 beside a simulation of the same layout.
 """
 
@@ -211,6 +212,12 @@ def _dp_all_reduce(config: TrainConfig, stages: list[Any], groups: dict[str, Any
     return end - start
 
 
+def _step_end_s(timeline: Any, schedule_end: float, end: float, dp_s: float) -> float:
+    """The step's end on this rank after its last op or wait (its last compute, TP or PP row): the
+    schedule's own return, the gradient flattening and copying, the optimizer; the DP all-reduce left out."""
+    return end - timeline.origin - timeline.last_end_s(default=schedule_end - timeline.origin) - dp_s
+
+
 def _one_step(ctx: Any, config: TrainConfig, step: int, parts: dict[str, Any]) -> float:
     import torch.distributed as dist
 
@@ -230,8 +237,8 @@ def _one_step(ctx: Any, config: TrainConfig, step: int, parts: dict[str, Any]) -
     dp_s = _dp_all_reduce(config, stages, groups, timeline)
     optimizer.step()
     end = time.perf_counter()
-    if timeline.recording:  # the step's end on this rank: gradient flattening and copying, the optimizer
-        parts["step_end_s"].append(end - schedule_end - dp_s)
+    if timeline.recording:
+        parts["step_end_s"].append(_step_end_s(timeline, schedule_end, end, dp_s))
     timeline.end_step()
     return end - timeline.origin
 
@@ -344,8 +351,9 @@ def measured_compute(config: TrainConfig, reports: list[dict[str, Any]]) -> dict
     """Per layer and per stage (the layers summed), forward and backward compute seconds (median
     over micro-batches and steps, slowest TP rank of the layer, TP all-reduces subtracted); per
     stage the whole micro-batch's (``op``: its compute rows, mean over micro-batches and steps,
-    the layers' sum where a stage has none); the step's end after the pipeline (``step_end_s``: the gradient copies and the
-    optimizer, the DP all-reduce left out; the slowest rank's median)."""
+    the layers' sum where a stage has none); the step's end after the rank's last op or wait
+    (``step_end_s``: the schedule's return, the gradient copies and the optimizer, the DP
+    all-reduce left out; the slowest rank's median)."""
     layers: dict[str, list[float]] = {"forward_s": [0.0] * config.layers, "backward_s": [0.0] * config.layers}
     for report in reports:
         for key, field_name in (("layer_forward_s", "forward_s"), ("layer_backward_s", "backward_s")):

@@ -4,8 +4,8 @@
 ``simulate(inputs) -> {"step_time_s": float, "rows": [...]}`` (:class:`Simulate`). The callable
 receives :class:`SimInputs`: the layout (tp, pp, dp, stages per rank), the schedule, the number of
 micro-batches, each stage's measured forward and backward compute seconds per micro-batch (TP
-all-reduces subtracted), and the measured collective times (TP all-reduce, PP transfer, DP
-all-reduce, each with its bytes). Its rows have the fields of :data:`real.train_timeline.ROW_FIELDS`
+all-reduces subtracted; the schedule's own time before the op added, :func:`schedule_gaps`), and
+the measured collective times (TP all-reduce, PP transfer, DP all-reduce, each with its bytes). Its rows have the fields of :data:`real.train_timeline.ROW_FIELDS`
 (at least rank, stream, kind, start_s, end_s, bytes) for one step.
 
 The callable for ``collsim sim train`` is :func:`real.train_sim.simulate_train`: that command's
@@ -23,7 +23,7 @@ from typing import Any
 
 from sim.errors import CollsimError
 
-__all__ = ["SimInputs", "Simulate", "compare", "format_compare", "sim_inputs", "measured_collectives"]
+__all__ = ["SimInputs", "Simulate", "compare", "format_compare", "schedule_gaps", "sim_inputs", "measured_collectives"]
 
 
 @dataclass(frozen=True)
@@ -93,6 +93,48 @@ def measured_collectives(rows: list[dict[str, Any]]) -> dict[str, tuple[float, i
     return result
 
 
+def _ops_in_order(rows: list[dict[str, Any]]) -> dict[tuple[int, int], list[tuple[float, float, str]]]:
+    """(step, rank) -> its ops in order: (start of the op's first compute row, end of its last, name)."""
+    spans: dict[tuple[int, int, str], list[float]] = {}
+    for row in rows:
+        if row["stream"] == "compute":
+            key = (row["step"], row["rank"], row["name"])
+            span = spans.setdefault(key, [row["start_s"], row["end_s"]])
+            span[0], span[1] = min(span[0], row["start_s"]), max(span[1], row["end_s"])
+    ops: dict[tuple[int, int], list[tuple[float, float, str]]] = defaultdict(list)
+    for (step, rank, name), (start, end) in spans.items():
+        ops[step, rank].append((start, end, name))
+    return {key: sorted(values) for key, values in ops.items()}
+
+
+def schedule_gaps(rows: list[dict[str, Any]]) -> dict[str, dict[int, float]]:
+    """Per phase (``forward_s``, ``backward_s``) and stage, the mean seconds the schedule's own Python
+    takes before an op (the slowest rank holding the stage): from the later of the rank's previous
+    op's end (the step's start for its first) and the last send or receive it waited for since,
+    to the op's start. It holds what torch runs between two ops outside ``forward_one_chunk`` and
+    ``backward_one_chunk``: posting the sends and receives, the loss on the last stage, the
+    schedule's bookkeeping; none of it a wait for a peer, which the simulator models itself."""
+    waits: dict[tuple[int, int], list[float]] = defaultdict(list)
+    for row in rows:
+        if row["stream"] == "pp":
+            waits[row["step"], row["rank"]].append(row["end_s"])
+    slowest: dict[tuple[int, str], float] = defaultdict(float)
+    for (step, rank), ops in _ops_in_order(rows).items():
+        previous = 0.0
+        for start, end, name in ops:
+            ready = max([previous, *(t for t in waits[step, rank] if previous <= t <= start)])
+            slowest[step, name] = max(slowest[step, name], start - ready, 0.0)
+            previous = end
+    per_op: dict[tuple[str, int], list[float]] = defaultdict(list)
+    for (_, name), seconds in slowest.items():
+        phase, _, stage = name.split()
+        per_op["forward_s" if phase == "fwd" else "backward_s", int(stage.removeprefix("stage"))].append(seconds)
+    result: dict[str, dict[int, float]] = {"forward_s": {}, "backward_s": {}}
+    for (phase, stage), values in per_op.items():
+        result[phase][stage] = statistics.fmean(values)
+    return result
+
+
 def sim_inputs(measured: dict[str, Any]) -> SimInputs:
     """The :class:`SimInputs` of a measured profile."""
     if measured.get("kind") != "collsim-train-profile":
@@ -100,10 +142,13 @@ def sim_inputs(measured: dict[str, Any]) -> SimInputs:
     compute = measured["compute"]
     config, stage = measured["config"], compute.get("op", compute["stage"])  # whole micro-batch rows (older profiles: the layers' sum)
     collectives = measured_collectives(measured["rows"])
+    gaps = schedule_gaps(measured["rows"])  # fed as compute: the op starts that much later on the rank
+    forward, backward = ([seconds + gaps[name].get(index, 0.0) for index, seconds in enumerate(stage[name])]
+                         for name in ("forward_s", "backward_s"))  # fmt: skip
     return SimInputs(
         tp=config["tp"], pp=config["pp"], dp=config["dp"], stages_per_rank=len(stage["forward_s"]) // config["pp"],
         schedule=config["schedule"], micro_batches=measured["micro_batches"],
-        forward_s=tuple(stage["forward_s"]), backward_s=tuple(stage["backward_s"]),
+        forward_s=tuple(forward), backward_s=tuple(backward),
         tp_all_reduce_s=collectives["tp"][0], tp_all_reduce_bytes=collectives["tp"][1],
         pp_transfer_s=collectives["pp"][0], pp_transfer_bytes=collectives["pp"][1],
         dp_all_reduce_s=collectives["dp"][0], dp_all_reduce_bytes=collectives["dp"][1],

@@ -2,11 +2,12 @@
 
 :func:`simulate_train` builds the :class:`~sim.training.parallel.TrainScenario` of the measured
 layout (tp, pp, dp, the schedule; ``interleaved``: two virtual stages a rank; float32, no logit
-layer, one DP bucket a stage as ``real train`` reduces its gradients in one flat all-reduce) and
-runs it with :class:`~sim.training.parallel.measured.MeasuredCosts`: each stage's measured
+layer) and runs it with :class:`~sim.training.parallel.measured.MeasuredCosts`: each stage's measured
 forward and backward seconds a micro-batch (its whole compute rows), the measured seconds and
-bytes of one TP all-reduce, one PP transfer and the DP all-reduce, and the measured step end
-(gradient copies and the optimizer) after the DP all-reduce. Its rows are every rank's
+bytes of one TP all-reduce, one PP transfer and the DP all-reduce, the DP gradients reduced as
+``real train`` reduces them (``dp_after_schedule``: one flat all-reduce of every chunk's
+gradients once a rank's schedule has returned, not DDP's buckets overlapping the backward), and
+the measured step end (gradient copies and the optimizer) after the DP all-reduce. Its rows are every rank's
 (:func:`~sim.training.parallel.trace.trace_rows`): compute, each TP all-reduce, each pipeline
 send and its receive on the peer, the DP all-reduce, as ``real train`` records them.
 """
@@ -42,6 +43,7 @@ def measured_costs(inputs: SimInputs) -> MeasuredCosts:
         {"tp": (inputs.tp_all_reduce_s, inputs.tp_all_reduce_bytes), "pp": (inputs.pp_transfer_s, inputs.pp_transfer_bytes),
          "dp": (inputs.dp_all_reduce_s, inputs.dp_all_reduce_bytes)},
         inputs.step_end_s,
+        dp_after_schedule=True,
     )  # fmt: skip
 
 

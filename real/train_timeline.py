@@ -96,6 +96,11 @@ class Timeline:
             start = self._backward_start.pop(layer)
             self.layer_backward_s.setdefault(layer, []).append(at - start - self._tp_inside(start, at))
 
+    def last_end_s(self, default: float) -> float:
+        """The end of this step's last compute, TP or PP row (seconds since the step's start; the
+        DP all-reduce left out): when the rank's last op or wait was done; ``default`` without one."""
+        return max((row["end_s"] for row in self.rows if row["step"] == self.step and row["stream"] != "dp"), default=default)
+
     def end_step(self) -> None:
         self._tp_busy = []
 

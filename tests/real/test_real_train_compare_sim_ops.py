@@ -28,10 +28,11 @@ def _report(rank: int) -> dict:
     first, second = STRETCHES[rank]
     rows = []
     for step in range(2):
-        for micro_batch in range(2):
-            name = f"fwd mb{micro_batch} stage0"
-            rows += [_compute_row(rank, name, 0.0, first, step), _compute_row(rank, name, first + 1.0, first + 1.0 + second, step)]
-            rows.append(_compute_row(rank, f"bwd mb{micro_batch} stage0", 10.0, 16.0 + rank, step))
+        for micro_batch in range(2):  # one op after another, none of the schedule's own time between them
+            name, at = f"fwd mb{micro_batch} stage0", micro_batch * (first + second + 7.0 + rank)
+            forward_end = at + first + 1.0 + second
+            rows += [_compute_row(rank, name, at, at + first, step), _compute_row(rank, name, at + first + 1.0, forward_end, step)]
+            rows.append(_compute_row(rank, f"bwd mb{micro_batch} stage0", forward_end, forward_end + 6.0 + rank, step))
     return {"rank": rank, "step_s": [0.05, 0.06], "rows": rows, "layer_forward_s": {0: 0.001, 1: 0.001},
             "layer_backward_s": {0: 0.002, 1: 0.002}, "step_end_s": 0.004 + 0.001 * rank}  # fmt: skip
 
@@ -84,3 +85,17 @@ def test_collective_seconds_are_the_mean_of_the_last_arriving_ranks_calls():
     ]
     # the simulator adds one call's seconds per call: 3 calls cost their sum, 3 x the mean (9 ms), not 3 x the median (3 ms)
     assert measured_collectives(rows)["tp"] == (pytest.approx(0.003), NBYTES)
+
+
+def test_step_end_counts_from_the_rank_s_last_op_or_wait_not_the_dp_all_reduce():
+    from real.train_timeline import Timeline
+
+    timeline = Timeline(0, [0], [0, 1])
+    timeline.start_step(0, recording=True)
+    timeline.origin = 0.0
+    timeline.add("compute", "compute", "bwd mb1 stage0", 0.010, 0.020)
+    timeline.add("pp", "send", "bwd mb1 stage0->1", 0.012, 0.023)  # waited for at the schedule's end
+    timeline.add("dp", "all_reduce", "gradients", 0.025, 0.030)
+    assert timeline.last_end_s(default=0.024) == pytest.approx(0.023)  # the schedule's return (23..25 ms) is the step end's
+    timeline.start_step(1, recording=True)
+    assert timeline.last_end_s(default=0.024) == 0.024  # nothing recorded in this step yet

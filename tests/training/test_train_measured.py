@@ -38,3 +38,26 @@ def test_measured_stage_count_other_than_the_layout_is_refused():
     scenario = TrainScenario.from_dict({**SMALL, "global_batch": 2, "pp": 2})
     with pytest.raises(CollsimError, match="forward_s: 1 stages given, the layout has pp x vpp = 2"):
         simulate(scenario, measured=MeasuredCosts((1.0,), (2.0, 2.0)))
+
+
+INTERLEAVED = {**SMALL, "layers": 4, "global_batch": 8, "pp": 2, "dp": 2, "schedule": "interleaved", "vpp": 2, "bucket_mb": 1e6}
+STAGES = ((1.0,) * 4, (2.0,) * 4)
+
+
+def _dp_rows(result) -> list[dict]:
+    return [row for row in result.events if row["stream"] == "dp"]
+
+
+def test_measured_dp_after_schedule_is_one_flat_all_reduce_of_every_chunk_once_the_schedule_is_done():
+    scenario = TrainScenario.from_dict(INTERLEAVED)
+    overlapped = simulate(scenario, events=True, measured=MeasuredCosts(*STAGES, {"dp": (0.3, 1000.0)}))
+    flat = simulate(scenario, events=True, measured=MeasuredCosts(*STAGES, {"dp": (0.3, 1000.0)}, 0.1, dp_after_schedule=True))
+    assert len(_dp_rows(overlapped)) == 2 * 2  # DDP per chunk module: a bucket per chunk on each pipeline rank
+    rows = _dp_rows(flat)
+    assert len(rows) == 2 and {row["nbytes"] for row in rows} == {flat.bytes_by_kind["dp_per_stage"]}
+    for row in rows:  # after the rank's last compute, lasting the measured call scaled to both chunks' bytes
+        last_compute = max(e["end_s"] for e in flat.events if e["stream"] == "compute" and e["rank"] == row["rank"])
+        assert row["start_s"] >= last_compute
+        assert row["end_s"] - row["start_s"] == pytest.approx(0.3 * flat.bytes_by_kind["dp_per_stage"] / 1000.0)
+    assert flat.step_time_s == pytest.approx(max(row["end_s"] for row in rows) + 0.1)
+    assert flat.step_time_s > overlapped.step_time_s  # nothing of it hidden behind the other chunk's backward

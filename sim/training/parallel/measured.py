@@ -8,6 +8,8 @@ seconds instead of FLOPs at ``peak x mfu``, and a collective of ``nbytes`` costs
 measured seconds scaled by ``nbytes / measured bytes`` (:class:`MeasuredCommCosts`) instead of
 NCCL's pick on the preset. The scaling is exact where the sizes are equal (every TP all-reduce
 and PP transfer of ``real train`` has the same ``b s h`` elements) and linear otherwise.
+``dp_after_schedule`` replaces DDP's overlapped buckets by what ``real train`` runs: one flat
+all-reduce of a rank's gradients (every chunk's) after its schedule has returned.
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ class MeasuredCosts:
     backward_s: tuple[float, ...]
     collectives: dict[str, tuple[float, float]] = field(default_factory=dict)
     step_end_s: float = 0.0  # compute at the step's end, after the DP gradient reduction (the optimizer step)
+    # True: each rank's gradients (all its chunks) averaged in one flat DP all-reduce once its
+    # schedule is done, as ``collsim real train`` does, instead of DDP's buckets overlapping the backward
+    dp_after_schedule: bool = False
 
     def check(self, stages: int) -> None:
         """One error naming what is wrong: a stage count other than pp x vpp, a negative time."""

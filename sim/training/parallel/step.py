@@ -13,6 +13,9 @@ rendezvous sends, is not done before its receive is posted). Gradients are reduc
 data-parallel group in buckets on a separate stream as the last micro-batch's backward produces
 them (ZeRO 1/2: reduce-scatter, then an all-gather of the updated weights; ZeRO 3 also gathers
 each chunk's weights before each forward and backward, prefetched during the previous op).
+Replaying a measured run whose gradients were reduced otherwise (``MeasuredCosts.dp_after_schedule``:
+``collsim real train``'s one flat all-reduce), a rank's whole gradients go in one call once its
+program is done.
 """
 
 from __future__ import annotations
@@ -65,6 +68,7 @@ class _Pipeline:
         self.rows: list[dict[str, Any]] = []
         self.busy = [0.0] * scenario.pp
         self.end = [0.0] * scenario.pp
+        self.finished = [0.0] * scenario.pp  # when each rank's program (its last op and wait) is done
         self.last_backward: dict[tuple[int, int], tuple[float, float]] = {}  # (rank, stage) -> (start, end) of its last B/W
         self.pp_wait = [0.0] * scenario.pp
         self.dp_free = [0.0] * scenario.pp
@@ -95,6 +99,7 @@ class _Pipeline:
             else:
                 start = yield from self._run_op(rank, action.op, previous_start)
                 previous_start = start
+        self.finished[rank] = self.env.now
 
     def _run_op(self, rank: int, op: Op, previous_start: float):
         gathered = self._zero3_gather(rank, previous_start)
@@ -139,22 +144,31 @@ class _Pipeline:
         if self.s.zero == 3 and op.kind in ("B", "W"):
             self.dp_free[rank] = max(self.dp_free[rank], self.env.now) + self.work.zero3_reduce_s
 
-    def _dp_end(self, rank: int) -> float:
-        """When ``rank``'s gradient buckets are reduced (and ZeRO's weights gathered)."""
-        free = self.dp_free[rank]
+    def _dp_calls(self, rank: int) -> list[tuple[float, str, tuple[float, ...]]]:
+        """``rank``'s DP gradient calls: (when ready, name, the bytes of each collective), in order.
+        DDP: bucket i of a chunk once its last backward has covered its share of the layers;
+        measured ``dp_after_schedule``: one flat call of every chunk's gradients when the schedule is done."""
+        measured = self.work.measured
+        if measured is not None and measured.dp_after_schedule:
+            return [(self.finished[rank], "gradients", (self.work.chunk_grad_bytes * self.s.chunks,))]
         buckets = self.work.dp_buckets
         ready = []
         for (owner, _), (start, end) in self.last_backward.items():
-            if owner == rank:  # bucket i is ready once the backward has covered its share of the layers
+            if owner == rank:
                 ready.extend((start + (index + 1) / len(buckets) * (end - start), index) for index in range(len(buckets)))
+        return [(moment, "gradient bucket", buckets[index][1]) for moment, index in sorted(ready)]
+
+    def _dp_end(self, rank: int) -> float:
+        """When ``rank``'s gradient buckets are reduced (and ZeRO's weights gathered)."""
+        free = self.dp_free[rank]
         group = self.layout.group("dense_dp", self.ranks[rank])
-        for moment, index in sorted(ready):
-            for nbytes in buckets[index][1]:  # the bucket's collectives (a comm hook's all-reduces), one after another
+        for moment, name, calls in self._dp_calls(rank):
+            for nbytes in calls:  # the bucket's collectives (a comm hook's all-reduces), one after another
                 cost = self.work.dp_call_s(nbytes)
                 begin = max(free, moment)
                 free = begin + cost
                 if self.keep and cost:
-                    self.rows.append(row(self.ranks[rank], "dp", self.work.dp_op, "gradient bucket", begin, free, nbytes, -1, group))
+                    self.rows.append(row(self.ranks[rank], "dp", self.work.dp_op, name, begin, free, nbytes, -1, group))
         return max(free, self.end[rank]) + self.work.after_step_s
 
     def result(self, memory_limit: float) -> TrainResult:
