@@ -13,23 +13,27 @@ from real.train_compare import compare
 from real.train_sim import simulate_train
 from sim.cli import cli
 
-CONFIG = TrainConfig(tp=2, pp=1, dp=1, layers=2, hidden=32, heads=2, seq_len=8, micro_batch=2, global_batch=4, steps=2, warmup=0)
-NBYTES = 2 * 8 * 32 * 4
+CONFIG = TrainConfig(tp=2, pp=1, dp=1, layers=2, hidden=16, heads=2, seq_len=4, micro_batch=1, global_batch=2, steps=2, warmup=0)
+TP_BYTES = CONFIG.micro_batch * CONFIG.seq_len * CONFIG.hidden * 4  # one fp32 activation
 
 
-def _report(rank: int) -> dict:
-    """One rank of a fake timeline: two steps of four 1 ms TP all-reduces, measured layer times."""
-    rows = [{"rank": rank, "stream": "tp", "kind": "all_reduce", "name": f"fwd mb0 L0.{half}", "start_s": 0.0, "end_s": 0.001,
-             "bytes": NBYTES, "peer": -1, "group": [0, 1], "step": step, "micro_batch": 0}
-            for step in range(2) for half in ("attn", "mlp")]  # fmt: skip
-    return {"rank": rank, "step_s": [0.05, 0.06], "rows": rows, "layer_forward_s": {0: 0.002, 1: 0.002},
-            "layer_backward_s": {0: 0.003, 1: 0.003}}  # fmt: skip
+def _tp_row(rank: int, step: int, index: int) -> dict:
+    start = index * 1e-3
+    return dict(rank=rank, stream="tp", kind="all_reduce", name=f"op{index}", start_s=start, end_s=start + 5e-4, bytes=TP_BYTES,
+                peer=-1, group=[0, 1], step=step, micro_batch=0)  # fmt: skip
+
+
+def _fake_rank(rank: int) -> dict:
+    """A rank's fake timeline: per step four TP all-reduces of 0.5 ms; layers 1 ms forward, 2 ms backward."""
+    rows = [_tp_row(rank, step, index) for step in (0, 1) for index in range(4)]
+    forward, backward = {layer: 1e-3 for layer in (0, 1)}, {layer: 2e-3 for layer in (0, 1)}
+    return dict(rank=rank, step_s=[0.02, 0.03], rows=rows, layer_forward_s=forward, layer_backward_s=backward)
 
 
 @pytest.fixture
 def saved(tmp_path):
     path = tmp_path / "train.json"
-    path.write_text(json.dumps(profile(CONFIG, [_report(0), _report(1)]), indent=1))  # as real train --out writes it
+    path.write_text(json.dumps(profile(CONFIG, [_fake_rank(0), _fake_rank(1)]), indent=1))  # as real train --out writes it
     return path
 
 
@@ -40,8 +44,8 @@ def _run(*args: str):
 def test_compare_train_prints_measured_and_simulated_steps_of_a_saved_profile(saved):
     result = _run(str(saved))
     assert result.exit_code == 0, result.output
-    assert "measured step: median 55 ms (min 50 ms, max 60 ms, spread 18%)" in result.output
-    assert "simulated step: 36 ms" in result.output  # 2 micro-batches x (4 + 6 + 8 x 1) ms
+    assert "measured step: median 25 ms (min 20 ms, max 30 ms, spread 40%)" in result.output
+    assert "simulated step: 20 ms" in result.output  # 2 micro-batches x (2 + 4 + 8 all-reduces x 0.5) ms
 
 
 def test_compare_train_json_is_real_train_compares_answer(saved):
@@ -49,8 +53,8 @@ def test_compare_train_json_is_real_train_compares_answer(saved):
     assert result.exit_code == 0, result.output
     shown = json.loads(result.output)
     expected = compare(json.loads(saved.read_text()), simulate_train)
-    assert shown["simulated_step_s"] == pytest.approx(expected["simulated_step_s"]) == pytest.approx(0.036)
-    assert shown["measured_step_s"] == pytest.approx(0.055) and len(shown["streams"]) == len(expected["streams"])
+    assert shown["simulated_step_s"] == pytest.approx(expected["simulated_step_s"]) == pytest.approx(0.020)
+    assert shown["measured_step_s"] == pytest.approx(0.025) and len(shown["streams"]) == len(expected["streams"])
 
 
 @pytest.mark.parametrize(
