@@ -198,6 +198,7 @@ class Outcome:
     simulated_s: float
     fits: bool
     wall_s: float
+    memory_gb: float = 0.0  # the fullest GPU's bytes / 1e9 (sim.training.parallel.step.memory_per_gpu)
 
     @property
     def error(self) -> float:
@@ -211,12 +212,12 @@ class Outcome:
 def run(case: Case | LlamaCase, scenario: TrainScenario, label: str) -> Outcome:
     began = time.perf_counter()
     result = simulate(scenario)
-    outcome = Outcome(case, label, result.step_time_s, result.fits, time.perf_counter() - began)
+    outcome = Outcome(case, label, result.step_time_s, result.fits, time.perf_counter() - began, result.memory_bytes / 1e9)
     c = outcome.case
     print(
         f"{c.source:15} {c.model:>11} {label:11} {c.gpus:6} {c.tp:3} {c.pp:3} {c.dp:4} {c.global_batch:5} "
         f"{c.measured_s():8.2f} {outcome.simulated_s:8.2f} {outcome.error:+7.1%} "
-        f"{c.tflops_per_gpu:5.0f} {outcome.simulated_tflops:5.0f} {'yes' if outcome.fits else 'no':>4} {outcome.wall_s:6.1f}",
+        f"{c.tflops_per_gpu:5.0f} {outcome.simulated_tflops:5.0f} {outcome.memory_gb:6.1f} {'yes' if outcome.fits else 'no':>4} {outcome.wall_s:6.1f}",
         flush=True,
     )
     return outcome
@@ -251,7 +252,7 @@ def main() -> None:
     args = parser.parse_args()
     print("defaults only (mfu 0.70 and the presets' figures); measured = published FLOPs / (GPUs x TFLOP/s a GPU)")
     print(f"{'source':15} {'model':>11} {'reading':11} {'GPUs':>6} {'tp':>3} {'pp':>3} {'dp':>4} {'batch':>5} {'meas_s':>8} "
-          f"{'sim_s':>8} {'error':>7} {'TF/s':>5} {'simTF':>5} {'fits':>4} {'wall_s':>6}")  # fmt: skip
+          f"{'sim_s':>8} {'error':>7} {'TF/s':>5} {'simTF':>5} {'mem_GB':>6} {'fits':>4} {'wall_s':>6}")  # fmt: skip
     narayanan = [run(c, scenario(c, args.schedule), args.schedule) for c in CASES if args.only in (None, c.model)]
     vpps = () if args.no_llama else LLAMA_VPPS
     llama = {vpp: [run(c, llama_scenario(c, vpp), f"vpp {vpp}") for c in LLAMA_CASES] for vpp in vpps}

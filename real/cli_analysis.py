@@ -179,7 +179,8 @@ def format_fits(
 
 
 @click.command("compare")
-@click.argument("scenario_file")
+@click.argument("scenario_file", metavar="SCENARIO_FILE|train")
+@click.argument("profile", required=False, metavar="[PROFILE]")
 @click.option("--db", default=None, help=f"results store (default ./{DEFAULT_DB}, else the bundled sample data)")
 @click.option("--calibration", default=None, help="take overhead/latency/bandwidth from this calibration file")
 @click.option(
@@ -202,11 +203,18 @@ def format_fits(
     help="--run: round-robin rounds (collectives: interleaved sizes; DDP: measured rounds)",
 )
 @click.option("--json", "as_json", is_flag=True)
-def compare(scenario_file: str, db: str | None, calibration: str | None, stat: str | None, holdout: bool | None, run_now: bool, launches: int,
-            iters: int, rounds: int, as_json: bool) -> None:  # fmt: skip
-    """Simulated vs measured per point: error, the measurement's own spread, and whether the error is within it."""
+def compare(scenario_file: str, profile: str | None, db: str | None, calibration: str | None, stat: str | None, holdout: bool | None,
+            run_now: bool, launches: int, iters: int, rounds: int, as_json: bool) -> None:  # fmt: skip
+    """Simulated vs measured per point: error, the measurement's own spread, and whether the error is within it.
+
+    collsim compare train PROFILE: a saved `collsim real train --out` profile beside `collsim sim
+    train` fed its measured compute and collective times (as `real train --compare` prints it)."""
     from real.compare import compare_fields, format_report, split_file
 
+    if scenario_file == "train" or profile is not None:
+        given = [name for name, value in (("--db", db), ("--calibration", calibration), ("--stat", stat), ("--holdout", holdout),
+                                          ("--run", run_now or None)) if value is not None]  # fmt: skip
+        return _compare_train(scenario_file, profile, given, as_json)
     fields, extra = split_file(scenario_file)
     if run_now and extra.get("kind") == "fsdp":
         raise CollsimError(
@@ -226,6 +234,34 @@ def compare(scenario_file: str, db: str | None, calibration: str | None, stat: s
         echo_json(plain(report))
     else:
         click.echo(format_report(report))
+
+
+def _compare_train(word: str, profile: str | None, given: list[str], as_json: bool) -> None:
+    """``collsim compare train PROFILE`` (:func:`real.train_compare.compare` with :func:`real.train_sim.simulate_train`)."""
+    from real.train_compare import compare, format_compare
+    from real.train_sim import simulate_train
+    from sim.files import load_mapping, shown
+
+    if word != "train" or profile is None:
+        raise CollsimError("compare: give one scenario file, or `collsim compare train PROFILE` (a collsim real train --out file)")
+    if given:
+        raise CollsimError(f"compare train: {', '.join(given)} not allowed; it takes a profile and --json only")
+    measured = load_mapping(profile, "profile")
+    try:
+        comparison = compare(measured, simulate_train)
+    except CollsimError:
+        raise
+    except (KeyError, TypeError, IndexError, ValueError) as error:
+        raise CollsimError(
+            f"profile {shown(profile)}: not a complete collsim-train-profile ({type(error).__name__}: {error}); "
+            "write one with collsim real train --out FILE"
+        ) from None
+    if as_json:
+        from real.fit import plain
+
+        echo_json(plain(comparison))
+    else:
+        click.echo(format_compare(comparison))
 
 
 def _measure_for_compare(fields: dict[str, Any], extra: dict[str, Any], store: Any, launches: int, iters: int, rounds: int) -> list[str]:

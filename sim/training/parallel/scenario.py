@@ -224,6 +224,7 @@ class TrainScenario:
         return ModelSpec(
             self.layers, self.hidden, self.heads, self.seq_len, self.vocab, self.ffn_hidden,
             base.kv_heads if base else 0, base.gated if base else False, self.experts, self.top_k,
+            base.dropout if base else True,
         )  # fmt: skip
 
     @property

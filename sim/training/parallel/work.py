@@ -129,11 +129,13 @@ class OpWork:
 
     @cached_property
     def _core_share(self) -> float:
-        """The attention core's share of the element-wise bytes (5 a s / h of Table 2's terms; none with flash)."""
+        """The attention core's share of the element-wise bytes (the ``scores`` of
+        :func:`~sim.training.parallel.model.activation_terms`; none with flash)."""
+        from sim.training.parallel.model import activation_terms
+
         s = self.s
-        attention = 0.0 if s.attention == "flash" else 5.0 * s.heads * s.seq_len / (s.hidden * s.tp)
-        rest = 34.0 / s.tp if s.sequence_parallel else 10.0 + 24.0 / s.tp
-        return attention / (attention + rest)
+        terms = activation_terms(s.spec(), s.micro_batch, s.tp, s.sequence_parallel, "none", s.attention)
+        return terms["scores"] / sum(terms.values())
 
     @cached_property
     def logits_s(self) -> float:

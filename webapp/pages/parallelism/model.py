@@ -11,7 +11,20 @@ from sim.fields import FieldInfo
 from sim.training.parallel.scenario import FIELDS
 from webapp import urlstate
 
-__all__ = ["DEFAULTS", "FORM_FIELDS", "check_sweep", "form_from_query", "links", "run", "sweep", "teaching", "url_spec", "validate_form"]
+__all__ = [
+    "DEFAULTS",
+    "FLAGS",
+    "FORM_FIELDS",
+    "OPTIONAL",
+    "check_sweep",
+    "form_from_query",
+    "links",
+    "run",
+    "sweep",
+    "teaching",
+    "url_spec",
+    "validate_form",
+]
 
 # The page's first scenario: the 22B model of Korthikanti et al. 2022 on 4 DGX A100 nodes, TP inside
 # a node, two pipeline stages, two data-parallel replicas on the NIC rails (every stream shows).
@@ -31,7 +44,11 @@ DEFAULTS: dict[str, str] = {
     "vpp": "1",
     "schedule": "1f1b",
     "recompute": "none",
+    "attention": "flash",
     "sequence_parallel": "off",
+    "scatter_gather": "on",
+    "first_stage_layers": "",  # empty: every stage alike
+    "last_stage_layers": "",
     "zero": "0",
     "micro_batch": "1",
     "global_batch": "32",
@@ -40,6 +57,8 @@ DEFAULTS: dict[str, str] = {
 }
 FORM_FIELDS: dict[str, FieldInfo] = {name: FIELDS[name] for name in DEFAULTS}
 SHAPE = ("layers", "hidden", "heads", "seq_len", "vocab")
+FLAGS = tuple(name for name, info in FORM_FIELDS.items() if info.kind == "flag")  # on/off boxes
+OPTIONAL = (*SHAPE, "first_stage_layers", "last_stage_layers")  # empty: the scenario's default
 MAX_PASSES = 20_000  # micro-batches x layers a page run simulates (GPT-3 175B, 64 micro-batches: 6,144 in ~2 s)
 MAX_SWEEP_NODES = 64  # 512 GPUs: some tens of layouts, each a few seconds at most
 # micro-batches x layers of the sweep's dp = 1 layouts (global batch / micro-batch x layers): GPT-3 175B
@@ -59,7 +78,7 @@ def url_spec() -> dict[str, Any]:
 def _number(name: str, text: str) -> int | float | None:
     """A box's text as its field's kind, in its bounds (FIELDS); CollsimError naming the field."""
     info = FIELDS[name]
-    if not text and name in SHAPE:
+    if not text and name in OPTIONAL:
         return None
     try:
         value: int | float = int(text) if info.kind == "int" else float(text)
@@ -73,10 +92,10 @@ def _number(name: str, text: str) -> int | float | None:
 
 def _data(form: dict[str, str], errors: dict[str, str]) -> dict[str, Any]:
     """The scenario dict of the form's boxes, each checked alone (a wrong box gets its message)."""
-    data: dict[str, Any] = {"sequence_parallel": form["sequence_parallel"] == "on"}
+    data: dict[str, Any] = {name: form[name] == "on" for name in FLAGS}
     for name in DEFAULTS:
         text = form[name].strip()
-        if name == "sequence_parallel":
+        if name in FLAGS:
             continue
         try:
             if FIELDS[name].kind in ("int", "float"):

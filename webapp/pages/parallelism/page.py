@@ -29,7 +29,8 @@ GROUPS = (
     ("Machine", ("hardware", "nodes")),
     ("Model", ("model", "layers", "hidden", "heads", "seq_len", "vocab")),
     ("Layout", ("tp", "pp", "dp", "ep", "schedule", "vpp", "sequence_parallel", "zero")),
-    ("Batch and compute", ("micro_batch", "global_batch", "recompute", "precision", "mfu")),
+    ("Pipeline stages", ("first_stage_layers", "last_stage_layers", "scatter_gather")),
+    ("Batch and compute", ("micro_batch", "global_batch", "recompute", "attention", "precision", "mfu")),
 )
 SHAPE_HINT = " (empty: the model's)"
 INTRO = (
@@ -53,7 +54,7 @@ FIX_INPUTS = "Fix the highlighted inputs; nothing is computed until they are val
 def _options(name: str) -> list[dict[str, str]]:
     if name == "hardware":
         return [{"label": preset, "value": preset} for preset in hardware_options()]
-    if name == "sequence_parallel":
+    if name in model.FLAGS:
         return [{"label": " on", "value": "on"}, {"label": " off", "value": "off"}]
     if name == "zero":
         return [{"label": f"{stage}" + (" (FSDP)" if stage == 3 else ""), "value": str(stage)} for stage in range(4)]
@@ -64,7 +65,7 @@ def _options(name: str) -> list[dict[str, str]]:
 def _input(name: str, value: str) -> Any:
     fid = ids.field_id(name, PAGE)
     info = model.FIELDS[name]
-    if name == "sequence_parallel":
+    if name in model.FLAGS:
         return dcc.RadioItems(id=fid, options=_options(name), value=value, inline=True)
     if info.choices or name in ("hardware", "zero"):
         return dcc.Dropdown(id=fid, options=urlstate.with_unknown(_options(name), value), value=value, clearable=False)
