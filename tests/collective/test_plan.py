@@ -63,7 +63,7 @@ def explorer_flow(hardware: str):
     scenario, errors = explorer.parse_form(explorer.form_from_query(EXPLORER_QUERY + hardware))
     assert not errors and scenario.algorithm.startswith("nccl_")
     outcome = explorer.run(scenario, frames=True)
-    return outcome, explorer.pick_info(scenario, True)
+    return outcome, explorer.pick_info(outcome.scenario, True, preset=outcome.preset)  # as the page's callback does
 
 
 def reads(counts: Counter, path: str) -> int:
@@ -82,8 +82,8 @@ def test_an_explorer_form_loads_its_preset_a_few_times_and_builds_two_scenarios(
     explorer.parse_form(explorer.form_from_query(EXPLORER_QUERY + "dgx-h100&ranks=16"))  # warm: the form's own reading
     counted.clear()
     explorer_flow("dgx-h100")
-    # was 18, then 9: reading the form 3 (webapp hardware_form, scenario_fields, NCCL's fill_pick), its run and pick 6
-    assert counted["load_preset"] <= 5, dict(counted)
+    # was 18, then 9, then 5: reading the form 2 (webapp hardware_form, NCCL's fill_pick), its run 1 (its pick reads the run's)
+    assert counted["load_preset"] <= 3, dict(counted)
     assert counted["from_dict"] <= 2, dict(counted)  # was 10: one scenario per box checked alone
 
 
