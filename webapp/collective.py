@@ -474,7 +474,8 @@ def run_with_progress(scenario: CollectiveScenario, report: Callable[[float, str
     closed = explore.closed_form(s)
     breakdown = closed_form_breakdown(s) if closed.time_s is not None else {}
     expected = messages_estimate or explore.work(s).messages
-    started = start_collective(s)
+    plan = resolve(s)  # the preset loaded once: the topology and the summary's NCCL pick read it
+    started = start_collective(s, plan.topology)
     env, net = started.env, started.net
     step, clock = env.step, time.perf_counter
     report(0.0, "starting")
@@ -505,7 +506,7 @@ def run_with_progress(scenario: CollectiveScenario, report: Callable[[float, str
     report(1.0, f"{net.message_count:,} messages simulated; drawing the figures")
     closed = closed_form(s, result)
     closed, breakdown = switch_form_if_equal(scenario, result, closed, breakdown)
-    return Outcome(scenario, "simulated", result, closed.time_s, "", breakdown, closed.exact, closed.note)
+    return Outcome(scenario, "simulated", result, closed.time_s, "", breakdown, closed.exact, closed.note, preset=plan.preset)
 
 
 EXACT_RELATIVE = 1e-12  # a simulated time this close to the closed form is the closed form (float noise)

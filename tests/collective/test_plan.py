@@ -245,3 +245,23 @@ def test_boxes_checked_alone_keep_their_own_messages():
     assert errors["size"].startswith("size: 3 bytes is not a multiple of the element size")  # a whole scenario's check
     assert errors["latency"].startswith("latency")  # a time needs its unit
     assert errors["bandwidth"].startswith("bandwidth: must be a positive")
+
+
+def test_a_background_run_loads_its_preset_once_and_its_pick_reads_that(counted):
+    scenario, _ = explorer.parse_form(explorer.form_from_query(EXPLORER_QUERY + "dgx-h100"))
+    counted.clear()
+    outcome = explorer.run_with_progress(scenario.replace(seed=13), lambda fraction, text: None)
+    info = explorer.pick_info(outcome.scenario, True, preset=outcome.preset)  # as the page's summary does
+    assert outcome.mode == "simulated" and info is not None
+    assert counted["load_preset"] == 1, dict(counted)  # was 2: start_collective's own resolve, the pick's own load
+
+
+def test_comparing_two_runs_resolves_each_once(counted):
+    from webapp.pages.collectives.views import compare_panel
+
+    scenario, _ = explorer.parse_form(explorer.form_from_query(EXPLORER_QUERY + "dgx-h100"))
+    counted.clear()
+    shown = compare_panel("nccl_ring_ll128", "algorithm", scenario.replace(seed=17).to_dict())
+    assert shown["style"] == {} and "B takes" in shown["note"]
+    # was 10: each run's estimate and the run itself resolved apart; decompose's 3 variants of each still resolve their own
+    assert counted["load_preset"] <= 8, dict(counted)
