@@ -1,7 +1,6 @@
 """``collsim real ...``: bench, ddp, fsdp, import, export, import-trace, runs, params (loaded lazily by
 ``sim.cli``); ``fit``, ``compare`` and ``validate`` are in :mod:`real.cli_analysis`."""
 
-
 from __future__ import annotations
 
 import json
@@ -268,7 +267,9 @@ def format_ddp_table(summary: list[dict[str, Any]], meta: dict[str, Any], spec: 
 @click.option("--rounds", default=10, type=int, show_default=True, help="measured rounds (each: no-comm step, then every strategy)")
 @click.option("--warmup-rounds", default=2, type=int, show_default=True)
 @click.option("--check", is_flag=True, help="instead of timing: train 3 steps per strategy and compare weights with one process")
-@click.option("--save", "save_path", default=None, help="write the measured rows (every launch) to this JSON file for collsim compare (kind: fsdp)")
+@click.option(
+    "--save", "save_path", default=None, help="write the measured rows (every launch) to this JSON file for collsim compare (kind: fsdp)"
+)
 @launch_options
 def fsdp(model: str, strategies: str, shard_size: int | None, rounds: int, warmup_rounds: int, check: bool, save_path: str | None, backend: str,
          device: str | None, ranks: int, timeout_s: float, op_timeout_s: float, threads: int, launches: int, db: str | None, no_db: bool,
@@ -320,8 +321,12 @@ def fsdp(model: str, strategies: str, shard_size: int | None, rounds: int, warmu
     if as_json:
         echo_json(summary)
         return
-    click.echo(f"# collsim real fsdp: {model}, {config.backend}/{config.device}, {config.world_size} ranks; step = max over ranks, median [p10, p90]")
-    click.echo(f"# sim: sim fsdp --comm ow, o {format_time(summary[0]['o_s'])}, w {summary[0]['w_Bps'] / 1e9:.3g} GB/s (fitted to this launch's all-reduces)")
+    click.echo(
+        f"# collsim real fsdp: {model}, {config.backend}/{config.device}, {config.world_size} ranks; step = max over ranks, median [p10, p90]"
+    )
+    click.echo(
+        f"# sim: sim fsdp --comm ow, o {format_time(summary[0]['o_s'])}, w {summary[0]['w_Bps'] / 1e9:.3g} GB/s (fitted to this launch's all-reduces)"
+    )
     for row in summary:
         sim_text = "-" if row["simulated_s"] is None else format_time(row["simulated_s"])
         spread = f"[{format_time(row['p10_s'])}, {format_time(row['p90_s'])}]"
@@ -332,7 +337,9 @@ def fsdp(model: str, strategies: str, shard_size: int | None, rounds: int, warmu
         click.echo(f"# {launches} fsdp run(s) recorded in {store.path} (the step rows are in --save files; the store keeps the runs)")
 
 
-def _save_fsdp_rows(path: str, per_launch: list[list[dict[str, Any]]], model: str, config: Any, shard_size: int | None, label: str | None) -> None:
+def _save_fsdp_rows(
+    path: str, per_launch: list[list[dict[str, Any]]], model: str, config: Any, shard_size: int | None, label: str | None
+) -> None:
     """The rows of every launch, the parameter list and the run facts, for ``collsim compare`` (kind: fsdp)."""
     from real.compare_fsdp import fsdp_document
     from real.ddp import export_params
@@ -386,7 +393,9 @@ def import_trace_command(trace: str, params_path: str | None, model: str | None,
                f"{format_time(profile['backward_s'])}, optimizer {format_time(profile['optimizer_s'])}; {len(profile['params'])} gradients, "
                f"{len(info['collectives'])} collective(s)")  # fmt: skip
     if ow:
-        click.echo(f"# replay: collsim sim ddp --profile {out} --o {format_time(ow['o_s']).replace(' ', '')} --w {ow['w_Bps'] / 1e6:.4g}MB/s")
+        click.echo(
+            f"# replay: collsim sim ddp --profile {out} --o {format_time(ow['o_s']).replace(' ', '')} --w {ow['w_Bps'] / 1e6:.4g}MB/s"
+        )
 
 
 @real.command("import")
@@ -428,7 +437,9 @@ def import_command(
     if as_json:
         echo_json(rows)
     else:
-        click.echo(f"# imported {log.meta['rows']} {log.meta['op']} row(s), p = {log.meta['world_size']}, from {path} into {store.path} (run {run_id})")
+        click.echo(
+            f"# imported {log.meta['rows']} {log.meta['op']} row(s), p = {log.meta['world_size']}, from {path} into {store.path} (run {run_id})"
+        )
 
 
 def _import_log(store: Any, path: str, op: str | None, world_size: int | None, backend: str | None, device: str | None, in_place: bool, label: str | None,
@@ -510,7 +521,9 @@ def export(
 
         def write_tables(handle: Any) -> None:
             for key, rows in groups.items():
-                handle.write(f"# collsim export: source {key[0]}, backend {key[1]}, device {key[2]}, world size {key[4]}\n" + to_text(rows) + "\n")
+                handle.write(
+                    f"# collsim export: source {key[0]}, backend {key[1]}, device {key[2]}, world size {key[4]}\n" + to_text(rows) + "\n"
+                )
 
         write_output(nccl_path, "--nccl-tests", write_tables)
         click.echo(f"# {len(groups)} table(s) written to {nccl_path}")

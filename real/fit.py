@@ -423,7 +423,9 @@ def fit_bucket_overhead(steps: list[dict[str, Any]], replicates: int = 400, seed
     samples = [np.array([m["overhead_s"] for m in points[row["config"]]], dtype=float) for row in table]
     fitted = fit_overhead_bounded(counts, np.array([row["overhead_s"] for row in table]), total)
     rng = np.random.default_rng(seed)
-    replicas = [fit_overhead_bounded(counts, np.array([np.median(rng.choice(s, s.size)) for s in samples]), total) for _ in range(replicates)]
+    replicas = [
+        fit_overhead_bounded(counts, np.array([np.median(rng.choice(s, s.size)) for s in samples]), total) for _ in range(replicates)
+    ]
     o_low, o_high = np.percentile([r["o_s"] for r in replicas], [2.5, 97.5])
     x_values = [1 / r["w_Bps"] if r["w_Bps"] > 0 else math.inf for r in replicas]
     x_low, x_high = np.percentile(x_values, [2.5, 97.5])
@@ -445,7 +447,13 @@ def fit_overhead_bounded(num_buckets: np.ndarray, overheads_s: np.ndarray, total
     residuals = design @ np.array([o, x]) - overheads_s
     spread = float(np.sum((overheads_s - overheads_s.mean()) ** 2))
     r2 = 1.0 - float(residuals @ residuals) / spread if spread > 0 else 0.0
-    return {"o_s": float(o), "w_Bps": 1 / x if x > 0 else math.inf, "r2": r2, "rmse_s": float(np.sqrt(np.mean(residuals**2))), "points_used": len(overheads_s)}
+    return {
+        "o_s": float(o),
+        "w_Bps": 1 / x if x > 0 else math.inf,
+        "r2": r2,
+        "rmse_s": float(np.sqrt(np.mean(residuals**2))),
+        "points_used": len(overheads_s),
+    }
 
 
 # ----------------------------------------------------------------------------- calibration file

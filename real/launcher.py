@@ -71,7 +71,10 @@ class LaunchConfig:
             raise CollsimError(f"device: must be one of {', '.join(DEVICES)}, got {self.device!r}")
         if self.backend == "nccl" and self.device != "cuda":
             raise CollsimError("backend nccl needs device cuda (NCCL moves GPU tensors only); use --backend gloo for CPU")
-        for flag, value, (low, high) in (("--op-timeout", self.op_timeout_s, OP_TIMEOUT_RANGE_S), ("--timeout", self.timeout_s, TIMEOUT_RANGE_S)):
+        for flag, value, (low, high) in (
+            ("--op-timeout", self.op_timeout_s, OP_TIMEOUT_RANGE_S),
+            ("--timeout", self.timeout_s, TIMEOUT_RANGE_S),
+        ):
             if not low <= value <= high:  # NaN too
                 raise CollsimError(f"{flag}: must be between {low:g} and {high:g} s, got {value:g}")
 
@@ -328,8 +331,12 @@ def _failure_text(processes: list[Any], watch: _Watch, op_timeout_s: float) -> s
     for rank, process in enumerate(processes):
         if process.exitcode is None and rank not in watch.errors and not watch.done[rank]:
             parts.append(f"rank {rank} was still in {watch.operation[rank]} (hung or stopped)")
-    if any("timed out" in error["message"].lower() and not watch.operation[rank].startswith("starting") for rank, error in watch.errors.items()):
-        parts.append(f"a collective took longer than --op-timeout {op_timeout_s:g} s: raise it (up to {OP_TIMEOUT_RANGE_S[1]:g} s) or look for a stalled rank")
+    if any(
+        "timed out" in error["message"].lower() and not watch.operation[rank].startswith("starting") for rank, error in watch.errors.items()
+    ):
+        parts.append(
+            f"a collective took longer than --op-timeout {op_timeout_s:g} s: raise it (up to {OP_TIMEOUT_RANGE_S[1]:g} s) or look for a stalled rank"
+        )
     return "; ".join(parts) + f"; {len(watch.results)} result(s) kept"
 
 

@@ -164,7 +164,9 @@ class _Ranks:
         self.guess = self.guess or devices or world_size_from_busbw(row["op"], row["algbw_GBps"], row["busbw_GBps"])
         if self.guess is None:
             if len(self.pending) >= _PENDING_LIMIT:
-                raise CollsimError(f"cannot tell the number of ranks from the first {_PENDING_LIMIT} rows (no '#  Rank' lines, no busbw); pass --world-size")
+                raise CollsimError(
+                    f"cannot tell the number of ranks from the first {_PENDING_LIMIT} rows (no '#  Rank' lines, no busbw); pass --world-size"
+                )
             self.pending.append(row)
             return
         yield from self.flush()

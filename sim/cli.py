@@ -234,7 +234,7 @@ def collective(scenario_file: str | None, trace: str | None, csv_path: str | Non
         result.write_trace(trace)
     if csv_path is not None:
         result.to_csv(csv_path)
-    summary = summarize(result)
+    summary = summarize(result, plan.preset)
     if calibration_used is not None:
         summary["calibration"] = calibration_used
     if picked and scenario.hardware:

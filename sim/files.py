@@ -157,7 +157,10 @@ def user_folder(value: str | Path, field: str, expected: str) -> Path:
             candidate = (folder / text).resolve()
             if not os.path.isabs(text) and candidate.is_relative_to(folder) and candidate.is_dir():
                 return candidate
-        raise CollsimError(f"{field} {shown(text)} is not allowed: the explorer opens no server folder named in a link or a form; give {expected}", field=field)
+        raise CollsimError(
+            f"{field} {shown(text)} is not allowed: the explorer opens no server folder named in a link or a form; give {expected}",
+            field=field,
+        )
     path = Path(text)
     if not path.is_dir():
         raise CollsimError(f"{field}: {shown(text)} is not a folder; give {expected}", field=field)

@@ -112,9 +112,7 @@ def load_grid(path: str | Path) -> Grid:
     grid = Grid(str(data.get("name", Path(path).stem)), kind, mode, base, axes)
     from sim.collective.budget import MAX_SWEEP_POINTS, check_points
 
-    check_points(
-        grid.size, f"grid {path}", f"split it into grids of at most {MAX_SWEEP_POINTS:,} points (fewer values per grid field)"
-    )
+    check_points(grid.size, f"grid {path}", f"split it into grids of at most {MAX_SWEEP_POINTS:,} points (fewer values per grid field)")
     return grid
 
 

@@ -94,9 +94,7 @@ def _ambiguous(text: object, what: str, prefix: str) -> CollsimError:
 
 
 SIZE_HELP = "B, KB, MB, GB, TB (decimal bytes), KiB, MiB, GiB, TiB (binary) or b, Kb, Mb, Gb (bits), e.g. 64MiB"
-BANDWIDTH_HELP = (
-    "B/s, KB/s, MB/s, GB/s (decimal bytes), KiB/s, MiB/s, GiB/s (binary) or b/s, Mb/s, Gb/s, Gbit/s, Gbps (bits), e.g. 25GB/s"
-)
+BANDWIDTH_HELP = "B/s, KB/s, MB/s, GB/s (decimal bytes), KiB/s, MiB/s, GiB/s (binary) or b/s, Mb/s, Gb/s, Gbit/s, Gbps (bits), e.g. 25GB/s"
 TIME_HELP = "s, ms, us, ns, e.g. 5us or 1.5e-6s"
 
 

@@ -141,12 +141,13 @@ def hardware_form(name: str | None, ranks: str | None, nodes: str | None = None)
         return None
     from sim.hardware.presets import load_preset, scenario_fields
 
-    gpus = load_preset(name).gpus_per_node
+    preset = load_preset(name)
+    gpus = preset.gpus_per_node
     if str(nodes or "").strip().isdigit() and int(nodes) >= 1:
         count = int(nodes)
     else:
         count = max(1, int(ranks) // gpus) if str(ranks or "").strip().isdigit() else 1
-    fields = scenario_fields(name, count)
+    fields = scenario_fields(name, count, preset)
     return {
         "nodes": str(count),
         "ranks": str(fields["ranks"]),
@@ -244,11 +245,12 @@ def nccl_choices(op: str, nccl_algo: str | None = None) -> tuple[list[str], list
     return algorithms, protocols
 
 
-def pick_info(scenario: CollectiveScenario, picked: bool, plan: Plan | None = None) -> Any:
+def pick_info(scenario: CollectiveScenario, picked: bool, plan: Plan | None = None, preset: Any = None) -> Any:
     """What an nccl_* scenario on a GPU preset runs and NCCL's model's time for it (None otherwise);
-    ``plan``: the scenario's (sim.collective.plan), whose preset it reads."""
+    ``plan``: the scenario's (sim.collective.plan), whose preset it reads; or ``preset``, loaded
+    already (an :class:`Outcome`'s)."""
     try:
-        return pick.describe(scenario, picked, None if plan is None else plan.preset)
+        return pick.describe(scenario, picked, preset if plan is None else plan.preset)
     except CollsimError:
         return None
 
@@ -393,6 +395,7 @@ class Outcome:
     closed_exact: bool = False
     closed_note: str = ""
     frames: list[dict[str, Any]] | None = None
+    preset: Any = field(default=None, repr=False, compare=False)  # the run's plan's, for pick_info (not its topology: kept small)
 
 
 def cli_command(scenario: CollectiveScenario) -> str:
@@ -442,14 +445,14 @@ def _run(scenario: CollectiveScenario, max_messages: int, estimate: int | None, 
         result, buffers = explore.run(runs, frames=frames and scenario.ranks <= PLAYER_DRAW_RANKS, plan=plan)
         closed = closed_form(scenario, result)
         closed, breakdown = switch_form_if_equal(scenario, result, closed, breakdown)
-        return Outcome(scenario, "simulated", result, closed.time_s, "", breakdown, closed.exact, closed.note, buffers)
+        return Outcome(scenario, "simulated", result, closed.time_s, "", breakdown, closed.exact, closed.note, buffers, plan.preset)
     cli = cli_command(scenario)
     why = f"about {estimate:,} message-equivalents of work is too much to simulate in the browser (limit {max_messages:,})"
     if closed.time_s is not None:
         note = f"Showing the closed form: {why}. Simulate it on the command line: {cli}"
-        return Outcome(scenario, "closed form", None, closed.time_s, note, breakdown, closed.exact, closed.note)
+        return Outcome(scenario, "closed form", None, closed.time_s, note, breakdown, closed.exact, closed.note, preset=plan.preset)
     note = f"Not simulated: {why}, and there is no closed form ({closed.note}). Use the command line: {cli}"
-    return Outcome(scenario, "refused", None, None, note, closed_note=closed.note)
+    return Outcome(scenario, "refused", None, None, note, closed_note=closed.note, preset=plan.preset)
 
 
 PROGRESS_EVERY_S = 0.15  # wall time between progress reports
@@ -471,7 +474,8 @@ def run_with_progress(scenario: CollectiveScenario, report: Callable[[float, str
     closed = explore.closed_form(s)
     breakdown = closed_form_breakdown(s) if closed.time_s is not None else {}
     expected = messages_estimate or explore.work(s).messages
-    started = start_collective(s)
+    plan = resolve(s)  # the preset loaded once: the topology and the summary's NCCL pick read it
+    started = start_collective(s, plan.topology)
     env, net = started.env, started.net
     step, clock = env.step, time.perf_counter
     report(0.0, "starting")
@@ -502,7 +506,7 @@ def run_with_progress(scenario: CollectiveScenario, report: Callable[[float, str
     report(1.0, f"{net.message_count:,} messages simulated; drawing the figures")
     closed = closed_form(s, result)
     closed, breakdown = switch_form_if_equal(scenario, result, closed, breakdown)
-    return Outcome(scenario, "simulated", result, closed.time_s, "", breakdown, closed.exact, closed.note)
+    return Outcome(scenario, "simulated", result, closed.time_s, "", breakdown, closed.exact, closed.note, preset=plan.preset)
 
 
 EXACT_RELATIVE = 1e-12  # a simulated time this close to the closed form is the closed form (float noise)

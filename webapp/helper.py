@@ -80,7 +80,8 @@ def start_helper() -> None:
     with _helper_lock:
         if _helper is None:
             _helper = ProcessPoolExecutor(
-                max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                max_workers=1,
+                mp_context=multiprocessing.get_context("spawn"),
                 initializer=_follow_parent,
                 initargs=(os.getpid(), allowed_folders()),
             )

@@ -81,11 +81,7 @@ class Estimate:
 
     @property
     def seconds(self) -> float:
-        return (
-            self.messages * SECONDS_PER_MESSAGE
-            + (self.visits - self.messages) * SECONDS_PER_VISIT
-            + self.route_seconds
-        )
+        return self.messages * SECONDS_PER_MESSAGE + (self.visits - self.messages) * SECONDS_PER_VISIT + self.route_seconds
 
     @property
     def route_seconds(self) -> float:

@@ -205,11 +205,11 @@ class CollapsedResult:
     def total_time_s(self) -> float:
         return self.timing.time_s * self.scenario.repetitions
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self, preset: Any = None) -> dict[str, Any]:
         s, t = self.scenario, self.timing
         reps = s.repetitions
         return {
-            **summary_head(s, t.time_s, self.analytic_time_s),
+            **summary_head(s, t.time_s, self.analytic_time_s, preset),
             "messages": None if t.message_count is None else t.message_count * reps,
             "bytes_on_wire": None if t.bytes_sent is None else t.bytes_sent * reps,
             "steps": t.steps,
@@ -244,9 +244,10 @@ def run(scenario: CollectiveScenario, mode: str = "full", plan: Any = None) -> A
     return CollapsedResult(scenario, collective_time(scenario), analytic_time_s=analytic.for_scenario(scenario))
 
 
-def summarize(result: Any) -> dict[str, Any]:
-    """``result.summary()`` plus, where collapsed mode fell back to full, the reason."""
-    summary = result.summary()
+def summarize(result: Any, preset: Any = None) -> dict[str, Any]:
+    """``result.summary()`` plus, where collapsed mode fell back to full, the reason; ``preset``:
+    the scenario's, loaded already (its plan's)."""
+    summary = result.summary(preset)
     note = getattr(result, "mode_note", None)
     if note:
         summary["mode_note"] = note

@@ -91,8 +91,9 @@ def write_csv(rows: Iterable[dict[str, Any]], path: str | Path) -> None:
         raise CollsimError(f"--csv: cannot write {str(path)!r}: {error.strerror or error}") from None
 
 
-def summary_head(scenario: Any, time_s: float, analytic_time_s: float | None) -> dict[str, Any]:
-    """The first keys of every collective summary, full or collapsed (the CLI contract)."""
+def summary_head(scenario: Any, time_s: float, analytic_time_s: float | None, preset: Any = None) -> dict[str, Any]:
+    """The first keys of every collective summary, full or collapsed (the CLI contract);
+    ``preset``: the scenario's, loaded already (its run's plan's)."""
     from sim.collective.analytic import busbw_factor, why_no_closed_form
     from sim.hardware.uncertainty import interval_fields
 
@@ -101,7 +102,7 @@ def summary_head(scenario: Any, time_s: float, analytic_time_s: float | None) ->
     note = why_no_closed_form(s) if analytic_time_s is None else None  # why there is none, in words
     return {"op": s.op, "algorithm": s.algorithm, "ranks": s.ranks, "size_bytes": s.size_bytes, "topology": s.topology,
             "time_s": time_s, "analytic_time_s": analytic_time_s, "analytic_note": note, "relative_error": error,
-            **interval_fields(s, time_s, busbw_factor(s.op, s.ranks))}  # fmt: skip
+            **interval_fields(s, time_s, busbw_factor(s.op, s.ranks), preset)}  # fmt: skip
 
 
 NO_BANDWIDTH_OPS = ("barrier",)  # move no data: algbw and busbw are not defined (issue 36: a 1 GiB "barrier" read 357,913 GB/s)
@@ -338,12 +339,12 @@ class CollectiveResult:
                 stats.append(LinkStats(str(name), int(messages), int(nbytes), busy, utilisation(busy, self.total_time_s or 1.0)))
         return stats
 
-    def summary(self) -> dict[str, Any]:
-        """The JSON the CLI prints (keys are part of the CLI contract)."""
+    def summary(self, preset: Any = None) -> dict[str, Any]:
+        """The JSON the CLI prints (keys are part of the CLI contract); ``preset``: loaded already."""
         s = self.scenario
         links = self.link_stats
         return {
-            **summary_head(s, self.time_s, self.analytic_time_s),
+            **summary_head(s, self.time_s, self.analytic_time_s, preset),
             "messages": self.message_count,
             "bytes_on_wire": self.bytes_sent,
             "wire_copies": self.wire_copies,

@@ -18,6 +18,7 @@ __all__ = [
     "gloo_size_abort",
     "gloo_timeout",
     "nccl_op_type",
+    "nccl_streams_note",
     "nccl_watchdog",
     "numel",
     "pg_prefix",
@@ -76,6 +77,20 @@ def nccl_watchdog(programs: Programs, blocked: Blocked, last_completed: int) -> 
         f"{prefix}Watchdog caught collective operation timeout: {work} ran for {timeout_ms + WATCHDOG_POLL_MS} milliseconds before timing out.",
         f"{prefix}Timeout at NCCL work: {blocked.seq}, last enqueued NCCL work: {blocked.seq}, last completed NCCL work: {last_completed}.",
     ]
+
+
+def nccl_streams_note(groups: list[str]) -> str:
+    """When a wait-for cycle across process groups hangs NCCL: each group is its own
+    communicator on its own CUDA stream, and a rank enqueues a collective without waiting for it."""
+    names = " and ".join(groups)
+    return (
+        f"groups {names} are separate NCCL communicators, each on its own CUDA stream, and a rank enqueues a call without "
+        "waiting for it: with async_op=False (the default) the current stream waits for the first call and the second "
+        "group's stream waits for the current stream, so the GPUs deadlock (the timeouts below) though no host thread "
+        "blocks; issued with async_op=True before either wait(), the second not using the first's output, the two calls "
+        "may both run and complete (NCCL does not promise to run two communicators' kernels at once). gloo blocks the "
+        "host in the first call and always deadlocks"
+    )
 
 
 def detail_fingerprint(call: Call, seq: int, device: str = "cpu") -> str:

@@ -75,7 +75,7 @@ def explain(programs: Programs | dict[str, Any], timeout_s: float | None = None)
     cycle = _cycle(edges)
     missing = tuple(sorted({other for _, other in edges if outcome.states[other] in ("completed", "dead", "stalled")}))
     verdict = _verdict(outcome, cycle, missing)
-    tools = tuple(_nccl(programs, outcome)) + tuple(_gloo(programs, outcome))
+    tools = tuple(_nccl(programs, outcome, cycle)) + tuple(_gloo(programs, outcome))
     return HangReport(
         verdict,
         _summary(verdict, outcome, cycle, missing),
@@ -200,8 +200,8 @@ def _mismatch_dict(mismatch: Mismatch) -> dict[str, Any]:
     }
 
 
-def _nccl(programs: Programs, outcome: Outcome) -> list[ToolLine]:
-    lines = []
+def _nccl(programs: Programs, outcome: Outcome, cycle: tuple[int, ...]) -> list[ToolLine]:
+    lines = _streams_note(outcome, cycle)
     for blocked in outcome.blocked:
         last = outcome.completed.get((blocked.rank, blocked.call.group), 0)
         watchdog = " | ".join(messages.nccl_watchdog(programs, blocked, last))
@@ -210,6 +210,16 @@ def _nccl(programs: Programs, outcome: Outcome) -> list[ToolLine]:
             _detail_line("nccl_detail", programs, outcome, blocked, "cuda") or ToolLine("nccl_detail", blocked.rank, "timeout", watchdog)
         )
     return lines
+
+
+def _streams_note(outcome: Outcome, cycle: tuple[int, ...]) -> list[ToolLine]:
+    """A note before NCCL's lines when the cycle crosses process groups (collectives only: a
+    rank's send and recv to one peer share a stream)."""
+    calls = [b.call for b in outcome.blocked if b.rank in cycle]
+    groups = sorted({call.group for call in calls})
+    if len(groups) < 2 or any(call.op in P2P for call in calls):
+        return []
+    return [ToolLine("nccl", min(cycle), "note", messages.nccl_streams_note(groups))]
 
 
 def _detail_line(tool: str, programs: Programs, outcome: Outcome, blocked: Blocked, device: str) -> ToolLine | None:

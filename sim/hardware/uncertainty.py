@@ -57,27 +57,27 @@ class Interval:
     basis: str
 
 
-def interval(scenario: Any, time_s: float | None) -> Interval | None:
+def interval(scenario: Any, time_s: float | None, preset: Any = None) -> Interval | None:
     """The 80 % interval of a collective's time on its hardware preset; None without a preset
     (links typed by hand: the model is exact for them, and no measured spread says more)."""
     if not time_s or time_s <= 0:
         return None
-    found = spread(getattr(scenario, "hardware", None), scenario.ranks, scenario.size_bytes, getattr(scenario, "op", None))
+    found = spread(getattr(scenario, "hardware", None), scenario.ranks, scenario.size_bytes, getattr(scenario, "op", None), preset)
     if found is None:
         return None
     factor, basis = found
     return Interval(time_s / factor, time_s * factor, LEVEL, basis)
 
 
-def spread(hardware: str | None, ranks: int, size_bytes: int, op: str | None = None) -> tuple[float, str] | None:
+def spread(hardware: str | None, ranks: int, size_bytes: int, op: str | None = None, preset: Any = None) -> tuple[float, str] | None:
     """(factor, basis): a collective ``op`` of ``size_bytes`` on ``ranks`` ranks of ``hardware``
     takes between time / factor and time x factor with 80 % probability; None without a preset.
-    ``op`` None (a mix of ops, as a training step): the published other-cluster spread."""
+    ``op`` None (a mix of ops, as a training step): the published other-cluster spread. ``preset``: loaded already."""
     if not hardware:
         return None
     from sim.hardware.presets import load_preset
 
-    preset = load_preset(hardware)
+    preset = preset or load_preset(hardware)
     nodes = max(1, ranks // max(preset.gpus_per_node, 1))
     fitted = preset.fitted or {}
     own_file = str(hardware).lower().endswith((".yaml", ".yml"))
@@ -127,10 +127,10 @@ def _calibrated(fitted: dict, nodes: int) -> tuple[float, str]:
     return half, basis
 
 
-def interval_fields(scenario: Any, time_s: float | None, busbw_factor: float) -> dict[str, Any]:
+def interval_fields(scenario: Any, time_s: float | None, busbw_factor: float, preset: Any = None) -> dict[str, Any]:
     """The summary keys of the interval: ``time_interval_s``, ``busbw_interval_GBps``,
     ``interval_level``, ``interval_basis`` (None where there is no interval)."""
-    found = interval(scenario, time_s)
+    found = interval(scenario, time_s, preset)
     if found is None:
         basis = "no hardware preset: the time is exact for the links given; no measured spread to draw on"
         return {"time_interval_s": None, "busbw_interval_GBps": None, "interval_level": None, "interval_basis": basis}

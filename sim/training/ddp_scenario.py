@@ -80,7 +80,9 @@ class DDPScenario(ScenarioData):
     # what the step computes and holds (sim.training.compute); the defaults change nothing
     precision: str | None = None  # fp32 | bf16 | fp16 parameters and gradients; None: the parameter list's element sizes
     master_weights: bool = True  # bf16 / fp16: an fp32 master copy of the weights (memory)
-    mfu: float | str | None = None  # "measured": the preset's measured MFU (sim.training.compute.measured); backward and forward not given otherwise: from FLOPs at this fraction of the GPU's peak (with tokens)
+    mfu: float | str | None = (
+        None  # "measured": the preset's measured MFU (sim.training.compute.measured); backward and forward not given otherwise: from FLOPs at this fraction of the GPU's peak (with tokens)
+    )
     gpu: str | None = None  # hardware preset whose GPU peak mfu uses; None: hardware
     activation_checkpointing: bool = False  # keep layer inputs only; backward recomputes forward
 

@@ -37,7 +37,9 @@ __all__ = [
     "accumulation_words",
 ]
 
-MAX_NETWORK_CALL_COST = 24_000  # message-equivalents per simulated all-reduce (64-rank ring; NCCL's pick on 2 DGX H100 nodes: 23,040, 2.4 s a sweep)
+MAX_NETWORK_CALL_COST = (
+    24_000  # message-equivalents per simulated all-reduce (64-rank ring; NCCL's pick on 2 DGX H100 nodes: 23,040, 2.4 s a sweep)
+)
 COMPARED = ("ddp", "zero1", "shard_grad_op", "full_shard", "no_shard", "hybrid_shard")
 _SOURCED = ("gpus_per_node", "intra_bandwidth", "intra_latency", "nics_per_node", "nic_bandwidth", "inter_latency")
 

@@ -118,7 +118,11 @@ def memory_extra(memory: dict[str, Any]) -> list[str]:
     """fp32 master weights and activations, when the step holds any."""
     from sim.units import format_size
 
-    parts = [f"{label} {format_size(memory[key])}" for key, label in (("master_bytes", "fp32 master weights"), ("activations_bytes", "activations")) if memory.get(key)]
+    parts = [
+        f"{label} {format_size(memory[key])}"
+        for key, label in (("master_bytes", "fp32 master weights"), ("activations_bytes", "activations"))
+        if memory.get(key)
+    ]
     return [f"                   + {', '.join(parts)}"] if parts else []
 
 
@@ -146,12 +150,18 @@ def _capacity(rows: list[dict[str, Any]]) -> str:
 def format_compare(rows: list[dict[str, Any]]) -> str:
     from sim.units import format_size
 
-    header = f"{'strategy':<14} {'step':>11} {'exposed comm':>13} {'comm busy':>11} {'peak memory':>12}  params / grads / optimizer / unsharded"
+    header = (
+        f"{'strategy':<14} {'step':>11} {'exposed comm':>13} {'comm busy':>11} {'peak memory':>12}  params / grads / optimizer / unsharded"
+    )
     lines = [header + _capacity(rows)]
     for row in rows:
         m = row["memory"]
         parts = " / ".join(format_size(m[key]) for key in ("params_bytes", "grads_bytes", "optimizer_bytes", "unsharded_peak_bytes"))
-        extra = "".join(f" + {label} {format_size(m[key])}" for key, label in (("master_bytes", "master"), ("activations_bytes", "activations")) if m.get(key))
+        extra = "".join(
+            f" + {label} {format_size(m[key])}"
+            for key, label in (("master_bytes", "master"), ("activations_bytes", "activations"))
+            if m.get(key)
+        )
         lines.append(
             f"{row['sharding']:<14} {_time(row['step_time_s']):>11} {_time(row['exposed_comm_s']):>13} {_time(row['comm_busy_s']):>11} {format_size(row['peak_memory_bytes']):>12}  {parts}{extra}{_fit(row)}{_within(row)}"
         )

@@ -17,7 +17,9 @@ from sim.scenario import CollectiveScenario
 GPU_PRESETS = [name for name in list_presets() if load_preset(name).nccl is not None]
 
 
-DATA_PATH = [(op, name) for name in sorted(set(NAMES.values())) for op in ("all_reduce", "all_gather", "reduce_scatter") if algorithm_spec(op, name)]
+DATA_PATH = [
+    (op, name) for name in sorted(set(NAMES.values())) for op in ("all_reduce", "all_gather", "reduce_scatter") if algorithm_spec(op, name)
+]
 
 
 @pytest.mark.parametrize("op, name", DATA_PATH)

@@ -24,7 +24,9 @@ def test_a_taking_preset_reads_the_source_fit(name):
     for constant in take:
         rate = {"nvls_efficiency": "intra_bandwidth_Bps", "intra_efficiency": "intra_bandwidth_Bps"}.get(constant)
         if rate:  # an efficiency carries the fitted rate in bytes/s onto the taker's own bandwidth
-            assert getattr(mine, constant) * getattr(preset, rate) == pytest.approx(getattr(theirs, constant) * getattr(fitted, rate), rel=1e-12)
+            assert getattr(mine, constant) * getattr(preset, rate) == pytest.approx(
+                getattr(theirs, constant) * getattr(fitted, rate), rel=1e-12
+            )
         else:
             assert getattr(mine, constant) == getattr(theirs, constant) == fitted.fitted["constants"][constant]["value"]
         assert mine.provenance[constant].endswith(f"taken from {source}")
@@ -36,7 +38,9 @@ def test_hgx_h200_answers_as_hgx_h100_nvls():
     """Same NVLink 4 switch, NICs and graphs: NCCL's times agree at every regime (the switch's
     fitted rate on ASTRA-sim's 400 GB/s is carried onto H200's datasheet 450 GB/s; only the presets' own
     intra-node latency figures differ, a few ns a hop)."""
-    assert effective(load_preset("hgx-h200")).nvls_efficiency == pytest.approx(effective(load_preset("hgx-h100-nvls")).nvls_efficiency * 400 / 450)
+    assert effective(load_preset("hgx-h200")).nvls_efficiency == pytest.approx(
+        effective(load_preset("hgx-h100-nvls")).nvls_efficiency * 400 / 450
+    )
     for size in (1 << 12, 1 << 24, 1 << 30):
         h200, h100 = des_time("hgx-h200", 2, "all_reduce", size), des_time("hgx-h100-nvls", 2, "all_reduce", size)
         assert h200[1] == h100[1] and h200[0] == pytest.approx(h100[0], rel=0.01)

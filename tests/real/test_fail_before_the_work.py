@@ -40,7 +40,9 @@ def _cases(tmp: Path) -> list[tuple[list[str], tuple[str, ...]]]:
     empty_trace.write_text('{"traceEvents": []}')
     broken = tmp / "broken.yaml"
     broken.write_text("a: [1, 2\n")
-    (tmp / "grid.yaml").write_text("kind: collective\nbase: {op: all_reduce, algorithm: ring, bandwidth: 25GB/s, size: 1MiB}\ngrid: {ranks: [2, 4]}\n")
+    (tmp / "grid.yaml").write_text(
+        "kind: collective\nbase: {op: all_reduce, algorithm: ring, bandwidth: 25GB/s, size: 1MiB}\ngrid: {ranks: [2, 4]}\n"
+    )
     return [
         (["real", "bench", "--sizes", "1", "--no-db"], ("sizes", "1 B", "4 B")),
         (["real", "bench", "--launches", "0", "--no-db"], ("--launches", ">= 1")),
@@ -63,8 +65,25 @@ def _cases(tmp: Path) -> list[tuple[list[str], tuple[str, ...]]]:
         (["sim", "ddp", "--params", str(tmp), "--o", "10us", "--w", "10GB/s", "--backward-time", "100ms"], ("is a directory",)),
         (["sim", "collective", "--scenario", str(broken)], ("broken.yaml", "not valid YAML", "line ")),
         (["sweep", str(tmp / "grid.yaml"), "--csv", str(tmp / "MISSING_DIR" / "s.csv")], ("--csv", "does not exist")),
-        (["sim", "collective", "--op", "all_reduce", "--algorithm", "ring", "--ranks", "8", "--bandwidth", "25GB/s",
-          "--size", "1MiB", "--straggler", "99:1ms"], ("got 99:1ms",)),  # fmt: skip
+        (
+            [
+                "sim",
+                "collective",
+                "--op",
+                "all_reduce",
+                "--algorithm",
+                "ring",
+                "--ranks",
+                "8",
+                "--bandwidth",
+                "25GB/s",
+                "--size",
+                "1MiB",
+                "--straggler",
+                "99:1ms",
+            ],
+            ("got 99:1ms",),
+        ),  # fmt: skip
         (["ui", "--host", "999.1.1.1"], ("--host", "999.1.1.1")),
     ]
 

@@ -193,7 +193,14 @@ def test_one_world_size_leaves_latency_not_identifiable():
 
 def _ddp_steps(overheads_by_buckets: dict[int, list[float]], total: int = 16 << 20) -> list[dict]:
     return [
-        {"strategy": "bucketed", "config": f"bucketed:{n}", "bucket_bytes": total // n, "comm_calls": n, "comm_bytes": total, "overhead_s": value}
+        {
+            "strategy": "bucketed",
+            "config": f"bucketed:{n}",
+            "bucket_bytes": total // n,
+            "comm_calls": n,
+            "comm_bytes": total,
+            "overhead_s": value,
+        }
         for n, values in overheads_by_buckets.items()
         for value in values
     ]

@@ -155,7 +155,8 @@ def _digest(result) -> str:
 REFERENCE_CASES = [
     case
     for case in json.loads(REFERENCE.read_text())["cases"]
-    if not case["scenario"]["algorithm"].startswith("nccl_") and not (case["scenario"]["op"] == "send_recv" and case["scenario"]["ranks"] < 2)
+    if not case["scenario"]["algorithm"].startswith("nccl_")
+    and not (case["scenario"]["op"] == "send_recv" and case["scenario"]["ranks"] < 2)
 ]
 
 
@@ -252,7 +253,6 @@ def test_records_of_flows_that_met_after_starting_alone_are_amended_wherever_the
     totals, reference = pair_totals(bounded), pair_totals(full)
     assert {k: v[:2] for k, v in totals.items()} == {k: v[:2] for k, v in reference.items()}
     assert [v[2] for v in totals.values()] == pytest.approx([reference[k][2] for k in totals], rel=1e-9)
-
 
 
 def pair_totals(result) -> dict:

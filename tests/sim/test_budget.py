@@ -45,8 +45,16 @@ def test_estimated_work_is_within_2x_of_a_counted_run_for_every_algorithm_and_sh
 def test_fair_sharing_tree_work_is_estimated_beyond_the_probes(ranks, chunks):
     """The issue's miss: message counts alone were 25x off for trees under fair sharing."""
     scenario = CollectiveScenario.from_dict(
-        {"op": "all_reduce", "algorithm": "double_binary_tree", "ranks": ranks, "size": "16MiB", "bandwidth": "25GB/s",
-         "latency": "5us", "chunks": chunks, "record": "aggregate"}
+        {
+            "op": "all_reduce",
+            "algorithm": "double_binary_tree",
+            "ranks": ranks,
+            "size": "16MiB",
+            "bandwidth": "25GB/s",
+            "latency": "5us",
+            "chunks": chunks,
+            "record": "aggregate",
+        }
     )
     told = budget.estimate(scenario)
     messages, visits = budget.count_visits(scenario)
@@ -101,19 +109,111 @@ def test_a_size_range_with_too_many_points_is_refused_with_a_coarser_factor():
 WORST = [
     ["sim", "crossover", "--op", "all_reduce", "--ranks", "65536", "--bandwidth", "25GB/s"],
     ["sim", "crossover", "--op", "all_reduce", "--ranks", "8", "--bandwidth", "25GB/s", "--chunks", "1000000"],
-    ["sim", "collective", "--op", "all_reduce", "--algorithm", "ring", "--ranks", "8", "--size", "1MiB", "--chunks", "1000000",
-     "--bandwidth", "25GB/s"],
-    ["sim", "collective", "--op", "all_reduce", "--algorithm", "ring", "--ranks", "8", "--size", "1MiB", "--chunks", "1000000",
-     "--bandwidth", "25GB/s", "--mode", "collapsed"],
-    ["sim", "collective", "--op", "all_reduce", "--algorithm", "double_binary_tree", "--ranks", "1024", "--size", "1GiB",
-     "--chunks", "64", "--bandwidth", "25GB/s"],
-    ["sim", "collective", "--op", "all_reduce", "--algorithm", "nccl_ring", "--ranks", "8", "--size", "1GiB", "--chunks", "1000000",
-     "--bandwidth", "25GB/s"],
-    ["sim", "collective", "--op", "all_reduce", "--algorithm", "ring", "--ranks", "8", "--size", "1MiB", "--repetitions", "1000000",
-     "--bandwidth", "25GB/s"],
+    [
+        "sim",
+        "collective",
+        "--op",
+        "all_reduce",
+        "--algorithm",
+        "ring",
+        "--ranks",
+        "8",
+        "--size",
+        "1MiB",
+        "--chunks",
+        "1000000",
+        "--bandwidth",
+        "25GB/s",
+    ],
+    [
+        "sim",
+        "collective",
+        "--op",
+        "all_reduce",
+        "--algorithm",
+        "ring",
+        "--ranks",
+        "8",
+        "--size",
+        "1MiB",
+        "--chunks",
+        "1000000",
+        "--bandwidth",
+        "25GB/s",
+        "--mode",
+        "collapsed",
+    ],
+    [
+        "sim",
+        "collective",
+        "--op",
+        "all_reduce",
+        "--algorithm",
+        "double_binary_tree",
+        "--ranks",
+        "1024",
+        "--size",
+        "1GiB",
+        "--chunks",
+        "64",
+        "--bandwidth",
+        "25GB/s",
+    ],
+    [
+        "sim",
+        "collective",
+        "--op",
+        "all_reduce",
+        "--algorithm",
+        "nccl_ring",
+        "--ranks",
+        "8",
+        "--size",
+        "1GiB",
+        "--chunks",
+        "1000000",
+        "--bandwidth",
+        "25GB/s",
+    ],
+    [
+        "sim",
+        "collective",
+        "--op",
+        "all_reduce",
+        "--algorithm",
+        "ring",
+        "--ranks",
+        "8",
+        "--size",
+        "1MiB",
+        "--repetitions",
+        "1000000",
+        "--bandwidth",
+        "25GB/s",
+    ],
     ["sim", "ddp", "--preset", "small", "--sweep-bucket-sizes", "1KiB:1GiB:x1.0001", "--bandwidth", "25GB/s"],
-    ["sim", "ddp", "--preset", "gpt2", "--backward-time", "120ms", "--comm", "network", "--algorithm", "double_binary_tree",
-     "--ranks", "1024", "--chunks", "64", "--latency", "5us", "--bandwidth", "25GB/s", "--mode", "full"],
+    [
+        "sim",
+        "ddp",
+        "--preset",
+        "gpt2",
+        "--backward-time",
+        "120ms",
+        "--comm",
+        "network",
+        "--algorithm",
+        "double_binary_tree",
+        "--ranks",
+        "1024",
+        "--chunks",
+        "64",
+        "--latency",
+        "5us",
+        "--bandwidth",
+        "25GB/s",
+        "--mode",
+        "full",
+    ],
 ]
 
 LIMITED = """
@@ -129,9 +229,7 @@ main()
 @pytest.mark.parametrize("args", WORST, ids=lambda args: " ".join(args[:2] + args[-4:]))
 def test_the_worst_inputs_are_refused_cleanly_under_a_4gib_address_space(args):
     started = time.monotonic()
-    result = subprocess.run(
-        [sys.executable, "-c", LIMITED, *args], capture_output=True, text=True, timeout=120, env=dict(os.environ)
-    )
+    result = subprocess.run([sys.executable, "-c", LIMITED, *args], capture_output=True, text=True, timeout=120, env=dict(os.environ))
     assert result.returncode == 2, result.stderr[-2000:]
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr[-2000:]

@@ -117,5 +117,21 @@ def test_a_piecewise_fit_reads_back(tmp_path):
     fitted = CliRunner().invoke(cli, ["fit", "--piecewise", "--calibration", str(path)])
     assert fitted.exit_code == 0, fitted.output
     assert "piecewise" in path.read_text()
-    data = _json(["sim", "collective", "--op", "all_reduce", "--ranks", "2", "--size", "16MiB", "--calibration", str(path), "--backend", "gloo", "--json"])
+    data = _json(
+        [
+            "sim",
+            "collective",
+            "--op",
+            "all_reduce",
+            "--ranks",
+            "2",
+            "--size",
+            "16MiB",
+            "--calibration",
+            str(path),
+            "--backend",
+            "gloo",
+            "--json",
+        ]
+    )
     assert data["time_s"] > 0

@@ -143,3 +143,21 @@ def test_without_a_timeout_each_backend_has_torchs_default() -> None:
     report = explain(CASES["skipped"])
     assert "Timeout(ms)=600000)" in report.lines("nccl")[0].message
     assert report.lines("gloo")[0].message == "Timed out waiting 1800000ms for recv operation to complete"
+
+
+def test_a_cycle_across_groups_says_when_nccl_streams_deadlock_and_gloo_always_does() -> None:
+    report = explain(CASES["swapped"])
+    notes = [line for line in report.lines("nccl") if line.outcome == "note"]
+    assert [line.rank for line in notes] == [0]
+    assert "groups a and b" in notes[0].message and "async_op=False (the default)" in notes[0].message
+    assert "async_op=True" in notes[0].message and "may both run and complete" in notes[0].message
+    assert [line.outcome for line in report.lines("nccl") if line.outcome != "note"] == ["timeout", "timeout"]
+    assert all(line.outcome == "timeout" for line in report.lines("gloo"))
+
+
+def test_a_hang_in_one_group_has_no_stream_note() -> None:
+    for name in ("skipped", "unpaired_send", "rank_dies"):
+        assert all(line.outcome != "note" for line in explain(CASES[name]).tools)
+    one_group_cycle = {"ranks": [[{"op": "recv", "count": 4, "peer": 1}], [{"op": "recv", "count": 4, "peer": 0}]]}
+    report = explain(one_group_cycle)
+    assert report.verdict == "deadlock" and all(line.outcome != "note" for line in report.tools)

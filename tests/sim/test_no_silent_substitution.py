@@ -41,7 +41,9 @@ def test_a_calibration_applied_at_a_world_size_it_was_not_fitted_at_says_so_in_t
     assert "extrapolated across world sizes" in text.output and "fitted at p = 2" in text.output
     data = json.loads(_run([*args, "--json"]).output)
     assert data["calibration"]["extrapolated"] is True and data["calibration"]["fitted_world_sizes"] == [2]
-    same = json.loads(_run(["sim", "collective", "--op", "all_reduce", "--ranks", "2", "--size", "1MiB", "--calibration", path, "--json"]).output)
+    same = json.loads(
+        _run(["sim", "collective", "--op", "all_reduce", "--ranks", "2", "--size", "1MiB", "--calibration", path, "--json"]).output
+    )
     assert same["calibration"]["extrapolated"] is False
 
 

@@ -53,8 +53,16 @@ def test_bad_units_are_clear_errors(parse, text):
 
 @pytest.mark.parametrize(
     "text,bytes_per_s",
-    [("8Mb/s", 1e6), ("8MB/s", 8e6), ("400Gb/s", 50e9), ("400Gbit/s", 50e9), ("400Gbps", 50e9), ("25GB/s", 25e9), ("8Kb/s", 1e3),
-     ("8kbps", 1e3)],  # fmt: skip
+    [
+        ("8Mb/s", 1e6),
+        ("8MB/s", 8e6),
+        ("400Gb/s", 50e9),
+        ("400Gbit/s", 50e9),
+        ("400Gbps", 50e9),
+        ("25GB/s", 25e9),
+        ("8Kb/s", 1e3),
+        ("8kbps", 1e3),
+    ],  # fmt: skip
 )
 def test_lowercase_b_is_bits_and_capital_b_bytes_in_every_bandwidth_spelling(text, bytes_per_s):
     assert parse_bandwidth(text) == pytest.approx(bytes_per_s, rel=1e-15)

@@ -125,4 +125,9 @@ def test_the_documented_measured_mfu_commands_print_what_docs_ddp_md_shows():
         assert out.exit_code == 0, out.output
         for label, value in re.findall(r"(step|compute alone) ([\d.]+ ms)", shown):
             expected = "step time" if label == "step" else label
-            assert re.search(rf"{expected}\s+.*?{re.escape(value)}|{expected} {re.escape(value)}", out.output), (command, label, value, out.output)
+            assert re.search(rf"{expected}\s+.*?{re.escape(value)}|{expected} {re.escape(value)}", out.output), (
+                command,
+                label,
+                value,
+                out.output,
+            )

@@ -172,31 +172,45 @@ def test_player_screenshots(app_page: Page, live_server: str, shot, window, name
     shot(f"player-anim-{name}-{window[0]}x{window[1]}", docs=True, full_page=False)
 
 
+def idle(page: Page) -> None:
+    """Until no Dash callback is in flight (real time: the server answers on its own clock)."""
+    page.wait_for_function("() => !document.querySelector('[data-dash-is-loading=\"true\"]')", polling=20, timeout=SLOW)
+
+
+def play_on_the_test_clock(page: Page, slice_ms: int = 20) -> None:
+    """Click Play and move the page's clock (its Play timer, the motion's frames, performance.now)
+    on by ``slice_ms`` at a time, each slice only once the server has answered the last one: at
+    any load the steps come a timer period apart in the page's time, as on an idle machine."""
+    page.clock.pause_at(page.evaluate("() => Date.now()") + 1000)
+    page.locator("#coll-play").click()
+    for _ in range(20_000 // slice_ms):  # 3 steps at 0.5x take about 6 s of the page's time
+        idle(page)
+        if page.locator("#coll-play").inner_text() == "Play" and page.evaluate(
+            f"() => {{ const p = {GRAPH}; return !!(p && p._collsimMotion && p._collsimMotion.f === 1 && /step 3 of 3/.test(p.layout.title.text)); }}"
+        ):
+            return
+        page.clock.run_for(slice_ms)
+    raise AssertionError("Play did not reach the last step in 20 s of the page's time")
+
+
 def test_play_moves_the_chunks_of_every_step(app_page: Page, live_server: str):
+    app_page.clock.install()  # runs on real time until paused (play_on_the_test_clock)
     open_page(app_page, live_server + "/?op=broadcast&algorithm=binomial&ranks=8&size=5MB&latency=0us&bandwidth=1MB/s")
     drawn(app_page, "coll-topology-graph")
     app_page.locator("#coll-speed label", has_text="0.5x").click()
-    app_page.evaluate(  # record, per step drawn, the most frames its chunks moved over (a redraw of
-        # the same step after Play stops starts a new motion, whose count begins at 0 again): every
-        # motion the player starts is kept as it is set on the graph (a sampler alone missed a whole
-        # step's motion once at CI's load), and a 20 ms sampler covers a graph element made anew
-        f"() => {{ window.__moved = {{}}; window.__motions = []; const g = {GRAPH}; let current = g._collsimMotion;"
+    idle(app_page)
+    app_page.evaluate(  # record every motion the player starts, as it is set on the graph, with its step's title
+        f"() => {{ window.__motions = []; const g = {GRAPH}; let current = g._collsimMotion;"
         " Object.defineProperty(g, '_collsimMotion', {configurable: true, get() { return current; },"
-        " set(m) { current = m; window.__motions.push([g.layout.title.text, m]); }});"
-        f" window.__watch = setInterval(() => {{ const p = {GRAPH}; const m = p && p._collsimMotion;"
-        " if (m) { const t = p.layout.title.text; window.__moved[t] = Math.max(window.__moved[t] || 0, m.frames); } }, 20); }"
+        " set(m) { current = m; window.__motions.push([g.layout.title.text, m]); }}); }"
     )
-    app_page.locator("#coll-play").click()
-    expect(app_page.locator("#coll-play")).to_have_text("Pause")
-    expect(app_page.locator("#coll-play")).to_have_text("Play", timeout=SLOW)  # stopped by itself at the last step
-    wait_arrived(app_page)
-    moved = app_page.evaluate(
-        f"() => {{ clearInterval(window.__watch); const p = {GRAPH}; const t = p.layout.title.text;"
-        " window.__moved[t] = Math.max(window.__moved[t] || 0, p._collsimMotion.frames);"
-        " for (const [title, m] of window.__motions) { window.__moved[title] = Math.max(window.__moved[title] || 0, m.frames); }"
-        " return window.__moved; }"
-    )
-    seen = app_page.evaluate("() => window.__motions.map(([title, m]) => title)")  # the setter saw every step's motion
-    assert {re.search(r"step \d of 3", title).group() for title in seen if "step" in title} == {f"step {k} of 3" for k in (1, 2, 3)}, seen
-    frames = {re.search(r"step \d of 3", title).group(): count for title, count in moved.items() if "step" in title}
-    assert {step: count >= 3 for step, count in frames.items()} == {f"step {k} of 3": True for k in (1, 2, 3)}, moved
+    play_on_the_test_clock(app_page)
+    motions = app_page.evaluate("() => window.__motions.map(([title, m]) => [title, m.frames, m.trail.map(([f]) => f)])")
+    steps: dict[str, tuple[int, list[float]]] = {}  # per step, its motion over the most frames (a redraw starts a new one)
+    for title, frames, fs in motions:
+        step = re.search(r"step \d of 3", title)
+        if step and frames >= steps.get(step.group(), (-1, []))[0]:
+            steps[step.group()] = (frames, fs)
+    assert set(steps) == {f"step {k} of 3" for k in (1, 2, 3)}, motions  # every step's motion was started
+    for step, (frames, fs) in steps.items():  # and drawn moving over several frames, start to end, not in one jump
+        assert frames >= 3 and fs[-1] == 1 and any(0 < f < 1 for f in fs) and fs == sorted(fs), (step, fs)

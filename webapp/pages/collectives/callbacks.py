@@ -187,7 +187,7 @@ def summary_cards(outcome: model.Outcome, picked: bool = False) -> list:
         number_card("On the wire", size_text(wire, decimal_units(outcome.scenario.size_bytes)) if wire is not None else "—", ids.COLL_WIRE),
         number_card("algbw / busbw", bandwidths, ids.COLL_BW),
     ]
-    info = model.pick_info(outcome.scenario, picked)
+    info = model.pick_info(outcome.scenario, picked, preset=outcome.preset)
     if info is not None:  # what NCCL picks (or what ran) on its channels, and NCCL's own model beside the DES
         ran, versus, rates = pick.lines(info, numbers["time_s"])
         cards.insert(1, number_card("NCCL's model", format_time(info.model_time_s), ids.COLL_NCCL_TIME))

@@ -12,6 +12,7 @@ from dash import Input, Output, State, ctx, html, no_update
 from dash.exceptions import PreventUpdate
 
 from sim.collective import explore
+from sim.collective.plan import resolve
 from sim.collective.player import rank_intervals
 from sim.errors import CollsimError
 from sim.units import format_time
@@ -112,14 +113,15 @@ def compare_panel(value: str | None, compare_field: str | None, data: dict | Non
     name = compare_field or "algorithm"
     a = scenario_of(data)
     b = scenario_of(other) if other else a.replace(**{name: value})
-    for s in (a, b):
-        if model.estimate_cost(s) > model.MAX_SIM_MESSAGES:
+    plans = [resolve(s) for s in (a, b)]  # each preset loaded once, each topology built once for its estimate and its run
+    for s, plan in zip((a, b), plans):
+        if model.estimate_cost(s, plan) > model.MAX_SIM_MESSAGES:
             return {
                 "note": f"{getattr(s, name)} is too large to simulate side by side here; use the command line",
                 "style": {"display": "none"},
             }
     labels = [f"A: {getattr(a, name)}", f"B: {value}"]
-    runs = [explore.run(s)[0] for s in (a, b)]
+    runs = [explore.run(s, plan=plan)[0] for s, plan in zip((a, b), plans)]
     timeline = draw.side_by_side_figure([(label, *rank_intervals(run)) for label, run in zip(labels, runs)], [s.ranks for s in (a, b)])
     parts = draw.parts_figure(labels, [explore.decompose(s) for s in (a, b)])
     ratio = runs[1].time_s / runs[0].time_s if runs[0].time_s else float("inf")
