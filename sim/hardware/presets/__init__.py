@@ -376,7 +376,7 @@ PRIORS = {
     "base_latency_us": (
         "abs",
         25.0,
-        "per-call cost across the network beyond baseLat (proxy, plugin, host): 13 us on OCI RoCE, 38 us on GCP's TCPXO in this project's fits, 0 inside a node",
+        "per-call cost across the network beyond baseLat (proxy, plugin, host), for a preset that names no transport (no NICs, or a file without 'transport:'): 0 inside a node, width as wide as the transports' (sim/hardware/presets/transports.py gives each transport's, cited)",
     ),
 }
 
