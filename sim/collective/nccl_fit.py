@@ -316,13 +316,21 @@ def log_nodes(checks: LogChecks, hardware: str, gpus_per_node: int, given: int |
         if given < 1:
             raise CollsimError(f"--nodes: must be >= 1, got {given}")
         if ranks is not None and given * gpus_per_node != ranks:
-            fix = f"give --nodes {ranks // gpus_per_node} or leave it out" if ranks % gpus_per_node == 0 else f"that is not a whole number of {each}"
-            raise CollsimError(f"--nodes: {given} x {gpus_per_node} GPUs = {given * gpus_per_node} ranks, but {checks.name}'s '#  Rank' lines list {ranks} ranks; {fix}")
+            fix = (
+                f"give --nodes {ranks // gpus_per_node} or leave it out"
+                if ranks % gpus_per_node == 0
+                else f"that is not a whole number of {each}"
+            )
+            raise CollsimError(
+                f"--nodes: {given} x {gpus_per_node} GPUs = {given * gpus_per_node} ranks, but {checks.name}'s '#  Rank' lines list {ranks} ranks; {fix}"
+            )
         return given
     if ranks is None:
         raise CollsimError(f"--nodes: {checks.name} lists no '#  Rank' lines to count its ranks; give --nodes (its {each})")
     if ranks % gpus_per_node:
-        raise CollsimError(f"--nodes: {checks.name} lists {ranks} ranks, not a whole number of {each}; a preset's nodes are whole: fit a log that ran on whole nodes")
+        raise CollsimError(
+            f"--nodes: {checks.name} lists {ranks} ranks, not a whole number of {each}; a preset's nodes are whole: fit a log that ran on whole nodes"
+        )
     return ranks // gpus_per_node
 
 
