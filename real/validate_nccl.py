@@ -188,22 +188,22 @@ def relevant_constants(hardware: str) -> list[str]:
     return [name for name in CONSTANTS if not name.startswith("nvls_") or (nccl is not None and nccl.nvls)]
 
 
-def prior_spread(name: str, value: float) -> tuple[float, float]:
-    """A constant one prior sd either side of ``value``, clipped to its bounds."""
-    from sim.hardware.presets import CONSTANTS, PRIORS
+def prior_spread(name: str, value: float, hardware: str | None = None) -> tuple[float, float]:
+    """A constant one prior sd (its prior on ``hardware``) either side of ``value``, clipped to its bounds."""
+    from sim.hardware.presets import CONSTANTS, load_preset, prior
 
     _, lower, upper, _ = CONSTANTS[name]
-    kind, sd, _ = PRIORS[name]
+    _, kind, sd, _ = prior(name, load_preset(hardware) if hardware else None)
     low, high = (value * math.exp(-sd), value * math.exp(sd)) if kind == "log" else (value - sd, value + sd)
     return max(low, lower), min(high, upper)
 
 
 def priors_only(hardware: str) -> Calibration:
     """No log to fit on: every constant at its prior, each with its prior's spread (uncalibrated)."""
-    from sim.hardware.presets import CONSTANTS
+    from sim.hardware.presets import load_preset, prior
 
-    values = {name: CONSTANTS[name][0] for name in relevant_constants(hardware)}
-    return Calibration(values, {name: prior_spread(name, value) for name, value in values.items()}, NOISE)
+    values = {name: prior(name, load_preset(hardware))[0] for name in relevant_constants(hardware)}
+    return Calibration(values, {name: prior_spread(name, value, hardware) for name, value in values.items()}, NOISE)
 
 
 def calibrate(fit_logs: list[Log], hardware: str, stride: int = 1) -> Calibration:
@@ -230,14 +230,14 @@ def calibrate(fit_logs: list[Log], hardware: str, stride: int = 1) -> Calibratio
 def from_fit(result: dict, hardware: str, fit_stride: int = 1, fitted_on: tuple[str, ...] = ()) -> Calibration:
     """A calibration from a fit's answer: kept constants at their posterior (sd from the 95 %
     interval's wider side), every other constant at its prior with the prior's spread."""
-    from sim.hardware.presets import CONSTANTS
+    from sim.hardware.presets import CONSTANTS, load_preset, prior
 
     values, spreads = {}, {}
     for name in relevant_constants(hardware):
         entry = result["constants"].get(name)
         if entry is None:
-            values[name] = CONSTANTS[name][0]
-            spreads[name] = prior_spread(name, values[name])
+            values[name] = prior(name, load_preset(hardware))[0]
+            spreads[name] = prior_spread(name, values[name], hardware)
             continue
         value, (low, high) = float(entry["value"]), entry["interval"]
         sd = max(value - low, high - value) / 1.96

@@ -173,7 +173,7 @@ def fit(logs: list[tuple], hardware: str, names: list[str], stride: int = 1) -> 
     data, scale = _fit_data(logs, stride)
     if len(data) <= len(names):
         raise CollsimError(f"hardware fit: {len(data)} points for {len(names)} constants; give more logs or sizes")
-    priors = {name: _prior(name) for name in names}
+    priors = {name: _prior(name, hardware) for name in names}
     told, held = _identified(hardware, data, scale, names, priors)
     fitted, jac, fun = _solve(hardware, data, scale, told, priors) if told else ({}, None, None)
     return _report(data, scale, names, priors, told, held, fitted, jac, fun, hardware)
@@ -193,12 +193,13 @@ def _fit_data(logs: list[tuple], stride: int) -> tuple[list[tuple], list[float]]
     return data, [math.sqrt(w * len(weights) / sum(weights)) for w in weights]
 
 
-def _prior(name: str) -> dict:
-    """A constant's prior: its default, the sd (log or absolute), in the constant's units too."""
-    from sim.hardware.presets import CONSTANTS, PRIORS
+def _prior(name: str, hardware: str | None = None) -> dict:
+    """A constant's prior on ``hardware`` (:func:`sim.hardware.presets.prior`: base_latency_us
+    from the preset's transport): its centre, the sd (log or absolute), in the constant's units too."""
+    from sim.hardware.presets import CONSTANTS, load_preset, prior
 
-    default, lower, upper, _ = CONSTANTS[name]
-    kind, sd, basis = PRIORS[name]
+    _, lower, upper, _ = CONSTANTS[name]
+    default, kind, sd, basis = prior(name, load_preset(hardware) if hardware else None)
     raw_sd = sd * default if kind == "log" else sd
     return {"value": default, "kind": kind, "sd": sd, "sd_value": raw_sd, "bounds": (lower, upper), "basis": basis}
 
@@ -315,13 +316,21 @@ def log_nodes(checks: LogChecks, hardware: str, gpus_per_node: int, given: int |
         if given < 1:
             raise CollsimError(f"--nodes: must be >= 1, got {given}")
         if ranks is not None and given * gpus_per_node != ranks:
-            fix = f"give --nodes {ranks // gpus_per_node} or leave it out" if ranks % gpus_per_node == 0 else f"that is not a whole number of {each}"
-            raise CollsimError(f"--nodes: {given} x {gpus_per_node} GPUs = {given * gpus_per_node} ranks, but {checks.name}'s '#  Rank' lines list {ranks} ranks; {fix}")
+            fix = (
+                f"give --nodes {ranks // gpus_per_node} or leave it out"
+                if ranks % gpus_per_node == 0
+                else f"that is not a whole number of {each}"
+            )
+            raise CollsimError(
+                f"--nodes: {given} x {gpus_per_node} GPUs = {given * gpus_per_node} ranks, but {checks.name}'s '#  Rank' lines list {ranks} ranks; {fix}"
+            )
         return given
     if ranks is None:
         raise CollsimError(f"--nodes: {checks.name} lists no '#  Rank' lines to count its ranks; give --nodes (its {each})")
     if ranks % gpus_per_node:
-        raise CollsimError(f"--nodes: {checks.name} lists {ranks} ranks, not a whole number of {each}; a preset's nodes are whole: fit a log that ran on whole nodes")
+        raise CollsimError(
+            f"--nodes: {checks.name} lists {ranks} ranks, not a whole number of {each}; a preset's nodes are whole: fit a log that ran on whole nodes"
+        )
     return ranks // gpus_per_node
 
 

@@ -41,7 +41,7 @@ LEVEL = 0.8
 Z80 = 1.2816  # the standard normal's 90th percentile: 80 % lie within +-Z80 sigma
 HELD_OUT_MEDIAN = ((2**20, 0.61), (2**28, 0.18), (math.inf, 0.10))  # size below, median |busbw error| (issue 33)
 # size below, median |ln(measured / predicted)| of the leave-one-log-out points (bench/results/nccl_logs_loo.md)
-LOO_LOG_MEDIAN = ((2**20, 0.1964), (2**28, 0.1001), (math.inf, 0.0533))
+LOO_LOG_MEDIAN = ((2**20, 0.1484), (2**28, 0.0592), (math.inf, 0.0533))
 LOO_OPS = ("all_reduce",)  # the ops the calibration logs ran
 MIN_RESIDUAL = 0.05
 EXTRAPOLATED = 1.5

@@ -32,7 +32,7 @@ _FIELDS = (
 _NCCL_FIELDS = ("compute_capability", "cpu_vendor", "nvswitch", "nvls", "collnet", "graphs", "type_intra", "type_inter",
                 "latency_inter_us", "same_channels")  # fmt: skip
 _NCCL_OPTIONAL = ("buffsize",)  # NCCL_BUFFSIZE of the machine's documented NCCL environment (default 4 MiB)
-_OPTIONAL = ("gpu_peak_tflops", "gpu_memory")  # GPU machines only; cited where given
+_OPTIONAL = ("gpu_peak_tflops", "gpu_memory", "transport")  # cited where given; transport: the NICs' (transports.TRANSPORTS)
 DEFAULT_BUFFSIZE = 1 << 22  # src/init.cc DEFAULT_BUFFSIZE: comm->buffSizes[Simple]
 DEFAULT_BUFFSIZE_SOURCE = "NCCL's default NCCL_BUFFSIZE (4 MiB, src/init.cc:813)"  # cited where a preset gives none
 
@@ -89,6 +89,7 @@ class Preset:
     fitted: dict[str, Any] | None = None  # the ``fitted:`` block: effective constants and their provenance
     gpu_peak_tflops: dict[str, float] = field(default_factory=dict)  # dense peak per GPU: bf16, fp16, fp32
     gpu_memory_bytes: int | None = None  # memory of one GPU (datasheet GB = 1e9 bytes); None: not a GPU machine
+    transport: str | None = None  # the NICs' transport (transports.TRANSPORTS): sets base_latency_us's prior
 
     def check_nodes(self, nodes: int) -> None:
         if nodes < 1:
@@ -213,7 +214,16 @@ def parse_preset(raw: Any, label: str) -> Preset:
         fitted=_fitted(raw.get("fitted"), label, raw),
         gpu_peak_tflops={str(key): float(value) for key, value in (raw.get("gpu_peak_tflops") or {}).items()},
         gpu_memory_bytes=_gpu_memory(raw.get("gpu_memory"), label),
+        transport=_transport(raw.get("transport"), label),
     )
+
+
+def _transport(value: Any, label: str) -> str | None:
+    from sim.hardware.presets.transports import TRANSPORTS
+
+    if value is not None and value not in TRANSPORTS:
+        raise CollsimError(f"hardware preset {label}: transport must be one of {', '.join(TRANSPORTS)}, got {value!r}")
+    return value
 
 
 def _sources(raw: dict, sources: dict) -> dict[str, str]:
@@ -366,9 +376,22 @@ PRIORS = {
     "base_latency_us": (
         "abs",
         25.0,
-        "per-call cost across the network beyond baseLat (proxy, plugin, host): 13 us on OCI RoCE, 38 us on GCP's TCPXO in this project's fits, 0 inside a node",
+        "per-call cost across the network beyond baseLat (proxy, plugin, host), for a preset that names no transport (no NICs, or a file without 'transport:'): 0 inside a node, width as wide as the transports' (sim/hardware/presets/transports.py gives each transport's, cited)",
     ),
 }
+
+
+def prior(name: str, preset: Preset | None = None) -> tuple[float, str, float, str]:
+    """(centre, kind, sd, basis) of constant ``name``'s prior on ``preset``: :data:`PRIORS` around
+    the default of :data:`CONSTANTS`, except base_latency_us on a preset that names its transport,
+    whose centre and sd are that transport's cited figures (transports.TRANSPORTS)."""
+    from sim.hardware.presets.transports import TRANSPORTS
+
+    kind, sd, basis = PRIORS[name]
+    if name == "base_latency_us" and preset is not None and preset.transport:
+        centre, sd, basis = TRANSPORTS[preset.transport]
+        return centre, kind, sd, f"{preset.transport}: {basis}"
+    return CONSTANTS[name][0], kind, sd, basis
 
 
 TRIAL: dict[str, dict[str, float]] = {}  # preset name -> constants being tried by the fit (sim.collective.nccl_fit)
@@ -409,8 +432,8 @@ def effective(preset: Preset) -> Effective:
                 f", taken from {source}" if source else ""
             )
         else:
-            values[name] = default
-            provenance[name] = "default (no fit)"
+            values[name] = prior(name, preset)[0] if name == "base_latency_us" else default
+            provenance[name] = "default (no fit)" if values[name] == default else f"prior of transport {preset.transport} (no fit)"
     return Effective(nccl=preset.nccl, provenance=provenance, **values)
 
 
