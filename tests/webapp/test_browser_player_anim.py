@@ -193,7 +193,22 @@ def play_on_the_test_clock(page: Page, slice_ms: int = 20) -> None:
     raise AssertionError("Play did not reach the last step in 20 s of the page's time")
 
 
-def test_play_moves_the_chunks_of_every_step(app_page: Page, live_server: str):
+@pytest.fixture
+def clock_page(browser, browser_context_args, live_server: str):
+    """A page in a context of its own: Playwright's clock belongs to the whole browser context,
+    so a clock paused on the session's shared context would stop every later test's timers."""
+    context = browser.new_context(**browser_context_args)
+    page = context.new_page()
+    page.server_errors = []
+    page.on("response", lambda response: page.server_errors.append(f"{response.status} {response.url}") if response.status >= 500 else None)
+    page.set_default_timeout(SLOW)
+    yield page
+    context.close()
+    assert page.server_errors == []
+
+
+def test_play_moves_the_chunks_of_every_step(clock_page: Page, live_server: str):
+    app_page = clock_page
     app_page.clock.install()  # runs on real time until paused (play_on_the_test_clock)
     open_page(app_page, live_server + "/?op=broadcast&algorithm=binomial&ranks=8&size=5MB&latency=0us&bandwidth=1MB/s")
     drawn(app_page, "coll-topology-graph")
