@@ -66,24 +66,9 @@ def _cases(tmp: Path) -> list[tuple[list[str], tuple[str, ...]]]:
         (["sim", "collective", "--scenario", str(broken)], ("broken.yaml", "not valid YAML", "line ")),
         (["sweep", str(tmp / "grid.yaml"), "--csv", str(tmp / "MISSING_DIR" / "s.csv")], ("--csv", "does not exist")),
         (
-            [
-                "sim",
-                "collective",
-                "--op",
-                "all_reduce",
-                "--algorithm",
-                "ring",
-                "--ranks",
-                "8",
-                "--bandwidth",
-                "25GB/s",
-                "--size",
-                "1MiB",
-                "--straggler",
-                "99:1ms",
-            ],
+            "sim collective --op all_reduce --algorithm ring --ranks 8 --bandwidth 25GB/s --size 1MiB --straggler 99:1ms".split(),
             ("got 99:1ms",),
-        ),  # fmt: skip
+        ),
         (["ui", "--host", "999.1.1.1"], ("--host", "999.1.1.1")),
     ]
 
