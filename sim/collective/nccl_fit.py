@@ -61,7 +61,8 @@ class Point:
         return self.measured_s / self.model_s - 1
 
 
-_PROGRAM = re.compile(r"(all_reduce|all_gather|reduce_scatter|broadcast|reduce)_perf")
+_PROGRAM = re.compile(r"(all_reduce|all_gather|reduce_scatter|broadcast|reduce|alltoall)_perf")
+_OP_OF = {"alltoall": "all_to_all"}  # nccl-tests' program name -> collsim's op where they differ
 
 
 def read_checked(path: str | Path) -> tuple[str, list[tuple[int, float, float | None]], LogChecks]:
@@ -83,7 +84,8 @@ def read_checked(path: str | Path) -> tuple[str, list[tuple[int, float, float | 
     if not rows:
         raise CollsimError(f"LOG {path}: every size has #wrong above 0 (nccl-tests found wrong results); nothing to fit")
     program = _PROGRAM.search(text)
-    return (program.group(1) if program else "all_reduce"), [row for row in rows if row[1] > 0], checks
+    op = _OP_OF.get(program.group(1), program.group(1)) if program else "all_reduce"
+    return op, [row for row in rows if row[1] > 0], checks
 
 
 def read_columns(path: str | Path) -> tuple[str, list[tuple[int, float, float | None]]]:
