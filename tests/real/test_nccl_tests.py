@@ -147,3 +147,17 @@ def test_cli_export_import_round_trip(tmp_path):
     assert [row["size_bytes"] for row in back] == [row["size_bytes"] for row in original]
     for a, b in zip(original, back):
         assert b["time_s"] == pytest.approx(a["time_s"], rel=1e-3) and (b["backend"], b["device"], b["world_size"]) == ("gloo", "cpu", 2)
+
+
+def test_world_size_is_not_read_off_a_row_whose_two_decimals_blur_it():
+    """8 ranks, no "#  Rank" lines (a log's tail, as oci-hpc-oke's GB200 README shows): 512 B
+    prints 0.02 / 0.03 GB/s, whose ratio 1.5 reads as 4 ranks; the 1 MiB row (1.75) tells 8."""
+    body = "\n".join([
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong",
+        "         512           128     float     sum      -1    27.06    0.02    0.03      0    26.83    0.02    0.03      0",
+        "     1048576        262144     float     sum      -1    32.18   32.58   57.02      0    31.49   33.30   58.28      0",
+    ])  # fmt: skip
+    rows = nccl_tests.parse_text(body, op="all_reduce")["rows"]
+    assert [row["world_size"] for row in rows] == [8, 8]
+    assert nccl_tests.world_size_from_busbw("all_reduce", 0.02, 0.03) is None
+    assert nccl_tests.world_size_from_busbw("all_reduce", 32.58, 57.02) == 8
