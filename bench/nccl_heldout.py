@@ -150,12 +150,16 @@ def stats_lines(label: str, points: list[Point]) -> list[str]:
         held = [p.covered for p in chosen if p.covered is not None]
         coverage = f"{sum(held):3d}/{len(held):<3d} ({sum(held) / len(held):4.0%})" if held else f"{'n/a':>14s}"
         skipped = len(chosen) - len(des)
-        lines.append(f"{label[:50]:50s} {regime:11s} {len(chosen):3d}  {_median_worst(des)}  {_median_worst(model)}  {coverage}"
+        signed = f"{statistics.median(des):+7.1%}" if des else f"{'n/a':>7s}"
+        lines.append(f"{label[:64]:64s} {regime:11s} {len(chosen):3d}  {_median_worst(des)}  {signed}  {_median_worst(model)}  {coverage}"
                      + (f"  (DES not run at {skipped})" if skipped else ""))  # fmt: skip
     return lines
 
 
-HEAD = f"{'log / op':50s} {'regime':11s} {'n':>3s}  {'DES median/worst':>17s}  {'model median/worst':>17s}  {'80% covered':>14s}"
+HEAD = (
+    f"{'log / op':64s} {'regime':11s} {'n':>3s}  {'DES median/worst':>17s}  {'signed':>7s}  {'model median/worst':>17s}  "
+    f"{'80% covered':>14s}"
+)  # signed: the DES's median busbw error with its sign (+: predicts faster than measured)
 
 
 def report(points: list[Point], sizes: bool = False) -> list[str]:
@@ -173,6 +177,7 @@ def report(points: list[Point], sizes: bool = False) -> list[str]:
     out += ["", "per node count:", HEAD]
     for nodes in sorted({p.nodes for p in points}):
         out += stats_lines(f"{nodes} node(s)", [p for p in points if p.nodes == nodes])
+    out += ["", "multi-node (2 nodes and more; GB200: trays):", HEAD, *stats_lines("multi-node", [p for p in points if p.nodes > 1])]
     out += ["", "all logs:", HEAD, *stats_lines("all", points)]
     return out
 
