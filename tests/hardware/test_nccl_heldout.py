@@ -40,11 +40,12 @@ def test_every_held_out_log_reads_and_names_a_preset_with_its_rank_count(path):
     setup = _bench().read_setup(path)
     assert setup.preset in list_presets()
     op, rows, checks = read_checked(path)
-    assert rows and checks.warnings() == []
+    text = path.read_text()
+    expected = ["looks truncated"] if "(reader warns: truncated)" in text else []  # a README that cut the closing lines, said so
+    assert rows and [w for w in checks.warnings() if not any(e in w for e in expected)] == []
     whole = read_any(path)  # the results-store reader: same op, and the world size nccl-tests' busbw/algbw implies
     assert whole["meta"]["op"] == op
     assert {row["world_size"] for row in whole["rows"]} == {setup.nodes * load_preset(setup.preset).gpus_per_node}
-    text = path.read_text()
     for field in ("# source:", "# machine:", "# date:", "# licence:", "# NCCL:", "# uncertain:", "# ==== LOG (verbatim"):
         assert field in text, f"{path.name}: no {field!r} line in its header"
 
