@@ -201,10 +201,13 @@ def main(argv: list[str] | None = None) -> None:
     if args.log:
         paths = [p for p in paths if p.name in args.log]
     started, points = time.perf_counter(), []
+    spent = []
     for path in paths:
+        begun = time.perf_counter()
         points += predict_log(path, args.stride, args.max_des_ranks)
+        spent.append(f"{path.name} {time.perf_counter() - begun:.1f} s")
     lines = report(points, args.sizes)
-    lines.append(f"({len(paths)} logs, {len(points)} points, {time.perf_counter() - started:.0f} s)")
+    lines.append(f"({len(paths)} logs, {len(points)} points, {time.perf_counter() - started:.0f} s wall: {'; '.join(spent)})")
     print("\n".join(lines))
     if args.record:
         record(Path(args.record), lines, argv if argv is not None else sys.argv[1:])
