@@ -213,19 +213,40 @@ def main(argv: list[str] | None = None) -> None:
         record(Path(args.record), lines, argv if argv is not None else sys.argv[1:])
 
 
+NOTES = "<!-- notes below this line are kept when the record is rewritten -->"
+
+
 def record(path: Path, lines: list[str], argv: list[str]) -> None:
-    """The output as a Markdown record: date, machine, load, command."""
+    """The output as a Markdown record: date, machine, load, command, the tree's commit; a notes
+    section below :data:`NOTES` in an existing record is kept."""
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     head = [
         "# Held-out check: the shipped model on published nccl-tests runs (bench/nccl_heldout.py)",
         "",
-        f"- date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC",
-        f"- machine: {platform.node()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; load average at the end {load}",
+        f"- date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; tree at commit {_commit()}",
+        f"- machine: {platform.node()}, {os.cpu_count()} CPUs ({_cpu()}), Python {platform.python_version()}; load average at the end {load}",
         f"- command: `python bench/nccl_heldout.py {' '.join(argv)}`",
         "",
         "```",
     ]
-    path.write_text("\n".join([*head, *lines, "```", ""]))
+    old = path.read_text() if path.exists() else ""
+    notes = old[old.index(NOTES) :] if NOTES in old else NOTES + "\n"
+    path.write_text("\n".join([*head, *lines, "```", "", notes]))
+
+
+def _commit() -> str:
+    import subprocess
+
+    done = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() or "unknown"
+
+
+def _cpu() -> str:
+    try:
+        found = re.search(r"^model name\s*:\s*(.+)$", Path("/proc/cpuinfo").read_text(), re.M)
+    except OSError:
+        found = None
+    return found.group(1).strip() if found else platform.processor() or "cpu unknown"
 
 
 if __name__ == "__main__":

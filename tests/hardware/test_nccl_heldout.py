@@ -93,3 +93,6 @@ def test_the_bench_predicts_a_log_as_the_default_command_does(tmp_path):
     text = record.read_text()
     assert "- date:" in text and "- machine:" in text and f"--log {SMALL}" in text
     assert "all_to_all" in text and ">= 256 MiB" in text and "80% covered" in text
+    record.write_text(text + "what the numbers show, by hand\n")  # a rewrite keeps the notes under bench.NOTES
+    bench.main(["--log", SMALL, "--record", str(record)])
+    assert record.read_text().endswith(bench.NOTES + "\nwhat the numbers show, by hand\n")
