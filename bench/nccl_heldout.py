@@ -1,7 +1,7 @@
 """The shipped model against published nccl-tests runs of clusters this project was never fitted on
 (bench/heldout/nccl-tests, each log with its source, machine and preset in its header; issue 33).
 
-    python bench/nccl_heldout.py [--data DIR] [--stride K] [--max-des-ranks R] [--sizes] [--log NAME ...] [--record FILE]
+    python bench/nccl_heldout.py [--data DIR] [--stride K] [--max-des-ranks R] [--sizes] [--log NAME ...] [--record FILE] [--json FILE]
 
 Every stored log is predicted at every ``--stride``-th size exactly as a user would ask for it: the
 default command ``collsim sim collective --hardware P --nodes N --op OP --size S`` (the DES running
@@ -21,13 +21,14 @@ NCCL's model only and counted as "DES not run"; ``--stride`` thins the sizes of 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import re
 import statistics
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -194,6 +195,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-des-ranks", type=int, default=1024, help="above this many ranks only NCCL's model runs")
     parser.add_argument("--sizes", action="store_true", help="print every size")
     parser.add_argument("--record", default=None, help="write the output, date, machine and command to this Markdown file")
+    parser.add_argument("--json", default=None, help="write every point (measured, DES, model, interval) to this file")
     args = parser.parse_args(argv)
     if args.stride < 1:
         raise SystemExit("--stride: give a whole number of 1 or more (every Kth size)")
@@ -211,6 +213,8 @@ def main(argv: list[str] | None = None) -> None:
     print("\n".join(lines))
     if args.record:
         record(Path(args.record), lines, argv if argv is not None else sys.argv[1:])
+    if args.json:
+        Path(args.json).write_text(json.dumps([asdict(p) for p in points], indent=1))
 
 
 NOTES = "<!-- notes below this line are kept when the record is rewritten -->"
