@@ -177,9 +177,20 @@ def leave_one_out(args: argparse.Namespace, in_sample: list[str]) -> None:
         basis = "fit on " + ", ".join(o.name for o in others) if others else "priors only (no other log of this preset: uncalibrated)"
         lines.append(f"{name} ({preset} x {log.nodes}): {basis}; {time.perf_counter() - begun:.0f} s")
         lines += [_loo_line(row) for row in regime_rows(points)]
-    lines.append("all logs:")
-    lines += [_loo_line(row) for row in regime_rows(everything)]
+    lines += _interval_lines(everything)
+    lines.append(f"({time.perf_counter() - started:.0f} s; 80 % interval: real.validate_nccl.INTERVAL_METHOD)")
+    print("\n".join(lines))
+    if args.record:
+        _record(Path(args.record), lines, in_sample, args)
+
+
+def _interval_lines(everything: list) -> list[str]:
+    """Over all logs: the errors, the held-out scores, the conformal bound (ready to paste), and
+    the coverage of the shipped interval, the published spread and the nested bound."""
+    from real.validate_nccl import regime_rows
+
     scores = held_out_scores(everything)
+    lines = ["all logs:", *[_loo_line(row) for row in regime_rows(everything)]]
     lines.append("held-out |ln(measured / predicted)| per regime and log, rounded as the bound reads them:")
     lines += [
         f"  {regime:11s} {log}: {' '.join(f'{x:.4f}' for x in values)}" for regime, logs in scores.items() for log, values in logs.items()
@@ -193,11 +204,7 @@ def leave_one_out(args: argparse.Namespace, in_sample: list[str]) -> None:
     lines.append(
         "... and with the bound itself held out (each log's interval from the other logs' conformal bound; inf: too few other logs):"
     )
-    lines += [_loo_line(row) for row in regime_rows(_with_spread_of_others(everything))]
-    lines.append(f"({time.perf_counter() - started:.0f} s; 80 % interval: real.validate_nccl.INTERVAL_METHOD)")
-    print("\n".join(lines))
-    if args.record:
-        _record(Path(args.record), lines, in_sample, args)
+    return lines + [_loo_line(row) for row in regime_rows(_with_spread_of_others(everything))]
 
 
 def held_out_scores(points: list) -> dict[str, dict[str, list[float]]]:
@@ -231,7 +238,9 @@ def _bound_lines(scores: dict[str, dict[str, list[float]]]) -> list[str]:
         lines.append(f"  {regime:11s} {len(logs)} logs {len(flat):3d} points  median |ln error| {statistics.median(flat):.4f}  "
                      f"80 % bound {bound:.4f}  factor x/÷ {math.exp(bound):.3f}")  # fmt: skip
     ends = {name: "math.inf" if high == float("inf") else f"2**{int(high).bit_length() - 1}" for name, _, high in REGIMES}
-    pairs = ", ".join(f"({ends[regime]}, {bound:.4f})" for regime, bound in bounds.items())
+    pairs = ", ".join(
+        f"({ends[regime]}, {bound:.4f})" if math.isfinite(bound) else f"({ends[regime]}, math.inf)" for regime, bound in bounds.items()
+    )
     lines.append(f"paste into sim/hardware/uncertainty.py: LOO_HALF_WIDTH = ({pairs})")
     return lines
 
