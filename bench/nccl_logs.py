@@ -20,8 +20,14 @@ preset's constants are refitted on the other logs of the same preset (``collsim 
 nccl-tests``'s fit, real.validate_nccl; every other constant at its prior, never the shipped fit,
 which saw this log); a preset with no other log is predicted from its priors (uncalibrated). Per
 regime: the median and worst |busbw error| and how often the 80 % interval (real.validate_nccl
-says how it is made) held the measurement. ``--record FILE`` writes that output with the date and
-the machine (bench/results/nccl_logs_loo.md).
+says how it is made) held the measurement. Then, over all logs, the held-out |ln error| of every
+point by regime and log, the 80 % conformal bound the shipped interval rests on
+(sim.hardware.uncertainty.conformal_half_width, each log weighing the same) with the
+``LOO_HALF_WIDTH = ...`` line to paste into sim/hardware/uncertainty.py after a model change, and
+that interval's coverage: on the points that set it, and nested (each log's bound from the other
+logs only: the honest check). ``--record FILE`` writes that output with the date and the machine
+(bench/results/nccl_logs_loo.md; tests/hardware/test_uncertainty_held_out.py recomputes the
+shipped bound from its scores).
 """
 
 from __future__ import annotations
