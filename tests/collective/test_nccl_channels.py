@@ -7,7 +7,9 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from click.testing import CliRunner
 
+from sim.cli import cli
 from sim.collective.pick import scenario_for_pick
 from sim.hardware.presets import Graph, load_preset
 from sim.nccl.model import comm_channels, nvls_channels
@@ -72,3 +74,14 @@ def test_nvls_on_one_hgx_b200_node_runs_24_channels():
     scenario, _ = scenario_for_pick("hgx-b200", 1, "all_reduce", 1 << 30)
     assert scenario.algorithm == "nccl_nvls"
     assert path_params(scenario, load_preset("hgx-b200")).channels == 24
+
+
+@pytest.mark.slow
+def test_the_cli_says_how_many_channels_nccl_runs_the_ring_on():
+    """What a user reads: the pick line names NCCL's channel count for the call."""
+    args = ["sim", "collective", "--hardware", "hgx-b200", "--nodes", "2", "--op", "all_gather", "--size", "16MiB"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert "NCCL picks Ring/LL128 on 32 channels" in result.output
+    result = CliRunner().invoke(cli, [*args, "--nccl-version", "2.29"])
+    assert "NCCL picks Ring/LL128 on 16 channels" in result.output
