@@ -146,17 +146,19 @@ def tune(system: NcclSystem, nodes: int, gpus_per_node: int, version: NcclVersio
 def comm_channels(system: NcclSystem, nodes: int, version: NcclVersion = _DEFAULT) -> int:
     """comm->nChannels, the channels topoGetAlgoInfo starts a Ring/Tree call from (enqueue.cc:1831,
     v2.27.7-1), as ncclTopoPostset sets it (connect.cc:452-495): the ring/tree graphs' channels
-    doubled (at most 32); doubled again on SM90+ across nodes while the ring graph's bwIntra > 45
+    doubled (at most 32); doubled again on SM90+ (2.21-2.24: SM90 only) across nodes while the ring graph's bwIntra > 45
     and fewer than 16 ("4 compute channels per search channel", :466-468); then, up to 2.27, raised
     to the NVLS channels where NVLS is on (:493-495, copies of the rings: 32 on 2 x hgx-b200, where
     the graphs give 16; 2.28 dropped the copy). No NCCL_MIN/MAX_NCHANNELS (defaults)."""
     ring, tree = system.graph("ring", nodes), system.graph("tree", nodes)
     channels = min(ring.n_channels, tree.n_channels) if ring and tree else (ring or tree).n_channels
     channels = min(MAXCHANNELS, 2 * channels)
-    if system.compute_capability >= 90 and nodes > 1 and ring is not None and ring.bw_intra > 45.0 and channels < 16:
+    cc, release = system.compute_capability, _release(version)
+    hopper_on = cc == 90 if release <= (2, 24) else cc >= 90  # "minCompCap == 90" up to 2.24 (v2.24.3-1 :468)
+    if hopper_on and nodes > 1 and ring is not None and ring.bw_intra > 45.0 and channels < 16:
         channels *= 2
     if system.nvls and _nvls_copies_channels(version):
-        channels = max(channels, nvls_channels(system.compute_capability, nodes, version))
+        channels = max(channels, nvls_channels(cc, nodes, version))
     return channels
 
 

@@ -56,6 +56,13 @@ def test_few_fast_rings_across_nodes_get_four_channels_a_search_channel(bw_intra
     assert comm_channels(system, nodes) == expected
 
 
+def test_up_to_2_24_only_hopper_doubles_its_rings():
+    """v2.24.3-1 connect.cc:468 tests minCompCap == 90 (2.25+: >= 90): a Blackwell ring stays at 8."""
+    system = dataclasses.replace(_system("dgx-h100", Graph(4, 48.0, 48.0), nvls=False), compute_capability=100)
+    assert comm_channels(system, 2, nccl_version("2.24")) == 8
+    assert comm_channels(system, 2, nccl_version("2.25")) == 16
+
+
 @pytest.mark.parametrize(
     ("compute_capability", "nodes", "version", "expected"),
     [
