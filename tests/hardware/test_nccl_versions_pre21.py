@@ -84,3 +84,27 @@ def test_on_the_oci_a100_log_2_19_keeps_tree_ll128_to_512_mib_where_2_27_runs_tr
     assert [(p.nccl_algorithm, p.nccl_protocol) for p in picks["2.27"]] == [("Tree", "Simple"), ("Tree", "Simple")]
     plain = [predict("oci-a100-roce", 2, "all_reduce", s * MiB, nccl_version=v) for s in (512, 8192) for v in ("2.19", "2.27")]
     assert {(p.nccl_algorithm, p.nccl_protocol) for p in plain} == {("Ring", "Simple")}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "algorithm, protocol, per_direction", [("Tree", "Simple", 1.0), ("Tree", "LL128", 128 / 120), ("Ring", "Simple", 30 / 16)]
+)
+def test_on_two_nodes_the_des_tree_crosses_n_bytes_each_way_where_a_ring_crosses_2_k_minus_1_over_k_n(algorithm, protocol, per_direction):
+    """Why the 2.19 log can pass a ring's bound: a ring of k = 16 ranks sends 2(k-1)/k n = 1.875 n
+    through a node's NICs each way, so its busbw (algbw x 1.875) cannot pass the NICs' 16 x 12.5 =
+    200 GB/s; the log reaches 238 at 8 GiB. NCCL's double binary tree on 2 nodes sends each
+    channel's share up once and down once: a node's NICs carry n bytes each way (LL128: x 128/120
+    on the wire). Every channel counted (wire_copies), from the DES's per-pair byte totals."""
+    from sim.collective.pick import scenario_for_pick
+    from sim.collective.runner import run_collective
+
+    n = 64 * MiB
+    scenario, _ = scenario_for_pick("oci-a100-roce", 2, "all_reduce", n, algorithm, protocol)
+    result = run_collective(scenario.replace(record="full"))
+    pairs = result.records.pairs
+    crossing = {(0, 1): 0, (1, 0): 0}
+    for src, dst, nbytes in zip(pairs["src"], pairs["dst"], pairs["nbytes"]):
+        if src // 8 != dst // 8:
+            crossing[(int(src) // 8, int(dst) // 8)] += int(nbytes)
+    assert [crossing[key] * result.wire_copies / n for key in ((0, 1), (1, 0))] == pytest.approx([per_direction] * 2, rel=1e-3)
