@@ -152,9 +152,10 @@ def _add(record: NcclVersion) -> None:
 # 2.19 also weighs no CollNetDirect for all_gather/reduce_scatter. 2.20's MNNVL rule (an NVLink domain of several
 # hosts counts as one node, NVLS and NVLSTree off there: tuning.cc:136, 286, 293) is not modelled: the presets
 # count a domain as one node already, and the NVLS switch-off is not applied (2.20 does not know Blackwell either).
+_NVLS_23 = ((*_HW_LAT[0][:4], (0, 0, 23), (0, 0, 23), _Z), *_HW_LAT[1:])  # NVLink NVLS, NVLSTree 23 us (2.21+: 25)
 _PRE_21 = {
     **_LEGACY_22,
-    "hw_lat": tuple(((lat[0][0], lat[0][1], 28), *lat[1:]) for lat in ((*_HW_LAT[0][:4], (0, 0, 23), (0, 0, 23), _Z), *_HW_LAT[1:])),
+    "hw_lat": tuple(((lat[0][0], lat[0][1], 28), *lat[1:]) for lat in _NVLS_23),  # and Tree/Simple 28 us, as 2.21-2.22
     "ll_max_bws": (*_LL_MAX_BWS[:2], _LL_MAX_BWS[1]),
     "ring_ll_quarter": True,
 }
