@@ -9,7 +9,7 @@ channel graphs NCCL's topology search finds, compute capability, CPU vendor, NVL
 support) comes from a hardware preset (:mod:`sim.hardware.presets`). Computed in double
 precision (NCCL uses float: times agree to about 1e-7 relative).
 
-Other release lines (2.21 to 2.29) are records in :mod:`sim.nccl.versions`: ``predict(...,
+Other release lines (2.19 to 2.29) are records in :mod:`sim.nccl.versions`: ``predict(...,
 nccl_version="2.21")`` reads that line's constants and rules; the module constants below are the
 default record's (the DES's hop latencies read them). Not modelled: tuner plugins, aggregated launches
 (numPipeOps = 1), fp8 datatypes, user buffer registration.
@@ -206,6 +206,8 @@ def _considered(func: int, algo: int, version: NcclVersion = _DEFAULT) -> bool:
         return False
     if name in ("reduce_scatter", "all_gather") and algo not in (PAT, RING, NVLS, COLLNET_DIRECT):
         return False
+    if name in ("reduce_scatter", "all_gather") and algo == COLLNET_DIRECT and not version.collnet_direct_ag_rs:
+        return False
     return not (name == "all_reduce" and algo == PAT)
 
 
@@ -241,7 +243,7 @@ def _bandwidth(
         bw = _nvls_bw(v, graph, name == "all_reduce", algo, nodes, ppn, cc_index, index2)
     bus_bw = graph.n_channels * bw
     if algo == RING and proto == LL:
-        bus_bw = min(ll_max_bw, bus_bw * 0.5)
+        bus_bw = min(ll_max_bw, bus_bw * v.ring_ll_factor(nodes, name))
     if algo == RING and proto == LL128:
         factor = v.ring_ll128_ppn1_factor if ppn < 2 else 0.92  # <= 2.22: 0.7 at one GPU per node
         bus_bw = min(bus_bw * factor, graph.n_channels * v.per_ch_max_ring_ll128_bws[cc_index][index2])
