@@ -20,8 +20,14 @@ preset's constants are refitted on the other logs of the same preset (``collsim 
 nccl-tests``'s fit, real.validate_nccl; every other constant at its prior, never the shipped fit,
 which saw this log); a preset with no other log is predicted from its priors (uncalibrated). Per
 regime: the median and worst |busbw error| and how often the 80 % interval (real.validate_nccl
-says how it is made) held the measurement. ``--record FILE`` writes that output with the date and
-the machine (bench/results/nccl_logs_loo.md).
+says how it is made) held the measurement. Then, over all logs, the held-out |ln error| of every
+point by regime and log, the 80 % conformal bound the shipped interval rests on
+(sim.hardware.uncertainty.conformal_half_width, each log weighing the same) with the
+``LOO_HALF_WIDTH = ...`` line to paste into sim/hardware/uncertainty.py after a model change, and
+that interval's coverage: on the points that set it, and nested (each log's bound from the other
+logs only: the honest check). ``--record FILE`` writes that output with the date and the machine
+(bench/results/nccl_logs_loo.md; tests/hardware/test_uncertainty_held_out.py recomputes the
+shipped bound from its scores).
 """
 
 from __future__ import annotations
@@ -177,58 +183,89 @@ def leave_one_out(args: argparse.Namespace, in_sample: list[str]) -> None:
         basis = "fit on " + ", ".join(o.name for o in others) if others else "priors only (no other log of this preset: uncalibrated)"
         lines.append(f"{name} ({preset} x {log.nodes}): {basis}; {time.perf_counter() - begun:.0f} s")
         lines += [_loo_line(row) for row in regime_rows(points)]
-    lines.append("all logs:")
-    lines += [_loo_line(row) for row in regime_rows(everything)]
-    lines.append("the held-out spread per regime (sim.hardware.uncertainty.LOO_LOG_MEDIAN reads these): median |ln(measured / predicted)|")
-    lines += _spread_lines(everything)
-    lines.append("the same predictions with sim.hardware.uncertainty's interval for a preset not fitted on the cluster (x/÷ by regime):")
-    lines += [_loo_line(row) for row in regime_rows(_with_shipped_interval(everything))]
-    lines.append("... and with its published other-cluster spread alone (what it gives a preset without a log, another op or node count):")
-    lines += [_loo_line(row) for row in regime_rows(_with_shipped_interval(everything, op_known=False))]
-    lines.append("... and with the held-out spread itself held out (each log's interval from the other logs' median |ln error|):")
-    lines += [_loo_line(row) for row in regime_rows(_with_spread_of_others(everything))]
+    lines += _interval_lines(everything)
     lines.append(f"({time.perf_counter() - started:.0f} s; 80 % interval: real.validate_nccl.INTERVAL_METHOD)")
     print("\n".join(lines))
     if args.record:
         _record(Path(args.record), lines, in_sample, args)
 
 
-def _spread_lines(points: list) -> list[str]:
-    """Per regime: the median |log error| of the held-out points and the 80 % factor it implies
-    for log-normal errors (x/÷ exp(1.2816 / 0.6745 x median))."""
+def _interval_lines(everything: list) -> list[str]:
+    """Over all logs: the errors, the held-out scores, the conformal bound (ready to paste), and
+    the coverage of the shipped interval, the published spread and the nested bound."""
+    from real.validate_nccl import regime_rows
+
+    scores = held_out_scores(everything)
+    lines = ["all logs:", *[_loo_line(row) for row in regime_rows(everything)]]
+    lines.append("held-out |ln(measured / predicted)| per regime and log, rounded as the bound reads them:")
+    lines += [
+        f"  {regime:11s} {log}: {' '.join(f'{x:.4f}' for x in values)}" for regime, logs in scores.items() for log, values in logs.items()
+    ]
+    lines.append("the 80 % bound per regime (sim.hardware.uncertainty.METHOD; LOO_HALF_WIDTH holds it):")
+    lines += _bound_lines(scores)
+    lines.append("the same predictions with sim.hardware.uncertainty's interval for a preset not fitted on the cluster (x/÷ by regime):")
+    lines += [_loo_line(row) for row in regime_rows(_with_shipped_interval(everything))]
+    lines.append("... and with its published other-cluster spread alone (what it gives a preset without a log, another op or node count):")
+    lines += [_loo_line(row) for row in regime_rows(_with_shipped_interval(everything, op_known=False))]
+    lines.append(
+        "... and with the bound itself held out (each log's interval from the other logs' conformal bound; inf: too few other logs):"
+    )
+    return lines + [_loo_line(row) for row in regime_rows(_with_spread_of_others(everything))]
+
+
+def held_out_scores(points: list) -> dict[str, dict[str, list[float]]]:
+    """Per regime, per log: the held-out points' |ln(measured / predicted)|, rounded to 4 places
+    (what the record prints, so the bound recomputed from the record is the one printed)."""
+    import math
+
+    from sim.collective.nccl_fit import REGIMES
+
+    scores: dict[str, dict[str, list[float]]] = {}
+    for name, low, high in REGIMES:
+        for p in points:
+            if low <= p.size_bytes < high:
+                scores.setdefault(name, {}).setdefault(p.log, []).append(round(abs(math.log(p.measured_s / p.predicted_s)), 4))
+    return scores
+
+
+def _bound_lines(scores: dict[str, dict[str, list[float]]]) -> list[str]:
+    """Per regime: logs, points, the median and the conformal bound q with its factor exp(q); then
+    LOO_HALF_WIDTH ready to paste into sim/hardware/uncertainty.py."""
     import math
     import statistics
 
     from sim.collective.nccl_fit import REGIMES
-    from sim.hardware.uncertainty import Z80
+    from sim.hardware.uncertainty import conformal_half_width
 
-    lines = []
-    for name, low, high in REGIMES:
-        logs = [abs(math.log(p.measured_s / p.predicted_s)) for p in points if low <= p.size_bytes < high]
-        if logs:
-            median = statistics.median(logs)
-            lines.append(
-                f"  {name:11s} {len(logs):3d} points  median |ln error| {median:.4f}  80 % factor x/÷ {math.exp(Z80 / 0.6745 * median):.3f}"
-            )
+    lines, bounds = [], {}
+    for regime, logs in scores.items():
+        flat, bound = [x for values in logs.values() for x in values], conformal_half_width(logs)
+        bounds[regime] = bound
+        lines.append(f"  {regime:11s} {len(logs)} logs {len(flat):3d} points  median |ln error| {statistics.median(flat):.4f}  "
+                     f"80 % bound {bound:.4f}  factor x/÷ {math.exp(bound):.3f}")  # fmt: skip
+    ends = {name: "math.inf" if high == float("inf") else f"2**{int(high).bit_length() - 1}" for name, _, high in REGIMES}
+    pairs = ", ".join(
+        f"({ends[regime]}, {bound:.4f})" if math.isfinite(bound) else f"({ends[regime]}, math.inf)" for regime, bound in bounds.items()
+    )
+    lines.append(f"paste into sim/hardware/uncertainty.py: LOO_HALF_WIDTH = ({pairs})")
     return lines
 
 
 def _with_spread_of_others(points: list) -> list:
-    """The points with an interval of the held-out spread's form (x/÷ exp(1.2816 / 0.6745 x the
-    regime's median |ln error|)) whose median comes from the other logs' points only: the
-    interval's coverage judged on points that did not set it."""
+    """The points with the shipped interval's form (x/÷ exp(q), q the conformal bound of the
+    regime) whose bound comes from the other logs' scores only: the interval's coverage judged on
+    points that did not set it (q is inf, the interval unbounded, where the others are too few)."""
     import math
-    import statistics
     from dataclasses import replace
 
     from sim.collective.nccl_fit import REGIMES
-    from sim.hardware.uncertainty import Z80
+    from sim.hardware.uncertainty import conformal_half_width
 
-    out = []
+    scores, out = held_out_scores(points), []
     for p in points:
-        low, high = next((low, high) for _, low, high in REGIMES if low <= p.size_bytes < high)
-        others = [abs(math.log(q.measured_s / q.predicted_s)) for q in points if q.log != p.log and low <= q.size_bytes < high]
-        factor = math.exp(Z80 / 0.6745 * statistics.median(others)) if others else math.inf
+        regime = next(name for name, low, high in REGIMES if low <= p.size_bytes < high)
+        others = {log: values for log, values in scores[regime].items() if log != p.log}
+        factor = math.exp(conformal_half_width(others))
         out.append(replace(p, low_s=p.predicted_s / factor, high_s=p.predicted_s * factor))
     return out
 
@@ -265,6 +302,7 @@ def _record(path: Path, lines: list[str], in_sample: list[str], args: argparse.N
     import platform
 
     from real.validate_nccl import INTERVAL_METHOD
+    from sim.hardware.uncertainty import METHOD
 
     model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")),
                  platform.processor() or "unknown") if Path("/proc/cpuinfo").exists() else platform.processor() or "unknown"  # fmt: skip
@@ -276,7 +314,9 @@ def _record(path: Path, lines: list[str], in_sample: list[str], args: argparse.N
         f"(load average {os.getloadavg()[0]:.1f} at the end); "
         f"command `{command}` ({'every size' if args.stride == 1 else f'every {args.stride}th size'} of each log; --stride keeps the fits short).",
         "",
-        f"Interval: {INTERVAL_METHOD}.",
+        f"Interval of each log's own table (real.validate_nccl, the fit's propagated uncertainty): {INTERVAL_METHOD}.",
+        "",
+        f"Shipped interval (sim.hardware.uncertainty, a preset at its own logs' op and node count): {METHOD}.",
         "",
         "```",
     ]

@@ -57,7 +57,7 @@ def runs_as_picked(scenario) -> bool:
     preset = load_preset(scenario.hardware)
     if preset.nccl is None or scenario.algorithm not in PAIR_OF:
         return False
-    channels = default_channels(preset, max(1, scenario.ranks // preset.gpus_per_node))
+    channels = default_channels(preset, max(1, scenario.ranks // preset.gpus_per_node), getattr(scenario, "nccl_version", None))
     return scenario.chunks == channels and scenario.sharing == data_path_sharing(PAIR_OF[scenario.algorithm][0])
 
 

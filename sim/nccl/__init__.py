@@ -6,7 +6,7 @@ reads are data in :mod:`sim.hardware.presets`. Importing the package registers N
 imports it through its one plugin hook (``registry.PLUGINS``).
 
 - :mod:`sim.nccl.model`: ``predict(preset, nodes, op, size_bytes)``, NCCL's tuner (no DES), per release line
-  (2.21-2.29) from the records of :mod:`sim.nccl.versions`;
+  (2.19-2.29) from the records of :mod:`sim.nccl.versions`;
   :mod:`sim.nccl.p2p_model`: its closed form for all_to_all / send_recv (p2p channels, no tuner).
 - :mod:`sim.nccl.proto`: protocols and chunking as data, NCCL_ALGO / NCCL_PROTO parsing.
 - :mod:`sim.nccl.topo`: the topology and PathParams an NCCL algorithm runs on.

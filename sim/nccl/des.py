@@ -212,7 +212,7 @@ def pick_fields(hardware: str, nodes: int, op: str, size_bytes: int, nccl_algo: 
             None,
             f"NCCL picks {pick.nccl_algorithm}/{pick.nccl_protocol} for {op}; the DES has no CollNet (in-network SHARP reduction) counterpart",
         )
-    channels = default_channels(preset, nodes) if preset.nccl is not None else 1
+    channels = default_channels(preset, nodes, nccl_version) if preset.nccl is not None else 1
     base = {**scenario_fields(hardware, nodes, preset), "op": op, "size_bytes": size_bytes, "algorithm": name, "chunks": channels,
             "sharing": data_path_sharing(pick.nccl_algorithm), **fields}  # fmt: skip
     if nccl_version is not None:

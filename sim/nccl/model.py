@@ -9,7 +9,7 @@ channel graphs NCCL's topology search finds, compute capability, CPU vendor, NVL
 support) comes from a hardware preset (:mod:`sim.hardware.presets`). Computed in double
 precision (NCCL uses float: times agree to about 1e-7 relative).
 
-Other release lines (2.21 to 2.29) are records in :mod:`sim.nccl.versions`: ``predict(...,
+Other release lines (2.19 to 2.29) are records in :mod:`sim.nccl.versions`: ``predict(...,
 nccl_version="2.21")`` reads that line's constants and rules; the module constants below are the
 default record's (the DES's hop latencies read them). Not modelled: tuner plugins, aggregated launches
 (numPipeOps = 1), fp8 datatypes, user buffer registration.
@@ -139,15 +139,49 @@ def tune(system: NcclSystem, nodes: int, gpus_per_node: int, version: NcclVersio
                     bandwidths[func][algo][proto] = _bandwidth(system, graphs, func, algo, proto, nodes, ranks, v)
                     latencies[func][algo][proto] = _latency(system, func, algo, proto, nodes, ranks, v)
         _disable(system, graphs, bandwidths, nodes, ranks, v)
-    channels = comm_channels(system, nodes)
+    channels = comm_channels(system, nodes, v)
     return Tables(_freeze(bandwidths), _freeze(latencies), nodes, ranks, channels, system.compute_capability, v, system.cpu_arch == "x86")
 
 
-def comm_channels(system: NcclSystem, nodes: int) -> int:
-    """comm->nChannels: connect.cc ncclTopoPostset doubles the ring/tree graphs' channels (at most 32)."""
+def comm_channels(system: NcclSystem, nodes: int, version: NcclVersion = _DEFAULT) -> int:
+    """comm->nChannels, the channels topoGetAlgoInfo starts a Ring/Tree call from (enqueue.cc:1831,
+    v2.27.7-1), as ncclTopoPostset sets it (connect.cc:452-495): the ring/tree graphs' channels
+    doubled (at most 32); doubled again on SM90+ (2.21-2.24: SM90 only) across nodes while the ring graph's bwIntra > 45
+    and fewer than 16 ("4 compute channels per search channel", :466-468); then, up to 2.27, raised
+    to the NVLS channels where NVLS is on (:493-495, copies of the rings: 32 on 2 x hgx-b200, where
+    the graphs give 16; 2.28 dropped the copy). No NCCL_MIN/MAX_NCHANNELS (defaults)."""
     ring, tree = system.graph("ring", nodes), system.graph("tree", nodes)
     channels = min(ring.n_channels, tree.n_channels) if ring and tree else (ring or tree).n_channels
-    return min(MAXCHANNELS, 2 * channels)
+    channels = min(MAXCHANNELS, 2 * channels)
+    cc, release = system.compute_capability, _release(version)
+    hopper_on = cc == 90 if release <= (2, 24) else cc >= 90  # "minCompCap == 90" up to 2.24 (v2.24.3-1 :468)
+    if hopper_on and nodes > 1 and ring is not None and ring.bw_intra > 45.0 and channels < 16:
+        channels *= 2
+    if system.nvls and _nvls_copies_channels(version):
+        channels = max(channels, nvls_channels(cc, nodes, version))
+    return channels
+
+
+def _release(version: NcclVersion) -> tuple[int, int]:
+    """(major, minor) of a record's release line ("2.26.2" -> (2, 26))."""
+    major, minor = version.name.split(".")[:2]
+    return int(major), int(minor)
+
+
+def _nvls_copies_channels(version: NcclVersion) -> bool:
+    """connect.cc copies the rings up to comm->nvlsChannels in 2.21-2.27 (v2.27.7-1 :493-495);
+    v2.28.3-1 connect.cc has no such copy."""
+    return _release(version) <= (2, 27)
+
+
+def nvls_channels(compute_capability: int, nodes: int, version: NcclVersion = _DEFAULT) -> int:
+    """comm->nvlsChannels (src/transport/nvls.cc ncclNvlsInit): NCCL_NVLS_NCHANNELS' default 16 up
+    to 2.24 (v2.24.3-1 nvls.cc:146); from 2.25 NVLS_NCHANNELS_SM90 16 and SM100 32 (v2.25.1-1
+    :144-145); from 2.27 SM100 24 within one node or NVLink domain (v2.27.7-1 :147-149, 193)."""
+    release = _release(version)
+    if release <= (2, 24) or compute_capability < 100:
+        return 16
+    return 24 if nodes == 1 and release >= (2, 27) else 32
 
 
 def _freeze(table: list) -> tuple:
@@ -171,6 +205,8 @@ def _considered(func: int, algo: int, version: NcclVersion = _DEFAULT) -> bool:
     if name in ("broadcast", "reduce") and algo != RING:
         return False
     if name in ("reduce_scatter", "all_gather") and algo not in (PAT, RING, NVLS, COLLNET_DIRECT):
+        return False
+    if name in ("reduce_scatter", "all_gather") and algo == COLLNET_DIRECT and not version.collnet_direct_ag_rs:
         return False
     return not (name == "all_reduce" and algo == PAT)
 
@@ -207,7 +243,7 @@ def _bandwidth(
         bw = _nvls_bw(v, graph, name == "all_reduce", algo, nodes, ppn, cc_index, index2)
     bus_bw = graph.n_channels * bw
     if algo == RING and proto == LL:
-        bus_bw = min(ll_max_bw, bus_bw * 0.5)
+        bus_bw = min(ll_max_bw, bus_bw * v.ring_ll_factor(nodes, name))
     if algo == RING and proto == LL128:
         factor = v.ring_ll128_ppn1_factor if ppn < 2 else 0.92  # <= 2.22: 0.7 at one GPU per node
         bus_bw = min(bus_bw * factor, graph.n_channels * v.per_ch_max_ring_ll128_bws[cc_index][index2])

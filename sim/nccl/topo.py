@@ -33,9 +33,11 @@ from sim.nccl.model import (  # the rates and latencies NCCL's model and the DES
     compcap_index,
     hop_latencies_s,
     link_rates,
+    nvls_channels,
 )  # fmt: skip
 from sim.nccl.path import MAX_TREE_PIECES, PAIR_OF, PathParams, channel_ring, channel_tree
 from sim.nccl.proto import BY_NAME, channels_used
+from sim.nccl.versions import nccl_version as nccl_version_record
 from sim.network.topology import Topology
 
 COLLAPSE = True  # run copies of channels once (tests switch it off to compare)
@@ -87,7 +89,8 @@ def path_params(scenario, preset) -> PathParams:
     nodes, gpus = _domains(preset, s.ranks)
     eff = effective(preset)
     if algorithm in ("NVLS", "NVLSTree"):
-        channels = 32 if preset.nccl and preset.nccl.compute_capability >= 100 else 16  # nvls.cc NVLS_NCHANNELS
+        cc = preset.nccl.compute_capability if preset.nccl else 90
+        channels = nvls_channels(cc, nodes, nccl_version_record(getattr(s, "nccl_version", None)))  # nvls.cc NVLS_NCHANNELS
     else:
         channels = channels_used(algorithm, protocol, s.size_bytes, s.chunks, s.ranks)
     simulated = _collapsed(algorithm, channels, nodes) if COLLAPSE and not (s.verify or s.groups) else channels
@@ -293,6 +296,7 @@ def rates_line(scenario, preset: Preset | None = None) -> str:
     return f"runs at {'; '.join(parts)}; {latency}" if parts else f"runs at {latency}"
 
 
-def default_channels(preset, nodes: int) -> int:
-    """The communicator's channels (connect.cc doubles the ring/tree graphs' count)."""
-    return comm_channels(preset.nccl, preset.nccl_nodes(nodes)[0])
+def default_channels(preset, nodes: int, nccl_version: str | None = None) -> int:
+    """The communicator's channels (:func:`sim.nccl.model.comm_channels`: connect.cc's doublings
+    and, up to 2.27, the NVLS copies) with the tuning record of ``nccl_version`` (None: 2.27)."""
+    return comm_channels(preset.nccl, preset.nccl_nodes(nodes)[0], nccl_version_record(nccl_version))

@@ -1,4 +1,4 @@
-"""NCCL's tuning model per release line, 2.21 to 2.29, as data: one :class:`NcclVersion` record each.
+"""NCCL's tuning model per release line, 2.19 to 2.29, as data: one :class:`NcclVersion` record each.
 
 Each record holds what :mod:`sim.nccl.model` reads from ``src/graph/tuning.cc`` (and the skips of
 ``src/enqueue.cc`` updateCollCostTable) of the latest patch of its line (tag in ``tag``): the
@@ -47,8 +47,16 @@ class NcclVersion:
     ring_ll128_ppn1_factor: float = 0.92  # <= 2.22: 0.7 when ppn < 2
     legacy_inter_steps: bool = False  # <= 2.22: all_reduce ring has 2 x nNodes network steps (2.23+: 2 x (nNodes - 1))
     ll128_compcaps: tuple[int, ...] | None = None  # <= 2.26: LL128 only on these exact SMs (None: SM70+)
+    ring_ll_quarter: bool = False  # <= 2.20: Ring/LL busBw x 1/4 (x 1/3 on one node for broadcast/all_gather/reduce_scatter); 2.21+: x 0.5
+    collnet_direct_ag_rs: bool = True  # 2.20+: CollNetDirect weighed for all_gather/reduce_scatter (2.19: Ring and NVLS only)
     also: tuple[str, ...] = ()  # other names for this record (patches with the same tuning.cc)
     cites: dict = field(default_factory=dict, compare=False)
+
+    def ring_ll_factor(self, nodes: int, op: str) -> float:
+        """What Ring/LL's busBw is multiplied by before the llMaxBws cap (tuning.cc's Ring/LL line)."""
+        if not self.ring_ll_quarter:
+            return 0.5
+        return 1.0 / 4.0 if nodes > 1 or op in ("all_reduce", "reduce") else 1.0 / 3.0
 
     def compcap_index(self, cc: int) -> int:
         """tuning.cc compCapIndex: Volta, Ampere, Hopper, Blackwell (Blackwell -> Hopper before 2.25)."""
@@ -140,6 +148,35 @@ def _add(record: NcclVersion) -> None:
     VERSIONS[record.name] = record
 
 
+# 2.19, 2.20: as 2.21 but Ring/LL x 1/4 (1/3), NVLS/NVLSTree 23 us on NVLink, Hopper's llMaxBws row = Ampere's;
+# 2.19 also weighs no CollNetDirect for all_gather/reduce_scatter. 2.20's MNNVL rule (an NVLink domain of several
+# hosts counts as one node, NVLS and NVLSTree off there: tuning.cc:136, 286, 293) is not modelled: the presets
+# count a domain as one node already, and the NVLS switch-off is not applied (2.20 does not know Blackwell either).
+_NVLS_23 = ((*_HW_LAT[0][:4], (0, 0, 23), (0, 0, 23), _Z), *_HW_LAT[1:])  # NVLink NVLS, NVLSTree 23 us (2.21+: 25)
+_PRE_21 = {
+    **_LEGACY_22,
+    "hw_lat": tuple(((lat[0][0], lat[0][1], 28), *lat[1:]) for lat in _NVLS_23),  # and Tree/Simple 28 us, as 2.21-2.22
+    "ll_max_bws": (*_LL_MAX_BWS[:2], _LL_MAX_BWS[1]),
+    "ring_ll_quarter": True,
+}
+_add(NcclVersion("2.19", "v2.19.3-1", **_PRE_21, pat_bw_factor=0.0, collnet_direct_ag_rs=False, also=("2.19.1", "2.19.3", "2.19.4"), cites=_cites(
+    "v2.19.3-1 (tuning.cc identical in v2.19.1-1 and v2.19.4-1)", base_lat=f"{_T}:56-59", hw_lat=f"{_T}:65-78 (NVLS, NVLSTree 23 us on NVLink)",
+    ll_max_bws=f"{_T}:86-90 (Hopper row = Ampere's)", per_ch_max_ring_ll128_bws=f"{_T}:92-96", per_ch_max_tree_ll128_bws=f"{_T}:97-101",
+    per_ch_max_tree_bws=f"{_T}:102-106", compcap_index=f"{_T}:139", legacy_inter_steps=f"{_T}:161-163",
+    collnet_direct_ag_rs=f"{_T}:168-169 (all_gather/reduce_scatter: Ring and NVLS only)", nvls_bw=f"{_T}:175-176",
+    ring_ll_quarter=f"{_T}:180", ring_ll128_ppn1_factor=f"{_T}:181", tree_bw=f"{_T}:174 (bwIntra on <= 2 nodes), 182 (x .92, perChMaxTreeBw)",
+    nvls_ratio_ag_rs=f"{_T}:199", inter_lat_tree_at_ppn1=f"{_T}:208", ll128_compcaps=f"{_T}:293-298",
+    tree_correction=f"{_T}:394-398, 417", pick=f"{_E}:1151-1204 (topoGetAlgoInfo: strict <, algorithms outer)",
+    pat="no NCCL_ALGO_PAT (6 algorithms)", nvls_ag_rs_arity=f"{_E}:1169-1173 (no arity check)",
+)))  # fmt: skip
+_add(replace(VERSIONS["2.19"], name="2.20", tag="v2.20.5-1", collnet_direct_ag_rs=True, also=("2.20.3", "2.20.5"), cites=_cites(
+    "v2.20.5-1 (tuning.cc identical in v2.20.3-1)", base_lat=f"{_T}:56-59", hw_lat=f"{_T}:65-78 (NVLS, NVLSTree 23 us on NVLink)",
+    ll_max_bws=f"{_T}:86-90 (Hopper row = Ampere's)", per_ch_max_ring_ll128_bws=f"{_T}:92-96", per_ch_max_tree_ll128_bws=f"{_T}:97-101",
+    per_ch_max_tree_bws=f"{_T}:102-106", mnnvl=f"{_T}:136, 286, 293 (not modelled)", compcap_index=f"{_T}:140",
+    legacy_inter_steps=f"{_T}:162-164", collnet_direct_ag_rs=f"{_T}:169-170", nvls_bw=f"{_T}:176", ring_ll_quarter=f"{_T}:181",
+    ring_ll128_ppn1_factor=f"{_T}:182", nvls_ratio_ag_rs=f"{_T}:217", inter_lat_tree_at_ppn1=f"{_T}:228", ll128_compcaps=f"{_T}:314-319",
+    pat="no NCCL_ALGO_PAT", nvls_ag_rs_arity=f"{_E}:1464-1470 (no arity check)",
+)))  # fmt: skip
 _add(NcclVersion("2.21", "v2.21.5-1", **_LEGACY_22, pat_bw_factor=0.0, cites=_cites(
     "v2.21.5-1", base_lat=f"{_T}:56-59", hw_lat=f"{_T}:65-78", ll_max_bws=f"{_T}:86-90",
     per_ch_max_ring_ll128_bws=f"{_T}:92-96", per_ch_max_tree_ll128_bws=f"{_T}:97-101", per_ch_max_tree_bws=f"{_T}:102-106",
@@ -226,7 +263,7 @@ def known_versions() -> list[str]:
 
 
 def nccl_version(name: str | None = None) -> NcclVersion:
-    """The record of ``name`` ("2.21" ... "2.29", "v2.26.2-1"...; None: the default, 2.27)."""
+    """The record of ``name`` ("2.19" ... "2.29", "v2.26.2-1"...; None: the default, 2.27)."""
     if name is None or str(name).strip() == "":
         return VERSIONS[DEFAULT]
     key = str(name).strip().lower().removeprefix("v").split("+")[0].removesuffix("-1")
