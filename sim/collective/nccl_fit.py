@@ -111,7 +111,8 @@ def _faster(out: float, inp: float | None) -> float:
 
 
 def des_time(hardware: str, nodes: int, op: str, size: int, nccl_algo=None, nccl_proto=None) -> tuple[float, str]:
-    """(time of NCCL's pick in the DES, "Algo/Proto")."""
+    """(time of NCCL's pick in the DES, "Algo/Proto"; all_to_all / send_recv: the DES algorithm's name,
+    nccl_p2p, no tuner pick)."""
     from sim.collective.pick import scenario_for_pick
     from sim.collective.runner import run_collective
     from sim.nccl.path import PAIR_OF
@@ -119,7 +120,8 @@ def des_time(hardware: str, nodes: int, op: str, size: int, nccl_algo=None, nccl
     scenario, why = scenario_for_pick(hardware, nodes, op, size, nccl_algo, nccl_proto)
     if scenario is None:
         raise CollsimError(why)
-    return run_collective(scenario).time_s, "/".join(PAIR_OF[scenario.algorithm])
+    pair = PAIR_OF.get(scenario.algorithm)
+    return run_collective(scenario).time_s, "/".join(pair) if pair else scenario.algorithm
 
 
 def compare(path: str | Path, hardware: str, nodes: int, nccl_proto: str | None = None, stride: int = 1,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from real.nccl_tests import read as read_any
-from sim.collective.nccl_fit import read_checked, read_columns
+from sim.collective.nccl_fit import compare, read_checked, read_columns
 from sim.hardware.presets import list_presets, load_preset
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,6 +56,18 @@ def test_an_alltoall_log_is_read_as_all_to_all_not_all_reduce():
     path = next(p for p in HELD_OUT if "alltoall" in p.name)
     assert "alltoall_perf" in path.read_text()
     assert read_columns(path)[0] == "all_to_all"
+
+
+def test_an_alltoall_log_is_compared_on_the_des_p2p_path_not_a_traceback(tmp_path):
+    """With alltoall logs read as all_to_all, `collsim hardware fit` and the comparison reach the
+    DES's nccl_p2p, which has no NCCL Algo/Proto pair: the label is the DES algorithm (was a KeyError)."""
+    log = tmp_path / "alltoall.txt"  # a made-up 1-node table: the held-out logs are never fitted on
+    log.write_text("# Collective test starting: alltoall_perf\n"
+                   "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+                   "     1048576         32768     float    none      -1    20.00   52.43   45.88      0    20.00   52.43   45.88    N/A\n"
+                   "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 45.88\n")  # fmt: skip
+    (point,) = compare(log, "hgx-h100-nvls", 1)
+    assert point.op == "all_to_all" and point.pick == "nccl_p2p" and point.des_s > 0
 
 
 def test_no_held_out_log_repeats_a_calibration_log():
