@@ -141,7 +141,8 @@ def _route_work(s: Any, plan: Plan) -> tuple[int, int]:
     """(entries of the searches from destinations, routes found alone) for a hardware preset's
     topology (the plan's: built once, for the run as well) or a user graph; (0, 0) where routes
     are climbed or walked. A search from a destination holds about :data:`SEARCH_FILL` x the graph's nodes."""
-    from sim.network.topology import TOPOLOGIES, load_graph
+    from sim.network.graph_files import load_graph
+    from sim.network.topology import TOPOLOGIES
 
     work = plan.route_work()
     if work is not None:

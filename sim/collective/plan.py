@@ -148,7 +148,9 @@ def _plain_topology(s: CollectiveScenario) -> topo.Topology:
         intra_latency = s.latency_s if s.intra_latency_s is None else s.intra_latency_s
         intra_bandwidth = s.bandwidth_Bps if s.intra_bandwidth_Bps is None else s.intra_bandwidth_Bps
         return topo.two_level(s.ranks // gpus, gpus, intra_latency, intra_bandwidth, s.latency_s, s.bandwidth_Bps)
-    graph = topo.load_graph(kind)
+    from sim.network.graph_files import load_graph
+
+    graph = load_graph(kind)
     if graph.ranks != s.ranks:
         from sim.errors import CollsimError
 

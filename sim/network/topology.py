@@ -28,18 +28,15 @@ r is where rank r sits, and routes, nodes and node_of follow.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from heapq import heappop, heappush
-from pathlib import Path
 
 import networkx as nx
 
 from sim.errors import CollsimError
-from sim.units import parse_bandwidth, parse_time
 
 TOPOLOGIES = ("switch", "ring", "two_level", "torus2d")
 PLACEMENTS = ("block", "round_robin")  # or a YAML/JSON file listing each rank's endpoint
@@ -405,7 +402,8 @@ class _Search:
         return best
 
 
-def _link(graph: nx.Graph, u: object, v: object, latency_s: float, bandwidth_Bps: float) -> None:
+def add_link(graph: nx.Graph, u: object, v: object, latency_s: float, bandwidth_Bps: float) -> None:
+    """One full-duplex link u-v with its latency (s) and bandwidth (bytes/s)."""
     graph.add_edge(u, v, latency=latency_s, bandwidth=bandwidth_Bps)
 
 
@@ -414,7 +412,7 @@ def switch(p: int, latency_s: float, bandwidth_Bps: float) -> Topology:
     graph = nx.Graph()
     graph.add_nodes_from(range(p))
     for rank in range(p):
-        _link(graph, rank, "switch", latency_s / 2, bandwidth_Bps)
+        add_link(graph, rank, "switch", latency_s / 2, bandwidth_Bps)
     return Topology("switch", graph, p)
 
 
@@ -424,7 +422,7 @@ def ring(p: int, latency_s: float, bandwidth_Bps: float) -> Topology:
     graph.add_nodes_from(range(p))
     for rank in range(p):
         if p > 1 and not graph.has_edge(rank, (rank + 1) % p):
-            _link(graph, rank, (rank + 1) % p, latency_s, bandwidth_Bps)
+            add_link(graph, rank, (rank + 1) % p, latency_s, bandwidth_Bps)
     return Topology("ring", graph, p)
 
 
@@ -446,9 +444,9 @@ def two_level(
     graph.add_nodes_from(range(nodes * gpus_per_node))
     for node in range(nodes):
         for local in range(gpus_per_node):
-            _link(graph, node * gpus_per_node + local, f"node{node}", intra_latency_s / 2, intra_bandwidth_Bps)
+            add_link(graph, node * gpus_per_node + local, f"node{node}", intra_latency_s / 2, intra_bandwidth_Bps)
         if nodes > 1:
-            _link(graph, f"node{node}", "core", inter_latency_s / 2, inter_bandwidth_Bps)
+            add_link(graph, f"node{node}", "core", inter_latency_s / 2, inter_bandwidth_Bps)
     return Topology("two_level", graph, nodes * gpus_per_node, gpus_per_node)
 
 
@@ -461,7 +459,7 @@ def torus2d(rows: int, cols: int, latency_s: float, bandwidth_Bps: float) -> Top
             rank = row * cols + col
             for other in (row * cols + (col + 1) % cols, ((row + 1) % rows) * cols + col):
                 if other != rank and not graph.has_edge(rank, other):
-                    _link(graph, rank, other, latency_s, bandwidth_Bps)
+                    add_link(graph, rank, other, latency_s, bandwidth_Bps)
     return Topology("torus2d", graph, rows * cols, shape=(rows, cols))
 
 
@@ -532,75 +530,3 @@ def read_placement(path: str) -> list[int]:
     if not isinstance(data, list) or not all(_is_rank(item) for item in data):
         raise CollsimError(f"{name}: expected a list of endpoint indices (or a mapping with key 'endpoints')")
     return data
-
-
-def _number(value: object, parse, what: str) -> float:
-    try:
-        return parse(value, what)
-    except CollsimError:
-        raise
-    except (TypeError, ValueError) as error:
-        raise CollsimError(f"{what}: {error}") from None
-
-
-def load_graph(path: str | Path) -> Topology:
-    """A user graph from GraphML or JSON node-link data.
-
-    Rank nodes are those whose id is an integer (or a string of one) or that have
-    ``kind: rank``; they must be numbered 0..p-1. Every edge needs ``bandwidth`` (bytes/s or a
-    unit string such as "25GB/s") and may have ``latency`` (s or "5us", default 0).
-    """
-    from sim.files import read_text, shown, user_file
-
-    path = user_file(path, "topology", "switch, ring, two_level, torus2d or a GraphML/JSON file", label="topology file")
-    try:
-        text = read_text(path, "topology file")
-        if path.suffix.lower() in (".graphml", ".xml"):
-            raw = nx.parse_graphml(text)
-        else:
-            raw = nx.node_link_graph(json.loads(text), edges="links")
-    except CollsimError:
-        raise
-    except Exception as error:  # malformed files come in many shapes; name the file and why (bounded)
-        reason = " ".join(str(error).split())[:300]
-        raise CollsimError(f"topology file {shown(str(path))} could not be read as GraphML or JSON node-link: {reason}") from None
-    return _from_user_graph(nx.Graph(raw), path.name)
-
-
-def _rank_id(node: object, data: dict) -> int | None:
-    if isinstance(node, int) and not isinstance(node, bool):
-        return node
-    if isinstance(node, str) and node.strip().lstrip("-").isdigit():
-        return int(node)
-    if data.get("kind") == "rank" and "rank" in data:
-        return int(data["rank"])
-    return None
-
-
-def _from_user_graph(raw: nx.Graph, name: str) -> Topology:
-    mapping = {node: _rank_id(node, data) for node, data in raw.nodes(data=True)}
-    ranks = sorted(r for r in mapping.values() if r is not None)
-    if not ranks or ranks != list(range(len(ranks))):
-        raise CollsimError(f"topology {name}: rank nodes must be numbered 0..p-1, found {ranks[:10]}")
-    graph = nx.Graph()
-    for node in raw.nodes:
-        graph.add_node(mapping[node] if mapping[node] is not None else str(node))
-    for u, v, data in raw.edges(data=True):
-        if "bandwidth" not in data:
-            raise CollsimError(f"topology {name}: edge {u}-{v} has no 'bandwidth' attribute")
-        bandwidth = _number(data["bandwidth"], parse_bandwidth, f"topology {name} edge {u}-{v} bandwidth")
-        latency = _number(data.get("latency", 0.0), parse_time, f"topology {name} edge {u}-{v} latency")
-        if bandwidth <= 0 or latency < 0:
-            raise CollsimError(f"topology {name}: edge {u}-{v} needs bandwidth > 0 and latency >= 0")
-        a = mapping[u] if mapping[u] is not None else str(u)
-        b = mapping[v] if mapping[v] is not None else str(v)
-        _link(graph, a, b, latency, bandwidth)
-    if not nx.is_connected(graph):
-        raise CollsimError(f"topology {name}: the graph is not connected")
-    return Topology(name, graph, len(ranks))
-
-
-def save_graph(topology: Topology, path: str | Path) -> None:
-    """Write a topology as JSON node-link data that :func:`load_graph` reads back."""
-    data = nx.node_link_data(topology.graph, edges="links")
-    Path(path).write_text(json.dumps(data, indent=1, default=str))

@@ -120,6 +120,7 @@ def test_route_searches_on_a_user_graph_are_estimated_too(tmp_path):
 
     from sim.collective.runner import build_topology
     from sim.network import topology as topo
+    from sim.network.graph_files import save_graph
     from sim.scenario import CollectiveScenario
 
     graph = nx.Graph()
@@ -130,7 +131,7 @@ def test_route_searches_on_a_user_graph_are_estimated_too(tmp_path):
     for switch in range(4):
         graph.add_edge(f"sw{switch}", f"sw{(switch + 1) % 4}", latency=1e-6, bandwidth=100e9)
     path = tmp_path / "graph.json"
-    topo.save_graph(topo.Topology("mine", graph, ranks), path)
+    save_graph(topo.Topology("mine", graph, ranks), path)
     scenario = CollectiveScenario.from_dict(
         {"op": "all_to_all", "algorithm": "direct", "ranks": ranks, "size": "64KiB", "bandwidth": "25GB/s", "topology": str(path)}
     )

@@ -8,7 +8,7 @@ import simpy
 
 from sim.collective.runner import run_collective
 from sim.errors import CollsimError
-from sim.network import make_network
+from sim.network import graph_files, make_network
 from sim.network import topology as topo
 from sim.scenario import CollectiveScenario
 
@@ -243,12 +243,12 @@ def test_bad_user_graphs_are_named(tmp_path, content, message):
     path = tmp_path / "bad.json"
     path.write_text(content)
     with pytest.raises(CollsimError, match=message):
-        topo.load_graph(path)
+        graph_files.load_graph(path)
 
 
 def test_user_graph_rank_count_must_match(tmp_path):
     path = tmp_path / "g.json"
-    topo.save_graph(topo.switch(4, 1e-6, 1e9), path)
+    graph_files.save_graph(topo.switch(4, 1e-6, 1e9), path)
     with pytest.raises(CollsimError, match="connects 4 ranks"):
         run_collective(
             CollectiveScenario(op="barrier", algorithm="dissemination", ranks=8, bandwidth_Bps=1e9, size_bytes=0, topology=str(path))

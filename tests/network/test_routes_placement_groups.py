@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from sim.collective.runner import build_topology, run_collective
 from sim.errors import CollsimError
 from sim.network import topology as topo
+from sim.network.graph_files import from_user_graph
 from sim.scenario import CollectiveScenario
 
 SHARING = ("fifo", "fair")
@@ -60,10 +61,10 @@ def test_user_graph_fewest_hops_then_latency_then_smallest_sequence():
     graph = nx.Graph()
     for u, v, latency in [(0, "a", 1e-6), ("a", 1, 1e-6), (0, "b", 1e-6), ("b", 1, 2e-6), (0, "c", 1e-6), ("c", "d", 0.0), ("d", 1, 0.0)]:
         graph.add_edge(u, v, latency=latency, bandwidth=1e9)
-    user = topo._from_user_graph(graph, "test")
+    user = from_user_graph(graph, "test")
     assert user.path(0, 1) == [0, "a", 1]  # two hops beat three even at less latency; then least latency
     graph.edges["b", 1]["latency"] = 1e-6  # now a and b tie on hops and latency: the smaller name wins
-    tied = topo._from_user_graph(graph, "test")
+    tied = from_user_graph(graph, "test")
     assert tied.path(0, 1) == [0, "a", 1] and tied.path(1, 0) == [1, "a", 0]
 
 
@@ -104,7 +105,7 @@ def user_graphs(draw) -> nx.Graph:
 def test_user_graph_route_is_the_smallest_best_path(graph):
     """Against brute force: among all simple paths, fewest hops, then least latency, then the
     smallest node sequence (ranks by number before named nodes)."""
-    user = topo._from_user_graph(graph, "random")
+    user = from_user_graph(graph, "random")
 
     def cost(path):
         return (len(path), round(sum(user.graph.edges[hop]["latency"] for hop in zip(path, path[1:])), 15))

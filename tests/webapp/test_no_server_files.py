@@ -98,7 +98,8 @@ def test_a_ddp_field_naming_a_server_file_is_refused_unopened(secrets, field, se
 
 def test_the_same_values_still_open_on_the_command_line(secrets):
     """The gate is the server's: the CLI opens the user's own files as before."""
-    from sim.network.topology import load_graph, read_placement
+    from sim.network.graph_files import load_graph
+    from sim.network.topology import read_placement
 
     assert load_graph(secrets["graph"]).ranks == 2
     with pytest.raises(CollsimError, match="endpoint"):  # opened and read: its content is not a list of ranks
