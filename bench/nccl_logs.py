@@ -296,7 +296,11 @@ def _loo_line(row: dict) -> str:
             f"  80 % interval covered {row['covered']}/{row['points']} ({row['coverage']:.0%}), median x/÷ {row['median_width']:.2f}")  # fmt: skip
 
 
+NOTES = "<!-- notes below this line are kept when the record is rewritten -->"
+
+
 def _record(path: Path, lines: list[str], in_sample: list[str], args: argparse.Namespace) -> None:
+    """The output as a Markdown record; a notes section below :data:`NOTES` in an existing record is kept."""
     import datetime
     import os
     import platform
@@ -322,7 +326,9 @@ def _record(path: Path, lines: list[str], in_sample: list[str], args: argparse.N
     ]
     beside = ["```", "", "Beside it, today's table (the shipped presets, whose fits saw these same logs: in-sample), all logs:", "", "```"]
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(header + lines + beside + in_sample + ["```", ""]))
+    old = path.read_text() if path.exists() else ""
+    notes = old[old.index(NOTES) :] if NOTES in old else NOTES + "\n"
+    path.write_text("\n".join(header + lines + beside + in_sample + ["```", "", notes]))
 
 
 if __name__ == "__main__":
