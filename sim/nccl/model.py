@@ -532,7 +532,7 @@ P2P_ALGORITHM = "P2P"  # what --model nccl names grouped ncclSend/ncclRecv (no N
 def _predict_p2p(preset: Preset, nodes: int, op: str, size_bytes: int, nccl_algo: str | None, nccl_proto: str | None) -> Prediction:
     """all_to_all / send_recv: the closed form of NCCL's p2p channels (sim.nccl.p2p_model)."""
     refuse_selection(op, nccl_algo, nccl_proto)
-    terms = p2p_terms(preset, nodes, op, size_bytes, hop_latencies_s, link_rates)
+    terms = p2p_terms(preset, nodes, op, size_bytes, hop_latencies_s, link_rates, comm_channels)
     ranks = nodes * preset.gpus_per_node
     algbw = size_bytes / terms.time_s / 1e9 if terms.time_s > 0 else None
     busbw = algbw * busbw_factor(op, ranks) if algbw is not None else None

@@ -26,16 +26,22 @@ machine has one description whichever op runs on it.
 
 from __future__ import annotations
 
-from collections.abc import Generator
+import math
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
 
 from sim.algorithms.alltoall import all_blocks_at_once
 from sim.algorithms.call import Call
 from sim.algorithms.registry import Phase, needs_a_peer, register
 from sim.errors import CollsimError
-from sim.nccl.path import params, wire_bytes
+from sim.nccl.p2p_plan import P2pPlan, channel_batches, crosses_rail, p2p_plan
+from sim.nccl.path import PathParams, params, wire_bytes
 from sim.network import Network
 
-__all__ = ["P2P_LL_THRESHOLD", "P2P_NOTE", "P2P_OPS", "P2P_SHARING", "peer_bytes", "p2p_fields", "protocol_for", "refuse_selection"]
+__all__ = [
+    "P2P_LL_THRESHOLD", "P2P_NOTE", "P2P_OPS", "P2P_SHARING", "P2pParams", "peer_bytes", "p2p_fields", "p2p_params",
+    "protocol_for", "refuse_selection",
+]  # fmt: skip
 
 P2P_LL_THRESHOLD = 16384  # src/enqueue.cc:859 NCCL_P2P_LL_THRESHOLD
 P2P_OPS = ("all_to_all", "send_recv")
@@ -54,9 +60,37 @@ def peer_bytes(op: str, ranks: int, size_bytes: int) -> int:
     return size_bytes // ranks if op == "all_to_all" else size_bytes
 
 
-def protocol_for(op: str, ranks: int, size_bytes: int) -> str:
-    """NCCL's p2p protocol for the call (addP2pToPlan, one channel a peer at these sizes)."""
+def protocol_for(op: str, ranks: int, size_bytes: int, nodes: int = 1) -> str:
+    """NCCL's p2p protocol for the call (addP2pToPlan): across ``nodes`` > 1 Simple, the network
+    peers' only protocol (p2p network connections have no LL buffer: sim.nccl.p2p_plan), which
+    bound the call; inside one node LL up to 16 KiB a peer."""
+    if nodes > 1:
+        return "Simple"
     return "LL" if peer_bytes(op, ranks, size_bytes) <= P2P_LL_THRESHOLD else "Simple"
+
+
+@dataclass(frozen=True)
+class P2pParams(PathParams):
+    """NCCL's p2p path on a preset: the path's parameters, NCCL's p2p plan across nodes (None
+    inside one) and the NVLink hop PXN adds before a cross-rail network send."""
+
+    plan: P2pPlan | None = None
+    pxn_latency_s: float = 0.0
+
+
+def p2p_params(scenario, preset, hop_latencies_s: Callable, comm_channels: Callable) -> P2pParams:
+    """NCCL's point-to-point run's parameters (read by :func:`sim.nccl.topo.p2p_path_params`): one
+    connection a peer, the ring's latencies of its protocol, the p2p plan across nodes.
+    ``hop_latencies_s``, ``comm_channels``: :mod:`sim.nccl.model`'s (passed in: it imports this module)."""
+    nodes = max(scenario.ranks // preset.gpus_per_node, 1)
+    domains = preset.nccl_nodes(nodes)[0]
+    protocol = protocol_for(scenario.op, scenario.ranks, scenario.size_bytes, domains)
+    intra, _, start = hop_latencies_s(preset, "Ring", protocol, domains)
+    plan = p2p_plan(preset, nodes, comm_channels) if domains > 1 and preset.nccl else None
+    return P2pParams(
+        "Ring", protocol, 1, 1, start_s=start, simple_buff_bytes=preset.nccl.buffsize if preset.nccl else None,
+        plan=plan, pxn_latency_s=intra if plan and plan.pxn else 0.0,
+    )  # fmt: skip
 
 
 def refuse_selection(op: str, nccl_algo: str | None, nccl_proto: str | None) -> None:
@@ -95,7 +129,59 @@ def nccl_p2p_all_to_all(net: Network, rank: int, call: Call) -> Generator:
     p = params(net, call, "Ring", "Simple")
     if p.start_s:
         yield net.env.timeout(p.start_s)
-    yield from all_blocks_at_once(net, rank, call, lambda nbytes: wire_bytes(nbytes, p.protocol))
+    plan = getattr(p, "plan", None)
+    if plan is None or call.ranks != plan.ranks:  # inside one node: every round on a channel of its own
+        yield from all_blocks_at_once(net, rank, call, lambda nbytes: wire_bytes(nbytes, p.protocol))
+        return
+    block = call.elements // call.ranks
+    mine = call.take(rank)
+    queues = channel_batches(plan, block * call.element_bytes).items()
+    yield net.env.all_of([net.env.process(_channel(net, rank, call, p, mine, channel, queue)) for channel, queue in queues])
+
+
+def _peer(plan: P2pPlan, rank: int, node_delta: int, local_delta: int) -> int:
+    node, local = divmod(rank, plan.gpus)
+    return (node + node_delta) % plan.nodes * plan.gpus + (local + local_delta) % plan.gpus
+
+
+def _part(call: Call, owner: int, part: int, count: int) -> tuple[int, int, int]:
+    """Elements [lo, hi) of ``owner``'s block that part ``part`` of ``count`` moves
+    (include/device.h ncclP2pPartBounds: parts of divUp(bytes, count) rounded up to 4 KiB)."""
+    size = call.elements // call.ranks
+    nbytes = size * call.element_bytes
+    part_bytes = math.ceil(math.ceil(nbytes / count) / 4096) * 4096
+    step = part_bytes // call.element_bytes
+    lo, hi = min(part * step, size), min((part + 1) * step, size)
+    return owner * size + lo, owner * size + hi, (hi - lo) * call.element_bytes
+
+
+def _channel(net: Network, rank: int, call: Call, p: P2pParams, mine, channel: int, queue: list) -> Generator:
+    """One channel's batches, one after another (the kernel's block for the channel); a batch's
+    ops side by side: every part sent and received, cross-rail sends after PXN's NVLink hop."""
+    plan = p.plan
+    for batch in queue:
+        receives, now, later = [], [], []
+        for node_delta, local_delta, part, count in batch:
+            dst, src = _peer(plan, rank, node_delta, local_delta), _peer(plan, rank, -node_delta, -local_delta)
+            if dst == rank or not _part(call, dst, part, count)[2]:
+                continue  # the self copy moves nothing on a wire; a part past the end is empty
+            receives.append((_part(call, src, part, count), net.recv(src, rank, channel)))
+            (later if crosses_rail(plan, rank, dst) else now).append((dst, _part(call, dst, part, count)))
+        sends = [_send(net, rank, dst, piece, mine, channel, p.protocol) for dst, piece in now]
+        if later and p.pxn_latency_s:
+            yield net.env.timeout(p.pxn_latency_s)
+        sends += [_send(net, rank, dst, piece, mine, channel, p.protocol) for dst, piece in later]
+        for piece, event in receives:
+            call.put(rank, (yield event), piece)
+        for sent in sends:
+            if not sent.processed:
+                yield sent
+
+
+def _send(net: Network, rank: int, dst: int, piece: tuple, mine, channel: int, protocol: str):
+    """Send ``piece`` of ``rank``'s buffer (a part of its block for ``dst``) on ``channel``'s tag."""
+    lo, hi, nbytes = piece
+    return net.send(rank, dst, wire_bytes(nbytes, protocol), None if mine is None else mine[lo:hi], 0, tag=channel)
 
 
 @register(
@@ -113,6 +199,9 @@ def nccl_p2p_send_recv(net: Network, rank: int, call: Call) -> Generator:
     if p.start_s:
         yield net.env.timeout(p.start_s)
     if rank == 0:
+        plan = getattr(p, "plan", None)
+        if plan is not None and plan.ranks == call.ranks and crosses_rail(plan, 0, last) and p.pxn_latency_s:
+            yield net.env.timeout(p.pxn_latency_s)  # PXN: over NVLink to the GPU by the peer's rail's NIC first
         net.send(0, last, wire_bytes(call.size_bytes, p.protocol), call.take(0), 0)
     else:
         call.put(rank, (yield net.recv(0, rank)))

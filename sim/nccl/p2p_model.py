@@ -34,9 +34,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sim.nccl.p2p import P2P_OPS, peer_bytes, protocol_for
+from sim.nccl.p2p_plan import P2pPlan, channel_batches, crosses_rail, p2p_plan
 from sim.nccl.path import wire_bytes
 
-__all__ = ["P2P_OPS", "P2pTerms", "p2p_terms"]
+__all__ = ["P2P_OPS", "P2pTerms", "batch_chain_s", "p2p_terms"]
 
 
 @dataclass(frozen=True)
@@ -55,29 +56,57 @@ class P2pTerms:
         return self.start_s + max(self.intra_s, self.inter_s)
 
 
-def p2p_terms(preset, nodes: int, op: str, size_bytes: int, hop_latencies_s: Callable, link_rates: Callable) -> P2pTerms:
+def p2p_terms(preset, nodes: int, op: str, size_bytes: int, hop_latencies_s: Callable, link_rates: Callable,
+              comm_channels: Callable) -> P2pTerms:  # fmt: skip
     """The closed form of NCCL's ``op`` (all_to_all or send_recv) of ``size_bytes`` on ``nodes``
     nodes of a GPU preset, at the preset's effective rates and latencies: ``hop_latencies_s`` and
-    ``link_rates`` are :mod:`sim.nccl.model`'s, the DES's own (passed in: that module calls this one)."""
+    ``link_rates`` are :mod:`sim.nccl.model`'s, the DES's own, as ``comm_channels`` (passed in: that module calls this one)."""
     from sim.hardware.presets import scenario_fields
 
     domains, gpus = preset.nccl_nodes(nodes)  # NVLink domains are NCCL's nodes
     ranks = domains * gpus
-    protocol = protocol_for(op, ranks, size_bytes)
+    protocol = protocol_for(op, ranks, size_bytes, domains)
     intra_lat, inter_lat, start = hop_latencies_s(preset, "Ring", protocol, domains)
     shape = _Shape(**{k: v for k, v in scenario_fields(preset.name, nodes).items() if k in _Shape.__dataclass_fields__})
     intra_Bps, nic_Bps, nics = link_rates(shape, preset, "Ring")
     block = wire_bytes(peer_bytes(op, ranks, size_bytes), protocol)
+    plan = p2p_plan(preset, nodes, comm_channels) if domains > 1 else None
+    pxn_s = intra_lat if plan and plan.pxn else 0.0
     if op == "send_recv":  # rank 0 to the last rank: across the network where there are two nodes
         if ranks == 1:
             return P2pTerms(protocol, start, 0.0, 0.0)
-        if domains > 1:
-            return P2pTerms(protocol, start, 0.0, inter_lat + block / nic_Bps)
+        if plan:
+            return P2pTerms(protocol, start, 0.0, inter_lat + pxn_s * crosses_rail(plan, 0, ranks - 1) + block / nic_Bps)
         return P2pTerms(protocol, start, intra_lat + block / intra_Bps, 0.0)
     intra = intra_lat + (gpus - 1) * block / intra_Bps if gpus > 1 else 0.0
     shared = gpus / min(nics, gpus)  # GPUs a NIC serves
-    inter = inter_lat + (ranks - gpus) * block * shared / nic_Bps if domains > 1 else 0.0
-    return P2pTerms(protocol, start, intra, inter)
+    if plan is None:
+        return P2pTerms(protocol, start, intra, 0.0)
+    nbytes = peer_bytes(op, ranks, size_bytes)
+    chain, plain = (batch_chain_s(plan, nbytes, intra_lat, inter_lat, pxn) for pxn in (pxn_s, 0.0))
+    nic_s = (ranks - gpus) * block * shared / nic_Bps
+    crossing = sum(crosses_rail(plan, 0, peer) for peer in range(gpus, ranks)) / (ranks - gpus)
+    # PXN's NVLink hop delays only the cross-rail sends: the NIC moves the same-rail ones meanwhile
+    return P2pTerms(protocol, start, intra, max(plain + nic_s, chain + crossing * nic_s))
+
+
+def batch_chain_s(plan: P2pPlan, nbytes: int, intra_lat: float, inter_lat: float, pxn_s: float) -> float:
+    """The longest chain of batch latencies a channel runs one after another (sim.nccl.p2p_plan),
+    over a node's ranks: a batch waits for its slowest op's hop (NVLink, or the network plus
+    PXN's NVLink hop where the send crosses rails); the self copy costs none."""
+    longest = 0.0
+    for rank in range(plan.gpus):
+        for queue in channel_batches(plan, nbytes).values():
+            longest = max(longest, sum(max(_op_latency(plan, rank, op, intra_lat, inter_lat, pxn_s) for op in batch) for batch in queue))
+    return longest
+
+
+def _op_latency(plan: P2pPlan, rank: int, op: tuple, intra_lat: float, inter_lat: float, pxn_s: float) -> float:
+    node_delta, local_delta = op[0], op[1]
+    if not node_delta:
+        return intra_lat if local_delta else 0.0
+    peer = (rank // plan.gpus + node_delta) % plan.nodes * plan.gpus + (rank + local_delta) % plan.gpus
+    return inter_lat + (pxn_s if crosses_rail(plan, rank, peer) else 0.0)
 
 
 @dataclass(frozen=True)

@@ -192,13 +192,10 @@ def _channel_pairs(built: Topology, p: PathParams) -> list[set[tuple[int, int]]]
 
 
 def p2p_path_params(scenario, preset) -> PathParams:
-    """NCCL's point-to-point run's parameters (sim.nccl.p2p): one connection a peer, the ring's
-    latencies of its protocol."""
-    from sim.nccl.p2p import protocol_for
+    """NCCL's point-to-point run's parameters: :func:`sim.nccl.p2p.p2p_params`."""
+    from sim.nccl.p2p import p2p_params
 
-    protocol = protocol_for(scenario.op, scenario.ranks, scenario.size_bytes)
-    _, _, start = hop_latencies_s(preset, "Ring", protocol, preset.nccl_nodes(max(scenario.ranks // preset.gpus_per_node, 1))[0])
-    return PathParams("Ring", protocol, 1, 1, start_s=start, simple_buff_bytes=preset.nccl.buffsize if preset.nccl else None)
+    return p2p_params(scenario, preset, hop_latencies_s, comm_channels)
 
 
 def unfinished(scenario, preset: Preset | None = None) -> tuple[Topology, PathParams, bool]:

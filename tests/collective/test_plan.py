@@ -209,7 +209,8 @@ PINNED = [
     ("hgx-h100-nvls", 1, "all_reduce", "64MiB", "nccl", "nccl_nvls", 0.0003204721726675881),
     ("dgx-h100", 2, "all_reduce", "4MiB", "ring", "ring", 0.0005772863999999999),
     ("file", 2, "reduce_scatter", "8MiB", "nccl", "nccl_ring_ll128", 7.588745599209808e-05),
-    ("dgx-h100", 2, "all_to_all", "1MiB", "nccl", "nccl_p2p", 3.4949350817391305e-05),
+    # issue 33 item 5 (fix-a2a): PXN's NVLink hop before the 7 cross-rail sends (was 3.4949350817391305e-05)
+    ("dgx-h100", 2, "all_to_all", "1MiB", "nccl", "nccl_p2p", 3.709947976521739e-05),
 ]
 DGX_2_NODES_1MIB_RATES = (
     "runs at NVLink 360 GB/s a GPU = 0.8 (default) x 450 GB/s; network 46 GB/s a GPU = 0.92 (default) x 50 GB/s; "

@@ -54,33 +54,35 @@ def test_closed_form_agrees_with_the_des_at_small_sizes_too(size):
 
 
 def test_latency_bound_all_to_all_follows_ncclss_cited_constants():
-    """2 x dgx-h100, all_to_all of 1 KiB: 64 B a peer, LL (<= NCCL_P2P_LL_THRESHOLD 16 KiB,
-    enqueue.cc:859), 128 B on the wire a block (4 data bytes an 8-byte line). tuning.cc: Ring
-    baseLat LL 6.6 us; hwLat Ring LL NVLink 0.6 us, NET 2.7 us; all x latency_scale, + the fitted
-    per-call base across nodes. A rank's 7 NVLink blocks and 8 NIC blocks go side by side."""
+    """2 x dgx-h100, all_to_all of 1 KiB: 64 B a peer, Simple (p2p network connections have no LL
+    buffer: net.cc:773-790). tuning.cc: Ring baseLat Simple 8.4 us; hwLat Ring Simple NVLink
+    3.4 us, NET 14.0 us; all x latency_scale, + the fitted per-call base across nodes. A rank's
+    7 NVLink blocks and 8 NIC blocks go side by side; the 7 NIC blocks for other rails first
+    cross NVLink to the GPU by that rail's NIC (PXN): one more NVLink hop."""
     preset = load_preset("dgx-h100")
     eff = effective(preset)
     scale = eff.latency_scale
-    start_us = 6.6 * scale + eff.base_latency_us
+    start_us = 8.4 * scale + eff.base_latency_us
     nvlink_Bps = preset.intra_bandwidth_Bps * eff.intra_efficiency
     nic_Bps = preset.nic_bandwidth_Bps * eff.inter_efficiency * max(1.0, preset.nics_per_node / preset.gpus_per_node)
-    intra_us = 0.6 * scale + 7 * 128 / nvlink_Bps * 1e6
-    inter_us = 2.7 * scale + 8 * 128 / nic_Bps * 1e6
+    intra_us = 3.4 * scale + 7 * 64 / nvlink_Bps * 1e6
+    inter_us = max(14.0 * scale + 8 * 64 / nic_Bps * 1e6, (14.0 + 3.4) * scale + 7 * 64 / nic_Bps * 1e6)
     prediction = predict(preset, 2, "all_to_all", 1024)
-    assert prediction.nccl_protocol == "LL"
+    assert prediction.nccl_protocol == "Simple"
     assert prediction.time_s * 1e6 == pytest.approx(start_us + max(intra_us, inter_us), rel=1e-12)
-    # one node (8 ranks: 128 B a peer, 256 B on the wire): no NIC, no fitted per-call base
+    # one node (8 ranks: 128 B a peer, LL, 256 B on the wire): no NIC, no fitted per-call base
     # (hop_latencies_s charges it only across nodes)
     one_node_us = 6.6 * scale + 0.6 * scale + 7 * 256 / nvlink_Bps * 1e6
     assert predict(preset, 1, "all_to_all", 1024).time_s * 1e6 == pytest.approx(one_node_us, rel=1e-12)
 
 
 def test_send_recv_is_one_message_across_the_network():
-    """Simple above 16 KiB: baseLat Simple 8.4 us, hwLat NET Ring Simple 14.0 us (tuning.cc)."""
+    """Simple: baseLat Simple 8.4 us, hwLat NET Ring Simple 14.0 us (tuning.cc), and PXN's NVLink
+    hop (3.4 us): rank 0's NICs are not the ones by the last rank's local index."""
     preset = load_preset("oci-a100-roce")
     eff = effective(preset)
     nic_Bps = preset.nic_bandwidth_Bps * eff.inter_efficiency * max(1.0, preset.nics_per_node / preset.gpus_per_node)
-    expected_us = (8.4 + 14.0) * eff.latency_scale + eff.base_latency_us + 64 * MiB / nic_Bps * 1e6
+    expected_us = (8.4 + 14.0 + 3.4) * eff.latency_scale + eff.base_latency_us + 64 * MiB / nic_Bps * 1e6
     assert predict(preset, 2, "send_recv", 64 * MiB).time_s * 1e6 == pytest.approx(expected_us, rel=1e-12)
 
 

@@ -1,5 +1,6 @@
 """all_to_all and send_recv on a GPU preset run NCCL's point-to-point path (sim.nccl.p2p):
-the preset's effective constants, NCCL's latencies, LL up to 16 KiB a peer."""
+the preset's effective constants, NCCL's latencies, LL up to 16 KiB a peer inside a node, Simple
+across nodes."""
 
 from __future__ import annotations
 
@@ -22,14 +23,15 @@ def _time(op: str, size: int, hardware: str = "dgx-h100", nodes: int = 2, **fiel
 @pytest.mark.parametrize("hardware", ["dgx-h100", "oci-a100-roce", "gcp-a3-mega"])
 def test_one_message_costs_ncclss_latencies_and_the_effective_nic_rate(hardware):
     """send_recv (rank 0 to the last rank, on another node): baseLat x scale + the fitted per-call
-    cost, the NET hop's hwLat x scale, and the bytes at the NIC's rate x its fitted efficiency."""
+    cost, the NET hop's hwLat x scale, PXN's NVLink hop (rank 0's rail is not the last rank's),
+    and the bytes at the NIC's rate x its fitted efficiency; Simple at every size (a p2p network
+    connection has no LL buffer)."""
     preset, eff = load_preset(hardware), effective(load_preset(hardware))
-    for size, protocol in ((8, "LL"), (1 << 30, "Simple")):
-        assert protocol_for("send_recv", 16, size) == protocol
-        _, inter, start = hop_latencies_s(preset, "Ring", protocol)
+    for size in (8, 1 << 30):
+        assert protocol_for("send_recv", 16, size, nodes=2) == "Simple"
+        intra, inter, start = hop_latencies_s(preset, "Ring", "Simple")
         nic = preset.nic_bandwidth_Bps * eff.inter_efficiency * max(1.0, preset.nics_per_node / preset.gpus_per_node)
-        wire = size * (2 if protocol == "LL" else 1)  # LL: 8-byte lines carrying 4 bytes
-        assert _time("send_recv", size, hardware) == pytest.approx(start + inter + wire / nic, rel=1e-9)
+        assert _time("send_recv", size, hardware) == pytest.approx(start + inter + intra + size / nic, rel=1e-9)
 
 
 def test_all_to_all_is_bound_by_the_nics_at_large_sizes():
@@ -40,11 +42,14 @@ def test_all_to_all_is_bound_by_the_nics_at_large_sizes():
     assert _time("all_to_all", 1 << 30) == pytest.approx(nic_bound, rel=0.01)
 
 
-def test_ll_below_the_threshold_per_peer_and_simple_above():
-    assert protocol_for("all_to_all", 16, 16 * P2P_LL_THRESHOLD) == "LL"
-    assert protocol_for("all_to_all", 16, 16 * P2P_LL_THRESHOLD + 16 * 4) == "Simple"
+def test_ll_below_the_threshold_per_peer_inside_a_node_and_simple_across_nodes():
+    assert protocol_for("all_to_all", 8, 8 * P2P_LL_THRESHOLD) == "LL"
+    assert protocol_for("all_to_all", 8, 8 * P2P_LL_THRESHOLD + 8 * 4) == "Simple"
+    assert protocol_for("all_to_all", 16, 16 * 4, nodes=2) == "Simple"
+    scenario, _ = scenario_for_pick("dgx-h100", 1, "all_to_all", 8 * 4096)
+    assert run_collective(scenario).bytes_sent == 2 * 8 * 7 * 4096  # LL: 8-byte lines carrying 4 bytes
     scenario, _ = scenario_for_pick("dgx-h100", 2, "all_to_all", 16 * 4096)
-    assert run_collective(scenario).bytes_sent == 2 * 16 * 15 * 4096
+    assert run_collective(scenario).bytes_sent == 16 * 15 * 4096
 
 
 @pytest.mark.parametrize("op", ["all_to_all", "send_recv"])
