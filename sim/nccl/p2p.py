@@ -1,27 +1,39 @@
-"""NCCL's point-to-point path on a preset: all_to_all and send_recv (NCCL v2.30; no tuner pick).
+"""NCCL's point-to-point path on a preset: all_to_all and send_recv (NCCL v2.27.7-1; no tuner pick).
 
 NCCL has no all_to_all kernel: nccl-tests' alltoall runs ncclGroupStart, an ncclSend and an
-ncclRecv for every peer, ncclGroupEnd; sendrecv one pair. The DES runs each message whole on
-NCCL's own topology for the preset (:func:`sim.nccl.topo.topology`): the same effective
-constants as the collectives (``presets.effective``: the NICs and NVLink at their fitted rates,
-NCCL's per-hop latencies times the fitted scales, baseLat plus the fitted per-call cost), so a
-machine has one description whichever op runs on it.
+ncclRecv for every peer, ncclGroupEnd; sendrecv one pair. The DES runs the messages on NCCL's own
+topology for the preset (:func:`sim.nccl.topo.topology`): the same effective constants as the
+collectives (``presets.effective``: the NICs and NVLink at their fitted rates, NCCL's per-hop
+latencies times the fitted scales, baseLat plus the fitted per-call cost), so a machine has one
+description whichever op runs on it. How NCCL lays the ops out across nodes (channels, schedule,
+batches, PXN) is :mod:`sim.nccl.p2p_plan`, with its citations.
 
-- **Protocol** (``src/enqueue.cc:859, 931-933`` ``addP2pToPlan``): LL where a peer's bytes are at
-  most NCCL_P2P_LL_THRESHOLD (16 KiB) a channel, Simple above. Small calls use one channel a
-  peer (``minPartSize``: half a 128 KiB network step across nodes, an eighth of a 512 KiB NVLink
-  step inside one), so LL up to 16 KiB a peer. LL moves 8-byte lines carrying 4 bytes of data.
+- **Protocol** (``src/enqueue.cc:815-835`` addP2pToPlan): across nodes Simple: a p2p network
+  connection has no LL buffer, and the network peers bound the call (the NVLink peers, LL up to
+  16 KiB a channel, would finish earlier still; the DES runs one protocol a call). Inside one
+  node LL up to NCCL_P2P_LL_THRESHOLD (16 KiB) a peer, Simple above; LL moves 8-byte lines
+  carrying 4 bytes of data.
 - **Latency**: NCCL's tuning model has none for p2p; the DES charges the ring's hwLat of the
   protocol for each hop a message crosses (NVLink inside a node, NET between nodes) and the
   ring's baseLat once a call, both times the fitted scales, plus the fitted per-call cost.
-- **Whole messages**: NCCL pipelines a peer's bytes through NCCL_STEPS slots of 128 KiB (network)
-  or 512 KiB (NVLink) chunks (``src/init.cc:818-820``). 8 x 128 KiB in flight exceeds the NIC's
-  bandwidth-delay product (14 us x 46 GB/s = 0.64 MB), so the slots never bind and a message
-  whole on its route (no store-and-forward on it) takes the same time.
-- **Sharing**: every peer's message is in flight at once and the network shares the ports and
-  links (:data:`P2P_SHARING`, fair, as the ``direct`` algorithm). PXN (a GPU handing a message for
-  another rail to that rail's GPU over NVLink) is not modelled: on the non-blocking core every
-  NIC carries the same bytes either way.
+- **Batches** (across nodes): each of a rank's p2p channels runs its batches of up to 8 ops one
+  after another, the ops of a batch side by side, a peer's bytes split in parts over 1-2
+  channels; a channel waits for every send and receive of a batch before its next. On 2-16
+  nodes every channel runs one batch; beyond, the rounds queue (32 x 8 GPUs: two a channel).
+- **PXN**: a send to a remote peer on another rail first crosses NVLink to the GPU by that rail's
+  NIC: the DES starts it one NVLink hwLat later. Its bytes on NVLink (as many as the NIC's, at
+  the NVLink rate) are not charged.
+- **Whole parts**: NCCL pipelines a part through slots of NCCL_P2P_NET_CHUNKSIZE (128 KiB)
+  chunks, min(8, 16 / ops in the batch) a connection in flight (``transport/net.cc:1127``):
+  more than a NIC's bandwidth-delay product per rank on every preset
+  (:func:`sim.nccl.p2p_plan.in_flight_bytes`), so the slots never bind and a part sent whole on
+  its route (no store-and-forward on it) takes the same time.
+- **Sharing**: the messages in flight share the ports and links (:data:`P2P_SHARING`, fair, as
+  the ``direct`` algorithm); a NIC shared by GPUs carries all of their bytes.
+
+Not charged, for want of a cited figure: the proxy thread's CPU cost per chunk it posts and
+polls (a GPU's proxy serves every local GPU whose bytes PXN routes through its NIC), and a
+NIC's rate with many queue pairs (one a connection, NCCL_IB_QPS_PER_CONNECTION 1).
 """
 
 from __future__ import annotations
@@ -51,7 +63,8 @@ P2P_OPS = ("all_to_all", "send_recv")
 P2P_SHARING = "fair"
 P2P_NOTE = (
     "NCCL runs grouped ncclSend/ncclRecv (nccl-tests alltoall.cu / sendrecv.cu; no tuner pick; --model nccl gives its closed form, sim.nccl.p2p_model): each message on "
-    "NCCL's p2p path, LL up to 16 KiB a peer, else Simple, at the preset's effective rates and NCCL's latencies"
+    "NCCL's p2p path, LL up to 16 KiB a peer inside a node, else Simple (always across nodes), a channel's batches of peers one after another, "
+    "cross-rail sends one NVLink hop later (PXN), at the preset's effective rates and NCCL's latencies"
 )
 
 

@@ -2,30 +2,29 @@
 
 NCCL's tuning model (``src/graph/tuning.cc``) has no entry for ncclSend/ncclRecv: a grouped
 all_to_all takes what its p2p channels move. This model charges what the DES's ``nccl_p2p`` path
-(:mod:`sim.nccl.p2p`, :func:`sim.nccl.topo.p2p_path_params`) charges, without running it:
+(:mod:`sim.nccl.p2p`, laid out as :mod:`sim.nccl.p2p_plan`) charges, without running it:
 
-- **Protocol**: LL where a peer's bytes are at most NCCL_P2P_LL_THRESHOLD (16 KiB,
-  ``src/enqueue.cc:859``), else Simple (:func:`sim.nccl.p2p.protocol_for`); LL puts 4 data bytes
-  in each 8-byte line (:func:`sim.nccl.path.wire_bytes`).
+- **Protocol**: across nodes Simple (a p2p network connection has no LL buffer); inside one node
+  LL where a peer's bytes are at most NCCL_P2P_LL_THRESHOLD (16 KiB), else Simple
+  (:func:`sim.nccl.p2p.protocol_for`); LL puts 4 data bytes in each 8-byte line.
 - **Latency**: NCCL's Ring baseLat of the protocol once a call (tuning.cc ``baseLat``: LL 6.6 us,
   Simple 8.4 us) x the preset's fitted latency scale, plus the fitted per-call base latency across
-  nodes, plus one hop's hwLat (tuning.cc ``hwLat``, Ring row: NVLink LL 0.6 / Simple 3.4 us inside
-  a node, NET LL 2.7 / Simple 14.0 us across) for the slowest peer class, all as
-  :func:`sim.nccl.model.hop_latencies_s`.
-- **Bandwidth**: every peer is posted at once on channels of its own, so a rank's NVLink and NIC
-  sends proceed side by side, and each link is shared fairly by the messages on it. With p ranks,
-  g GPUs a node and w wire bytes a block, a rank's NVLink carries (g - 1) w at the effective
-  NVLink rate and its share of the node's NICs carries (p - g) w, the NIC serving g / min(nics, g)
-  GPUs' (p - g) w at the effective NIC rate (:func:`sim.nccl.model.link_rates`). PXN (NCCL's
-  default on rail-optimised nodes: a message for another rail crosses NVLink to that rail's GPU
-  and leaves by its NIC) moves the same bytes through every NIC of a uniform all_to_all, so it
-  does not change the NIC term; its extra NVLink bytes are not charged (nor are they in the DES).
-- **Pipelining**: NCCL_STEPS slots of NCCL_P2P_NET_CHUNKSIZE 128 KiB / NCCL_P2P_NVL_CHUNKSIZE
-  512 KiB (``src/init.cc:818-820``) keep more than a NIC's bandwidth-delay product in flight,
-  so the slots never bind and a peer's bytes flow at its links' rate.
+  nodes; then per batch a channel runs, one after another, its slowest op's hop (tuning.cc
+  ``hwLat``, Ring row: NVLink LL 0.6 / Simple 3.4 us, NET Simple 14.0 us; a cross-rail network
+  send one NVLink hop more, PXN): :func:`batch_chain_s`, the longest chain over the channels.
+- **Bandwidth**: a rank's NVLink and NIC sends proceed side by side, each link shared fairly by
+  the messages on it. With p ranks, g GPUs a node and w wire bytes a block, a rank's NVLink
+  carries (g - 1) w at the effective NVLink rate and its share of the node's NICs (p - g) w, the
+  NIC serving g / min(nics, g) GPUs' (p - g) w at the effective NIC rate
+  (:func:`sim.nccl.model.link_rates`). PXN delays the cross-rail sends, not the same-rail ones,
+  so the NIC term is the later of (chain without PXN + all NIC bytes) and (chain + the cross-rail
+  share of them).
+- **Pipelining**: the slots in flight exceed a NIC's bandwidth-delay product
+  (:func:`sim.nccl.p2p_plan.in_flight_bytes`), so a peer's bytes flow at its links' rate.
 
-all_to_all = baseLat + max(intra hwLat + (g - 1) w / NVLink rate, inter hwLat + NIC share term);
-send_recv = one message from rank 0 to the last rank (across nodes where there are several).
+all_to_all = baseLat + max(NVLink hwLat + (g - 1) w / NVLink rate, NIC term);
+send_recv = one message from rank 0 to the last rank (across nodes where there are several,
+one NVLink hop more where PXN moves it to another rail's NIC).
 """
 
 from __future__ import annotations
