@@ -11,7 +11,8 @@ batches, PXN) is :mod:`sim.nccl.p2p_plan`, with its citations.
 - **Protocol** (``src/enqueue.cc:815-835`` addP2pToPlan): across nodes Simple: a p2p network
   connection has no LL buffer, and the network peers bound the call (the NVLink peers, LL up to
   16 KiB a channel, would finish earlier still; the DES runs one protocol a call). Inside one
-  node LL up to NCCL_P2P_LL_THRESHOLD (16 KiB) a peer, Simple above; LL moves 8-byte lines
+  node LL up to NCCL_P2P_LL_THRESHOLD (16 KiB) x p2pnChannelsPerPeer a peer (enqueue.cc:822; on
+  NVSwitch nodes 32 channels a peer, so 512 KiB), Simple above; LL moves 8-byte lines
   carrying 4 bytes of data.
 - **Latency**: NCCL's tuning model has none for p2p; the DES charges the ring's hwLat of the
   protocol for each hop a message crosses (NVLink inside a node, NET between nodes) and the
@@ -63,7 +64,7 @@ P2P_OPS = ("all_to_all", "send_recv")
 P2P_SHARING = "fair"
 P2P_NOTE = (
     "NCCL runs grouped ncclSend/ncclRecv (nccl-tests alltoall.cu / sendrecv.cu; no tuner pick; --model nccl gives its closed form, sim.nccl.p2p_model): each message on "
-    "NCCL's p2p path, LL up to 16 KiB a peer inside a node, else Simple (always across nodes), a channel's batches of peers one after another, "
+    "NCCL's p2p path, LL up to 16 KiB x its channels a peer inside a node, else Simple (always across nodes), a channel's batches of peers one after another, "
     "cross-rail sends one NVLink hop later (PXN), at the preset's effective rates and NCCL's latencies"
 )
 
@@ -73,13 +74,14 @@ def peer_bytes(op: str, ranks: int, size_bytes: int) -> int:
     return size_bytes // ranks if op == "all_to_all" else size_bytes
 
 
-def protocol_for(op: str, ranks: int, size_bytes: int, nodes: int = 1) -> str:
+def protocol_for(op: str, ranks: int, size_bytes: int, nodes: int = 1, per_peer: int = 1) -> str:
     """NCCL's p2p protocol for the call (addP2pToPlan): across ``nodes`` > 1 Simple, the network
     peers' only protocol (p2p network connections have no LL buffer: sim.nccl.p2p_plan), which
-    bound the call; inside one node LL up to 16 KiB a peer."""
+    bound the call; inside one node LL up to NCCL_P2P_LL_THRESHOLD x p2pnChannelsPerPeer
+    (``per_peer``) bytes a peer (enqueue.cc:822 thresholdLL = nChannelsMax x 16 KiB)."""
     if nodes > 1:
         return "Simple"
-    return "LL" if peer_bytes(op, ranks, size_bytes) <= P2P_LL_THRESHOLD else "Simple"
+    return "LL" if peer_bytes(op, ranks, size_bytes) <= per_peer * P2P_LL_THRESHOLD else "Simple"
 
 
 @dataclass(frozen=True)
@@ -97,9 +99,10 @@ def p2p_params(scenario, preset, hop_latencies_s: Callable, comm_channels: Calla
     ``hop_latencies_s``, ``comm_channels``: :mod:`sim.nccl.model`'s (passed in: it imports this module)."""
     nodes = max(scenario.ranks // preset.gpus_per_node, 1)
     domains = preset.nccl_nodes(nodes)[0]
-    protocol = protocol_for(scenario.op, scenario.ranks, scenario.size_bytes, domains)
+    layout = p2p_plan(preset, nodes, comm_channels) if preset.nccl else None
+    protocol = protocol_for(scenario.op, scenario.ranks, scenario.size_bytes, domains, layout.per_peer if layout else 1)
     intra, _, start = hop_latencies_s(preset, "Ring", protocol, domains)
-    plan = p2p_plan(preset, nodes, comm_channels) if domains > 1 and preset.nccl else None
+    plan = layout if domains > 1 else None
     return P2pParams(
         "Ring", protocol, 1, 1, start_s=start, simple_buff_bytes=preset.nccl.buffsize if preset.nccl else None,
         plan=plan, pxn_latency_s=intra if plan and plan.pxn else 0.0,

@@ -5,7 +5,7 @@ all_to_all takes what its p2p channels move. This model charges what the DES's `
 (:mod:`sim.nccl.p2p`, laid out as :mod:`sim.nccl.p2p_plan`) charges, without running it:
 
 - **Protocol**: across nodes Simple (a p2p network connection has no LL buffer); inside one node
-  LL where a peer's bytes are at most NCCL_P2P_LL_THRESHOLD (16 KiB), else Simple
+  LL where a peer's bytes are at most NCCL_P2P_LL_THRESHOLD (16 KiB) x p2pnChannelsPerPeer, else Simple
   (:func:`sim.nccl.p2p.protocol_for`); LL puts 4 data bytes in each 8-byte line.
 - **Latency**: NCCL's Ring baseLat of the protocol once a call (tuning.cc ``baseLat``: LL 6.6 us,
   Simple 8.4 us) x the preset's fitted latency scale, plus the fitted per-call base latency across
@@ -64,12 +64,13 @@ def p2p_terms(preset, nodes: int, op: str, size_bytes: int, hop_latencies_s: Cal
 
     domains, gpus = preset.nccl_nodes(nodes)  # NVLink domains are NCCL's nodes
     ranks = domains * gpus
-    protocol = protocol_for(op, ranks, size_bytes, domains)
+    layout = p2p_plan(preset, nodes, comm_channels)
+    protocol = protocol_for(op, ranks, size_bytes, domains, layout.per_peer)
     intra_lat, inter_lat, start = hop_latencies_s(preset, "Ring", protocol, domains)
     shape = _Shape(**{k: v for k, v in scenario_fields(preset.name, nodes).items() if k in _Shape.__dataclass_fields__})
     intra_Bps, nic_Bps, nics = link_rates(shape, preset, "Ring")
     block = wire_bytes(peer_bytes(op, ranks, size_bytes), protocol)
-    plan = p2p_plan(preset, nodes, comm_channels) if domains > 1 else None
+    plan = layout if domains > 1 else None
     pxn_s = intra_lat if plan and plan.pxn else 0.0
     if op == "send_recv":  # rank 0 to the last rank: across the network where there are two nodes
         if ranks == 1:

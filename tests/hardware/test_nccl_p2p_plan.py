@@ -154,3 +154,14 @@ def test_every_block_arrives_when_a_peer_is_split_in_parts(nodes, size):
     """Parts of a peer's block on two channels (ncclP2pPartBounds: 4 KiB-aligned), sizes that p
     does not divide: every element lands where all_to_all puts it."""
     assert des("dgx-h100", nodes, "all_to_all", size, verify=True).verified
+
+
+def test_inside_a_node_ll_reaches_16_kib_times_the_channels_a_peer():
+    """enqueue.cc:822: thresholdLL = p2pnChannelsPerPeer x NCCL_P2P_LL_THRESHOLD. One dgx-h100:
+    24 comm channels -> 32 p2p channels; an NVLink peer allows 2 x 18 NVLinks, so 32 a peer and
+    LL up to 512 KiB a peer (LL's wire bytes twice the data), Simple above."""
+    assert plan("dgx-h100", 1).per_peer == 32
+    for size, wire in ((8 * 512 * KiB, 2), (8 * (512 * KiB + 4), 1)):
+        result = des("dgx-h100", 1, "all_to_all", size)
+        assert result.bytes_sent == wire * 8 * 7 * (size // 8), size
+        assert predict(load_preset("dgx-h100"), 1, "all_to_all", size).nccl_protocol == ("LL" if wire == 2 else "Simple")
