@@ -111,15 +111,21 @@ def _describe_p2p(scenario, picked: bool, preset=None) -> PickInfo | None:
     """all_to_all / send_recv on NCCL's p2p path and the closed form of it (sim.nccl.p2p_model)."""
     from sim.hardware.presets import load_preset
     from sim.nccl.model import predict
-    from sim.nccl.topo import rates_line
 
     preset = preset or load_preset(scenario.hardware)
     if preset.nccl is None:
         return None
+    from sim.nccl.p2p import peer_bytes
+    from sim.nccl.p2p_plan import rank_layout
+    from sim.nccl.topo import p2p_path_params, rates_line
+
     model = predict(preset, max(1, scenario.ranks // preset.gpus_per_node), scenario.op, scenario.size_bytes)
     pair = f"{model.nccl_algorithm}/{model.nccl_protocol}"
-    why = "NCCL's p2p closed form charges the DES's bottleneck (a rank's NVLink bytes or its share of the NICs) and latencies; a gap is link sharing the closed form does not see"
-    return PickInfo(picked, model.nccl_algorithm, model.nccl_protocol, 1, model.time_s, pair, why, rates_line(scenario, preset))
+    why = "NCCL's p2p closed form charges the DES's bottleneck (a rank's NVLink bytes or its share of the NICs), its batches' latencies and PXN's hop; a gap is link sharing the closed form does not see"
+    nbytes = peer_bytes(scenario.op, scenario.ranks, scenario.size_bytes)
+    channels, layout = rank_layout(p2p_path_params(scenario, preset).plan, scenario.op, nbytes)
+    rates = rates_line(scenario, preset) + (f"; {layout}" if layout else "")
+    return PickInfo(picked, model.nccl_algorithm, model.nccl_protocol, channels, model.time_s, pair, why, rates)
 
 
 def gap_why(op: str, nccl_algorithm: str) -> str:

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "MAX_P2P_CHANNELS", "NCCL_STEPS", "NET_CHUNK_BYTES", "P2P_PER_BATCH", "SHARED_STEPS", "P2pPlan",
-    "channel_batches", "crosses_rail", "in_flight_bytes", "p2p_plan", "parts", "schedule",
+    "channel_batches", "crosses_rail", "in_flight_bytes", "p2p_plan", "rank_layout", "parts", "schedule",
 ]  # fmt: skip
 
 NCCL_STEPS = 8  # include/device.h:25
@@ -170,3 +170,25 @@ def in_flight_bytes(plan: P2pPlan, nbytes: int) -> int:
         remote = [op for op in queue[0] if op[0]]
         total += len(remote) * min(NCCL_STEPS, SHARED_STEPS // len(queue[0])) * min(chunk, -(-nbytes // remote[0][3])) if remote else 0
     return total
+
+
+def rank_layout(plan: P2pPlan | None, op: str, nbytes: int) -> tuple[int, str]:
+    """(channels a rank's ops run on, the layout in words) of ``op`` (all_to_all, send_recv) with
+    ``nbytes`` a peer across nodes; (1, "") without a plan (inside one node: not laid out)."""
+    if plan is None:
+        return 1, ""
+    if op == "send_recv":
+        return parts(plan, nbytes), ""
+    return len(channel_batches(plan, nbytes)), _layout_line(plan, nbytes)
+
+
+def _layout_line(plan: P2pPlan, nbytes: int) -> str:
+    queues = channel_batches(plan, nbytes)
+    depth = max(len(queue) for queue in queues.values())
+    remote = range(plan.gpus, plan.ranks)
+    pxn = sum(crosses_rail(plan, 0, peer) for peer in remote)
+    return (
+        f"NCCL's p2p plan: {plan.channels} p2p channels, {parts(plan, nbytes)} a peer of {plan.per_peer}; a rank's ops on "
+        f"{len(queues)} channels, {depth} batch{'es' if depth > 1 else ''} of up to {P2P_PER_BATCH} ops a channel{', one after another' if depth > 1 else ''}; "
+        f"{pxn} of {len(remote)} remote peers by PXN (an NVLink hop to another rail's NIC)"
+    )

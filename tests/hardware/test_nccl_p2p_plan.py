@@ -165,3 +165,14 @@ def test_inside_a_node_ll_reaches_16_kib_times_the_channels_a_peer():
         result = des("dgx-h100", 1, "all_to_all", size)
         assert result.bytes_sent == wire * 8 * 7 * (size // 8), size
         assert predict(load_preset("dgx-h100"), 1, "all_to_all", size).nccl_protocol == ("LL" if wire == 2 else "Simple")
+
+
+def test_the_pick_says_how_many_channels_and_batches_ran():
+    """2 x hgx-b200, all_to_all 16 MiB (1 MiB a peer, 2 parts): 4 channels a rank (2 for the node's
+    peers, 2 for the other node's), one batch each, 7 of the 8 remote peers through PXN."""
+    from sim.collective.pick import describe
+
+    scenario, _ = scenario_for_pick("hgx-b200", 2, "all_to_all", 16 * MiB)
+    info = describe(scenario)
+    assert info.channels == 4
+    assert "16 p2p channels, 2 a peer of 2" in info.rates and "7 of 8 remote peers by PXN" in info.rates
