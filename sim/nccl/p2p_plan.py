@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "MAX_P2P_CHANNELS", "NCCL_STEPS", "NET_CHUNK_BYTES", "P2P_PER_BATCH", "SHARED_STEPS", "P2pPlan",
-    "channel_batches", "crosses_rail", "in_flight_bytes", "p2p_plan", "rank_layout", "parts", "schedule",
+    "channel_batches", "crosses_rail", "in_flight_bytes", "nic_load", "p2p_plan", "rank_layout", "parts", "schedule",
 ]  # fmt: skip
 
 NCCL_STEPS = 8  # include/device.h:25
@@ -163,13 +163,30 @@ def in_flight_bytes(plan: P2pPlan, nbytes: int) -> int:
     ``nbytes``: per connection min(NCCL_STEPS, NCCL_SHARED_STEPS / ops in the batch) chunks
     (net.cc:1127) of p2pChunkSize, halved below 8 steps a peer, quartered below one
     (enqueue.cc:838-842), in every batch that runs first on its channel."""
-    step = NET_CHUNK_BYTES
-    chunk = step // 4 if nbytes < step else step // 2 if nbytes < 8 * step else step
-    total = 0
+    chunk, total = _chunk_bytes(nbytes), 0
     for queue in channel_batches(plan, nbytes).values():
         remote = [op for op in queue[0] if op[0]]
         total += len(remote) * min(NCCL_STEPS, SHARED_STEPS // len(queue[0])) * min(chunk, -(-nbytes // remote[0][3])) if remote else 0
     return total
+
+
+def _chunk_bytes(nbytes: int) -> int:
+    """The network chunk of a peer's ``nbytes`` (enqueue.cc:838-842: p2pChunkSize, halved below
+    8 steps a peer, quartered below one)."""
+    step = NET_CHUNK_BYTES
+    return step // 4 if nbytes < step else step // 2 if nbytes < 8 * step else step
+
+
+def nic_load(plan: P2pPlan, nbytes: int) -> tuple[int, int]:
+    """(connections, chunks) one NIC serves in a uniform all_to_all of ``nbytes`` a peer: every
+    remote peer's part is a connection of its own each way, one queue pair each
+    (net_ib.cc:1126 NCCL_IB_QPS_PER_CONNECTION 1), its chunks posted one by one by a proxy thread.
+    With PXN or without, a NIC sends and receives for the GPUs nearest it: g / nics GPUs' bytes
+    to and from the p - g remote ranks."""
+    count, chunk = parts(plan, nbytes), _chunk_bytes(nbytes)
+    part = -(-nbytes // count)
+    connections = 2 * (plan.gpus // min(plan.nics, plan.gpus)) * (plan.ranks - plan.gpus) * count
+    return connections, connections * max(1, -(-part // chunk))
 
 
 def rank_layout(plan: P2pPlan | None, op: str, nbytes: int) -> tuple[int, str]:
@@ -187,8 +204,10 @@ def _layout_line(plan: P2pPlan, nbytes: int) -> str:
     depth = max(len(queue) for queue in queues.values())
     remote = range(plan.gpus, plan.ranks)
     pxn = sum(crosses_rail(plan, 0, peer) for peer in remote)
+    connections, chunks = nic_load(plan, nbytes)
     return (
         f"NCCL's p2p plan: {plan.channels} p2p channels, {parts(plan, nbytes)} a peer of {plan.per_peer}; a rank's ops on "
         f"{len(queues)} channels, {depth} batch{'es' if depth > 1 else ''} of up to {P2P_PER_BATCH} ops a channel{', one after another' if depth > 1 else ''}; "
-        f"{pxn} of {len(remote)} remote peers by PXN (an NVLink hop to another rail's NIC)"
+        f"{pxn} of {len(remote)} remote peers by PXN (an NVLink hop to another rail's NIC); a NIC serves {connections} "
+        f"connections (a queue pair each) and {chunks} chunks a call (their proxy and NIC cost a message not charged: no cited figure)"
     )

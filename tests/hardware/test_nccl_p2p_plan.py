@@ -176,3 +176,13 @@ def test_the_pick_says_how_many_channels_and_batches_ran():
     info = describe(scenario)
     assert info.channels == 4
     assert "16 p2p channels, 2 a peer of 2" in info.rates and "7 of 8 remote peers by PXN" in info.rates
+
+
+def test_a_nic_serves_a_connection_a_remote_peers_part_each_way():
+    """2 x hgx-b200, 1 MiB a peer: 8 remote peers x 2 parts x 2 ways = 32 connections (one queue
+    pair each) on a GPU's own NIC, 4 chunks of 128 KiB a part; two GPUs a NIC (4 NICs) double both."""
+    from sim.nccl.p2p_plan import nic_load
+
+    assert nic_load(plan("hgx-b200", 2), MiB) == (32, 128)
+    assert nic_load(p2p_plan(load_preset("hgx-b200:4x400Gbps"), 2, comm_channels), MiB) == (64, 256)
+    assert nic_load(plan("hgx-b200", 2), 64 * KiB) == (16, 32)  # one part; 32 KiB chunks below a step
