@@ -7,7 +7,8 @@ imports it through its one plugin hook (``registry.PLUGINS``).
 
 - :mod:`sim.nccl.model`: ``predict(preset, nodes, op, size_bytes)``, NCCL's tuner (no DES), per release line
   (2.19-2.29) from the records of :mod:`sim.nccl.versions`;
-  :mod:`sim.nccl.p2p_model`: its closed form for all_to_all / send_recv (p2p channels, no tuner).
+  :mod:`sim.nccl.p2p_model`: its closed form for all_to_all / send_recv (p2p channels, no tuner);
+  :mod:`sim.nccl.p2p_plan`: how NCCL lays those out across nodes (p2p channels, schedule, batches, PXN).
 - :mod:`sim.nccl.proto`: protocols and chunking as data, NCCL_ALGO / NCCL_PROTO parsing.
 - :mod:`sim.nccl.topo`: the topology and PathParams an NCCL algorithm runs on.
 - :mod:`sim.nccl.path`, :mod:`sim.nccl.nvls`, :mod:`sim.nccl.rooted`, :mod:`sim.nccl.p2p`: the
@@ -21,4 +22,4 @@ from sim.nccl import des  # noqa: F401, I001  (registers nccl_ring, nccl_tree, .
 from sim.nccl import p2p  # noqa: F401  (registers nccl_p2p)
 from sim.nccl import rooted  # noqa: F401  (registers nccl_ring for broadcast and reduce)
 
-__all__ = ["counts", "des", "log", "model", "nvls", "p2p", "p2p_model", "path", "proto", "rooted", "topo", "versions"]
+__all__ = ["counts", "des", "log", "model", "nvls", "p2p", "p2p_model", "p2p_plan", "path", "proto", "rooted", "topo", "versions"]
