@@ -82,21 +82,25 @@ def p2p_terms(preset, nodes: int, op: str, size_bytes: int, hop_latencies_s: Cal
     shared = gpus / min(nics, gpus)  # GPUs a NIC serves
     if plan is None:
         return P2pTerms(protocol, start, intra, 0.0)
-    nbytes = peer_bytes(op, ranks, size_bytes)
-    chain, plain = (batch_chain_s(plan, nbytes, intra_lat, inter_lat, pxn) for pxn in (pxn_s, 0.0))
     nic_s = (ranks - gpus) * block * shared / nic_Bps
-    crossing = sum(crosses_rail(plan, 0, peer) for peer in range(gpus, ranks)) / (ranks - gpus)
-    # PXN's NVLink hop delays only the cross-rail sends: the NIC moves the same-rail ones meanwhile
-    return P2pTerms(protocol, start, intra, max(plain + nic_s, chain + crossing * nic_s))
+    return P2pTerms(protocol, start, intra, _network_s(plan, peer_bytes(op, ranks, size_bytes), nic_s, intra_lat, inter_lat, pxn_s))
+
+
+def _network_s(plan: P2pPlan, nbytes: int, nic_s: float, intra_lat: float, inter_lat: float, pxn_s: float) -> float:
+    """The network term: the batches' chain, then the NIC's ``nic_s`` of bytes. PXN's NVLink hop
+    delays only the cross-rail sends: the NIC moves the same-rail ones meanwhile."""
+    chain, plain = (batch_chain_s(plan, nbytes, intra_lat, inter_lat, pxn) for pxn in (pxn_s, 0.0))
+    crossing = sum(crosses_rail(plan, 0, peer) for peer in range(plan.gpus, plan.ranks)) / (plan.ranks - plan.gpus)
+    return max(plain + nic_s, chain + crossing * nic_s)
 
 
 def batch_chain_s(plan: P2pPlan, nbytes: int, intra_lat: float, inter_lat: float, pxn_s: float) -> float:
     """The longest chain of batch latencies a channel runs one after another (sim.nccl.p2p_plan),
     over a node's ranks: a batch waits for its slowest op's hop (NVLink, or the network plus
     PXN's NVLink hop where the send crosses rails); the self copy costs none."""
-    longest = 0.0
+    longest, queues = 0.0, channel_batches(plan, nbytes).values()
     for rank in range(plan.gpus):
-        for queue in channel_batches(plan, nbytes).values():
+        for queue in queues:
             longest = max(longest, sum(max(_op_latency(plan, rank, op, intra_lat, inter_lat, pxn_s) for op in batch) for batch in queue))
     return longest
 
