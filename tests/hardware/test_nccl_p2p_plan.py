@@ -39,24 +39,29 @@ def test_the_peer_schedule_is_nccls_quadratic_sequence():
 
 
 def test_channels_per_peer_follow_ncclTopoComputeP2pChannels():
-    """2 x hgx-b200: 16 comm channels (8 ring graphs doubled); a network peer 2 channels while
-    2 x 16 ranks <= 4 x 16; 8 nodes (64 ranks) halve it to 1; nChannelsMin 1 (2 x 16 > 16)."""
-    two, eight = plan("hgx-b200", 2), plan("hgx-b200", 8)
+    """2 x dgx-h100: 16 comm channels (8 ring graphs doubled); a network peer 2 channels while
+    2 x 16 ranks <= 4 x 16; 8 nodes (64 ranks) halve it to 1; nChannelsMin 1 (2 x 16 > 16).
+    2 x hgx-b200: 32 comm channels (connect.cc copies the rings up to NVLS's 32 channels), so
+    nChannelsMin stays 2 (2 x 16 <= 32)."""
+    two, eight = plan("dgx-h100", 2), plan("dgx-h100", 8)
     assert (two.channels, two.per_peer, two.per_peer_min) == (16, 2, 1)
     assert (eight.channels, eight.per_peer) == (16, 1)
+    blackwell = plan("hgx-b200", 2)
+    assert (blackwell.channels, blackwell.per_peer, blackwell.per_peer_min) == (32, 2, 2)
     # a peer's bytes: one channel up to a step (128 KiB), split in two above (enqueue.cc:893-902)
     assert [parts(two, nbytes) for nbytes in (4 * KiB, 128 * KiB, 128 * KiB + 1, 64 * MiB)] == [1, 1, 2, 2]
+    assert [parts(blackwell, nbytes) for nbytes in (4 * KiB, 64 * KiB + 1)] == [1, 2]  # nChannelsMin 2 from half a step
     # two NICs a GPU (oci-a100-roce: 16 x 100G NICs for 8 GPUs) drive at least 2 channels a peer
     assert plan("oci-a100-roce", 32).per_peer == 2
 
 
 def test_rounds_queue_on_a_channel_beyond_sixteen_nodes():
-    """Each node delta's 8 ops fill one batch on channel base nodeDelta (channel.h:19-30): 2 nodes
-    use 4 channels one batch each (2 parts a peer); 32 nodes' 32 deltas on 16 channels run two
-    batches a channel, one after another."""
-    two = channel_batches(plan("hgx-b200", 2), MiB)
+    """Each node delta's 8 ops fill one batch on channel base nodeDelta (channel.h:19-30): 2 x
+    dgx-h100 use 4 channels one batch each (2 parts a peer); 32 nodes' 32 deltas on 16 channels
+    run two batches a channel, one after another."""
+    two = channel_batches(plan("dgx-h100", 2), MiB)
     assert sorted(two) == [0, 1, 8, 9] and all(len(queue) == 1 and len(queue[0]) == 8 for queue in two.values())
-    many = channel_batches(plan("hgx-b200", 32), KiB)
+    many = channel_batches(plan("dgx-h100", 32), KiB)
     assert len(many) == 16 and all(len(queue) == 2 for queue in many.values())
 
 
@@ -85,8 +90,8 @@ def test_a_channels_second_batch_waits_for_its_first(tmp_path):
     result = des(path, 4, "all_to_all", 32 * KiB)
     assert result.time_s == pytest.approx(start + chain, rel=0.01)
     assert predict(load_preset(path), 4, "all_to_all", 32 * KiB).time_s == pytest.approx(result.time_s, rel=0.01)
-    # 32 x hgx-b200 (256 ranks, too many for a quick DES run): 32 node deltas on 16 channels, two batches each
-    assert [len(queue) for queue in channel_batches(plan("hgx-b200", 32), KiB).values()] == [2] * 16
+    # 32 x dgx-h100 (256 ranks, too many for a quick DES run): 32 node deltas on 16 channels, two batches each
+    assert [len(queue) for queue in channel_batches(plan("dgx-h100", 32), KiB).values()] == [2] * 16
 
 
 def test_network_peers_run_simple_at_every_size():
@@ -168,14 +173,14 @@ def test_inside_a_node_ll_reaches_16_kib_times_the_channels_a_peer():
 
 
 def test_the_pick_says_how_many_channels_and_batches_ran():
-    """2 x hgx-b200, all_to_all 16 MiB (1 MiB a peer, 2 parts): 4 channels a rank (2 for the node's
-    peers, 2 for the other node's), one batch each, 7 of the 8 remote peers through PXN."""
+    """2 x hgx-b200, all_to_all 16 MiB (1 MiB a peer, 2 parts of 32 p2p channels): 4 channels a rank
+    (2 for the node's peers, 2 for the other node's), one batch each, 7 of the 8 remote peers through PXN."""
     from sim.collective.pick import describe
 
     scenario, _ = scenario_for_pick("hgx-b200", 2, "all_to_all", 16 * MiB)
     info = describe(scenario)
     assert info.channels == 4
-    assert "16 p2p channels, 2 a peer of 2" in info.rates and "7 of 8 remote peers by PXN" in info.rates
+    assert "32 p2p channels, 2 a peer of 2" in info.rates and "7 of 8 remote peers by PXN" in info.rates
 
 
 def test_a_nic_serves_a_connection_a_remote_peers_part_each_way():
