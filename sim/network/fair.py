@@ -41,7 +41,7 @@ import simpy
 from simpy.events import Event
 
 from sim.network.engine import BUFFER_ROWS, Network
-from sim.network.flows import END_CALLBACKS, LATE_JOIN_CALLBACKS, End, Flow, Join, component, flow_class, max_min, new_flow
+from sim.network.flows import END_CALLBACKS, LATE_JOIN_CALLBACKS, End, Flow, Join, Reach, component, flow_class, max_min, new_flow
 from sim.network.simpy_core import NORMAL, schedule_at
 from sim.network.topology import Topology
 
@@ -454,6 +454,7 @@ class FairNetwork(Network):
         solver run at each change would have moved its end by those bytes over its new rate, and
         so does the re-sharing at this instant's end (:meth:`_settle`): the flow waits for it,
         unless no rate the solver can give it at this instant would move its end off now."""
+        memo = Reach()
         for flow in flows:
             if flow.scheduled is not end or flow.done:
                 continue
@@ -461,9 +462,10 @@ class FairNetwork(Network):
             if dirty:
                 now = self.env._now
                 left = flow.remaining - flow.rate * (now - flow.updated)
-                if left > 0.0 and self._may_move(flow, left, now) and self._touched(flow, dirty):
+                if left > 0.0 and self._may_move(flow, left, now) and self._touched(flow, dirty, memo):
                     flow.deferred = True
                     continue
+            memo.touched.clear()  # a flow left: a component may have split
             self._finish(flow)
 
     def _may_move(self, flow: Flow, left: float, now: float) -> bool:
@@ -494,17 +496,10 @@ class FairNetwork(Network):
                 least = share
         return least
 
-    def _touched(self, flow: Flow, dirty: dict[int, None]) -> bool:
-        """Whether a resource marked for re-sharing is in the flow's component."""
-        for index in flow.resources:
-            if index in dirty:
-                return True
-        read: dict[int, None] = {}
-        self.component((flow,), read)
-        for index in read:
-            if index in dirty:
-                return True
-        return False
+    def _touched(self, flow: Flow, dirty: dict[int, None], memo: Reach) -> bool:
+        """Whether a resource marked for re-sharing is in the flow's component (:meth:`Reach.asks`:
+        the flows ending at one instant share what their searches found)."""
+        return memo.asks(flow, self._active, dirty)
 
     def _finish(self, flow: Flow) -> None:
         """The flow's last byte has arrived: free its share, start its stream's next message,

@@ -9,10 +9,23 @@ solver it was moved out of (the pinned references in tests/scale stay bit-identi
 from __future__ import annotations
 
 from heapq import heapify, heappop, heappush
+from itertools import islice
 
 from simpy.events import Event
 
-__all__ = ["Flow", "End", "Join", "END_CALLBACKS", "LATE_JOIN_CALLBACKS", "component", "flow_class", "new_flow", "max_min"]
+__all__ = [
+    "Flow",
+    "End",
+    "Join",
+    "END_CALLBACKS",
+    "LATE_JOIN_CALLBACKS",
+    "component",
+    "flow_class",
+    "new_flow",
+    "max_min",
+    "reaches",
+    "Reach",
+]
 
 _new = object.__new__
 
@@ -202,3 +215,60 @@ def component(seeds, active: list[dict[Flow, None]], read: dict[int, None]) -> d
                     seen[other] = None
                     stack.append(other)
     return seen
+
+
+def reaches(flow: Flow, active: list[dict[Flow, None]], marked: dict[int, None]) -> tuple[bool, set[int], set[Flow]]:
+    """Whether a resource in ``marked`` is in the flow's component (every flow sharing a resource
+    with it, directly or through other flows; :func:`component`), stopping at the first found;
+    with the resources and flows searched (the whole component when none is found)."""
+    seen = {flow}
+    stack = [flow]
+    read: set[int] = set()
+    while stack:
+        for index in stack.pop().resources:
+            if index in read:
+                continue
+            if index in marked:
+                return True, read, seen
+            read.add(index)
+            for other in active[index]:
+                if other not in seen:
+                    seen.add(other)
+                    stack.append(other)
+    return False, read, seen
+
+
+class Reach:
+    """What the searches of one instant's ends found. ``touched``: flows seen connected to a
+    marked resource; marks are only added within the instant and a component only grows (a
+    joining flow marks its resources), so this holds until a flow leaves (then it is emptied).
+    ``clear``: for the flows of a component found free of marks, its resources and how many
+    marks there were then; a component only shrinks as flows leave or grows through a joining
+    flow, whose resources are then all marked, so while no mark added since lies among those
+    resources, it is still free."""
+
+    __slots__ = ("clear", "touched")
+
+    def __init__(self) -> None:
+        self.touched: set[Flow] = set()
+        self.clear: dict[Flow, tuple[set[int], int]] = {}
+
+    def asks(self, flow: Flow, active: list[dict[Flow, None]], marked: dict[int, None]) -> bool:
+        """Whether a resource in ``marked`` is in the flow's component, from what this instant's
+        searches found where it still holds, else by a search (:func:`reaches`)."""
+        if flow in self.touched:
+            return True
+        known = self.clear.get(flow)
+        if known is not None:
+            resources, marks = known
+            if not any(index in resources for index in islice(marked, marks, None)):
+                self.clear[flow] = (resources, len(marked))
+                return False
+        found, resources, members = reaches(flow, active, marked)
+        if found:
+            self.touched.update(members)
+        else:
+            entry = (resources, len(marked))
+            for member in members:
+                self.clear[member] = entry
+        return found
