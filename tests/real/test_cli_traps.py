@@ -81,6 +81,7 @@ def test_bench_shows_progress_on_stderr_and_ctrl_c_keeps_rows(tmp_path):
     process = subprocess.Popen(
         [sys.executable, "-m", "sim.cli", "real", "bench", "--ranks", "2", "--sizes", "4KiB:64MiB:x4", "--iters", "200", "--db", str(db)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # a `pytest &` job ignores SIGINT, and so would it
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 150

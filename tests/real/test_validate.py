@@ -261,6 +261,7 @@ def test_ctrl_c_keeps_what_was_measured_and_still_reports(tmp_path, signum):
         [sys.executable, "-m", "sim.cli", "validate", "--ranks", "2", "--sizes", "4KiB:1MiB:x4", "--launches", "5", "--no-ddp",
          "--plotlyjs", "cdn", "--out", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # a `pytest &` job ignores SIGINT, and so would it
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 200
