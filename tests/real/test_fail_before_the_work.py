@@ -4,16 +4,15 @@ so in the store and in its folder."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import signal
 import subprocess
 import sys
 import time
-import traceback
 from pathlib import Path
 
 import pytest
+
+from ..cli_in_process import collsim_in_process
 
 pytest.importorskip("torch")
 
@@ -22,27 +21,6 @@ TRACE = Path(__file__).resolve().parents[2] / "real" / "data" / "trace_ddp_small
 
 def collsim(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "sim.cli", *args], capture_output=True, text=True, timeout=timeout, cwd=cwd)
-
-
-def collsim_in_process(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    """The command through click's CliRunner in this process (collsim's own ``main``, so the same
-    exit status and error line), without a Python start-up per command; an exception that escapes
-    is put in stderr as the traceback a process would print."""
-    from click.testing import CliRunner
-
-    from sim.cli import cli
-
-    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        with contextlib.chdir(cwd):
-            result = CliRunner().invoke(cli, list(args))
-    finally:
-        for signum, handler in handlers.items():  # a command that got far enough to set its own
-            signal.signal(signum, handler)
-    stderr = result.stderr
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        stderr += "".join(traceback.format_exception(result.exception))  # "Traceback (most recent call last):" ...
-    return subprocess.CompletedProcess(["collsim", *args], result.exit_code, result.stdout, stderr)
 
 
 def _one_error(done: subprocess.CompletedProcess, *words: str) -> str:
