@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from ..cli_in_process import collsim_in_process
+
 REPO = Path(__file__).resolve().parents[2]
 COMPARE_SPEC = REPO / "real" / "data" / "compare_all_reduce_gloo_2.yaml"
 
@@ -24,7 +26,7 @@ def collsim(*args: str, cwd: Path | None = None, timeout: float = 120) -> subpro
 def test_a_db_that_is_not_sqlite_is_one_error_line(tmp_path, command):
     not_sqlite = tmp_path / "some.yaml"
     not_sqlite.write_text("kind: not a database\nranks: 4\n")
-    done = collsim(*command, "--db", str(not_sqlite), cwd=tmp_path)
+    done = collsim_in_process(*command, "--db", str(not_sqlite), cwd=tmp_path)
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
