@@ -43,7 +43,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """Workers for ``-n auto`` (pyproject's addopts): two for a run of folders (``python -m pytest``,
-    the full suite: docs/dev/test-suite-time.md), none (one process) when only test files or
-    node ids are named, where starting workers would cost more than it saves."""
+    the full suite: docs/dev/test-suite-time.md); none (one process) when only test files or
+    node ids are named, or for the quick selection (``-m "not slow ..."``): each worker collects
+    the whole suite, which costs more than two workers save on short tests."""
     named_files = bool(config.args) and all(Path(arg.split("::")[0]).is_file() for arg in config.args)
-    return 0 if named_files or (os.cpu_count() or 1) < 2 else 2
+    quick = "not slow" in (config.option.markexpr or "")
+    return 0 if named_files or quick or (os.cpu_count() or 1) < 2 else 2

@@ -1,5 +1,5 @@
-"""``-n auto`` (pyproject's addopts) runs the full suite on two workers and named test files in
-one process (tests/conftest.py's ``pytest_xdist_auto_num_workers``)."""
+"""``-n auto`` (pyproject's addopts) runs the full suite on two workers, named test files and the
+quick selection in one process (tests/conftest.py's ``pytest_xdist_auto_num_workers``)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,10 @@ suite = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(suite)
 
 
+def _config(args: list[str], markexpr: str = "") -> SimpleNamespace:
+    return SimpleNamespace(args=args, option=SimpleNamespace(markexpr=markexpr))
+
+
 @pytest.mark.parametrize(
     ("args", "workers"),
     [
@@ -27,9 +31,15 @@ _spec.loader.exec_module(suite)
 )
 def test_a_run_of_folders_gets_two_workers_and_named_files_one_process(monkeypatch, args, workers):
     monkeypatch.setattr(suite.os, "cpu_count", lambda: 2)
-    assert suite.pytest_xdist_auto_num_workers(SimpleNamespace(args=args)) == workers
+    assert suite.pytest_xdist_auto_num_workers(_config(args)) == workers
 
 
 def test_a_one_core_machine_runs_in_one_process(monkeypatch):
     monkeypatch.setattr(suite.os, "cpu_count", lambda: 1)
-    assert suite.pytest_xdist_auto_num_workers(SimpleNamespace(args=[str(HERE)])) == 0
+    assert suite.pytest_xdist_auto_num_workers(_config([str(HERE)])) == 0
+
+
+@pytest.mark.parametrize(("markexpr", "workers"), [("not slow and not browser", 0), ("not slow", 0), ("browser", 2), ("slow", 2)])
+def test_the_quick_selection_runs_in_one_process(monkeypatch, markexpr, workers):
+    monkeypatch.setattr(suite.os, "cpu_count", lambda: 2)
+    assert suite.pytest_xdist_auto_num_workers(_config([str(HERE)], markexpr)) == workers
