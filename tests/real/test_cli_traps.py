@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from ..cli_in_process import collsim_in_process
+
 REPO = Path(__file__).resolve().parents[2]
 COMPARE_SPEC = REPO / "real" / "data" / "compare_all_reduce_gloo_2.yaml"
 
@@ -24,7 +26,7 @@ def collsim(*args: str, cwd: Path | None = None, timeout: float = 120) -> subpro
 def test_a_db_that_is_not_sqlite_is_one_error_line(tmp_path, command):
     not_sqlite = tmp_path / "some.yaml"
     not_sqlite.write_text("kind: not a database\nranks: 4\n")
-    done = collsim(*command, "--db", str(not_sqlite), cwd=tmp_path)
+    done = collsim_in_process(*command, "--db", str(not_sqlite), cwd=tmp_path)
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
@@ -81,6 +83,7 @@ def test_bench_shows_progress_on_stderr_and_ctrl_c_keeps_rows(tmp_path):
     process = subprocess.Popen(
         [sys.executable, "-m", "sim.cli", "real", "bench", "--ranks", "2", "--sizes", "4KiB:64MiB:x4", "--iters", "200", "--db", str(db)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # a `pytest &` job ignores SIGINT, and so would it
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 150

@@ -14,6 +14,8 @@ from real.compare import format_report, split_file
 from real.compare_fsdp import compare_fsdp, fsdp_comm, fsdp_document, fsdp_points
 from sim.errors import CollsimError
 
+from ..cli_in_process import collsim_in_process
+
 DATA = Path(__file__).resolve().parents[2] / "real" / "data"
 SPEC = DATA / "compare_fsdp_small.yaml"
 PARAMS = [{"name": f"layers.{i}.weight", "shape": [256, 256], "numel": 65536, "element_bytes": 4} for i in range(4)]
@@ -136,6 +138,6 @@ def test_cli_prints_the_table_and_json(tmp_path):
 
 @pytest.mark.parametrize("extra, message", [(["--holdout"], "do not apply to kind: fsdp"), (["--run"], "--run: not for kind: fsdp")])
 def test_cli_options_that_do_not_apply_are_one_error_line(tmp_path, extra, message):
-    done = collsim("compare", str(SPEC), *extra, cwd=tmp_path)
+    done = collsim_in_process("compare", str(SPEC), *extra, cwd=tmp_path)
     assert done.returncode == 2 and done.stderr.strip().startswith("error:") and message in done.stderr
     assert "Traceback" not in done.stderr

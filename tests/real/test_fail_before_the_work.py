@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from ..cli_in_process import collsim_in_process
+
 pytest.importorskip("torch")
 
 TRACE = Path(__file__).resolve().parents[2] / "real" / "data" / "trace_ddp_small_gloo_2ranks.json.gz"
@@ -75,9 +77,11 @@ def _cases(tmp: Path) -> list[tuple[list[str], tuple[str, ...]]]:
 
 @pytest.mark.slow
 def test_mistakes_seen_up_front_are_one_error_line_before_anything_runs(tmp_path):
-    for args, words in _cases(tmp_path):
+    """The first case as a process (what a user runs), the others in this process (the same
+    ``main``: the error line and exit status do not depend on a fresh interpreter)."""
+    for index, (args, words) in enumerate(_cases(tmp_path)):
         started = time.monotonic()
-        _one_error(collsim(*args, cwd=tmp_path), *words)
+        _one_error((collsim if index == 0 else collsim_in_process)(*args, cwd=tmp_path), *words)
         assert time.monotonic() - started < 30, args  # nothing was launched
 
 

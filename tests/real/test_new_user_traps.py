@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from ..cli_in_process import collsim_in_process
+
 REPO = Path(__file__).resolve().parents[2]
 COMPARE_SPEC = REPO / "real" / "data" / "compare_all_reduce_gloo_2.yaml"
 TRACE = REPO / "real" / "data" / "trace_ddp_small_gloo_2ranks.json.gz"
@@ -61,7 +63,7 @@ def store_counts(db: Path) -> tuple[int, int]:
 @pytest.mark.parametrize("command", [["fit"], ["real", "runs"], ["compare", str(COMPARE_SPEC)], ["real", "export", "--csv", "out.csv"]])
 def test_an_empty_file_as_db_is_not_a_results_store(tmp_path, command):
     (tmp_path / "empty.sqlite").write_bytes(b"")
-    error = one_error(collsim(*command, "--db", "empty.sqlite", cwd=tmp_path))
+    error = one_error(collsim_in_process(*command, "--db", "empty.sqlite", cwd=tmp_path))
     assert "'empty.sqlite' is not a collsim results store: it has no tables" in error and "real bench" in error
     assert not (tmp_path / "out.csv").exists()
 
@@ -70,15 +72,15 @@ def test_another_programs_sqlite_file_is_named_by_the_tables_it_lacks(tmp_path):
     connection = sqlite3.connect(tmp_path / "other.sqlite")
     connection.execute("CREATE TABLE notes (text TEXT)")
     connection.commit()
-    error = one_error(collsim("real", "runs", "--db", "other.sqlite", cwd=tmp_path))
+    error = one_error(collsim_in_process("real", "runs", "--db", "other.sqlite", cwd=tmp_path))
     assert "lacks the table(s) runs, collectives, ddp_steps, ddp_profiles (it has notes)" in error
 
 
 def test_export_of_an_unknown_run_is_refused_and_writes_nothing(tmp_path):
-    error = one_error(collsim("real", "export", "--run", "nonsense", "--json", "out.json", cwd=tmp_path))
+    error = one_error(collsim_in_process("real", "export", "--run", "nonsense", "--json", "out.json", cwd=tmp_path))
     assert "--run: no run 'nonsense'" in error and "collsim real runs" in error
     assert not (tmp_path / "out.json").exists()
-    error = one_error(collsim("real", "export", "--run", "nonsense", "--csv", "out.csv", cwd=tmp_path))
+    error = one_error(collsim_in_process("real", "export", "--run", "nonsense", "--csv", "out.csv", cwd=tmp_path))
     assert "--run: chooses the runs of a --json export" in error  # not silently ignored
 
 
@@ -141,7 +143,7 @@ def test_a_partly_written_output_file_is_removed(tmp_path):
     ],
 )
 def test_bench_flags_out_of_range_are_refused_saying_the_range(tmp_path, args, said):
-    assert said in one_error(collsim("real", "bench", "--no-db", *args, cwd=tmp_path))
+    assert said in one_error(collsim_in_process("real", "bench", "--no-db", *args, cwd=tmp_path))
 
 
 # ---------------------------------------------------------------- nccl-tests import
@@ -149,7 +151,7 @@ def test_bench_flags_out_of_range_are_refused_saying_the_range(tmp_path, args, s
 
 def test_a_failed_run_is_not_imported(tmp_path):
     log = write_log(tmp_path / "failed.txt", ROWS[:2] + ["node01: Test NCCL failure common.cu:1005 'unhandled system error / '"], tail="")
-    error = one_error(collsim("real", "import", str(log), "--db", "r.sqlite", cwd=tmp_path))
+    error = one_error(collsim_in_process("real", "import", str(log), "--db", "r.sqlite", cwd=tmp_path))
     assert "failed.txt line 8: the run failed" in error and "Test NCCL failure" in error
     assert store_counts(tmp_path / "r.sqlite") == (0, 0)
 

@@ -24,6 +24,8 @@ from real.validate_analysis import (
 from sim.collective.analytic import closed_form
 from sim.errors import CollsimError
 
+from ..cli_in_process import collsim_in_process
+
 SIZES = [4096 * 4**k for k in range(7)]  # 4 KiB .. 16 MiB
 
 
@@ -215,7 +217,7 @@ def collsim(*args: str, cwd=None, timeout: float = 120) -> subprocess.CompletedP
      (["--sizes", "4KiB,8KiB"], "--sizes: need 4 or more sizes")],
 )  # fmt: skip
 def test_bad_input_is_one_error_line(tmp_path, args, message):
-    done = collsim("validate", "--out", str(tmp_path / "out"), *args, cwd=tmp_path)
+    done = collsim_in_process("validate", "--out", str(tmp_path / "out"), *args, cwd=tmp_path)
     assert done.returncode == 2 and done.stderr.strip().startswith("error:") and message in done.stderr
     assert "Traceback" not in done.stderr
 
@@ -261,6 +263,7 @@ def test_ctrl_c_keeps_what_was_measured_and_still_reports(tmp_path, signum):
         [sys.executable, "-m", "sim.cli", "validate", "--ranks", "2", "--sizes", "4KiB:1MiB:x4", "--launches", "5", "--no-ddp",
          "--plotlyjs", "cdn", "--out", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # a `pytest &` job ignores SIGINT, and so would it
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 200

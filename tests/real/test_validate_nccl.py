@@ -28,6 +28,8 @@ from sim.collective import nccl_fit
 from sim.errors import CollsimError
 from sim.hardware.presets import TRIAL, effective, load_preset
 
+from ..cli_in_process import collsim_in_process
+
 REPO = Path(__file__).resolve().parents[2]
 ONE_NODE = SHIPPED / "h100_1node_allreduce_nvls_nccl-tests290.txt"
 TWO_NODES = SHIPPED / "hgx-h100_2node_ib400_nccl2.26.2_allreduce_default.txt"
@@ -87,10 +89,10 @@ def synthetic(monkeypatch, tmp_path):
 )
 def test_bad_input_is_one_message_before_any_work(tmp_path, arguments, message):
     out = tmp_path / "report"
-    command = [sys.executable, "-m", "sim.cli", "validate", "nccl-tests", *arguments, "--out", str(out)]
+    command = ["validate", "nccl-tests", *arguments, "--out", str(out)]
     if "--hardware" not in arguments:
         command += ["--hardware", "hgx-h100-nvls"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    done = collsim_in_process(*command, cwd=tmp_path)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     errors = [line for line in done.stderr.splitlines() if line.startswith("error")]
     assert len(errors) == 1 and message in errors[0], done.stderr
