@@ -41,11 +41,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slow)
 
 
+MAX_WORKERS = 4  # each worker holds a Chromium, a Dash server and its gloo launches' ranks
+
+
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """Workers for ``-n auto`` (pyproject's addopts): two for a run of folders (``python -m pytest``,
-    the full suite: docs/dev/test-suite-time.md); none (one process) when only test files or
-    node ids are named, or for the quick selection (``-m "not slow ..."``): each worker collects
-    the whole suite, which costs more than two workers save on short tests."""
+    """Workers for ``-n auto`` (pyproject's addopts): one a core, two to four, for a run of folders
+    (``python -m pytest``, the full suite: docs/dev/test-suite-time.md); none (one process) when
+    only test files or node ids are named, or for the quick selection (``-m "not slow ..."``):
+    each worker collects the whole suite, which costs more than two workers save on short tests."""
     named_files = bool(config.args) and all(Path(arg.split("::")[0]).is_file() for arg in config.args)
     quick = "not slow" in (config.option.markexpr or "")
-    return 0 if named_files or quick or (os.cpu_count() or 1) < 2 else 2
+    cores = os.cpu_count() or 1
+    return 0 if named_files or quick or cores < 2 else min(cores, MAX_WORKERS)

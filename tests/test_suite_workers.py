@@ -34,6 +34,12 @@ def test_a_run_of_folders_gets_two_workers_and_named_files_one_process(monkeypat
     assert suite.pytest_xdist_auto_num_workers(_config(args)) == workers
 
 
+@pytest.mark.parametrize(("cores", "workers"), [(3, 3), (4, 4), (16, 4)])
+def test_more_cores_get_a_worker_each_up_to_four(monkeypatch, cores, workers):
+    monkeypatch.setattr(suite.os, "cpu_count", lambda: cores)
+    assert suite.pytest_xdist_auto_num_workers(_config([str(HERE)])) == workers
+
+
 def test_a_one_core_machine_runs_in_one_process(monkeypatch):
     monkeypatch.setattr(suite.os, "cpu_count", lambda: 1)
     assert suite.pytest_xdist_auto_num_workers(_config([str(HERE)])) == 0
