@@ -105,7 +105,11 @@ def report(documents: dict[str, dict]) -> list[str]:
         predicted = [p for p in document["points"] if p["role"] == "predicted"]
         pooled += predicted
         kept = ", ".join(f"{name} {entry['value']:.3g}" for name, entry in (document["fit"]["constants"] or {}).items())
-        out += ["", f"{split.name}: {split.about}", f"  fitted constants: {kept or 'none'}; residual spread s {document['interval']['residual_spread']:.3f}"]
+        out += [
+            "",
+            f"{split.name}: {split.about}",
+            f"  fitted constants: {kept or 'none'}; residual spread s {document['interval']['residual_spread']:.3f}",
+        ]
         out += lines_of(split.name, predicted)
         for log in dict.fromkeys(p["log"] for p in predicted):
             out += lines_of(f"  {log}", [p for p in predicted if p["log"] == log])
