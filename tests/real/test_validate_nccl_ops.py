@@ -92,3 +92,15 @@ def test_a_program_it_cannot_predict_is_refused_naming_the_four_ops(tmp_path, mo
         read_logs([other, sendrecv], "oci-a100-roce")
     assert all(op in str(caught.value) for op in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all"))
     assert "all_to_all" in DES_OPS
+
+
+def test_nccl_algo_and_proto_of_the_runs_leave_an_alltoall_log_alone(tmp_path):
+    """NCCL_ALGO / NCCL_PROTO set for every program of a run select nothing for all_to_all (grouped
+    ncclSend/ncclRecv): its log is read without them and the real DES runs it, where it would
+    refuse all_to_all with NCCL_ALGO=Ring."""
+    from real.validate_nccl import check_runs
+
+    paths = [write_op_log(tmp_path / "all_reduce.txt", "all_reduce", 2), write_op_log(tmp_path / "alltoall.txt", "all_to_all", 2)]
+    logs = read_logs(paths, "oci-a100-roce", nccl_algo="Ring", nccl_proto="Simple")
+    assert [(log.op, log.nccl_algo, log.nccl_proto) for log in logs] == [("all_reduce", "Ring", "Simple"), ("all_to_all", None, None)]
+    check_runs(logs, "oci-a100-roce")  # one real DES per log at 8 B: no refusal
