@@ -18,21 +18,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from nccl_heldout import DATA, read_setup  # noqa: E402
+from nccl_heldout import DATA, read_setup, record  # noqa: E402
 
 from sim.collective.nccl_fit import REGIMES  # noqa: E402
 
@@ -134,30 +130,10 @@ def main(argv: list[str] | None = None) -> None:
     lines = report(documents) + [f"({len(documents)} splits, {time.perf_counter() - started:.0f} s wall: {'; '.join(spent)})"]
     print("\n".join(lines))
     if args.record:
-        record(Path(args.record), lines, argv if argv is not None else sys.argv[1:])
+        title = "Calibrated held-out check: fit on a cluster's logs, predict its others"
+        record(Path(args.record), lines, argv if argv is not None else sys.argv[1:], title, "bench/nccl_heldout_calibrated.py")
     if args.json:
         Path(args.json).write_text(json.dumps(documents, indent=1, default=str))
-
-
-NOTES = "<!-- notes below this line are kept when the record is rewritten -->"
-
-
-def record(path: Path, lines: list[str], argv: list[str]) -> None:
-    """The output as a Markdown record (date, machine, load, command, commit); notes below :data:`NOTES` kept."""
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    head = [
-        "# Calibrated held-out check: fit on a cluster's logs, predict its others (bench/nccl_heldout_calibrated.py)",
-        "",
-        f"- date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; tree at commit {commit or 'unknown'}",
-        f"- machine: {platform.node()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; load average at the end {load}",
-        f"- command: `python bench/nccl_heldout_calibrated.py {' '.join(argv)}`",
-        "",
-        "```",
-    ]
-    old = path.read_text() if path.exists() else ""
-    notes = old[old.index(NOTES) :] if NOTES in old else NOTES + "\n"
-    path.write_text("\n".join([*head, *lines, "```", "", notes]))
 
 
 if __name__ == "__main__":
