@@ -5,7 +5,9 @@ some logs of one cluster, predict its other node counts and ops, as a user does 
     python bench/nccl_heldout_calibrated.py [--split NAME ...] [--stride K] [--record FILE] [--json FILE]
 
 Each split names its cluster's fitted and predicted logs (:data:`SPLITS`); the preset and node count
-of each log come from its header (``# preset:      P --nodes N``, bench/nccl_heldout.read_setup).
+of each log come from its header (``# preset:      P --nodes N``, bench/nccl_heldout.read_setup), or for a
+shipped calibration log (real/data/nccl-tests, named ``shipped/FILE`` in a split) from
+sim.collective.nccl_fit.CALIBRATION.
 Fitting on a cluster's own logs is the validation workflow itself; the shipped presets and
 constants are not touched (the fit pins its values for the run only, sim.hardware.presets.TRIAL).
 Per split and over all splits, per regime (< 1 MiB, 1-256 MiB, >= 256 MiB) of the predicted
@@ -28,9 +30,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from nccl_heldout import DATA, read_setup, record  # noqa: E402
+from nccl_heldout import DATA, Setup, read_setup, record  # noqa: E402
 
-from sim.collective.nccl_fit import REGIMES  # noqa: E402
+from real.validate_nccl import SHIPPED  # noqa: E402
+from sim.collective.nccl_fit import CALIBRATION, REGIMES  # noqa: E402
 
 WITHIN = 0.35  # the issue's "95 % of points within 35 %"
 
@@ -54,6 +57,9 @@ SPLITS = (
           ("h100-ib400_4node_issue309-gj-aion_allreduce.txt", "h100-ib400_8node_issue309-gj-aion_allreduce.txt")),
     Split("coreweave-gb200", "CoreWeave GB200 NVL72 (NCCL 2.26.2): fit 1 rack (18 trays), predict 2 racks (36); 20 racks: DES not run (1440 ranks)",
           ("gb200-nvl72_coreweave_1rack-72gpu_nccl2.26.2_allreduce.txt",), ("gb200-nvl72_coreweave_2racks-144gpu_nccl2.26.2_allreduce.txt",)),
+    Split("qoofyk-h100", "NVIDIA/nccl-tests#309 qoofyk (H100, 8 x 400G IB, NCCL 2.26.2): fit the shipped 2-node bare-metal log, predict the "
+          "poster's 4-node run on VMs (NCCL_TOPO_FILE, GDR level 1): the same hardware kind, not the same machines",
+          ("shipped/hgx-h100_2node_ib400_nccl2.26.2_allreduce_default.txt",), ("h100-ib400_4node_issue309-qoofyk-vms_nccl2.26.2_allreduce.txt",)),
     Split("oci-a100", "OCI BM.GPU4.8 A100 RoCE, 2 nodes: fit the NCCL 2.25.1 run, predict the NCCL 2.14.3 run of the same shape",
           ("oci-bm.gpu4.8_a100-40g_2node_roce_nccl2.25.1_allreduce.txt",), ("oci-bm.gpu4.8_a100-40g_2node_roce_nccl2.14.3_allreduce.txt",)),
 )  # fmt: skip
@@ -63,15 +69,28 @@ def run_split(split: Split, data: Path, stride: int = 1) -> dict:
     """``collsim validate nccl-tests`` on the split's logs: real.validate_nccl's document."""
     from real.validate_nccl import read_logs, validate
 
-    paths = [data / name for name in split.fitted + split.predicted]
-    setups = [read_setup(path) for path in paths]
+    paths = [path_of(name, data) for name in split.fitted + split.predicted]
+    setups = [setup_of(path) for path in paths]
     presets = {setup.preset for setup in setups}
     restricts = {(setup.nccl_algo, setup.nccl_proto) for setup in setups}
     if len(presets) != 1 or len(restricts) != 1:
         raise SystemExit(f"{split.name}: its logs name different presets or NCCL_ALGO/NCCL_PROTO ({presets}, {restricts})")
     (preset,), ((algo, proto),) = presets, restricts
     logs = read_logs(paths, preset, ",".join(str(setup.nodes) for setup in setups), proto, algo)
-    return validate(logs, preset, ",".join(split.fitted), stride)
+    return validate(logs, preset, ",".join(path_of(name, data).name for name in split.fitted), stride)
+
+
+def path_of(name: str, data: Path) -> Path:
+    """A split's log: ``shipped/FILE`` in real/data/nccl-tests, else FILE in ``data``."""
+    return SHIPPED / name.removeprefix("shipped/") if name.startswith("shipped/") else data / name
+
+
+def setup_of(path: Path) -> Setup:
+    """What a log ran on: a shipped calibration log's entry in CALIBRATION, else its header's lines."""
+    if path.name in CALIBRATION:
+        preset, nodes, proto, algo = CALIBRATION[path.name]
+        return Setup(preset, nodes, algo, proto)
+    return read_setup(path)
 
 
 def regime_line(label: str, regime: str, points: list[dict]) -> str:

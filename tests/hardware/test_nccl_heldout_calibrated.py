@@ -23,7 +23,7 @@ def test_every_split_fits_and_predicts_stored_logs_of_one_preset():
     for split in bench.SPLITS:
         names = split.fitted + split.predicted
         assert split.fitted and split.predicted and len(set(names)) == len(names), split.name
-        assert len({bench.read_setup(DATA / name).preset for name in names}) == 1, split.name
+        assert len({bench.setup_of(bench.path_of(name, DATA)).preset for name in names}) == 1, split.name
 
 
 def test_a_regime_line_counts_median_worst_within_35_percent_and_coverage():
