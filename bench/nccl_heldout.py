@@ -220,16 +220,17 @@ def main(argv: list[str] | None = None) -> None:
 NOTES = "<!-- notes below this line are kept when the record is rewritten -->"
 
 
-def record(path: Path, lines: list[str], argv: list[str]) -> None:
+def record(path: Path, lines: list[str], argv: list[str], title: str = "Held-out check: the shipped model on published nccl-tests runs",
+           script: str = "bench/nccl_heldout.py") -> None:  # fmt: skip
     """The output as a Markdown record: date, machine, load, command, the tree's commit; a notes
     section below :data:`NOTES` in an existing record is kept."""
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     head = [
-        "# Held-out check: the shipped model on published nccl-tests runs (bench/nccl_heldout.py)",
+        f"# {title} ({script})",
         "",
         f"- date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; tree at commit {_commit()}",
         f"- machine: {platform.node()}, {os.cpu_count()} CPUs ({_cpu()}), Python {platform.python_version()}; load average at the end {load}",
-        f"- command: `python bench/nccl_heldout.py {' '.join(argv)}`",
+        f"- command: `python {script} {' '.join(argv)}`",
         "",
         "```",
     ]

@@ -34,7 +34,8 @@ from sim.hardware.uncertainty import MIN_RESIDUAL
 LEVEL = 0.8
 Z = statistics.NormalDist().inv_cdf(0.5 + LEVEL / 2)  # 1.2816: half an 80 % interval in sds
 SHIPPED = Path(__file__).parent / "data" / "nccl-tests"  # the published logs (source, machine, licence in each header)
-DES_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")  # the nccl-tests programs sim.collective.nccl_fit reads
+# the nccl-tests programs fitted and predicted (all_to_all: NCCL's p2p path in the DES, sim.collective.pick)
+DES_OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce")
 NETWORK_ONLY = ("inter_efficiency", "base_latency_us")  # constants a one-node log cannot move
 LATENCY_ONLY = ("latency_scale", "ll128_latency_scale", "nvls_latency_scale", "base_latency_us")  # ... nor a log of sizes >= 1 MiB only
 INTERVAL_METHOD = (
@@ -139,6 +140,8 @@ def read_one(path: str | Path, nodes: int, nccl_proto: str | None = None, nccl_a
     other = re.search(rf"\b({'|'.join(p for p, o in PROGRAMS.items() if o not in DES_OPS)})\b", Path(path).read_text(errors="replace"))
     if other:  # read_log would take it for all_reduce
         raise CollsimError(f"LOG: {path} is {other.group(1)} output; validate nccl-tests predicts {', '.join(DES_OPS)} logs")
+    if op == "all_to_all":  # grouped ncclSend/ncclRecv: no tuner pick to restrict (NCCL v2.27.7-1 src/enqueue.cc:802-836 chooses
+        nccl_proto = nccl_algo = None  # LL or Simple per size by NCCL_P2P_LL_THRESHOLD), so a run of every op under one env still reads
     return Log(Path(path), op, nodes, tuple(rows), nccl_proto, nccl_algo)
 
 

@@ -194,7 +194,8 @@ def format_text(document: dict, paths: dict[str, Path]) -> str:
 def nccl_tests_command(logs: tuple[str, ...], hardware: str, nodes: str | None, fit_on: str | None, nccl_proto: str | None,
                        nccl_algo: str | None, stride: int, out_dir: str, plotlyjs: str) -> None:  # fmt: skip
     """Fit a preset on some of your nccl-tests logs, predict the others: per size regime the error
-    and how often the 80 % interval held the measurement (held-out, not in-sample)."""
+    and how often the 80 % interval held the measurement (held-out, not in-sample). Logs of
+    all_reduce, all_gather, reduce_scatter, alltoall, broadcast and reduce, fitted or predicted."""
     import sys
 
     from real.validate_nccl import check_runs, choose_fit_on, read_logs, validate
