@@ -17,17 +17,25 @@ from sim.hang.training import reducer_error  # noqa: E402
 @pytest.mark.parametrize("name", list(CASES))
 def test_real_gloo_ranks_report_what_the_explainer_predicts(name: str, detail: bool) -> None:
     data = {key: value for key, value in CASES[name].items() if key != "about"}
-    rows = check_case(data, detail, timeout_s=3.0, limit_s=40.0)
+    rows = check_case(data, detail, timeout_s=_timeout_for(data), limit_s=40.0)
     assert any(row["predicted"] != "no error" for row in rows), "every canonical case fails somewhere"
     for row in rows:
-        assert row["match"], row
+        assert row["match"], f"rank {row['rank']}: predicted {row['predicted']} {row['message']!r}, torch {row['status']}: {row['seen']!r}"
+
+
+def _timeout_for(data: dict) -> float:
+    """The process groups' timeout: 3 s where a rank is predicted to wait it out (it is in the
+    message), 15 s where every rank ends by an abort or a lost peer first, so that a rank
+    descheduled on a loaded host cannot turn a lost peer into a timeout (a CI run saw that)."""
+    outcomes = {line.outcome for line in explain(data, timeout_s=3.0).lines("gloo")}
+    return 3.0 if "timeout" in outcomes else 15.0
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("small", "large"), [(1, 4096), (1000, 1003)])
 def test_gloos_abort_names_the_segment_sizes_of_uneven_buffers(small: int, large: int) -> None:
     data = {"ranks": [[{"op": "all_reduce", "count": small}], [{"op": "all_reduce", "count": large}]]}
-    rows = check_case(data, detail=False, timeout_s=3.0, limit_s=40.0)
+    rows = check_case(data, detail=False, timeout_s=_timeout_for(data), limit_s=40.0)
     assert rows[0]["predicted"] == "abort" and all(row["match"] for row in rows), rows
 
 
