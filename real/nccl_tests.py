@@ -18,14 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from sim.errors import CollsimError
-from sim.nccl.log import LogChecks, check_time, not_a_log, results
+from sim.nccl.log import PROGRAMS, LogChecks, check_time, not_a_log, program_op, results, unknown_op
 
-# nccl-tests binary name -> collsim op
-PROGRAMS = {
-    "all_reduce_perf": "all_reduce", "all_gather_perf": "all_gather", "reduce_scatter_perf": "reduce_scatter",
-    "broadcast_perf": "broadcast", "reduce_perf": "reduce", "sendrecv_perf": "send_recv", "alltoall_perf": "all_to_all",
-    "gather_perf": "gather", "scatter_perf": "scatter", "hypercube_perf": "hypercube",
-}  # fmt: skip
 TYPES = {
     "float": "float32",
     "half": "float16",
@@ -36,13 +30,6 @@ TYPES = {
     "uint8": "uint8",
     "int64": "int64",
 }
-
-
-def _op_from(text: str) -> str | None:
-    for program, op in PROGRAMS.items():
-        if program in text:
-            return op
-    return None
 
 
 def world_size_from_busbw(op: str, algbw: float, busbw: float) -> int | None:
@@ -122,8 +109,11 @@ def _text_rows(lines: Iterable[str], meta: dict[str, Any], checks: LogChecks, op
                 section.read(line)
             headers.clear()
         half = result.in_place if in_place and len(result.in_place) >= 3 else result.out_of_place
-        row = _row(op or section.op or meta.get("op") or "unknown", world_size or section.world_size, result.size_bytes, result.count,
-                   result.dtype, result.redop, result.root, *half[:3])  # fmt: skip
+        named = op or section.op or checks.op
+        if named is None:  # every nccl-tests binary prints the same columns: only its name tells the op
+            raise unknown_op(checks.name, "--op")
+        row = _row(named, world_size or section.world_size, result.size_bytes, result.count, result.dtype, result.redop, result.root,
+                   *half[:3])  # fmt: skip
         if section.where:
             row.update(section.where)  # an exported gloo/cpu table stays gloo/cpu
         if not count:
@@ -151,7 +141,7 @@ class _Section:
         self.where: dict[str, str] = {}
 
     def read(self, line: str) -> None:
-        found = _op_from(line) if "test starting" in line.lower() else None
+        found = program_op(line) if "test starting" in line.lower() else None
         self.op = found or self.op
         exported = re.match(r"#\s*collsim export:.*backend (\S+), device (\S+), world size (\d+)", line)
         if exported:
@@ -191,9 +181,6 @@ class _Ranks:
 
 
 def _header_line(line: str, meta: dict[str, Any]) -> None:
-    found = _op_from(line)
-    if found and "op" not in meta:
-        meta["op"] = found
     rank = re.match(r"#\s+Rank\s+(\d+)\s+Group\s+(\d+)\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*)", line)
     if rank:
         meta["devices"].append(
@@ -231,7 +218,9 @@ def parse_json(data: dict[str, Any], op: str | None = None, world_size: int | No
     config = data.get("config") or {}
     devices = config.get("devices") or data.get("devices") or []
     args = " ".join(data.get("args") or [])
-    op = op or _op_from(args) or "unknown"
+    op = op or program_op(args)
+    if op is None:
+        raise unknown_op(checks.name if checks else "nccl-tests JSON", "--op")
     meta = {"source": "nccl-tests", "op": op, "devices": devices, "nccl_version": str(data.get("nccl_version", "")),
             "iters": config.get("iterations"), "warmup": config.get("warmup_iters"), "start_time": data.get("start_time", "")}  # fmt: skip
     rows, checks = [], checks or LogChecks("nccl-tests JSON")

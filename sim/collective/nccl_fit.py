@@ -12,13 +12,12 @@ intervals come from the Jacobian at the optimum (covariance s^2 (J^T J)^-1, s^2 
 from __future__ import annotations
 
 import math
-import re
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
 from sim.errors import CollsimError
-from sim.nccl.log import LogChecks, not_a_log, results
+from sim.nccl.log import LogChecks, not_a_log, results, unknown_op
 
 # calibration logs (real/data/nccl-tests, each with its source in its header): file -> (preset, nodes, NCCL_PROTO, NCCL_ALGO the
 # run had); see that folder's README. The A3 Mega run used TCPXO plugin v1.0.3, whose required
@@ -61,15 +60,13 @@ class Point:
         return self.measured_s / self.model_s - 1
 
 
-_PROGRAM = re.compile(r"(all_reduce|all_gather|reduce_scatter|broadcast|reduce|alltoall)_perf")
-_OP_OF = {"alltoall": "all_to_all"}  # nccl-tests' program name -> collsim's op where they differ
-
-
-def read_checked(path: str | Path) -> tuple[str, list[tuple[int, float, float | None]], LogChecks]:
+def read_checked(path: str | Path, op: str | None = None) -> tuple[str, list[tuple[int, float, float | None]], LogChecks]:
     """(op, [(size, out-of-place time_s, in-place time_s or None)], what the reading saw) of an
     nccl-tests text log, checked as :mod:`sim.nccl.log` says (a failed run, a negative or
     NaN time refused; sizes with #wrong > 0 left out); real.nccl_tests reads every format into
-    the results store with the same checks."""
+    the results store with the same checks. The op is the one of the nccl-tests program the log
+    names, else ``op``; a log that names none, read without ``op``, is refused (never taken for
+    all_reduce: every binary prints the same columns)."""
     try:
         text = Path(path).read_text(errors="replace")
     except OSError as error:
@@ -83,25 +80,26 @@ def read_checked(path: str | Path) -> tuple[str, list[tuple[int, float, float | 
         raise not_a_log(str(path))
     if not rows:
         raise CollsimError(f"LOG {path}: every size has #wrong above 0 (nccl-tests found wrong results); nothing to fit")
-    program = _PROGRAM.search(text)
-    op = _OP_OF.get(program.group(1), program.group(1)) if program else "all_reduce"
+    op = checks.op or op
+    if op is None:
+        raise unknown_op(f"LOG {path}")
     return op, [row for row in rows if row[1] > 0], checks
 
 
-def read_columns(path: str | Path) -> tuple[str, list[tuple[int, float, float | None]]]:
+def read_columns(path: str | Path, op: str | None = None) -> tuple[str, list[tuple[int, float, float | None]]]:
     """(op, [(size, out-of-place time_s, in-place time_s or None)]) of an nccl-tests text log
     (:func:`read_checked` without what it saw)."""
-    op, rows, _ = read_checked(path)
+    op, rows, _ = read_checked(path, op)
     return op, rows
 
 
-def read_log(path: str | Path) -> tuple[str, list[tuple[int, float]]]:
+def read_log(path: str | Path, op: str | None = None) -> tuple[str, list[tuple[int, float]]]:
     """(op, [(size, time_s)]): per size the faster of the out-of-place and in-place times (where
     the log has both). They time the same collective twice, 20 iterations each, and interference
     only adds time: the 2-node HGX H100 log has 8 B at 68.52 us out-of-place against 24.70 us
     in-place (16 B: 24.96 / 24.93 us) and 256 B at 94.40 against 25.90 us, spikes in one column
     that no cost model should follow (bench/nccl_logs.py prints both columns' spread)."""
-    op, rows = read_columns(path)
+    op, rows = read_columns(path, op)
     return op, [(size, _faster(out, inp)) for size, out, inp in rows]
 
 

@@ -23,6 +23,14 @@ _RANK = re.compile(r"#\s+Rank\s+(\d+)\s+Group")
 _TRAILER = ("# Out of bounds values", "# Avg bus bandwidth")
 _INF = float("inf")
 _SHOWN = 8  # rows named in a warning; the rest are counted
+# nccl-tests binary name -> collsim op. Every binary prints the same columns (size count type redop
+# root time algbw busbw #wrong, twice), so only its name tells which collective a log timed.
+PROGRAMS = {
+    "all_reduce_perf": "all_reduce", "all_gather_perf": "all_gather", "reduce_scatter_perf": "reduce_scatter",
+    "broadcast_perf": "broadcast", "reduce_perf": "reduce", "sendrecv_perf": "send_recv", "alltoall_perf": "all_to_all",
+    "gather_perf": "gather", "scatter_perf": "scatter", "hypercube_perf": "hypercube",
+}  # fmt: skip
+_PROGRAM = re.compile("|".join(PROGRAMS))  # the leftmost name wins: "reduce_perf" inside "all_reduce_perf" starts later
 
 
 class Result(NamedTuple):
@@ -49,6 +57,7 @@ class LogChecks:
     rows: int = 0
     last_row_line: int = 0
     trailer_line: int = 0
+    op: str | None = None  # the op of the first nccl-tests program a line names (program_op), comment or command line
 
     @property
     def rank_count(self) -> int | None:
@@ -83,6 +92,7 @@ def results(lines: Iterable[str], checks: LogChecks, headers: list[str] | None =
                                "so the log is not a working run's times: fix the run and take a new log")  # fmt: skip
         result = parse_result(line, number, checks.name)
         if result is None:
+            checks.op = checks.op or program_op(line)  # "$ ./build/alltoall_perf -b 8 ..." before the table
             continue
         checks.last_row_line = number
         if _wrong(result.out_of_place) or _wrong(result.in_place):
@@ -93,6 +103,7 @@ def results(lines: Iterable[str], checks: LogChecks, headers: list[str] | None =
 
 
 def _comment(line: str, number: int, checks: LogChecks) -> None:
+    checks.op = checks.op or program_op(line)
     if line.startswith(_TRAILER):
         checks.trailer_line = number
     elif "Rank" in line:
@@ -144,6 +155,24 @@ def check_time(time_us: float, where: str, shown: str) -> None:
         raise CollsimError(f"{where}: time {time_us} us is {what} ({shown!r}); a measured time is a number >= 0: check or rerun the log")
 
 
+def program_op(text: str) -> str | None:
+    """The op of the first nccl-tests program name in ``text`` ("# Collective test starting:
+    all_gather_perf", a command line "./build/alltoall_perf -b 8 ..."), or None where none is."""
+    found = _PROGRAM.search(text)
+    return PROGRAMS[found.group(0)] if found else None
+
+
+def unknown_op(name: str, flag: str | None = None) -> CollsimError:
+    """The error for a log that names no nccl-tests program: its op cannot be told (the columns
+    of every binary are the same), and how to say it."""
+    given = f", or give {flag} (e.g. {flag} all_gather)" if flag else ""
+    return CollsimError(
+        f"{name}: cannot tell which collective this nccl-tests log timed: it names no nccl-tests program "
+        f"({', '.join(PROGRAMS)}); keep the line nccl-tests prints ('# Collective test starting: all_gather_perf') "
+        f"or the command that ran it, or add such a line at the top{given}"
+    )
+
+
 def not_a_log(name: str) -> CollsimError:
     """The error for a file with no result lines: what was expected."""
     return CollsimError(
@@ -151,4 +180,4 @@ def not_a_log(name: str) -> CollsimError:
     )
 
 
-__all__ = ["EXPECTED", "LogChecks", "Result", "check_time", "not_a_log", "parse_result", "results"]
+__all__ = ["EXPECTED", "PROGRAMS", "LogChecks", "Result", "check_time", "not_a_log", "parse_result", "program_op", "results", "unknown_op"]
