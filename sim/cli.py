@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -226,8 +228,8 @@ def collective(scenario_file: str | None, trace: str | None, csv_path: str | Non
     from sim.collective.plan import resolve
 
     plan = resolve(scenario)  # the preset loaded once: budget, run, NCCL's pick and notes read it
-    _check_budget(plan, mode)
-    result = run_in_mode(scenario, mode, plan)
+    with _progress(scenario, _check_budget(plan, mode)) as on_progress:
+        result = run_in_mode(scenario, mode, plan, on_progress)
     if (trace or csv_path) and result.mode == "collapsed":
         raise CollsimError("--trace and --csv need per-message events: use --mode full")
     if trace is not None:
@@ -273,16 +275,32 @@ def _echo_collective(summary: dict[str, Any], as_json: bool) -> None:
         click.echo(f"  note             {summary['note']}")
 
 
-def _check_budget(plan: Any, mode: str) -> None:
-    """Refuse before starting a run beyond the time and memory limits (sim.collective.budget)."""
+def _check_budget(plan: Any, mode: str) -> Any:
+    """Refuse before starting a run beyond the time and memory limits (sim.collective.budget);
+    the estimate of a per-message run, else None."""
     from sim.collective import budget
     from sim.collective.collapsed import why_not_collapsed
 
     scenario = plan.scenario
     if mode == "full" or why_not_collapsed(scenario) is not None:
-        budget.check_run(scenario, "sim collective", plan=plan)
-    else:
-        budget.check_collapsed(scenario, plan.preset)
+        return budget.check_run(scenario, "sim collective", plan=plan)
+    budget.check_collapsed(scenario, plan.preset)
+    return None
+
+
+@contextmanager
+def _progress(scenario: Any, told: Any) -> Iterator[Any]:
+    """A long run (sim.collective.budget.long_run_note) says so on stderr and shows its messages
+    sent against the estimate's; None (no progress) for a short one."""
+    from sim.collective.budget import long_run_note
+
+    note = long_run_note(scenario, told)
+    if note is None:
+        yield None
+        return
+    click.echo(f"note: {note}", err=True)
+    with click.progressbar(length=told.messages, label="messages", file=sys.stderr) as bar:
+        yield lambda messages, now_s: bar.update(messages - bar.pos)
 
 
 def _apply_calibration(data: dict[str, Any], path: str, backend: str | None) -> dict[str, Any]:

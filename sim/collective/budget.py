@@ -39,6 +39,7 @@ BACKGROUND_MAX_SECONDS = 120.0  # the explorer's background jobs
 CROSSOVER_MAX_MESSAGES = 20_000_000  # replayed/closed points of one crossover: messages handled by numpy, all sizes
 MAX_SWEEP_POINTS = 10_000  # points of one sweep (sim ddp --sweep-bucket-sizes, collsim sweep)
 MAX_REPETITIONS = 100_000  # back-to-back calls of one scenario
+NOTE_FROM_SECONDS = 10.0  # a run within the limits but estimated longer than this says so first and shows its progress
 
 ROW_BYTES = 64  # one recorded message (7 columns) in a RecordTable
 IN_FLIGHT_BYTES = 900  # a posted message waiting for its stream: event, flow, tuple, deque slot
@@ -394,9 +395,24 @@ def check_run(
 
     limit = f"limit ~{format_seconds(max_seconds)} and {format_size(max_memory)}"
     hint = _hint(s, told, max_seconds, max_memory, plan)
+    raise CollsimError(f"{what}: {s.op}/{s.algorithm} on {_where(s)} needs {told.describe()}; {limit}. {hint}", field=_field(s))
+
+
+def long_run_note(scenario: Any, told: Estimate | None) -> str | None:
+    """What a run that :func:`check_run` let through says before it starts when it is estimated
+    to take more than :data:`NOTE_FROM_SECONDS` (a 32 x dgx-h100 all_to_all of 1 GiB: minutes):
+    the estimate and the ways to a quicker answer; None for a shorter run."""
+    if told is None or told.seconds < NOTE_FROM_SECONDS:
+        return None
+    s = scenario
+    fewer = "--nodes" if _node_gpus(s) else "--ranks"
+    quicker = "--model nccl answers from NCCL's own model at once" if getattr(s, "hardware", None) else "--mode collapsed may answer sooner"
+    return f"{s.op}/{s.algorithm} on {_where(s)} needs {told.describe()}; progress follows (Ctrl-C stops). Fewer {fewer}, or {quicker}"
+
+
+def _where(s: Any) -> str:
     gpus = _node_gpus(s)
-    where = f"{s.ranks // gpus} x {s.hardware} ({s.ranks:,} ranks)" if gpus else f"{s.ranks} ranks"
-    raise CollsimError(f"{what}: {s.op}/{s.algorithm} on {where} needs {told.describe()}; {limit}. {hint}", field=_field(s))
+    return f"{s.ranks // gpus} x {s.hardware} ({s.ranks:,} ranks)" if gpus else f"{s.ranks} ranks"
 
 
 def _field(s: Any) -> str:
@@ -415,7 +431,8 @@ def _hint(s: Any, told: Estimate, max_seconds: float, max_memory: int, plan: Pla
     if s.record == "full":
         hints.append("--record auto")
     fits = (" or ".join(hints) + " would fit; ") if hints else ""
-    return f"{fits}--mode collapsed answers from the closed form or a replay where one applies"
+    model = "--model nccl answers from NCCL's own model; " if getattr(s, "hardware", None) else ""
+    return f"{fits}{model}--mode collapsed answers from the closed form or a replay where one applies"
 
 
 def _largest_fitting(s: Any, name: str, max_seconds: float, max_memory: int, plan: Plan | None = None) -> int | None:

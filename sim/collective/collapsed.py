@@ -226,9 +226,10 @@ class CollapsedResult:
         }
 
 
-def run(scenario: CollectiveScenario, mode: str = "full", plan: Any = None) -> Any:
+def run(scenario: CollectiveScenario, mode: str = "full", plan: Any = None, on_progress: Any = None) -> Any:
     """Run ``scenario`` in ``mode``; collapsed falls back to full (and says why) where it cannot apply.
-    ``plan``: the scenario's (sim.collective.plan), whose topology a full run uses."""
+    ``plan``: the scenario's (sim.collective.plan), whose topology a full run uses; ``on_progress``:
+    a full run's (sim.collective.runner.run)."""
     from sim.collective.runner import run as run_full
 
     if mode not in MODES:
@@ -237,7 +238,7 @@ def run(scenario: CollectiveScenario, mode: str = "full", plan: Any = None) -> A
         raise CollsimError(f"mode: must be one of {', '.join(MODES)}, got {mode!r}")
     reason = why_not_collapsed(scenario) if mode == "collapsed" else None
     if mode == "full" or reason:
-        result = run_full(scenario, plan=plan)
+        result = run_full(scenario, on_progress, plan=plan)
         if reason:
             result = replace(result, mode_note=f"collapsed mode not applicable ({reason}); ran full")
         return result

@@ -1,0 +1,56 @@
+"""A per-message run within the budget's limits but estimated to take long says so before it
+starts and shows its progress (a 32 x dgx-h100 all_to_all of 1 GiB ran minutes without a word);
+a run beyond the limits on a preset is refused naming --model nccl as well."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from sim.cli import cli
+from sim.collective import budget, runner
+from sim.collective.collapsed import run as run_in_mode
+from sim.collective.pick import scenario_for_pick
+from sim.errors import CollsimError
+
+ARGS = ["sim", "collective", "--hardware", "dgx-h100", "--nodes", "2", "--op", "all_to_all", "--size", "1MiB"]
+
+
+@pytest.mark.slow
+def test_a_long_run_says_so_on_stderr_before_it_starts(monkeypatch):
+    quiet = CliRunner().invoke(cli, ARGS)
+    monkeypatch.setattr(budget, "NOTE_FROM_SECONDS", 0.0)  # this run as if it were estimated long
+    noted = CliRunner().invoke(cli, ARGS)
+    assert noted.exit_code == 0, noted.output
+    assert noted.stdout == quiet.stdout  # the answer is the same, on stdout
+    assert noted.stderr.startswith("note: all_to_all/nccl_p2p on 2 x dgx-h100 (16 ranks) needs about 240 messages")
+    assert "progress follows (Ctrl-C stops). Fewer --nodes, or --model nccl answers" in noted.stderr
+
+
+def test_a_short_run_says_nothing_on_stderr():
+    done = CliRunner().invoke(cli, ARGS)
+    assert done.exit_code == 0 and done.stderr == ""
+
+
+def test_a_full_run_reports_its_messages_as_it_goes(monkeypatch):
+    monkeypatch.setattr(runner, "PROGRESS_EVERY_S", 0.0)
+    monkeypatch.setattr(runner, "PROGRESS_EVENTS", 1)
+    scenario, _ = scenario_for_pick("dgx-h100", 2, "all_to_all", 2**20)
+    seen: list[int] = []
+    result = run_in_mode(scenario.replace(record="aggregate"), "full", on_progress=lambda messages, now_s: seen.append(messages))
+    assert seen and seen == sorted(seen) and 0 < seen[-1] <= result.message_count == 240
+
+
+def test_a_run_beyond_the_limits_on_a_preset_names_model_nccl():
+    scenario, _ = scenario_for_pick("dgx-h100", 2, "all_to_all", 2**20)
+    with pytest.raises(CollsimError, match="needs about 240 messages.*--model nccl answers from NCCL's own model"):
+        budget.check_run(scenario, max_seconds=1e-9)
+
+
+@pytest.mark.slow
+def test_the_32_node_all_to_all_of_1_gib_is_let_through_with_a_note():
+    """Estimated ~2.5 min here (65,280 messages: one part a peer at 256 ranks), under the 10 min
+    limit: it runs, and says so first."""
+    scenario, _ = scenario_for_pick("dgx-h100", 32, "all_to_all", 2**30)
+    note = budget.long_run_note(scenario, budget.check_run(scenario, "sim collective"))
+    assert note is not None and "on 32 x dgx-h100 (256 ranks) needs about 65,280 messages" in note and "--model nccl" in note
