@@ -88,15 +88,13 @@ class Phase:
 
 class Shape(NamedTuple):
     """What an algorithm's message counts depend on: ranks, chunks, GPUs per node (the ranks on
-    a flat topology), elements and bytes per element, and the hardware preset the run is on (None:
-    a plain topology), whose layout some algorithms follow (NCCL's p2p plan: sim.nccl.p2p)."""
+    a flat topology), elements and bytes per element."""
 
     p: int
     k: int
     gpus: int
     elements: int
     element_bytes: int
-    hardware: str | None = None
 
 
 class Run(NamedTuple):

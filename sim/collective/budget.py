@@ -166,11 +166,14 @@ def messages_of(s: Any, preset: Any = None) -> Any:
     """:func:`sim.collective.explore.work` (messages and routes; it probes at most
     ``PROBE_MAX_CHUNKS`` chunks and scales linearly in chunks). NCCL's algorithms on a hardware
     preset run only the channels that are not copies of another (``sim.nccl.topo``):
-    the records count every channel, so their count is scaled to the channels run. ``preset``:
+    the records count every channel, so their count is scaled to the channels run; NCCL's
+    all_to_all sends a peer's bytes in the parts of its p2p plan (:func:`_p2p_messages`). ``preset``:
     the scenario's, loaded already."""
     from sim.collective.explore import work
 
     told = work(s)
+    if s.op == "all_to_all" and s.algorithm == "nccl_p2p" and getattr(s, "hardware", None):
+        return replace(told, messages=_p2p_messages(s, preset) * s.repetitions)
     params = _preset_path(s, preset)
     if params is None or params.simulated >= params.channels:
         return told
@@ -182,6 +185,17 @@ def messages_of(s: Any, preset: Any = None) -> Any:
     if params.algorithm == "Tree" and params.max_tree_pieces:  # each run channel sends at most this many pieces up and down
         messages = min(messages, 2 * (s.ranks - 1) * params.simulated * params.max_tree_pieces * s.repetitions)
     return replace(counted, messages=messages)
+
+
+def _p2p_messages(s: Any, preset: Any = None) -> int:
+    """Messages of NCCL's all_to_all on a preset by the p2p plan its DES run reads (1-2 parts a
+    peer across NCCL nodes, sim.nccl.p2p_plan); the record counts a block a peer."""
+    from sim.hardware.presets import load_preset
+    from sim.nccl.p2p import all_to_all_messages
+    from sim.nccl.topo import p2p_path_params
+
+    plan = getattr(p2p_path_params(s, preset or load_preset(s.hardware)), "plan", None)
+    return all_to_all_messages(plan, s.ranks, s.elements, s.element_bytes)
 
 
 def _preset_path(s: Any, preset: Any = None) -> Any:

@@ -68,7 +68,7 @@ def _counts(s: CollectiveScenario) -> tuple[int, int, bool]:
         return -1, -1, False
     k = s.chunks if spec.chunked else 1
     gpus = s.gpus_per_node_resolved if s.topology == "two_level" else s.ranks
-    messages, pairs = spec.counts(Shape(s.ranks, k, gpus, s.elements, s.element_bytes, s.hardware))
+    messages, pairs = spec.counts(Shape(s.ranks, k, gpus, s.elements, s.element_bytes))
     return messages, pairs, True
 
 

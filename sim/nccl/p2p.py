@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 from sim.algorithms.alltoall import all_blocks_at_once
 from sim.algorithms.call import Call
-from sim.algorithms.registry import Phase, Shape, needs_a_peer, register
+from sim.algorithms.registry import Phase, needs_a_peer, register
 from sim.errors import CollsimError
 from sim.nccl.p2p_plan import P2pPlan, channel_batches, crosses_rail, p2p_plan, parts
 from sim.nccl.path import PathParams, params, wire_bytes
@@ -97,7 +97,9 @@ def p2p_params(scenario, preset, hop_latencies_s: Callable, comm_channels: Calla
     """NCCL's point-to-point run's parameters (read by :func:`sim.nccl.topo.p2p_path_params`): one
     connection a peer, the ring's latencies of its protocol, the p2p plan across nodes.
     ``hop_latencies_s``, ``comm_channels``: :mod:`sim.nccl.model`'s (passed in: it imports this module)."""
-    layout, domains = _layout(preset, scenario.ranks, comm_channels)
+    nodes = max(scenario.ranks // preset.gpus_per_node, 1)
+    domains = preset.nccl_nodes(nodes)[0]
+    layout = p2p_plan(preset, nodes, comm_channels) if preset.nccl else None
     protocol = protocol_for(scenario.op, scenario.ranks, scenario.size_bytes, domains, layout.per_peer if layout else 1)
     intra, _, start = hop_latencies_s(preset, "Ring", protocol, domains)
     plan = layout if domains > 1 else None
@@ -105,14 +107,6 @@ def p2p_params(scenario, preset, hop_latencies_s: Callable, comm_channels: Calla
         "Ring", protocol, 1, 1, start_s=start, simple_buff_bytes=preset.nccl.buffsize if preset.nccl else None,
         plan=plan, pxn_latency_s=intra if plan and plan.pxn else 0.0,
     )  # fmt: skip
-
-
-def _layout(preset, ranks: int, comm_channels: Callable) -> tuple[P2pPlan | None, int]:
-    """(NCCL's p2p plan for ``ranks`` of ``preset``, or None on a preset without NCCL's system;
-    NCCL's nodes, the NVLink domains): the DES lays the ops out by the plan only across domains."""
-    nodes = max(ranks // preset.gpus_per_node, 1)
-    domains = preset.nccl_nodes(nodes)[0]
-    return (p2p_plan(preset, nodes, comm_channels) if preset.nccl else None), domains
 
 
 def all_to_all_messages(plan: P2pPlan | None, ranks: int, elements: int, element_bytes: int) -> int:
@@ -124,18 +118,6 @@ def all_to_all_messages(plan: P2pPlan | None, ranks: int, elements: int, element
     block = elements // ranks
     count = parts(plan, block * element_bytes)
     return ranks * (ranks - 1) * sum(1 for part in range(count) if _part_bounds(block, element_bytes, part, count)[0] < block)
-
-
-def _all_to_all_counts(s: Shape) -> tuple[int, int]:
-    """The record's counts: on a hardware preset by the plan the DES runs (:func:`p2p_params`)."""
-    plan = None
-    if s.hardware:
-        from sim.hardware.presets import load_preset
-        from sim.nccl.model import comm_channels  # here, not at the top: sim.nccl.model imports this module
-
-        layout, domains = _layout(load_preset(s.hardware), s.p, comm_channels)
-        plan = layout if domains > 1 else None
-    return all_to_all_messages(plan, s.p, s.elements, s.element_bytes), s.p * (s.p - 1)
 
 
 def refuse_selection(op: str, nccl_algo: str | None, nccl_proto: str | None) -> None:
@@ -167,7 +149,9 @@ def p2p_fields(hardware: str, nodes: int, op: str, size_bytes: int, nccl_algo: s
 @register(
     "all_to_all", "nccl_p2p", splits=True, listed=False,
     form="every peer's message at once on NCCL's p2p path: the time depends on how the network shares ports and links",
-    counts=_all_to_all_counts,
+    # a block a peer (no plan on a plain topology); on a preset NCCL's plan parts a peer's bytes: the
+    # budget counts those by the DES's own plan (sim.collective.budget.messages_of)
+    counts=lambda s: (all_to_all_messages(None, s.p, s.elements, s.element_bytes), s.p * (s.p - 1)),
     phases=(Phase("all blocks at once", "every rank sends each other rank its block at once (grouped ncclSend/ncclRecv)"),),
 )  # fmt: skip
 def nccl_p2p_all_to_all(net: Network, rank: int, call: Call) -> Generator:
