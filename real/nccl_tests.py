@@ -81,8 +81,9 @@ class Log:
 def parse_text(text: str, op: str | None = None, world_size: int | None = None, in_place: bool = False) -> dict[str, Any]:
     """Parse an nccl-tests stdout log. Returns ``{"meta": {...}, "rows": [...], "warnings": [...]}``.
 
-    ``op`` and ``world_size`` override what the log says (the op comes from the "Collective test
-    starting: all_reduce_perf" line of recent versions; p from the "#  Rank" lines, else from busbw).
+    ``op`` and ``world_size`` override what the log says (the op comes from the nccl-tests program
+    it names, the "Collective test starting: all_reduce_perf" line of recent versions or a command
+    line; a log that names none is refused without ``op``; p from the "#  Rank" lines, else from busbw).
     """
     log = text_log(text.splitlines(), "nccl-tests log", op, world_size, in_place)
     rows = list(log.rows)
