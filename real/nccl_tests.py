@@ -110,7 +110,7 @@ def _text_rows(lines: Iterable[str], meta: dict[str, Any], checks: LogChecks, op
                 section.read(line)
             headers.clear()
         half = result.in_place if in_place and len(result.in_place) >= 3 else result.out_of_place
-        named = op or section.op or checks.op
+        named = op or section.op or (None if section.where else checks.op)  # an exported table names its own op
         if named is None:  # every nccl-tests binary prints the same columns: only its name tells the op
             raise unknown_op(checks.name, "--op")
         row = _row(named, world_size or section.world_size, result.size_bytes, result.count, result.dtype, result.redop, result.root,
@@ -142,8 +142,9 @@ class _Section:
         self.where: dict[str, str] = {}
 
     def read(self, line: str) -> None:
-        found = program_op(line) if "test starting" in line.lower() else None
-        self.op = found or self.op
+        starting = re.search(r"test starting:\s*(\w+)_perf", line, re.IGNORECASE)
+        if starting:  # collsim export names an op nccl-tests has no binary for as OP_perf (to_text): barrier_perf
+            self.op = program_op(line) or (starting.group(1) if self.where else None) or self.op
         exported = re.match(r"#\s*collsim export:.*backend (\S+), device (\S+), world size (\d+)", line)
         if exported:
             self.world_size, self.op = int(exported.group(3)), None

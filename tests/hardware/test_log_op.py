@@ -100,3 +100,20 @@ def test_a_json_file_without_the_programs_args_is_refused_unless_given_op(tmp_pa
     with pytest.raises(CollsimError, match=f"{re.escape(str(path))}: cannot tell which collective.*--op"):
         nccl_tests.read(path)
     assert nccl_tests.read(path, op="all_gather", world_size=8)["rows"][0]["op"] == "all_gather"
+
+
+def test_an_exported_table_keeps_its_own_op_even_one_nccl_tests_has_no_binary_for():
+    """collsim real export writes a barrier table as barrier_perf; it was read back as the file's
+    first op (all_reduce)."""
+    rows = [{"op": "", "size_bytes": n, "count": n // 4, "type": "float32", "redop": "none", "root": -1, "time_s": 1e-4, "algbw_GBps": 0.0,
+             "busbw_GBps": 0.0} for n in (0, 4)]  # fmt: skip
+    text = "".join(
+        f"# collsim export: source measured, backend gloo, device cpu, world size {p}\n"
+        + nccl_tests.to_text([{**row, "op": op} for row in rows])
+        for op, p in (("all_reduce", 2), ("barrier", 4))
+    )
+    found = {(row["op"], row["world_size"]) for row in nccl_tests.parse_text(text)["rows"]}
+    assert found == {("all_reduce", 2), ("barrier", 4)}
+    without = text.replace("# Collective test starting: barrier_perf\n", "")
+    with pytest.raises(CollsimError, match="cannot tell which collective"):  # not the first table's op
+        nccl_tests.parse_text(without)
