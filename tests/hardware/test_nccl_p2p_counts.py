@@ -18,7 +18,7 @@ MiB = 2**20
 
 @pytest.mark.parametrize(
     "hardware, nodes, size_bytes",
-    [("dgx-h100", 2, 3 * MiB + 4096), ("dgx-h100", 2, MiB), ("dgx-h100", 1, MiB), ("gcp-a3-mega", 2, 16 * MiB),
+    [pytest.param("dgx-h100", 2, 3 * MiB + 4096, marks=pytest.mark.slow), ("dgx-h100", 2, MiB), ("dgx-h100", 1, MiB), ("gcp-a3-mega", 2, 16 * MiB),
      ("oci-a100-roce", 2, 64 * MiB), ("gb200-nvl72", 2, 16 * MiB), pytest.param("dgx-h100", 4, 64 * MiB, marks=pytest.mark.slow)],
 )  # fmt: skip
 def test_the_budgets_count_of_an_all_to_all_on_a_preset_is_the_messages_the_des_sends(hardware, nodes, size_bytes):
