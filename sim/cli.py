@@ -277,15 +277,16 @@ def _echo_collective(summary: dict[str, Any], as_json: bool) -> None:
 
 def _check_budget(plan: Any, mode: str) -> Any:
     """Refuse before starting a run beyond the time and memory limits (sim.collective.budget);
-    the estimate of a per-message run, else None."""
+    the estimate of the per-message run (a collapsed call's where it simulates), else None."""
     from sim.collective import budget
-    from sim.collective.collapsed import why_not_collapsed
+    from sim.collective.collapsed import simulated_call, why_not_collapsed
 
     scenario = plan.scenario
     if mode == "full" or why_not_collapsed(scenario) is not None:
         return budget.check_run(scenario, "sim collective", plan=plan)
     budget.check_collapsed(scenario, plan.preset)
-    return None
+    single = simulated_call(scenario)
+    return None if single is None else budget.check_run(single, "sim collective --mode collapsed", plan=plan.with_scenario(single))
 
 
 @contextmanager

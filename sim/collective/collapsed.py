@@ -53,16 +53,31 @@ def why_not_collapsed(scenario: CollectiveScenario) -> str | None:
     return breaks(scenario, "collapsed")  # stragglers, jitter, verify, groups: their entries in sim.fields
 
 
-def collective_time(scenario: CollectiveScenario) -> Timing:
-    """Seconds one call of ``scenario`` takes (repetitions ignored), closed form or cached DES."""
-    single = scenario.replace(repetitions=1, verify=False, record="aggregate", seed=0) if not scenario.jitter_s else scenario
+def _single(scenario: CollectiveScenario) -> CollectiveScenario:
+    """The one call a collapsed run times (repetitions ignored)."""
+    return scenario.replace(repetitions=1, verify=False, record="aggregate", seed=0) if not scenario.jitter_s else scenario
+
+
+def simulated_call(scenario: CollectiveScenario) -> CollectiveScenario | None:
+    """The call a collapsed run of ``scenario`` simulates message by message (no closed form, no
+    ring replay: a ring all-reduce is taken as replayed), or None where it does not."""
+    single = _single(scenario)
+    if analytic.for_scenario(single) is not None or (single.op, single.algorithm) == ("all_reduce", "ring"):
+        return None
+    return single
+
+
+def collective_time(scenario: CollectiveScenario, on_progress: Any = None) -> Timing:
+    """Seconds one call of ``scenario`` takes (repetitions ignored), closed form or cached DES
+    (``on_progress``: the DES's, sim.collective.runner.run)."""
+    single = _single(scenario)
     exact = analytic.for_scenario(single)
     if exact is not None:
         return Timing(exact, "closed_form", *_ring_counts(single))
     replayed = _ring_replay(single)
     if replayed is not None:
         return replayed
-    return _simulated(single)
+    return _simulated(single, on_progress)
 
 
 def replay_time(scenario: CollectiveScenario) -> Timing | None:
@@ -181,10 +196,10 @@ def time_of(scenario: CollectiveScenario) -> float:
 
 
 @lru_cache(maxsize=4096)
-def _simulated(single: CollectiveScenario) -> Timing:
+def _simulated(single: CollectiveScenario, on_progress: Any = None) -> Timing:
     from sim.collective.runner import run
 
-    result = run(single)
+    result = run(single, on_progress)
     return Timing(result.time_s, "simulated", result.message_count, result.bytes_sent, result.steps)
 
 
@@ -229,7 +244,7 @@ class CollapsedResult:
 def run(scenario: CollectiveScenario, mode: str = "full", plan: Any = None, on_progress: Any = None) -> Any:
     """Run ``scenario`` in ``mode``; collapsed falls back to full (and says why) where it cannot apply.
     ``plan``: the scenario's (sim.collective.plan), whose topology a full run uses; ``on_progress``:
-    a full run's (sim.collective.runner.run)."""
+    the DES's where it runs (sim.collective.runner.run)."""
     from sim.collective.runner import run as run_full
 
     if mode not in MODES:
@@ -242,7 +257,7 @@ def run(scenario: CollectiveScenario, mode: str = "full", plan: Any = None, on_p
         if reason:
             result = replace(result, mode_note=f"collapsed mode not applicable ({reason}); ran full")
         return result
-    return CollapsedResult(scenario, collective_time(scenario), analytic_time_s=analytic.for_scenario(scenario))
+    return CollapsedResult(scenario, collective_time(scenario, on_progress), analytic_time_s=analytic.for_scenario(scenario))
 
 
 def summarize(result: Any, preset: Any = None) -> dict[str, Any]:

@@ -54,3 +54,16 @@ def test_the_32_node_all_to_all_of_1_gib_is_let_through_with_a_note():
     scenario, _ = scenario_for_pick("dgx-h100", 32, "all_to_all", 2**30)
     note = budget.long_run_note(scenario, budget.check_run(scenario, "sim collective"))
     assert note is not None and "on 32 x dgx-h100 (256 ranks) needs about 65,280 messages" in note and "--model nccl" in note
+
+
+@pytest.mark.slow
+def test_a_collapsed_call_that_simulates_is_budgeted_and_noted_too(monkeypatch):
+    """--mode collapsed of NCCL's all_to_all runs the DES on one call (no closed form): it was
+    neither checked against the limits nor said to take long."""
+    monkeypatch.setattr(budget, "NOTE_FROM_SECONDS", 0.0)
+    done = CliRunner().invoke(cli, [*ARGS, "--mode", "collapsed"])
+    assert done.exit_code == 0, done.output
+    assert done.stderr.startswith("note: all_to_all/nccl_p2p on 2 x dgx-h100 (16 ranks) needs about 240 messages")
+    closed = CliRunner().invoke(cli, ["sim", "collective", "--op", "all_reduce", "--algorithm", "ring", "--ranks", "8", "--size", "1MiB",
+                                      "--bandwidth", "10GB/s", "--mode", "collapsed"])  # fmt: skip
+    assert closed.exit_code == 0 and closed.stderr == ""  # a closed form: nothing simulated, nothing to say
