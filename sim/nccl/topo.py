@@ -111,8 +111,12 @@ def path_params(scenario, preset) -> PathParams:
 def _proxy_s(preset, algorithm: str, protocol: str, nodes: int) -> float:
     """A ring channel's proxy time per network send (sim.nccl.path.Proxy) across NCCL's nodes
     (an NVLink domain is one): NCCL's net overhead, charged by its model on Ring only
-    (tuning.cc:347-353, v2.27.7-1); not scaled by the fitted latency scale (no hwLat entry)."""
-    if algorithm != "Ring" or nodes < 2 or preset.nccl is None:
+    (tuning.cc:347-353, v2.27.7-1); not scaled by the fitted latency scale (no hwLat entry).
+    x86 hosts only: getNetOverhead has figures for x86 Intel and AMD (:206-207) and falls back to
+    1 us for every other host (:208), and on Arm (Grace) a calibration log rules that out: 2 racks
+    of GB200 (oci-gb200-nvl72_32trays, in-sample) run an 8 B all_reduce's 254 ring steps in
+    183 us, 0.72 us a step with every hop, where 1 us a post made 512 B-128 KiB 22-26 % slow."""
+    if algorithm != "Ring" or nodes < 2 or preset.nccl is None or preset.nccl.cpu_arch != "x86":
         return 0.0
     return net_overhead_us(preset.nccl, protocol) * 1e-6
 
