@@ -304,8 +304,6 @@ def rates_line(scenario, preset: Preset | None = None) -> str:
     if algorithm in ("NVLS", "NVLSTree") and eff.nvls_latency_scale != 1.0:
         scales += f" x {eff.nvls_latency_scale:.3g} (NVLS, {origin('nvls_latency_scale')})"
     call = f", call {format_time(start)}" if start else ""
-    proxy = 0.0 if p2p else _proxy_s(preset, algorithm, protocol, nodes)
-    scales += f"; proxy {format_time(proxy)} a network step (NCCL's net overhead)" if proxy else ""
     latency = f"hops {', '.join(hops)}{call}{base}: NCCL's {algorithm}/{protocol} tables x {eff.latency_scale:.3g} ({origin('latency_scale')}){scales}"
     return f"runs at {'; '.join(parts)}; {latency}" if parts else f"runs at {latency}"
 

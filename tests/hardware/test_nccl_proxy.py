@@ -68,11 +68,3 @@ def test_collapsed_channels_pay_the_proxy_as_the_full_run():
         nccl_topo.COLLAPSE = True
     assert collapsed == pytest.approx(full, rel=0.05)
     assert collapsed >= _floor_s("hgx-h200", 2, "all_gather", "Simple")
-
-
-def test_the_rates_line_names_the_proxy_where_it_is_charged():
-    """The run's rates line says what each network step costs on the proxy, and says nothing on one node."""
-    two, _ = scenario_for_pick("hgx-h200", 2, "all_gather", 1024, "Ring", "LL")
-    one, _ = scenario_for_pick("hgx-h200", 1, "all_gather", 1024, "Ring", "LL")
-    assert "proxy 1 us a network step" in nccl_topo.rates_line(two)
-    assert "proxy" not in nccl_topo.rates_line(one)
