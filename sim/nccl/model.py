@@ -309,8 +309,13 @@ def _nsteps(name: str, ranks: int) -> int:
     return ranks
 
 
-def _net_overhead(system: NcclSystem) -> float:
-    return 2.0 if system.cpu_vendor == "amd" else 1.0  # getNetOverhead, x86
+def net_overhead_us(system: NcclSystem, protocol: str = "LL") -> float:
+    """What NCCL's model charges a multi-node ring for each step's network post, in us:
+    getNetOverhead (v2.27.7-1 src/graph/tuning.cc:204-209: 2 on x86 AMD, else 1; the same in
+    2.19-2.29), x 3 for Simple (:351). The ring's step costs at least this ("Inter-node rings still
+    have to launch nsteps * net overhead", :347-353); the DES charges it on the proxy thread
+    that posts the sends (sim.nccl.path.Proxy)."""
+    return (2.0 if system.cpu_vendor == "amd" else 1.0) * (3 if protocol == "Simple" else 1)
 
 
 def _latency(system: NcclSystem, func: int, algo: int, proto: int, nodes: int, ranks: int, version: NcclVersion = _DEFAULT) -> float:
@@ -334,9 +339,7 @@ def _latency(system: NcclSystem, func: int, algo: int, proto: int, nodes: int, r
             if proto == SIMPLE:
                 lat = v.hw_lat[hw][TREE][proto]
             return latency + nsteps * lat
-        net_overhead = 0.0
-        if nodes > 1:
-            net_overhead = _net_overhead(system) * (3 if proto == SIMPLE else 1)
+        net_overhead = net_overhead_us(system, PROTOCOLS[proto]) if nodes > 1 else 0.0
         intra_lat = max(intra_lat, net_overhead)
         inter_steps = 0 if nodes == 1 else 2 * (nodes - 1) if name == "all_reduce" else nodes - 1
         if v.legacy_inter_steps and name == "all_reduce" and nodes > 1:

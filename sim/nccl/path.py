@@ -67,6 +67,7 @@ class PathParams:
     max_tree_pieces: int | None = None  # on presets: MAX_TREE_PIECES (speed); elsewhere NCCL's own chunks
     simple_buff_bytes: int | None = None  # NCCL_BUFFSIZE of the preset (None: NCCL's 4 MiB)
     ll_pace_Bps: float = 0.0  # Tree/LL on a preset: the simulated channels' share of the GPU's LL rate (data bytes/s)
+    proxy_s: float = 0.0  # Ring across nodes: the proxy's time per network send of a channel (Proxy)
 
     @property
     def copies(self) -> float:
@@ -97,6 +98,32 @@ class Pacer:
         start = max(now_s, self.free_s)
         self.free_s = start + nbytes / self.rate_Bps
         return start - now_s
+
+
+class Proxy:
+    """The proxy's progress of one channel's network send connection (src/transport/net.cc
+    sendProxyProgress, v2.27.7-1 :1108-1233: a sub posts its slices in order, one isend each at
+    :1210, from the GPU's proxy thread, src/proxy.cc progressOps :744). Each post costs
+    ``cost_s``: NCCL's model charges a multi-node ring that much per step and channel
+    (getNetOverhead, :func:`sim.nccl.model.net_overhead_us`; tuning.cc:347-353, whatever the
+    channel count, so one Proxy a channel, not one a GPU shared by its channels). A send leaves
+    when the proxy reaches it, no earlier than the previous one's start + cost; the GPU does not
+    wait for it (the slot is handed to the proxy, the next slice goes on)."""
+
+    def __init__(self, cost_s: float) -> None:
+        self.cost_s = cost_s
+        self.free_s = 0.0
+
+    def start(self, now_s: float) -> float:
+        """When a send handed over at ``now_s`` leaves."""
+        start = max(now_s, self.free_s)
+        self.free_s = start + self.cost_s
+        return start
+
+
+def _send_at(net: Network, at_s: float, args: tuple) -> Generator:
+    yield net.env.timeout(at_s - net.env.now)
+    net.send(*args)
 
 
 def params(net: Network, call: Call, algorithm: str, protocol: str) -> PathParams:
@@ -181,11 +208,14 @@ def _ring_ops(call: Call, p: PathParams, group: list[int], i: int, channel: int,
 
 
 def _connection(
-    net: Network, rank: int, call: Call, left: int, right: int, ops: list, tag: int, window: int, p: PathParams, chunk: int
-) -> Generator:
+    net: Network, rank: int, call: Call, left: int, right: int, ops: list, tag: int, window: int, p: PathParams, chunk: int,
+    proxy: Proxy | None = None,
+) -> Generator:  # fmt: skip
     """Run ``ops`` on one channel: receives from ``left`` posted ``window`` ahead (the slots),
-    sends to ``right`` on the protocol's wire."""
+    sends to ``right`` on the protocol's wire; through ``proxy`` where ``right`` is on another node."""
     verify = call.buffers is not None
+    gpus = net.topology.gpus_per_node or call.ranks
+    proxy = proxy if proxy is not None and rank // gpus != right // gpus else None
     total = sum(1 for op in ops if op[0] != "s")
     recvs: deque = deque(net.recv(left, rank, tag + k % window) for k in range(min(window, total)))
     net.share_wire(rank, right, range(tag, tag + window))  # one SM block sends the slots in order
@@ -193,9 +223,13 @@ def _connection(
     posted = len(recvs)
     for kind, piece, step in ops:
         if kind == "s":  # slice k travels in slot k mod window: one connection per slot
-            net.send(
-                rank, right, wire_bytes(piece[2], p.protocol), call.take(rank, piece) if verify else None, step, chunk, tag + sent % window
-            )
+            payload = call.take(rank, piece) if verify else None
+            args = (rank, right, wire_bytes(piece[2], p.protocol), payload, step, chunk, tag + sent % window)
+            at = proxy.start(net.env.now) if proxy is not None else net.env.now
+            if at > net.env.now:
+                net.env.process(_send_at(net, at, args))
+            else:
+                net.send(*args)
             sent += 1
             continue
         payload = yield recvs.popleft()
@@ -230,7 +264,8 @@ def ring(net: Network, rank: int, call: Call, phases: tuple, protocol: str = "Si
         ops = _ring_ops(call, p, group, i, channel, phases)
         left, right = group[(i - 1) % len(group)], group[(i + 1) % len(group)]
         tag = _TAG + channel * NCCL_STEPS
-        processes.append(env.process(_connection(net, rank, call, left, right, ops, tag, cut.in_flight, p, channel)))
+        proxy = Proxy(p.proxy_s) if p.proxy_s else None  # the channel's network connection, stepped in order
+        processes.append(env.process(_connection(net, rank, call, left, right, ops, tag, cut.in_flight, p, channel, proxy)))
     yield env.all_of(processes)
 
 

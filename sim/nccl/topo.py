@@ -33,6 +33,7 @@ from sim.nccl.model import (  # the rates and latencies NCCL's model and the DES
     compcap_index,
     hop_latencies_s,
     link_rates,
+    net_overhead_us,
     nvls_channels,
 )  # fmt: skip
 from sim.nccl.path import MAX_TREE_PIECES, PAIR_OF, PathParams, channel_ring, channel_tree
@@ -103,7 +104,21 @@ def path_params(scenario, preset) -> PathParams:
         heads=max(1, min(gpus, preset.nics_per_node * gpus // preset.gpus_per_node or gpus)), max_tree_pieces=MAX_TREE_PIECES // simulated,
         simple_buff_bytes=preset.nccl.buffsize if preset.nccl else None,
         ll_pace_Bps=ll_max_GBps(preset.nccl, nodes) * 1e9 * simulated / channels if (algorithm, protocol) == ("Tree", "LL") and preset.nccl else 0.0,
+        proxy_s=_proxy_s(preset, algorithm, protocol, nodes),
     )  # fmt: skip
+
+
+def _proxy_s(preset, algorithm: str, protocol: str, nodes: int) -> float:
+    """A ring channel's proxy time per network send (sim.nccl.path.Proxy) across NCCL's nodes
+    (an NVLink domain is one): NCCL's net overhead, charged by its model on Ring only
+    (tuning.cc:347-353, v2.27.7-1); not scaled by the fitted latency scale (no hwLat entry).
+    x86 hosts only: getNetOverhead has figures for x86 Intel and AMD (:206-207) and falls back to
+    1 us for every other host (:208), and on Arm (Grace) a calibration log rules that out: 2 racks
+    of GB200 (oci-gb200-nvl72_32trays, in-sample) run an 8 B all_reduce's 254 ring steps in
+    183 us, 0.72 us a step with every hop, where 1 us a post made 512 B-128 KiB 22-26 % slow."""
+    if algorithm != "Ring" or nodes < 2 or preset.nccl is None or preset.nccl.cpu_arch != "x86":
+        return 0.0
+    return net_overhead_us(preset.nccl, protocol) * 1e-6
 
 
 def _collapsed(algorithm: str, channels: int, nodes: int) -> int:
