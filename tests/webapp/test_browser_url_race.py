@@ -11,10 +11,14 @@ landing with the link, the next page was built from it)."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
 from playwright.sync_api import Page, Route, expect
+
+from webapp import collective
+from webapp.pages.ddp import model as ddp_model
 
 from .test_browser import app_page, choose, open_page  # noqa: F401
 
@@ -99,3 +103,35 @@ def test_a_write_pending_when_a_link_leaves_the_page_stays_off_the_next_page(app
     app_page.go_back()  # Back returns to the page left, as it was when the link was followed
     expect(app_page).to_have_url(shown)
     expect(app_page.locator(f"#{hardware}")).to_be_visible()
+
+
+# (page left, the link followed: a query the next page writes back otherwise, and the address it
+# writes for it, as webapp.urlstate.query_of computes it)
+REWRITTEN = {
+    "guided ddp link at the defaults": ("/", "/ddp?preset=gpt2&comm_model=ow", "/ddp" + ddp_model.query_from_form(ddp_model.DEFAULTS)),
+    "collectives link at the defaults": ("/ddp", "/?ranks=8&op=all_reduce", "/" + collective.query_from_form(collective.DEFAULTS)),
+}
+
+
+@pytest.mark.parametrize("case", REWRITTEN.values(), ids=list(REWRITTEN))
+def test_back_from_a_page_whose_link_it_rewrote_returns_to_the_page_before(app_page: Page, live_server: str, case):
+    """A page rewrites the address it was built from (keys at their defaults dropped) in place: a
+    new history entry sent Back to the link's address, which built the page again, which wrote
+    again, and Back never left the page."""
+    left, link, rewritten = case
+    assert rewritten != link  # the page does rewrite this link
+    app_page.add_init_script(RECORD_ADDRESSES)
+    open_page(app_page, live_server + left)
+    shown = app_page.url
+    if left == "/":
+        app_page.get_by_role("link", name=re.compile("How big should my DDP buckets be")).click()  # the guided link itself
+    else:
+        app_page.evaluate(FOLLOW_LINK, link)
+    expect(app_page).to_have_url(live_server + rewritten)
+    for _ in range(2):  # Back, and Back again after Forward: each time to the page before
+        app_page.go_back()
+        expect(app_page).to_have_url(shown)
+        expect(app_page.locator("#coll-sim-time, #ddp-step-time").first).to_be_visible()
+        app_page.go_forward()
+        expect(app_page).to_have_url(live_server + rewritten)
+    assert rewritten in app_page.evaluate("window.collsimAddresses")

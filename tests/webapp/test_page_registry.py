@@ -136,7 +136,7 @@ def node(calls: list[tuple[str, list]], shown: str | None = None) -> list[str | 
     """The query each call of assets/collsim.js's writers answers, run by node, with the address
     bar on the page of the call's spec (or on ``shown``); None where a writer writes nothing."""
     script = f"""
-        global.window = {{dash_clientside: {{no_update: null}}, location: {{}}}};
+        global.window = {{dash_clientside: {{no_update: null}}, location: {{search: ""}}, history: {{replaceState() {{}}}}}};
         {(ROOT / "webapp" / "assets" / "collsim.js").read_text()}
         const calls = {json.dumps(calls)};
         console.log(JSON.stringify(calls.map(([name, args]) => {{

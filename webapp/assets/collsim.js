@@ -110,5 +110,21 @@ function collsimQuery(spec, form) {
         if (text !== fallback || (by && pinned.includes(key))) { query.append(key, text); }
     }
     const search = query.toString() ? '?' + query.toString() : '';
+    collsimRewrite(search);
     return [search, search];
+}
+
+/* An address no writer wrote (a link's, Back's, the one the tab was opened on) is the one the page
+   was just built from: the page's first write rewrites it (keys at their defaults dropped, what a
+   preset filled added), so it replaces that history entry, and the URL component, finding the
+   address already there, adds none. Pushed as a new entry, Back from it went to the link's own
+   address, which built the page again, which pushed again: Back never left the page (the guided
+   link /ddp?preset=gpt2&comm_model=ow, all defaults, became /ddp at each Back). A write after the
+   page's own earlier one is a change of the form: a new entry, as before. */
+function collsimRewrite(search) {
+    const here = window.location.pathname + window.location.search;
+    if (here !== window.collsimWritten && search !== window.location.search) {
+        window.history.replaceState(window.history.state, '', window.location.pathname + search + window.location.hash);
+    }
+    window.collsimWritten = window.location.pathname + search;
 }
