@@ -2,8 +2,8 @@
 
 One mechanism for every page: the page's layout carries its :func:`url_spec` in a store, and the
 browser writes the query from the inputs' values (``collsim.writeUrl`` in assets/collsim.js; no
-request per change); the page reads it back when it is built (:func:`form_from_query`).
-:func:`query_of` is the writer's rule in Python."""
+request per change), only while the page's own path is shown; the page reads it back when it is
+built (:func:`form_from_query`). :func:`query_of` is the writer's rule in Python."""
 
 from __future__ import annotations
 
@@ -19,19 +19,29 @@ def form_from_query(search: str | None, defaults: dict[str, str]) -> dict[str, s
 
 def query_from_form(form: dict[str, Any], defaults: dict[str, str]) -> str:
     """Only the fields that differ from the defaults, so shared links stay short."""
-    return query_of(url_spec(list(defaults), defaults), form)
+    return query_of({"defaults": dict(defaults)}, form)
 
 
 def url_spec(
-    names: list[str], defaults: dict[str, str], pinned_by: str | None = None, pinned: tuple[str, ...] = (), cleared: tuple[str, ...] = ()
+    names: list[str],
+    defaults: dict[str, str],
+    *,
+    path: str,
+    pinned_by: str | None = None,
+    pinned: tuple[str, ...] = (),
+    cleared: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """What the browser's URL writer (``collsim.writeUrl`` in assets/collsim.js, the one writer of
     every page's query) needs: the page's inputs in the order the writer gets their values
     (``names``) and the query's keys with their defaults (``defaults``: a key is written when its
-    value differs). ``pinned``: keys written even at their default while the field ``pinned_by``
-    is set (what a hardware preset filled: a link read back fills what it lacks from the preset);
-    ``cleared``: keys not written while ``pinned_by`` is empty (a field shown only then)."""
-    return {"names": list(names), "defaults": dict(defaults), "pinned_by": pinned_by, "pinned": list(pinned), "cleared": list(cleared)}
+    value differs). ``path``: the page's own path; the writer writes only while the address bar
+    shows it (a write still pending when a link leaves the page, such as the fields a hardware
+    preset's answer fills, put this page's query on the next page's address, and Back led there).
+    ``pinned``: keys written even at their default while the field ``pinned_by`` is set (what a
+    hardware preset filled: a link read back fills what it lacks from the preset); ``cleared``:
+    keys not written while ``pinned_by`` is empty (a field shown only then)."""
+    spec = {"names": list(names), "defaults": dict(defaults), "path": path}
+    return {**spec, "pinned_by": pinned_by, "pinned": list(pinned), "cleared": list(cleared)}
 
 
 def query_of(spec: dict[str, Any], form: dict[str, Any]) -> str:

@@ -28,7 +28,8 @@ window.dash_clientside = Object.assign({}, window.dash_clientside, {
            -> the URL query, twice (for the address bar and for the page's record of what it
            wrote). Only what differs from spec.defaults is written (falsy values as empty;
            form-urlencoded, as webapp.urlstate reads it; webapp.urlstate.query_of is this rule in
-           Python). */
+           Python). A writer writes only while the address bar shows its own page (spec.path): see
+           collsimQuery. */
         writeUrl: function (...args) {
             const spec = args[args.length - 1];
             const form = {};
@@ -86,11 +87,21 @@ function collsimView(spec, values, view) {
     return form;
 }
 
+function collsimShown(path) {
+    const bare = text => (text || '').replace(/\/+$/, '') || '/';
+    return bare(window.location.pathname) === bare(path);
+}
+
 function collsimText(value) {
     return (value === null || value === undefined || value === false || value === 0) ? '' : String(value);
 }
 
+/* The page's query from its form, twice, or nothing while the address bar shows another page: a
+   write still pending when a link left the page (the fields a server answer fills, a step or a
+   colouring answered late) would put this page's query on the next page's address, one more
+   history entry that Back leads to, or, landing with the link, the next page built from it. */
 function collsimQuery(spec, form) {
+    if (!collsimShown(spec.path)) { return [window.dash_clientside.no_update, window.dash_clientside.no_update]; }
     const by = spec.pinned_by ? collsimText(form[spec.pinned_by]).trim() !== '' : false;
     const pinned = spec.pinned || [], cleared = spec.cleared || [];
     const query = new URLSearchParams();
@@ -99,5 +110,21 @@ function collsimQuery(spec, form) {
         if (text !== fallback || (by && pinned.includes(key))) { query.append(key, text); }
     }
     const search = query.toString() ? '?' + query.toString() : '';
+    collsimRewrite(search);
     return [search, search];
+}
+
+/* An address no writer wrote (a link's, Back's, the one the tab was opened on) is the one the page
+   was just built from: the page's first write rewrites it (keys at their defaults dropped, what a
+   preset filled added), so it replaces that history entry, and the URL component, finding the
+   address already there, adds none. Pushed as a new entry, Back from it went to the link's own
+   address, which built the page again, which pushed again: Back never left the page (the guided
+   link /ddp?preset=gpt2&comm_model=ow, all defaults, became /ddp at each Back). A write after the
+   page's own earlier one is a change of the form: a new entry, as before. */
+function collsimRewrite(search) {
+    const here = window.location.pathname + window.location.search;
+    if (here !== window.collsimWritten && search !== window.location.search) {
+        window.history.replaceState(window.history.state, '', window.location.pathname + search + window.location.hash);
+    }
+    window.collsimWritten = window.location.pathname + search;
 }

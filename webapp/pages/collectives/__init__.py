@@ -26,6 +26,6 @@ def _crossover() -> Any:  # the default crossover, waited for from the helper pr
 
 
 PAGE = Page(
-    path="/", name="collectives", title="Collectives", order=0, prefix=ids.PREFIX, layout=layout, register=register,
+    path=ids.PATH, name="collectives", title="Collectives", order=0, prefix=ids.PREFIX, layout=layout, register=register,
     defaults=model.DEFAULTS, validate=validate, run=_run, outputs=callbacks.outputs(callbacks.PANELS), warm=(_crossover,),
 )  # fmt: skip

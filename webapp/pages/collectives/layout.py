@@ -221,7 +221,7 @@ def layout(search: str = "") -> html.Div:
     unknown = urlstate.unknown_keys(search, [*model.DEFAULTS, *VIEW_DEFAULTS])
     compare_field, _, compare_value = view["cmp"].partition(":")
     compare_field = compare_field if compare_field in COMPARE_FIELDS else "algorithm"
-    url_names = urlstate.url_spec(list(model.DEFAULTS), {**model.DEFAULTS, **VIEW_DEFAULTS})
+    url_names = urlstate.url_spec(list(model.DEFAULTS), {**model.DEFAULTS, **VIEW_DEFAULTS}, path=ids.PATH)
     drawn = first_view(values, view)
     crossover = first_crossover(values)
     results = drawn_into(_results(view), drawn)  # the panels as the simulation callback would answer them

@@ -7,6 +7,6 @@ from webapp.pages.spec import Page
 __all__ = ["PAGE"]
 
 PAGE = Page(
-    path="/compare", name="compare", title="Sim vs measured", order=2, prefix=ids.PREFIX, layout=page.layout, register=page.register,
+    path=ids.PATH, name="compare", title="Sim vs measured", order=2, prefix=ids.PREFIX, layout=page.layout, register=page.register,
     outputs=page.OUTPUTS,
 )  # fmt: skip

@@ -3,8 +3,9 @@ shell's URL ids it writes to come from :mod:`webapp.ids`."""
 
 from webapp.ids import URL, URL_WRITTEN, make
 
-__all__ = ["PREFIX", "URL", "URL_WRITTEN", "make"]
+__all__ = ["PATH", "PREFIX", "URL", "URL_WRITTEN", "make"]
 
+PATH = "/compare"  # the page's URL path (its Page spec, and its URL writer writes only there)
 PREFIX = "cmp"  # no form fields: its dropdowns are named below
 
 CMP_NOTICE = make(PREFIX, "notice")

@@ -54,7 +54,7 @@ OUTPUTS = {
 }
 # the query: every choice the page shows (written in the browser from the dropdowns, webapp.urlstate)
 URL_INPUTS = {"group": ids.CMP_RUNS, "stat": ids.CMP_STAT, "algorithm": ids.CMP_ALGORITHM, "split": ids.CMP_SPLIT, "gpu": ids.CMP_GPU}
-URL_SPEC = urlstate.url_spec(list(URL_INPUTS), dict.fromkeys(URL_INPUTS, ""))
+URL_SPEC = urlstate.url_spec(list(URL_INPUTS), dict.fromkeys(URL_INPUTS, ""), path=ids.PATH)
 INTRO = (
     "Measured collectives from a results store: the fit t = o + n / w with its interval, fitted on one part of "
     "the measurements (the split above), and the simulator run with those constants, judged only on the other part. "

@@ -19,6 +19,6 @@ def _run(checked: dict[str, Any]) -> dict[str, Any]:
 
 
 PAGE = Page(
-    path="/ddp", name="ddp", title="DDP buckets", order=1, prefix=ids.PREFIX, layout=page.layout, register=page.register,
+    path=ids.PATH, name="ddp", title="DDP buckets", order=1, prefix=ids.PREFIX, layout=page.layout, register=page.register,
     defaults=model.DEFAULTS, validate=_validate, run=_run, outputs={**page.DDP_OUTPUTS, **{f"train_{k}": v for k, v in page.TRAIN_OUTPUTS.items()}},
 )  # fmt: skip

@@ -3,8 +3,9 @@ shell's URL ids it writes to come from :mod:`webapp.ids`."""
 
 from webapp.ids import URL, URL_WRITTEN, field_ids, make
 
-__all__ = ["PREFIX", "URL", "URL_WRITTEN", "error_id", "field_box_id", "field_id", "make"]
+__all__ = ["PATH", "PREFIX", "URL", "URL_WRITTEN", "error_id", "field_box_id", "field_id", "make"]
 
+PATH = "/ddp"  # the page's URL path (its Page spec, and its URL writer writes only there)
 PREFIX = "ddp"
 field_id, error_id, field_box_id = field_ids(PREFIX)  # a form field's input, its message slot, its box
 

@@ -16,6 +16,7 @@ from sim.scenario import unit_kind
 from sim.units import format_size, format_time, parse_bandwidth, parse_size, parse_time, require_unit
 from webapp import urlstate
 from webapp.collective import hardware_options  # noqa: F401 - the presets both pages offer (model.hardware_options)
+from webapp.pages.ddp import ids
 
 DEFAULTS: dict[str, str] = {
     "hardware": "",  # a preset (sim/hardware): ranks in whole nodes, its network, o / w from NCCL's model; "" by hand
@@ -99,7 +100,9 @@ def form_from_query(search: str | None) -> dict[str, str]:
 def url_spec() -> dict[str, Any]:
     """The URL writer's spec: fields that differ from the defaults; under a preset the fields it fills
     always (a link read back fills those it lacks from the preset), without one no nodes (hidden)."""
-    return urlstate.url_spec(list(DEFAULTS), DEFAULTS, pinned_by="hardware", pinned=(*HARDWARE_FIELDS, "nodes"), cleared=("nodes",))
+    return urlstate.url_spec(
+        list(DEFAULTS), DEFAULTS, path=ids.PATH, pinned_by="hardware", pinned=(*HARDWARE_FIELDS, "nodes"), cleared=("nodes",)
+    )
 
 
 def query_from_form(form: dict[str, Any]) -> str:

@@ -14,6 +14,6 @@ def _run(checked: dict[str, Any]) -> dict[str, Any]:
 
 
 PAGE = Page(
-    path="/hangs", name="hang", title="Hangs", order=6, prefix=ids.PREFIX, layout=page.layout, register=page.register,
+    path=ids.PATH, name="hang", title="Hangs", order=6, prefix=ids.PREFIX, layout=page.layout, register=page.register,
     defaults=model.DEFAULTS, validate=model.validate, run=_run, outputs=page.OUTPUTS,
 )  # fmt: skip

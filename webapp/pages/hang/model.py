@@ -20,6 +20,7 @@ from sim.hang.cli import mutate
 from sim.hang.flight import DUMP_PREFIX, read_dumps
 from sim.hang.programs import MAX_RANKS, check_timeout
 from webapp import urlstate
+from webapp.pages.hang import ids
 
 __all__ = [
     "DEFAULTS",
@@ -64,7 +65,7 @@ def form_from_query(search: str | None) -> dict[str, str]:
 
 
 def url_spec() -> dict[str, Any]:
-    return urlstate.url_spec(list(DEFAULTS), DEFAULTS)
+    return urlstate.url_spec(list(DEFAULTS), DEFAULTS, path=ids.PATH)
 
 
 def case_text(name: str | None) -> str:

@@ -14,6 +14,6 @@ def _validate(form: dict[str, Any]) -> dict[str, Any]:
 
 
 PAGE = Page(
-    path="/parallelism", name="parallelism", title="Parallelism", order=4, prefix=ids.PREFIX, layout=page.layout,
+    path=ids.PATH, name="parallelism", title="Parallelism", order=4, prefix=ids.PREFIX, layout=page.layout,
     register=page.register, defaults=model.DEFAULTS, validate=_validate, run=page.run_checked, outputs=page.OUTPUTS,
 )  # fmt: skip

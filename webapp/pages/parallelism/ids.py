@@ -2,8 +2,9 @@
 
 from webapp.ids import URL, URL_WRITTEN, field_ids, make
 
-__all__ = ["PREFIX", "URL", "URL_WRITTEN", "error_id", "field_box_id", "field_id", "make"]
+__all__ = ["PATH", "PREFIX", "URL", "URL_WRITTEN", "error_id", "field_box_id", "field_id", "make"]
 
+PATH = "/parallelism"  # the page's URL path (its Page spec, and its URL writer writes only there)
 PREFIX = "par"
 field_id, error_id, field_box_id = field_ids(PREFIX)  # a form field's input, its message slot, its box
 

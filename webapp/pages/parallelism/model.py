@@ -10,6 +10,7 @@ from sim.errors import CollsimError
 from sim.fields import FieldInfo
 from sim.training.parallel.scenario import FIELDS
 from webapp import urlstate
+from webapp.pages.parallelism import ids
 
 __all__ = [
     "DEFAULTS",
@@ -72,7 +73,7 @@ def form_from_query(search: str | None) -> dict[str, str]:
 
 def url_spec() -> dict[str, Any]:
     """The URL writer's spec: the fields that differ from the defaults."""
-    return urlstate.url_spec(list(DEFAULTS), DEFAULTS)
+    return urlstate.url_spec(list(DEFAULTS), DEFAULTS, path=ids.PATH)
 
 
 def _number(name: str, text: str) -> int | float | None:

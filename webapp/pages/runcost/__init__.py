@@ -7,6 +7,6 @@ from webapp.pages.spec import Page
 __all__ = ["PAGE"]
 
 PAGE = Page(
-    path="/runcost", name="runcost", title="Failures", order=7, prefix=ids.PREFIX, layout=page.layout, register=page.register,
+    path=ids.PATH, name="runcost", title="Failures", order=7, prefix=ids.PREFIX, layout=page.layout, register=page.register,
     defaults=model.DEFAULTS, validate=model.validate, run=page.show, outputs=page.OUTPUTS,
 )  # fmt: skip

@@ -12,6 +12,7 @@ from sim.training.runcost import FAILURE_RATES, RunCostScenario, goodput, run_co
 from sim.training.runcost_fields import RUNCOST, scenario_from_dict
 from sim.training.runcost_sim import simulate
 from webapp import urlstate
+from webapp.pages.runcost import ids
 
 __all__ = ["DEFAULTS", "FORM_FIELDS", "LIVE_SAMPLES", "curve", "form_from_query", "rate_options", "results", "url_spec", "validate"]
 
@@ -34,7 +35,7 @@ def form_from_query(search: str | None) -> dict[str, str]:
 
 
 def url_spec() -> dict[str, Any]:
-    return urlstate.url_spec(list(DEFAULTS), DEFAULTS)
+    return urlstate.url_spec(list(DEFAULTS), DEFAULTS, path=ids.PATH)
 
 
 def default_text(key: str) -> str:
