@@ -154,7 +154,9 @@ def test_interval_and_coverage_follow_the_stated_method(monkeypatch):
 def test_a_constant_the_des_does_not_read_adds_nothing(monkeypatch):
     """base_latency_us does not enter a one-node time: the interval is the residual spread alone."""
     monkeypatch.setattr(nccl_fit, "des_time", closed_form)
-    calibration = Calibration({"latency_scale": 1.0, "base_latency_us": 0.0}, {"base_latency_us": (0.0, 25.0)}, 0.2, fitted_runs=FITTED_HERE)
+    calibration = Calibration(
+        {"latency_scale": 1.0, "base_latency_us": 0.0}, {"base_latency_us": (0.0, 25.0)}, 0.2, fitted_runs=FITTED_HERE
+    )
     (point,) = predict_log(Log(Path("x.txt"), "all_reduce", 1, ((1024, 1e-5),)), "oci-a100-roce", calibration)
     assert math.log(point.high_s / point.predicted_s) == pytest.approx(Z * 0.2)
 
