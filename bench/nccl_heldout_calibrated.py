@@ -12,7 +12,8 @@ Fitting on a cluster's own logs is the validation workflow itself; the shipped p
 constants are not touched (the fit pins its values for the run only, sim.hardware.presets.TRIAL).
 Per split and over all splits, per regime (< 1 MiB, 1-256 MiB, >= 256 MiB) of the predicted
 (held-out) points: the median and worst busbw error (predicted busbw / measured - 1), the share
-within 35 %, and how often the 80 % interval held the measurement. Targets (issue 33): median
+within 35 %, how often the 80 % interval held the measurement and its median width (x/÷, high /
+predicted). Targets (issue 33): median
 <= 10 % in each regime, 95 % of points within 35 %, the interval covering 70-90 %.
 """
 
@@ -94,16 +95,19 @@ def setup_of(path: Path) -> Setup:
 
 
 def regime_line(label: str, regime: str, points: list[dict]) -> str:
-    """n, median |error|, worst error, within 35 %, signed median, 80 % interval coverage."""
+    """n, median |error|, worst error, within 35 %, signed median, 80 % interval coverage and median width (x/÷ high / predicted)."""
     errors = [p["error"] for p in points]
-    covered = [p["covered"] for p in points if p["covered"] is not None]
+    judged = [p for p in points if p["covered"] is not None]
     within = sum(abs(e) <= WITHIN for e in errors)
-    coverage = f"{sum(covered):3d}/{len(covered):<3d} ({sum(covered) / len(covered):4.0%})" if covered else f"{'n/a':>14s}"
+    covered = sum(p["covered"] for p in judged)
+    coverage = f"{covered:3d}/{len(judged):<3d} ({covered / len(judged):4.0%})" if judged else f"{'n/a':>14s}"
+    width = f"{statistics.median(p['high_s'] / p['predicted_s'] for p in judged):6.2f}" if judged else f"{'n/a':>6s}"
     return (f"{label[:40]:40s} {regime:11s} {len(points):3d}  {statistics.median(map(abs, errors)):6.1%}  {max(errors, key=abs):+7.1%}  "
-            f"{within:3d}/{len(errors):<3d} ({within / len(errors):4.0%})  {statistics.median(errors):+7.1%}  {coverage}")  # fmt: skip
+            f"{within:3d}/{len(errors):<3d} ({within / len(errors):4.0%})  {statistics.median(errors):+7.1%}  {coverage}  {width}")  # fmt: skip
 
 
-HEAD = f"{'split / log':40s} {'regime':11s} {'n':>3s}  {'median':>6s}  {'worst':>7s}  {'within 35 %':>15s}  {'signed':>7s}  {'80% covered':>14s}"
+HEAD = (f"{'split / log':40s} {'regime':11s} {'n':>3s}  {'median':>6s}  {'worst':>7s}  {'within 35 %':>15s}  {'signed':>7s}  "
+        f"{'80% covered':>14s}  {'x/÷':>6s}")  # fmt: skip
 
 
 def lines_of(label: str, points: list[dict]) -> list[str]:

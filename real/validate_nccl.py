@@ -12,8 +12,12 @@ sigma^2 = sum over the constants of max(|ln t(c + sd) / t|, |ln t / t(c - sd)|)^
 constant at its posterior sd, from its 95 % interval; each held one at its prior's sd; correlations
 ignored; ends clipped to the constant's bounds) + s^2, s the rms log residual of the fitted logs, never
 below :data:`sim.hardware.uncertainty.MIN_RESIDUAL` (5 %, the spread of nccl-tests' two timings of a
-size), or :data:`sim.collective.nccl_fit.NOISE` (10 %) when nothing was fitted. Coverage is the share of predicted
-points whose measured time lies inside.
+size), or :data:`sim.collective.nccl_fit.NOISE` (10 %) when nothing was fitted. That is the fit's own uncertainty; it
+has no term for the model's structural error at a configuration (op, node count) that none of the fitted logs ran.
+There the half-width z sigma is floored by :func:`sim.hardware.uncertainty.unseen_half_width`: max(z sigma,
+LOO_HALF_WIDTH at that size), the 80 % bound of leave-one-log-out errors, a fit predicting a log it never saw
+(the published other-cluster spread where too few logs give a bound). A predicted log whose op and node count a
+fitted log ran keeps z sigma. Coverage is the share of predicted points whose measured time lies inside.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from real.nccl_tests import PROGRAMS
 from sim.collective import nccl_fit
 from sim.collective.nccl_fit import NOISE, REGIMES, fit, logs_nodes, read_log
 from sim.errors import CollsimError
-from sim.hardware.uncertainty import MIN_RESIDUAL
+from sim.hardware.uncertainty import MIN_RESIDUAL, unseen_half_width
 
 LEVEL = 0.8
 Z = statistics.NormalDist().inv_cdf(0.5 + LEVEL / 2)  # 1.2816: half an 80 % interval in sds
@@ -41,7 +45,9 @@ LATENCY_ONLY = ("latency_scale", "ll128_latency_scale", "nvls_latency_scale", "b
 INTERVAL_METHOD = (
     f"{LEVEL:.0%} interval: DES time x exp(+-{Z:.4f} sigma); sigma^2 = sum over constants of max(|ln t(c+sd)/t|, |ln t/t(c-sd)|)^2 "
     "(one constant at a time: kept constants at their posterior sd from the fit's 95 % interval, held ones at their prior's sd; "
-    "correlations ignored; ends clipped to bounds) + s^2, s = rms log residual of the fitted logs, at least 0.05 (0.1 when nothing was fitted)"
+    "correlations ignored; ends clipped to bounds) + s^2, s = rms log residual of the fitted logs, at least 0.05 (0.1 when nothing was fitted); "
+    "at an (op, node count) no fitted log ran, the half-width is at least the leave-one-log-out 80 % bound at that size "
+    "(sim.hardware.uncertainty.LOO_HALF_WIDTH; the published other-cluster spread where it is inf): max, not a sum"
 )
 
 
@@ -71,6 +77,7 @@ class Calibration:
     result: dict | None = None  # sim.collective.nccl_fit.fit's answer; None when nothing was fitted
     fit_stride: int = 1
     fitted_on: tuple[str, ...] = field(default_factory=tuple)
+    fitted_runs: frozenset[tuple[str, int]] = frozenset()  # (op, nodes) of each fitted log; empty: nothing fitted
 
 
 @dataclass(frozen=True)
@@ -164,6 +171,22 @@ def choose_fit_on(logs: list[Log], spec: str | None = None) -> tuple[list[Log], 
     return chosen, held
 
 
+def not_predicted(fit_logs: list[Log], held: list[Log]) -> list[dict]:
+    """The ops every log of which is fitted, so nothing of them is predicted (the default split does
+    that to an op with one log): op, logs, nodes, and the line the report prints for each."""
+    found = []
+    for op in dict.fromkeys(log.op for log in fit_logs if log.op not in {o.op for o in held}):
+        mine = [log for log in fit_logs if log.op == op]
+        counts = sorted({log.nodes for log in mine})
+        where = f"{', '.join(map(str, counts))} node{'s' if counts != [1] else ''}"
+        what = "one log" if len(mine) == 1 else f"{len(mine)} logs"
+        others = ",".join(log.name for log in fit_logs if log.op != op)
+        line = (f"{op}: {what} ({where}), fitted; nothing of it is predicted; --fit-on {others} to hold it out"
+                if others else f"{op}: {what} ({where}), fitted; nothing of it is predicted")  # fmt: skip
+        found.append({"op": op, "logs": [log.name for log in mine], "nodes": counts, "note": line})
+    return found
+
+
 def _named(logs: list[Log], spec: str) -> list[Log]:
     chosen: list[Log] = []
     for item in (part.strip() for part in spec.split(",")):
@@ -227,10 +250,12 @@ def calibrate(fit_logs: list[Log], hardware: str, stride: int = 1) -> Calibratio
             f"--fit-on: the fitted logs have {sum(len(log.rows) for log in fit_logs)} sizes for {len(names)} constants; fit on more logs"
         )
     result = fit([(log.path, log.nodes, log.nccl_proto, log.nccl_algo) for log in fit_logs], hardware, names, fit_stride)
-    return from_fit(result, hardware, fit_stride, tuple(log.name for log in fit_logs))
+    runs = frozenset((log.op, log.nodes) for log in fit_logs)
+    return from_fit(result, hardware, fit_stride, tuple(log.name for log in fit_logs), runs)
 
 
-def from_fit(result: dict, hardware: str, fit_stride: int = 1, fitted_on: tuple[str, ...] = ()) -> Calibration:
+def from_fit(result: dict, hardware: str, fit_stride: int = 1, fitted_on: tuple[str, ...] = (),
+             fitted_runs: frozenset[tuple[str, int]] = frozenset()) -> Calibration:  # fmt: skip
     """A calibration from a fit's answer: kept constants at their posterior (sd from the 95 %
     interval's wider side), every other constant at its prior with the prior's spread."""
     from sim.hardware.presets import CONSTANTS, load_preset, prior
@@ -246,7 +271,7 @@ def from_fit(result: dict, hardware: str, fit_stride: int = 1, fitted_on: tuple[
         sd = max(value - low, high - value) / 1.96
         _, lower, upper, _ = CONSTANTS[name]
         values[name], spreads[name] = value, (max(value - sd, lower), min(value + sd, upper))
-    return Calibration(values, spreads, max(float(result["rms_log_error"]), MIN_RESIDUAL), result, fit_stride, fitted_on)
+    return Calibration(values, spreads, max(float(result["rms_log_error"]), MIN_RESIDUAL), result, fit_stride, fitted_on, fitted_runs)
 
 
 # ----------------------------------------------------------------------------- predict
@@ -289,14 +314,17 @@ def log_sigma(hardware: str, log: Log, size: int, calibration: Calibration, cent
 
 def predict_log(log: Log, hardware: str, calibration: Calibration, role: str = "predicted", stride: int = 1,
                 progress: Callable[[str], None] | None = None) -> list[Point]:  # fmt: skip
-    """Every ``stride``-th size of a log against the DES; predicted ones with their interval."""
+    """Every ``stride``-th size of a log against the DES; predicted ones with their interval (floored
+    where no fitted log ran the log's op and node count: module docstring)."""
     points = []
     for size, measured in log.rows[:: max(stride, 1)]:
         central = time_with(hardware, log.nodes, log.op, size, calibration.values, log.nccl_algo, log.nccl_proto)
         low = high = None
         if role == "predicted":
-            sigma = log_sigma(hardware, log, size, calibration, central)
-            low, high = central * math.exp(-Z * sigma), central * math.exp(Z * sigma)
+            half = Z * log_sigma(hardware, log, size, calibration, central)
+            if (log.op, log.nodes) not in calibration.fitted_runs:
+                half = unseen_half_width(half, size)[0]
+            low, high = central * math.exp(-half), central * math.exp(half)
         points.append(Point(log.name, log.op, log.nodes, size, measured, central, low, high, role))
         if progress:
             progress(f"{log.name}: {size} B")
@@ -351,6 +379,7 @@ def document(logs: list[Log], fit_logs: list[Log], hardware: str, calibration: C
         "hardware": hardware,
         "gpus_per_node": load_preset(hardware).gpus_per_node,
         "split": {"fitted": [described(log) for log in fit_logs], "predicted": [described(log) for log in logs if log not in fit_logs]},
+        "not_predicted": not_predicted(fit_logs, [log for log in logs if log not in fit_logs]),
         "stride": stride, "fit_stride": calibration.fit_stride,
         "interval": {"level": LEVEL, "z": Z, "method": INTERVAL_METHOD, "residual_spread": calibration.residual_spread},
         "constants": {name: {"value": value, "sd_range": list(calibration.spreads[name])} for name, value in calibration.values.items()},
@@ -360,5 +389,5 @@ def document(logs: list[Log], fit_logs: list[Log], hardware: str, calibration: C
     }  # fmt: skip
 
 
-__all__ = ["LEVEL", "Z", "INTERVAL_METHOD", "SHIPPED", "Log", "Calibration", "Point", "read_logs", "read_one", "choose_fit_on", "relevant_constants", "prior_spread",
+__all__ = ["LEVEL", "Z", "INTERVAL_METHOD", "SHIPPED", "Log", "Calibration", "Point", "read_logs", "read_one", "choose_fit_on", "not_predicted", "relevant_constants", "prior_spread",
            "priors_only", "calibrate", "from_fit", "time_with", "check_runs", "log_sigma", "predict_log", "regime_rows", "validate", "document"]  # fmt: skip

@@ -99,6 +99,7 @@ def _point_rows(document: dict) -> list[list[str]]:
 
 def markdown(document: dict) -> str:
     lines = [f"# collsim validate nccl-tests: {document['hardware']}", "", f"`{document.get('command', '')}`", "", HOW_TO_READ, ""]
+    lines += [f"- {entry['note']}" for entry in document.get("not_predicted", [])] + ([""] if document.get("not_predicted") else [])
     for title, sentence, headers, rows in sections(document):
         lines += [f"## {title}", "", sentence, "", "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
         lines += ["| " + " | ".join(cell.replace("|", "/") for cell in row) + " |" for row in rows] + [""]
@@ -109,6 +110,7 @@ def markdown(document: dict) -> str:
 def html_report(document: dict, plotlyjs: str = "inline") -> str:
     parts = [f"<h1>collsim validate nccl-tests: {html.escape(document['hardware'])}</h1>",
              f"<p><code>{html.escape(document.get('command', ''))}</code></p><p>{html.escape(HOW_TO_READ)}</p>"]  # fmt: skip
+    parts += [f"<p>{html.escape(entry['note'])}</p>" for entry in document.get("not_predicted", [])]
     parts.append(figure_html(document, plotlyjs))
     for title, sentence, headers, rows in sections(document):
         head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
@@ -167,6 +169,7 @@ def format_text(document: dict, paths: dict[str, Path]) -> str:
         role: ", ".join(f"{row['log']} ({row['nodes']} node{'s' if row['nodes'] > 1 else ''})" for row in split[role]) for role in split
     }
     lines = [f"# fitted on {named['fitted']}", f"# predicted {named['predicted']}"]
+    lines += [f"# {entry['note']}" for entry in document.get("not_predicted", [])]
     for role in ("predicted", "fitted"):
         for row in document["regimes"][role]:
             covered = (f", 80 % interval covered {row['covered']}/{row['points']} (median x/÷ {row['median_width']:.2f})"

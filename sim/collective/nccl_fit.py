@@ -362,7 +362,8 @@ def fitted_block(result: dict, logs, nodes: list[int], nccl_proto: str | None, n
     import datetime
 
     return {
-        "logs": [f"{Path(path).name} ({n} node{'s' if n > 1 else ''})" for path, n in zip(logs, nodes)],
+        # op and nodes: what sim.hardware.uncertainty.fitted_runs judges a prediction's configuration against
+        "logs": [f"{Path(path).name} ({read_log(path)[0]}, {n} node{'s' if n > 1 else ''})" for path, n in zip(logs, nodes)],
         "date": datetime.date.today().isoformat(),
         "method": "collsim hardware fit: scipy least_squares (trf, soft_l1 on log time ratios, every log weighing the same; per size the faster of the out-of-place and in-place columns) regularised toward each constant's prior (sim.hardware.presets.PRIORS); constants the logs cannot tell held at their prior; 95 % intervals from the Jacobian",
         "nccl_proto": nccl_proto,

@@ -23,8 +23,15 @@ around it. Two cases, each with its basis in words (``Interval.basis``):
 - **calibrated** (your own preset file, written by ``collsim hardware fit -o`` on your cluster's
   logs, with its own ``fitted:`` block): the fit's residual spread
   (``rms_log_error``, never taken below 5 %, the spread of nccl-tests' own two timings of a size),
-  1.28 sigma for 80 %, widened 1.5x where the scenario's node count is none the fit saw (a
-  calibrated cluster predicted at other node counts came within 8 % at most points, issue 33).
+  1.28 sigma for 80 %, at a configuration (op, node count) one of the fitted logs ran (each
+  ``logs`` entry names them: ``FILE (all_reduce, 2 nodes)``). Elsewhere (another op, another
+  node count, an entry that does not name its op, a training step's mix of ops) the residual
+  spread says nothing about the model's structural error there, so :func:`unseen_half_width`
+  floors the half-width: max(the fit's own, :data:`LOO_HALF_WIDTH` at that size), the bound of
+  exactly that situation, a fit on some logs predicting a log it never saw (max, not a sum: those
+  held-out scores already hold the fit's own uncertainty); where that bound is inf (too few
+  logs), the published spread below. ``collsim validate nccl-tests`` floors its predictions by the
+  same function (real.validate_nccl).
 
 Why a conformal bound and not a normal one: the held-out errors are heavy-tailed (a log off by
 +63 % beside logs off by 2 %) and come in six logs of 1 to 17 points each, whose points are not
@@ -55,8 +62,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-__all__ = ["LEVEL", "LOO_HALF_WIDTH", "METHOD", "Interval", "bucket_cap_range", "conformal_half_width", "interval", "interval_fields",
-           "spread"]  # fmt: skip
+__all__ = ["LEVEL", "LOO_HALF_WIDTH", "METHOD", "Interval", "bucket_cap_range", "conformal_half_width", "fitted_runs", "interval",
+           "interval_fields", "spread", "unseen_half_width"]  # fmt: skip
 
 LEVEL = 0.8
 Z80 = 1.2816  # the standard normal's 90th percentile: 80 % lie within +-Z80 sigma
@@ -72,7 +79,7 @@ METHOD = (
 )
 LOO_OPS = ("all_reduce",)  # the ops the calibration logs ran
 MIN_RESIDUAL = 0.05
-EXTRAPOLATED = 1.5
+_RUN = re.compile(r"\((?:([a-z_]+), )?(\d+) nodes?\)")  # a fitted block's logs entry: "FILE (all_reduce, 2 nodes)" or "FILE (2 nodes)"
 
 
 @dataclass(frozen=True)
@@ -111,7 +118,7 @@ def spread(hardware: str | None, ranks: int, size_bytes: int, op: str | None = N
     own_file = str(hardware).lower().endswith((".yaml", ".yml"))
     held = None if own_file or op not in LOO_OPS or nodes not in _own_log_nodes(fitted) else _held_out(size_bytes, preset.name, nodes)
     if own_file and fitted.get("constants") and not fitted.get("taken_from"):
-        half, basis = _calibrated(fitted, nodes)
+        half, basis = _calibrated(fitted, op, nodes, size_bytes)
     else:
         half, basis = held or _uncalibrated(size_bytes)
     return math.exp(half), basis
@@ -122,7 +129,27 @@ def _own_log_nodes(fitted: dict) -> set[int]:
     its constants were taken from another preset)."""
     if fitted.get("taken_from"):
         return set()
-    return {int(match) for log in fitted.get("logs", []) for match in re.findall(r"\((\d+) nodes?\)", str(log))}
+    return {nodes for _, nodes in fitted_runs(fitted)}
+
+
+def fitted_runs(fitted: Mapping[str, Any]) -> set[tuple[str | None, int]]:
+    """The (op, node count) of each log a ``fitted:`` block names (``FILE (all_reduce, 2 nodes)``);
+    op None where the entry does not say (written before ``collsim hardware fit`` recorded it)."""
+    return {(op or None, int(nodes)) for log in fitted.get("logs", []) for op, nodes in _RUN.findall(str(log))}
+
+
+def unseen_half_width(own_half: float, size_bytes: int) -> tuple[float, str]:
+    """(half-width in ln time, why) of a calibrated prediction at a configuration (op, node count)
+    none of the fitted logs ran: max(``own_half``, :data:`LOO_HALF_WIDTH` at this size), the 80 %
+    bound of a fit predicting a log it never saw (it holds the fit's own uncertainty already, so
+    the larger is taken, not a sum); where that bound is inf (too few logs), the published spread
+    of other clusters (:func:`_uncalibrated`). The one rule for both this module and
+    real.validate_nccl."""
+    floor = next(bound for below, bound in LOO_HALF_WIDTH if size_bytes < below)
+    what = "the leave-one-log-out bound at this size (a fit predicting a log it never saw)"
+    if not math.isfinite(floor):
+        floor, what = _uncalibrated(size_bytes)[0], "the published spread of other clusters at this size (too few logs for a bound)"
+    return max(own_half, floor), f"at least {what}, x/÷ {math.exp(floor):.2f}"
 
 
 def conformal_half_width(scores_by_log: Mapping[str, Sequence[float]], level: float = LEVEL) -> float:
@@ -161,14 +188,13 @@ def _uncalibrated(size_bytes: int) -> tuple[float, str]:
     )
 
 
-def _calibrated(fitted: dict, nodes: int) -> tuple[float, str]:
+def _calibrated(fitted: dict, op: str | None, nodes: int, size_bytes: int) -> tuple[float, str]:
     residual = max(float(fitted.get("rms_log_error") or 0.0), MIN_RESIDUAL)
-    seen = {int(match) for log in fitted.get("logs", []) for match in re.findall(r"\((\d+) nodes?\)", str(log))}
     half = Z80 * residual
     basis = f"calibrated on {', '.join(fitted.get('logs', []))}: the fit's residual spread ({residual:.1%})"
-    if seen and nodes not in seen:
-        half *= EXTRAPOLATED
-        basis += f", widened {EXTRAPOLATED}x for {nodes} nodes, a count the fit did not see"
+    if (op, nodes) not in fitted_runs(fitted):
+        half, floor = unseen_half_width(half, size_bytes)
+        basis += f"; {op or 'a mix of ops'} on {nodes} node(s) is a configuration none of the fitted logs ran: {floor}"
     return half, basis
 
 

@@ -127,7 +127,7 @@ def test_hardware_fit_writes_a_preset_with_its_fitted_block(tmp_path):
     )
     assert result.exit_code == 0, result.output
     preset = parse_preset(yaml.safe_load(out.read_text()), "fitted")
-    assert preset.fitted["logs"] == ["slow_host.txt (2 nodes)"] and "--fit base_latency_us" in preset.fitted["command"]
+    assert preset.fitted["logs"] == ["slow_host.txt (all_reduce, 2 nodes)"] and "--fit base_latency_us" in preset.fitted["command"]
     assert effective(preset).base_latency_us == pytest.approx(
         40.0 + effective(load_preset("dgx-h100")).base_latency_us, abs=0.5
     )  # on top of the shipped one

@@ -26,11 +26,13 @@ def test_every_split_fits_and_predicts_stored_logs_of_one_preset():
         assert len({bench.setup_of(bench.path_of(name, DATA)).preset for name in names}) == 1, split.name
 
 
-def test_a_regime_line_counts_median_worst_within_35_percent_and_coverage():
-    points = [{"error": e, "covered": c, "size_bytes": 2**30} for e, c in ((0.05, True), (-0.4, False), (0.2, True), (0.1, None))]
+def test_a_regime_line_counts_median_worst_within_35_percent_coverage_and_width():
+    points = [{"error": e, "covered": c, "size_bytes": 2**30, "predicted_s": 2.0, "high_s": h}
+              for e, c, h in ((0.05, True, 2.4), (-0.4, False, 3.0), (0.2, True, 2.6), (0.1, None, None))]  # fmt: skip
     line = bench.regime_line("x", ">= 256 MiB", points)
-    # median |error| of 0.05, 0.1, 0.2, 0.4 = 0.15; worst -40 %; 3 of 4 within 35 %; 2 of the 3 judged covered
-    assert "  15.0%   -40.0%    3/4   ( 75%)" in line and "  2/3   ( 67%)" in line
+    # median |error| of 0.05, 0.1, 0.2, 0.4 = 0.15; worst -40 %; 3 of 4 within 35 %; 2 of the 3 judged covered,
+    # their widths x/÷ 1.2, 1.5, 1.3: median 1.30
+    assert "  15.0%   -40.0%    3/4   ( 75%)" in line and "  2/3   ( 67%)    1.30" in line
 
 
 @pytest.mark.slow

@@ -34,6 +34,7 @@ REPO = Path(__file__).resolve().parents[2]
 ONE_NODE = SHIPPED / "h100_1node_allreduce_nvls_nccl-tests290.txt"
 TWO_NODES = SHIPPED / "hgx-h100_2node_ib400_nccl2.26.2_allreduce_default.txt"
 SIZES = [2**k for k in range(3, 31, 3)]  # 8 B .. 1 GiB: every regime
+FITTED_HERE = frozenset({("all_reduce", 1)})  # a fitted log ran the predicted one's op and nodes: the interval is not floored
 
 
 def closed_form(hardware, nodes, op, size, nccl_algo=None, nccl_proto=None):
@@ -134,7 +135,7 @@ def test_interval_and_coverage_follow_the_stated_method(monkeypatch):
     ln 2)^2 + 0.1^2; the measured times put one point inside the 80 % interval and one outside."""
     monkeypatch.setattr(nccl_fit, "des_time", closed_form)
     values = {"intra_efficiency": 0.8, "latency_scale": 1.0, "base_latency_us": 0.0}
-    calibration = Calibration(values, {"latency_scale": (0.5, 2.0), "base_latency_us": (0.0, 25.0)}, 0.1)
+    calibration = Calibration(values, {"latency_scale": (0.5, 2.0), "base_latency_us": (0.0, 25.0)}, 0.1, fitted_runs=FITTED_HERE)
     bytes_s = 8 / (0.8 * 2e11)
     central = 5e-6 + bytes_s
     half = Z * math.sqrt(math.log((2.0 * 5e-6 + bytes_s) / central) ** 2 + 0.1**2)  # the larger side: up, x2
@@ -153,7 +154,9 @@ def test_interval_and_coverage_follow_the_stated_method(monkeypatch):
 def test_a_constant_the_des_does_not_read_adds_nothing(monkeypatch):
     """base_latency_us does not enter a one-node time: the interval is the residual spread alone."""
     monkeypatch.setattr(nccl_fit, "des_time", closed_form)
-    calibration = Calibration({"latency_scale": 1.0, "base_latency_us": 0.0}, {"base_latency_us": (0.0, 25.0)}, 0.2)
+    calibration = Calibration(
+        {"latency_scale": 1.0, "base_latency_us": 0.0}, {"base_latency_us": (0.0, 25.0)}, 0.2, fitted_runs=FITTED_HERE
+    )
     (point,) = predict_log(Log(Path("x.txt"), "all_reduce", 1, ((1024, 1e-5),)), "oci-a100-roce", calibration)
     assert math.log(point.high_s / point.predicted_s) == pytest.approx(Z * 0.2)
 
