@@ -145,7 +145,7 @@ def read_one(path: str | Path, nodes: int, nccl_proto: str | None = None, nccl_a
     """One log of ``nodes`` nodes, run with these NCCL_PROTO / NCCL_ALGO (None: NCCL's own choice)."""
     op, rows = read_log(path)
     other = re.search(rf"\b({'|'.join(p for p, o in PROGRAMS.items() if o not in DES_OPS)})\b", Path(path).read_text(errors="replace"))
-    if other:  # read_log would take it for all_reduce
+    if other:  # an op the DES does not predict (sendrecv, gather, ...): said here, before any fit
         raise CollsimError(f"LOG: {path} is {other.group(1)} output; validate nccl-tests predicts {', '.join(DES_OPS)} logs")
     if op == "all_to_all":  # grouped ncclSend/ncclRecv: no tuner pick to restrict (NCCL v2.27.7-1 src/enqueue.cc:802-836 chooses
         nccl_proto = nccl_algo = None  # LL or Simple per size by NCCL_P2P_LL_THRESHOLD), so a run of every op under one env still reads

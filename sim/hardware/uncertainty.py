@@ -19,7 +19,10 @@ around it. Two cases, each with its basis in words (``Interval.basis``):
     log-normal (1.28 / 0.674 = 1.9 times the median |log error|), x/÷ 2.47, 1.37 and 1.20 (one
     node included: the published points do not tell one node apart, so its interval is not
     narrowed on a guess). Only those medians are published, not the points, so no conformal
-    bound can be taken of them.
+    bound can be taken of them. Never narrower than :data:`LOO_HALF_WIDTH` (x/÷ 1.44 and 1.26
+    from 1 MiB): a preset with no log of the configuration knows less than a fit predicting a log
+    it never saw, which is what that bound measures (and what a calibrated preset gets at a
+    configuration its fit did not run, :func:`unseen_half_width`).
 - **calibrated** (your own preset file, written by ``collsim hardware fit -o`` on your cluster's
   logs, with its own ``fitted:`` block): the fit's residual spread
   (``rms_log_error``, never taken below 5 %, the spread of nccl-tests' own two timings of a size),
@@ -180,11 +183,17 @@ def _held_out(size_bytes: int, name: str, nodes: int) -> tuple[float, str] | Non
 
 
 def _uncalibrated(size_bytes: int) -> tuple[float, str]:
+    """The published spread of other clusters, never narrower than :data:`LOO_HALF_WIDTH` where that is finite:
+    a preset fitted on no log of this configuration knows less than a fit predicting a log it never saw."""
     median = next(error for below, error in HELD_OUT_MEDIAN if size_bytes < below)
     half = Z80 / 0.6745 * math.log(1 + median)
+    bound = next(bound for below, bound in LOO_HALF_WIDTH if size_bytes < below)
+    floor = ""
+    if math.isfinite(bound) and bound > half:
+        half, floor = bound, f", held to at least the calibration logs' leave-one-log-out bound (x/÷ {math.exp(bound):.2f})"
     return half, (
         f"not calibrated on your cluster: published runs of other clusters spread around the model by {median:.0%} (median) "
-        "at this size; `collsim hardware fit -o` on your logs narrows it"
+        f"at this size{floor}; `collsim hardware fit -o` on your logs narrows it"
     )
 
 
