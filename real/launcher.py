@@ -24,9 +24,11 @@ import os
 import queue as queue_module
 import signal
 import socket
+import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -277,17 +279,41 @@ def launch(
         context.Process(target=_rank_main, args=(rank, worker, payload, config, port, channel, dict(os.environ)), daemon=True)
         for rank in range(config.world_size)
     ]
-    for process in processes:
-        process.start()
-    if on_start is not None:
-        on_start([process.pid for process in processes])
     watch = _Watch(config.world_size, on_result)
     try:
+        with hold_signals():
+            for process in processes:
+                process.start()
+        if on_start is not None:
+            on_start([process.pid for process in processes])
         _supervise(processes, channel, watch, config)
     finally:
         _stop(processes)
         channel.close()
     return watch.results
+
+
+@contextmanager
+def hold_signals() -> Iterator[None]:
+    """SIGINT and SIGTERM that arrive within the block are handled as it ends, by the handlers in
+    place (a Ctrl-C is delayed, not lost). A rank forked from the fork server reads its work from
+    the caller after the fork: a caller interrupted in between left it to print an EOFError
+    traceback. Outside the main thread, or under handlers not set from Python, nothing is held."""
+    signums = (signal.SIGINT, signal.SIGTERM)
+    handlers = [signal.getsignal(signum) for signum in signums]
+    if threading.current_thread() is not threading.main_thread() or None in handlers:
+        yield
+        return
+    caught: list[int] = []
+    for signum in signums:
+        signal.signal(signum, lambda number, _frame: caught.append(number))
+    try:
+        yield
+    finally:
+        for signum, handler in zip(signums, handlers):
+            signal.signal(signum, handler)
+        for signum in caught[:1]:
+            signal.raise_signal(signum)
 
 
 def _drain(channel: Any, watch: _Watch, wait_s: float) -> None:
@@ -349,6 +375,7 @@ def _failure_text(processes: list[Any], watch: _Watch, op_timeout_s: float) -> s
 
 
 def _stop(processes: list[Any]) -> None:
+    processes = [process for process in processes if process.pid is not None]  # started
     for process in processes:
         if process.is_alive():
             process.terminate()
