@@ -106,7 +106,15 @@ def count_all_reduces() -> Iterator[list[int]]:
 
 def hook_bytes_worker(ctx: Any, payload: dict[str, Any]) -> None:
     """Train :class:`HookProbe` under DDP with ``payload["hook"]`` (a CommHook's fields) for
-    ``payload["steps"]`` steps; rank 0 reports per step the buckets' shapes and the all-reduce bytes."""
+    ``payload["steps"]`` steps; rank 0 reports per step the buckets' shapes and the all-reduce bytes.
+    ``{"runs": [payload, ...]}`` measures several such runs one after the other on the same ranks
+    (a fresh model, hook and seed each: the rows equal separate launches'), without a start-up
+    each; every row carries its run's index as ``run``."""
+    for index, run in enumerate(payload.get("runs", [payload])):
+        _hook_bytes_run(ctx, run, index)
+
+
+def _hook_bytes_run(ctx: Any, payload: dict[str, Any], index: int) -> None:
     hook = CommHook(**payload["hook"])
     torch.manual_seed(0)
     model = nn.parallel.DistributedDataParallel(HookProbe(), bucket_cap_mb=payload.get("bucket_cap_mb", 25))
@@ -123,4 +131,4 @@ def hook_bytes_worker(ctx: Any, payload: dict[str, Any]) -> None:
         optimizer.step()
         optimizer.zero_grad()
         if ctx.rank == 0:
-            ctx.report({"step": step, "buckets": [list(shapes) for shapes in buckets], "all_reduce_bytes": list(sizes)})
+            ctx.report({"run": index, "step": step, "buckets": [list(shapes) for shapes in buckets], "all_reduce_bytes": list(sizes)})

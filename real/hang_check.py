@@ -187,15 +187,18 @@ def message_matches(predicted: str, seen: str) -> bool:
     return all(part in seen for part in predicted.split(" Original exception: "))
 
 
-def check_case(programs: dict[str, Any], detail: bool, timeout_s: float = 3.0, limit_s: float = 60.0) -> list[dict[str, Any]]:
+def check_case(
+    programs: dict[str, Any], detail: bool, timeout_s: float = 3.0, limit_s: float = 60.0, flight_dir: str | None = None
+) -> list[dict[str, Any]]:
     """Explain ``programs``, run them on gloo ranks, and compare rank by rank: per rank the
-    predicted outcome and message, what torch did, and whether they match."""
+    predicted outcome and message, what torch did, and whether they match (with ``flight_dir``,
+    the ranks' flight-recorder dumps are written there too: :func:`run_case`)."""
     from sim.hang import explain
 
     report = explain(programs, timeout_s=timeout_s)
     predicted = {line.rank: line for line in report.lines("gloo_detail" if detail else "gloo")}
     rows = []
-    for outcome in run_case(programs, detail, timeout_s, limit_s):
+    for outcome in run_case(programs, detail, timeout_s, limit_s, flight_dir):
         line = predicted.get(outcome.rank)
         seen = outcome.error or outcome.stderr_tail
         if line is None:  # not blocked: it finishes, stalls past the others or dies as its program says

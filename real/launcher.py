@@ -2,7 +2,8 @@
 
 Two ways to run a worker:
 
-- ``launch``: one host, ``torch.multiprocessing`` spawn, a free port on 127.0.0.1. The parent
+- ``launch``: one host, ranks forked from ``torch.multiprocessing``'s fork server (torch
+  imported once per process, not once a rank), a free port on 127.0.0.1. The parent
   receives every result over a queue as soon as it is measured (the caller appends it to the
   store), knows which operation each rank is in, and enforces two timeouts: ``op_timeout_s`` on
   every collective (the process group's timeout, so a rank whose peer is gone raises instead of
@@ -23,9 +24,11 @@ import os
 import queue as queue_module
 import signal
 import socket
+import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -173,8 +176,10 @@ def _meet(store: Any, world_size: int) -> None:
         arrived = store.add("collsim/arrived", 0)
 
 
-def _rank_main(rank: int, worker: Callable, payload: Any, config: LaunchConfig, port: int, channel: Any) -> None:
-    """Entry point of a spawned rank: set up, run the worker, report errors, tear down."""
+def _rank_main(rank: int, worker: Callable, payload: Any, config: LaunchConfig, port: int, channel: Any, environ: dict[str, str]) -> None:
+    """Entry point of a started rank: set up, run the worker, report errors, tear down."""
+    os.environ.clear()  # the caller's environment of now, not the fork server's of its start
+    os.environ.update(environ)
     os.environ.update(
         MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(config.world_size)
     )
@@ -262,24 +267,53 @@ def launch(
     import torch.multiprocessing as mp
 
     check_devices(config)
-    context = mp.get_context("spawn")
+    # Ranks are forked from one server per process that imported torch once (the first launch
+    # starts it), not each a fresh interpreter importing torch (~2 s of CPU a rank, every launch).
+    # The server is a clean process (CUDA is initialised in each rank, as with spawn); each rank
+    # takes the caller's working folder (multiprocessing sends it) and environment of now.
+    context = mp.get_context("forkserver")
+    context.set_forkserver_preload(["torch", "torch.distributed", "real.launcher"])
     channel = context.Queue()
     port = free_port()
     processes = [
-        context.Process(target=_rank_main, args=(rank, worker, payload, config, port, channel), daemon=True)
+        context.Process(target=_rank_main, args=(rank, worker, payload, config, port, channel, dict(os.environ)), daemon=True)
         for rank in range(config.world_size)
     ]
-    for process in processes:
-        process.start()
-    if on_start is not None:
-        on_start([process.pid for process in processes])
     watch = _Watch(config.world_size, on_result)
     try:
+        with hold_signals():
+            for process in processes:
+                process.start()
+        if on_start is not None:
+            on_start([process.pid for process in processes])
         _supervise(processes, channel, watch, config)
     finally:
         _stop(processes)
         channel.close()
     return watch.results
+
+
+@contextmanager
+def hold_signals() -> Iterator[None]:
+    """SIGINT and SIGTERM that arrive within the block are handled as it ends, by the handlers in
+    place (a Ctrl-C is delayed, not lost). A rank forked from the fork server reads its work from
+    the caller after the fork: a caller interrupted in between left it to print an EOFError
+    traceback. Outside the main thread, or under handlers not set from Python, nothing is held."""
+    signums = (signal.SIGINT, signal.SIGTERM)
+    handlers = [signal.getsignal(signum) for signum in signums]
+    if threading.current_thread() is not threading.main_thread() or None in handlers:
+        yield
+        return
+    caught: list[int] = []
+    for signum in signums:
+        signal.signal(signum, lambda number, _frame: caught.append(number))
+    try:
+        yield
+    finally:
+        for signum, handler in zip(signums, handlers):
+            signal.signal(signum, handler)
+        for signum in caught[:1]:
+            signal.raise_signal(signum)
 
 
 def _drain(channel: Any, watch: _Watch, wait_s: float) -> None:
@@ -341,6 +375,7 @@ def _failure_text(processes: list[Any], watch: _Watch, op_timeout_s: float) -> s
 
 
 def _stop(processes: list[Any]) -> None:
+    processes = [process for process in processes if process.pid is not None]  # started
     for process in processes:
         if process.is_alive():
             process.terminate()

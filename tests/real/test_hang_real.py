@@ -3,21 +3,45 @@ torch's message match what each rank really reports, with and without DETAIL."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 pytest.importorskip("torch")
 
-from real.hang_check import check_case, message_matches, run_case, run_ddp_unused  # noqa: E402
+from real.hang_check import check_case, message_matches, run_ddp_unused  # noqa: E402
 from sim.hang import CASES, explain  # noqa: E402
 from sim.hang.training import reducer_error  # noqa: E402
+
+RECORDED = {"skipped": "missing_party", "swapped": "deadlock", "op_mismatch": "mismatch"}  # case: flight-recorder verdict
+
+
+@pytest.fixture(scope="module")
+def recorded_runs(tmp_path_factory):
+    """``run(name)``: the plain run of a case of RECORDED, made once with the flight recorder on,
+    as (check_case's rows, the folder of the ranks' dumps): the explainer's test and the dumps'
+    test read the same run (the recorder changes neither what torch says nor when)."""
+    runs: dict[str, tuple[list[dict], Path]] = {}
+
+    def run(name: str) -> tuple[list[dict], Path]:
+        if name not in runs:
+            data = {key: value for key, value in CASES[name].items() if key != "about"}
+            folder = tmp_path_factory.mktemp(f"flight_{name}")
+            runs[name] = (check_case(data, False, timeout_s=_timeout_for(data), limit_s=40.0, flight_dir=str(folder)), folder)
+        return runs[name]
+
+    return run
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("detail", [False, True], ids=["plain", "detail"])
 @pytest.mark.parametrize("name", list(CASES))
-def test_real_gloo_ranks_report_what_the_explainer_predicts(name: str, detail: bool) -> None:
+def test_real_gloo_ranks_report_what_the_explainer_predicts(name: str, detail: bool, recorded_runs) -> None:
     data = {key: value for key, value in CASES[name].items() if key != "about"}
-    rows = check_case(data, detail, timeout_s=_timeout_for(data), limit_s=40.0)
+    if not detail and name in RECORDED:
+        rows, _ = recorded_runs(name)
+    else:
+        rows = check_case(data, detail, timeout_s=_timeout_for(data), limit_s=40.0)
     assert any(row["predicted"] != "no error" for row in rows), "every canonical case fails somewhere"
     for row in rows:
         assert row["match"], f"rank {row['rank']}: predicted {row['predicted']} {row['message']!r}, torch {row['status']}: {row['seen']!r}"
@@ -61,14 +85,14 @@ def test_a_message_match_needs_torchs_words() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("name", "verdict"), [("skipped", "missing_party"), ("swapped", "deadlock"), ("op_mismatch", "mismatch")])
-def test_real_gloo_flight_recorder_dumps_are_read_and_explained(name: str, verdict: str, tmp_path) -> None:
+@pytest.mark.parametrize(("name", "verdict"), list(RECORDED.items()))
+def test_real_gloo_flight_recorder_dumps_are_read_and_explained(name: str, verdict: str, recorded_runs) -> None:
     """gloo's dumps key the default group by '' and list no subgroup's ranks (torch's own
     analyzer stops there with a KeyError); collsim still reads them and gives the verdict."""
     from sim.hang.flight import read_dumps
 
     data = {key: value for key, value in CASES[name].items() if key != "about"}
-    run_case(data, False, timeout_s=3.0, limit_s=40.0, flight_dir=str(tmp_path))
-    report = explain(read_dumps(tmp_path))
+    _, folder = recorded_runs(name)
+    report = explain(read_dumps(folder))
     assert report.verdict == verdict, report.summary
     assert report.flight_recorder == explain(data).flight_recorder or name == "swapped"  # gloo's subgroup ids are '1', '2', not ours

@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+from ..cli_in_process import collsim_in_process
+
 pytest.importorskip("torch")
 
 pytestmark = [pytest.mark.torch]
@@ -41,12 +43,10 @@ def test_a_hook_the_run_cannot_measure_is_refused_before_any_rank_starts(configs
         run_ddp_bench("mlp", configs, LaunchConfig(2), {}, 1, warmup_rounds, launcher=_no_launch, comm_hook=hook)
 
 
-@pytest.mark.slow
-def test_powersgd_with_several_buckets_on_gloo_is_refused_by_the_cli_naming_the_cause():
-    done = subprocess.run(
-        [sys.executable, "-m", "sim.cli", "real", "ddp", "--model", "mlp", "--strategies", "torch", "--bucket-sizes", "8KiB", "--no-db",
-         "--comm-hook", "powersgd", "--powersgd-rank", "1", "--powersgd-warmup", "2"],
-        capture_output=True, text=True, timeout=120,
+def test_powersgd_with_several_buckets_on_gloo_is_refused_by_the_cli_naming_the_cause(tmp_path):
+    done = collsim_in_process(
+        "real", "ddp", "--model", "mlp", "--strategies", "torch", "--bucket-sizes", "8KiB", "--no-db",
+        "--comm-hook", "powersgd", "--powersgd-rank", "1", "--powersgd-warmup", "2", cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "error: --comm-hook powersgd on gloo needs one bucket" in done.stderr and "collective mismatch" in done.stderr
