@@ -20,7 +20,7 @@ from typing import Any
 
 import dash
 
-__all__ = ["ORPHAN_AFTER_S", "FollowingManager", "check_job"]
+__all__ = ["CHECK_EVERY_S", "ORPHAN_AFTER_S", "FollowingManager", "check_job"]
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +77,10 @@ class FollowingManager(dash.DiskcacheManager):
                 try:
                     if orphaned and self.job_running(pid):
                         log.info("background job %d: its page stopped polling %.0f s ago; ending it", pid, self.orphan_after_s)
-                        self.terminate_job(pid)
-                    running = self.job_running(pid)
+                        self.terminate_job(pid)  # SIGKILL: ended, even where its reaping outlasts the wait
+                        running = False
+                    else:
+                        running = self.job_running(pid)
                 except Exception:  # noqa: BLE001 - psutil.Error or a closed cache: the job is not ours to follow any more
                     running = False
                 if not running:
