@@ -105,6 +105,49 @@ def test_a_write_pending_when_a_link_leaves_the_page_stays_off_the_next_page(app
     expect(app_page.locator(f"#{hardware}")).to_be_visible()
 
 
+def test_a_write_pending_when_a_link_rebuilds_the_same_page_leaves_the_links_history_entry(app_page: Page, live_server: str):
+    """The same race with a Collectives link followed from the Collectives page: the address bar
+    shows the page's own path all along, so only the page's instance tells the old page's leftover
+    write (the preset's fields, answered late) from the new page's. Unguarded, it replaced the
+    link's history entry with the old page's query, and Back from the link led there, not to the
+    page as it was when the link was followed."""
+    link = "/?op=all_gather&ranks=16"  # as the page writes it (webapp.urlstate.query_of): no rewrite
+    app_page.add_init_script(RECORD_ADDRESSES)
+    open_page(app_page, live_server + "/")
+    held = HeldRequests(
+        app_page,
+        {
+            "preset": lambda output, changed: "coll-hardware.value" in changed and "coll-latency.value" in output,
+            "route": lambda output, changed: output.startswith("page.children"),
+        },
+    )
+    choose(app_page, "coll-hardware", "dgx-h100")
+    held.wait_for(app_page, "preset")
+    before = app_page.locator("#coll-latency").input_value()
+    shown, entries = app_page.url, app_page.evaluate("history.length")
+    app_page.evaluate(FOLLOW_LINK, link)
+    held.wait_for(app_page, "route")
+
+    held.release("preset")  # lands on the page being left (the same path): its writer runs
+    app_page.wait_for_function("before => document.getElementById('coll-latency').value !== before", arg=before)
+    app_page.wait_for_timeout(500)
+    held.release("route")
+    expect(app_page.locator("#coll-ranks")).to_have_value("16")
+    expect(app_page.locator("#coll-latency")).to_have_value(before)  # the link's page: no preset
+    app_page.wait_for_timeout(500)  # the new page's own writer at load
+
+    after = app_page.evaluate("window.collsimAddresses")
+    assert after[after.index(link) :] == [link], f"the old page wrote its query over the link's entry: {after}"
+    assert app_page.evaluate("history.length") == entries + 1  # the link's entry, and no other
+    expect(app_page).to_have_url(live_server + link)
+    app_page.go_back()  # Back: the page as it was when the link was followed
+    expect(app_page).to_have_url(shown)
+    expect(app_page.locator("#coll-ranks")).to_have_value("8")
+    app_page.go_forward()  # and Forward: the link's page again
+    expect(app_page).to_have_url(live_server + link)
+    expect(app_page.locator("#coll-ranks")).to_have_value("16")
+
+
 # (page left, the link followed: a query the next page writes back otherwise, and the address it
 # writes for it, as webapp.urlstate.query_of computes it)
 REWRITTEN = {
