@@ -61,7 +61,7 @@ def shell(app: dash.Dash | None = None) -> html.Div:
                 [html.Span("collsim", className="brand"), html.Span("what-if explorer", className="tagline"), html.Nav(links, id=ids.NAV)],
                 className="header",
             ),
-            html.Main(built[2] if built else None, id=ids.PAGE, className="page"),
+            html.Main(instance_of(built[2]) if built else None, id=ids.PAGE, className="page"),
         ]
     )
 
@@ -91,12 +91,21 @@ def built_route(app: dash.Dash) -> tuple[str, str, object] | None:
 def route_requests(pages: tuple[Page, ...]) -> Any:
     """The routing callback behind the browser's gate (``collsim.routeGate``), for these pages."""
 
-    def on_route_request(request: dict | None) -> object:
+    def on_route_request(request: dict | None) -> list:
         if not request:
             raise PreventUpdate
-        return route(request.get("pathname"), request.get("search"), pages=pages)
+        return instance_of(route(request.get("pathname"), request.get("search"), pages=pages), request.get("at"))
 
     return on_route_request
+
+
+def instance_of(page: object, at: int | None = None) -> list:
+    """The page container's children: a built page and which one it is (:data:`ids.PAGE_INSTANCE`:
+    the ``at`` of the route request it was built for; None for the page a load's layout carries).
+    A URL writer writes only for the page the browser last asked for (collsim.js, collsimQuery):
+    a late write of a page being replaced, even by a page of the same path, replaced the history
+    entry of the link that replaces it."""
+    return [dcc.Store(id=ids.PAGE_INSTANCE, data=at), page]
 
 
 def route(

@@ -7,6 +7,7 @@ from collections.abc import Callable
 __all__ = [
     "NAV",
     "PAGE",
+    "PAGE_INSTANCE",
     "ROUTE_BUILT",
     "ROUTE_REQUEST",
     "URL",
@@ -24,6 +25,7 @@ PAGE = "page"
 NAV = "nav"
 URL_WRITTEN = "url-written"  # dcc.Store: the query a page last wrote (anything else in the URL is Back/Forward)
 ROUTE_REQUEST = "route-request"  # dcc.Store: a path and query the page container must be built for
+PAGE_INSTANCE = "page-instance"  # dcc.Store in the page container: the route request its page was built for
 ROUTE_BUILT = "route-built"  # dcc.Store: the path and query whose page the layout already carries (app.built_route)
 
 

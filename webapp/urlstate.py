@@ -10,6 +10,10 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
+from dash import State
+
+from webapp import ids
+
 
 def form_from_query(search: str | None, defaults: dict[str, str]) -> dict[str, str]:
     """The form's values from a URL query string; unknown keys are ignored, missing ones default."""
@@ -42,6 +46,13 @@ def url_spec(
     keys not written while ``pinned_by`` is empty (a field shown only then)."""
     spec = {"names": list(names), "defaults": dict(defaults), "path": path}
     return {**spec, "pinned_by": pinned_by, "pinned": list(pinned), "cleared": list(cleared)}
+
+
+def writer_states(spec_id: str) -> list[State]:
+    """A URL writer's last two arguments: which built page the container shows (the writer's own
+    page, or the next one once a link was followed: :func:`webapp.app.instance_of`; a writer
+    writes only for the page the browser last asked for) and the page's :func:`url_spec` store."""
+    return [State(ids.PAGE_INSTANCE, "data"), State(spec_id, "data")]
 
 
 def query_of(spec: dict[str, Any], form: dict[str, Any]) -> str:

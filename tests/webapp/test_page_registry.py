@@ -20,7 +20,7 @@ from webapp import urlstate
 from webapp.pages import PAGES, Page
 
 ROOT = Path(__file__).resolve().parents[2]
-SHELL_IDS = {shell_ids.URL, shell_ids.URL_WRITTEN}  # what a page may write besides its own ids: the URL
+SHELL_IDS = {shell_ids.URL, shell_ids.URL_WRITTEN, shell_ids.PAGE_INSTANCE}  # what a page may use besides its own ids: the URL
 
 
 def test_every_page_has_its_own_path_name_and_prefix():
@@ -156,12 +156,14 @@ def test_the_browsers_url_writer_and_python_write_one_query():
 
     spec = model.url_spec()
     forms = [{**model.DEFAULTS, **changes} for changes in FORMS]
-    calls = [("writeUrl", [*(form[name] for name in spec["names"]), spec]) for form in forms]
+    calls = [("writeUrl", [*(form[name] for name in spec["names"]), None, spec]) for form in forms]
     written = node(calls)
     assert written == [model.query_from_form(form) for form in forms]
     assert written[0] == "" and "nodes=2" in written[2] and "ranks=" in written[2] and "nodes" not in written[3]
     spec = urlstate.url_spec(list(collective.DEFAULTS), {**collective.DEFAULTS, **VIEW_DEFAULTS}, path="/")
-    calls = [("urlFromForm", [*({**collective.DEFAULTS, **form}[name] for name in spec["names"]), *view, spec]) for form, view in VIEWS]
+    calls = [
+        ("urlFromForm", [*({**collective.DEFAULTS, **form}[name] for name in spec["names"]), *view, None, spec]) for form, view in VIEWS
+    ]
     views = [
         {"step": str(step or 0), "color": color or "step", "cmp": f"{field}:{value}" if value else ""}
         for step, color, field, value in (v for _, v in VIEWS)
@@ -180,11 +182,40 @@ def test_a_url_writer_writes_nothing_while_the_address_bar_shows_another_page():
     for path, spec in specs.items():
         form = [f"{value}x" for value in spec["defaults"].values()]  # every field away from its default
         name = "urlFromForm" if path == "/" else "writeUrl"
-        args = [*form, *([0, "step", "", ""] if path == "/" else []), spec]
+        args = [*form, *([0, "step", "", ""] if path == "/" else []), None, spec]
         assert node([(name, args)])[0].startswith("?")  # on its own page: written
         elsewhere = "/ddp" if path == "/" else "/"
         assert node([(name, args)], shown=elsewhere) == [None], f"the writer of {path} wrote on {elsewhere}"
         assert node([(name, args)], shown=path + "/") != [None]  # a trailing slash is the same page (as the shell routes it)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("node") is None, reason="no node to run assets/collsim.js")
+def test_a_url_writer_writes_only_for_the_page_the_browser_last_asked_for():
+    """Once the routing gate has asked for a page (a link, Back), a late write of the page being
+    replaced, even by a page of the same path, answers no_update; the page built for that request
+    (its instance: the request's time, webapp.app.instance_of) writes. test_browser_url_race.py
+    has the race in Chromium."""
+    from webapp.pages.ddp import model
+
+    spec = model.url_spec()
+    values = [f"{value}x" for value in spec["defaults"].values()]
+    script = f"""
+        global.window = {{dash_clientside: {{no_update: null}}, location: {{pathname: "/ddp", search: ""}}, history: {{replaceState() {{}}}}}};
+        {(ROOT / "webapp" / "assets" / "collsim.js").read_text()}
+        global.dash_clientside = {{...window.dash_clientside, callback_context: {{triggered: [{{prop_id: "url.search"}}]}}}};
+        const writer = window.dash_clientside.collsim, values = {json.dumps(values)}, spec = {json.dumps(spec)};
+        const loaded = writer.writeUrl(...values, null, spec)[0];  // the page a load's layout carries
+        const request = writer.routeGate("/ddp", "?ranks=16", "", null);  // a link to the same page
+        const again = writer.routeGate("/ddp", "?ranks=32", "", null);  // and another before it was built
+        console.log(JSON.stringify([loaded, writer.writeUrl(...values, null, spec)[0], writer.writeUrl(...values, request.at, spec)[0],
+                                    writer.writeUrl(...values, again.at, spec)[0], again.at > request.at]));
+    """
+    result = subprocess.run(["node", "-e", script], capture_output=True, text=True, check=True, timeout=60)
+    loaded, stale, superseded, current, later = json.loads(result.stdout)
+    assert loaded and loaded.startswith("?") and current == loaded  # the current page writes
+    assert stale is None and superseded is None  # the pages the browser no longer asks for do not
+    assert later  # two requests in one millisecond are still two instances
 
 
 def _url_spec(page: Page) -> dict | None:

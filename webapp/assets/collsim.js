@@ -10,7 +10,9 @@ window.dash_clientside = Object.assign({}, window.dash_clientside, {
            a route request (with a time, so the same request twice still builds the page again).
            The layout of a page load carries that page already (`built`: its path and query,
            webapp.app.built_route): the first request for that page is skipped, once; its query
-           may already be the one the page wrote at load (the URL writers run first then). */
+           may already be the one the page wrote at load (the URL writers run first then). A
+           request's time is also the instance of the page built for it (webapp.app.instance_of):
+           from then on only that page's URL writers write (collsimQuery). */
         routeGate: function (pathname, search, written, built) {
             const triggered = (dash_clientside.callback_context.triggered || []).map(t => t.prop_id);
             const searchOnly = triggered.length > 0 && triggered.every(id => id.endsWith('.search'));
@@ -20,21 +22,22 @@ window.dash_clientside = Object.assign({}, window.dash_clientside, {
                 const same = (built.search || '') === (search || '') || (search || '') === (written || '');
                 if (built.pathname === pathname && same) { return window.dash_clientside.no_update; }
             }
-            return {pathname: pathname, search: search || '', at: Date.now()};
+            window.collsimPage = Math.max(Date.now(), (window.collsimPage || 0) + 1);
+            return {pathname: pathname, search: search || '', at: window.collsimPage};
         },
 
         /* The URL writer of every page (webapp.urlstate): the page's input values, in the order of
-           spec.names, then its URL spec (a store the layout carries: webapp.urlstate.url_spec)
+           spec.names, then the page's instance and its URL spec (webapp.urlstate.writer_states)
            -> the URL query, twice (for the address bar and for the page's record of what it
            wrote). Only what differs from spec.defaults is written (falsy values as empty;
            form-urlencoded, as webapp.urlstate reads it; webapp.urlstate.query_of is this rule in
-           Python). A writer writes only while the address bar shows its own page (spec.path): see
+           Python). A writer writes only for the page the address bar and the container show: see
            collsimQuery. */
         writeUrl: function (...args) {
-            const spec = args[args.length - 1];
+            const [instance, spec] = args.slice(-2);
             const form = {};
             spec.names.forEach((name, i) => { form[name] = args[i]; });
-            return collsimQuery(spec, form);
+            return collsimQuery(spec, form, instance);
         },
 
         /* The Collectives page's two calls of that writer: its form values (in the order of
@@ -42,13 +45,13 @@ window.dash_clientside = Object.assign({}, window.dash_clientside, {
            color and cmp). urlFromForm: the form's values first, the view's after; urlFromView:
            the view's first. */
         urlFromForm: function (...args) {
-            const spec = args[args.length - 1];
+            const [instance, spec] = args.slice(-2);
             const count = spec.names.length;
-            return collsimQuery(spec, collsimView(spec, args.slice(0, count), args.slice(count, count + 4)));
+            return collsimQuery(spec, collsimView(spec, args.slice(0, count), args.slice(count, count + 4)), instance);
         },
         urlFromView: function (...args) {
-            const spec = args[args.length - 1];
-            return collsimQuery(spec, collsimView(spec, args.slice(4, 4 + spec.names.length), args.slice(0, 4)));
+            const [instance, spec] = args.slice(-2);
+            return collsimQuery(spec, collsimView(spec, args.slice(4, 4 + spec.names.length), args.slice(0, 4)), instance);
         },
 
         /* The two_level-only fields (one output each), shown for two_level. */
@@ -96,12 +99,16 @@ function collsimText(value) {
     return (value === null || value === undefined || value === false || value === 0) ? '' : String(value);
 }
 
-/* The page's query from its form, twice, or nothing while the address bar shows another page: a
-   write still pending when a link left the page (the fields a server answer fills, a step or a
-   colouring answered late) would put this page's query on the next page's address, one more
-   history entry that Back leads to, or, landing with the link, the next page built from it. */
-function collsimQuery(spec, form) {
-    if (!collsimShown(spec.path)) { return [window.dash_clientside.no_update, window.dash_clientside.no_update]; }
+/* The page's query from its form, twice, or nothing while the address bar shows another page or
+   the browser has asked for another page (instance: the route request the writer's page was built
+   for, none for the page a load's layout carries; window.collsimPage: the last one asked for,
+   routeGate): a write still pending when a link left the page (the fields a server answer fills,
+   a step or a colouring answered late) would put this page's query on the next page's address, one
+   more history entry that Back leads to, or, landing with the link, the next page built from it;
+   with a link to the same path, it replaced the link's own history entry. */
+function collsimQuery(spec, form, instance) {
+    const current = (instance || 0) === (window.collsimPage || 0);
+    if (!current || !collsimShown(spec.path)) { return [window.dash_clientside.no_update, window.dash_clientside.no_update]; }
     const by = spec.pinned_by ? collsimText(form[spec.pinned_by]).trim() !== '' : false;
     const pinned = spec.pinned || [], cleared = spec.cleared || [];
     const query = new URLSearchParams();

@@ -19,7 +19,7 @@ from sim.collective.player import link_events, link_intervals, player_data, rank
 from sim.errors import CollsimError
 from sim.units import format_bandwidth, format_time
 from webapp import collective as model
-from webapp import jobs
+from webapp import jobs, urlstate
 from webapp.callbacks import answer, events_csv, guarded
 from webapp.components import number_card
 from webapp.figures import buffers as buffers_draw
@@ -455,17 +455,17 @@ def _register_form(app: Any) -> None:
     # options as State), a view change (step, colour, comparison) too; one callback with all of
     # them as Inputs would wait for the simulation, whose output the step is.
     view = [(ids.COLL_STEP, "value"), (ids.COLL_COLOR_BY, "value"), (ids.COLL_CMP_FIELD, "value"), (ids.COLL_CMP_VALUE, "value")]
-    names = State(ids.COLL_URL_NAMES, "data")
+    names = urlstate.writer_states(ids.COLL_URL_NAMES)
     fields = [Input(ids.field_id(name), "value") for name in model.DEFAULTS]
     app.clientside_callback(
         ClientsideFunction("collsim", "urlFromForm"), Output(ids.URL, "search"), Output(ids.URL_WRITTEN, "data"),
-        *fields, *[State(*item) for item in view], names,
+        *fields, *[State(*item) for item in view], *names,
     )  # fmt: skip
     app.clientside_callback(
         ClientsideFunction("collsim", "urlFromView"),
         Output(ids.URL, "search", allow_duplicate=True),
         Output(ids.URL_WRITTEN, "data", allow_duplicate=True),
-        *[Input(*item) for item in view], *[State(field.component_id, "value") for field in fields], names,
+        *[Input(*item) for item in view], *[State(field.component_id, "value") for field in fields], *names,
         prevent_initial_call=True,
     )  # fmt: skip
 

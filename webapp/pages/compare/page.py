@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import parse_qsl
 
-from dash import ClientsideFunction, Input, Output, State, ctx, dcc, html
+from dash import ClientsideFunction, Input, Output, ctx, dcc, html
 from flask import current_app, has_app_context
 
 from real import gpu_heldout, overlays
@@ -519,7 +519,7 @@ def register(app: Any) -> None:
         Output(ids.URL, "search", allow_duplicate=True),
         Output(ids.URL_WRITTEN, "data", allow_duplicate=True),
         *[Input(component_id, "value") for component_id in URL_INPUTS.values()],
-        State(ids.CMP_URL_SPEC, "data"),
+        *urlstate.writer_states(ids.CMP_URL_SPEC),
         prevent_initial_call="initial_duplicate",
     )
     app.callback(

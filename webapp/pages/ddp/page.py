@@ -522,7 +522,7 @@ def _register_runs(app: Any) -> None:
     app.clientside_callback(
         ClientsideFunction("collsim", "writeUrl"),
         Output(ids.URL, "search", allow_duplicate=True), Output(ids.URL_WRITTEN, "data", allow_duplicate=True),
-        *[Input(_fid(name), "value") for name in model.DEFAULTS], State(ids.DDP_URL_SPEC, "data"),
+        *[Input(_fid(name), "value") for name in model.DEFAULTS], *urlstate.writer_states(ids.DDP_URL_SPEC),
         prevent_initial_call="initial_duplicate",
     )  # fmt: skip
     # not at load: the layout comes drawn (first_view), or validation at load sets the stores

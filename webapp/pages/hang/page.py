@@ -222,6 +222,6 @@ def register(app: Any) -> None:
         ClientsideFunction("collsim", "writeUrl"),
         Output(ids.URL, "search", allow_duplicate=True), Output(ids.URL_WRITTEN, "data", allow_duplicate=True),
         *[Input(ids.field_id(name), "value") for name in model.DEFAULTS if name != "program"], Input(ids.LINKED, "data"),
-        State(ids.URL_SPEC, "data"),
+        *urlstate.writer_states(ids.URL_SPEC),
         prevent_initial_call="initial_duplicate",
     )  # fmt: skip

@@ -249,7 +249,7 @@ def register(app: Any) -> None:
     app.clientside_callback(
         ClientsideFunction("collsim", "writeUrl"),
         Output(ids.URL, "search", allow_duplicate=True), Output(ids.URL_WRITTEN, "data", allow_duplicate=True),
-        *form.values(), State(ids.URL_SPEC, "data"), prevent_initial_call="initial_duplicate",
+        *form.values(), *urlstate.writer_states(ids.URL_SPEC), prevent_initial_call="initial_duplicate",
     )  # fmt: skip
     app.callback(output=OUTPUTS, inputs={"data": Input(ids.SCENARIO, "data")}, prevent_initial_call=True)(
         guarded(simulate, lambda message: answer(OUTPUTS, notice=f"Cannot run this step: {message}"))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dash import ClientsideFunction, Input, Output, State, dcc, html
+from dash import ClientsideFunction, Input, Output, dcc, html
 
 from sim.errors import CollsimError
 from sim.training.runcost_cli import duration
@@ -162,6 +162,6 @@ def register(app: Any) -> None:
     app.clientside_callback(
         ClientsideFunction("collsim", "writeUrl"),
         Output(ids.URL, "search", allow_duplicate=True), Output(ids.URL_WRITTEN, "data", allow_duplicate=True),
-        *[Input(ids.field_id(key), "value") for key in model.DEFAULTS], State(ids.URL_SPEC, "data"),
+        *[Input(ids.field_id(key), "value") for key in model.DEFAULTS], *urlstate.writer_states(ids.URL_SPEC),
         prevent_initial_call="initial_duplicate",
     )  # fmt: skip
