@@ -2,8 +2,9 @@
 
 One mechanism for every page: the page's layout carries its :func:`url_spec` in a store, and the
 browser writes the query from the inputs' values (``collsim.writeUrl`` in assets/collsim.js; no
-request per change), only while the page's own path is shown; the page reads it back when it is
-built (:func:`form_from_query`). :func:`query_of` is the writer's rule in Python."""
+request per change), only while the page's own path is shown and only for the page the browser
+last asked for (:func:`writer_states`); the page reads it back when it is built
+(:func:`form_from_query`). :func:`query_of` is the writer's rule in Python."""
 
 from __future__ import annotations
 
@@ -40,7 +41,8 @@ def url_spec(
     (``names``) and the query's keys with their defaults (``defaults``: a key is written when its
     value differs). ``path``: the page's own path; the writer writes only while the address bar
     shows it (a write still pending when a link leaves the page, such as the fields a hardware
-    preset's answer fills, put this page's query on the next page's address, and Back led there).
+    preset's answer fills, put this page's query on the next page's address, and Back led there;
+    a link to the same path is told apart by the page's instance, :func:`writer_states`).
     ``pinned``: keys written even at their default while the field ``pinned_by`` is set (what a
     hardware preset filled: a link read back fills what it lacks from the preset); ``cleared``:
     keys not written while ``pinned_by`` is empty (a field shown only then)."""
