@@ -48,6 +48,11 @@ RANK_BYTES = 4_000  # a rank's process, generator frames, topology node and port
 BASE_BYTES = 150 * 2**20  # the interpreter with numpy, simpy and the model loaded
 PROBE_RANKS = (8, 16)
 TREE_RANK_GROWTH = 0.4  # the least growth in ranks of re-sharing per message on NCCL's trees (_visits_per_message)
+# NCCL's all_to_all across nodes (_all_to_all_visits): probes of 2 then 4 nodes at the scenario's size;
+# re-sharing a message grows as the square of the nodes where a probe shows at least A2A_HEAVY flows a message
+A2A_PROBE_NODES = (2, 4)
+A2A_NODE_GROWTH = 2.0
+A2A_HEAVY = 2.0
 PROBE_MAX_CHUNKS = 16  # probes run at most this many chunks (and a quarter of it for the growth)
 PROBE_MAX_BYTES = 16 * 2**20
 PROBE_MAX_VISITS = 300_000  # a 32-rank probe runs only when it costs less than about a second
@@ -248,6 +253,8 @@ def _visits_per_message(s: Any, chunks: int, plan: Plan | None = None) -> float:
         if size < s.size_bytes and 0 < _messages_at(whole, s.ranks, chunks) <= PROBE_WHOLE_MESSAGES:
             return _probe(whole, s.ranks, chunks, whole.size_bytes, plan)
         return _probe(key, s.ranks, chunks, size, plan) * _size_growth(key, s, s.ranks, chunks, size)
+    if _p2p_across_nodes(s, plan):
+        return _all_to_all_visits(s, key, plan)
     base_p = ranks[-1]
     v_base = _probe(key, base_p, probe_k, size, plan)
     growth_p = 0.0
@@ -269,6 +276,41 @@ def _visits_per_message(s: Any, chunks: int, plan: Plan | None = None) -> float:
         growth_k = _exponent(_probe(key, base_p, probe_k // 4, size, plan), v_base, 4.0)
     value = v_base * (s.ranks / base_p) ** growth_p * (chunks / probe_k) ** growth_k
     return value * _size_growth(key, s, base_p, probe_k, size)
+
+
+def _p2p_across_nodes(s: Any, plan: Plan | None) -> bool:
+    """Whether ``s`` is NCCL's all_to_all on a preset whose nodes are NCCL's nodes (its p2p plan
+    spans them: sim.nccl.p2p_plan), the case :func:`_all_to_all_visits` estimates."""
+    gpus = _node_gpus(s)
+    if s.op != "all_to_all" or s.algorithm != "nccl_p2p" or not gpus:
+        return False
+    from sim.hardware.presets import load_preset
+    from sim.nccl.topo import p2p_path_params
+
+    preset = getattr(plan, "preset", None) or load_preset(s.hardware)
+    layout = getattr(p2p_path_params(s, preset), "plan", None)
+    return layout is not None and layout.gpus == gpus
+
+
+def _all_to_all_visits(s: Any, key: Any, plan: Plan | None) -> float:
+    """Re-sharing per message of NCCL's all_to_all beyond the probes' nodes, from a probe of two
+    nodes at the scenario's own size (its messages do not grow with the size: 1-2 parts a peer),
+    or of four where two show little re-sharing. Every peer's message is in flight at once, in
+    one component (every flow shares a NIC or NVLink port with the others), and each instant at
+    which some end re-shares all the rest: visits per message = settles x the share of flows
+    still in flight, and the settles grow with the classes of flows ending apart. Counted on
+    dgx-h100 at 16 MiB: 4.1, 18, 50 and 368 a message at 2, 4, 8 and 16 nodes; at 64 MiB 3.1,
+    15, 21 and 242: about the square of the nodes (:data:`A2A_NODE_GROWTH`; single sizes
+    scatter 3x around it, bench/results/budget_all_to_all.md). Where a probe shows a message
+    touching fewer than :data:`A2A_HEAVY` flows (small blocks: 1-1.5 MiB on 8 x dgx-h100 counted
+    1.9-4.4), the growth is linear."""
+    gpus = _node_gpus(s)
+    for nodes in A2A_PROBE_NODES:
+        value = _probe(key, nodes * gpus, 1, s.size_bytes, plan)
+        if value >= A2A_HEAVY:
+            break
+    growth = A2A_NODE_GROWTH if value >= A2A_HEAVY else 1.0
+    return value * (s.ranks / (nodes * gpus)) ** growth
 
 
 def _size_growth(key: Any, s: Any, ranks: int, chunks: int, size: int) -> float:
@@ -318,6 +360,12 @@ def _exponent(small: float, large: float, apart: float) -> float:
 PROBES_KEPT = 512
 _probes: OrderedDict[tuple, float] = OrderedDict()  # by (scenario, ranks, chunks, nbytes): what _probe found
 _probes_lock = threading.Lock()
+
+
+def clear_probes() -> None:
+    """Forget what the probes found (a measurement of their cost: bench/budget_all_to_all.py)."""
+    with _probes_lock:
+        _probes.clear()
 
 
 def _probe(s: Any, ranks: int, chunks: int, nbytes: int, plan: Plan | None = None) -> float:
