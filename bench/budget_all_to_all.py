@@ -1,9 +1,9 @@
 """The run-size budget's estimate (sim.collective.budget) of NCCL's all_to_all against counted runs.
 
     python bench/budget_all_to_all.py [--presets dgx-h100,...] [--nodes 2,4,8] [--sizes 1,4,16,64,256]
-                                      [--repeats 1] [--op all_to_all] [--no-count]
+                                      [--repeats 1] [--op all_to_all,all_reduce] [--no-count]
 
-For each preset, node count and size (MiB) of ``collsim sim collective --hardware P --nodes N --op
+For each op (NCCL's pick; several: interleaved), preset, node count and size (MiB) of ``collsim sim collective --hardware P --nodes N --op
 OP --size S`` (NCCL's pick, record aggregate): the estimate (messages, message-visits, seconds) with
 the probes' own cost (their cache cleared first), then ``budget.count_visits`` of the run, its wall
 and CPU seconds, and the cost of a re-share visit that run shows (CPU seconds less the messages at
@@ -47,12 +47,13 @@ def main() -> None:
     parser.add_argument("--presets", default="dgx-h100,hgx-h100-nvls,gb200-nvl72")
     parser.add_argument("--nodes", default="2,4,8")
     parser.add_argument("--sizes", default="1,4,16,64,256", help="MiB, comma-separated")
-    parser.add_argument("--op", default="all_to_all")
+    parser.add_argument("--op", default="all_to_all", help="comma-separated")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--no-count", action="store_true", help="estimates only")
     args = parser.parse_args()
     cases = [
-        (preset, int(nodes), float(size))
+        (op, preset, int(nodes), float(size))
+        for op in args.op.split(",")
         for preset in args.presets.split(",")
         for nodes in args.nodes.split(",")
         for size in args.sizes.split(",")
@@ -60,15 +61,15 @@ def main() -> None:
     print(
         f"load {os.getloadavg()[0]:.1f}; SECONDS_PER_MESSAGE {budget.SECONDS_PER_MESSAGE:g}, SECONDS_PER_VISIT {budget.SECONDS_PER_VISIT:g}"
     )
-    print("| preset | nodes | size | est. visits | counted visits | ratio | est. s | wall s | CPU s | us a visit | probes s |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| op | preset | nodes | size | est. visits | counted visits | ratio | est. s | wall s | CPU s | us a visit | probes s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     rounds: dict[tuple, list[tuple]] = {case: [] for case in cases}
     for _ in range(args.repeats):
         for case in cases:
-            preset, nodes, size = case
-            scenario, why = scenario_for_pick(preset, nodes, args.op, int(size * 2**20))
+            op, preset, nodes, size = case
+            scenario, why = scenario_for_pick(preset, nodes, op, int(size * 2**20))
             if scenario is None:
-                print(f"| {preset} | {nodes} | {size:g} MiB | {why} |")
+                print(f"| {op} | {preset} | {nodes} | {size:g} MiB | {why} |")
                 continue
             scenario = scenario.replace(record="aggregate")
             told, probes = _estimate(scenario)
@@ -82,7 +83,7 @@ def main() -> None:
 
 
 def _row(case: tuple, runs: list[tuple]) -> None:
-    preset, nodes, size = case
+    op, preset, nodes, size = case
     told = runs[0][0]
     messages, visits = runs[0][2], runs[0][3]
     probes = statistics.median(run[1] for run in runs)
@@ -91,7 +92,7 @@ def _row(case: tuple, runs: list[tuple]) -> None:
     ratio = f"{told.visits / visits:.2f}" if visits else "-"
     cost = _visit_cost(told, messages, visits, cpu) * 1e6 if visits else float("nan")
     print(
-        f"| {preset} | {nodes} | {size:g} MiB | {told.visits:,} | {visits:,} | {ratio} | {told.seconds:.2f} | {wall:.2f} | {cpu:.2f} "
+        f"| {op} | {preset} | {nodes} | {size:g} MiB | {told.visits:,} | {visits:,} | {ratio} | {told.seconds:.2f} | {wall:.2f} | {cpu:.2f} "
         f"| {cost:.1f} | {probes:.2f} |",
         flush=True,
     )

@@ -8,7 +8,9 @@ link re-shares every flow connected to it, so a tree algorithm with many chunks 
 for hundreds of flows per message; :func:`sim.collective.explore.work` counts messages only).
 The visits per message of a scenario come from small probe runs of the same scenario (8 and
 16 ranks, few chunks), extrapolated to its ranks and chunks with the growth exponents the
-probes show (on a hardware preset: two and four nodes; NCCL's trees also grow with their pieces);
+probes show (on a hardware preset: two and four nodes; NCCL's trees also grow with their pieces;
+NCCL's all_to_all across nodes is probed at its own size and grows as the square of the nodes:
+:func:`_all_to_all_visits`, ``tests/sim/test_budget_all_to_all.py``);
 ``tests/sim/test_budget.py`` (every listed algorithm on a switch) and
 ``tests/collective/test_budget_presets.py`` (every ``nccl_*`` algorithm on a preset) check the
 estimate against counted runs under both sharing modes (within 2x).
@@ -32,6 +34,9 @@ if TYPE_CHECKING:
     from sim.collective.plan import Plan
 
 SECONDS_PER_VISIT = 6e-6  # 2-vCPU VM (shared), 2026-11-24: fair-sharing re-share visits cost 3.6-8 us, messages 3-15 us
+# NCCL's all_to_all across nodes: 11.9 us a visit, a tree all_reduce 5.8 us (8 x dgx-h100, 64 MiB, 5 rounds
+# interleaved, CPU medians), 12.4-15 us at 16 nodes, 2026-11-28: bench/results/budget_all_to_all.md
+A2A_SECONDS_PER_VISIT = 12e-6
 SECONDS_PER_MESSAGE = 8e-6
 MAX_SECONDS = 600.0  # a CLI run refused beyond about ten minutes of simulation
 MAX_MEMORY_BYTES = 2 * 2**30  # and beyond 2 GiB of memory
@@ -48,11 +53,7 @@ RANK_BYTES = 4_000  # a rank's process, generator frames, topology node and port
 BASE_BYTES = 150 * 2**20  # the interpreter with numpy, simpy and the model loaded
 PROBE_RANKS = (8, 16)
 TREE_RANK_GROWTH = 0.4  # the least growth in ranks of re-sharing per message on NCCL's trees (_visits_per_message)
-# NCCL's all_to_all across nodes (_all_to_all_visits): probes of 2 then 4 nodes at the scenario's size;
-# re-sharing a message grows as the square of the nodes where a probe shows at least A2A_HEAVY flows a message
-A2A_PROBE_NODES = (2, 4)
-A2A_NODE_GROWTH = 2.0
-A2A_HEAVY = 2.0
+A2A_PROBE_NODES, A2A_HEAVY, A2A_NODE_GROWTH = (2, 4), 2.0, 2.0  # NCCL's all_to_all across nodes: _all_to_all_visits
 PROBE_MAX_CHUNKS = 16  # probes run at most this many chunks (and a quarter of it for the growth)
 PROBE_MAX_BYTES = 16 * 2**20
 PROBE_MAX_VISITS = 300_000  # a 32-rank probe runs only when it costs less than about a second
@@ -84,10 +85,11 @@ class Estimate:
     exact_messages: bool
     route_entries: int = 0  # entries of the route searches from destinations (0: none searched whole)
     route_pairs: int = 0  # routes found alone, pair by pair
+    visit_seconds: float = SECONDS_PER_VISIT  # a re-share visit's CPU (A2A_SECONDS_PER_VISIT: NCCL's all_to_all across nodes)
 
     @property
     def seconds(self) -> float:
-        return self.messages * SECONDS_PER_MESSAGE + (self.visits - self.messages) * SECONDS_PER_VISIT + self.route_seconds
+        return self.messages * SECONDS_PER_MESSAGE + (self.visits - self.messages) * self.visit_seconds + self.route_seconds
 
     @property
     def route_seconds(self) -> float:
@@ -117,7 +119,7 @@ def _needs_probes(s: Any, max_seconds: float, preset: Any = None) -> bool:
     time limit: then no probe need run."""
     messages = messages_of(s, preset).messages
     per_call = messages / max(1, s.repetitions)
-    return s.sharing == "fair" and messages * (1 + per_call) * SECONDS_PER_VISIT > max_seconds
+    return s.sharing == "fair" and messages * (1 + per_call) * _visit_seconds(s, preset) > max_seconds
 
 
 def estimate(scenario: Any, probe: bool = True, plan: Plan | None = None) -> Estimate:
@@ -140,7 +142,8 @@ def estimate(scenario: Any, probe: bool = True, plan: Plan | None = None) -> Est
         visits = int(messages * (1 + min(_visits_per_message(s, chunks, plan) if probe else per_call, per_call)))
     entries, alone = _route_work(s, plan)
     memory = _memory(s, messages, told.pairs, chunks) + min(entries, _search_limit()) * SEARCH_ENTRY_BYTES
-    return Estimate(messages, visits, memory + alone * PAIR_ROUTE_BYTES, told.exact, entries, alone)
+    visit = _visit_seconds(s, plan.preset)
+    return Estimate(messages, visits, memory + alone * PAIR_ROUTE_BYTES, told.exact, entries, alone, visit)
 
 
 def _route_work(s: Any, plan: Plan) -> tuple[int, int]:
@@ -253,7 +256,7 @@ def _visits_per_message(s: Any, chunks: int, plan: Plan | None = None) -> float:
         if size < s.size_bytes and 0 < _messages_at(whole, s.ranks, chunks) <= PROBE_WHOLE_MESSAGES:
             return _probe(whole, s.ranks, chunks, whole.size_bytes, plan)
         return _probe(key, s.ranks, chunks, size, plan) * _size_growth(key, s, s.ranks, chunks, size)
-    if _p2p_across_nodes(s, plan):
+    if _p2p_across_nodes(s, getattr(plan, "preset", None)):
         return _all_to_all_visits(s, key, plan)
     base_p = ranks[-1]
     v_base = _probe(key, base_p, probe_k, size, plan)
@@ -278,7 +281,11 @@ def _visits_per_message(s: Any, chunks: int, plan: Plan | None = None) -> float:
     return value * _size_growth(key, s, base_p, probe_k, size)
 
 
-def _p2p_across_nodes(s: Any, plan: Plan | None) -> bool:
+def _visit_seconds(s: Any, preset: Any = None) -> float:
+    return A2A_SECONDS_PER_VISIT if _p2p_across_nodes(s, preset) else SECONDS_PER_VISIT
+
+
+def _p2p_across_nodes(s: Any, preset: Any = None) -> bool:
     """Whether ``s`` is NCCL's all_to_all on a preset whose nodes are NCCL's nodes (its p2p plan
     spans them: sim.nccl.p2p_plan), the case :func:`_all_to_all_visits` estimates."""
     gpus = _node_gpus(s)
@@ -287,23 +294,18 @@ def _p2p_across_nodes(s: Any, plan: Plan | None) -> bool:
     from sim.hardware.presets import load_preset
     from sim.nccl.topo import p2p_path_params
 
-    preset = getattr(plan, "preset", None) or load_preset(s.hardware)
-    layout = getattr(p2p_path_params(s, preset), "plan", None)
+    layout = getattr(p2p_path_params(s, preset or load_preset(s.hardware)), "plan", None)
     return layout is not None and layout.gpus == gpus
 
 
 def _all_to_all_visits(s: Any, key: Any, plan: Plan | None) -> float:
     """Re-sharing per message of NCCL's all_to_all beyond the probes' nodes, from a probe of two
-    nodes at the scenario's own size (its messages do not grow with the size: 1-2 parts a peer),
-    or of four where two show little re-sharing. Every peer's message is in flight at once, in
-    one component (every flow shares a NIC or NVLink port with the others), and each instant at
-    which some end re-shares all the rest: visits per message = settles x the share of flows
-    still in flight, and the settles grow with the classes of flows ending apart. Counted on
-    dgx-h100 at 16 MiB: 4.1, 18, 50 and 368 a message at 2, 4, 8 and 16 nodes; at 64 MiB 3.1,
-    15, 21 and 242: about the square of the nodes (:data:`A2A_NODE_GROWTH`; single sizes
-    scatter 3x around it, bench/results/budget_all_to_all.md). Where a probe shows a message
-    touching fewer than :data:`A2A_HEAVY` flows (small blocks: 1-1.5 MiB on 8 x dgx-h100 counted
-    1.9-4.4), the growth is linear."""
+    nodes at the scenario's own size (1-2 parts a peer whatever the size), or of four where two
+    show a message touching fewer than :data:`A2A_HEAVY` flows. Every peer's message is in flight
+    at once, in one component, and each settle re-shares all of it: counted on dgx-h100 at 16 MiB,
+    4.1, 18, 50 and 368 a message at 2, 4, 8 and 16 nodes, at 64 MiB 3.1, 15, 21 and 242: about
+    the square of the nodes (:data:`A2A_NODE_GROWTH`; single sizes scatter 3x around it,
+    bench/results/budget_all_to_all.md); linear below A2A_HEAVY (1-1.5 MiB on 8 nodes: 1.9-4.4)."""
     gpus = _node_gpus(s)
     for nodes in A2A_PROBE_NODES:
         value = _probe(key, nodes * gpus, 1, s.size_bytes, plan)
