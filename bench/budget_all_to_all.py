@@ -2,6 +2,7 @@
 
     python bench/budget_all_to_all.py [--presets dgx-h100,...] [--nodes 2,4,8] [--sizes 1,4,16,64,256]
                                       [--repeats 1] [--op all_to_all,all_reduce] [--no-count]
+    python bench/budget_all_to_all.py --nodes 32 --sizes 64 --stop-after 420
 
 For each op (NCCL's pick; several: interleaved), preset, node count and size (MiB) of ``collsim sim collective --hardware P --nodes N --op
 OP --size S`` (NCCL's pick, record aggregate): the estimate (messages, message-visits, seconds) with
@@ -9,7 +10,9 @@ the probes' own cost (their cache cleared first), then ``budget.count_visits`` o
 and CPU seconds, and the cost of a re-share visit that run shows (CPU seconds less the messages at
 ``SECONDS_PER_MESSAGE`` and the route work, over the visits beyond the messages). With
 ``--repeats R`` the cases run R rounds, interleaved, and the medians are printed. Prints markdown
-table rows (bench/results/budget_all_to_all.md).
+table rows (bench/results/budget_all_to_all.md). ``--stop-after S`` runs each case with the
+count's observer instead and stops it after S seconds of wall time, printing how far it got (a run
+too long to finish: its simulated time, settles and visits so far).
 """
 
 from __future__ import annotations
@@ -36,6 +39,38 @@ def _count(scenario) -> tuple[int, int, float, float]:
     return messages, visits, time.perf_counter() - wall, time.process_time() - cpu
 
 
+class _Stop(Exception):
+    pass
+
+
+def _partial(scenario, limit_s: float) -> str:
+    """Run ``scenario`` counting its re-share visits, stopped after ``limit_s`` of wall time."""
+    from sim.collective.runner import no_gc, planned_topology, start_collective
+
+    wall, cpu = time.perf_counter(), time.process_time()
+    started = start_collective(scenario, planned_topology(scenario, None))
+    seen = {"settles": 0, "visits": 0, "now": 0.0}
+
+    def counting(flows, now: float) -> None:
+        seen["settles"] += 1
+        seen["visits"] += len(flows)
+        seen["now"] = now
+        if time.perf_counter() - wall > limit_s:
+            raise _Stop
+
+    started.net.reshare_observers.append(counting)
+    try:
+        with no_gc():
+            started.env.run()
+        done = "finished"
+    except _Stop:
+        done = "stopped"
+    return (
+        f"{done} after {time.perf_counter() - wall:.0f} s wall, {time.process_time() - cpu:.0f} s CPU: last settle at "
+        f"{seen['now'] * 1e6:.1f} us simulated, {seen['settles']:,} settles, {seen['visits']:,} visits beyond the messages"
+    )
+
+
 def _visit_cost(told: budget.Estimate, messages: int, visits: int, cpu: float) -> float:
     beyond = visits - messages
     rest = cpu - messages * budget.SECONDS_PER_MESSAGE - told.route_seconds
@@ -50,6 +85,7 @@ def main() -> None:
     parser.add_argument("--op", default="all_to_all", help="comma-separated")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--no-count", action="store_true", help="estimates only")
+    parser.add_argument("--stop-after", type=float, help="run each case for at most this many seconds, saying how far it got")
     args = parser.parse_args()
     cases = [
         (op, preset, int(nodes), float(size))
@@ -72,6 +108,9 @@ def main() -> None:
                 print(f"| {op} | {preset} | {nodes} | {size:g} MiB | {why} |")
                 continue
             scenario = scenario.replace(record="aggregate")
+            if args.stop_after:
+                print(f"{op} {preset} {nodes} x {size:g} MiB: {_partial(scenario, args.stop_after)}", flush=True)
+                continue
             told, probes = _estimate(scenario)
             counted = (0, 0, float("nan"), float("nan")) if args.no_count else _count(scenario)
             rounds[case].append((told, probes, *counted))
