@@ -9,8 +9,7 @@ for hundreds of flows per message; :func:`sim.collective.explore.work` counts me
 The visits per message of a scenario come from small probe runs of the same scenario (8 and
 16 ranks, few chunks), extrapolated to its ranks and chunks with the growth exponents the
 probes show (on a hardware preset: two and four nodes; NCCL's trees also grow with their pieces;
-NCCL's all_to_all across nodes is probed at its own size and grows as the square of the nodes:
-:func:`_all_to_all_visits`, ``tests/sim/test_budget_all_to_all.py``);
+NCCL's all_to_all across nodes as the square of its nodes: :func:`_all_to_all_visits`);
 ``tests/sim/test_budget.py`` (every listed algorithm on a switch) and
 ``tests/collective/test_budget_presets.py`` (every ``nccl_*`` algorithm on a preset) check the
 estimate against counted runs under both sharing modes (within 2x).
@@ -34,9 +33,7 @@ if TYPE_CHECKING:
     from sim.collective.plan import Plan
 
 SECONDS_PER_VISIT = 6e-6  # 2-vCPU VM (shared), 2026-11-24: fair-sharing re-share visits cost 3.6-8 us, messages 3-15 us
-# NCCL's all_to_all across nodes: 11.9 us a visit, a tree all_reduce 5.8 us (8 x dgx-h100, 64 MiB, 5 rounds
-# interleaved, CPU medians), 12.4-15 us at 16 nodes, 2026-11-28: bench/results/budget_all_to_all.md
-A2A_SECONDS_PER_VISIT = 12e-6
+A2A_SECONDS_PER_VISIT = 12e-6  # NCCL's all_to_all across nodes: 11.9-15 us, a tree 5.8 (bench/results/budget_all_to_all.md)
 SECONDS_PER_MESSAGE = 8e-6
 MAX_SECONDS = 600.0  # a CLI run refused beyond about ten minutes of simulation
 MAX_MEMORY_BYTES = 2 * 2**30  # and beyond 2 GiB of memory
@@ -256,8 +253,8 @@ def _visits_per_message(s: Any, chunks: int, plan: Plan | None = None) -> float:
         if size < s.size_bytes and 0 < _messages_at(whole, s.ranks, chunks) <= PROBE_WHOLE_MESSAGES:
             return _probe(whole, s.ranks, chunks, whole.size_bytes, plan)
         return _probe(key, s.ranks, chunks, size, plan) * _size_growth(key, s, s.ranks, chunks, size)
-    if _p2p_across_nodes(s, getattr(plan, "preset", None)):
-        return _all_to_all_visits(s, key, plan)
+    if layout := _p2p_across_nodes(s, getattr(plan, "preset", None)):
+        return _all_to_all_visits(s, key, plan) + _later_batches(s, layout)
     base_p = ranks[-1]
     v_base = _probe(key, base_p, probe_k, size, plan)
     growth_p = 0.0
@@ -281,38 +278,45 @@ def _visits_per_message(s: Any, chunks: int, plan: Plan | None = None) -> float:
     return value * _size_growth(key, s, base_p, probe_k, size)
 
 
-def _visit_seconds(s: Any, preset: Any = None) -> float:
-    return A2A_SECONDS_PER_VISIT if _p2p_across_nodes(s, preset) else SECONDS_PER_VISIT
+def _visit_seconds(s: Any, preset: Any = None) -> float:  # a re-share visit's CPU
+    return A2A_SECONDS_PER_VISIT if _p2p_across_nodes(s, preset) is not None else SECONDS_PER_VISIT
 
 
-def _p2p_across_nodes(s: Any, preset: Any = None) -> bool:
-    """Whether ``s`` is NCCL's all_to_all on a preset whose nodes are NCCL's nodes (its p2p plan
-    spans them: sim.nccl.p2p_plan), the case :func:`_all_to_all_visits` estimates."""
+def _p2p_across_nodes(s: Any, preset: Any = None) -> Any:
+    """NCCL's p2p plan of ``s`` if NCCL's all_to_all across a preset's nodes (_all_to_all_visits), else None."""
     gpus = _node_gpus(s)
     if s.op != "all_to_all" or s.algorithm != "nccl_p2p" or not gpus:
-        return False
+        return None
     from sim.hardware.presets import load_preset
     from sim.nccl.topo import p2p_path_params
 
     layout = getattr(p2p_path_params(s, preset or load_preset(s.hardware)), "plan", None)
-    return layout is not None and layout.gpus == gpus
+    return layout if layout is not None and layout.gpus == gpus else None
+
+
+def _later_batches(s: Any, layout: Any) -> float:
+    """Re-sharing a message from a channel's batches after its first (beyond 16 nodes): each channel of
+    each rank starting its next batch settles the component again, about half a batch's flows (32 x
+    dgx-h100 runs stopped after minutes at one instant: 189+ settles of ~17,000 flows; the record)."""
+    from sim.nccl.p2p_plan import channel_batches
+
+    queues = channel_batches(layout, s.elements // s.ranks * s.element_bytes)
+    depth = max(len(queue) for queue in queues.values())
+    return (depth - 1) * len(queues) * s.ranks / (2 * depth)
 
 
 def _all_to_all_visits(s: Any, key: Any, plan: Plan | None) -> float:
-    """Re-sharing per message of NCCL's all_to_all beyond the probes' nodes, from a probe of two
-    nodes at the scenario's own size (1-2 parts a peer whatever the size), or of four where two
-    show a message touching fewer than :data:`A2A_HEAVY` flows. Every peer's message is in flight
-    at once, in one component, and each settle re-shares all of it: counted on dgx-h100 at 16 MiB,
-    4.1, 18, 50 and 368 a message at 2, 4, 8 and 16 nodes, at 64 MiB 3.1, 15, 21 and 242: about
-    the square of the nodes (:data:`A2A_NODE_GROWTH`; single sizes scatter 3x around it,
-    bench/results/budget_all_to_all.md); linear below A2A_HEAVY (1-1.5 MiB on 8 nodes: 1.9-4.4)."""
+    """Re-sharing per message of NCCL's all_to_all beyond the probes' nodes, from a probe of 2 nodes at
+    its own size (1-2 parts a peer whatever the size), or of 4 where 2 show under :data:`A2A_HEAVY`
+    flows a message. Every message is in flight at once, one component, each settle re-shares all
+    of it: counted on dgx-h100, 4.1, 18, 50, 368 a message at 2-16 nodes (16 MiB), 3.1, 15, 21, 242
+    (64 MiB): the square of the nodes, sizes scattering 3x (bench/results/budget_all_to_all.md)."""
     gpus = _node_gpus(s)
     for nodes in A2A_PROBE_NODES:
         value = _probe(key, nodes * gpus, 1, s.size_bytes, plan)
         if value >= A2A_HEAVY:
             break
-    growth = A2A_NODE_GROWTH if value >= A2A_HEAVY else 1.0
-    return value * (s.ranks / (nodes * gpus)) ** growth
+    return value * (s.ranks / (nodes * gpus)) ** (A2A_NODE_GROWTH if value >= A2A_HEAVY else 1.0)  # linear under A2A_HEAVY
 
 
 def _size_growth(key: Any, s: Any, ranks: int, chunks: int, size: int) -> float:

@@ -64,3 +64,17 @@ def test_a_32_node_all_to_all_is_estimated_with_the_square_of_its_nodes():
     messages, visits = budget.count_visits(two)
     per_message = (visits - messages) / messages
     assert (told.visits - told.messages) / told.messages >= per_message * 16**2 * 0.99, (told, per_message)
+
+
+@pytest.mark.slow
+def test_a_32_node_all_to_all_whose_channels_run_two_batches_is_refused_naming_16_nodes():
+    """At 32 x dgx-h100 a channel runs two batches; each channel of each rank starting its second
+    settles the whole component again. The 1 MiB run read ~3 s before; stopped after 151 s (51 s
+    of CPU) it had settled 326 times at one instant, 2.7 M visits, short of its end
+    (bench/results/budget_all_to_all.md). 16 nodes (one batch a channel) fit."""
+    from sim.errors import CollsimError
+
+    budget.clear_probes()
+    with pytest.raises(CollsimError, match=r"on 32 x dgx-h100 \(256 ranks\) needs about 65,280 messages.*--nodes 16 would fit"):
+        budget.check_run(_all_to_all("dgx-h100", 32, 1), "sim collective")
+    assert budget.check_run(_all_to_all("dgx-h100", 16, 1), "sim collective").seconds < budget.NOTE_FROM_SECONDS
