@@ -8,7 +8,8 @@ link re-shares every flow connected to it, so a tree algorithm with many chunks 
 for hundreds of flows per message; :func:`sim.collective.explore.work` counts messages only).
 The visits per message of a scenario come from small probe runs of the same scenario (8 and
 16 ranks, few chunks), extrapolated to its ranks and chunks with the growth exponents the
-probes show (on a hardware preset: two and four nodes; NCCL's trees also grow with their pieces);
+probes show (on a hardware preset: two and four nodes; NCCL's trees also grow with their pieces;
+NCCL's all_to_all across nodes as the square of its nodes: :func:`_all_to_all_visits`);
 ``tests/sim/test_budget.py`` (every listed algorithm on a switch) and
 ``tests/collective/test_budget_presets.py`` (every ``nccl_*`` algorithm on a preset) check the
 estimate against counted runs under both sharing modes (within 2x).
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from sim.collective.plan import Plan
 
 SECONDS_PER_VISIT = 6e-6  # 2-vCPU VM (shared), 2026-11-24: fair-sharing re-share visits cost 3.6-8 us, messages 3-15 us
+A2A_SECONDS_PER_VISIT = 12e-6  # NCCL's all_to_all across nodes: 11.9-15 us, a tree 5.8 (bench/results/budget_all_to_all.md)
 SECONDS_PER_MESSAGE = 8e-6
 MAX_SECONDS = 600.0  # a CLI run refused beyond about ten minutes of simulation
 MAX_MEMORY_BYTES = 2 * 2**30  # and beyond 2 GiB of memory
@@ -48,6 +50,7 @@ RANK_BYTES = 4_000  # a rank's process, generator frames, topology node and port
 BASE_BYTES = 150 * 2**20  # the interpreter with numpy, simpy and the model loaded
 PROBE_RANKS = (8, 16)
 TREE_RANK_GROWTH = 0.4  # the least growth in ranks of re-sharing per message on NCCL's trees (_visits_per_message)
+A2A_PROBE_NODES, A2A_HEAVY, A2A_NODE_GROWTH = (2, 4), 2.0, 2.0  # NCCL's all_to_all across nodes: _all_to_all_visits
 PROBE_MAX_CHUNKS = 16  # probes run at most this many chunks (and a quarter of it for the growth)
 PROBE_MAX_BYTES = 16 * 2**20
 PROBE_MAX_VISITS = 300_000  # a 32-rank probe runs only when it costs less than about a second
@@ -79,10 +82,11 @@ class Estimate:
     exact_messages: bool
     route_entries: int = 0  # entries of the route searches from destinations (0: none searched whole)
     route_pairs: int = 0  # routes found alone, pair by pair
+    visit_seconds: float = SECONDS_PER_VISIT  # a re-share visit's CPU (A2A_SECONDS_PER_VISIT: NCCL's all_to_all across nodes)
 
     @property
     def seconds(self) -> float:
-        return self.messages * SECONDS_PER_MESSAGE + (self.visits - self.messages) * SECONDS_PER_VISIT + self.route_seconds
+        return self.messages * SECONDS_PER_MESSAGE + (self.visits - self.messages) * self.visit_seconds + self.route_seconds
 
     @property
     def route_seconds(self) -> float:
@@ -112,7 +116,7 @@ def _needs_probes(s: Any, max_seconds: float, preset: Any = None) -> bool:
     time limit: then no probe need run."""
     messages = messages_of(s, preset).messages
     per_call = messages / max(1, s.repetitions)
-    return s.sharing == "fair" and messages * (1 + per_call) * SECONDS_PER_VISIT > max_seconds
+    return s.sharing == "fair" and messages * (1 + per_call) * _visit_seconds(s, preset) > max_seconds
 
 
 def estimate(scenario: Any, probe: bool = True, plan: Plan | None = None) -> Estimate:
@@ -135,7 +139,8 @@ def estimate(scenario: Any, probe: bool = True, plan: Plan | None = None) -> Est
         visits = int(messages * (1 + min(_visits_per_message(s, chunks, plan) if probe else per_call, per_call)))
     entries, alone = _route_work(s, plan)
     memory = _memory(s, messages, told.pairs, chunks) + min(entries, _search_limit()) * SEARCH_ENTRY_BYTES
-    return Estimate(messages, visits, memory + alone * PAIR_ROUTE_BYTES, told.exact, entries, alone)
+    visit = _visit_seconds(s, plan.preset)
+    return Estimate(messages, visits, memory + alone * PAIR_ROUTE_BYTES, told.exact, entries, alone, visit)
 
 
 def _route_work(s: Any, plan: Plan) -> tuple[int, int]:
@@ -248,6 +253,8 @@ def _visits_per_message(s: Any, chunks: int, plan: Plan | None = None) -> float:
         if size < s.size_bytes and 0 < _messages_at(whole, s.ranks, chunks) <= PROBE_WHOLE_MESSAGES:
             return _probe(whole, s.ranks, chunks, whole.size_bytes, plan)
         return _probe(key, s.ranks, chunks, size, plan) * _size_growth(key, s, s.ranks, chunks, size)
+    if layout := _p2p_across_nodes(s, getattr(plan, "preset", None)):
+        return _all_to_all_visits(s, key, plan) + _later_batches(s, layout)
     base_p = ranks[-1]
     v_base = _probe(key, base_p, probe_k, size, plan)
     growth_p = 0.0
@@ -269,6 +276,47 @@ def _visits_per_message(s: Any, chunks: int, plan: Plan | None = None) -> float:
         growth_k = _exponent(_probe(key, base_p, probe_k // 4, size, plan), v_base, 4.0)
     value = v_base * (s.ranks / base_p) ** growth_p * (chunks / probe_k) ** growth_k
     return value * _size_growth(key, s, base_p, probe_k, size)
+
+
+def _visit_seconds(s: Any, preset: Any = None) -> float:  # a re-share visit's CPU
+    return A2A_SECONDS_PER_VISIT if _p2p_across_nodes(s, preset) is not None else SECONDS_PER_VISIT
+
+
+def _p2p_across_nodes(s: Any, preset: Any = None) -> Any:
+    """NCCL's p2p plan of ``s`` if NCCL's all_to_all across a preset's nodes (_all_to_all_visits), else None."""
+    gpus = _node_gpus(s)
+    if s.op != "all_to_all" or s.algorithm != "nccl_p2p" or not gpus:
+        return None
+    from sim.hardware.presets import load_preset
+    from sim.nccl.topo import p2p_path_params
+
+    layout = getattr(p2p_path_params(s, preset or load_preset(s.hardware)), "plan", None)
+    return layout if layout is not None and layout.gpus == gpus else None
+
+
+def _later_batches(s: Any, layout: Any) -> float:
+    """Re-sharing a message from a channel's batches after its first (beyond 16 nodes): each channel of
+    each rank starting its next batch settles the component again, about half a batch's flows (32 x
+    dgx-h100 runs stopped after minutes at one instant: 189+ settles of ~17,000 flows; the record)."""
+    from sim.nccl.p2p_plan import channel_batches
+
+    queues = channel_batches(layout, s.elements // s.ranks * s.element_bytes)
+    depth = max(len(queue) for queue in queues.values())
+    return (depth - 1) * len(queues) * s.ranks / (2 * depth)
+
+
+def _all_to_all_visits(s: Any, key: Any, plan: Plan | None) -> float:
+    """Re-sharing per message of NCCL's all_to_all beyond the probes' nodes, from a probe of 2 nodes at
+    its own size (1-2 parts a peer whatever the size), or of 4 where 2 show under :data:`A2A_HEAVY`
+    flows a message. Every message is in flight at once, one component, each settle re-shares all
+    of it: counted on dgx-h100, 4.1, 18, 50, 368 a message at 2-16 nodes (16 MiB), 3.1, 15, 21, 242
+    (64 MiB): the square of the nodes, sizes scattering 3x (bench/results/budget_all_to_all.md)."""
+    gpus = _node_gpus(s)
+    for nodes in A2A_PROBE_NODES:
+        value = _probe(key, nodes * gpus, 1, s.size_bytes, plan)
+        if value >= A2A_HEAVY:
+            break
+    return value * (s.ranks / (nodes * gpus)) ** (A2A_NODE_GROWTH if value >= A2A_HEAVY else 1.0)  # linear under A2A_HEAVY
 
 
 def _size_growth(key: Any, s: Any, ranks: int, chunks: int, size: int) -> float:
@@ -318,6 +366,12 @@ def _exponent(small: float, large: float, apart: float) -> float:
 PROBES_KEPT = 512
 _probes: OrderedDict[tuple, float] = OrderedDict()  # by (scenario, ranks, chunks, nbytes): what _probe found
 _probes_lock = threading.Lock()
+
+
+def clear_probes() -> None:
+    """Forget what the probes found (a measurement of their cost: bench/budget_all_to_all.py)."""
+    with _probes_lock:
+        _probes.clear()
 
 
 def _probe(s: Any, ranks: int, chunks: int, nbytes: int, plan: Plan | None = None) -> float:
