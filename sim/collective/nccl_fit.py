@@ -165,7 +165,8 @@ DELTA = 1e-3  # relative step of the finite differences (diff_step)
 
 def fit(logs: list[tuple], hardware: str, names: list[str], stride: int = 1) -> dict:
     """Least squares of ``names`` (constants) on ``logs`` ([(path, nodes, NCCL_PROTO or None[,
-    NCCL_ALGO or None[, NCCL release or None (the default's tuning)]])]) regularised toward each constant's prior (:data:`sim.hardware.presets.PRIORS`),
+    NCCL_ALGO or None[, --nccl-version or None]])]; each log picked with its release's tuning:
+    :func:`log_release`) regularised toward each constant's prior (:data:`sim.hardware.presets.PRIORS`),
     robust (soft L1 on log time ratios, scale :data:`NOISE`: a noisy point cannot pull it), every
     log weighing the same whatever its number of sizes.
 
@@ -194,9 +195,10 @@ def _fit_data(logs: list[tuple], stride: int) -> tuple[list[tuple], list[float]]
     if stride < 1:
         raise CollsimError(f"--stride: must be >= 1 (use every Nth size of each log), got {stride}")
     for path, nodes, proto, *more in logs:
-        algo, version = (*more, None, None)[:2]
-        op, rows = read_log(path)
-        chosen = rows[::stride]
+        algo, given = (*more, None, None)[:2]
+        op, columns, checks = read_checked(path)
+        version = log_release(checks, given).version
+        chosen = [(size, _faster(out, inp)) for size, out, inp in columns[::stride]]
         data += [(Path(path).name, nodes, op, size, measured, proto, algo, version) for size, measured in chosen]
         weights += [1.0 / len(chosen)] * len(chosen)
     # every log weighs the same (a 6-size run is not drowned by a 32-size one): residual x sqrt(w / mean w)

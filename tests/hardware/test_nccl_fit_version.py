@@ -124,3 +124,17 @@ def test_nccl_version_values_are_checked(tmp_path):
 def test_a_log_naming_a_releases_tag_is_known():
     checks = LogChecks("x.txt", release="2.21.5", release_line=3)  # v2.21.5-1 is the 2.21 record's own tag
     assert log_release(checks).version == "2.21"
+
+
+def test_a_direct_fit_reads_each_logs_release_itself(tmp_path, monkeypatch):
+    """sim.collective.nccl_fit.fit given only paths (bench, tests): the release each log names, not the default."""
+    seen = set()
+
+    def spy(hardware, nodes, op, size, nccl_algo=None, nccl_proto=None, nccl_version=None):
+        seen.add(nccl_version)
+        return 1e-5 + size / 1e11, "Ring/Simple"
+
+    monkeypatch.setattr(nccl_fit, "des_time", spy)
+    log = write_log(tmp_path / "v219.txt", "NCCL version 2.19.3+cuda12.2", [2**k for k in range(10, 24)])
+    nccl_fit.fit([(log, 1, None)], HARDWARE, ["latency_scale"])
+    assert seen == {"2.19"}
