@@ -9,11 +9,14 @@ Per log: the preset it runs on, then per regime (< 1 MiB, 1-256 MiB, >= 256 MiB)
 in-place times). "Measured" is the faster of those two columns (sim.collective.nccl_fit.read_log
 says why). busbw error = predicted busbw / measured - 1 =
 measured time / predicted time - 1. Logs whose preset does not exist are listed and skipped.
+Every log is picked with the tuning of the NCCL release it names (sim.nccl.log.release_named:
+"NCCL version 2.26.2+cuda12.8", nccl-tests' nccl-library=, a printed "# NCCL:" header; inferred
+ones name none), else of the default 2.27, as `collsim hardware fit` and `collsim validate
+nccl-tests` pick them.
 
-``--versions`` adds, for each log whose header says which NCCL ran it ("# NCCL: 2.26.2+cuda12.8
-(printed ...)"; inferred versions are not used), the same errors with that release's tuning model
-(sim.nccl.versions) beside the default 2.27's, per regime: NCCL's model, and the DES running the
-pick that release makes (rerun only at the sizes where that pick differs).
+``--versions`` adds, for each log that names its release, the same errors with the default 2.27's
+tuning model beside its own release's (sim.nccl.versions), per regime: NCCL's model, and the DES
+running the pick the default makes (rerun only at the sizes where that pick differs).
 
 ``--leave-one-out`` adds the honest figure: each log predicted by a fit that never saw it. Its
 preset's constants are refitted on the other logs of the same preset (``collsim validate
@@ -34,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import time
 from pathlib import Path
@@ -42,7 +44,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from sim.collective.nccl_fit import CALIBRATION, REGIMES, compare, regime_stats  # noqa: E402
+from sim.collective.nccl_fit import CALIBRATION, REGIMES, compare, des_time, regime_stats  # noqa: E402
 from sim.hardware.presets import list_presets  # noqa: E402
 from sim.nccl.versions import DEFAULT as DEFAULT_VERSION  # noqa: E402
 
@@ -106,59 +108,49 @@ def table(args: argparse.Namespace) -> tuple[list[str], list]:
 
 
 def log_version(path: Path) -> str | None:
-    """The NCCL release a log's header says ran it ("# NCCL:  2.29.2+cuda13.1 (printed)"), if
-    printed and known to sim.nccl.versions; None where not printed, inferred or unknown."""
+    """The NCCL release a log names (sim.nccl.log.named_release), as its sim.nccl.versions record's
+    name, if the model knows it; None where it names none (an inferred header names none) or one
+    the model does not know."""
+    from sim.collective.nccl_fit import log_release
     from sim.errors import CollsimError
-    from sim.nccl.versions import nccl_version
+    from sim.nccl.log import LogChecks, named_release
 
-    line = next((line for line in path.read_text(errors="replace").splitlines() if line.startswith("# NCCL:")), "")
-    found = re.search(r"(\d+\.\d+\.\d+)\S*", line)
-    if found is None or "inferred" in line or "not printed" in line:
+    found = named_release(path.read_text(errors="replace").splitlines())
+    if found is None:
         return None
     try:
-        return nccl_version(found.group(0)).name
+        return log_release(LogChecks(path.name, release=found[0], release_line=found[1])).version
     except CollsimError:
         return None
 
 
 def versions(args: argparse.Namespace, points: list) -> None:
-    """Per log with a printed NCCL version: the model's and the DES's errors with the default
-    (2.27) and with that version, per regime, interleaved."""
+    """Per log naming its NCCL release: the model's and the DES's errors with that release (the
+    table's) and with the default (2.27), per regime, interleaved."""
     from dataclasses import replace
 
     from sim.nccl.model import predict
 
-    print(f"\nwith the NCCL version of each log's header (default {DEFAULT_VERSION}):")
+    print(f"\nwith the default NCCL {DEFAULT_VERSION} instead of the release each log names:")
     for name, (preset, nodes, proto, algo) in CALIBRATION.items():
         path, mine = Path(args.data) / name, [p for p in points if p.log == name]
         version = log_version(path) if path.exists() else None
         if version is None or not mine:
-            print(f"  {name[:58]:58s} {'no printed NCCL version known to the model: default only' if mine else 'skipped'}")
+            print(f"  {name[:58]:58s} {'names no NCCL release known to the model: default only' if mine else 'skipped'}")
             continue
         other, changed = [], 0
         for p in mine:
-            pick = predict(preset, nodes, p.op, p.size_bytes, algo, proto, version)
+            pick = predict(preset, nodes, p.op, p.size_bytes, algo, proto, DEFAULT_VERSION)
             label, des = f"{pick.nccl_algorithm}/{pick.nccl_protocol}", p.des_s
             if label != p.pick:
                 changed += 1
-                des = des_time_version(preset, nodes, p.op, p.size_bytes, algo, proto, version)
+                des = des_time(preset, nodes, p.op, p.size_bytes, algo, proto, nccl_version=DEFAULT_VERSION)[0]
             other.append(replace(p, model_s=pick.time_s, des_s=des, pick=label))
-        base, new = regime_stats(mine), regime_stats(other)
-        print(f"  {name[:58]:58s} NCCL {version}: pick changed at {changed} of {len(mine)} sizes")
+        new, base = regime_stats(mine), regime_stats(other)
+        print(f"  {name[:58]:58s} NCCL {version}: the default's pick differs at {changed} of {len(mine)} sizes")
         for (regime, n, dm, dw, mm, mw), (_, _, dm2, dw2, mm2, mw2) in zip(base, new):
             print(f"    {regime:11s} {n:3d}  model {DEFAULT_VERSION} {mm:6.1%} / {mw:+7.1%}   model {version} {mm2:6.1%} / {mw2:+7.1%}"
                   f"   DES {DEFAULT_VERSION} {dm:6.1%} / {dw:+7.1%}   DES {version} {dm2:6.1%} / {dw2:+7.1%}")  # fmt: skip
-
-
-def des_time_version(preset: str, nodes: int, op: str, size: int, algo, proto, version: str) -> float:
-    """The DES's time of the pick ``version`` makes (sim.collective.nccl_fit.des_time, with the version)."""
-    from sim.collective.pick import scenario_for_pick
-    from sim.collective.runner import run_collective
-
-    scenario, why = scenario_for_pick(preset, nodes, op, size, algo, proto, nccl_version=version)
-    if scenario is None:
-        raise SystemExit(f"{preset}: {why}")
-    return run_collective(scenario).time_s
 
 
 def leave_one_out(args: argparse.Namespace, in_sample: list[str]) -> None:

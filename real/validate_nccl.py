@@ -18,22 +18,24 @@ There the half-width z sigma is floored by :func:`sim.hardware.uncertainty.unsee
 LOO_HALF_WIDTH at that size), the 80 % bound of leave-one-log-out errors, a fit predicting a log it never saw
 (the published other-cluster spread where too few logs give a bound). A predicted log whose op and node count a
 fitted log ran keeps z sigma. Coverage is the share of predicted points whose measured time lies inside.
+
+Each log's points, fitted or predicted, are picked and planned with the tuning of the NCCL release it ran
+(:func:`sim.collective.nccl_fit.log_release`: the one it names, else --nccl-version, else the default 2.27.7-1).
 """
 
 from __future__ import annotations
 
 import math
-import re
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from real.nccl_tests import PROGRAMS
 from sim.collective import nccl_fit
-from sim.collective.nccl_fit import NOISE, REGIMES, fit, logs_nodes, read_log
+from sim.collective.nccl_fit import NOISE, REGIMES, LogRelease, default_release, fit, log_release, log_runs, read_checked, read_log
 from sim.errors import CollsimError
 from sim.hardware.uncertainty import MIN_RESIDUAL, unseen_half_width
+from sim.nccl.log import PROGRAMS
 
 LEVEL = 0.8
 Z = statistics.NormalDist().inv_cdf(0.5 + LEVEL / 2)  # 1.2816: half an 80 % interval in sds
@@ -53,7 +55,8 @@ INTERVAL_METHOD = (
 
 @dataclass(frozen=True)
 class Log:
-    """One nccl-tests log: its sizes and measured times (the faster column, as the fit reads them)."""
+    """One nccl-tests log: its sizes and measured times (the faster column, as the fit reads them)
+    and the NCCL release whose tuning picks its points."""
 
     path: Path
     op: str
@@ -61,10 +64,15 @@ class Log:
     rows: tuple[tuple[int, float], ...]
     nccl_proto: str | None = None
     nccl_algo: str | None = None
+    release: LogRelease | None = None  # None: the default release's tuning
 
     @property
     def name(self) -> str:
         return self.path.name
+
+    @property
+    def nccl_version(self) -> str | None:
+        return self.release.version if self.release else None
 
 
 @dataclass(frozen=True)
@@ -113,10 +121,11 @@ class Point:
 
 
 def read_logs(paths: Sequence[str | Path], hardware: str, nodes: str | None = None, nccl_proto: str | None = None,
-              nccl_algo: str | None = None) -> list[Log]:  # fmt: skip
+              nccl_algo: str | None = None, nccl_version: str | None = None) -> list[Log]:  # fmt: skip
     """Every log read and checked before any simulation: the preset exists, each file is nccl-tests
-    output, each node count fits the preset. ``nodes``: a comma list, one per log (default: each
-    log's rank count over the preset's GPUs a node)."""
+    output, each node count fits the preset, each NCCL release is known. ``nodes``: a comma list, one
+    per log (default: each log's rank count over the preset's GPUs a node); ``nccl_version``: the
+    release of logs that name none, one for all or a comma list (sim.collective.nccl_fit.log_release)."""
     from sim.hardware.presets import load_preset
 
     if not paths:
@@ -128,11 +137,10 @@ def read_logs(paths: Sequence[str | Path], hardware: str, nodes: str | None = No
         raise CollsimError(
             f"--hardware: give a shipped preset's name (collsim hardware list), got {hardware!r}; a preset file cannot be fitted here yet"
         )
-    counts = logs_nodes(paths, preset, nodes)  # as collsim hardware fit reads them
     logs = []
-    for path, count in zip(paths, counts):
-        preset.check_nodes(count)
-        logs.append(read_one(path, count, nccl_proto, nccl_algo))
+    for run in log_runs(paths, preset, nodes, nccl_version):  # as collsim hardware fit reads them
+        preset.check_nodes(run.nodes)
+        logs.append(read_one(run.path, run.nodes, nccl_proto, nccl_algo, run.release))
     names = [log.name for log in logs]
     if len(set(names)) < len(names):
         raise CollsimError(
@@ -141,15 +149,18 @@ def read_logs(paths: Sequence[str | Path], hardware: str, nodes: str | None = No
     return logs
 
 
-def read_one(path: str | Path, nodes: int, nccl_proto: str | None = None, nccl_algo: str | None = None) -> Log:
-    """One log of ``nodes`` nodes, run with these NCCL_PROTO / NCCL_ALGO (None: NCCL's own choice)."""
+def read_one(path: str | Path, nodes: int, nccl_proto: str | None = None, nccl_algo: str | None = None,
+             release: LogRelease | None = None) -> Log:  # fmt: skip
+    """One log of ``nodes`` nodes, run with these NCCL_PROTO / NCCL_ALGO (None: NCCL's own choice)
+    and this NCCL release (None: the one the log names, else the default)."""
     op, rows = read_log(path)
-    other = re.search(rf"\b({'|'.join(p for p, o in PROGRAMS.items() if o not in DES_OPS)})\b", Path(path).read_text(errors="replace"))
-    if other:  # an op the DES does not predict (sendrecv, gather, ...): said here, before any fit
-        raise CollsimError(f"LOG: {path} is {other.group(1)} output; validate nccl-tests predicts {', '.join(DES_OPS)} logs")
+    if op not in DES_OPS:  # an op the DES does not predict (sendrecv, gather, ...): said here, before any fit
+        program = next(name for name, its_op in PROGRAMS.items() if its_op == op)
+        raise CollsimError(f"LOG: {path} is {program} output; validate nccl-tests predicts {', '.join(DES_OPS)} logs")
+    release = release or log_release(read_checked(path)[2])
     if op == "all_to_all":  # grouped ncclSend/ncclRecv: no tuner pick to restrict (NCCL v2.27.7-1 src/enqueue.cc:802-836 chooses
         nccl_proto = nccl_algo = None  # LL or Simple per size by NCCL_P2P_LL_THRESHOLD), so a run of every op under one env still reads
-    return Log(Path(path), op, nodes, tuple(rows), nccl_proto, nccl_algo)
+    return Log(Path(path), op, nodes, tuple(rows), nccl_proto, nccl_algo, release)
 
 
 def choose_fit_on(logs: list[Log], spec: str | None = None) -> tuple[list[Log], list[Log]]:
@@ -249,7 +260,7 @@ def calibrate(fit_logs: list[Log], hardware: str, stride: int = 1) -> Calibratio
         raise CollsimError(
             f"--fit-on: the fitted logs have {sum(len(log.rows) for log in fit_logs)} sizes for {len(names)} constants; fit on more logs"
         )
-    result = fit([(log.path, log.nodes, log.nccl_proto, log.nccl_algo) for log in fit_logs], hardware, names, fit_stride)
+    result = fit([(log.path, log.nodes, log.nccl_proto, log.nccl_algo, log.nccl_version) for log in fit_logs], hardware, names, fit_stride)
     runs = frozenset((log.op, log.nodes) for log in fit_logs)
     return from_fit(result, hardware, fit_stride, tuple(log.name for log in fit_logs), runs)
 
@@ -278,15 +289,21 @@ def from_fit(result: dict, hardware: str, fit_stride: int = 1, fitted_on: tuple[
 
 
 def time_with(hardware: str, nodes: int, op: str, size: int, values: dict[str, float], nccl_algo: str | None = None,
-              nccl_proto: str | None = None) -> float:  # fmt: skip
-    """The DES time of NCCL's pick with these constants (and no other) in force."""
+              nccl_proto: str | None = None, nccl_version: str | None = None) -> float:  # fmt: skip
+    """The DES time of NCCL's pick (with ``nccl_version``'s tuning) with these constants (and no other) in force."""
     from sim.hardware.presets import TRIAL
 
     TRIAL[hardware] = dict(values)
     try:
-        return nccl_fit.des_time(hardware, nodes, op, size, nccl_algo, nccl_proto)[0]  # one DES, the fit's (tests replace it)
+        # one DES, the fit's (tests replace it)
+        return nccl_fit.des_time(hardware, nodes, op, size, nccl_algo, nccl_proto, nccl_version=nccl_version)[0]
     finally:
         TRIAL.pop(hardware, None)
+
+
+def log_time(hardware: str, log: Log, size: int, values: dict[str, float]) -> float:
+    """:func:`time_with` at one size of ``log``: its op, nodes, NCCL_ALGO / NCCL_PROTO and release."""
+    return time_with(hardware, log.nodes, log.op, size, values, log.nccl_algo, log.nccl_proto, log.nccl_version)
 
 
 def check_runs(logs: list[Log], hardware: str) -> None:
@@ -294,7 +311,7 @@ def check_runs(logs: list[Log], hardware: str) -> None:
     preset cannot run is refused before the work."""
     values = priors_only(hardware).values
     for log in logs:
-        time_with(hardware, log.nodes, log.op, log.rows[0][0], values, log.nccl_algo, log.nccl_proto)
+        log_time(hardware, log, log.rows[0][0], values)
 
 
 def log_sigma(hardware: str, log: Log, size: int, calibration: Calibration, central: float) -> float:
@@ -303,10 +320,10 @@ def log_sigma(hardware: str, log: Log, size: int, calibration: Calibration, cent
     variance = calibration.residual_spread**2
     for name, (low, high) in calibration.spreads.items():
         at = calibration.values[name]
-        up = time_with(hardware, log.nodes, log.op, size, {**calibration.values, name: high}, log.nccl_algo, log.nccl_proto)
+        up = log_time(hardware, log, size, {**calibration.values, name: high})
         if up == central and high != at:  # the DES does not read this constant here
             continue
-        down = time_with(hardware, log.nodes, log.op, size, {**calibration.values, name: low}, log.nccl_algo, log.nccl_proto)
+        down = log_time(hardware, log, size, {**calibration.values, name: low})
         # the larger one-sided change: a constant clipped at a bound (base_latency_us at 0) moves one way only
         variance += max(abs(math.log(up / central)), abs(math.log(central / down))) ** 2
     return math.sqrt(variance)
@@ -318,7 +335,7 @@ def predict_log(log: Log, hardware: str, calibration: Calibration, role: str = "
     where no fitted log ran the log's op and node count: module docstring)."""
     points = []
     for size, measured in log.rows[:: max(stride, 1)]:
-        central = time_with(hardware, log.nodes, log.op, size, calibration.values, log.nccl_algo, log.nccl_proto)
+        central = log_time(hardware, log, size, calibration.values)
         low = high = None
         if role == "predicted":
             half = Z * log_sigma(hardware, log, size, calibration, central)
@@ -370,6 +387,7 @@ def document(logs: list[Log], fit_logs: list[Log], hardware: str, calibration: C
             "sizes": len(log.rows),
             "nccl_proto": log.nccl_proto,
             "nccl_algo": log.nccl_algo,
+            "nccl_release": (log.release or default_release()).to_dict(),
         }
 
     from sim.hardware.presets import load_preset
@@ -390,4 +408,4 @@ def document(logs: list[Log], fit_logs: list[Log], hardware: str, calibration: C
 
 
 __all__ = ["LEVEL", "Z", "INTERVAL_METHOD", "SHIPPED", "Log", "Calibration", "Point", "read_logs", "read_one", "choose_fit_on", "not_predicted", "relevant_constants", "prior_spread",
-           "priors_only", "calibrate", "from_fit", "time_with", "check_runs", "log_sigma", "predict_log", "regime_rows", "validate", "document"]  # fmt: skip
+           "priors_only", "calibrate", "from_fit", "time_with", "log_time", "check_runs", "log_sigma", "predict_log", "regime_rows", "validate", "document"]  # fmt: skip

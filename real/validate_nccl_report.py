@@ -36,12 +36,12 @@ def _pct(value: float | None, signed: bool = False) -> str:
 
 def sections(document: dict) -> list[tuple[str, str, list[str], list[list[str]]]]:
     """(title, sentence, headers, rows) of every table, for both the Markdown and the HTML report."""
-    split = [[role, row["log"], row["op"], str(row["nodes"]), str(row["sizes"]), row["nccl_algo"] or "-", row["nccl_proto"] or "-"]
-             for role in ("fitted", "predicted") for row in document["split"][role]]  # fmt: skip
+    split = [[role, row["log"], row["op"], str(row["nodes"]), str(row["sizes"]), row["nccl_algo"] or "-", row["nccl_proto"] or "-",
+              _release_cell(row)] for role in ("fitted", "predicted") for row in document["split"][role]]  # fmt: skip
     strides = f"fitted on {_every(document['fit_stride'])}, predicted {_every(document['stride'])}"
     return [
         ("Held-out split", f"Which logs the fit saw and which it predicts ({strides}).",
-         ["role", "log", "op", "nodes", "sizes", "NCCL_ALGO", "NCCL_PROTO"], split),
+         ["role", "log", "op", "nodes", "sizes", "NCCL_ALGO", "NCCL_PROTO", "NCCL release (from)"], split),
         ("Predicted (held-out) points per regime", "How far to trust a prediction: errors on logs the fit did not see.",
          ["regime", "points", "median abs busbw error", "worst busbw error", "80 % interval covered", "median interval x/÷"], _regime_table(document, "predicted")),
         ("Fitted points per regime (in-sample, not a validation)", "How closely the fit follows the logs it saw.",
@@ -51,6 +51,17 @@ def sections(document: dict) -> list[tuple[str, str, list[str], list[list[str]]]
         ("Points", "Every size: measured and predicted busbw (GB/s), the 80 % interval for predicted points.",
          ["role", "log", "size", "measured", "predicted", "80 % interval", "error", "covered"], _point_rows(document)),
     ]  # fmt: skip
+
+
+def _release_cell(row: dict) -> str:
+    release = row.get("nccl_release")
+    return f"{release['version']} ({release['source']})" if release else "-"
+
+
+def release_notes(document: dict) -> list[str]:
+    """One line per log: the NCCL release its points were picked with and where it came from."""
+    return [f"{row['log']}: {row['nccl_release']['note']}" for role in ("fitted", "predicted") for row in document["split"][role]
+            if row.get("nccl_release")]  # fmt: skip
 
 
 def _every(stride: int) -> str:
@@ -99,7 +110,8 @@ def _point_rows(document: dict) -> list[list[str]]:
 
 def markdown(document: dict) -> str:
     lines = [f"# collsim validate nccl-tests: {document['hardware']}", "", f"`{document.get('command', '')}`", "", HOW_TO_READ, ""]
-    lines += [f"- {entry['note']}" for entry in document.get("not_predicted", [])] + ([""] if document.get("not_predicted") else [])
+    notes = [entry["note"] for entry in document.get("not_predicted", [])] + release_notes(document)
+    lines += [f"- {note}" for note in notes] + ([""] if notes else [])
     for title, sentence, headers, rows in sections(document):
         lines += [f"## {title}", "", sentence, "", "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
         lines += ["| " + " | ".join(cell.replace("|", "/") for cell in row) + " |" for row in rows] + [""]
@@ -110,7 +122,8 @@ def markdown(document: dict) -> str:
 def html_report(document: dict, plotlyjs: str = "inline") -> str:
     parts = [f"<h1>collsim validate nccl-tests: {html.escape(document['hardware'])}</h1>",
              f"<p><code>{html.escape(document.get('command', ''))}</code></p><p>{html.escape(HOW_TO_READ)}</p>"]  # fmt: skip
-    parts += [f"<p>{html.escape(entry['note'])}</p>" for entry in document.get("not_predicted", [])]
+    notes = [entry["note"] for entry in document.get("not_predicted", [])] + release_notes(document)
+    parts += [f"<p>{html.escape(note)}</p>" for note in notes]
     parts.append(figure_html(document, plotlyjs))
     for title, sentence, headers, rows in sections(document):
         head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
@@ -169,7 +182,7 @@ def format_text(document: dict, paths: dict[str, Path]) -> str:
         role: ", ".join(f"{row['log']} ({row['nodes']} node{'s' if row['nodes'] > 1 else ''})" for row in split[role]) for role in split
     }
     lines = [f"# fitted on {named['fitted']}", f"# predicted {named['predicted']}"]
-    lines += [f"# {entry['note']}" for entry in document.get("not_predicted", [])]
+    lines += [f"# {entry['note']}" for entry in document.get("not_predicted", [])] + [f"# {note}" for note in release_notes(document)]
     for role in ("predicted", "fitted"):
         for row in document["regimes"][role]:
             covered = (f", 80 % interval covered {row['covered']}/{row['points']} (median x/÷ {row['median_width']:.2f})"
@@ -187,6 +200,8 @@ def format_text(document: dict, paths: dict[str, Path]) -> str:
               help="the logs to fit on, comma list of nodes=N and log file names (default: the smallest node count of each op); the others are predicted")  # fmt: skip
 @click.option("--nccl-proto", default=None, help="NCCL_PROTO the runs had (e.g. Simple), if set")
 @click.option("--nccl-algo", default=None, help="NCCL_ALGO the runs had (e.g. Ring), if set or known")
+@click.option("--nccl-version", default=None,
+              help="NCCL release of logs that name none, one for all or a comma list per log (default: the log's own, else 2.27)")  # fmt: skip
 @click.option("--stride", default=1, type=int, show_default=True, help="use every Nth size of each log (faster)")
 @click.option(
     "--out", "out_dir", default="validate-nccl-tests", show_default=True, help="directory for report.md, report.html, summary.json"
@@ -195,17 +210,18 @@ def format_text(document: dict, paths: dict[str, Path]) -> str:
     "--plotlyjs", default="inline", show_default=True, type=click.Choice(["inline", "cdn"]), help="how report.html loads plotly.js"
 )
 def nccl_tests_command(logs: tuple[str, ...], hardware: str, nodes: str | None, fit_on: str | None, nccl_proto: str | None,
-                       nccl_algo: str | None, stride: int, out_dir: str, plotlyjs: str) -> None:  # fmt: skip
+                       nccl_algo: str | None, nccl_version: str | None, stride: int, out_dir: str, plotlyjs: str) -> None:  # fmt: skip
     """Fit a preset on some of your nccl-tests logs, predict the others: per size regime the error
     and how often the 80 % interval held the measurement (held-out, not in-sample). Logs of
-    all_reduce, all_gather, reduce_scatter, alltoall, broadcast and reduce, fitted or predicted."""
+    all_reduce, all_gather, reduce_scatter, alltoall, broadcast and reduce, fitted or predicted,
+    each picked with the tuning of the NCCL release it names (else --nccl-version, else 2.27.7-1)."""
     import sys
 
     from real.validate_nccl import check_runs, choose_fit_on, read_logs, validate
 
     if stride < 1:
         raise CollsimError(f"--stride: must be >= 1, got {stride}")
-    read = read_logs(logs, hardware, nodes, nccl_proto, nccl_algo)
+    read = read_logs(logs, hardware, nodes, nccl_proto, nccl_algo, nccl_version)
     choose_fit_on(read, fit_on)  # the split, NCCL_ALGO / NCCL_PROTO and --out refused before the work
     check_runs(read, hardware)
     out = Path(out_dir)
@@ -215,5 +231,5 @@ def nccl_tests_command(logs: tuple[str, ...], hardware: str, nodes: str | None, 
     click.echo(format_text(document, write_outputs(document, out, plotlyjs)))
 
 
-__all__ = ["HOW_TO_READ", "busbw_GBps", "sections", "markdown", "html_report", "figure_html", "check_out", "write_outputs", "format_text",
+__all__ = ["HOW_TO_READ", "busbw_GBps", "release_notes", "sections", "markdown", "html_report", "figure_html", "check_out", "write_outputs", "format_text",
            "nccl_tests_command"]  # fmt: skip

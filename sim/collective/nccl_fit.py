@@ -7,6 +7,9 @@ timed twice, and interference only adds time; see :func:`read_log`); scipy's bou
 constants of :data:`sim.hardware.presets.CONSTANTS` within their bounds, regularised toward their
 priors (:data:`sim.hardware.presets.PRIORS`), and only those the logs can tell (:func:`fit`); 95 %
 intervals come from the Jacobian at the optimum (covariance s^2 (J^T J)^-1, s^2 the residual variance).
+
+Each log's points are picked and planned with the tuning of the NCCL release it ran
+(:func:`log_release`: the one the log names, else --nccl-version, else the default 2.27.7-1).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from pathlib import Path
 
 from sim.errors import CollsimError
 from sim.nccl.log import LogChecks, not_a_log, results, unknown_op
+from sim.nccl.versions import NcclVersion
 
 # calibration logs (real/data/nccl-tests, each with its source in its header): file -> (preset, nodes, NCCL_PROTO, NCCL_ALGO the
 # run had); see that folder's README. The A3 Mega run used TCPXO plugin v1.0.3, whose required
@@ -108,14 +112,15 @@ def _faster(out: float, inp: float | None) -> float:
     return min(out, inp) if inp else out
 
 
-def des_time(hardware: str, nodes: int, op: str, size: int, nccl_algo=None, nccl_proto=None) -> tuple[float, str]:
+def des_time(hardware: str, nodes: int, op: str, size: int, nccl_algo=None, nccl_proto=None,
+             nccl_version: str | None = None) -> tuple[float, str]:  # fmt: skip
     """(time of NCCL's pick in the DES, "Algo/Proto"; all_to_all / send_recv: the DES algorithm's name,
-    nccl_p2p, no tuner pick)."""
+    nccl_p2p, no tuner pick); ``nccl_version``: the release whose tuning picks (sim.nccl.versions; None: 2.27)."""
     from sim.collective.pick import scenario_for_pick
     from sim.collective.runner import run_collective
     from sim.nccl.path import PAIR_OF
 
-    scenario, why = scenario_for_pick(hardware, nodes, op, size, nccl_algo, nccl_proto)
+    scenario, why = scenario_for_pick(hardware, nodes, op, size, nccl_algo, nccl_proto, nccl_version=nccl_version)
     if scenario is None:
         raise CollsimError(why)
     pair = PAIR_OF.get(scenario.algorithm)
@@ -123,17 +128,19 @@ def des_time(hardware: str, nodes: int, op: str, size: int, nccl_algo=None, nccl
 
 
 def compare(path: str | Path, hardware: str, nodes: int, nccl_proto: str | None = None, stride: int = 1,
-            nccl_algo: str | None = None) -> list[Point]:  # fmt: skip
+            nccl_algo: str | None = None, nccl_version: str | None = None) -> list[Point]:  # fmt: skip
     """Measured, DES and NCCL-model times at every ``stride``-th size of one log (NCCL_PROTO /
-    NCCL_ALGO as the run had them)."""
+    NCCL_ALGO as the run had them), picked with the tuning of the release the log names, else of
+    ``nccl_version``, else of the default (:func:`log_release`)."""
     from sim.nccl.model import predict
 
-    op, rows = read_columns(path)
+    op, rows, checks = read_checked(path)
+    version = log_release(checks, nccl_version).version
     points = []
     for size, out, inp in rows[::stride]:
         measured = _faster(out, inp)
-        des, pick = des_time(hardware, nodes, op, size, nccl_algo, nccl_proto)
-        model = predict(hardware, nodes, op, size, nccl_algo, nccl_proto).time_s
+        des, pick = des_time(hardware, nodes, op, size, nccl_algo, nccl_proto, nccl_version=version)
+        model = predict(hardware, nodes, op, size, nccl_algo, nccl_proto, version).time_s
         points.append(Point(Path(path).name, op, size, measured, des, model, pick, abs(out - inp) / measured if inp else 0.0))
     return points
 
@@ -158,7 +165,8 @@ DELTA = 1e-3  # relative step of the finite differences (diff_step)
 
 def fit(logs: list[tuple], hardware: str, names: list[str], stride: int = 1) -> dict:
     """Least squares of ``names`` (constants) on ``logs`` ([(path, nodes, NCCL_PROTO or None[,
-    NCCL_ALGO or None])]) regularised toward each constant's prior (:data:`sim.hardware.presets.PRIORS`),
+    NCCL_ALGO or None[, --nccl-version or None]])]; each log picked with its release's tuning:
+    :func:`log_release`) regularised toward each constant's prior (:data:`sim.hardware.presets.PRIORS`),
     robust (soft L1 on log time ratios, scale :data:`NOISE`: a noisy point cannot pull it), every
     log weighing the same whatever its number of sizes.
 
@@ -182,14 +190,16 @@ def fit(logs: list[tuple], hardware: str, names: list[str], stride: int = 1) -> 
 
 
 def _fit_data(logs: list[tuple], stride: int) -> tuple[list[tuple], list[float]]:
-    """Every chosen point (log, nodes, op, size, measured, proto, algo) and its weight factor."""
+    """Every chosen point (log, nodes, op, size, measured, proto, algo, release) and its weight factor."""
     data, weights = [], []
     if stride < 1:
         raise CollsimError(f"--stride: must be >= 1 (use every Nth size of each log), got {stride}")
-    for path, nodes, proto, *algo in logs:
-        op, rows = read_log(path)
-        chosen = rows[::stride]
-        data += [(Path(path).name, nodes, op, size, measured, proto, algo[0] if algo else None) for size, measured in chosen]
+    for path, nodes, proto, *more in logs:
+        algo, given = (*more, None, None)[:2]
+        op, columns, checks = read_checked(path)
+        version = log_release(checks, given).version
+        chosen = [(size, _faster(out, inp)) for size, out, inp in columns[::stride]]
+        data += [(Path(path).name, nodes, op, size, measured, proto, algo, version) for size, measured in chosen]
         weights += [1.0 / len(chosen)] * len(chosen)
     # every log weighs the same (a 6-size run is not drowned by a 32-size one): residual x sqrt(w / mean w)
     return data, [math.sqrt(w * len(weights) / sum(weights)) for w in weights]
@@ -211,8 +221,8 @@ def _data_residuals(hardware: str, data: list[tuple], scale: list[float], values
 
     TRIAL[hardware] = dict(values)
     try:
-        return [k * math.log(des_time(hardware, nodes, op, size, algo, proto)[0] / measured)
-                for k, (_, nodes, op, size, measured, proto, algo) in zip(scale, data)]  # fmt: skip
+        return [k * math.log(des_time(hardware, nodes, op, size, algo, proto, nccl_version=version)[0] / measured)
+                for k, (_, nodes, op, size, measured, proto, algo, version) in zip(scale, data)]  # fmt: skip
     finally:
         TRIAL.pop(hardware, None)
 
@@ -336,10 +346,124 @@ def log_nodes(checks: LogChecks, hardware: str, gpus_per_node: int, given: int |
     return ranks // gpus_per_node
 
 
-def logs_nodes(logs, preset, nodes: str | None, warn=None) -> list[int]:
-    """Each log read and checked (``warn`` gets its warnings), and its nodes: ``nodes`` (--nodes,
-    a comma list, one per log) checked against the log's "#  Rank" lines, else counted from them.
-    `collsim hardware fit` and `collsim validate nccl-tests` both read their logs' nodes here."""
+@dataclass(frozen=True)
+class LogRelease:
+    """The NCCL release whose tuning picks and plans a log's points: the record's name and tag
+    (sim.nccl.versions), where it came from ("log", "flag": --nccl-version, "default") and what the
+    log printed (None where it names none)."""
+
+    version: str
+    tag: str
+    source: str
+    named: str | None = None
+
+    @property
+    def note(self) -> str:
+        """One line for a report: the release and where it came from."""
+        if self.source == "default":
+            return f"NCCL release: not named in the log; default {self.tag[1:]} assumed"
+        if self.source == "flag":
+            named = f" (the log names {self.named}, a release the model has no tables of)" if self.named else ""
+            return f"NCCL release: {self.version} from --nccl-version{named}; {self.tag}'s tuning"
+        return f"NCCL release: {self.named}, named in the log; {self.tag}'s tuning"
+
+    def to_dict(self) -> dict:
+        return {"version": self.version, "tag": self.tag, "source": self.source, "named": self.named, "note": self.note}
+
+
+def log_release(checks: LogChecks, given: str | None = None) -> LogRelease:
+    """The release of a log (``checks`` from :func:`read_checked`): the one it names, else
+    ``given`` (--nccl-version), else the default. A named release that differs from ``given`` is
+    refused, naming both (never silently overridden); a named release the model has no tables of
+    is refused, naming the known ones, unless ``given`` says which known release to use for it."""
+    flag = _given_release(given) if given else None
+    if checks.release is None:
+        return LogRelease(flag.name, flag.tag, "flag") if flag else default_release()
+    where = f"{checks.name} line {checks.release_line}"
+    record = _known_release(checks.release)
+    if record is None and flag is None:
+        raise _unknown_release(where, checks.release)
+    if record is None:
+        return LogRelease(flag.name, flag.tag, "flag", checks.release)
+    if flag is not None and flag != record:
+        raise CollsimError(
+            f"--nccl-version: {where} names NCCL {checks.release}, but --nccl-version gives {given} for it; a log is predicted "
+            f"with the release it ran: give {record.name} in its place, or leave that place empty (comma list, one per log)"
+        )
+    return LogRelease(record.name, record.tag, "log", checks.release)
+
+
+def default_release() -> LogRelease:
+    """The release assumed for a log that names none, with no --nccl-version: the default (2.27.7-1)."""
+    from sim.nccl.versions import nccl_version
+
+    record = nccl_version(None)
+    return LogRelease(record.name, record.tag, "default")
+
+
+def _known_release(name: str) -> NcclVersion | None:
+    from sim.nccl.versions import nccl_version
+
+    try:
+        return nccl_version(name)
+    except CollsimError:
+        return None
+
+
+def _given_release(given: str) -> NcclVersion:
+    """--nccl-version's record, or one message naming the known releases."""
+    from sim.nccl.versions import nccl_version
+
+    try:
+        return nccl_version(given)
+    except CollsimError as error:
+        raise CollsimError("--nccl-version: " + str(error).removeprefix("nccl_version: ")) from None
+
+
+def _unknown_release(where: str, named: str) -> CollsimError:
+    from sim.nccl.versions import known_versions
+
+    return CollsimError(
+        f"{where} names NCCL {named}, a release whose tuning tables the model does not have; known: {', '.join(known_versions())} "
+        f"(sim.nccl.versions); give --nccl-version with one of them for this log to predict it with that release's tuning"
+    )
+
+
+def given_releases(spec: str | None, count: int) -> list[str | None]:
+    """--nccl-version as one entry per log: one release for all, or a comma list, one per log
+    (an empty place: that log's own or the default)."""
+    if spec is None or not spec.strip():
+        return [None] * count
+    parts = [part.strip() or None for part in spec.split(",")]
+    if len(parts) == 1:
+        parts *= count
+    if len(parts) != count:
+        raise CollsimError(f"--nccl-version: give one release for every log or one per log ({count}, comma list), got {spec!r}")
+    for part in parts:
+        if part:
+            _given_release(part)
+    return parts
+
+
+@dataclass(frozen=True)
+class LogRun:
+    """One log as the fit and the validation read it: its op, nodes and NCCL release."""
+
+    path: str
+    op: str
+    nodes: int
+    release: LogRelease
+
+    @property
+    def name(self) -> str:
+        return Path(self.path).name
+
+
+def log_runs(logs, preset, nodes: str | None, nccl_version: str | None = None, warn=None) -> list[LogRun]:
+    """Each log read and checked (``warn`` gets its warnings), with its op, its nodes (``nodes``:
+    --nodes, a comma list, one per log, checked against the log's "#  Rank" lines, else counted
+    from them) and its release (:func:`log_release`, ``nccl_version``: --nccl-version). `collsim
+    hardware fit` and `collsim validate nccl-tests` both read their logs here."""
     given: list[int | None] = [None] * len(logs)
     if nodes:
         try:
@@ -348,24 +472,26 @@ def logs_nodes(logs, preset, nodes: str | None, warn=None) -> list[int]:
             raise CollsimError(f"--nodes: expected whole numbers, one per log (comma list), got {nodes!r}") from None
         if len(given) != len(logs):
             raise CollsimError(f"--nodes: give one count per log ({len(logs)}), got {nodes!r}")
-    counts = []
-    for path, count in zip(logs, given):
-        _, _, checks = read_checked(path)
+    releases = given_releases(nccl_version, len(logs))
+    runs = []
+    for path, count, release in zip(logs, given, releases):
+        op, _, checks = read_checked(path)
         for warning in checks.warnings() if warn else ():
             warn(warning)
-        counts.append(log_nodes(checks, preset.name, preset.gpus_per_node, count))
-    return counts
+        runs.append(LogRun(str(path), op, log_nodes(checks, preset.name, preset.gpus_per_node, count), log_release(checks, release)))
+    return runs
 
 
-def fitted_block(result: dict, logs, nodes: list[int], nccl_proto: str | None, nccl_algo: str | None = None) -> dict:
-    """The ``fitted:`` block of a preset: provenance (logs, date, command) and the constants."""
+def fitted_block(result: dict, runs: list[LogRun], nccl_proto: str | None, nccl_algo: str | None = None) -> dict:
+    """The ``fitted:`` block of a preset: provenance (logs, their NCCL releases, date, command) and the constants."""
     import datetime
 
     return {
         # op and nodes: what sim.hardware.uncertainty.fitted_runs judges a prediction's configuration against
-        "logs": [f"{Path(path).name} ({read_log(path)[0]}, {n} node{'s' if n > 1 else ''})" for path, n in zip(logs, nodes)],
+        "logs": [f"{run.name} ({run.op}, {run.nodes} node{'s' if run.nodes > 1 else ''})" for run in runs],
+        "nccl_releases": {run.name: {"version": run.release.version, "source": run.release.source} for run in runs},
         "date": datetime.date.today().isoformat(),
-        "method": "collsim hardware fit: scipy least_squares (trf, soft_l1 on log time ratios, every log weighing the same; per size the faster of the out-of-place and in-place columns) regularised toward each constant's prior (sim.hardware.presets.PRIORS); constants the logs cannot tell held at their prior; 95 % intervals from the Jacobian",
+        "method": "collsim hardware fit: scipy least_squares (trf, soft_l1 on log time ratios, every log weighing the same; per size the faster of the out-of-place and in-place columns; each log picked with its NCCL release's tuning) regularised toward each constant's prior (sim.hardware.presets.PRIORS); constants the logs cannot tell held at their prior; 95 % intervals from the Jacobian",
         "nccl_proto": nccl_proto,
         **({"nccl_algo": nccl_algo} if nccl_algo else {}),
         "points": result["points"],

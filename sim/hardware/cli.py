@@ -47,13 +47,16 @@ def show_command(name: str, as_json: bool) -> None:
 @click.option("--nodes", default=None, help="nodes of each log, comma list (default: from its rank count)")
 @click.option("--nccl-proto", default=None, help="NCCL_PROTO the runs had (e.g. Simple,LL128), if set")
 @click.option("--nccl-algo", default=None, help="NCCL_ALGO the runs had (e.g. Ring), if set or known")
+@click.option("--nccl-version", default=None,
+              help="NCCL release of logs that name none, one for all or a comma list per log (default: the log's own, else 2.27)")  # fmt: skip
 @click.option("--fit", "names", default=None, help="constants to fit, comma list (default: all that the logs can tell)")
 @click.option("--stride", default=1, type=int, help="use every Nth size of each log (faster)")
 @click.option("-o", "--output", default=None, help="write the preset with its fitted block here (default: print the block)")
 def fit_command(logs: tuple[str, ...], name: str, nodes: str | None, nccl_proto: str | None, nccl_algo: str | None,
-                names: str | None, stride: int, output: str | None) -> None:  # fmt: skip
+                nccl_version: str | None, names: str | None, stride: int, output: str | None) -> None:  # fmt: skip
     """Fit a preset's effective constants (bandwidth efficiencies, latency scale, base latency)
-    to nccl-tests logs with bounded least squares; print them with 95 % intervals."""
+    to nccl-tests logs with bounded least squares; print them with 95 % intervals. Each log is
+    picked with the tuning of the NCCL release it names (else --nccl-version, else 2.27.7-1)."""
     from sim.collective.nccl_fit import fit, fitted_block
 
     preset = load_preset(name)
@@ -61,14 +64,15 @@ def fit_command(logs: tuple[str, ...], name: str, nodes: str | None, nccl_proto:
         raise CollsimError(f"--stride: must be >= 1 (use every Nth size of each log), got {stride}")
     if output is not None:
         _check_writable(output)  # before the fit (minutes), not after it
-    counts = _log_nodes(logs, preset, nodes)
-    chosen = names.split(",") if names else _default_constants(preset, counts)
-    result = fit([(path, n, nccl_proto, nccl_algo) for path, n in zip(logs, counts)], name, chosen, stride)
-    block = fitted_block(result, logs, counts, nccl_proto, nccl_algo)
+    runs = _log_runs(logs, preset, nodes, nccl_version)
+    chosen = names.split(",") if names else _default_constants(preset, [run.nodes for run in runs])
+    result = fit([(run.path, run.nodes, nccl_proto, nccl_algo, run.release.version) for run in runs], name, chosen, stride)
+    block = fitted_block(result, runs, nccl_proto, nccl_algo)
     options = [
         ("--nodes", nodes),
         ("--nccl-proto", nccl_proto),
         ("--nccl-algo", nccl_algo),
+        ("--nccl-version", nccl_version),
         ("--fit", ",".join(chosen)),
         ("--stride", stride if stride != 1 else None),
     ]
@@ -80,10 +84,15 @@ def fit_command(logs: tuple[str, ...], name: str, nodes: str | None, nccl_proto:
     _write_fitted(output, name, block)
 
 
-def _log_nodes(logs: tuple[str, ...], preset: Any, nodes: str | None) -> list[int]:
-    from sim.collective.nccl_fit import logs_nodes
+def _log_runs(logs: tuple[str, ...], preset: Any, nodes: str | None, nccl_version: str | None) -> list:
+    """Each log's op, nodes and NCCL release (sim.collective.nccl_fit.log_runs); warnings and each
+    release's line ("NCCL release: not named in the log; default 2.27.7-1 assumed") on stderr."""
+    from sim.collective.nccl_fit import log_runs
 
-    return logs_nodes(logs, preset, nodes, warn=lambda warning: click.echo(f"warning: {warning}", err=True))
+    runs = log_runs(logs, preset, nodes, nccl_version, warn=lambda warning: click.echo(f"warning: {warning}", err=True))
+    for run in runs:
+        click.echo(f"{run.name}: {run.release.note}", err=True)
+    return runs
 
 
 def _check_writable(output: str) -> None:

@@ -6,6 +6,9 @@ there) or when a time is negative or not a number (the line is named). A size wh
 column is above 0 (nccl-tests found wrong results) is left out with a warning naming its lines;
 a log that ends without nccl-tests' closing lines ("# Out of bounds values", "# Avg bus
 bandwidth") is read with a warning that it looks truncated.
+
+The NCCL release a log names (:func:`release_named`) is read in the same pass: the first line that
+names one, in any of the forms nccl-tests logs carry.
 """
 
 from __future__ import annotations
@@ -31,6 +34,13 @@ PROGRAMS = {
     "gather_perf": "gather", "scatter_perf": "scatter", "hypercube_perf": "hypercube",
 }  # fmt: skip
 _PROGRAM = re.compile("|".join(PROGRAMS))  # the leftmost name wins: "reduce_perf" inside "all_reduce_perf" starts later
+# The NCCL release a log names: "NCCL version 2.29.3+cuda13.1", bare (nccl-tests prints it) or after NCCL_DEBUG=INFO's
+# "NCCL INFO " (NCCL v2.27.7-1 src/init.cc:538 VERSION_STRING); nccl-tests >= 2.13's header "# nccl-tests version 2.13.10
+# nccl-headers=22301 nccl-library=22301" (the library's code: the one that ran); the `# NCCL:` collection header of the
+# shipped logs (real/data/nccl-tests) where it says the release was printed, not "inferred" or "not printed".
+_PRINTED = re.compile(r"\bNCCL version v?(\d+\.\d+\.\d+)")
+_LIBRARY = re.compile(r"\bnccl-library=(\d+)")
+_COLLECTED = re.compile(r"#\s*NCCL:\s+v?(\d+\.\d+\.\d+)")
 
 
 class Result(NamedTuple):
@@ -58,6 +68,8 @@ class LogChecks:
     last_row_line: int = 0
     trailer_line: int = 0
     op: str | None = None  # the op of the first nccl-tests program a line names (program_op), comment or command line
+    release: str | None = None  # the NCCL release the first line naming one names ("2.21.5": release_named)
+    release_line: int = 0  # that line's number
 
     @property
     def rank_count(self) -> int | None:
@@ -93,6 +105,7 @@ def results(lines: Iterable[str], checks: LogChecks, headers: list[str] | None =
         result = parse_result(line, number, checks.name)
         if result is None:
             checks.op = checks.op or program_op(line)  # "$ ./build/alltoall_perf -b 8 ..." before the table
+            _release(line, number, checks)
             continue
         checks.last_row_line = number
         if _wrong(result.out_of_place) or _wrong(result.in_place):
@@ -104,12 +117,53 @@ def results(lines: Iterable[str], checks: LogChecks, headers: list[str] | None =
 
 def _comment(line: str, number: int, checks: LogChecks) -> None:
     checks.op = checks.op or program_op(line)
+    _release(line, number, checks)
     if line.startswith(_TRAILER):
         checks.trailer_line = number
     elif "Rank" in line:
         match = _RANK.match(line)
         if match:
             checks.ranks.add(int(match.group(1)))
+
+
+def _release(line: str, number: int, checks: LogChecks) -> None:
+    if checks.release is None:
+        checks.release = release_named(line)
+        checks.release_line = number if checks.release else 0
+
+
+def release_named(line: str) -> str | None:
+    """The NCCL release one line of a log names ("2.21.5"), or None: "NCCL version 2.21.5+cuda12.4"
+    (bare or after "NCCL INFO"), nccl-tests' "nccl-library=22301" (not its nccl-headers=), a
+    "# NCCL:  2.26.2+cuda12.8 (printed)" collection header. A comment saying "inferred" or "not
+    printed" names none: a collector's guess is not the release that ran."""
+    if "NCCL" not in line and "nccl-library" not in line:
+        return None
+    if line.startswith("#") and ("inferred" in line or "not printed" in line):
+        return None
+    found = _PRINTED.search(line) or _COLLECTED.match(line)
+    if found:
+        return found.group(1)
+    library = _LIBRARY.search(line)
+    return version_of_code(int(library.group(1))) if library else None
+
+
+def version_of_code(code: int) -> str:
+    """NCCL_VERSION_CODE as a release: major x 10000 + minor x 100 + patch from 2.9 on (22301 is
+    2.23.1), major x 1000 + minor x 100 + patch before (2708 is 2.7.8): NCCL v2.27.7-1 src/nccl.h.in:25."""
+    if code >= 10000:
+        return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
+    return f"{code // 1000}.{code // 100 % 10}.{code % 100}"
+
+
+def named_release(lines: Iterable[str]) -> tuple[str, int] | None:
+    """(release, line number) of the first line of ``lines`` that names an NCCL release
+    (:func:`release_named`), or None where none does."""
+    for number, line in enumerate(lines, 1):
+        found = release_named(line)
+        if found:
+            return found, number
+    return None
 
 
 def _wrong(half: tuple[float, ...]) -> bool:
@@ -180,4 +234,5 @@ def not_a_log(name: str) -> CollsimError:
     )
 
 
-__all__ = ["EXPECTED", "PROGRAMS", "LogChecks", "Result", "check_time", "not_a_log", "parse_result", "program_op", "results", "unknown_op"]
+__all__ = ["EXPECTED", "PROGRAMS", "LogChecks", "Result", "check_time", "named_release", "not_a_log", "parse_result", "program_op",
+           "release_named", "results", "unknown_op", "version_of_code"]  # fmt: skip

@@ -268,7 +268,7 @@ def nccl_version(name: str | None = None) -> NcclVersion:
         return VERSIONS[DEFAULT]
     key = str(name).strip().lower().removeprefix("v").split("+")[0].removesuffix("-1")
     for record in VERSIONS.values():
-        if key == record.name or key in record.also:
+        if key in (record.name, record.tag[1:].removesuffix("-1"), *record.also):  # the line, its tag's release, other patches
             return record
     raise CollsimError(
         f"nccl_version: unknown NCCL version {name!r}; known: {', '.join(known_versions())} (default {DEFAULT}: v2.27.7-1)",

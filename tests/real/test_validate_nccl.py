@@ -37,7 +37,7 @@ SIZES = [2**k for k in range(3, 31, 3)]  # 8 B .. 1 GiB: every regime
 FITTED_HERE = frozenset({("all_reduce", 1)})  # a fitted log ran the predicted one's op and nodes: the interval is not floored
 
 
-def closed_form(hardware, nodes, op, size, nccl_algo=None, nccl_proto=None):
+def closed_form(hardware, nodes, op, size, nccl_algo=None, nccl_proto=None, nccl_version=None):
     """A stand-in DES: latency plus size over the link rates, reading the constants in force."""
     constants = effective(load_preset(hardware))
     time_s = constants.latency_scale * 5e-6 + size / (constants.intra_efficiency * 2e11)
@@ -166,7 +166,7 @@ def test_predictions_pin_every_constant_never_the_shipped_fit(monkeypatch):
     read it (inter_efficiency 0.938 there, 0.92 the prior)."""
     seen = []
 
-    def spy(hardware, nodes, op, size, nccl_algo=None, nccl_proto=None):
+    def spy(hardware, nodes, op, size, nccl_algo=None, nccl_proto=None, nccl_version=None):
         seen.append(effective(load_preset(hardware)).inter_efficiency)
         return closed_form(hardware, nodes, op, size)
 
@@ -207,7 +207,7 @@ def test_the_fit_holds_a_held_constant_at_its_prior_while_it_solves(monkeypatch,
     does not read it, so the fit holds it at its prior (0.6) and must run every DES at 0.6."""
     seen = []
 
-    def spy(hardware, nodes, op, size, nccl_algo=None, nccl_proto=None):
+    def spy(hardware, nodes, op, size, nccl_algo=None, nccl_proto=None, nccl_version=None):
         seen.append(effective(load_preset(hardware)).nvls_efficiency)
         return closed_form(hardware, nodes, op, size)
 

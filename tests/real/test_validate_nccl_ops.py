@@ -19,7 +19,7 @@ PROGRAM = {"all_reduce": "all_reduce_perf", "all_gather": "all_gather_perf", "re
            "all_to_all": "alltoall_perf", "send_recv": "sendrecv_perf"}  # fmt: skip
 
 
-def closed_form(hardware, nodes, op, size, nccl_algo=None, nccl_proto=None):
+def closed_form(hardware, nodes, op, size, nccl_algo=None, nccl_proto=None, nccl_version=None):
     """A stand-in DES reading the constants in force; all_to_all's label is the p2p path's, as des_time's."""
     constants = effective(load_preset(hardware))
     time_s = constants.latency_scale * 5e-6 + size / (constants.intra_efficiency * 2e11)
