@@ -104,7 +104,8 @@ def instance_of(page: object, at: int | None = None) -> list:
     the ``at`` of the route request it was built for; None for the page a load's layout carries).
     A URL writer writes only for the page the browser last asked for (collsim.js, collsimQuery):
     a late write of a page being replaced, even by a page of the same path, replaced the history
-    entry of the link that replaces it."""
+    entry of the link that replaces it. Its ``at`` also tells the browser which page a server answer
+    is for (collsim.js, collsimAnswer): one for a page the container no longer shows is dropped."""
     return [dcc.Store(id=ids.PAGE_INSTANCE, data=at), page]
 
 

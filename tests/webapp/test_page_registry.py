@@ -218,6 +218,42 @@ def test_a_url_writer_writes_only_for_the_page_the_browser_last_asked_for():
     assert later  # two requests in one millisecond are still two instances
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("node") is None, reason="no node to run assets/collsim.js")
+def test_a_server_answer_for_a_page_the_container_no_longer_shows_is_dropped():
+    """collsim.js's guard on Dash's callback requests, the answers released in a chosen order:
+    a preset's answer asked of the page a link replaced (even by one of the same path, whose
+    component ids are the same) comes back empty (204, as a callback that prevents its update), as
+    do a route answer superseded by a later route request and a background run's poll of the page
+    replaced; the new page's own answers, and the route it was built from, pass.
+    test_browser_url_race.py has the race in Chromium."""
+    script = f"""
+        const held = [];
+        global.window = {{dash_clientside: {{no_update: null}}, location: {{pathname: "/", search: ""}}, history: {{replaceState() {{}}}},
+            fetch: (url, options) => new Promise(resolve => held.push(() => resolve(new Response("{{}}", {{status: 200}}))))}};
+        {(ROOT / "webapp" / "assets" / "collsim.js").read_text()}
+        global.dash_clientside = {{...window.dash_clientside, callback_context: {{triggered: [{{prop_id: "url.search"}}]}}}};
+        const gate = window.dash_clientside.collsim.routeGate, update = "/_dash-update-component";
+        const preset = {{output: "coll-latency.value", inputs: [{{id: "coll-hardware", property: "value", value: "dgx-h100"}}]}};
+        const ask = (body, query = "") => window.fetch(update + query, {{method: "POST", body: JSON.stringify(body)}});
+        const route = request => ask({{output: "page.children", inputs: [{{id: "{shell_ids.ROUTE_REQUEST}", property: "data", value: request}}]}});
+        const status = async (answer, index) => {{ held[index](); return (await answer).status; }};
+        (async () => {{
+            const early = ask(preset), poll = ask(preset, "?cacheKey=k");  // of the page a load's layout carries
+            const shown = [await status(poll, 1)];  // while that page is shown: it passes
+            const first = route(gate("/", "?ranks=16", "", null)), second = route(gate("/", "?ranks=32", "", null));
+            shown.push(await status(first, 2), await status(second, 3));  // the first link's page was never shown
+            const later = ask(preset, "?cacheKey=k"), fresh = ask(preset);
+            shown.push(await status(early, 0), await status(later, 4), await status(fresh, 5));
+            console.log(JSON.stringify(shown));
+        }})();
+    """
+    result = subprocess.run(["node", "-e", script], capture_output=True, text=True, check=True, timeout=60)
+    poll, superseded, routed, early, later_poll, fresh = json.loads(result.stdout)
+    assert (poll, routed, fresh) == (200, 200, 200)  # the shown page's answers, the route asked for
+    assert (superseded, early, later_poll) == (204, 204, 204)  # a route no longer asked for, the old page's answers
+
+
 def _url_spec(page: Page) -> dict | None:
     """The URL writer's spec a page's layout carries (a dcc.Store whose data names a path), or None."""
     tree = page.layout("")

@@ -2,7 +2,8 @@
 
    They run in the browser so that an input change asks the server nothing it need not answer:
    the routing gate, the URL writers, the two_level-only fields, the stop signal for a background
-   run, and saving a figure as PNG/SVG. */
+   run, and saving a figure as PNG/SVG. After them, the guard that drops a server answer meant
+   for a page the container no longer shows (collsimAnswer). */
 window.dash_clientside = Object.assign({}, window.dash_clientside, {
     collsim: {
         /* The routing gate: a query the page wrote itself (every input change writes one) asks
@@ -79,6 +80,49 @@ window.dash_clientside = Object.assign({}, window.dash_clientside, {
         },
     },
 });
+
+/* A server answer applies only to the page it was asked for: a page's callbacks (every server
+   callback but the routing one) are asked for the page the container shows when they are sent
+   (window.collsimPageShown), the routing callback for the instance it builds (routeGate's `at`). An
+   answer whose page the container no longer shows is dropped before Dash applies it (an empty 204
+   answer, as a callback that prevents its update): the pages of one path share their component
+   ids, so a hardware preset's answer held up while a link to the same page was followed filled
+   the new page's fields (ranks, latency, bandwidth, topology, with no hardware picked), and its
+   URL writer added that mix to the history. A route answer the browser no longer asks for (a
+   later route request was sent) is dropped too; one it asks for makes its page the shown one. A
+   background run's polls belong to the page its first poll was sent for (by its cacheKey). */
+(function () {
+    if (!window.fetch) { return; }  // no fetch, no callbacks (node runs this file to test the writers)
+    const send = window.fetch.bind(window);
+    const jobs = {};
+    window.fetch = function (resource, options) {
+        const url = String((resource && resource.url) || resource);
+        if (!url.includes('_dash-update-component') || !options || typeof options.body !== 'string') { return send(resource, options); }
+        const asked = collsimAskedFor(url, options.body, jobs);
+        return send(resource, options).then(answer => collsimAnswer(answer, asked));
+    };
+})();
+
+/* Which page a callback request is asked for ({page, route}; see the fetch wrapper above). */
+function collsimAskedFor(url, body, jobs) {
+    const job = new URLSearchParams(url.split('?')[1] || '').get('cacheKey');
+    if (job) {
+        if (!(job in jobs)) { jobs[job] = window.collsimPageShown || 0; }
+        return {page: jobs[job], route: false};
+    }
+    if (!body.includes('"route-request"')) { return {page: window.collsimPageShown || 0, route: false}; }
+    const request = (JSON.parse(body).inputs || []).find(input => input.id === 'route-request');  // webapp.ids.ROUTE_REQUEST
+    return request ? {page: (request.value || {}).at || 0, route: true} : {page: window.collsimPageShown || 0, route: false};
+}
+
+/* The server's answer, or an empty one when its page is gone (or, for a route, no longer asked for). */
+function collsimAnswer(answer, asked) {
+    if (answer.status !== 200) { return answer; }
+    const current = asked.route ? (window.collsimPage || 0) : (window.collsimPageShown || 0);
+    if (asked.page !== current) { return new Response(null, {status: 204}); }
+    if (asked.route) { window.collsimPageShown = asked.page; }
+    return answer;
+}
 
 function collsimView(spec, values, view) {
     const form = {};
