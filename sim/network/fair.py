@@ -92,6 +92,7 @@ class FairNetwork(Network):
         self._settle_event._ok = True
         self._settle_event._value = None
         self._settle_callbacks = [self._settle]
+        self._settled_callbacks = [self._settled]  # ends that an instant's re-sharing left at that instant
         # share_wire: slot stream -> wire; wire -> its last flow; flow -> the one ahead; ahead -> the one parked
         self._wire_of: dict[int, int] = {}
         self._wire_last: dict[int, Flow] = {}
@@ -233,8 +234,7 @@ class FairNetwork(Network):
         if len(rows) >= BUFFER_ROWS:
             self.message_table.flush()
         delivery = flow.delivery
-        callbacks = delivery.callbacks
-        delivery.callbacks = None
+        callbacks, delivery.callbacks = delivery.callbacks, None
         if len(callbacks) == 1:
             callbacks[0](delivery)
         else:
@@ -448,18 +448,20 @@ class FairNetwork(Network):
                 continue
             self.reshare(self.component(active[index], read), now)
 
-    def _end(self, flows: list[Flow] | tuple[Flow], end: End | None) -> None:
+    def _end(self, flows: list[Flow] | tuple[Flow], end: End | None, settled: bool = False) -> None:
         """The scheduled end of ``flows`` (those still ending at ``end``) has come. If this
         instant already changed the flows around one and bytes are left from rounding, the
         solver run at each change would have moved its end by those bytes over its new rate, and
         so does the re-sharing at this instant's end (:meth:`_settle`): the flow waits for it,
-        unless no rate the solver can give it at this instant would move its end off now."""
+        unless no rate the solver can give it at this instant would move its end off now.
+        ``settled``: the re-sharing left these ends at now: all end now, none waiting for another
+        (a re-solve of the component per flow; bench/results/fair_instant_chain.md)."""
         memo = Reach()
         for flow in flows:
             if flow.scheduled is not end or flow.done:
                 continue
             dirty = self._dirty
-            if dirty:
+            if dirty and not settled:
                 now = self.env._now
                 left = flow.remaining - flow.rate * (now - flow.updated)
                 if left > 0.0 and self._may_move(flow, left, now) and self._touched(flow, dirty, memo):
@@ -467,6 +469,9 @@ class FairNetwork(Network):
                     continue
             memo.touched.clear()  # a flow left: a component may have split
             self._finish(flow)
+
+    def _settled(self, end: End) -> None:
+        self._end(end.flows, end, True)
 
     def _may_move(self, flow: Flow, left: float, now: float) -> bool:
         """Whether ``left`` bytes over some rate the solver can give the flow now lands after now.
@@ -581,7 +586,7 @@ class FairNetwork(Network):
                     if instant is None:
                         instant = self._open_instant(time)
                     end = _new(End)
-                    end.callbacks = END_CALLBACKS
+                    end.callbacks = END_CALLBACKS if time != now else self._settled_callbacks
                     end.flows = ending = [flow]
                     instant.events.append(end)
                 else:
