@@ -49,3 +49,12 @@ def test_a_one_core_machine_runs_in_one_process(monkeypatch):
 def test_the_quick_selection_runs_in_one_process(monkeypatch, markexpr, workers):
     monkeypatch.setattr(suite.os, "cpu_count", lambda: 2)
     assert suite.pytest_xdist_auto_num_workers(_config([str(HERE)], markexpr)) == workers
+
+
+def test_a_worker_that_runs_out_of_tests_takes_the_others():
+    """--dist worksteal (pyproject's addopts): with --dist load a worker could sit idle at the end
+    while the other still held a queue of browser tests."""
+    import re
+
+    (addopts,) = re.findall(r'^addopts = "(.*)"$', (HERE.parent / "pyproject.toml").read_text(), re.M)  # tomllib: Python 3.11+
+    assert addopts.split()[addopts.split().index("--dist") + 1] == "worksteal"
