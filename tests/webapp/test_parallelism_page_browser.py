@@ -13,7 +13,7 @@ from playwright.sync_api import Page, expect
 from sim.units import format_time
 from webapp.pages.parallelism import model
 
-from .test_browser import SLOW, app_page, drawn  # noqa: F401
+from .test_browser import LOADED, SLOW, app_page, drawn  # noqa: F401
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 SMALL = "?nodes=1&model=&layers=8&hidden=512&heads=8&seq_len=256&vocab=0&tp=2&pp=2&dp=2&global_batch=16"
@@ -45,7 +45,7 @@ def test_a_field_change_updates_the_step_time_and_the_url(app_page: Page, live_s
     box = app_page.locator("#par-global_batch")
     box.fill("64")
     box.press("Enter")
-    expect(app_page.locator("#par-step-time")).to_have_text(step_time(global_batch="64"), timeout=SLOW)
+    expect(app_page.locator("#par-step-time")).to_have_text(step_time(global_batch="64"), timeout=LOADED)
     expect(app_page).to_have_url(re.compile(r"/parallelism\?global_batch=64$"))
     app_page.reload()
     expect(app_page.locator("#par-global_batch")).to_have_value("64")
