@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from sim.collective.plan import Plan
 
 SECONDS_PER_VISIT = 6e-6  # 2-vCPU VM (shared), 2026-11-24: fair-sharing re-share visits cost 3.6-8 us, messages 3-15 us
-A2A_SECONDS_PER_VISIT = 15e-6  # NCCL's all_to_all across nodes: 9-15 us at 8-16 nodes, 15-21 at 32 (bench/results/budget_all_to_all.md), a tree 5.8
+A2A_SECONDS_PER_VISIT = 15e-6  # NCCL's all_to_all across nodes: 9-15 us at 8-16 nodes, 15-21 at 32; a tree 5.8
 SECONDS_PER_MESSAGE = 8e-6
 MAX_SECONDS = 600.0  # a CLI run refused beyond about ten minutes of simulation
 MAX_MEMORY_BYTES = 2 * 2**30  # and beyond 2 GiB of memory
@@ -50,7 +50,7 @@ RANK_BYTES = 4_000  # a rank's process, generator frames, topology node and port
 BASE_BYTES = 150 * 2**20  # the interpreter with numpy, simpy and the model loaded
 PROBE_RANKS = (8, 16)
 TREE_RANK_GROWTH = 0.4  # the least growth in ranks of re-sharing per message on NCCL's trees (_visits_per_message)
-A2A_PROBE_NODES, A2A_HEAVY, A2A_NODE_GROWTH = (2, 4), 2.0, 1.25  # NCCL's all_to_all across nodes: _all_to_all_visits (2026-11-28, after the engine's instant fix)
+A2A_PROBE_NODES, A2A_HEAVY, A2A_NODE_GROWTH = (2, 4), 2.0, 1.25  # NCCL's all_to_all across nodes: _all_to_all_visits
 PROBE_MAX_CHUNKS = 16  # probes run at most this many chunks (and a quarter of it for the growth)
 PROBE_MAX_BYTES = 16 * 2**20
 PROBE_MAX_VISITS = 300_000  # a 32-rank probe runs only when it costs less than about a second

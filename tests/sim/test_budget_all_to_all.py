@@ -69,4 +69,3 @@ def test_a_32_node_all_to_all_is_let_through_and_its_estimate_holds():
     messages, visits = budget.count_visits(scenario)
     assert told.messages == messages
     assert 1 / 3 <= told.visits / visits <= 3.0, (told, messages, visits)
-
