@@ -301,7 +301,9 @@ def _all_to_all_visits(s: Any, key: Any, plan: Plan | None) -> float:
     of it; since the engine finishes an instant's settled ends together (sim/network/fair.py), the
     settles grow less than the square of the nodes: counted on dgx-h100, 4.1, 14, 16, 62 a message
     at 2-16 nodes (16 MiB), 3.1, 14, 19, 60 (64 MiB), 38 at 32 nodes (64 MiB): the power
-    :data:`A2A_NODE_GROWTH` of the nodes, sizes scattering 2-3x (bench/results/budget_all_to_all.md)."""
+    :data:`A2A_NODE_GROWTH` of the nodes, sizes scattering 2-3x (bench/results/budget_all_to_all.md).
+    No term for a channel's later batches (32 nodes and more): at 32 nodes, where each channel runs
+    two, 64 MiB and 1 GiB counted fewer flows a message (38, 34) than 16 nodes at 64-256 MiB (60-67)."""
     gpus = _node_gpus(s)
     for nodes in A2A_PROBE_NODES:
         value = _probe(key, nodes * gpus, 1, s.size_bytes, plan)
