@@ -60,9 +60,9 @@ def test_a_run_beyond_the_limits_on_a_preset_names_model_nccl():
 
 @pytest.mark.slow
 def test_the_32_node_all_to_all_of_1_gib_is_let_through_with_a_note_and_the_64_node_one_refused():
-    """32 nodes: estimated ~1.5 min here (65,280 messages), under the 10 min limit: it runs, and says
-    so first (refused before the engine's instant fix, at ~25 min estimated; 64 MiB counted 41 s of
-    CPU after it). 64 nodes read ~14 min: refused, naming the nodes that fit
+    """32 nodes: estimated ~1.8 min here (65,280 messages), under the 10 min limit: it runs, and says
+    so first (refused before the engine's instant fix, at ~25 min estimated; the run counts 31 s of
+    CPU after it). 64 nodes read ~17 min: refused, naming the nodes that fit
     (bench/results/budget_all_to_all.md)."""
     scenario, _ = scenario_for_pick("dgx-h100", 32, "all_to_all", 2**30)
     note = budget.long_run_note(scenario, budget.check_run(scenario, "sim collective"))

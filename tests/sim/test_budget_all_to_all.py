@@ -5,7 +5,7 @@ rest. Since the engine finishes an instant's settled ends together (sim/network/
 bench/results/fair_instant_chain.md) the re-sharing a message grows about as the power 1.25 of
 the nodes (counted on dgx-h100 at 64 MiB: 3.1, 14, 19, 60 and 38 flows a message at 2, 4, 8, 16
 and 32 nodes); the square the budget read before over-estimated 8 and 16 nodes 3-4x and refused
-32-node runs that finish in under a minute (bench/results/budget_all_to_all.md).
+32-node runs that finish in 13 s-1.8 min of CPU (bench/results/budget_all_to_all.md).
 """
 
 from __future__ import annotations
