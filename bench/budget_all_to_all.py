@@ -95,7 +95,8 @@ def main() -> None:
         for size in args.sizes.split(",")
     ]
     print(
-        f"load {os.getloadavg()[0]:.1f}; SECONDS_PER_MESSAGE {budget.SECONDS_PER_MESSAGE:g}, SECONDS_PER_VISIT {budget.SECONDS_PER_VISIT:g}"
+        f"load {os.getloadavg()[0]:.1f}; SECONDS_PER_MESSAGE {budget.SECONDS_PER_MESSAGE:g}, SECONDS_PER_VISIT {budget.SECONDS_PER_VISIT:g}, "
+        f"A2A_SECONDS_PER_VISIT {budget.A2A_SECONDS_PER_VISIT:g}, A2A_NODE_GROWTH {budget.A2A_NODE_GROWTH:g}"
     )
     print("| op | preset | nodes | size | est. visits | counted visits | ratio | est. s | wall s | CPU s | us a visit | probes s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")

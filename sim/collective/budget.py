@@ -9,7 +9,7 @@ for hundreds of flows per message; :func:`sim.collective.explore.work` counts me
 The visits per message of a scenario come from small probe runs of the same scenario (8 and
 16 ranks, few chunks), extrapolated to its ranks and chunks with the growth exponents the
 probes show (on a hardware preset: two and four nodes; NCCL's trees also grow with their pieces;
-NCCL's all_to_all across nodes as the square of its nodes: :func:`_all_to_all_visits`);
+NCCL's all_to_all across nodes as the power 1.25 of its nodes: :func:`_all_to_all_visits`);
 ``tests/sim/test_budget.py`` (every listed algorithm on a switch) and
 ``tests/collective/test_budget_presets.py`` (every ``nccl_*`` algorithm on a preset) check the
 estimate against counted runs under both sharing modes (within 2x).
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from sim.collective.plan import Plan
 
 SECONDS_PER_VISIT = 6e-6  # 2-vCPU VM (shared), 2026-11-24: fair-sharing re-share visits cost 3.6-8 us, messages 3-15 us
-A2A_SECONDS_PER_VISIT = 12e-6  # NCCL's all_to_all across nodes: 11.9-15 us, a tree 5.8 (bench/results/budget_all_to_all.md)
+A2A_SECONDS_PER_VISIT = 15e-6  # NCCL's all_to_all across nodes: 9-15 us at 8-16 nodes, 15-21 at 32; a tree 5.8
 SECONDS_PER_MESSAGE = 8e-6
 MAX_SECONDS = 600.0  # a CLI run refused beyond about ten minutes of simulation
 MAX_MEMORY_BYTES = 2 * 2**30  # and beyond 2 GiB of memory
@@ -50,7 +50,7 @@ RANK_BYTES = 4_000  # a rank's process, generator frames, topology node and port
 BASE_BYTES = 150 * 2**20  # the interpreter with numpy, simpy and the model loaded
 PROBE_RANKS = (8, 16)
 TREE_RANK_GROWTH = 0.4  # the least growth in ranks of re-sharing per message on NCCL's trees (_visits_per_message)
-A2A_PROBE_NODES, A2A_HEAVY, A2A_NODE_GROWTH = (2, 4), 2.0, 2.0  # NCCL's all_to_all across nodes: _all_to_all_visits
+A2A_PROBE_NODES, A2A_HEAVY, A2A_NODE_GROWTH = (2, 4), 2.0, 1.25  # NCCL's all_to_all across nodes: _all_to_all_visits
 PROBE_MAX_CHUNKS = 16  # probes run at most this many chunks (and a quarter of it for the growth)
 PROBE_MAX_BYTES = 16 * 2**20
 PROBE_MAX_VISITS = 300_000  # a 32-rank probe runs only when it costs less than about a second
@@ -253,8 +253,8 @@ def _visits_per_message(s: Any, chunks: int, plan: Plan | None = None) -> float:
         if size < s.size_bytes and 0 < _messages_at(whole, s.ranks, chunks) <= PROBE_WHOLE_MESSAGES:
             return _probe(whole, s.ranks, chunks, whole.size_bytes, plan)
         return _probe(key, s.ranks, chunks, size, plan) * _size_growth(key, s, s.ranks, chunks, size)
-    if layout := _p2p_across_nodes(s, getattr(plan, "preset", None)):
-        return _all_to_all_visits(s, key, plan) + _later_batches(s, layout)
+    if _p2p_across_nodes(s, getattr(plan, "preset", None)) is not None:
+        return _all_to_all_visits(s, key, plan)
     base_p = ranks[-1]
     v_base = _probe(key, base_p, probe_k, size, plan)
     growth_p = 0.0
@@ -294,23 +294,16 @@ def _p2p_across_nodes(s: Any, preset: Any = None) -> Any:
     return layout if layout is not None and layout.gpus == gpus else None
 
 
-def _later_batches(s: Any, layout: Any) -> float:
-    """Re-sharing a message from a channel's batches after its first (beyond 16 nodes): each channel of
-    each rank starting its next batch settles the component again, about half a batch's flows (32 x
-    dgx-h100 runs stopped after minutes at one instant: 189+ settles of ~17,000 flows; the record)."""
-    from sim.nccl.p2p_plan import channel_batches
-
-    queues = channel_batches(layout, s.elements // s.ranks * s.element_bytes)
-    depth = max(len(queue) for queue in queues.values())
-    return (depth - 1) * len(queues) * s.ranks / (2 * depth)
-
-
 def _all_to_all_visits(s: Any, key: Any, plan: Plan | None) -> float:
     """Re-sharing per message of NCCL's all_to_all beyond the probes' nodes, from a probe of 2 nodes at
     its own size (1-2 parts a peer whatever the size), or of 4 where 2 show under :data:`A2A_HEAVY`
     flows a message. Every message is in flight at once, one component, each settle re-shares all
-    of it: counted on dgx-h100, 4.1, 18, 50, 368 a message at 2-16 nodes (16 MiB), 3.1, 15, 21, 242
-    (64 MiB): the square of the nodes, sizes scattering 3x (bench/results/budget_all_to_all.md)."""
+    of it; since the engine finishes an instant's settled ends together (sim/network/fair.py), the
+    settles grow less than the square of the nodes: counted on dgx-h100, 4.1, 14, 16, 62 a message
+    at 2-16 nodes (16 MiB), 3.1, 14, 19, 60 (64 MiB), 38 at 32 nodes (64 MiB): the power
+    :data:`A2A_NODE_GROWTH` of the nodes, sizes scattering 2-3x (bench/results/budget_all_to_all.md).
+    No term for a channel's later batches (32 nodes and more): at 32 nodes, where each channel runs
+    two, 64 MiB and 1 GiB counted fewer flows a message (38, 34) than 16 nodes at 64-256 MiB (60-67)."""
     gpus = _node_gpus(s)
     for nodes in A2A_PROBE_NODES:
         value = _probe(key, nodes * gpus, 1, s.size_bytes, plan)

@@ -1,10 +1,11 @@
 """The run-size budget of NCCL's all_to_all across nodes (sim.collective.budget._all_to_all_visits).
 
 Every peer's message is in flight at once and each instant at which some end re-shares all the
-rest, so the re-sharing a message grows about as the square of the nodes (counted on dgx-h100:
-4.1, 18, 50 and 368 flows a message at 2, 4, 8 and 16 nodes, 16 MiB). The probes of 2 and 4 nodes
-at 16 MiB, extrapolated by the growth they showed (and an 8-node probe of seconds beyond), read
-3.3-3.4x over at 8 nodes and 64-256 MiB and 2.6x under at 16 nodes (bench/results/budget_all_to_all.md).
+rest. Since the engine finishes an instant's settled ends together (sim/network/fair.py,
+bench/results/fair_instant_chain.md) the re-sharing a message grows about as the power 1.25 of
+the nodes (counted on dgx-h100 at 64 MiB: 3.1, 14, 19, 60 and 38 flows a message at 2, 4, 8, 16
+and 32 nodes); the square the budget read before over-estimated 8 and 16 nodes 3-4x and refused
+32-node runs that finish in 13 s-1.8 min of CPU (bench/results/budget_all_to_all.md).
 """
 
 from __future__ import annotations
@@ -23,8 +24,12 @@ def _all_to_all(preset: str, nodes: int, mib: int):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("preset", "mib"), [("dgx-h100", 1), ("dgx-h100", 64), ("hgx-h100-nvls", 256)])
+@pytest.mark.parametrize(
+    ("preset", "mib"), [("dgx-h100", 1), ("dgx-h100", 3), ("dgx-h100", 4), ("dgx-h100", 16), ("dgx-h100", 64), ("hgx-h100-nvls", 256)]
+)
 def test_nccl_all_to_all_on_8_nodes_is_estimated_within_3x_of_its_counted_visits(preset, mib):
+    """The square of the nodes read 3.5x (4 MiB) and 3.9x (16 MiB) the visits counted after the
+    engine's instant fix; the power 1.25 reads 0.7-1.4x."""
     scenario = _all_to_all(preset, 8, mib)
     budget.clear_probes()
     told = budget.estimate(scenario)
@@ -53,28 +58,14 @@ def test_the_probes_of_a_32_node_all_to_all_stay_cheap(monkeypatch):
 
 
 @pytest.mark.slow
-def test_a_32_node_all_to_all_is_estimated_with_the_square_of_its_nodes():
-    """The estimate of 32 x dgx-h100 at 64 MiB read 2.5 min (24.8 M visits), under its run: per
-    message at least (32 / 2)^2 times what the 2-node probe counts (the growth 2 to 16 nodes counted
-    at 16 and 64 MiB: x91 and x77, 8^2.1-2.2)."""
-    scenario = _all_to_all("dgx-h100", 32, 64)
+def test_a_32_node_all_to_all_is_let_through_and_its_estimate_holds():
+    """32 x dgx-h100 at 1 MiB was refused (~13 min estimated: the square of the nodes and a settle
+    for each channel's second batch); after the engine's instant fix the run counts 785,000
+    visits in ~16 s of CPU (its estimate: ~7 s). Its estimate is within the limits and within 3x
+    of the count."""
+    scenario = _all_to_all("dgx-h100", 32, 1)
     budget.clear_probes()
-    told = budget.estimate(scenario)
-    two = _all_to_all("dgx-h100", 2, 64)
-    messages, visits = budget.count_visits(two)
-    per_message = (visits - messages) / messages
-    assert (told.visits - told.messages) / told.messages >= per_message * 16**2 * 0.99, (told, per_message)
-
-
-@pytest.mark.slow
-def test_a_32_node_all_to_all_whose_channels_run_two_batches_is_refused_naming_16_nodes():
-    """At 32 x dgx-h100 a channel runs two batches; each channel of each rank starting its second
-    settles the whole component again. The 1 MiB run read ~3 s before; stopped after 151 s (51 s
-    of CPU) it had settled 326 times at one instant, 2.7 M visits, short of its end
-    (bench/results/budget_all_to_all.md). 16 nodes (one batch a channel) fit."""
-    from sim.errors import CollsimError
-
-    budget.clear_probes()
-    with pytest.raises(CollsimError, match=r"on 32 x dgx-h100 \(256 ranks\) needs about 65,280 messages.*--nodes 16 would fit"):
-        budget.check_run(_all_to_all("dgx-h100", 32, 1), "sim collective")
-    assert budget.check_run(_all_to_all("dgx-h100", 16, 1), "sim collective").seconds < budget.NOTE_FROM_SECONDS
+    told = budget.check_run(scenario, "sim collective")
+    messages, visits = budget.count_visits(scenario)
+    assert told.messages == messages
+    assert 1 / 3 <= told.visits / visits <= 3.0, (told, messages, visits)
