@@ -132,13 +132,17 @@ def run_worker(rank: int, world_size: int, port: int, timeout_s: float) -> None:
         for call in programs.ranks[rank]:
             _run_call(call, rank, groups.get(call.group), timeout_s, torch, dist)
     except Exception as error:  # noqa: BLE001 - torch's message is what we came for
-        _leave(rank, {"status": "error", "error": f"{type(error).__name__}: {error}"}, 1)
+        message = f"{type(error).__name__}: {error}"
+        # a rank that timed out stays connected a timeout longer: a peer whose wait began a little
+        # later (a loaded host) then reports its own timeout, not this rank's leaving (CI, 2026-11-28:
+        # "Connection closed by peer" where both ranks of op_mismatch wait out the timeout)
+        _leave(rank, {"status": "error", "error": message}, 1, linger_s=timeout_s if "Timed out" in message else 0.0)
     _leave(rank, {"status": "completed"}, 0)
 
 
-def _leave(rank: int, record: dict[str, Any], code: int) -> None:
-    """Print the outcome, dump the flight recorder where asked, and exit at once (no
-    destroy_process_group: its teardown would wait for peers that are gone)."""
+def _leave(rank: int, record: dict[str, Any], code: int, linger_s: float = 0.0) -> None:
+    """Print the outcome, dump the flight recorder where asked, stay ``linger_s`` (connected, doing
+    nothing), and exit (no destroy_process_group: its teardown would wait for peers that are gone)."""
     folder = os.environ.get(FLIGHT_DIR_ENV)
     if folder:
         import torch._C._distributed_c10d as c10d  # torch's own dump of this process's recorder
@@ -146,6 +150,8 @@ def _leave(rank: int, record: dict[str, Any], code: int) -> None:
         with open(os.path.join(folder, f"rank_{rank}"), "wb") as handle:
             handle.write(c10d._dump_fr_trace())
     print(MARK + json.dumps(record), flush=True)
+    if linger_s:
+        time.sleep(linger_s)
     os._exit(code)
 
 
