@@ -212,8 +212,8 @@ _add(replace(VERSIONS["2.24"], name="2.25", tag="v2.25.1-1", **_BW2X, ll128_comp
     inter_lat_tree_at_ppn1=f"{_T}:300", pat_base_lat_us=f"{_T}:342", ll128_compcaps=f"{_T}:431-437",
     nvls_ag_rs_arity=f"{_E}:1610 (nRanks > NCCL_MAX_NVLS_ARITY)",
 )))  # fmt: skip
-_add(replace(VERSIONS["2.25"], name="2.26", tag="v2.26.6-1", pat_min_cc=60, also=("2.26.2",), cites=_cites(
-    "v2.26.6-1 (tuning.cc identical in v2.26.2-1)", base_lat=f"{_T}:120-123", hw_lat=f"{_T}:129-142", ll_max_bws=f"{_T}:151-156",
+_add(replace(VERSIONS["2.25"], name="2.26", tag="v2.26.6-1", pat_min_cc=60, also=("2.26.2", "2.26.3", "2.26.5"), cites=_cites(
+    "v2.26.6-1 (tuning.cc identical in v2.26.2-1; v2.26.3-1 and v2.26.5-1 identical to v2.26.6-1 in tuning.cc, enqueue.cc and src/graph)", base_lat=f"{_T}:120-123", hw_lat=f"{_T}:129-142", ll_max_bws=f"{_T}:151-156",
     per_ch_max_ring_ll128_bws=f"{_T}:158-163", per_ch_max_tree_ll128_bws=f"{_T}:164-169", per_ch_max_tree_bws=f"{_T}:170-175",
     pat_min_cc=f"{_T}:180", compcap_index=f"{_T}:216", nvls_bw=f"{_T}:251", pat_bw_factor=f"{_T}:262",
     inter_lat_tree_at_ppn1=f"{_T}:301", pat_base_lat_us=f"{_T}:343", ll128_compcaps=f"{_T}:432-438",
@@ -222,8 +222,9 @@ _add(replace(VERSIONS["2.25"], name="2.26", tag="v2.26.6-1", pat_min_cc=60, also
 _add(NcclVersion(
     "2.27", "v2.27.7-1", base_lat=_BASE_LAT, hw_lat=_HW_LAT, ll_max_bws=_BW2X["ll_max_bws"],
     per_ch_max_ring_ll128_bws=(*_RING_LL128, (34.5, 34.6, 34.5)), per_ch_max_tree_ll128_bws=_TREE_LL128_B, per_ch_max_tree_bws=_TREE_B,
-    also=("2.27.7",), cites=_cites(
-        "v2.27.7-1", base_lat=f"{_T}:134-137", hw_lat=f"{_T}:143-156", ll_max_bws=f"{_T}:165-170",
+    also=("2.27.5", "2.27.6", "2.27.7"), cites=_cites(
+        "v2.27.7-1 (tuning.cc identical in v2.27.5-1 and v2.27.6-1; v2.27.6-1 differs only in enqueue.cc's kernel-attribute error"
+        " handling, v2.27.5-1 also in search.cc's sm100 inter speeds and paths.cc's PXN rule, which the presets' fixed graphs do not read)", base_lat=f"{_T}:134-137", hw_lat=f"{_T}:143-156", ll_max_bws=f"{_T}:165-170",
         per_ch_max_ring_ll128_bws="v2.29.2-1 src/graph/tuning.cc:175-180 (Blackwell row; v2.27.7-1 lines 172-177 otherwise)",
         per_ch_max_tree_ll128_bws="v2.29.2-1 src/graph/tuning.cc:181-186 (Blackwell row; v2.27.7-1 lines 178-183 otherwise)",
         per_ch_max_tree_bws="v2.29.2-1 src/graph/tuning.cc:187-192 (Blackwell row; v2.27.7-1 lines 184-189 otherwise)",

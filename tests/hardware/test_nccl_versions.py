@@ -172,6 +172,21 @@ def test_2_29_3_keeps_the_measured_34_6_blackwell_ring_ll128_cap_that_2_29_7_rai
     assert nccl_version("2.26.2+cuda12.8").name == "2.26"
 
 
+@pytest.mark.parametrize(("named", "line"), [("2.26.3", "2.26"), ("2.26.5+cuda12.9", "2.26"), ("2.27.5", "2.27"), ("v2.27.6-1", "2.27")])
+def test_a_patch_with_its_lines_tuning_is_that_line_not_an_unknown_release(named, line):
+    """Common releases a user's log names (NCCL 2.27.5, 2.26.5) have tuning.cc identical to their
+    line's record (git diff v2.27.5-1 v2.27.7-1 -- src/graph/tuning.cc is empty): they were refused
+    as unknown by `collsim validate nccl-tests` once logs were read with their own release."""
+    assert nccl_version(named).name == line
+
+
+def test_a_patch_whose_tuning_differs_is_still_unknown():
+    """v2.27.3-1 and v2.28.3-1 differ from their line's record in tuning.cc: no silent stand-in."""
+    for named in ("2.27.3", "2.28.3"):
+        with pytest.raises(CollsimError, match="unknown NCCL version"):
+            nccl_version(named)
+
+
 def test_an_unknown_version_is_one_message_listing_the_known_ones():
     with pytest.raises(CollsimError, match=r"unknown NCCL version '2\.30'; known: 2\.19, .*2\.29") as error:
         predict("dgx-h100", 2, "all_reduce", MiB, nccl_version="2.30")
