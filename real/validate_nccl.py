@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sim.collective import nccl_fit
-from sim.collective.nccl_fit import NOISE, REGIMES, LogRelease, default_release, fit, log_release, log_runs, read_checked, read_log
+from sim.collective.nccl_fit import NOISE, REGIMES, LogRelease, default_release, fit, log_release, log_runs, measured_rows, read_checked
 from sim.errors import CollsimError
 from sim.hardware.uncertainty import MIN_RESIDUAL, unseen_half_width
 from sim.nccl.log import PROGRAMS
@@ -153,11 +153,12 @@ def read_one(path: str | Path, nodes: int, nccl_proto: str | None = None, nccl_a
              release: LogRelease | None = None) -> Log:  # fmt: skip
     """One log of ``nodes`` nodes, run with these NCCL_PROTO / NCCL_ALGO (None: NCCL's own choice)
     and this NCCL release (None: the one the log names, else the default)."""
-    op, rows = read_log(path)
+    op, columns, checks = read_checked(path)  # one reading: the rows and the release the log names
+    rows = measured_rows(columns)
     if op not in DES_OPS:  # an op the DES does not predict (sendrecv, gather, ...): said here, before any fit
         program = next(name for name, its_op in PROGRAMS.items() if its_op == op)
         raise CollsimError(f"LOG: {path} is {program} output; validate nccl-tests predicts {', '.join(DES_OPS)} logs")
-    release = release or log_release(read_checked(path)[2])
+    release = release or log_release(checks)
     if op == "all_to_all":  # grouped ncclSend/ncclRecv: no tuner pick to restrict (NCCL v2.27.7-1 src/enqueue.cc:802-836 chooses
         nccl_proto = nccl_algo = None  # LL or Simple per size by NCCL_P2P_LL_THRESHOLD), so a run of every op under one env still reads
     return Log(Path(path), op, nodes, tuple(rows), nccl_proto, nccl_algo, release)

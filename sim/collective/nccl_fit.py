@@ -104,7 +104,12 @@ def read_log(path: str | Path, op: str | None = None) -> tuple[str, list[tuple[i
     in-place (16 B: 24.96 / 24.93 us) and 256 B at 94.40 against 25.90 us, spikes in one column
     that no cost model should follow (bench/nccl_logs.py prints both columns' spread)."""
     op, rows = read_columns(path, op)
-    return op, [(size, _faster(out, inp)) for size, out, inp in rows]
+    return op, measured_rows(rows)
+
+
+def measured_rows(columns: list[tuple[int, float, float | None]]) -> list[tuple[int, float]]:
+    """[(size, time_s)] of :func:`read_checked`'s columns: per size the faster column (:func:`read_log`)."""
+    return [(size, _faster(out, inp)) for size, out, inp in columns]
 
 
 def _faster(out: float, inp: float | None) -> float:
@@ -198,7 +203,7 @@ def _fit_data(logs: list[tuple], stride: int) -> tuple[list[tuple], list[float]]
         algo, given = (*more, None, None)[:2]
         op, columns, checks = read_checked(path)
         version = log_release(checks, given).version
-        chosen = [(size, _faster(out, inp)) for size, out, inp in columns[::stride]]
+        chosen = measured_rows(columns[::stride])
         data += [(Path(path).name, nodes, op, size, measured, proto, algo, version) for size, measured in chosen]
         weights += [1.0 / len(chosen)] * len(chosen)
     # every log weighs the same (a 6-size run is not drowned by a 32-size one): residual x sqrt(w / mean w)
