@@ -103,3 +103,24 @@ def test_a_link_key_the_page_does_not_read_is_named():
     tree = page.layout("?gpu=4096")
     note = next(c for c in tree._traverse() if getattr(c, "id", None) == ids.LINK_KEYS)
     assert "Ignored in the link: gpu" in " ".join(note.children)
+
+
+def test_the_elastic_title_compares_only_the_two_choices_without_a_spare():
+    """The bar chart's first bar (a spare at hand) is always the highest; its title said "better to
+    shrink" above it, which read as if shrinking beat restarting at once. It now names the two
+    choices it compares: wait for a spare, or continue on the nodes left."""
+    from webapp.pages.runcost.figures import elastic_figure
+
+    result = model.results(model.validate(model.DEFAULTS))["result"]
+    elastic = result["elastic"]
+    title = elastic_figure(result).layout.title.text
+    assert "no spare at hand" in title
+    assert elastic["shrink_goodput"] < result["goodput"]  # the first bar is the best: the title must not contradict it
+    if elastic["better"] == "shrink":
+        assert "better to continue on the nodes left than wait" in title
+    else:
+        assert "better to wait for a spare" in title
+    waits = dict(elastic, better="wait")
+    assert "better to wait for a spare than continue" in elastic_figure(dict(result, elastic=waits)).layout.title.text
+    alone = dict(elastic, better="wait", shrink_goodput=None)
+    assert "no node is left" in elastic_figure(dict(result, elastic=alone)).layout.title.text

@@ -39,6 +39,14 @@ def curve_figure(result: dict[str, Any], curve: dict[str, Any]) -> go.Figure:
     return figure
 
 
+def elastic_title(elastic: dict[str, Any]) -> str:
+    """What the bars say when no spare is at hand (the first bar, a spare at hand, is always the best)."""
+    choice = "continue on the nodes left than wait" if elastic["better"] == "shrink" else "wait for a spare than continue on the nodes left"
+    if elastic["shrink_goodput"] is None:
+        choice = "wait for a spare (no node is left to continue on)"
+    return f"A failure takes {elastic['nodes_lost']} node(s); with no spare at hand, better to {choice}"
+
+
 def elastic_figure(result: dict[str, Any]) -> go.Figure:
     """Goodput at the interval used: restart on the same nodes at once (a spare is there), wait for a
     spare node, or continue on the nodes left and grow back."""
@@ -52,7 +60,7 @@ def elastic_figure(result: dict[str, Any]) -> go.Figure:
     figure = go.Figure(go.Bar(x=[100 * g for _, g in bars], y=[name for name, _ in bars], orientation="h",
                               text=[f"{100 * g:.1f} %" for _, g in bars], textposition="auto", marker={"color": ["#1f77b4", "#7f7f7f", "#2ca02c"][: len(bars)]}))  # fmt: skip
     figure.update_layout(
-        title={"text": f"After a failure that takes {elastic['nodes_lost']} node(s): better to {elastic['better']}", "font": {"size": 14}},
+        title={"text": elastic_title(elastic), "font": {"size": 14}},
         height=260, xaxis={"title": "goodput (%)", "range": [0, 100]}, yaxis={"autorange": "reversed"},
         margin={"l": 260, "r": 20, "t": 50, "b": 50},
     )  # fmt: skip
