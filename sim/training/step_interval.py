@@ -49,11 +49,11 @@ def no_interval() -> dict[str, Any]:
     return {"step_time_interval_s": None, "step_interval_level": None, "step_interval_basis": NO_PRESET}
 
 
-def interval_fields(step_time_s: float, ends_s: Sequence[float]) -> dict[str, Any]:
+def interval_fields(step_time_s: float, ends_s: Sequence[float], comm: str = "every collective") -> dict[str, Any]:
     """The summary keys from the step times at the two ends (each step time lies between them:
-    a step is never faster with slower collectives)."""
+    a step is never faster with slower collectives); ``comm``: what was scaled, for the basis."""
     low, high = min(step_time_s, *ends_s), max(step_time_s, *ends_s)
-    basis = ("the step re-run with every collective at the low, then the high end of its own 80 % interval "
+    basis = (f"the step re-run with {comm} at the low, then the high end of its own 80 % interval "
              "on this preset (sim.hardware.uncertainty); compute as given")  # fmt: skip
     return {"step_time_interval_s": [low, high], "step_interval_level": LEVEL, "step_interval_basis": basis}
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 from dataclasses import replace
 from typing import Any
 
@@ -13,7 +14,7 @@ from sim.cli_fields import field_options
 from sim.errors import CollsimError
 from sim.training.parallel.scenario import FIELDS, TrainScenario
 
-__all__ = ["sweep_layouts", "train"]
+__all__ = ["format_result", "interval_line", "layout_interval", "sweep_layouts", "train"]
 
 
 @click.command("train")
@@ -35,7 +36,7 @@ __all__ = ["sweep_layouts", "train"]
 @click.option("--json", "as_json", is_flag=True, default=False, help="print the result as JSON")
 def train(fsdp: bool, sweep: bool, events_path: str | None, chakra_prefix: str | None, as_json: bool, **flags: Any) -> None:
     """Simulate one transformer training step: tensor, sequence, pipeline, data and expert parallelism on a hardware preset."""
-    from sim.training.parallel.step import simulate
+    from sim.training.parallel.interval import simulate_with_interval
 
     if fsdp:
         if flags.get("zero") not in (None, 3):
@@ -44,18 +45,20 @@ def train(fsdp: bool, sweep: bool, events_path: str | None, chakra_prefix: str |
     if sweep and chakra_prefix is not None:
         raise CollsimError("--chakra: writes one layout's traces; not with --sweep", field="chakra")
     if sweep:
-        _echo_sweep(sweep_layouts(flags, progress=True), as_json)
+        rows = sweep_layouts(flags, progress=True)
+        rows[0] = {**rows[0], **layout_interval(flags, rows[0])}
+        _echo_sweep(rows, as_json)
         return
     scenario = TrainScenario.from_dict(flags)
     if chakra_prefix is not None:
         _check_chakra(chakra_prefix, scenario)
-    result = simulate(scenario, events=events_path is not None or chakra_prefix is not None)
+    result, interval = simulate_with_interval(scenario, events=events_path is not None or chakra_prefix is not None)
     if events_path:
         with open(events_path, "w", encoding="utf-8") as handle:
             json.dump(result.events, handle)
     if chakra_prefix is not None:
         _write_chakra(chakra_prefix, result)
-    click.echo(json.dumps(result.to_dict(), indent=2) if as_json else format_result(scenario, result))
+    click.echo(json.dumps({**result.to_dict(), **interval}, indent=2) if as_json else format_result(scenario, result, interval))
 
 
 def _check_chakra(prefix: str, scenario: TrainScenario) -> None:
@@ -85,14 +88,15 @@ def _ranks(result: Any) -> int:
     return layout["tp"] * layout["ep"] * layout["dp"] * layout["pp"]
 
 
-def format_result(scenario: TrainScenario, result: Any) -> str:
-    """The text report: step time, where it goes, memory."""
+def format_result(scenario: TrainScenario, result: Any, interval: dict[str, Any] | None = None) -> str:
+    """The text report: step time (its 80 % interval on a preset), where it goes, memory."""
     gb = 1e9
     fits = "fits" if result.fits else "DOES NOT FIT"
     return "\n".join(
         (
             f"step: {result.step_time_s:.3f} s ({result.micro_batches} micro-batches, {scenario.gpus} GPUs, "
             f"tp {scenario.tp} pp {scenario.pp} dp {scenario.dp} ep {scenario.ep}, {scenario.schedule})",
+            *interval_line(interval or {}),
             f"slowest stage: compute {result.compute_s:.3f} s, TP {result.tp_s:.3f} s, EP {result.ep_s:.3f} s, "
             f"waiting for PP {result.pp_exposed_s:.3f} s; DP exposed {result.dp_exposed_s:.3f} s",
             f"bubble: {result.bubble_fraction:.1%}; model FLOPs utilization {result.mfu_achieved:.1%}; {result.tokens_per_s:,.0f} tokens/s",
@@ -100,6 +104,15 @@ def format_result(scenario: TrainScenario, result: Any) -> str:
             *result.notes,
         )
     )
+
+
+def interval_line(interval: dict[str, Any]) -> list[str]:
+    """The step's 80 % interval on a preset (sim.training.parallel.interval); none without one (the JSON says why)."""
+    found = interval.get("step_time_interval_s")
+    if not found:
+        return []
+    scaled = "every collective and pipeline send at its interval's low / high end; compute as given"
+    return [f"80 % interval: {found[0]:.3f} – {found[1]:.3f} s ({scaled})"]
 
 
 def _divisors(number: int) -> list[int]:
@@ -125,7 +138,8 @@ def sweep_layouts(flags: dict[str, Any], progress: bool = False) -> list[dict[st
         except CollsimError:
             continue
     rows = []
-    with click.progressbar(scenarios, label="layouts", file=None if progress else io.StringIO()) as bar:
+    # the bar on stderr: stdout is the table or the JSON alone (`--sweep --json | jq` parses)
+    with click.progressbar(scenarios, label="layouts", file=sys.stderr if progress else io.StringIO()) as bar:
         for scenario in bar:
             result = simulate(replace(scenario))
             rows.append({"tp": scenario.tp, "pp": scenario.pp, "dp": scenario.dp, "ep": scenario.ep, "step_time_s": result.step_time_s,
@@ -137,6 +151,16 @@ def sweep_layouts(flags: dict[str, Any], progress: bool = False) -> list[dict[st
     return sorted(rows, key=lambda row: (not row["fits"], row["step_time_s"]))
 
 
+def layout_interval(flags: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
+    """The 80 % interval keys of one sweep row's step (sim.training.parallel.interval). A sweep gives
+    them for its first row alone: each row's would run its schedule twice more, 1.5 to 1.8 times the
+    sweep's time where the schedule, not the collectives, takes it (docs/parallelism.md)."""
+    from sim.training.parallel.interval import simulate_with_interval
+
+    layout = {key: row[key] for key in ("tp", "pp", "dp", "ep")}
+    return simulate_with_interval(TrainScenario.from_dict({**flags, **layout}))[1]
+
+
 def _echo_sweep(rows: list[dict[str, Any]], as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(rows, indent=2))
@@ -146,3 +170,5 @@ def _echo_sweep(rows: list[dict[str, Any]], as_json: bool) -> None:
         fits = "yes" if row["fits"] else "does not fit"
         click.echo(f"{index:4} {row['tp']:3} {row['pp']:4} {row['dp']:5} {row['ep']:3} {row['step_time_s']:9.3f} "
                    f"{row['bubble_fraction']:7.1%} {row['memory_bytes'] / 1e9:7.1f}  {fits}")  # fmt: skip
+    for line in interval_line(rows[0]):
+        click.echo(f"rank 1's {line}; another layout's: collsim sim train --tp T --pp P --dp D --ep E")

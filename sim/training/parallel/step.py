@@ -33,7 +33,7 @@ from sim.training.parallel.scenario import TrainScenario
 from sim.training.parallel.schedule import Action, Message, Op, rank_programs
 from sim.training.parallel.work import OpWork, op_work, row
 
-__all__ = ["simulate"]
+__all__ = ["comm_costs", "simulate"]
 
 
 def simulate(
@@ -44,17 +44,26 @@ def simulate(
     from sim.hardware.presets import load_preset
 
     preset = load_preset(scenario.hardware)
-    layout = Layout(scenario.tp, scenario.ep, scenario.dp, scenario.pp, preset.gpus_per_node)
-    element = 4 if scenario.precision == "fp32" else 2
+    own = comm_costs(scenario)  # nothing is costed until asked
+    layout, element = own.layout, own.element_bytes
     if measured is not None:
         measured.check(scenario.pp * scenario.chunks)
         costs = costs or MeasuredCommCosts(layout, element, measured)
-    costs = costs or CommCosts(scenario.hardware, layout, element, scenario.free_comm)
+    costs = costs or own
     peak = preset.gpu_peak_tflops[scenario.precision] * 1e12 * scenario.mfu
     hbm = 0.0 if scenario.free_comm or measured else hbm_Bps(preset.gpu_model)
     work = op_work(scenario, costs, peak, element, hbm, measured)
     run = _Pipeline(scenario, layout, costs, work, events)
     return run.result(float(preset.gpu_memory_bytes or "inf"))
+
+
+def comm_costs(scenario: TrainScenario) -> CommCosts:
+    """The preset's costs of ``scenario``'s collectives and sends, each costed once and kept: give
+    the same one to several :func:`simulate` calls of the scenario to cost them once in all."""
+    from sim.hardware.presets import load_preset
+
+    layout = Layout(scenario.tp, scenario.ep, scenario.dp, scenario.pp, load_preset(scenario.hardware).gpus_per_node)
+    return CommCosts(scenario.hardware, layout, 4 if scenario.precision == "fp32" else 2, scenario.free_comm)
 
 
 class _Pipeline:

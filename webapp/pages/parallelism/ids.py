@@ -13,6 +13,7 @@ URL_SPEC = make(PREFIX, "url-spec")  # dcc.Store: the URL writer's spec (webapp.
 NOTICE = make(PREFIX, "notice")
 CARDS = make(PREFIX, "cards")
 STEP_TIME = make(PREFIX, "step-time")
+STEP_INTERVAL = make(PREFIX, "step-interval")  # the step time's 80 % interval on a preset, under it
 BUBBLE = make(PREFIX, "bubble")
 MEMORY = make(PREFIX, "memory")
 MFU = make(PREFIX, "mfu-achieved")

@@ -21,6 +21,7 @@ __all__ = [
     "form_from_query",
     "links",
     "run",
+    "run_with_interval",
     "sweep",
     "teaching",
     "url_spec",
@@ -154,9 +155,21 @@ def run(data: dict[str, Any]) -> Any:
     """The simulated step with its events (sim.training.parallel.simulate)."""
     from sim.training.parallel import simulate
 
+    return simulate(_sized(data), events=True)
+
+
+def run_with_interval(data: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """(the step with its events, its 80 % interval's keys), as ``collsim sim train`` gives them
+    (sim.training.parallel.interval: the step run twice more, each collective costed once)."""
+    from sim.training.parallel.interval import simulate_with_interval
+
+    return simulate_with_interval(_sized(data), events=True)
+
+
+def _sized(data: dict[str, Any]) -> Any:
     scenario = scenario_of(data)
     check_size(scenario)
-    return simulate(scenario, events=True)
+    return scenario
 
 
 def check_sweep(data: dict[str, Any]) -> None:

@@ -90,7 +90,9 @@ def _sweep_section() -> html.Div:
     return html.Div([
         html.H3("Every layout of these GPUs", className="section"),
         html.P("Every valid (tp, pp, dp[, ep]) that uses all the GPUs of the nodes, simulated and ranked: layouts that fit "
-               "in the GPU's memory first, fastest first (collsim sim train --sweep). It runs in the background.", className="hint"),
+               "in the GPU's memory first, fastest first (collsim sim train --sweep). It runs in the background. The 80 % "
+               "interval is the chosen layout's, on the Step time card (each row's would run its schedule twice more).",
+               className="hint"),
         html.Div([html.Button("Run the sweep", id=ids.SWEEP_RUN, className="button"),
                   html.Button("Cancel", id=ids.SWEEP_CANCEL, className="button small", disabled=True)], className="downloads"),
         html.Div(id=ids.SWEEP_STATUS, className="notice", role="status"),
@@ -152,7 +154,7 @@ def simulate(data: dict | None) -> dict[str, Any]:
 @lru_cache(maxsize=16)
 def _kept(key: str) -> dict[str, Any]:
     data = json.loads(key)
-    result = model.run(data)
+    result, interval = model.run_with_interval(data)
     stages = [row for row in _pipeline(result.layout)]
     numbers = model.teaching(data, result)
     notes = " ".join(f"Note: {note}." for note in result.notes)
@@ -160,7 +162,7 @@ def _kept(key: str) -> dict[str, Any]:
               f"(tp {data['tp']} x pp {data['pp']} x dp {data['dp']} x ep {data['ep']}), {data['schedule']}. {notes}")  # fmt: skip
     title = f"One step of the representative pipeline ({len(stages)} stage(s)); grey: the compute stream idle (bubble); short collectives drawn at least 0.1 % of the step wide"
     return answer(
-        OUTPUTS, notice=notice, cards=_cards(result), teach=_teach(numbers),
+        OUTPUTS, notice=notice, cards=_cards(result, interval), teach=_teach(numbers),
         timeline=figures.timeline_figure(result.events, stages, result.step_time_s, title),
         cluster=figures.cluster_figure(result.layout, data["nodes"], model.links(data, result.layout),
                                        "The layout on the cluster: GPUs coloured by stage, TP groups dotted, DP groups dashed"),
@@ -173,14 +175,24 @@ def _pipeline(layout: dict[str, int]) -> list[int]:
     return list(Layout(**layout).pipeline())
 
 
-def _cards(result: Any) -> list:
+def _cards(result: Any, interval: dict[str, Any]) -> list:
     fits = "fits" if result.fits else "does not fit"
     return [
-        number_card("Step time", format_time(result.step_time_s), ids.STEP_TIME),
+        _step_card(result.step_time_s, interval),
         number_card("Bubble (simulated)", f"{result.bubble_fraction:.1%}", ids.BUBBLE),
         number_card("Memory / GPU", f"{format_size(result.memory_bytes)} of {format_size(result.memory_limit_bytes)} ({fits})", ids.MEMORY),
         number_card("Model FLOPs utilization", f"{result.mfu_achieved:.1%} ({result.tokens_per_s:,.0f} tokens/s)", ids.MFU),
     ]
+
+
+def _step_card(step_time_s: float, interval: dict[str, Any]) -> Any:
+    """The step time and, on a preset, its 80 % interval under it (sim.training.parallel.interval; its basis on hover)."""
+    card = number_card("Step time", format_time(step_time_s), ids.STEP_TIME)
+    found = interval.get("step_time_interval_s")
+    if found:
+        ends = f"80 %: {format_time(found[0])} – {format_time(found[1])}"
+        card.children.append(html.Div(ends, id=ids.STEP_INTERVAL, className="hint", title=interval["step_interval_basis"]))
+    return card
 
 
 def _teach(n: dict[str, Any]) -> list:
