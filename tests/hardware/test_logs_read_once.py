@@ -13,20 +13,11 @@ import pytest
 
 from real.validate_nccl import SHIPPED
 from sim.collective import nccl_fit
-from sim.hardware.presets import effective, load_preset
 
 from ..cli_in_process import collsim_in_process
+from ..real.test_validate_nccl import closed_form  # a stand-in DES reading the constants in force
 
 LOGS = [SHIPPED / "h100_1node_allreduce_nvls_nccl-tests290.txt", SHIPPED / "hgx-h100_2node_ib400_nccl2.26.2_allreduce_default.txt"]
-
-
-def closed_form(hardware, nodes, op, size, nccl_algo=None, nccl_proto=None, nccl_version=None):
-    """A stand-in DES: latency plus size over the link rates, reading the constants in force."""
-    constants = effective(load_preset(hardware))
-    time_s = constants.latency_scale * 5e-6 + size / (constants.intra_efficiency * 2e11)
-    if nodes > 1:
-        time_s += constants.base_latency_us * 1e-6 + size / (constants.inter_efficiency * 1e11)
-    return time_s, "Ring/Simple"
 
 
 @pytest.fixture
