@@ -14,6 +14,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from real.model_names import check_model_name
 from sim.errors import CollsimError
 
 
@@ -121,8 +122,7 @@ MODELS = {
 
 
 def model_spec(name: str) -> ModelSpec:
-    if name not in MODELS:
-        raise CollsimError(f"--model: unknown {name!r}; built-in models: {', '.join(MODELS)}")
+    check_model_name(name)
     return MODELS[name]
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from sim.errors import CollsimError
-from sim.nccl.log import PROGRAMS, LogChecks, check_time, not_a_log, program_op, results, unknown_op
+from sim.nccl.log import PROGRAMS, LogChecks, check_time, not_a_log, program_op, results, unknown_op, version_of_code
 
 TYPES = {
     "float": "float32",
@@ -127,6 +127,8 @@ def _text_rows(lines: Iterable[str], meta: dict[str, Any], checks: LogChecks, op
             yield row
         else:
             yield from ranks.settle(row, devices)
+    if checks.release:  # sim.nccl.log.release_named, the one reader of the release a log names: "2.23.1"
+        meta["nccl_version"] = checks.release
     yield from ranks.flush()
     if not count:
         raise (CollsimError(f"{checks.name}: every size has #wrong above 0 (nccl-tests found wrong results); nothing to import")
@@ -191,9 +193,11 @@ def _header_line(line: str, meta: dict[str, Any]) -> None:
     settings = re.search(r"warmup iters:\s*(\d+)\s+iters:\s*(\d+)", line)
     if settings:
         meta["warmup"], meta["iters"] = int(settings.group(1)), int(settings.group(2))
-    version = re.search(r"nccl-library=(\d+)", line) or re.search(r"NCCL version (\S+)", line)
-    if version:
-        meta["nccl_version"] = version.group(1)
+
+
+def _release_of(code: Any) -> str:
+    """The release a -J file's "nccl_version" (NCCL_VERSION_CODE, 22703) names, dotted as a text log's: "2.27.3"."""
+    return version_of_code(int(code)) if str(code).isdigit() else str(code or "")
 
 
 def _fill_world_size(rows: list[dict[str, Any]], world_size: int | None) -> None:
@@ -223,7 +227,7 @@ def parse_json(data: dict[str, Any], op: str | None = None, world_size: int | No
     op = op or program_op(args)
     if op is None:
         raise unknown_op(checks.name if checks else "nccl-tests JSON", "--op")
-    meta = {"source": "nccl-tests", "op": op, "devices": devices, "nccl_version": str(data.get("nccl_version", "")),
+    meta = {"source": "nccl-tests", "op": op, "devices": devices, "nccl_version": _release_of(data.get("nccl_version")),
             "iters": config.get("iterations"), "warmup": config.get("warmup_iters"), "start_time": data.get("start_time", "")}  # fmt: skip
     rows, checks = [], checks or LogChecks("nccl-tests JSON")
     for number, result in enumerate(data["results"], 1):

@@ -121,9 +121,9 @@ def check_plan(plan: Plan) -> None:
     """Everything about a plan that can be checked before the first measurement (the issue's
     full validate failed on 3 ranks after 641 s): the model, every world size, every stage's
     parameters. Raises CollsimError naming the flag."""
-    from real.models import model_spec
+    from real.model_names import check_model_name
 
-    model_spec(plan.model)
+    check_model_name(plan.model)  # without torch (real.models imports it): a refusal after this one stays quick
     if len(plan.sizes) < 4:
         raise CollsimError(f"--sizes: need 4 or more sizes to hold alternate sizes out, got {len(plan.sizes)}")
     if min(plan.sizes) < 4:

@@ -138,9 +138,10 @@ def read_logs(paths: Sequence[str | Path], hardware: str, nodes: str | None = No
             f"--hardware: give a shipped preset's name (collsim hardware list), got {hardware!r}; a preset file cannot be fitted here yet"
         )
     logs = []
-    for run in log_runs(paths, preset, nodes, nccl_version):  # as collsim hardware fit reads them
+    for run in log_runs(paths, preset, nodes, nccl_version):  # as collsim hardware fit reads them: once
         preset.check_nodes(run.nodes)
-        logs.append(read_one(run.path, run.nodes, nccl_proto, nccl_algo, run.release))
+        _check_op(run.path, run.op)
+        logs.append(_log(Path(run.path), run.op, run.nodes, run.rows, nccl_proto, nccl_algo, run.release))
     names = [log.name for log in logs]
     if len(set(names)) < len(names):
         raise CollsimError(
@@ -154,14 +155,21 @@ def read_one(path: str | Path, nodes: int, nccl_proto: str | None = None, nccl_a
     """One log of ``nodes`` nodes, run with these NCCL_PROTO / NCCL_ALGO (None: NCCL's own choice)
     and this NCCL release (None: the one the log names, else the default)."""
     op, columns, checks = read_checked(path)  # one reading: the rows and the release the log names
-    rows = measured_rows(columns)
-    if op not in DES_OPS:  # an op the DES does not predict (sendrecv, gather, ...): said here, before any fit
+    _check_op(path, op)
+    return _log(Path(path), op, nodes, tuple(measured_rows(columns)), nccl_proto, nccl_algo, release or log_release(checks))
+
+
+def _check_op(path: str | Path, op: str) -> None:
+    """Refuse an op the DES does not predict (sendrecv, gather, ...): said here, before any fit."""
+    if op not in DES_OPS:
         program = next(name for name, its_op in PROGRAMS.items() if its_op == op)
         raise CollsimError(f"LOG: {path} is {program} output; validate nccl-tests predicts {', '.join(DES_OPS)} logs")
-    release = release or log_release(checks)
+
+
+def _log(path: Path, op: str, nodes: int, rows: tuple, nccl_proto: str | None, nccl_algo: str | None, release: LogRelease) -> Log:
     if op == "all_to_all":  # grouped ncclSend/ncclRecv: no tuner pick to restrict (NCCL v2.27.7-1 src/enqueue.cc:802-836 chooses
         nccl_proto = nccl_algo = None  # LL or Simple per size by NCCL_P2P_LL_THRESHOLD), so a run of every op under one env still reads
-    return Log(Path(path), op, nodes, tuple(rows), nccl_proto, nccl_algo, release)
+    return Log(path, op, nodes, rows, nccl_proto, nccl_algo, release)
 
 
 def choose_fit_on(logs: list[Log], spec: str | None = None) -> tuple[list[Log], list[Log]]:
@@ -261,7 +269,8 @@ def calibrate(fit_logs: list[Log], hardware: str, stride: int = 1) -> Calibratio
         raise CollsimError(
             f"--fit-on: the fitted logs have {sum(len(log.rows) for log in fit_logs)} sizes for {len(names)} constants; fit on more logs"
         )
-    result = fit([(log.path, log.nodes, log.nccl_proto, log.nccl_algo, log.nccl_version) for log in fit_logs], hardware, names, fit_stride)
+    # each log with its rows and release, as read_logs read it: not read again
+    result = fit([(log, log.nodes, log.nccl_proto, log.nccl_algo) for log in fit_logs], hardware, names, fit_stride)
     runs = frozenset((log.op, log.nodes) for log in fit_logs)
     return from_fit(result, hardware, fit_stride, tuple(log.name for log in fit_logs), runs)
 

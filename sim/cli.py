@@ -195,12 +195,9 @@ def collective(scenario_file: str | None, trace: str | None, csv_path: str | Non
     model = flags.pop("model")
     restrict = {"nccl_algo": flags.pop("nccl_algo"), "nccl_proto": flags.pop("nccl_proto")}
     data = override(CollectiveScenario, data, _scenario_fields(flags))
-    if "nics_per_node" in data or "nic_bandwidth" in data:  # NIC overrides: a preset variant (sim.hardware.cluster)
-        from sim.hardware.presets import variant_name
+    from sim.hardware.presets import apply_nic_keys
 
-        if data.get("hardware") is None:
-            raise CollsimError("--nics-per-node and --nic-bandwidth change a hardware preset's NICs: give --hardware NAME too")
-        data["hardware"] = variant_name(data["hardware"], data.pop("nics_per_node", None), data.pop("nic_bandwidth", None))
+    apply_nic_keys(data)  # NIC overrides: a preset variant (sim.hardware.cluster)
     from sim.collective.pick import PICK_KEYS, wants_pick
 
     for key in PICK_KEYS:  # a scenario file's nccl_algo / nccl_proto (flags win)

@@ -11,6 +11,10 @@ cross (any scenario field, canonical or short name, unit strings allowed)::
       ranks: [8, 64, 256]
       size: [1MiB, 64MiB]
 
+On a hardware preset (``base: {hardware: dgx-h100}``, ``grid: {nodes: [1, 2, 4]}``) a point's
+``hardware``, ``nodes``, NIC overrides and ``nccl_algo`` / ``nccl_proto`` resolve as the CLI's flags
+do, and its result carries the 80 % interval.
+
 Every point is identified by a hash of its parsed scenario (so ``64MiB`` and ``67108864`` are
 the same point) and its result is appended to an SQLite table as soon as it finishes; a rerun
 skips the points already stored, so an interrupted sweep resumes where it stopped. Invalid
@@ -106,7 +110,7 @@ def load_grid(path: str | Path) -> Grid:
     if any(not values for values in axes.values()):
         raise CollsimError(f"grid {path}: every grid field needs at least one value")
     try:  # a misspelt field would make every point fail: name it now
-        check_keys(_scenario_class(kind), {**base, **axes})
+        check_keys(_scenario_class(kind), {key: value for key, value in {**base, **axes}.items() if key not in _preset_keys(kind)})
     except CollsimError as error:
         raise CollsimError(f"grid {path}: {error}") from None
     grid = Grid(str(data.get("name", Path(path).stem)), kind, mode, base, axes)
@@ -128,14 +132,44 @@ def _scenario_class(kind: str) -> Any:
     return DDPScenario
 
 
+def _preset_keys(kind: str) -> tuple[str, ...]:
+    """Keys a grid may set beside the scenario's fields: a hardware preset's nodes and NICs (and, for
+    a collective, NCCL_ALGO / NCCL_PROTO), resolved as ``collsim sim collective`` / ``sim ddp`` resolve their flags."""
+    from sim.fields import PRESET_KEYS
+
+    return PRESET_KEYS if kind == "collective" else ("nodes", "nics_per_node", "nic_bandwidth")
+
+
+def _resolve_preset(kind: str, data: dict[str, Any]) -> dict[str, Any]:
+    """A point's mapping with its hardware preset applied as the CLI applies it: ranks, topology and
+    links from the preset at ``nodes``, NCCL's pick where no algorithm is given (collective), the
+    network comm model with NCCL's pick per all-reduce (ddp)."""
+    data = dict(data)
+    if kind == "ddp":
+        from sim.training.ddp_cli import apply_hardware_flags
+
+        apply_hardware_flags(data)
+        return data
+    if data.get("hardware") is None and not any(data.get(key) is not None for key in _preset_keys(kind)):
+        return data
+    from sim.hardware.presets import apply_nic_keys
+    from sim.nccl.pick import apply_hardware
+
+    apply_nic_keys(data)
+    restrict = {"nccl_algo": data.pop("nccl_algo", None), "nccl_proto": data.pop("nccl_proto", None)}
+    apply_hardware(data, pick=True, **restrict)
+    return data
+
+
 def points(grid: Grid) -> Iterator[Point]:
-    """Every point of the grid, in a stable order, parsed and identified."""
+    """Every point of the grid, in a stable order, parsed and identified (a preset's point by the
+    scenario it resolves to: ``nodes: 2`` of an 8-GPU preset and ``ranks: 16`` are one point)."""
     cls = _scenario_class(grid.kind)
     names = list(grid.axes)
     for values in itertools.product(*(grid.axes[name] for name in names)):
         params = dict(zip(names, values))
         try:
-            scenario = cls.from_dict({**grid.base, **params}).to_dict()
+            scenario = cls.from_dict(_resolve_preset(grid.kind, {**grid.base, **params})).to_dict()
             error = None
         except CollsimError as problem:
             scenario, error = {**grid.base, **params}, str(problem)
@@ -165,7 +199,10 @@ def run_point(kind: str, mode: str, scenario: dict[str, Any]) -> dict[str, Any]:
 
             parsed_ddp = DDPScenario.from_dict(scenario)
             check_ddp(parsed_ddp, what="sweep point")
-            summary = run_ddp(parsed_ddp).summary()
+            from sim.training.step_interval import ddp_interval
+
+            result = run_ddp(parsed_ddp)
+            summary = {**result.summary(), **ddp_interval(result)}  # the step's 80 % interval on a preset, as sim ddp
         status, error = "ok", None
     except CollsimError as problem:
         summary, status, error = None, "error", str(problem)

@@ -38,6 +38,7 @@ class Call:
     root: int = 0
     buffers: list[np.ndarray] | None = None  # per rank, only with verify
     inputs: list[np.ndarray] | None = field(default=None, repr=False)
+    expected: list | None = field(default=None, repr=False)  # with verify: what the final buffers must hold (sim.collective.verify)
     _pieces: dict = field(default_factory=dict, repr=False)
 
     @property

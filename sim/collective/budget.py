@@ -111,12 +111,12 @@ def format_seconds(seconds: float) -> str:
     return f"{seconds:.2g} s"
 
 
-def _needs_probes(s: Any, max_seconds: float, preset: Any = None) -> bool:
+def _needs_probes(s: Any, max_seconds: float, preset: Any, layout: Any) -> bool:
     """False when even the bound (every message re-sharing every flow of its call) fits the
-    time limit: then no probe need run."""
-    messages = messages_of(s, preset).messages
+    time limit: then no probe need run. ``layout``: :func:`_p2p_layout`'s."""
+    messages = _messages(s, preset, layout).messages
     per_call = messages / max(1, s.repetitions)
-    return s.sharing == "fair" and messages * (1 + per_call) * _visit_seconds(s, preset) > max_seconds
+    return s.sharing == "fair" and messages * (1 + per_call) * _visit_seconds(s, layout) > max_seconds
 
 
 def estimate(scenario: Any, probe: bool = True, plan: Plan | None = None) -> Estimate:
@@ -124,22 +124,27 @@ def estimate(scenario: Any, probe: bool = True, plan: Plan | None = None) -> Est
     ``probe=False`` the visits are the bound (every message re-shares every flow of its call).
     ``plan``: the scenario's (sim.collective.plan.resolve) or one on its hardware
     (:meth:`Plan.with_scenario`): its preset is read, and its topology's route work, which the run then uses."""
-    from sim.algorithms.registry import algorithm_spec
     from sim.collective.plan import resolve
 
-    s = scenario
-    plan = resolve(s) if plan is None else plan.with_scenario(s)
+    plan = resolve(scenario) if plan is None else plan.with_scenario(scenario)
+    return _estimate(scenario, probe, plan, _p2p_layout(scenario, plan.preset))
+
+
+def _estimate(s: Any, probe: bool, plan: Plan, layout: Any) -> Estimate:
+    """:func:`estimate` with NCCL's p2p plan looked up already (:func:`_p2p_layout`: once an estimate)."""
+    from sim.algorithms.registry import algorithm_spec
+
     spec = algorithm_spec(s.op, s.algorithm)
     chunks = s.chunks if spec is not None and spec.chunked else 1
-    told = messages_of(s, plan.preset)
+    told = _messages(s, plan.preset, layout)
     messages = int(told.messages)
     visits = messages
     if s.sharing == "fair" and messages:
         per_call = messages / max(1, s.repetitions)  # a re-share touches at most the flows of one call
-        visits = int(messages * (1 + min(_visits_per_message(s, chunks, plan) if probe else per_call, per_call)))
+        visits = int(messages * (1 + min(_visits_per_message(s, chunks, plan, layout) if probe else per_call, per_call)))
     entries, alone = _route_work(s, plan)
     memory = _memory(s, messages, told.pairs, chunks) + min(entries, _search_limit()) * SEARCH_ENTRY_BYTES
-    visit = _visit_seconds(s, plan.preset)
+    visit = _visit_seconds(s, layout)
     return Estimate(messages, visits, memory + alone * PAIR_ROUTE_BYTES, told.exact, entries, alone, visit)
 
 
@@ -172,13 +177,20 @@ def messages_of(s: Any, preset: Any = None) -> Any:
     ``PROBE_MAX_CHUNKS`` chunks and scales linearly in chunks). NCCL's algorithms on a hardware
     preset run only the channels that are not copies of another (``sim.nccl.topo``):
     the records count every channel, so their count is scaled to the channels run; NCCL's
-    all_to_all sends a peer's bytes in the parts of its p2p plan (:func:`_p2p_messages`). ``preset``:
+    all_to_all sends a peer's bytes in the parts of its p2p plan (:func:`_p2p_layout`). ``preset``:
     the scenario's, loaded already."""
+    return _messages(s, preset, _p2p_layout(s, preset))
+
+
+def _messages(s: Any, preset: Any, layout: Any) -> Any:
+    """:func:`messages_of` with NCCL's p2p plan looked up already (:func:`_p2p_layout`)."""
     from sim.collective.explore import work
 
     told = work(s)
-    if s.op == "all_to_all" and s.algorithm == "nccl_p2p" and getattr(s, "hardware", None):
-        return replace(told, messages=_p2p_messages(s, preset) * s.repetitions)
+    if s.op == "all_to_all" and s.algorithm == "nccl_p2p" and getattr(s, "hardware", None):  # by its DES run's p2p plan
+        from sim.nccl.p2p import all_to_all_messages
+
+        return replace(told, messages=all_to_all_messages(layout, s.ranks, s.elements, s.element_bytes) * s.repetitions)
     params = _preset_path(s, preset)
     if params is None or params.simulated >= params.channels:
         return told
@@ -192,15 +204,15 @@ def messages_of(s: Any, preset: Any = None) -> Any:
     return replace(counted, messages=messages)
 
 
-def _p2p_messages(s: Any, preset: Any = None) -> int:
-    """Messages of NCCL's all_to_all on a preset by the p2p plan its DES run reads (1-2 parts a
-    peer across NCCL nodes, sim.nccl.p2p_plan); the record counts a block a peer."""
+def _p2p_layout(s: Any, preset: Any = None) -> Any:
+    """The p2p plan NCCL's all_to_all on a preset runs by (sim.nccl.p2p_plan: None inside one NCCL node), None for any
+    other scenario: looked up once an estimate and passed to what reads it (messages, re-sharing, a visit's CPU)."""
+    if s.op != "all_to_all" or s.algorithm != "nccl_p2p" or not getattr(s, "hardware", None):
+        return None
     from sim.hardware.presets import load_preset
-    from sim.nccl.p2p import all_to_all_messages
     from sim.nccl.topo import p2p_path_params
 
-    plan = getattr(p2p_path_params(s, preset or load_preset(s.hardware)), "plan", None)
-    return all_to_all_messages(plan, s.ranks, s.elements, s.element_bytes)
+    return getattr(p2p_path_params(s, preset or load_preset(s.hardware)), "plan", None)
 
 
 def _preset_path(s: Any, preset: Any = None) -> Any:
@@ -233,7 +245,7 @@ def _memory(s: Any, messages: int, pairs: int, chunks: int) -> int:
     return BASE_BYTES + recorded * ROW_BYTES + in_flight * IN_FLIGHT_BYTES + pairs * ROUTE_BYTES + s.ranks * RANK_BYTES + payload
 
 
-def _visits_per_message(s: Any, chunks: int, plan: Plan | None = None) -> float:
+def _visits_per_message(s: Any, chunks: int, plan: Plan | None = None, layout: Any = None) -> float:
     """Flows touched by re-sharing per message, from probes (extrapolated in ranks and chunks)."""
     size = min(s.size_bytes, PROBE_MAX_BYTES)
     key = s.replace(stragglers=(), repetitions=1, record="aggregate", jitter_s=0.0, verify=False, root=0, size_bytes=size, groups=())
@@ -253,7 +265,7 @@ def _visits_per_message(s: Any, chunks: int, plan: Plan | None = None) -> float:
         if size < s.size_bytes and 0 < _messages_at(whole, s.ranks, chunks) <= PROBE_WHOLE_MESSAGES:
             return _probe(whole, s.ranks, chunks, whole.size_bytes, plan)
         return _probe(key, s.ranks, chunks, size, plan) * _size_growth(key, s, s.ranks, chunks, size)
-    if _p2p_across_nodes(s, getattr(plan, "preset", None)) is not None:
+    if _p2p_across_nodes(s, layout) is not None:
         return _all_to_all_visits(s, key, plan)
     base_p = ranks[-1]
     v_base = _probe(key, base_p, probe_k, size, plan)
@@ -278,20 +290,14 @@ def _visits_per_message(s: Any, chunks: int, plan: Plan | None = None) -> float:
     return value * _size_growth(key, s, base_p, probe_k, size)
 
 
-def _visit_seconds(s: Any, preset: Any = None) -> float:  # a re-share visit's CPU
-    return A2A_SECONDS_PER_VISIT if _p2p_across_nodes(s, preset) is not None else SECONDS_PER_VISIT
+def _visit_seconds(s: Any, layout: Any) -> float:  # a re-share visit's CPU
+    return A2A_SECONDS_PER_VISIT if _p2p_across_nodes(s, layout) is not None else SECONDS_PER_VISIT
 
 
-def _p2p_across_nodes(s: Any, preset: Any = None) -> Any:
-    """NCCL's p2p plan of ``s`` if NCCL's all_to_all across a preset's nodes (_all_to_all_visits), else None."""
+def _p2p_across_nodes(s: Any, layout: Any) -> Any:
+    """``layout`` (:func:`_p2p_layout`'s) if NCCL's all_to_all across a preset's nodes (_all_to_all_visits), else None."""
     gpus = _node_gpus(s)
-    if s.op != "all_to_all" or s.algorithm != "nccl_p2p" or not gpus:
-        return None
-    from sim.hardware.presets import load_preset
-    from sim.nccl.topo import p2p_path_params
-
-    layout = getattr(p2p_path_params(s, preset or load_preset(s.hardware)), "plan", None)
-    return layout if layout is not None and layout.gpus == gpus else None
+    return layout if layout is not None and gpus and layout.gpus == gpus else None
 
 
 def _all_to_all_visits(s: Any, key: Any, plan: Plan | None) -> float:
@@ -448,10 +454,11 @@ def check_run(
             "time_s is per call, so a few repetitions give the same figure (e.g. --repetitions 10)",
             field="repetitions",
         )
-    _check_replay_size(s, plan.preset)
+    layout = _p2p_layout(s, plan.preset)  # once for the checks and the estimate
+    _check_replay_size(s, int(_messages(s, plan.preset, layout).messages))
     # probed where the bound passes the limit, or the note of a long run (long_run_note) would go by the bound alone:
     # a 64-rank 1 MiB ring all_reduce's bound is 6.5 min, its run half a second
-    told = estimate(s, probe=_needs_probes(s, min(max_seconds, NOTE_FROM_SECONDS), plan.preset), plan=plan)
+    told = _estimate(s, _needs_probes(s, min(max_seconds, NOTE_FROM_SECONDS), plan.preset, layout), plan, layout)
     if told.seconds <= max_seconds and told.memory_bytes <= max_memory:
         return told
     from sim.units import format_size
@@ -523,9 +530,8 @@ def _node_gpus(s: Any) -> int:
     return 0
 
 
-def _check_replay_size(s: Any, preset: Any = None) -> None:
-    """Replays and closed forms hold every message in numpy arrays: bound them as well."""
-    messages = work_messages(s, preset)
+def _check_replay_size(s: Any, messages: int) -> None:
+    """Replays and closed forms hold every message (``messages``: :func:`work_messages`) in numpy arrays: bound them as well."""
     if messages > CROSSOVER_MAX_MESSAGES * 50:
         raise CollsimError(
             f"{_field(s)}: {s.op}/{s.algorithm} on {s.ranks} ranks with {s.chunks} chunks sends {messages:,} messages; "
@@ -538,10 +544,11 @@ def check_collapsed(scenario: Any, preset: Any = None) -> None:
     """A collapsed call (closed form, replay or one cached simulation) is bounded by the size of
     its replay arrays and, where it simulates, by :func:`check_run` at one repetition; ``preset``:
     the scenario's, loaded already."""
-    _check_replay_size(scenario, preset)
+    messages = work_messages(scenario, preset)
+    _check_replay_size(scenario, messages)
     from sim.collective import analytic
 
-    if analytic.for_scenario(scenario) is None and (messages := work_messages(scenario, preset)) > CROSSOVER_MAX_MESSAGES:
+    if analytic.for_scenario(scenario) is None and messages > CROSSOVER_MAX_MESSAGES:
         raise CollsimError(
             f"{_field(scenario)}: a collapsed {scenario.op}/{scenario.algorithm} on {scenario.ranks} ranks with {scenario.chunks} chunks "
             f"replays {messages:,} messages (limit {CROSSOVER_MAX_MESSAGES:,}); use fewer ranks or chunks",

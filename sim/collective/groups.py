@@ -19,7 +19,7 @@ from functools import cached_property
 from typing import Any
 
 from sim.algorithms.call import Call
-from sim.collective.verify import initial_buffers
+from sim.collective.verify import initial_buffers, prepare
 
 
 class GroupTopology:
@@ -94,8 +94,7 @@ def group_programs(scenario: Any, net: Any) -> tuple[list[tuple[GroupNet, int, C
     for index, members in enumerate(s.groups):
         call = Call(s.op, len(members), s.size_bytes, s.element_bytes, s.chunks, s.root)
         if s.verify:
-            call.inputs = initial_buffers(s.op, len(members), s.elements, s.root, s.seed + index)
-            call.buffers = [buffer.copy() for buffer in call.inputs]
+            prepare(call, initial_buffers(s.op, len(members), s.elements, s.root, s.seed + index), s.repetitions)
         view = GroupNet(net, members)
         calls.append(call)
         for local, rank in enumerate(members):

@@ -169,9 +169,10 @@ DELTA = 1e-3  # relative step of the finite differences (diff_step)
 
 
 def fit(logs: list[tuple], hardware: str, names: list[str], stride: int = 1) -> dict:
-    """Least squares of ``names`` (constants) on ``logs`` ([(path, nodes, NCCL_PROTO or None[,
-    NCCL_ALGO or None[, --nccl-version or None]])]; each log picked with its release's tuning:
-    :func:`log_release`) regularised toward each constant's prior (:data:`sim.hardware.presets.PRIORS`),
+    """Least squares of ``names`` (constants) on ``logs`` ([(path or a log already read, nodes,
+    NCCL_PROTO or None[, NCCL_ALGO or None[, --nccl-version or None]])]; a log already read (a
+    :class:`LogRun`, real.validate_nccl.Log) gives its rows and release and is not read again; each
+    log picked with its release's tuning: :func:`log_release`) regularised toward each constant's prior (:data:`sim.hardware.presets.PRIORS`),
     robust (soft L1 on log time ratios, scale :data:`NOISE`: a noisy point cannot pull it), every
     log weighing the same whatever its number of sizes.
 
@@ -199,15 +200,25 @@ def _fit_data(logs: list[tuple], stride: int) -> tuple[list[tuple], list[float]]
     data, weights = [], []
     if stride < 1:
         raise CollsimError(f"--stride: must be >= 1 (use every Nth size of each log), got {stride}")
-    for path, nodes, proto, *more in logs:
+    for source, nodes, proto, *more in logs:
         algo, given = (*more, None, None)[:2]
-        op, columns, checks = read_checked(path)
-        version = log_release(checks, given).version
-        chosen = measured_rows(columns[::stride])
+        path, op, rows, version = _fit_rows(source, given)
+        chosen = rows[::stride]
         data += [(Path(path).name, nodes, op, size, measured, proto, algo, version) for size, measured in chosen]
         weights += [1.0 / len(chosen)] * len(chosen)
     # every log weighs the same (a 6-size run is not drowned by a 32-size one): residual x sqrt(w / mean w)
     return data, [math.sqrt(w * len(weights) / sum(weights)) for w in weights]
+
+
+def _fit_rows(source, given: str | None) -> tuple[str | Path, str, list[tuple[int, float]], str]:
+    """(path, op, measured rows, release) of one log of :func:`fit`: a path is read here; a log
+    already read (path, op, rows, release: :class:`LogRun`) gives its own (``given``, where set, is
+    the release that reading decided)."""
+    if isinstance(source, str | Path):
+        op, columns, checks = read_checked(source)
+        return source, op, measured_rows(columns), log_release(checks, given).version
+    release = given or (source.release or default_release()).version
+    return source.path, source.op, list(source.rows), release
 
 
 def _prior(name: str, hardware: str | None = None) -> dict:
@@ -452,12 +463,14 @@ def given_releases(spec: str | None, count: int) -> list[str | None]:
 
 @dataclass(frozen=True)
 class LogRun:
-    """One log as the fit and the validation read it: its op, nodes and NCCL release."""
+    """One log as the fit and the validation read it: its op, nodes, NCCL release and measured
+    rows ([(size, time_s)], the faster column: :func:`measured_rows`), read once."""
 
     path: str
     op: str
     nodes: int
     release: LogRelease
+    rows: tuple[tuple[int, float], ...]
 
     @property
     def name(self) -> str:
@@ -468,7 +481,7 @@ def log_runs(logs, preset, nodes: str | None, nccl_version: str | None = None, w
     """Each log read and checked (``warn`` gets its warnings), with its op, its nodes (``nodes``:
     --nodes, a comma list, one per log, checked against the log's "#  Rank" lines, else counted
     from them) and its release (:func:`log_release`, ``nccl_version``: --nccl-version). `collsim
-    hardware fit` and `collsim validate nccl-tests` both read their logs here."""
+    hardware fit` and `collsim validate nccl-tests` both read their logs here, once (the fit takes the runs)."""
     given: list[int | None] = [None] * len(logs)
     if nodes:
         try:
@@ -480,10 +493,11 @@ def log_runs(logs, preset, nodes: str | None, nccl_version: str | None = None, w
     releases = given_releases(nccl_version, len(logs))
     runs = []
     for path, count, release in zip(logs, given, releases):
-        op, _, checks = read_checked(path)
+        op, columns, checks = read_checked(path)
         for warning in checks.warnings() if warn else ():
             warn(warning)
-        runs.append(LogRun(str(path), op, log_nodes(checks, preset.name, preset.gpus_per_node, count), log_release(checks, release)))
+        nodes_of = log_nodes(checks, preset.name, preset.gpus_per_node, count)
+        runs.append(LogRun(str(path), op, nodes_of, log_release(checks, release), tuple(measured_rows(columns))))
     return runs
 
 

@@ -18,7 +18,7 @@ from sim.collective import analytic
 from sim.collective.groups import group_closed_form, group_programs, group_times
 from sim.collective.plan import resolve
 from sim.collective.results import CollectiveResult, records_of
-from sim.collective.verify import check, initial_buffers
+from sim.collective.verify import check, initial_buffers, prepare
 from sim.errors import DeadlockError
 from sim.network import Network, make_network
 from sim.network import topology as topo
@@ -75,8 +75,7 @@ def make_call(scenario: CollectiveScenario) -> Call:
     s = scenario
     call = Call(s.op, s.ranks, s.size_bytes, s.element_bytes, s.chunks, s.root)
     if s.verify:
-        call.inputs = initial_buffers(s.op, s.ranks, s.elements, s.root, s.seed)
-        call.buffers = [buffer.copy() for buffer in call.inputs]
+        prepare(call, initial_buffers(s.op, s.ranks, s.elements, s.root, s.seed), s.repetitions)
     return call
 
 

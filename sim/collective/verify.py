@@ -41,6 +41,9 @@ def initial_buffers(op: str, ranks: int, elements: int, root: int, seed: int) ->
     return inputs
 
 
+_SUMMED = ("reduce", "all_reduce", "all_gather", "gather", "reduce_scatter")  # the ops whose result is the inputs' sum
+
+
 def _summed(inputs: list[np.ndarray]) -> np.ndarray:
     """The element-wise sum, added in place: ``np.sum(inputs, axis=0)`` first stacks every rank's
     buffer into one new array (512 MiB more for 8 ranks of 64 MiB, most of ``--verify``'s time)."""
@@ -50,15 +53,32 @@ def _summed(inputs: list[np.ndarray]) -> np.ndarray:
     return total
 
 
+def prepare(call: Call, inputs: list[np.ndarray], repetitions: int = 1) -> None:
+    """A verified call's start: its buffers are ``inputs`` and what :func:`check` compares them
+    with at the end is computed now, before the run moves anything (:func:`expected`: the sum,
+    the root's buffer, ...). The inputs are kept only where a later repetition starts again from
+    them; else each rank's buffer is its input itself, not a copy (8 ranks x 64 MiB kept both, 1 GB)."""
+    call.inputs = inputs
+    call.expected = expected(call)
+    if repetitions > 1:
+        call.buffers = [buffer.copy() for buffer in inputs]
+    else:
+        call.buffers, call.inputs = inputs, None
+
+
 def expected(call: Call) -> list[tuple[int, tuple[int, int], np.ndarray]]:
-    """(rank, element range, expected values) that the final buffers must match."""
+    """(rank, element range, expected values) that the final buffers must match, from the call's
+    inputs; no row shares memory with an input (the run may write into the inputs: :func:`prepare`)."""
     inputs, p, n, root = call.inputs, call.ranks, call.elements, call.root
-    total = _summed(inputs) if inputs else None
+    op = call.op
+    total = _summed(inputs) if inputs and op in _SUMMED else None
     blocks = split(n, p)
     whole = (0, n)
-    op = call.op
-    if op == "broadcast":
-        return [(r, whole, inputs[root]) for r in range(p)]
+    if op in ("broadcast", "scatter"):
+        source = inputs[root].copy()  # a copy: the root's buffer may be its input, which the run writes
+        if op == "broadcast":
+            return [(r, whole, source) for r in range(p)]
+        return [(r, blocks[r], source[blocks[r][0] : blocks[r][1]]) for r in range(p)]
     if op == "reduce":
         return [(root, whole, total)]
     if op == "all_reduce":
@@ -69,10 +89,8 @@ def expected(call: Call) -> list[tuple[int, tuple[int, int], np.ndarray]]:
         return [(root, whole, total)]
     if op == "reduce_scatter":
         return [(r, blocks[r], total[blocks[r][0] : blocks[r][1]]) for r in range(p)]
-    if op == "scatter":
-        return [(r, blocks[r], inputs[root][blocks[r][0] : blocks[r][1]]) for r in range(p)]
     if op == "send_recv":
-        return [(p - 1, whole, inputs[0])]
+        return [(p - 1, whole, inputs[0].copy())]
     if op == "all_to_all":  # rank r's block j is rank j's block r (p blocks of n // p; the tail stays)
         size = n // p
         return [(r, (0, p * size), np.concatenate([inputs[j][r * size : (r + 1) * size] for j in range(p)])) for r in range(p)]
@@ -80,8 +98,9 @@ def expected(call: Call) -> list[tuple[int, tuple[int, int], np.ndarray]]:
 
 
 def check(call: Call) -> bool:
-    """True when every rank's final buffer matches the collective's definition."""
-    for rank, (lo, hi), values in expected(call):
+    """True when every rank's final buffer matches the collective's definition (computed before
+    the run where :func:`prepare` set the call up)."""
+    for rank, (lo, hi), values in call.expected if call.expected is not None else expected(call):
         if not np.array_equal(call.buffers[rank][lo:hi], values):
             return False
     return True

@@ -66,7 +66,7 @@ def fit_command(logs: tuple[str, ...], name: str, nodes: str | None, nccl_proto:
         _check_writable(output)  # before the fit (minutes), not after it
     runs = _log_runs(logs, preset, nodes, nccl_version)
     chosen = names.split(",") if names else _default_constants(preset, [run.nodes for run in runs])
-    result = fit([(run.path, run.nodes, nccl_proto, nccl_algo, run.release.version) for run in runs], name, chosen, stride)
+    result = fit([(run, run.nodes, nccl_proto, nccl_algo) for run in runs], name, chosen, stride)  # each log read once, in _log_runs
     block = fitted_block(result, runs, nccl_proto, nccl_algo)
     options = [
         ("--nodes", nodes),

@@ -32,7 +32,7 @@ from sim.fields import FieldInfo, register
 from sim.training import comm, compute
 from sim.training.params import Param, preset
 
-__all__ = ["THREAD_S", "LAUNCH_S", "FIELDS", "DataParallelScenario", "DataParallelResult", "run_dataparallel"]
+__all__ = ["THREAD_S", "LAUNCH_S", "FIELDS", "PHASE_OPS", "DataParallelScenario", "DataParallelResult", "phase_bytes", "run_dataparallel"]
 
 # CPython threading.Thread create + start + join, per thread: 190-225 us measured on the collsim
 # VM (2 shared cores, Python 3.11, 2026-11-28); a dedicated host core is faster, so take 100 us
@@ -128,9 +128,50 @@ class DataParallelResult:
         """One GPU's step time over DataParallel's (below 1: DataParallel is slower)."""
         return self.single_gpu_s / self.step_time_s
 
+    def step_interval(self) -> dict[str, Any]:
+        """``step_time_interval_s`` (with its level and basis): every communication phase at the
+        low, then the high end of its own 80 % interval on the preset (:func:`sim.hardware.uncertainty.spread`
+        of its op and size: the broadcast, the reduce, and the copies as what they are, transfers of
+        that size between the node's GPUs); compute and the CPU's threads and launches as given.
+        Nothing overlaps, so each end is a sum."""
+        from sim.training.step_interval import ENDS, interval_fields
+
+        moved = phase_bytes(self.scenario)
+        ends = [sum(_at_end(self.scenario, moved, name, seconds, end) for name, seconds in self.phases_s.items()) for end in ENDS]
+        return interval_fields(self.step_time_s, ends)
+
     def summary(self) -> dict[str, Any]:
-        return {"gpus": self.scenario.gpus, "step_time_s": self.step_time_s, "single_gpu_s": self.single_gpu_s, "speedup": self.speedup,
-                "phases_s": dict(self.phases_s), "single_gpu_phases_s": dict(self.single_gpu), "scenario": asdict(self.scenario)}  # fmt: skip
+        return {"gpus": self.scenario.gpus, "step_time_s": self.step_time_s, **self.step_interval(), "single_gpu_s": self.single_gpu_s,
+                "speedup": self.speedup, "phases_s": dict(self.phases_s), "single_gpu_phases_s": dict(self.single_gpu),
+                "phase_bytes": phase_bytes(self.scenario), "scenario": asdict(self.scenario)}  # fmt: skip
+
+
+# the op each communication phase's interval is read for (None: a copy between the node's GPUs, not
+# a collective: the uncalibrated spread at its size, as for any op a preset has no log of)
+PHASE_OPS = {
+    "scatter_inputs": None,
+    "replicate": "broadcast",
+    "gather_outputs": None,
+    "scatter_output_grads": None,
+    "reduce_grads": "reduce",
+}
+
+
+def phase_bytes(scenario: DataParallelScenario) -> dict[str, int]:
+    """Bytes each communication phase moves (:data:`PHASE_OPS`' phases)."""
+    s = scenario
+    param_bytes = sum(param.nbytes for param in compute.with_precision(preset(s.preset), s.precision))
+    output_bytes = s.tokens * compute.transformer_shape(s.preset).vocab * compute.PRECISION_BYTES[s.precision]
+    return {"scatter_inputs": s.tokens * INPUT_BYTES_PER_TOKEN, "replicate": param_bytes, "gather_outputs": output_bytes,
+            "scatter_output_grads": output_bytes, "reduce_grads": param_bytes}  # fmt: skip
+
+
+def _at_end(scenario: DataParallelScenario, moved: dict[str, int], name: str, seconds: float, end: int) -> float:
+    """One phase's seconds at ``end`` of its 80 % interval; compute and CPU phases as given."""
+    from sim.hardware.uncertainty import spread
+
+    found = spread(scenario.hardware, scenario.gpus, moved[name], PHASE_OPS[name]) if name in PHASE_OPS else None
+    return seconds if found is None else seconds * found[0] ** end
 
 
 def _copy_s(hardware: str, gpus: int, nbytes: float) -> float:
@@ -153,18 +194,17 @@ def run_dataparallel(scenario: DataParallelScenario) -> DataParallelResult:
     """The DataParallel step's phases (module docstring) and the one-GPU step beside it."""
     s, gpus = scenario, scenario.gpus
     params = compute.with_precision(preset(s.preset), s.precision)
-    param_bytes = sum(param.nbytes for param in params)
-    output_bytes = s.tokens * compute.transformer_shape(s.preset).vocab * compute.PRECISION_BYTES[s.precision]
+    moved = phase_bytes(s)
     issue_s = s.thread_s + len(params) * s.launch_s  # one replica's thread and forward launches
     forward_s, backward_s = _compute_s(params, s, s.tokens / gpus)
     phases = {
-        "scatter_inputs": _copy_s(s.hardware, gpus, s.tokens * INPUT_BYTES_PER_TOKEN),
-        "replicate": comm.pick_time(s.hardware, 1, "broadcast", param_bytes).time_s,
+        "scatter_inputs": _copy_s(s.hardware, gpus, moved["scatter_inputs"]),
+        "replicate": comm.pick_time(s.hardware, 1, "broadcast", moved["replicate"]).time_s,
         "parallel_forward": max(gpus * issue_s, issue_s + forward_s),
-        "gather_outputs": _copy_s(s.hardware, gpus, output_bytes),
-        "scatter_output_grads": _copy_s(s.hardware, gpus, output_bytes),
+        "gather_outputs": _copy_s(s.hardware, gpus, moved["gather_outputs"]),
+        "scatter_output_grads": _copy_s(s.hardware, gpus, moved["scatter_output_grads"]),
         "backward": backward_s,
-        "reduce_grads": comm.pick_time(s.hardware, 1, "reduce", param_bytes).time_s,
+        "reduce_grads": comm.pick_time(s.hardware, 1, "reduce", moved["reduce_grads"]).time_s,
     }
     one_forward_s, one_backward_s = _compute_s(params, s, s.tokens)
     single = {"forward": max(len(params) * s.launch_s, one_forward_s), "backward": one_backward_s}

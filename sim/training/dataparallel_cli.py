@@ -44,5 +44,9 @@ def format_summary(summary: dict[str, Any]) -> str:
         f"DataParallel step, {s['preset']}, {s['tokens']} tokens, {summary['gpus']} GPUs of {s['hardware']} ({s['precision']}, MFU {s['mfu']:g})",
         f"  step time        {format_time(summary['step_time_s'])}  (one GPU {format_time(summary['single_gpu_s'])}; speedup {summary['speedup']:.2f}x)",
     ]
+    low, high = summary["step_time_interval_s"]  # always on a preset: DataParallel runs on a GPU node of one
+    lines.append(
+        f"  80 % interval    {format_time(low)} – {format_time(high)}  (each copy and collective at its interval's low / high end; compute and CPU as given)"
+    )
     lines += [f"  {name:<22} {format_time(seconds)}" for name, seconds in summary["phases_s"].items()]
     return "\n".join(lines)

@@ -164,19 +164,16 @@ def apply_hardware_flags(data: dict[str, Any]) -> None:
     """--hardware, --nodes, --nics-per-node, --nic-bandwidth (flags or scenario file): the
     preset's ranks and network (NIC overrides as a preset variant, sim.hardware.cluster), comm
     network unless given. No algorithm given: NCCL's pick per all-reduce (sim.training.comm)."""
-    from sim.hardware.presets import variant_name
+    from sim.hardware.presets import apply_nic_keys
 
-    nics, rate = data.pop("nics_per_node", None), data.pop("nic_bandwidth", None)
+    apply_nic_keys(data)
     if data.get("hardware") is None:
-        if nics is not None or rate is not None:
-            raise CollsimError("--nics-per-node and --nic-bandwidth change a hardware preset's NICs: give --hardware NAME too")
         if data.get("nodes") is not None:
             raise CollsimError("--nodes needs --hardware NAME (collsim hardware list)")
         data.pop("nodes", None)
         return
     from sim.nccl.pick import apply_hardware
 
-    data["hardware"] = variant_name(str(data["hardware"]), nics, rate)
     if data.get("nodes") is None and data.get("ranks") is not None:  # a saved scenario names ranks, not nodes
         from sim.hardware.presets import load_preset
 

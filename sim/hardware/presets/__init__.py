@@ -514,6 +514,17 @@ def variant_name(name: str, nics_per_node: int | None = None, nic_bandwidth: str
     return f"{preset.name}:{nics}x{rate * 8 / 1e9:.6g}Gbps"
 
 
+def apply_nic_keys(data: dict) -> None:
+    """``nics_per_node`` / ``nic_bandwidth`` of a scenario mapping (flags, a scenario file, a sweep
+    grid) folded into its ``hardware`` as a preset variant (:func:`variant_name`); refused without one."""
+    nics, rate = data.pop("nics_per_node", None), data.pop("nic_bandwidth", None)
+    if nics is None and rate is None:
+        return
+    if data.get("hardware") is None:
+        raise CollsimError("--nics-per-node and --nic-bandwidth change a hardware preset's NICs: give --hardware NAME too")
+    data["hardware"] = variant_name(str(data["hardware"]), nics, rate)
+
+
 _VARIANTS: dict[tuple[int, str], tuple[Preset, Preset]] = {}  # (id of the base preset, spec) -> (base, variant)
 
 
