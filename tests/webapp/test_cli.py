@@ -8,6 +8,7 @@ import sys
 import time
 import urllib.request
 
+import psutil
 import pytest
 
 from ..cli_in_process import collsim_in_process
@@ -20,6 +21,8 @@ def free_port() -> int:
 
 
 def test_collsim_ui_serves_the_landing_page():
+    """The page, then SIGTERM: the server and its helpers stop within 5 s (one server start serves
+    both checks; tests/webapp/test_server_stops_on_signals.py has SIGINT and a busy helper)."""
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "sim.cli", "ui", "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
@@ -38,9 +41,17 @@ def test_collsim_ui_serves_the_landing_page():
         assert "collsim explorer" in page
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/_dash-layout", timeout=10) as response:
             assert b'"url"' in response.read()
-    finally:
-        process.terminate()
+        children = psutil.Process(process.pid).children(recursive=True)
+        process.terminate()  # SIGTERM
+        started = time.monotonic()
         output, _ = process.communicate(timeout=10)
+        assert time.monotonic() - started < 5.0
+        _, alive = psutil.wait_procs(children, timeout=2)
+        assert not alive, alive
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
     assert f"http://127.0.0.1:{port}/" in output
 
 

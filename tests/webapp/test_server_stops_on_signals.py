@@ -40,8 +40,10 @@ def _serve() -> tuple[int, subprocess.Popen]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("signum", [signal.SIGINT], ids=["SIGINT"])
 def test_the_server_and_its_helpers_stop_within_5_s_of_a_signal(signum):
+    """SIGINT here; SIGTERM on an idle server is checked by tests/webapp/test_cli.py's landing page
+    test (the same assertions on the server it started: one `collsim ui` start-up, ~7 s of CPU, fewer)."""
     port, process = _serve()
     try:
         children = psutil.Process(process.pid).children(recursive=True)
