@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
 
-import psutil
 import pytest
 
 from ..cli_in_process import collsim_in_process
+from .test_server_stops_on_signals import stop_and_check
 
 
 def free_port() -> int:
@@ -41,13 +42,7 @@ def test_collsim_ui_serves_the_landing_page():
         assert "collsim explorer" in page
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/_dash-layout", timeout=10) as response:
             assert b'"url"' in response.read()
-        children = psutil.Process(process.pid).children(recursive=True)
-        process.terminate()  # SIGTERM
-        started = time.monotonic()
-        output, _ = process.communicate(timeout=10)
-        assert time.monotonic() - started < 5.0
-        _, alive = psutil.wait_procs(children, timeout=2)
-        assert not alive, alive
+        output = stop_and_check(process, signal.SIGTERM)
     finally:
         if process.poll() is None:
             process.kill()
