@@ -7,11 +7,11 @@ from __future__ import annotations
 import functools
 import re
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from .cli_in_process import collsim_in_process
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
@@ -47,8 +47,9 @@ def test_the_docs_show_commands_with_output():
 
 @functools.cache  # a command two pages show (getting-started.md, nccl-model.md) runs once
 def _printed(command: str) -> str:
-    args = shlex.split(command)[1:]
-    done = subprocess.run([sys.executable, "-m", "sim.cli", *args], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    """What the command prints, run in this process (collsim's own main through click's CliRunner,
+    tests/cli_in_process.py): the same output without a Python and collsim start-up a command."""
+    done = collsim_in_process(*shlex.split(command)[1:], cwd=ROOT)
     return done.stdout + done.stderr
 
 

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+from pathlib import Path
 
 import pytest
 
 from sim.collective.collapsed import collective_time, run, summarize
 from sim.collective.runner import run_collective
 from sim.scenario import CollectiveScenario
+
+from ..cli_in_process import collsim_in_process
 
 BASE = dict(bandwidth_Bps=25e9, latency_s=5e-6, reduce_bandwidth_Bps=80e9)
 
@@ -110,10 +111,8 @@ def test_large_collapsed_is_fast_and_exact() -> None:
 
 
 def _cli(*args: str) -> dict:
-    command = [sys.executable, "-m", "sim.cli", "sim", "collective", "--op", "all_reduce", "--algorithm", "ring", "--ranks", "8"]
-    out = subprocess.run(
-        command + ["--size", "64MiB", "--latency", "5us", "--bandwidth", "25GB/s", "--json", *args], capture_output=True, text=True
-    )
+    command = ["sim", "collective", "--op", "all_reduce", "--algorithm", "ring", "--ranks", "8"]
+    out = collsim_in_process(*command, "--size", "64MiB", "--latency", "5us", "--bandwidth", "25GB/s", "--json", *args, cwd=Path.cwd())
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 

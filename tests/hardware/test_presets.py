@@ -1,8 +1,7 @@
 """Hardware presets: every value cited, the topology they build, the CLI around them."""
 
 import json
-import subprocess
-import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -12,6 +11,8 @@ from sim.errors import CollsimError
 from sim.hardware.cluster import build
 from sim.hardware.presets import HERE, list_presets, load_preset, parse_preset
 from sim.scenario import CollectiveScenario
+
+from ..cli_in_process import collsim_in_process
 
 
 def test_required_presets_load_with_sources():
@@ -77,7 +78,7 @@ def test_preset_runs_verify():
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "sim.cli", *args], capture_output=True, text=True, timeout=120)
+    return collsim_in_process(*args, cwd=Path.cwd())  # what it prints: no Python start-up needed
 
 
 def test_done_when_command_prints_nccl_pick():

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+from pathlib import Path
 
 import pytest
 
+from ..cli_in_process import collsim_in_process
+
 
 def _cli(*args: str) -> object:
-    done = subprocess.run([sys.executable, "-m", "sim.cli", "sim", *args, "--json"], capture_output=True, text=True, timeout=300)
+    done = collsim_in_process("sim", *args, "--json", cwd=Path.cwd())  # what it prints: no Python start-up needed
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 

@@ -2,8 +2,8 @@
 
 import json
 import subprocess
-import sys
 from collections import defaultdict
+from pathlib import Path
 
 import networkx as nx
 import pytest
@@ -15,6 +15,8 @@ from sim.errors import CollsimError
 from sim.network import topology as topo
 from sim.network.graph_files import from_user_graph
 from sim.scenario import CollectiveScenario
+
+from ..cli_in_process import collsim_in_process
 
 SHARING = ("fifo", "fair")
 
@@ -254,8 +256,8 @@ def test_hierarchical_refuses_uneven_nodes():
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "sim.cli", "sim", "collective", "--op", "all_reduce", "--algorithm", "ring", "--bandwidth", "10GB/s"]
-    return subprocess.run(command + list(args), capture_output=True, text=True, timeout=120)
+    command = ["sim", "collective", "--op", "all_reduce", "--algorithm", "ring", "--bandwidth", "10GB/s"]
+    return collsim_in_process(*command, *args, cwd=Path.cwd())  # what it prints: no Python start-up needed
 
 
 def test_cli_placement_groups_and_errors():

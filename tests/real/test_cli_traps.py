@@ -18,8 +18,8 @@ REPO = Path(__file__).resolve().parents[2]
 COMPARE_SPEC = REPO / "real" / "data" / "compare_all_reduce_gloo_2.yaml"
 
 
-def collsim(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sim.cli", *args], capture_output=True, text=True, timeout=timeout, cwd=cwd)
+def collsim(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return collsim_in_process(*args, cwd=cwd or Path.cwd())  # what it says: no Python start-up needed
 
 
 @pytest.mark.parametrize("command", [["fit"], ["real", "runs"], ["compare", str(COMPARE_SPEC)]])

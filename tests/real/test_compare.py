@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from real.compare import compare_file, judge, measured_point
 from real.store import open_store, sample_path
 from sim.errors import CollsimError
+
+from ..cli_in_process import collsim_in_process
 
 
 def scenario(tmp_path, text: str):
@@ -77,13 +77,11 @@ def test_missing_measurements_are_named(tmp_path):
 
 def test_cli_json_and_text(tmp_path):
     path = str(sample_path("compare_all_reduce_gloo_2.yaml"))
-    done = subprocess.run(
-        [sys.executable, "-m", "sim.cli", "compare", path, "--json"], capture_output=True, text=True, cwd=tmp_path, timeout=120
-    )
+    done = collsim_in_process("compare", path, "--json", cwd=tmp_path)  # what it prints: no Python start-up needed
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["summary"]["points"] == 8
-    done = subprocess.run([sys.executable, "-m", "sim.cli", "compare", path], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    done = collsim_in_process("compare", path, cwd=tmp_path)
     assert "within the measurement's spread" in done.stdout and "range over 3 launches" in done.stdout
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import statistics
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -123,7 +122,7 @@ def test_bundled_spec_compares_every_measured_strategy():
 
 
 def collsim(*args: str, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sim.cli", *args], capture_output=True, text=True, timeout=120, cwd=cwd)
+    return collsim_in_process(*args, cwd=cwd or Path.cwd())  # what it says: no Python start-up needed
 
 
 def test_cli_prints_the_table_and_json(tmp_path):

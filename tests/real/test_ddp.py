@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
+
+from ..cli_in_process import collsim_in_process  # ranks from this process's fork server: no CLI start-up, no torch import
 
 pytest.importorskip("torch")
 
@@ -35,10 +35,10 @@ def test_ddp_cli_rows_profiles_and_params(tmp_path):
     from sim.training.params import load_params
 
     db, profiles, params = tmp_path / "r.sqlite", tmp_path / "profiles", tmp_path / "params.json"
-    done = subprocess.run(
-        [sys.executable, "-m", "sim.cli", "real", "ddp", "--model", "mlp", "--ranks", "2", "--strategies", "naive,bucketed", "--bucket-sizes", "1KiB,16KiB",
-         "--rounds", "2", "--warmup-rounds", "1", "--db", str(db), "--profile-dir", str(profiles), "--params", str(params), "--json"],
-        capture_output=True, text=True, timeout=240,
+    done = collsim_in_process(
+        "real", "ddp", "--model", "mlp", "--ranks", "2", "--strategies", "naive,bucketed", "--bucket-sizes", "1KiB,16KiB",
+        "--rounds", "2", "--warmup-rounds", "1", "--db", str(db), "--profile-dir", str(profiles), "--params", str(params), "--json",
+        cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)

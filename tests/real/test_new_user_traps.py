@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -35,8 +34,10 @@ ROWS = [
 TAIL = "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 4.2\n#\n"
 
 
-def collsim(*args: str, cwd: Path | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sim.cli", *args], capture_output=True, text=True, timeout=timeout, cwd=cwd)
+def collsim(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """In this process, as the refusals below (no Python and collsim start-up a command): these
+    tests read what a command says and stores, not how its process ends."""
+    return collsim_in_process(*args, cwd=cwd or Path.cwd())
 
 
 def one_error(done: subprocess.CompletedProcess) -> str:

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 
 import pytest
 
@@ -63,10 +61,9 @@ def test_config_names_carry_the_hook():
 
 def _measure(tmp_path, *options: str) -> str:
     db = tmp_path / "hooks.sqlite"
-    done = subprocess.run(
-        [sys.executable, "-m", "sim.cli", "real", "ddp", "--model", "mlp", "--strategies", "torch", "--rounds", "3", "--warmup-rounds", "2",
-         "--db", str(db), "--timeout", "200", *options],
-        capture_output=True, text=True, timeout=240,
+    done = collsim_in_process(  # ranks from this process's fork server: no CLI start-up, no torch import
+        "real", "ddp", "--model", "mlp", "--strategies", "torch", "--rounds", "3", "--warmup-rounds", "2",
+        "--db", str(db), "--timeout", "200", *options, cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     return str(db)

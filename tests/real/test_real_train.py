@@ -12,6 +12,8 @@ from collections import Counter
 import pytest
 from click.testing import CliRunner
 
+from ..cli_in_process import collsim_in_process
+
 pytest.importorskip("torch")
 
 TINY = {"layers": 2, "hidden": 32, "heads": 2, "seq_len": 8, "micro_batch": 2, "global_batch": 4, "steps": 2, "warmup": 1}
@@ -65,7 +67,7 @@ def test_pp_run_every_send_has_its_matching_recv(tmp_path):
     out = tmp_path / "pp.json"
     args = ["--tp", "1", "--pp", "2", "--layers", "2", "--hidden", "32", "--heads", "2", "--seq-len", "8", "--micro-batch", "2",
             "--global-batch", "8", "--steps", "2", "--warmup", "1", "--schedule", "1f1b", "--timeout", "240", "-o", str(out)]  # fmt: skip
-    done = subprocess.run([sys.executable, "-m", "sim.cli", "real", "train", *args], capture_output=True, text=True, timeout=300)
+    done = collsim_in_process("real", "train", *args, cwd=tmp_path)  # ranks from this process's fork server: no torch import
     assert done.returncode == 0, done.stderr
     assert "step time: median" in done.stdout
     result = json.loads(out.read_text())
@@ -85,9 +87,10 @@ def test_pp_run_every_send_has_its_matching_recv(tmp_path):
 @pytest.mark.torch
 def test_a_run_longer_than_its_timeout_stops_with_one_message_in_bounded_time():
     start = time.monotonic()
-    args = ["--tp", "2", "--steps", "1000", "--warmup", "0", "--timeout", "8"]  # 8 s: ranks start in ~4 s, 1000 steps take far longer
+    # 4 s: 1000 steps take far longer; a rank still starting is named too ("rank 0 in starting (process group init)")
+    args = ["--tp", "2", "--steps", "1000", "--warmup", "0", "--timeout", "4"]
     done = subprocess.run([sys.executable, "-m", "sim.cli", "real", "train", *args], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2 and done.stderr.startswith("error: run timed out after 8 s (rank 0 in ")
+    assert done.returncode == 2 and done.stderr.startswith("error: run timed out after 4 s (rank 0 in ")
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
     assert time.monotonic() - start < 60
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +10,8 @@ import pytest
 from real.compare_fsdp import compare_fsdp, fsdp_document, fsdp_points
 from real.validate import COLLECTIVE_KEYS, DDP_KEYS, FIT_KEYS, FSDP_KEYS, format_text, load_validate, make_plan, summary_document
 from real.validate_analysis import analyse, fsdp_analysis
+
+from ..cli_in_process import collsim_in_process
 
 DATA = Path(__file__).resolve().parents[2] / "real" / "data"
 SIZES = [4096 * 4**k for k in range(5)]
@@ -110,15 +110,13 @@ def test_real_fsdp_save_feeds_compare(tmp_path):
     """A short real run (tiny MLP, 2 gloo ranks, one round): the saved rows compare per strategy."""
     pytest.importorskip("torch")
     rows = tmp_path / "rows.json"
-    done = subprocess.run(
-        [sys.executable, "-m", "sim.cli", "real", "fsdp", "--model", "mlp", "--strategies", "ddp,full_shard", "--rounds", "2",
-         "--warmup-rounds", "1", "--no-db", "--save", str(rows)],
-        capture_output=True, text=True, timeout=110, cwd=tmp_path,
+    done = collsim_in_process(  # ranks from this process's fork server: no CLI start-up, no torch import
+        "real", "fsdp", "--model", "mlp", "--strategies", "ddp,full_shard", "--rounds", "2",
+        "--warmup-rounds", "1", "--no-db", "--save", str(rows), cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     (tmp_path / "spec.yaml").write_text("kind: fsdp\nmeasured: rows.json\nmodel: mlp\nranks: 2\n")
-    done = subprocess.run([sys.executable, "-m", "sim.cli", "compare", str(tmp_path / "spec.yaml"), "--json"], capture_output=True, text=True,
-                          timeout=60, cwd=tmp_path)  # fmt: skip
+    done = collsim_in_process("compare", str(tmp_path / "spec.yaml"), "--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert [p["strategy"] for p in report["points"]] == ["ddp", "full_shard"]

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from ..cli_in_process import collsim_in_process
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 
 
@@ -13,9 +15,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 def test_scenario_examples(scenario):
     path = EXAMPLES / scenario
     expected = path.with_name(path.stem + ".expected.txt").read_text()
-    result = subprocess.run(
-        [sys.executable, "-m", "sim.cli", "sim", "collective", "--scenario", str(path)], capture_output=True, text=True, timeout=120
-    )
+    result = collsim_in_process("sim", "collective", "--scenario", str(path), cwd=Path.cwd())  # no Python start-up needed
     assert result.returncode == 0, result.stderr
     assert result.stdout == expected
 

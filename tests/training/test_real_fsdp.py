@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
+
+from ..cli_in_process import collsim_in_process  # ranks from this process's fork server: no CLI start-up, no torch import
 
 pytest.importorskip("torch")
 
@@ -27,11 +27,10 @@ def test_every_strategy_matches_single_process_training():
         assert row["reference_moved"] > 1000 * max(row["max_abs_diff"], 1e-9)
 
 
-def test_real_fsdp_cli_times_and_simulates():
-    done = subprocess.run(
-        [sys.executable, "-m", "sim.cli", "real", "fsdp", "--model", "mlp", "--ranks", "2", "--strategies", "ddp,full_shard",
-         "--rounds", "2", "--warmup-rounds", "1", "--no-db", "--json"],
-        capture_output=True, text=True, timeout=240,
+def test_real_fsdp_cli_times_and_simulates(tmp_path):
+    done = collsim_in_process(
+        "real", "fsdp", "--model", "mlp", "--ranks", "2", "--strategies", "ddp,full_shard",
+        "--rounds", "2", "--warmup-rounds", "1", "--no-db", "--json", cwd=tmp_path,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     rows = {row["strategy"]: row for row in json.loads(done.stdout)}
@@ -44,10 +43,7 @@ def test_real_fsdp_cli_times_and_simulates():
 def test_record_and_import_a_trace_of_the_mlp(tmp_path):
     """--record: one profiled DDP step on 2 gloo ranks; the import names every gradient by shape."""
     trace, out = tmp_path / "mlp.json.gz", tmp_path / "profile.json"
-    done = subprocess.run(
-        [sys.executable, "-m", "sim.cli", "real", "import-trace", str(trace), "--record", "--model", "mlp", "-o", str(out)],
-        capture_output=True, text=True, timeout=240,
-    )  # fmt: skip
+    done = collsim_in_process("real", "import-trace", str(trace), "--record", "--model", "mlp", "-o", str(out), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     profile = json.loads(out.read_text())
     ready = [row["name"] for row in profile["events"] if row["kind"] == "grad_ready"]

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
+from pathlib import Path
 
 import pytest
+
+from ..cli_in_process import collsim_in_process
 
 PRESET = ("--hardware", "dgx-h100", "--nodes", "2", "--preset", "gpt2", "--backward-time", "20ms")
 BY_HAND = ("--ranks", "16", "--preset", "gpt2", "--backward-time", "20ms", "--o", "50us", "--w", "10GB/s")
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-m", "sim.cli", "sim", *args], capture_output=True, text=True, timeout=300)
+    done = collsim_in_process("sim", *args, cwd=Path.cwd())  # what it prints: no Python start-up needed
     assert done.returncode == 0, done.stderr
     return done
 

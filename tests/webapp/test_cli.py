@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import socket
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import urllib.request
 import pytest
 
 from ..cli_in_process import collsim_in_process
+from .test_server_stops_on_signals import stop_and_check
 
 
 def free_port() -> int:
@@ -20,6 +22,8 @@ def free_port() -> int:
 
 
 def test_collsim_ui_serves_the_landing_page():
+    """The page, then SIGTERM: the server and its helpers stop within 5 s (one server start serves
+    both checks; tests/webapp/test_server_stops_on_signals.py has SIGINT and a busy helper)."""
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "sim.cli", "ui", "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
@@ -38,9 +42,11 @@ def test_collsim_ui_serves_the_landing_page():
         assert "collsim explorer" in page
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/_dash-layout", timeout=10) as response:
             assert b'"url"' in response.read()
+        output = stop_and_check(process, signal.SIGTERM)
     finally:
-        process.terminate()
-        output, _ = process.communicate(timeout=10)
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
     assert f"http://127.0.0.1:{port}/" in output
 
 

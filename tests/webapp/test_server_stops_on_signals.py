@@ -39,18 +39,26 @@ def _serve() -> tuple[int, subprocess.Popen]:
             time.sleep(0.3)
 
 
+def stop_and_check(process: subprocess.Popen, signum: int) -> str | bytes:
+    """Send ``signum``: the server exits within 5 s and every helper process with it. Returns what it printed."""
+    children = psutil.Process(process.pid).children(recursive=True)
+    process.send_signal(signum)
+    started = time.monotonic()
+    output, _ = process.communicate(timeout=10)
+    assert time.monotonic() - started < 5.0
+    _, alive = psutil.wait_procs(children, timeout=2)
+    assert not alive, alive
+    return output
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("signum", [signal.SIGINT], ids=["SIGINT"])
 def test_the_server_and_its_helpers_stop_within_5_s_of_a_signal(signum):
+    """SIGINT here; SIGTERM on an idle server is checked by tests/webapp/test_cli.py's landing page
+    test (the same assertions on the server it started: one `collsim ui` start-up, ~7 s of CPU, fewer)."""
     port, process = _serve()
     try:
-        children = psutil.Process(process.pid).children(recursive=True)
-        process.send_signal(signum)
-        started = time.monotonic()
-        process.wait(timeout=10)
-        assert time.monotonic() - started < 5.0
-        _, alive = psutil.wait_procs(children, timeout=2)
-        assert not alive, alive
+        stop_and_check(process, signum)
     finally:
         if process.poll() is None:
             process.kill()
