@@ -195,9 +195,10 @@ def collective(scenario_file: str | None, trace: str | None, csv_path: str | Non
     model = flags.pop("model")
     restrict = {"nccl_algo": flags.pop("nccl_algo"), "nccl_proto": flags.pop("nccl_proto")}
     data = override(CollectiveScenario, data, _scenario_fields(flags))
-    from sim.hardware.presets import apply_nic_keys
+    if "nics_per_node" in data or "nic_bandwidth" in data:  # NIC overrides: a preset variant (sim.hardware.cluster)
+        from sim.hardware.presets import apply_nic_keys  # only then: the presets load yaml
 
-    apply_nic_keys(data)  # NIC overrides: a preset variant (sim.hardware.cluster)
+        apply_nic_keys(data)
     from sim.collective.pick import PICK_KEYS, wants_pick
 
     for key in PICK_KEYS:  # a scenario file's nccl_algo / nccl_proto (flags win)
