@@ -108,4 +108,4 @@ def test_the_sweep_gives_the_interval_of_its_first_layout_and_its_json_alone_on_
     alone = json.loads(_train(*args[:-1], *(f"--{key}={first[key]}" for key in ("tp", "pp", "dp", "ep")), "--json"))
     assert alone["step_time_interval_s"] == pytest.approx(first["step_time_interval_s"], rel=1e-12)
     low, high = first["step_time_interval_s"]
-    assert f"rank 1's 80 % interval: {low:.3f} – {high:.3f} s" in _train(*args)
+    assert f"the first layout's 80 % interval: {low:.3f} – {high:.3f} s" in _train(*args)

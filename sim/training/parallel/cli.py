@@ -171,4 +171,4 @@ def _echo_sweep(rows: list[dict[str, Any]], as_json: bool) -> None:
         click.echo(f"{index:4} {row['tp']:3} {row['pp']:4} {row['dp']:5} {row['ep']:3} {row['step_time_s']:9.3f} "
                    f"{row['bubble_fraction']:7.1%} {row['memory_bytes'] / 1e9:7.1f}  {fits}")  # fmt: skip
     for line in interval_line(rows[0]):
-        click.echo(f"rank 1's {line}; another layout's: collsim sim train --tp T --pp P --dp D --ep E")
+        click.echo(f"the first layout's {line}; another layout's: collsim sim train --tp T --pp P --dp D --ep E")
