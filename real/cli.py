@@ -166,6 +166,9 @@ def ddp(model: str, strategies: str, bucket_sizes: str, rounds: int, warmup_roun
         comm_hook: str | None, powersgd_rank: int | None, powersgd_warmup: int | None, backend: str, device: str | None, ranks: int,
         timeout_s: float, op_timeout_s: float, threads: int, launches: int, db: str | None, no_db: bool, label: str | None, as_json: bool) -> None:  # fmt: skip
     """Time DDP training steps per strategy, round-robin and paired with a no-communication step."""
+    from real.model_names import check_model_name
+
+    check_model_name(model)  # before torch's import (seconds)
     from real.ddp_bench import check_torch_configs, run_ddp_bench
     from real.models import model_spec
 
@@ -276,10 +279,11 @@ def fsdp(model: str, strategies: str, shard_size: int | None, rounds: int, warmu
          label: str | None, as_json: bool) -> None:  # fmt: skip
     """Time FSDP2 / ZeRO training steps per strategy beside sim fsdp (replaying the measured
     no-communication phases, o and w fitted to all-reduces measured in the same launch)."""
-    from real.fsdp import STRATEGIES, check_equality, run_bench, summarize
-    from real.models import model_spec
+    from real.model_names import check_model_name
 
-    model_spec(model)
+    check_model_name(model)  # before torch's import (seconds)
+    from real.fsdp import STRATEGIES, check_equality, run_bench, summarize
+
     names = [name.strip() for name in strategies.split(",") if name.strip()]
     unknown = [name for name in names if name not in STRATEGIES]
     if unknown or not names:

@@ -56,3 +56,14 @@ def test_the_names_are_the_built_in_models():
     from real.models import MODELS
 
     assert tuple(MODELS) == MODEL_NAMES
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["ddp", "fsdp"])
+def test_real_ddp_and_fsdp_refuse_an_unknown_model_before_importing_torch(command, tmp_path):
+    """The same for `collsim real ddp` / `real fsdp`: an unknown --model was refused only after
+    real.ddp_bench / real.fsdp had imported torch (about 3 s)."""
+    done, imported = _imports("real", command, "--model", "gpt9", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "error: --model: unknown 'gpt9'; built-in models: mlp, small" in done.stderr and "Traceback" not in done.stderr
+    assert "torch" not in imported
