@@ -83,19 +83,14 @@ def test_verification_catches_a_wrong_algorithm(monkeypatch):
 def test_the_expected_sum_takes_one_buffer_more_not_one_a_rank():
     """``--verify`` of 8 ranks of 64 MiB once stacked every rank's buffer into a new array to sum
     them (512 MiB more; on the project's VM fresh memory costs seconds of system time)."""
-    import tracemalloc
-
     from sim.algorithms.call import Call
     from sim.collective.verify import expected, initial_buffers
+
+    from .test_verify_memory import traced_peak
 
     ranks, elements = 8, 1 << 18  # 1 MiB of int32 a rank
     call = Call("all_reduce", ranks, 4 * elements, 4, 1, 0)
     call.inputs = initial_buffers("all_reduce", ranks, elements, 0, seed=1)
-    tracemalloc.start()
-    try:
-        rows = expected(call)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    rows, peak = traced_peak(lambda: expected(call))
     assert (rows[0][2] == sum(buffer.astype("int64") for buffer in call.inputs)).all()
     assert peak < 2 * 4 * elements, peak  # the sum itself (1 MiB), not a stack of the 8 buffers

@@ -6,6 +6,8 @@ every op it verifies is still verified element for element."""
 from __future__ import annotations
 
 import tracemalloc
+from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
 import pytest
@@ -13,6 +15,8 @@ import pytest
 from sim.collective.runner import collect, drive, run_collective, start_collective
 from sim.collective.verify import check
 from sim.scenario import CollectiveScenario
+
+T = TypeVar("T")
 
 RANKS, ELEMENTS = 8, 1 << 18  # 1 MiB of int32 a rank
 
@@ -22,13 +26,19 @@ def _scenario(op: str, algorithm: str, **more) -> CollectiveScenario:
                               verify=True, **more)  # fmt: skip
 
 
-def _peak_bytes(scenario: CollectiveScenario) -> int:
+def traced_peak(run: Callable[[], T]) -> tuple[T, int]:
+    """``run()``'s result and tracemalloc's peak of bytes while it ran (test_verify.py uses it too)."""
     tracemalloc.start()
     try:
-        result = run_collective(scenario)
+        result = run()
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
+    return result, peak
+
+
+def _peak_bytes(scenario: CollectiveScenario) -> int:
+    result, peak = traced_peak(lambda: run_collective(scenario))
     assert result.verified is True
     return peak
 
