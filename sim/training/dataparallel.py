@@ -128,7 +128,7 @@ class DataParallelResult:
         """One GPU's step time over DataParallel's (below 1: DataParallel is slower)."""
         return self.single_gpu_s / self.step_time_s
 
-    def step_interval(self) -> dict[str, Any]:
+    def step_interval(self, moved: dict[str, int] | None = None) -> dict[str, Any]:
         """``step_time_interval_s`` (with its level and basis): every communication phase at the
         low, then the high end of its own 80 % interval on the preset (:func:`sim.hardware.uncertainty.spread`
         of its op and size: the broadcast, the reduce, and the copies as what they are, transfers of
@@ -136,14 +136,15 @@ class DataParallelResult:
         Nothing overlaps, so each end is a sum."""
         from sim.training.step_interval import ENDS, interval_fields
 
-        moved = phase_bytes(self.scenario)
+        moved = moved or phase_bytes(self.scenario)  # ``moved``: phase_bytes' answer, where the caller has it
         ends = [sum(_at_end(self.scenario, moved, name, seconds, end) for name, seconds in self.phases_s.items()) for end in ENDS]
         return interval_fields(self.step_time_s, ends)
 
     def summary(self) -> dict[str, Any]:
-        return {"gpus": self.scenario.gpus, "step_time_s": self.step_time_s, **self.step_interval(), "single_gpu_s": self.single_gpu_s,
+        moved = phase_bytes(self.scenario)
+        return {"gpus": self.scenario.gpus, "step_time_s": self.step_time_s, **self.step_interval(moved), "single_gpu_s": self.single_gpu_s,
                 "speedup": self.speedup, "phases_s": dict(self.phases_s), "single_gpu_phases_s": dict(self.single_gpu),
-                "phase_bytes": phase_bytes(self.scenario), "scenario": asdict(self.scenario)}  # fmt: skip
+                "phase_bytes": moved, "scenario": asdict(self.scenario)}  # fmt: skip
 
 
 # the op each communication phase's interval is read for (None: a copy between the node's GPUs, not
